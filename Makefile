@@ -1,0 +1,117 @@
+# Tandem — top-level build. Target-specific settings live in toolchain.mk.
+include toolchain.mk
+
+BUILD   ?= build
+VERSION := 0.1.0
+
+ifneq ($(SANITIZE),)
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+BUILD     := $(BUILD)/san
+endif
+
+INCLUDES := -Iruntime -Iplatform -Ikernels
+CFLAGS   += $(CSTD) $(OPT) $(WARN) $(SAN_FLAGS) $(INCLUDES) -fPIC -pthread -fvisibility=hidden
+LDFLAGS  += $(SAN_FLAGS) -pthread
+
+ifeq ($(HOST_BLAS),openblas)
+CFLAGS   += -DTANDEM_HAVE_CBLAS=1 $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+endif
+
+# Libraries the archive needs; also written into tandem.pc.
+DEP_LIBS := $(BLAS_LIBS) -lyaml -lsndfile -lsamplerate -lpng -ldl -lm -lpthread
+
+# ---- library ---------------------------------------------------------------------------
+LIB_SRC  := $(wildcard runtime/*.c platform/*.c kernels/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CU_SRC   := $(wildcard kernels/*.cu)
+
+HAVE_NVCC := $(shell test -x "$(NVCC)" && echo 1 || (command -v $(NVCC) >/dev/null 2>&1 && echo 1))
+ifeq ($(HAVE_NVCC),1)
+FATBIN_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+                  -gencode arch=compute_$(CUDA_PTX_ARCH),code=compute_$(CUDA_PTX_ARCH)
+FATBIN := $(BUILD)/tandem.fatbin
+else
+FATBIN := $(BUILD)/tandem.fatbin
+$(info NOTE: nvcc not found at '$(NVCC)': building host-only (empty fatbin, CUDA backend disabled). Set CUDA_HOME or NVCC to build the fatbin.)
+endif
+
+LIB      := $(BUILD)/libtandem.a
+CLI      := $(BUILD)/tandem
+PCFILE   := $(BUILD)/tandem.pc
+
+.PHONY: all
+all: $(LIB) $(FATBIN) $(CLI) $(PCFILE)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The fatbin: every kernels/*.cu in one translation unit so one module holds all entry points.
+$(BUILD)/gen/kernels_all.cu: $(CU_SRC)
+	@mkdir -p $(dir $@)
+	@printf '#include "%s"\n' $(abspath $(CU_SRC)) > $@
+
+ifeq ($(HAVE_NVCC),1)
+$(FATBIN): $(BUILD)/gen/kernels_all.cu $(wildcard kernels/*.h)
+	$(NVCC) -fatbin $(NVCC_FLAGS) -Ikernels $(FATBIN_GENCODE) -o $@ $<
+else
+$(FATBIN):
+	@mkdir -p $(dir $@)
+	@: > $@
+endif
+
+# The fatbin's bytes embedded in the archive (tandem_fatbin_embedded / _size).
+$(BUILD)/obj/fatbin_embed.o: $(FATBIN) platform/fatbin_embed.S
+	@mkdir -p $(dir $@)
+	$(CC) -c -DTANDEM_FATBIN_PATH='"$(abspath $(FATBIN))"' platform/fatbin_embed.S -o $@
+
+$(LIB): $(LIB_OBJ) $(BUILD)/obj/fatbin_embed.o
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# ---- CLI -------------------------------------------------------------------------------
+CLI_SRC := $(wildcard tools/*.c)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+$(CLI): $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(DEP_LIBS)
+
+$(PCFILE): Makefile toolchain.mk
+	@mkdir -p $(dir $@)
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\ndatadir=$${prefix}/share/tandem\n\nName: tandem\nDescription: Embeddable static runtime that trains a TTS acoustic model on two devices\nVersion: %s\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ltandem\nLibs.private: %s\n' \
+	  '$(PREFIX)' '$(VERSION)' '$(DEP_LIBS)' > $@
+	@printf 'Requires.private: yaml-0.1 sndfile samplerate libpng%s\n' '$(if $(BLAS_LIBS), openblas,)' >> $@
+
+# ---- parts with their own rules (tests, emulator, stand-in driver, demo, bench) --------
+include $(sort $(wildcard mk/*.mk))
+
+.PHONY: install clean config-info
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	           $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/tandem
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 runtime/tandem.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(PCFILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 $(FATBIN) $(DESTDIR)$(PREFIX)/share/tandem/
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf $(BUILD)
+
+config-info:
+	@echo "CC            = $(CC)"
+	@echo "AR            = $(AR)"
+	@echo "CROSS_COMPILE = $(CROSS_COMPILE)"
+	@echo "CFLAGS        = $(CFLAGS)"
+	@echo "LDFLAGS       = $(LDFLAGS)"
+	@echo "SANITIZE      = $(SANITIZE)"
+	@echo "HOST_BLAS     = $(HOST_BLAS)"
+	@echo "DEP_LIBS      = $(DEP_LIBS)"
+	@echo "CUDA_HOME     = $(CUDA_HOME)"
+	@echo "NVCC          = $(NVCC) ($(if $(HAVE_NVCC),found,NOT found: host-only build))"
+	@echo "CUDA_ARCHS    = $(CUDA_ARCHS) (+ compute_$(CUDA_PTX_ARCH) PTX)"
+	@echo "NVCC_FLAGS    = $(NVCC_FLAGS)"
+	@echo "BUILD         = $(BUILD)"
+	@echo "PREFIX        = $(PREFIX)"
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -1,0 +1,62 @@
+/* registry.h — the one list of kernels. The launcher, the cuda backend (resolves every entry
+ * in the fatbin at init), the emulator, the stand-in driver and the kernel tests all expand
+ * TANDEM_KERNEL_LIST, so a kernel added here cannot skip any of them.
+ *
+ * An entry X(name, group) promises, by convention:
+ *   kernels/<group>.h     typedef struct { ... } tandem_k_<name>_args;   (the parameter list)
+ *   kernels/<group>.cu    KERNEL tandem_k_<name>(tandem_k_<name>_args a) (the device kernel)
+ *   kernels/<group>_host.c
+ *       void tandem_k_<name>_geom(const tandem_k_<name>_args *a, tandem_launch_dims *d);
+ *       void tandem_k_<name>_host(const tandem_k_<name>_args *a);    (host implementation)
+ * The fatbin entry point is named "tandem_k_<name>". Device pointers in argument structs are
+ * plain C pointers: host addresses on the host backend, CUdeviceptr values on cuda.
+ */
+#ifndef TANDEM_KERNELS_REGISTRY_H
+#define TANDEM_KERNELS_REGISTRY_H
+
+#include <stddef.h>
+
+#include "ktypes.h"
+
+#include "basic.h"
+#include "gemm_kernel.h"
+
+/* X(name, group) */
+#define TANDEM_KERNEL_LIST(X)                                                             \
+    X(fill_f32, basic)                                                                    \
+    X(scale_f32, basic)                                                                   \
+    X(axpy_f32, basic)                                                                    \
+    X(cast_f32_bf16, basic)                                                               \
+    X(cast_bf16_f32, basic)                                                               \
+    X(row_sum_f32, basic)                                                                 \
+    X(gemm_f32, gemm_kernel)
+
+typedef enum tandem_kernel_id {
+#define TANDEM_KID_ENUM(name, group) TANDEM_KID_##name,
+    TANDEM_KERNEL_LIST(TANDEM_KID_ENUM)
+#undef TANDEM_KID_ENUM
+    TANDEM_KERNEL_COUNT
+} tandem_kernel_id;
+
+#ifndef __CUDACC__
+#define TANDEM_KDECL(name, group)                                                         \
+    void tandem_k_##name##_geom(const tandem_k_##name##_args *a, tandem_launch_dims *d);  \
+    void tandem_k_##name##_host(const tandem_k_##name##_args *a);
+TANDEM_KERNEL_LIST(TANDEM_KDECL)
+#undef TANDEM_KDECL
+
+typedef struct tandem_kernel_info {
+    const char *name;        /* "fill_f32" */
+    const char *entry;       /* "tandem_k_fill_f32": the symbol in the fatbin */
+    size_t args_size;        /* sizeof(tandem_k_<name>_args) */
+    void (*geom)(const void *args, tandem_launch_dims *d);
+    void (*host)(const void *args);
+} tandem_kernel_info;
+
+/* Indexed by tandem_kernel_id. */
+extern const tandem_kernel_info tandem_kernel_table[TANDEM_KERNEL_COUNT];
+/* Lookup by name ("fill_f32" or "tandem_k_fill_f32"); -1 if unknown. */
+int tandem_kernel_find(const char *name);
+#endif
+
+#endif

@@ -1,0 +1,24 @@
+# Unit tests: every test/unit/test_*.c is one cmocka binary linked against libtandem.a.
+# Other parts append their own test binaries (emulator, stand-in driver) to TEST_BINS.
+TEST_BIN_DIR := $(BUILD)/test/bin
+UNIT_SRC     := $(wildcard test/unit/test_*.c)
+UNIT_BINS    := $(UNIT_SRC:test/unit/%.c=$(TEST_BIN_DIR)/%)
+TEST_CFLAGS   = $(CFLAGS) -Itest -DTANDEM_TEST_BUILD_DIR='"$(abspath $(BUILD))"' \
+                -DTANDEM_SOURCE_DIR='"$(abspath .)"'
+TEST_LIBS     = -lcmocka $(DEP_LIBS)
+TEST_BINS    += $(UNIT_BINS)
+
+$(TEST_BIN_DIR)/test_%: test/unit/test_%.c $(LIB) $(wildcard test/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(TEST_LIBS)
+
+.PHONY: deps test test-build
+deps:
+	@bash tools/deps.sh
+
+test-build: all $(TEST_BINS)
+
+# `make test` = deps, build, every test binary; ends with "N passed, M failed".
+test: deps
+	@$(MAKE) --no-print-directory test-build
+	@bash test/run.sh $(TEST_BINS)

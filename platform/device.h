@@ -1,0 +1,104 @@
+/* device.h — the device interface every backend implements (DESIGN.md §3).
+ *
+ * A backend is a table of functions (tandem_backend_ops). The public tandem_device /
+ * tandem_stream / tandem_event handles are the structs below; each carries a pointer to its
+ * backend's table and a backend-private part. Device memory is addressed by tandem_dptr
+ * (a CUdeviceptr on cuda, a plain pointer value on host), so runtime code never sees a
+ * CUDA type. Owns: nothing global; each device owns its context, streams and events.
+ */
+#ifndef TANDEM_PLATFORM_DEVICE_H
+#define TANDEM_PLATFORM_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ktypes.h" /* tandem_launch_dims */
+#include "tandem.h"
+
+typedef uint64_t tandem_dptr;
+
+/* One GEMM in the row-major convention of tandem.h, on raw device addresses. All matrices
+ * f32, dense, leading dimension = row length of the stored matrix; batch strides in elements. */
+typedef struct tandem_gemm_desc {
+    int trans_a, trans_b;
+    int64_t m, n, k;
+    int64_t batch;
+    int64_t stride_a, stride_b, stride_c; /* elements between batch items (0 when batch == 1) */
+} tandem_gemm_desc;
+
+typedef struct tandem_backend_ops tandem_backend_ops;
+
+struct tandem_device {
+    const tandem_backend_ops *ops;
+    tandem_device_info info;
+    void *impl; /* backend-private */
+};
+
+struct tandem_stream {
+    tandem_device *dev;
+    void *impl;
+};
+
+struct tandem_event {
+    tandem_device *dev;
+    void *impl;
+};
+
+struct tandem_backend_ops {
+    const char *name; /* "host", "cuda" */
+    void (*close)(tandem_device *dev);
+    tandem_status (*sync)(tandem_device *dev);
+    int (*can_access_peer)(const tandem_device *dst, const tandem_device *src);
+
+    /* Device memory: the arena (one allocation per pool) and pinned host staging memory. */
+    tandem_status (*mem_alloc)(tandem_device *dev, size_t bytes, tandem_dptr *out);
+    void (*mem_free)(tandem_device *dev, tandem_dptr p);
+    tandem_status (*host_alloc_pinned)(tandem_device *dev, size_t bytes, void **out);
+    void (*host_free_pinned)(tandem_device *dev, void *p);
+
+    tandem_status (*stream_create)(tandem_device *dev, tandem_stream *s);
+    void (*stream_destroy)(tandem_stream *s);
+    tandem_status (*stream_sync)(tandem_stream *s);
+
+    tandem_status (*event_create)(tandem_device *dev, tandem_event *e);
+    void (*event_destroy)(tandem_event *e);
+    tandem_status (*event_record)(tandem_event *e, tandem_stream *s);
+    tandem_status (*stream_wait_event)(tandem_stream *s, tandem_event *e);
+    tandem_status (*event_query)(tandem_event *e, int *done);
+    tandem_status (*event_sync)(tandem_event *e);
+    tandem_status (*event_elapsed_ms)(tandem_event *start, tandem_event *end, float *ms);
+
+    /* Asynchronous on cuda (host memory must be pinned for true overlap), synchronous on host. */
+    tandem_status (*copy_h2d)(tandem_stream *s, tandem_dptr dst, const void *src, size_t bytes);
+    tandem_status (*copy_d2h)(tandem_stream *s, void *dst, tandem_dptr src, size_t bytes);
+    tandem_status (*copy_d2d)(tandem_stream *s, tandem_dptr dst, tandem_dptr src, size_t bytes);
+    /* dst on dst_dev, src on s's device; only called when can_access_peer(dst_dev, src dev)
+     * or both are host devices. */
+    tandem_status (*copy_peer)(tandem_stream *s, tandem_device *dst_dev, tandem_dptr dst,
+                               tandem_dptr src, size_t bytes);
+
+    /* Launch registered kernel `kernel_id` (kernels/registry.h) with its argument struct. */
+    tandem_status (*launch)(tandem_stream *s, int kernel_id, const tandem_launch_dims *dims,
+                            const void *args, size_t args_size);
+
+    /* GEMM: prepare resolves the algorithm for a shape once (before commit); gemm runs it.
+     * A prepare for a shape already prepared is a no-op. gemm on an unprepared shape is an
+     * error on cuda (shapes are fixed, so this is a programming error caught in tests). */
+    tandem_status (*gemm_prepare)(tandem_device *dev, const tandem_gemm_desc *d);
+    tandem_status (*gemm)(tandem_stream *s, const tandem_gemm_desc *d, float alpha, tandem_dptr a,
+                          tandem_dptr b, float beta, tandem_dptr c);
+};
+
+/* Backend entry points. */
+tandem_status tandem_host_device_open(int ordinal, tandem_device **out);
+tandem_status tandem_host_device_count(int *count);
+/* TANDEM_E_NODRIVER (with *count = 0) when libcuda.so.1 cannot be loaded. */
+tandem_status tandem_cuda_device_count(int *count);
+tandem_status tandem_cuda_device_open(int ordinal, tandem_device **out);
+
+/* Why the driver could not be used (for diagnose): "" when it loaded fine. */
+const char *tandem_cuda_driver_status(void);
+/* Whether cuBLASLt was found (after a cuda device was opened), and its version or why not. */
+int tandem_cuda_have_cublaslt(char *why, size_t cap);
+
+#endif

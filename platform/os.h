@@ -1,0 +1,58 @@
+/* os.h — OS services the runtime uses: counted allocation, threads, locks, clock, files.
+ * Owns nothing global except the allocation counter. */
+#ifndef TANDEM_PLATFORM_OS_H
+#define TANDEM_PLATFORM_OS_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tandem.h"
+
+/* ---- counted allocation: every heap allocation made by runtime code goes through these,
+ * so tandem_alloc_count() can prove that nothing is allocated after commit. ---- */
+void *tandem_malloc(size_t bytes);
+void *tandem_calloc(size_t n, size_t size);
+void *tandem_realloc(void *p, size_t bytes);
+void tandem_free(void *p);
+void *tandem_aligned_alloc(size_t alignment, size_t bytes); /* free with tandem_aligned_free */
+void tandem_aligned_free(void *p);
+char *tandem_strdup(const char *s);
+/* Count an allocation made elsewhere (driver memory, pinned memory). */
+void tandem_alloc_note(void);
+
+/* ---- threads ---- */
+typedef struct tandem_thread { pthread_t handle; } tandem_thread;
+typedef void *(*tandem_thread_fn)(void *arg);
+tandem_status tandem_thread_start(tandem_thread *t, tandem_thread_fn fn, void *arg, const char *name);
+void *tandem_thread_join(tandem_thread *t);
+
+typedef struct tandem_mutex { pthread_mutex_t m; } tandem_mutex;
+typedef struct tandem_cond { pthread_cond_t c; } tandem_cond;
+void tandem_mutex_init(tandem_mutex *m);
+void tandem_mutex_destroy(tandem_mutex *m);
+void tandem_mutex_lock(tandem_mutex *m);
+void tandem_mutex_unlock(tandem_mutex *m);
+void tandem_cond_init(tandem_cond *c);   /* uses the monotonic clock for timed waits */
+void tandem_cond_destroy(tandem_cond *c);
+void tandem_cond_wait(tandem_cond *c, tandem_mutex *m);
+/* Returns 0 when signalled (or spuriously woken), 1 on timeout. */
+int tandem_cond_timedwait_ns(tandem_cond *c, tandem_mutex *m, uint64_t timeout_ns);
+void tandem_cond_signal(tandem_cond *c);
+void tandem_cond_broadcast(tandem_cond *c);
+
+/* ---- clock ---- */
+uint64_t tandem_now_ns(void); /* monotonic */
+int tandem_cpu_count(void);
+
+/* ---- files ---- */
+/* Read a whole file into a new buffer (NUL-terminated, not counted in *len). */
+tandem_status tandem_file_read_all(const char *path, char **data, size_t *len);
+/* Write atomically: temp file in the same directory, fsync, rename over path, fsync the
+ * directory. A crash at any point leaves either the old file or the new one, never a mix. */
+tandem_status tandem_file_write_atomic(const char *path, const void *data, size_t len);
+int tandem_file_exists(const char *path);
+/* mkdir -p */
+tandem_status tandem_mkdir_p(const char *path);
+
+#endif

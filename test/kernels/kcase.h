@@ -1,0 +1,55 @@
+/* kcase.h — how each registered kernel is exercised by the registry-enumerating test.
+ *
+ * For every X(name, group) in TANDEM_KERNEL_LIST there must be a
+ *     const tandem_kcase_spec tandem_kcase_<name>;
+ * (test/kernels/cases_<group>.c), or the kernel test does not link. The test, per size index:
+ * make() picks shapes with the rng and declares buffers; the runner allocates every buffer
+ * twice (plain host memory for the host implementation, guarded emulator memory for the
+ * kernel), fills inputs with identical random values, poisons outputs with NaN, calls bind()
+ * to build the argument struct for each copy, runs host impl and emulated kernel, and compares
+ * every OUT/INOUT buffer with the normalised error ||a-b||^2/||b||^2 <= tol. NaN never passes;
+ * an OUT element left unwritten (still NaN) fails.
+ */
+#ifndef TANDEM_TEST_KCASE_H
+#define TANDEM_TEST_KCASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry.h"
+#include "tandem.h"
+#include "testutil.h"
+
+typedef enum { TANDEM_KB_IN, TANDEM_KB_OUT, TANDEM_KB_INOUT } tandem_kb_role;
+
+#define TANDEM_KCASE_MAX_BUFS 8
+
+typedef struct tandem_kcase_buf {
+    const char *name;
+    tandem_dtype dtype;   /* F32, BF16 or I32 */
+    int64_t count;        /* elements */
+    tandem_kb_role role;
+    float lo, hi;         /* uniform range of random inputs (IN, INOUT) */
+} tandem_kcase_buf;
+
+typedef struct tandem_kcase {
+    char desc[96];        /* shape description printed with the result, e.g. "n=1000" */
+    int nbufs;
+    tandem_kcase_buf bufs[TANDEM_KCASE_MAX_BUFS];
+    double tol;           /* normalised error threshold */
+    int64_t i[8];         /* shape parameters chosen by make() for bind() */
+    float f[8];           /* scalar parameters chosen by make() */
+} tandem_kcase;
+
+typedef struct tandem_kcase_spec {
+    int nsizes;           /* size variants: include non-multiples of the block size and the largest */
+    void (*make)(int size_idx, tandem_rng *rng, tandem_kcase *c);
+    /* bufs[j] points at buffer j of this copy; write the args struct into args. */
+    void (*bind)(const tandem_kcase *c, void *const *bufs, void *args);
+} tandem_kcase_spec;
+
+#define TANDEM_KCASE_DECL(name, group) extern const tandem_kcase_spec tandem_kcase_##name;
+TANDEM_KERNEL_LIST(TANDEM_KCASE_DECL)
+#undef TANDEM_KCASE_DECL
+
+#endif

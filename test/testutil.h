@@ -1,0 +1,33 @@
+/* testutil.h — small helpers shared by tests: a seeded RNG and paths. Header-only. */
+#ifndef TANDEM_TEST_UTIL_H
+#define TANDEM_TEST_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef struct tandem_rng { uint64_t s; } tandem_rng;
+
+static inline uint64_t tandem_rng_next(tandem_rng *r) { /* splitmix64 */
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static inline float tandem_rng_uniform(tandem_rng *r, float lo, float hi) {
+    return lo + (hi - lo) * (float)((tandem_rng_next(r) >> 40) * (1.0 / 16777216.0));
+}
+static inline int64_t tandem_rng_int(tandem_rng *r, int64_t lo, int64_t hi) { /* [lo, hi] */
+    return lo + (int64_t)(tandem_rng_next(r) % (uint64_t)(hi - lo + 1));
+}
+/* Seed from $TANDEM_TEST_SEED or the clock; printed so a failure can be replayed. */
+static inline uint64_t tandem_test_seed(const char *what) {
+    const char *e = getenv("TANDEM_TEST_SEED");
+    uint64_t s = e ? strtoull(e, NULL, 0) : ((uint64_t)time(NULL) ^ ((uint64_t)clock() << 32));
+    printf("%s: seed %llu (replay with TANDEM_TEST_SEED=%llu)\n", what, (unsigned long long)s,
+           (unsigned long long)s);
+    return s;
+}
+
+#endif
