@@ -9,7 +9,7 @@ SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recove
 BUILD     := $(BUILD)/san
 endif
 
-INCLUDES := -Iruntime -Iplatform -Ikernels
+INCLUDES := -Iruntime -Iplatform -Ikernels -Itools
 CFLAGS   += $(CSTD) $(OPT) $(WARN) $(SAN_FLAGS) $(INCLUDES) -fPIC -pthread -fvisibility=hidden
 LDFLAGS  += $(SAN_FLAGS) -pthread
 

@@ -1,0 +1,19 @@
+/* cli.h — subcommands of the `tandem` command. Each lives in tools/cmd_<name>.c and defines
+ * `int cli_<name>(int argc, char **argv)` (argv[0] is the subcommand name) returning the exit
+ * code: 0 success, 1 runtime failure, 2 bad usage or bad input/config. */
+#ifndef TANDEM_TOOLS_CLI_H
+#define TANDEM_TOOLS_CLI_H
+
+int cli_diagnose(int argc, char **argv);
+int cli_plan(int argc, char **argv);
+int cli_corpus(int argc, char **argv);
+int cli_prep(int argc, char **argv);
+int cli_features(int argc, char **argv);
+int cli_pipeline(int argc, char **argv);
+int cli_train(int argc, char **argv);
+int cli_synth(int argc, char **argv);
+
+/* True if argv holds -h or --help. */
+int cli_wants_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,69 @@
+/* main.c — the `tandem` command: dispatches to subcommands (tools/cmd_*.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tandem.h"
+
+/* Subcommands not built yet resolve to NULL (weak), so the table can list the whole plan. */
+#pragma weak cli_diagnose
+#pragma weak cli_plan
+#pragma weak cli_corpus
+#pragma weak cli_prep
+#pragma weak cli_features
+#pragma weak cli_pipeline
+#pragma weak cli_train
+#pragma weak cli_synth
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} cli_cmd;
+
+static const cli_cmd cmds[] = {
+    {"diagnose", cli_diagnose, "driver, devices, peer access, fatbin architectures, cuBLASLt"},
+    {"plan", cli_plan, "print the memory plan of a config for every arena (no device needed)"},
+    {"corpus", cli_corpus, "write a demo LJSpeech-layout corpus spoken by espeak-ng"},
+    {"prep", cli_prep, "index a dataset and build its text cache"},
+    {"features", cli_features, "log-mel features of one audio file to .npy"},
+    {"pipeline", cli_pipeline, "run the data side alone and report its throughput"},
+    {"train", cli_train, "train the acoustic model"},
+    {"synth", cli_synth, "synthesize speech from a checkpoint"},
+};
+#define NCMDS (int)(sizeof cmds / sizeof cmds[0])
+
+int cli_wants_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
+    return 0;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "tandem %s — train a TTS acoustic model on two devices\n\n", TANDEM_VERSION_STRING);
+    fprintf(f, "usage: tandem <command> [options]   (tandem <command> --help for details)\n\n");
+    for (int i = 0; i < NCMDS; i++)
+        if (cmds[i].fn) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("tandem %s\n", TANDEM_VERSION_STRING);
+        return 0;
+    }
+    for (int i = 0; i < NCMDS; i++) {
+        if (strcmp(argv[1], cmds[i].name) != 0) continue;
+        if (!cmds[i].fn) {
+            fprintf(stderr, "tandem: '%s' is not part of this build yet\n", cmds[i].name);
+            return 2;
+        }
+        return cmds[i].fn(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "tandem: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
