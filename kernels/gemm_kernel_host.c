@@ -1,0 +1,55 @@
+/* gemm_kernel_host.c — launch geometry and host implementation of gemm_f32 (gemm_kernel.cu).
+ *
+ * The host implementation is the reference the emulated kernel is compared with: a plain
+ * triple loop that accumulates in double, so it is more accurate than any float kernel and
+ * the comparison measures the kernel's rounding, not a difference of two float orders.
+ * (The host backend's GEMM op does not use it; it runs platform/host_gemm.c.)
+ */
+#include <stdint.h>
+
+#include "registry.h"
+
+/* Must match gemm_kernel.cu: 64 x 64 tile of C per block of 16 x 16 threads. */
+enum { GEMM_TILE = 64, GEMM_THREADS_XY = 16, GRID_YZ_MAX = 65535 };
+
+static unsigned ceil_div_at_least_1(int64_t n, int64_t d, int64_t cap) {
+    int64_t g = (n + d - 1) / d;
+    if (g < 1) g = 1;
+    if (cap > 0 && g > cap) g = cap;
+    return (unsigned)g;
+}
+
+void tandem_k_gemm_f32_geom(const tandem_k_gemm_f32_args *a, tandem_launch_dims *d) {
+    d->grid[0] = ceil_div_at_least_1(a->n, GEMM_TILE, 0);
+    d->grid[1] = ceil_div_at_least_1(a->m, GEMM_TILE, GRID_YZ_MAX);
+    d->grid[2] = ceil_div_at_least_1(a->batch, 1, GRID_YZ_MAX);
+    d->block[0] = GEMM_THREADS_XY;
+    d->block[1] = GEMM_THREADS_XY;
+    d->block[2] = 1;
+    d->shmem = 0;
+}
+
+void tandem_k_gemm_f32_host(const tandem_k_gemm_f32_args *a) {
+    const int64_t lda = a->trans_a ? a->m : a->k;
+    const int64_t ldb = a->trans_b ? a->k : a->n;
+    for (int64_t bz = 0; bz < a->batch; bz++) {
+        const float *A = a->a + bz * a->stride_a; /* [m, k] or [k, m] */
+        const float *B = a->b + bz * a->stride_b; /* [k, n] or [n, k] */
+        float *C = a->c + bz * a->stride_c;       /* [m, n] */
+        for (int64_t i = 0; i < a->m; i++) {
+            for (int64_t j = 0; j < a->n; j++) {
+                double s = 0.0;
+                for (int64_t p = 0; p < a->k; p++) {
+                    double x = a->trans_a ? A[p * lda + i] : A[i * lda + p];
+                    double y = a->trans_b ? B[j * ldb + p] : B[p * ldb + j];
+                    s += x * y;
+                }
+                float *cp = C + i * a->n + j;
+                double v = (double)a->alpha * s;
+                /* beta == 0: C is not read (it may hold anything, NaN included). */
+                if (a->beta != 0.0f) v += (double)a->beta * *cp;
+                *cp = (float)v;
+            }
+        }
+    }
+}
