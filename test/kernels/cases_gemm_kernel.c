@@ -1,0 +1,96 @@
+/* cases_gemm_kernel.c — kernel-test cases for the fatbin GEMM (kernels/gemm_kernel.h).
+ *
+ * Shapes: odd m/n/k (1, 7, 33, 65, 130) around the kernel's 64-wide tiles and 16-deep K
+ * slices, exact tile multiples, all four transpose combinations, batch 1 and 3, a batch that
+ * shares one B (stride_b = 0), beta = 0 with C poisoned (proves C is not read), a larger
+ * multi-tile case and a random one. alpha and beta are never 0 or 1 except that beta = 0 case.
+ *
+ * Tolerance 1e-9 (normalised squared error): the kernel accumulates in float in its own order,
+ * the host reference in double; for K <= 300 with inputs in [-1, 1] the expected error is
+ * about K * eps^2 ~ 1e-12. One wrong or missing product term in one element of the largest
+ * case still gives ~1e-8, so the threshold catches indexing errors at the tile edges.
+ */
+#include <stdio.h>
+
+#include "kcase.h"
+
+typedef struct gemm_shape {
+    int64_t m, n, k, batch;
+    int trans_a, trans_b;
+    int share_b; /* all batch items use the same B */
+    int beta_zero;
+} gemm_shape;
+
+static const gemm_shape shapes[] = {
+    {1, 1, 1, 1, 0, 0, 0, 0},      {7, 33, 65, 1, 0, 1, 0, 0},  {33, 7, 130, 3, 1, 0, 0, 0},
+    {65, 130, 33, 1, 1, 1, 0, 0},  {130, 65, 7, 3, 0, 0, 0, 0}, {1, 130, 65, 3, 1, 1, 0, 0},
+    {64, 64, 64, 1, 0, 1, 0, 0},   {130, 1, 1, 1, 1, 0, 0, 1},  {65, 33, 130, 3, 0, 1, 1, 0},
+    {190, 260, 300, 2, 1, 0, 0, 0}, {-1, -1, -1, -1, 0, 0, 0, 0},
+};
+#define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+
+static void gemm_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    gemm_shape s = shapes[idx];
+    if (s.m < 0) { /* random */
+        s.m = tandem_rng_int(rng, 1, 150);
+        s.n = tandem_rng_int(rng, 1, 150);
+        s.k = tandem_rng_int(rng, 1, 150);
+        s.batch = tandem_rng_int(rng, 1, 3);
+        s.trans_a = (int)tandem_rng_int(rng, 0, 1);
+        s.trans_b = (int)tandem_rng_int(rng, 0, 1);
+    }
+    c->i[0] = s.m;
+    c->i[1] = s.n;
+    c->i[2] = s.k;
+    c->i[3] = s.batch;
+    c->i[4] = s.trans_a;
+    c->i[5] = s.trans_b;
+    c->i[6] = s.share_b;
+    c->f[0] = tandem_rng_uniform(rng, 0.5f, 1.5f) * (tandem_rng_int(rng, 0, 1) ? 1.0f : -1.0f);
+    c->f[1] = s.beta_zero ? 0.0f : tandem_rng_uniform(rng, -1.5f, -0.25f);
+
+    c->nbufs = 3;
+    tandem_kcase_buf *a = &c->bufs[0], *b = &c->bufs[1], *cc = &c->bufs[2];
+    a->name = "a";
+    a->dtype = TANDEM_F32;
+    a->count = s.batch * s.m * s.k;
+    a->role = TANDEM_KB_IN;
+    a->lo = -1.0f;
+    a->hi = 1.0f;
+    b->name = "b";
+    b->dtype = TANDEM_F32;
+    b->count = (s.share_b ? 1 : s.batch) * s.k * s.n;
+    b->role = TANDEM_KB_IN;
+    b->lo = -1.0f;
+    b->hi = 1.0f;
+    cc->name = "c";
+    cc->dtype = TANDEM_F32;
+    cc->count = s.batch * s.m * s.n;
+    cc->role = s.beta_zero ? TANDEM_KB_OUT : TANDEM_KB_INOUT;
+    cc->lo = -1.0f;
+    cc->hi = 1.0f;
+    c->tol = 1e-9;
+    snprintf(c->desc, sizeof c->desc, "m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d%s a=%.3g b=%.3g",
+             (long long)s.m, (long long)s.n, (long long)s.k, (long long)s.batch, s.trans_a,
+             s.trans_b, s.share_b ? " shared-B" : "", c->f[0], c->f[1]);
+}
+
+static void gemm_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_gemm_f32_args *a = (tandem_k_gemm_f32_args *)args;
+    a->a = (const float *)bufs[0];
+    a->b = (const float *)bufs[1];
+    a->c = (float *)bufs[2];
+    a->m = (int)c->i[0];
+    a->n = (int)c->i[1];
+    a->k = (int)c->i[2];
+    a->batch = (int)c->i[3];
+    a->trans_a = (int)c->i[4];
+    a->trans_b = (int)c->i[5];
+    a->stride_a = c->i[0] * c->i[2];
+    a->stride_b = c->i[6] ? 0 : c->i[2] * c->i[1];
+    a->stride_c = c->i[0] * c->i[1];
+    a->alpha = c->f[0];
+    a->beta = c->f[1];
+}
+
+const tandem_kcase_spec tandem_kcase_gemm_f32 = {N_SHAPES, gemm_make, gemm_bind};
