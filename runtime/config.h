@@ -1,0 +1,79 @@
+/* config.h — the run configuration: one flat YAML mapping of `key: value`, described by a
+ * table-driven schema (config.c: key, type, default, range, doc). The same table validates
+ * the file, command-line overrides (tandem_config_set) and the YAML dump that goes into
+ * checkpoints, so a key is added in one place.
+ *
+ * Presets: `model_size: tiny|base` fills d_model, layers, heads, reduction, max_text and
+ * max_frames — except those given explicitly (in the file or by an override), whatever the
+ * order. `custom` fills nothing: unset keys keep their defaults (the tiny values).
+ *
+ * Owns nothing on the heap: strings live in fixed fields, so a config can be copied by value.
+ * Errors: TANDEM_E_INVALID with "<file>:<line>: key '<k>': expected <what>, got '<v>'";
+ * a missing file is TANDEM_E_IO.
+ */
+#ifndef TANDEM_RUNTIME_CONFIG_H
+#define TANDEM_RUNTIME_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tandem.h"
+
+#define TANDEM_CONFIG_PATH_MAX 1024
+#define TANDEM_CONFIG_MAX_PREFETCH 16 /* most ring slots prefetch_buffer_size allows */
+
+typedef enum tandem_model_size {
+    TANDEM_MODEL_TINY = 0,
+    TANDEM_MODEL_BASE,
+    TANDEM_MODEL_CUSTOM,
+} tandem_model_size;
+
+typedef enum tandem_precision {
+    TANDEM_PRECISION_FP32 = 0,
+    TANDEM_PRECISION_BF16,
+} tandem_precision;
+
+typedef struct tandem_config {
+    /* model */
+    int model_size; /* tandem_model_size */
+    int d_model, layers, heads;
+    int reduction;  /* r: mel frames predicted per position */
+    int max_text;   /* token positions, incl. language, BOS and EOS */
+    int max_frames; /* mel frames per utterance (a multiple of reduction) */
+    int n_mels;     /* 80, fixed by the feature recipe */
+    /* data pipeline */
+    int batch_size, grad_accum;
+    int prefetch_buffer_size; /* ring slots on the model device */
+    int num_workers;          /* audio loader threads; 0 = one per CPU core */
+    int shuffle;              /* bool */
+    int64_t data_gpu_memory, model_gpu_memory; /* arena budgets in MiB; 0 = size by plan */
+    /* training */
+    int precision; /* tandem_precision */
+    int64_t seed, max_steps;
+    double lr;
+    char train_data[TANDEM_CONFIG_PATH_MAX], val_data[TANDEM_CONFIG_PATH_MAX];
+    char out[TANDEM_CONFIG_PATH_MAX];
+
+    uint64_t explicit_keys; /* bit i: schema key i was given (presets leave it alone) */
+} tandem_config;
+
+/* Defaults (model_size tiny). */
+void tandem_config_init(tandem_config *cfg);
+/* init, then read `path` (the keys it gives replace defaults), then tandem_config_check. */
+tandem_status tandem_config_load(tandem_config *cfg, const char *path);
+/* Same, from YAML text; `origin` names it in messages (e.g. the file name). */
+tandem_status tandem_config_load_string(tandem_config *cfg, const char *yaml, size_t len,
+                                        const char *origin);
+/* Set one key from its text, validated like the file ("batch_size", "16"). Messages name
+ * the origin "override". Call tandem_config_check after the last override. */
+tandem_status tandem_config_set(tandem_config *cfg, const char *key, const char *value);
+/* Rules across keys (d_model divisible by heads, max_frames by reduction, ...). */
+tandem_status tandem_config_check(const tandem_config *cfg);
+
+/* The effective config as YAML (every key, one per line). Returns the length it needs
+ * (excluding NUL), writing at most cap bytes (NUL-terminated when cap > 0), like snprintf. */
+size_t tandem_config_dump(const tandem_config *cfg, char *buf, size_t cap);
+/* Every key with type, default, range and doc, one per line (for --help); same contract. */
+size_t tandem_config_describe(char *buf, size_t cap);
+
+#endif
