@@ -146,8 +146,9 @@ void tandem_event_destroy(tandem_event *e) {
 
 tandem_status tandem_event_record(tandem_event *e, tandem_stream *s) {
     if (!e || !s) return tandem_fail(TANDEM_E_INVALID, "tandem_event_record: NULL argument");
-    /* As in CUDA, an event is recorded on a stream of its own device; other devices wait on it. */
-    if (e->dev != s->dev)
+    /* As in CUDA, an event is recorded on a stream of its own device (two handles of one device
+     * share it); other devices only wait on it. */
+    if (e->dev->ops != s->dev->ops || e->dev->info.ordinal != s->dev->info.ordinal)
         return tandem_fail(TANDEM_E_INVALID,
                            "tandem_event_record: event of %s device %d recorded on a stream of %s "
                            "device %d; expected a stream of the event's device",
