@@ -6,7 +6,7 @@ VERSION := 0.1.0
 
 ifneq ($(SANITIZE),)
 SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
-BUILD     := $(BUILD)/san
+override BUILD := $(BUILD)/san
 endif
 
 INCLUDES := -Iruntime -Iplatform -Ikernels -Itools
