@@ -22,3 +22,10 @@ test-build: all $(TEST_BINS)
 test: deps
 	@$(MAKE) --no-print-directory test-build
 	@bash test/run.sh $(TEST_BINS)
+
+# Artifact checks (symbol prefix, embedded fatbin, tandem.pc) run as a test "binary".
+TEST_BINS += $(BUILD)/test/bin/check_archive
+$(BUILD)/test/bin/check_archive: test/check_archive.sh
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nTANDEM_TEST_BUILD_DIR=%s exec bash %s\n' '$(abspath $(BUILD))' '$(abspath $<)' > $@
+	@chmod +x $@
