@@ -20,6 +20,7 @@
 
 #include "basic.h"
 #include "gemm_kernel.h"
+#include "mel.h"
 
 /* X(name, group) */
 #define TANDEM_KERNEL_LIST(X)                                                             \
@@ -29,7 +30,11 @@
     X(cast_f32_bf16, basic)                                                               \
     X(cast_bf16_f32, basic)                                                               \
     X(row_sum_f32, basic)                                                                 \
-    X(gemm_f32, gemm_kernel)
+    X(gemm_f32, gemm_kernel)                                                              \
+    X(mel_frames, mel)                                                                    \
+    X(mel_magnitude, mel)                                                                 \
+    X(mel_log, mel)                                                                       \
+    X(mel_targets, mel)
 
 typedef enum tandem_kernel_id {
 #define TANDEM_KID_ENUM(name, group) TANDEM_KID_##name,
