@@ -1,0 +1,58 @@
+/* audio.h — decoding one audio file into 22050 Hz mono float samples (DESIGN.md §6).
+ *
+ * Owns: the process-wide lock that serialises libsndfile's opens and closes (sf_open is not
+ * thread-safe, and sf_strerror(NULL) reads a global), and per-thread decoders that hold the
+ * resampler and the chunk buffers, so decoding a file allocates nothing in Tandem's own code
+ * (libsndfile allocates inside sf_open, which is why decoding stays on loader threads).
+ *
+ * Samples: libsndfile reads every format as float with its float normalisation on, which
+ * scales integer PCM of b bits by 1 / 2^(b-1): 16-bit PCM gives exactly x / 32768, 24-bit
+ * x / 2^23 (= (x / 256) / 32768, the same full scale), 8-bit x / 128; float files are taken
+ * as they are. Channels are averaged (mean, not sum). Other rates are resampled to 22050 Hz
+ * with libsamplerate's SRC_SINC_MEDIUM_QUALITY: the same 97 dB SNR as BEST_QUALITY with a
+ * passband of 90 % of the output Nyquist (~9.9 kHz), which covers everything the features
+ * use (mel bands end at 8 kHz), at a fraction of BEST's cost.
+ *
+ * Errors: a file that cannot be opened → TANDEM_E_IO (the OS's reason); not audio, corrupt,
+ * truncated (fewer frames than the header promises), zero frames, or non-finite samples →
+ * TANDEM_E_FORMAT naming the file and libsndfile's reason; more than max_samples after
+ * resampling → TANDEM_E_BUDGET ("too long", so a loader can skip and count it). Never a crash.
+ */
+#ifndef TANDEM_RUNTIME_AUDIO_H
+#define TANDEM_RUNTIME_AUDIO_H
+
+#include <stdint.h>
+
+#include "tandem.h"
+
+#define TANDEM_AUDIO_RATE 22050
+
+typedef struct tandem_audio_info {
+    int64_t frames;         /* frames in the file at its own rate (per channel) */
+    int sample_rate;        /* the file's rate */
+    int channels;
+    int64_t samples_22050;  /* frames after resampling to 22050 Hz (exact when no resampling,
+                               else round(frames * 22050 / rate), what the decoder yields) */
+    double seconds;
+    char format[64];        /* "WAV (Microsoft) / Signed 16 bit PCM" */
+} tandem_audio_info;
+
+/* Read the header only (no decoding): frames, rate, channels, duration. */
+tandem_status tandem_audio_probe(const char *path, tandem_audio_info *out);
+
+/* A decoder for one thread at a time. Create once per loader thread. */
+typedef struct tandem_audio_decoder tandem_audio_decoder;
+tandem_status tandem_audio_decoder_create(tandem_audio_decoder **out);
+void tandem_audio_decoder_free(tandem_audio_decoder *d);
+
+/* Decode path into out[0 .. *n_samples) (22050 Hz mono float), *n_samples <= max_samples.
+ * On any failure *n_samples = 0 and out's contents are unspecified. info
+ * (may be NULL) receives the header. */
+tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, float *out,
+                                  int64_t max_samples, int64_t *n_samples, tandem_audio_info *info);
+
+/* One-shot convenience: create a decoder, decode, free it. */
+tandem_status tandem_audio_load(const char *path, float *out, int64_t max_samples,
+                                int64_t *n_samples, tandem_audio_info *info);
+
+#endif

@@ -1,0 +1,146 @@
+/* mel_device.c — the log-mel recipe as kernels + GEMMs on a stream (see mel_device.h). */
+#include "mel_device.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "launch.h"
+#include "log.h"
+#include "mel.h"
+#include "os.h"
+
+#define N_CONST_WINDOW TANDEM_MEL_N_FFT
+#define N_CONST_BASIS ((size_t)TANDEM_MEL_N_FFT * TANDEM_MEL_BASIS_COLS)
+#define N_CONST_FB ((size_t)TANDEM_MEL_N_MELS * TANDEM_MEL_N_BINS)
+
+static tandem_status declare(tandem_pool *pool, const char *prefix, const char *name,
+                             tandem_dtype dt, int ndim, int64_t d0, int64_t d1, int64_t d2,
+                             tandem_lifetime life, int first, int last, tandem_tensor **out) {
+    char full[128];
+    snprintf(full, sizeof full, "%s.%s", prefix, name);
+    int64_t shape[3] = {d0, d1, d2};
+    return tandem_pool_declare(pool, full, dt, ndim, shape, life, first, last, out);
+}
+
+tandem_status tandem_mel_plan_declare(tandem_pool *pool, tandem_device *dev, const char *prefix,
+                                      int batch, int max_frames, int64_t max_samples,
+                                      int first_op, tandem_mel_plan *p) {
+    if (!pool || !dev || !p || batch < 1 || max_frames < 1 || max_samples < 1 || first_op < 0)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "mel plan: bad arguments (batch %d, max_frames %d, max_samples %lld; "
+                           "expected all >= 1)", batch, max_frames, (long long)max_samples);
+    if (!prefix) prefix = "mel";
+    memset(p, 0, sizeof *p);
+    p->batch = batch;
+    p->max_frames = max_frames;
+    p->max_samples = max_samples;
+    const int64_t rows = (int64_t)batch * max_frames;
+    const tandem_lifetime P = TANDEM_PERSISTENT, S = TANDEM_PER_STEP;
+    const int o = first_op;
+    TANDEM_TRY(declare(pool, prefix, "audio", TANDEM_F32, 2, batch, max_samples, 0, P, 0, 0, &p->audio));
+    TANDEM_TRY(declare(pool, prefix, "lengths", TANDEM_I32, 1, batch, 0, 0, P, 0, 0, &p->lengths));
+    TANDEM_TRY(declare(pool, prefix, "mel", TANDEM_F32, 3, batch, max_frames, TANDEM_MEL_N_MELS, P, 0, 0, &p->mel));
+    TANDEM_TRY(declare(pool, prefix, "frames", TANDEM_I32, 1, batch, 0, 0, P, 0, 0, &p->frames));
+    TANDEM_TRY(declare(pool, prefix, "mask", TANDEM_F32, 2, batch, max_frames, 0, P, 0, 0, &p->mask));
+    TANDEM_TRY(declare(pool, prefix, "stop", TANDEM_F32, 2, batch, max_frames, 0, P, 0, 0, &p->stop));
+    TANDEM_TRY(declare(pool, prefix, "window", TANDEM_F32, 1, TANDEM_MEL_N_FFT, 0, 0, P, 0, 0, &p->window));
+    TANDEM_TRY(declare(pool, prefix, "basis", TANDEM_F32, 2, TANDEM_MEL_N_FFT, TANDEM_MEL_BASIS_COLS, 0, P, 0, 0,
+                       &p->basis));
+    TANDEM_TRY(declare(pool, prefix, "filterbank", TANDEM_F32, 2, TANDEM_MEL_N_MELS, TANDEM_MEL_N_BINS, 0, P, 0, 0,
+                       &p->filterbank));
+    /* ops: 0 frames, 1 STFT GEMM, 2 magnitude, 3 mel GEMM, 4 log, 5 targets */
+    TANDEM_TRY(declare(pool, prefix, "windowed", TANDEM_F32, 2, rows, TANDEM_MEL_N_FFT, 0, S, o, o + 1, &p->windowed));
+    TANDEM_TRY(declare(pool, prefix, "spec", TANDEM_F32, 2, rows, TANDEM_MEL_BASIS_COLS, 0, S, o + 1, o + 2, &p->spec));
+    TANDEM_TRY(declare(pool, prefix, "mag", TANDEM_F32, 2, rows, TANDEM_MEL_N_BINS, 0, S, o + 2, o + 3, &p->mag));
+    TANDEM_TRY(declare(pool, prefix, "mel_lin", TANDEM_F32, 2, rows, TANDEM_MEL_N_MELS, 0, S, o + 3, o + 4,
+                       &p->mel_lin));
+
+    tandem_gemm_shape stft = {0, 0, rows, TANDEM_MEL_BASIS_COLS, TANDEM_MEL_N_FFT, 1};
+    tandem_gemm_shape proj = {0, 1, rows, TANDEM_MEL_N_MELS, TANDEM_MEL_N_BINS, 1};
+    TANDEM_TRY(tandem_gemm_prepare(dev, &stft));
+    TANDEM_TRY(tandem_gemm_prepare(dev, &proj));
+
+    p->host_consts = (float *)tandem_malloc(sizeof(float) * (N_CONST_WINDOW + N_CONST_BASIS + N_CONST_FB));
+    if (!p->host_consts) return tandem_fail(TANDEM_E_NOMEM, "mel plan: host copy of the constants");
+    tandem_mel_window_f32(p->host_consts);
+    tandem_mel_dft_basis_f32(p->host_consts + N_CONST_WINDOW);
+    tandem_mel_filterbank_f32(p->host_consts + N_CONST_WINDOW + N_CONST_BASIS);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_mel_upload_constants(tandem_mel_plan *p, tandem_stream *s) {
+    if (!p || !s) return tandem_fail(TANDEM_E_INVALID, "mel constants: NULL argument");
+    if (!p->host_consts)
+        return tandem_fail(TANDEM_E_STATE, "mel constants: already uploaded (or plan not declared)");
+    const float *c = p->host_consts;
+    TANDEM_TRY(tandem_tensor_upload(s, p->window, c, sizeof(float) * N_CONST_WINDOW));
+    TANDEM_TRY(tandem_tensor_upload(s, p->basis, c + N_CONST_WINDOW, sizeof(float) * N_CONST_BASIS));
+    TANDEM_TRY(tandem_tensor_upload(s, p->filterbank, c + N_CONST_WINDOW + N_CONST_BASIS,
+                                    sizeof(float) * N_CONST_FB));
+    /* the copies may still be in flight on cuda: wait before freeing their source */
+    TANDEM_TRY(tandem_stream_sync(s));
+    tandem_free(p->host_consts);
+    p->host_consts = NULL;
+    return TANDEM_OK;
+}
+
+void tandem_mel_plan_release(tandem_mel_plan *p) {
+    if (!p) return;
+    tandem_free(p->host_consts);
+    p->host_consts = NULL;
+}
+
+#define DEV_F32(t) ((float *)(uintptr_t)tandem_tensor_addr(t))
+#define DEV_I32(t) ((int32_t *)(uintptr_t)tandem_tensor_addr(t))
+
+tandem_status tandem_mel_batch(tandem_mel_plan *p, tandem_stream *s) {
+    if (!p || !s || !p->audio) return tandem_fail(TANDEM_E_INVALID, "mel batch: plan or stream is NULL");
+    if (p->host_consts)
+        return tandem_fail(TANDEM_E_STATE, "mel batch: constants not uploaded (tandem_mel_upload_constants)");
+
+    tandem_k_mel_frames_args fa;
+    memset(&fa, 0, sizeof fa);
+    fa.audio = DEV_F32(p->audio);
+    fa.lengths = DEV_I32(p->lengths);
+    fa.window = DEV_F32(p->window);
+    fa.frames = DEV_F32(p->windowed);
+    fa.max_samples = p->max_samples;
+    fa.batch = p->batch;
+    fa.max_frames = p->max_frames;
+    TANDEM_TRY(TANDEM_LAUNCH(s, mel_frames, &fa));
+
+    /* spec [rows, 1026] = windowed [rows, 1024] @ basis [1024, 1026] */
+    TANDEM_TRY(tandem_gemm(s, 0, 0, 1.0f, p->windowed, p->basis, 0.0f, p->spec));
+
+    tandem_k_mel_magnitude_args ma;
+    memset(&ma, 0, sizeof ma);
+    ma.spec = DEV_F32(p->spec);
+    ma.mag = DEV_F32(p->mag);
+    ma.rows = (int64_t)p->batch * p->max_frames;
+    TANDEM_TRY(TANDEM_LAUNCH(s, mel_magnitude, &ma));
+
+    /* mel_lin [rows, 80] = mag [rows, 513] @ filterbank^T (stored [80, 513]) */
+    TANDEM_TRY(tandem_gemm(s, 0, 1, 1.0f, p->mag, p->filterbank, 0.0f, p->mel_lin));
+
+    tandem_k_mel_log_args la;
+    memset(&la, 0, sizeof la);
+    la.mel = DEV_F32(p->mel_lin);
+    la.lengths = DEV_I32(p->lengths);
+    la.out = DEV_F32(p->mel);
+    la.max_samples = p->max_samples;
+    la.batch = p->batch;
+    la.max_frames = p->max_frames;
+    TANDEM_TRY(TANDEM_LAUNCH(s, mel_log, &la));
+
+    tandem_k_mel_targets_args ta;
+    memset(&ta, 0, sizeof ta);
+    ta.lengths = DEV_I32(p->lengths);
+    ta.frames = DEV_I32(p->frames);
+    ta.mask = DEV_F32(p->mask);
+    ta.stop = DEV_F32(p->stop);
+    ta.max_samples = p->max_samples;
+    ta.batch = p->batch;
+    ta.max_frames = p->max_frames;
+    TANDEM_TRY(TANDEM_LAUNCH(s, mel_targets, &ta));
+    return TANDEM_OK;
+}

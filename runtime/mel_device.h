@@ -1,0 +1,58 @@
+/* mel_device.h — the log-mel recipe (runtime/mel.h) on a device: the feature kernels of
+ * kernels/mel.h and two GEMMs over tensors of a pool, queued on a stream. The host backend
+ * runs the kernels' host implementations and CBLAS, cuda runs the fatbin and cuBLASLt, so
+ * this is the same path on both.
+ *
+ * Use: tandem_mel_plan_declare before the pool is committed (it declares every tensor and
+ * prepares the GEMM shapes), tandem_mel_upload_constants once after commit, then for each
+ * batch fill plan->audio and plan->lengths and call tandem_mel_batch.
+ * Owns: its tensors' declarations and, until the upload, a host copy of the constants
+ * (allocated at declare time so nothing is allocated after commit).
+ */
+#ifndef TANDEM_RUNTIME_MEL_DEVICE_H
+#define TANDEM_RUNTIME_MEL_DEVICE_H
+
+#include <stdint.h>
+
+#include "tandem.h"
+
+/* Op indices of tandem_mel_batch inside a step (for per-step lifetimes), from first_op. */
+enum { TANDEM_MEL_OPS = 6 };
+
+typedef struct tandem_mel_plan {
+    int batch, max_frames;
+    int64_t max_samples;
+    /* inputs, filled by the caller before each batch (persistent) */
+    tandem_tensor *audio;   /* [B, max_samples] f32, 22050 Hz mono, item b in [0, lengths[b]) */
+    tandem_tensor *lengths; /* [B] i32 samples */
+    /* outputs (persistent) */
+    tandem_tensor *mel;     /* [B, max_frames, 80] f32 log-mel, zero past each item's frames */
+    tandem_tensor *frames;  /* [B] i32 frame counts floor(len / 256) */
+    tandem_tensor *mask;    /* [B, max_frames] f32 1 on real frames */
+    tandem_tensor *stop;    /* [B, max_frames] f32 1 from the last real frame on */
+    /* constants (persistent) */
+    tandem_tensor *window;     /* [1024] */
+    tandem_tensor *basis;      /* [1024, 1026] DFT cos | -sin */
+    tandem_tensor *filterbank; /* [80, 513] */
+    /* scratch (per step) */
+    tandem_tensor *windowed; /* [B * max_frames, 1024] */
+    tandem_tensor *spec;     /* [B * max_frames, 1026] */
+    tandem_tensor *mag;      /* [B * max_frames, 513] */
+    tandem_tensor *mel_lin;  /* [B * max_frames, 80] */
+    float *host_consts;      /* window | basis | filterbank until uploaded */
+} tandem_mel_plan;
+
+/* Declare the plan's tensors in pool (names "<prefix>.audio", ...); prepares the GEMM shapes
+ * on dev (the pool's device). Scratch tensors live from first_op to first_op + 5.
+ * batch >= 1, max_frames >= 1, max_samples >= 1. */
+tandem_status tandem_mel_plan_declare(tandem_pool *pool, tandem_device *dev, const char *prefix,
+                                      int batch, int max_frames, int64_t max_samples,
+                                      int first_op, tandem_mel_plan *plan);
+/* After commit: upload window, basis and filterbank (and free their host copy). */
+tandem_status tandem_mel_upload_constants(tandem_mel_plan *plan, tandem_stream *s);
+/* Queue the features of the batch in plan->audio / plan->lengths on s. */
+tandem_status tandem_mel_batch(tandem_mel_plan *plan, tandem_stream *s);
+/* Free the host copy of the constants if it was never uploaded (the tensors belong to the pool). */
+void tandem_mel_plan_release(tandem_mel_plan *plan);
+
+#endif
