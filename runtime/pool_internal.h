@@ -1,0 +1,26 @@
+/* pool_internal.h — what the runtime and the tools see of the tensor pool beyond tandem.h.
+ *
+ * Planning-only pools: `tandem plan` must print every arena's plan without opening a device
+ * (there may be none on the machine that checks a config). A planning-only pool knows only
+ * the target backend — which fixes the alignment (256 B on devices, 64 B on the host) — and
+ * the budget. Declare, plan, report and stats work as on a real pool; commit returns
+ * TANDEM_E_STATE, and its tensors never get an address.
+ */
+#ifndef TANDEM_RUNTIME_POOL_INTERNAL_H
+#define TANDEM_RUNTIME_POOL_INTERNAL_H
+
+#include <stddef.h>
+
+#include "tandem.h"
+
+/* Alignment of every tensor in an arena on this backend (AUTO is planned as a device). */
+size_t tandem_pool_backend_alignment(tandem_backend backend);
+
+/* A pool for planning only; see above. budget_bytes = 0: unlimited. */
+tandem_status tandem_pool_create_offline(const char *name, tandem_backend backend,
+                                         size_t budget_bytes, tandem_pool **out);
+
+/* The device the tensor's pool lives on (NULL for a planning-only pool). */
+tandem_device *tandem_tensor_device(const tandem_tensor *t);
+
+#endif
