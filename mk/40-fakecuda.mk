@@ -1,0 +1,64 @@
+# mk/40-fakecuda.mk — the stand-in driver (test-only): $(BUILD)/test/fakecuda/libcuda.so.1 and
+# libcublasLt.so.13, built from the kernel emulator, and the tests that use them.
+#
+# libcuda.so.1 = test/fakecuda/fc_*.c (not fc_cublaslt.c) + the whole emulator archive + what
+# it needs from libtandem.a (fatbin parser, kernel registry and host code, logging), all -fPIC
+# and hidden except the driver's own entry points. libcublasLt.so.13 links against it (found
+# next to it through RUNPATH $ORIGIN, or already loaded under its soname), so both share one
+# state. Under SANITIZE both are sanitized: load them only into sanitized programs.
+
+FAKECUDA_DIR   := $(BUILD)/test/fakecuda
+FAKECUDA_LIB   := $(FAKECUDA_DIR)/libcuda.so.1
+FAKECUBLAS_LIB := $(FAKECUDA_DIR)/libcublasLt.so.13
+EMU_LIB_PATH   := $(BUILD)/test/emu/libtandem_emu.a
+
+FAKECUDA_SRC := test/fakecuda/fc_state.c test/fakecuda/fc_device.c test/fakecuda/fc_memory.c \
+                test/fakecuda/fc_stream.c test/fakecuda/fc_module.c test/fakecuda/fc_procaddr.c
+FAKECUDA_OBJ := $(FAKECUDA_SRC:%.c=$(BUILD)/obj/%.o)
+FAKECUBLAS_OBJ := $(BUILD)/obj/test/fakecuda/fc_cublaslt.o
+
+# -Wno-comment: emu.h mentions "kernels/*.cu" inside a comment.
+$(FAKECUDA_OBJ) $(FAKECUBLAS_OBJ): CFLAGS += -Wno-comment -Itest/emu -Itest/fakecuda
+
+# The emulator (mk/30-emu.mk) and the fatbin parser are written in parallel; until both exist
+# the stand-in is not built, so the rest of the tree keeps building.
+ifneq ($(and $(wildcard mk/30-emu.mk),$(wildcard platform/fatbin.c)),)
+
+# --exclude-libs: nothing from the archives (e.g. the embedded fatbin symbol) is exported.
+FAKECUDA_LINK := -shared -Wl,-z,defs -Wl,--as-needed -Wl,--exclude-libs,ALL $(LDFLAGS)
+
+$(FAKECUDA_LIB): $(FAKECUDA_OBJ) $(EMU_LIB_PATH) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKECUDA_LINK) -Wl,-soname,libcuda.so.1 -o $@ $(FAKECUDA_OBJ) \
+	  -Wl,--whole-archive $(EMU_LIB_PATH) -Wl,--no-whole-archive $(LIB) $(DEP_LIBS)
+
+$(FAKECUBLAS_LIB): $(FAKECUBLAS_OBJ) $(FAKECUDA_LIB)
+	$(CC) $(FAKECUDA_LINK) -Wl,-soname,libcublasLt.so.13 -o $@ $(FAKECUBLAS_OBJ) \
+	  -L$(FAKECUDA_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -lm
+
+.PHONY: fakecuda
+fakecuda: $(FAKECUDA_LIB) $(FAKECUBLAS_LIB)
+
+# Tests: the stand-in's own strictness and cuBLASLt tests, and the host-vs-cuda end-to-end run.
+FAKECUDA_TEST_CFLAGS = $(TEST_CFLAGS) -Wno-comment -Itest/fakecuda -Itest/emu -DTANDEM_FAKECUDA_DIR='"$(abspath $(FAKECUDA_DIR))"' \
+                       -DTANDEM_FATBIN_FILE='"$(abspath $(FATBIN))"'
+
+ifneq ($(wildcard test/fakecuda/test_fakecuda.c),)
+$(TEST_BIN_DIR)/test_fakecuda: test/fakecuda/test_fakecuda.c test/fakecuda/fakecuda.h $(LIB) \
+                               $(FAKECUDA_LIB) $(FAKECUBLAS_LIB) $(wildcard test/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKECUDA_TEST_CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(TEST_LIBS)
+TEST_BINS += $(TEST_BIN_DIR)/test_fakecuda
+endif
+
+# The end-to-end test needs the cuda backend, the pool and the ops (written in parallel).
+ifneq ($(and $(wildcard platform/cuda_device.c),$(wildcard runtime/pool.c),$(wildcard test/fakecuda/test_cuda_e2e.c)),)
+$(TEST_BIN_DIR)/test_cuda_e2e: test/fakecuda/test_cuda_e2e.c $(LIB) $(FAKECUDA_LIB) \
+                               $(FAKECUBLAS_LIB) $(wildcard test/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKECUDA_TEST_CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(TEST_LIBS)
+TEST_BINS += $(TEST_BIN_DIR)/test_cuda_e2e
+endif
+
+endif
+-include $(FAKECUDA_OBJ:.o=.d) $(FAKECUBLAS_OBJ:.o=.d)

@@ -1,0 +1,572 @@
+/* fc_cublaslt.c — the stand-in libcublasLt.so.13: handles, descriptors, layouts, preferences,
+ * a heuristic that returns one algorithm, and cublasLtMatmul computed by a naive reference in
+ * double with the documented column-major semantics:
+ *
+ *   D[b] = epilogue(alpha * op(A[b]) op(B[b]) + beta * C[b] (+ bias))     b < BATCH_COUNT
+ *   element (i, j) of a layout = base + b * STRIDED_BATCH_OFFSET + j * LD + i   (elements)
+ *   op(A) is m x k: A is stored m x k (rows x cols) for OP_N, k x m for OP_T; likewise B.
+ *
+ * Supported (anything else: CUBLAS_STATUS_NOT_SUPPORTED and one "fakecuda: error:" line):
+ * compute CUBLAS_COMPUTE_32F, scale type CUDA_R_32F, pointer mode host, OP_N / OP_T,
+ * column order; A and B both CUDA_R_32F (C, D CUDA_R_32F) or both CUDA_R_16BF (C, D 16BF or
+ * 32F); epilogues DEFAULT, BIAS, GELU, GELU_BIAS (bias of D's type or f32, length m, batch
+ * stride BIAS_BATCH_STRIDE). GELU is the tanh form 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))),
+ * the one cuBLASLt's GELU epilogue computes. C is not read when beta == 0.
+ *
+ * Device pointers and streams are checked against libcuda.so.1's state through the
+ * tandem_fakecuda_* bridge, under its lock, in the caller's current context. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fakecuda.h"
+#include "ktypes.h"
+
+#define LT_ALGO_MAGIC 0x54616e64656d4c74ull /* "TandemLt" */
+
+typedef enum { LT_HANDLE = 1, LT_DESC, LT_LAYOUT, LT_PREF } lt_kind;
+
+typedef struct lt_obj {
+    lt_kind kind;
+    int alive;
+} lt_obj;
+
+typedef struct lt_desc {
+    lt_obj h;
+    int32_t compute, scale, pointer_mode, transa, transb, transc, bias_type;
+    uint32_t epilogue;
+    const void *bias;
+    int64_t bias_stride;
+} lt_desc;
+
+typedef struct lt_layout {
+    lt_obj h;
+    uint32_t type;
+    int32_t order, batch;
+    uint64_t rows, cols;
+    int64_t ld, stride;
+} lt_layout;
+
+typedef struct lt_pref {
+    lt_obj h;
+    uint32_t search_mode;
+    uint64_t max_workspace;
+} lt_pref;
+
+/* Every object ever created (freed at unload), so a stale handle is reported. */
+static lt_obj **objs;
+static size_t obj_count, obj_cap;
+
+static void *lt_new(lt_kind kind, size_t size) {
+    lt_obj *o = calloc(1, size);
+    if (!o) return NULL;
+    o->kind = kind;
+    o->alive = 1;
+    tandem_fakecuda_lock();
+    if (obj_count == obj_cap) {
+        size_t cap = obj_cap ? obj_cap * 2 : 64;
+        lt_obj **n = realloc(objs, cap * sizeof *n);
+        if (!n) abort(); /* test-only: host out of memory is fatal */
+        objs = n;
+        obj_cap = cap;
+    }
+    objs[obj_count++] = o;
+    tandem_fakecuda_unlock();
+    return o;
+}
+
+__attribute__((destructor)) static void lt_unload(void) {
+    for (size_t i = 0; i < obj_count; i++) free(objs[i]);
+    free(objs);
+    objs = NULL;
+    obj_count = obj_cap = 0;
+}
+
+static const char *kind_name(lt_kind k) {
+    switch (k) {
+    case LT_HANDLE: return "handle";
+    case LT_DESC: return "matmul descriptor";
+    case LT_LAYOUT: return "matrix layout";
+    case LT_PREF: return "preference";
+    }
+    return "?";
+}
+
+/* The live object of that kind at p, or NULL after reporting. Lock held. */
+static void *lt_get(const char *call, const void *p, lt_kind kind) {
+    for (size_t i = obj_count; i-- > 0;) {
+        if ((const void *)objs[i] != p) continue;
+        if (objs[i]->kind == kind && objs[i]->alive) return objs[i];
+        tandem_fakecuda_report(call, "%s %p %s", kind_name(kind), p,
+                               objs[i]->kind != kind ? "is another kind of object" : "was destroyed");
+        return NULL;
+    }
+    tandem_fakecuda_report(call, "%p is not a %s%s", p, kind_name(kind),
+                           p ? "" : " (NULL)");
+    return NULL;
+}
+
+static cublasStatus_t lt_destroy(const char *call, void *p, lt_kind kind) {
+    tandem_fakecuda_lock();
+    lt_obj *o = lt_get(call, p, kind);
+    if (o) o->alive = 0;
+    tandem_fakecuda_unlock();
+    return o ? CUBLAS_STATUS_SUCCESS
+             : (kind == LT_HANDLE ? CUBLAS_STATUS_NOT_INITIALIZED : CUBLAS_STATUS_INVALID_VALUE);
+}
+
+/* Copy an attribute value whose size must match exactly, as cuBLASLt requires. */
+static int set_exact(const char *call, int attr, void *dst, size_t want, const void *buf,
+                     size_t size) {
+    if (!buf || size != want) {
+        tandem_fakecuda_report(call, "attribute %d takes %zu bytes, got %zu%s", attr, want, size,
+                               buf ? "" : " (NULL buffer)");
+        return -1;
+    }
+    memcpy(dst, buf, want);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- handles, descriptors ---- */
+
+FC_EXPORT size_t cublasLtGetVersion(void) { return 130000; }
+
+FC_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *out) {
+    if (!out) {
+        tandem_fakecuda_report("cublasLtCreate", "handle is NULL");
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    lt_obj *o = lt_new(LT_HANDLE, sizeof *o);
+    if (!o) return CUBLAS_STATUS_ALLOC_FAILED;
+    *out = (cublasLtHandle_t)(void *)o;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+FC_EXPORT cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
+    return lt_destroy("cublasLtDestroy", h, LT_HANDLE);
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *out,
+                                                  cublasComputeType_t compute,
+                                                  cudaDataType_t scale) {
+    if (!out) {
+        tandem_fakecuda_report("cublasLtMatmulDescCreate", "matmulDesc is NULL");
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    lt_desc *d = lt_new(LT_DESC, sizeof *d);
+    if (!d) return CUBLAS_STATUS_ALLOC_FAILED;
+    d->compute = (int32_t)compute;
+    d->scale = (int32_t)scale;
+    d->pointer_mode = CUBLASLT_POINTER_MODE_HOST;
+    d->transa = d->transb = d->transc = CUBLAS_OP_N;
+    d->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    d->bias_type = -1; /* unset: D's type */
+    *out = (cublasLtMatmulDesc_t)(void *)d;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
+    return lt_destroy("cublasLtMatmulDescDestroy", d, LT_DESC);
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t h,
+                                                        cublasLtMatmulDescAttributes_t attr,
+                                                        const void *buf, size_t size) {
+    const char *call = "cublasLtMatmulDescSetAttribute";
+    tandem_fakecuda_lock();
+    lt_desc *d = lt_get(call, h, LT_DESC);
+    int bad = !d;
+    if (d) {
+        switch (attr) {
+        case CUBLASLT_MATMUL_DESC_COMPUTE_TYPE: bad = set_exact(call, attr, &d->compute, 4, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_SCALE_TYPE: bad = set_exact(call, attr, &d->scale, 4, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_POINTER_MODE: bad = set_exact(call, attr, &d->pointer_mode, 4, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_TRANSA: bad = set_exact(call, attr, &d->transa, 4, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_TRANSB: bad = set_exact(call, attr, &d->transb, 4, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_TRANSC: bad = set_exact(call, attr, &d->transc, 4, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_EPILOGUE: bad = set_exact(call, attr, &d->epilogue, 4, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_BIAS_POINTER: bad = set_exact(call, attr, (void *)&d->bias, sizeof(void *), buf, size); break;
+        case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE: bad = set_exact(call, attr, &d->bias_stride, 8, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: bad = set_exact(call, attr, &d->bias_type, 4, buf, size); break;
+        default:
+            tandem_fakecuda_report(call, "attribute %d is not modelled by the stand-in", (int)attr);
+            tandem_fakecuda_unlock();
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        }
+    }
+    tandem_fakecuda_unlock();
+    return bad ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_SUCCESS;
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *out, cudaDataType type,
+                                                    uint64_t rows, uint64_t cols, int64_t ld) {
+    if (!out) {
+        tandem_fakecuda_report("cublasLtMatrixLayoutCreate", "matLayout is NULL");
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    lt_layout *l = lt_new(LT_LAYOUT, sizeof *l);
+    if (!l) return CUBLAS_STATUS_ALLOC_FAILED;
+    l->type = (uint32_t)type;
+    l->order = CUBLASLT_ORDER_COL;
+    l->rows = rows;
+    l->cols = cols;
+    l->ld = ld;
+    l->batch = 1;
+    l->stride = 0;
+    *out = (cublasLtMatrixLayout_t)(void *)l;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
+    return lt_destroy("cublasLtMatrixLayoutDestroy", l, LT_LAYOUT);
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t h,
+                                                          cublasLtMatrixLayoutAttribute_t attr,
+                                                          const void *buf, size_t size) {
+    const char *call = "cublasLtMatrixLayoutSetAttribute";
+    tandem_fakecuda_lock();
+    lt_layout *l = lt_get(call, h, LT_LAYOUT);
+    int bad = !l;
+    if (l) {
+        switch (attr) {
+        case CUBLASLT_MATRIX_LAYOUT_TYPE: bad = set_exact(call, attr, &l->type, 4, buf, size); break;
+        case CUBLASLT_MATRIX_LAYOUT_ORDER: bad = set_exact(call, attr, &l->order, 4, buf, size); break;
+        case CUBLASLT_MATRIX_LAYOUT_ROWS: bad = set_exact(call, attr, &l->rows, 8, buf, size); break;
+        case CUBLASLT_MATRIX_LAYOUT_COLS: bad = set_exact(call, attr, &l->cols, 8, buf, size); break;
+        case CUBLASLT_MATRIX_LAYOUT_LD: bad = set_exact(call, attr, &l->ld, 8, buf, size); break;
+        case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT: bad = set_exact(call, attr, &l->batch, 4, buf, size); break;
+        case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET: bad = set_exact(call, attr, &l->stride, 8, buf, size); break;
+        default:
+            tandem_fakecuda_report(call, "attribute %d is not modelled by the stand-in", (int)attr);
+            tandem_fakecuda_unlock();
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        }
+    }
+    tandem_fakecuda_unlock();
+    return bad ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_SUCCESS;
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *out) {
+    if (!out) {
+        tandem_fakecuda_report("cublasLtMatmulPreferenceCreate", "pref is NULL");
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    lt_pref *p = lt_new(LT_PREF, sizeof *p);
+    if (!p) return CUBLAS_STATUS_ALLOC_FAILED;
+    *out = (cublasLtMatmulPreference_t)(void *)p;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
+    return lt_destroy("cublasLtMatmulPreferenceDestroy", p, LT_PREF);
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
+    cublasLtMatmulPreference_t h, cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
+    size_t size) {
+    const char *call = "cublasLtMatmulPreferenceSetAttribute";
+    tandem_fakecuda_lock();
+    lt_pref *p = lt_get(call, h, LT_PREF);
+    int bad = !p;
+    if (p) {
+        switch (attr) {
+        case CUBLASLT_MATMUL_PREF_SEARCH_MODE: bad = set_exact(call, attr, &p->search_mode, 4, buf, size); break;
+        case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: bad = set_exact(call, attr, &p->max_workspace, 8, buf, size); break;
+        default:
+            tandem_fakecuda_report(call, "attribute %d is not modelled by the stand-in", (int)attr);
+            tandem_fakecuda_unlock();
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        }
+    }
+    tandem_fakecuda_unlock();
+    return bad ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- the problem ------------- */
+
+typedef struct lt_problem {
+    const lt_desc *d;
+    const lt_layout *a, *b, *c, *dd;
+    int64_t m, n, k, batch;
+    int has_bias, gelu;
+    uint32_t bias_type;
+} lt_problem;
+
+static size_t type_size(uint32_t t) { return t == CUDA_R_32F ? 4 : 2; }
+static const char *type_name(uint32_t t) {
+    switch (t) {
+    case CUDA_R_32F: return "CUDA_R_32F";
+    case CUDA_R_16BF: return "CUDA_R_16BF";
+    case CUDA_R_16F: return "CUDA_R_16F";
+    case CUDA_R_64F: return "CUDA_R_64F";
+    case CUDA_R_32I: return "CUDA_R_32I";
+    }
+    return "an unknown type";
+}
+
+/* Validate the combination; reports and returns NOT_SUPPORTED (a combination the stand-in,
+ * like a given cuBLASLt build, does not implement) or INVALID_VALUE (inconsistent shapes). */
+static cublasStatus_t check_problem(const char *call, lt_problem *p) {
+    const lt_desc *d = p->d;
+    const lt_layout *L[4] = {p->a, p->b, p->c, p->dd};
+    static const char *nm[4] = {"A", "B", "C", "D"};
+    if (d->compute != CUBLAS_COMPUTE_32F) {
+        tandem_fakecuda_report(call, "compute type %d not supported (only CUBLAS_COMPUTE_32F)", d->compute);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    if (d->scale != CUDA_R_32F) {
+        tandem_fakecuda_report(call, "scale type %s not supported (only CUDA_R_32F)", type_name((uint32_t)d->scale));
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    if (d->pointer_mode != CUBLASLT_POINTER_MODE_HOST) {
+        tandem_fakecuda_report(call, "pointer mode %d not supported (only host alpha/beta)", d->pointer_mode);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    if ((d->transa != CUBLAS_OP_N && d->transa != CUBLAS_OP_T) ||
+        (d->transb != CUBLAS_OP_N && d->transb != CUBLAS_OP_T) || d->transc != CUBLAS_OP_N) {
+        tandem_fakecuda_report(call, "transa %d / transb %d / transc %d: only OP_N and OP_T (C: OP_N)",
+                               d->transa, d->transb, d->transc);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    switch (d->epilogue) {
+    case CUBLASLT_EPILOGUE_DEFAULT: p->has_bias = 0, p->gelu = 0; break;
+    case CUBLASLT_EPILOGUE_BIAS: p->has_bias = 1, p->gelu = 0; break;
+    case CUBLASLT_EPILOGUE_GELU: p->has_bias = 0, p->gelu = 1; break;
+    case CUBLASLT_EPILOGUE_GELU_BIAS: p->has_bias = 1, p->gelu = 1; break;
+    default:
+        tandem_fakecuda_report(call, "epilogue %u not supported (DEFAULT, BIAS, GELU, GELU_BIAS)", d->epilogue);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (L[i]->order != CUBLASLT_ORDER_COL) {
+            tandem_fakecuda_report(call, "%s: order %d not supported (only CUBLASLT_ORDER_COL)", nm[i], L[i]->order);
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        }
+        if (L[i]->type != CUDA_R_32F && L[i]->type != CUDA_R_16BF) {
+            tandem_fakecuda_report(call, "%s: type %s not supported", nm[i], type_name(L[i]->type));
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        }
+    }
+    if (p->a->type != p->b->type || p->c->type != p->dd->type ||
+        (p->a->type == CUDA_R_32F && p->c->type != CUDA_R_32F)) {
+        tandem_fakecuda_report(call,
+                               "types A %s, B %s, C %s, D %s not supported (A = B; C = D; f32 "
+                               "inputs need f32 outputs)",
+                               type_name(p->a->type), type_name(p->b->type), type_name(p->c->type),
+                               type_name(p->dd->type));
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    p->bias_type = d->bias_type < 0 ? p->dd->type : (uint32_t)d->bias_type;
+    if (p->has_bias && p->bias_type != p->dd->type && p->bias_type != CUDA_R_32F) {
+        tandem_fakecuda_report(call, "bias type %s not supported with D %s", type_name(p->bias_type),
+                               type_name(p->dd->type));
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    p->m = (int64_t)p->dd->rows;
+    p->n = (int64_t)p->dd->cols;
+    p->k = (int64_t)(d->transa == CUBLAS_OP_N ? p->a->cols : p->a->rows);
+    uint64_t am = d->transa == CUBLAS_OP_N ? p->a->rows : p->a->cols;
+    uint64_t bk = d->transb == CUBLAS_OP_N ? p->b->rows : p->b->cols;
+    uint64_t bn = d->transb == CUBLAS_OP_N ? p->b->cols : p->b->rows;
+    if (am != p->dd->rows || bk != (uint64_t)p->k || bn != p->dd->cols ||
+        p->c->rows != p->dd->rows || p->c->cols != p->dd->cols) {
+        tandem_fakecuda_report(call,
+                               "shapes disagree: op(A) %llux%lld, op(B) %llux%llu, C %llux%llu, D "
+                               "%llux%llu (want m x k, k x n, m x n, m x n)",
+                               (unsigned long long)am, (long long)p->k, (unsigned long long)bk,
+                               (unsigned long long)bn, (unsigned long long)p->c->rows,
+                               (unsigned long long)p->c->cols, (unsigned long long)p->dd->rows,
+                               (unsigned long long)p->dd->cols);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    if (p->m <= 0 || p->n <= 0 || p->k <= 0 || p->m > INT32_MAX || p->n > INT32_MAX || p->k > INT32_MAX) {
+        tandem_fakecuda_report(call, "m %lld, n %lld, k %lld: each must be in [1, 2^31)",
+                               (long long)p->m, (long long)p->n, (long long)p->k);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (L[i]->ld < (int64_t)L[i]->rows || L[i]->ld < 1) {
+            tandem_fakecuda_report(call, "%s: leading dimension %lld < rows %llu", nm[i],
+                                   (long long)L[i]->ld, (unsigned long long)L[i]->rows);
+            return CUBLAS_STATUS_INVALID_VALUE;
+        }
+        if (L[i]->batch != p->dd->batch || L[i]->batch < 1 || L[i]->stride < 0) {
+            tandem_fakecuda_report(call, "%s: batch count %d (D: %d) and stride %lld: counts must "
+                                   "agree and be >= 1, strides >= 0",
+                                   nm[i], L[i]->batch, p->dd->batch, (long long)L[i]->stride);
+            return CUBLAS_STATUS_INVALID_VALUE;
+        }
+    }
+    if (p->c != p->dd && (p->c->ld != p->dd->ld || p->c->stride != p->dd->stride)) {
+        /* cuBLASLt requires C and D to have the same layout when they may alias; the project
+         * always passes one layout for both, so a difference is a bug worth flagging. */
+        tandem_fakecuda_report(call, "C and D layouts differ (ld %lld vs %lld, stride %lld vs %lld)",
+                               (long long)p->c->ld, (long long)p->dd->ld, (long long)p->c->stride,
+                               (long long)p->dd->stride);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    p->batch = p->dd->batch;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+static int get_problem(const char *call, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A,
+                       cublasLtMatrixLayout_t B, cublasLtMatrixLayout_t C,
+                       cublasLtMatrixLayout_t D, lt_problem *p) {
+    memset(p, 0, sizeof *p);
+    if (!(p->d = lt_get(call, desc, LT_DESC))) return -1;
+    if (!(p->a = lt_get(call, A, LT_LAYOUT))) return -1;
+    if (!(p->b = lt_get(call, B, LT_LAYOUT))) return -1;
+    if (!(p->c = lt_get(call, C, LT_LAYOUT))) return -1;
+    if (!(p->dd = lt_get(call, D, LT_LAYOUT))) return -1;
+    return 0;
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A,
+    cublasLtMatrixLayout_t B, cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
+    cublasLtMatmulPreference_t pref, int requested, cublasLtMatmulHeuristicResult_t results[],
+    int *returned) {
+    const char *call = "cublasLtMatmulAlgoGetHeuristic";
+    tandem_fakecuda_lock();
+    lt_problem p;
+    cublasStatus_t st = CUBLAS_STATUS_INVALID_VALUE;
+    if (returned) *returned = 0;
+    if (!lt_get(call, handle, LT_HANDLE)) {
+        st = CUBLAS_STATUS_NOT_INITIALIZED;
+    } else if (get_problem(call, desc, A, B, C, D, &p) || !lt_get(call, pref, LT_PREF)) {
+        st = CUBLAS_STATUS_INVALID_VALUE;
+    } else if (requested < 1 || !results || !returned) {
+        tandem_fakecuda_report(call, "requestedAlgoCount %d (>= 1), results %p, returnAlgoCount %p",
+                               requested, (void *)results, (void *)returned);
+    } else if ((st = check_problem(call, &p)) == CUBLAS_STATUS_SUCCESS) {
+        memset(&results[0], 0, sizeof results[0]);
+        results[0].algo.data[0] = LT_ALGO_MAGIC;
+        results[0].workspaceSize = 0;
+        results[0].state = CUBLAS_STATUS_SUCCESS;
+        results[0].wavesCount = 1.0f;
+        *returned = 1;
+    }
+    tandem_fakecuda_unlock();
+    return st;
+}
+
+/* ---------------------------------------------------------------- matmul ------------------ */
+
+static double load(const void *base, uint32_t type, int64_t idx) {
+    if (type == CUDA_R_32F) return ((const float *)base)[idx];
+    return tandem_bf16_to_f32(((const tandem_bf16 *)base)[idx]);
+}
+
+static void store(void *base, uint32_t type, int64_t idx, double v) {
+    if (type == CUDA_R_32F)
+        ((float *)base)[idx] = (float)v;
+    else
+        ((tandem_bf16 *)base)[idx] = tandem_f32_to_bf16((float)v);
+}
+
+/* Bytes a layout's matrices span from its base pointer. */
+static size_t extent(const lt_layout *l) {
+    int64_t last = (int64_t)(l->batch - 1) * l->stride + (int64_t)(l->cols - 1) * l->ld +
+                   (int64_t)l->rows;
+    return (size_t)last * type_size(l->type);
+}
+
+static int ranges_overlap(const void *a, size_t an, const void *b, size_t bn) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + bn && y < x + an;
+}
+
+static double gelu(double x) {
+    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+static void compute(const lt_problem *p, double alpha, double beta, const void *A, const void *B,
+                    const void *C, void *D) {
+    const lt_desc *d = p->d;
+    for (int64_t b = 0; b < p->batch; b++) {
+        int64_t oa = b * p->a->stride, ob = b * p->b->stride;
+        int64_t oc = b * p->c->stride, od = b * p->dd->stride;
+        for (int64_t j = 0; j < p->n; j++) {
+            for (int64_t i = 0; i < p->m; i++) {
+                double acc = 0.0;
+                for (int64_t q = 0; q < p->k; q++) {
+                    /* op(A)(i, q) and op(B)(q, j) in column-major storage. */
+                    int64_t ia = d->transa == CUBLAS_OP_N ? i + q * p->a->ld : q + i * p->a->ld;
+                    int64_t ib = d->transb == CUBLAS_OP_N ? q + j * p->b->ld : j + q * p->b->ld;
+                    acc += load(A, p->a->type, oa + ia) * load(B, p->b->type, ob + ib);
+                }
+                double v = alpha * acc;
+                if (beta != 0.0) v += beta * load(C, p->c->type, oc + i + j * p->c->ld);
+                if (p->has_bias) v += load(d->bias, p->bias_type, b * d->bias_stride + i);
+                if (p->gelu) v = gelu(v);
+                store(D, p->dd->type, od + i + j * p->dd->ld, v);
+            }
+        }
+    }
+}
+
+FC_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                        const void *alpha, const void *A,
+                                        cublasLtMatrixLayout_t Adesc, const void *B,
+                                        cublasLtMatrixLayout_t Bdesc, const void *beta,
+                                        const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
+                                        cublasLtMatrixLayout_t Ddesc,
+                                        const cublasLtMatmulAlgo_t *algo, void *workspace,
+                                        size_t workspace_bytes, CUstream stream) {
+    const char *call = "cublasLtMatmul";
+    tandem_fakecuda_lock();
+    lt_problem p;
+    cublasStatus_t st = CUBLAS_STATUS_INVALID_VALUE;
+    if (!lt_get(call, handle, LT_HANDLE)) {
+        st = CUBLAS_STATUS_NOT_INITIALIZED;
+        goto out;
+    }
+    if (get_problem(call, desc, Adesc, Bdesc, Cdesc, Ddesc, &p)) goto out;
+    if ((st = check_problem(call, &p)) != CUBLAS_STATUS_SUCCESS) goto out;
+    st = CUBLAS_STATUS_INVALID_VALUE;
+    if (algo && algo->data[0] != LT_ALGO_MAGIC) {
+        tandem_fakecuda_report(call, "algo was not returned by cublasLtMatmulAlgoGetHeuristic");
+        goto out;
+    }
+    if (!alpha || !beta || tandem_fakecuda_is_device_memory(alpha) ||
+        tandem_fakecuda_is_device_memory(beta)) {
+        tandem_fakecuda_report(call, "alpha %p / beta %p must be host pointers (pointer mode host)",
+                               alpha, beta);
+        goto out;
+    }
+    if (tandem_fakecuda_check_stream(call, stream)) {
+        st = CUBLAS_STATUS_EXECUTION_FAILED;
+        goto out;
+    }
+    float fa, fb;
+    memcpy(&fa, alpha, 4);
+    memcpy(&fb, beta, 4);
+    size_t na = extent(p.a), nb = extent(p.b), nc = extent(p.c), nd = extent(p.dd);
+    if (tandem_fakecuda_check_device_range(call, "A", A, na) ||
+        tandem_fakecuda_check_device_range(call, "B", B, nb) ||
+        tandem_fakecuda_check_device_range(call, "D", D, nd) ||
+        ((C || fb != 0.0f) && tandem_fakecuda_check_device_range(call, "C", C, nc)))
+        goto out;
+    if (p.has_bias &&
+        tandem_fakecuda_check_device_range(call, "bias", p.d->bias,
+                                           (size_t)((p.batch - 1) * p.d->bias_stride + p.m) *
+                                               type_size(p.bias_type)))
+        goto out;
+    if (ranges_overlap(D, nd, A, na) || ranges_overlap(D, nd, B, nb)) {
+        tandem_fakecuda_report(call, "D overlaps %s", ranges_overlap(D, nd, A, na) ? "A" : "B");
+        goto out;
+    }
+    if (C && C != D && ranges_overlap(D, nd, C, nc)) {
+        tandem_fakecuda_report(call, "C and D overlap without being the same matrix");
+        goto out;
+    }
+    if (workspace_bytes &&
+        tandem_fakecuda_check_device_range(call, "workspace", workspace, workspace_bytes))
+        goto out;
+    compute(&p, fa, fb, A, B, C, D);
+    st = CUBLAS_STATUS_SUCCESS;
+out:
+    tandem_fakecuda_unlock();
+    return st;
+}

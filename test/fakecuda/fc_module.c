@@ -1,0 +1,234 @@
+/* fc_module.c — stand-in driver: modules from the real fatbin bytes, and kernel launches
+ * through the emulator.
+ *
+ * cuModuleLoadData checks the fatbin header, parses it (platform/fatbin.c) and requires code
+ * the configured architecture can run (SASS of the same major and minor <= the device's, or
+ * PTX <= the device's). Entry points are the fatbin's; each maps to a registry kernel that the
+ * emulator runs.
+ *
+ * cuLaunchKernel checks what a driver can know: every registry kernel takes exactly one
+ * parameter, its args struct (tandem_kernel_table[id].args_size bytes). Through kernelParams
+ * a driver cannot see how many pointers the caller passed nor what they point at, so that path
+ * checks kernelParams[0] only; the `extra` path (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE) carries
+ * the size, and it must equal args_size exactly. Grid/block limits are those of sm_80..sm_90,
+ * dynamic shared memory at most 48 KiB (the opt-in needs cuFuncSetAttribute, which is not
+ * provided). Pointer-sized words of the args struct that point into another device's memory
+ * without peer access are reported before the launch. The kernel then runs at once; a fault
+ * the emulator detects makes the context's state sticky, as a GPU fault does. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+#include "fakecuda.h"
+#include "fatbin.h"
+#include "registry.h"
+
+#define FC_FATBIN_MAGIC 0xBA55ED50u
+#define FC_LAUNCH_PARAM_END ((void *)0)
+#define FC_LAUNCH_PARAM_BUFFER_POINTER ((void *)1)
+#define FC_LAUNCH_PARAM_BUFFER_SIZE ((void *)2)
+#define FC_MAX_DYNAMIC_SHMEM (48u * 1024u)
+
+struct fc_module {
+    fc_obj h;
+    tandem_fatbin_summary sum;
+    char archs[256];
+};
+
+FC_EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
+    const char *call = "cuModuleLoadData";
+    CUresult r = fc_enter(call, 1);
+    if (r) return fc_leave(r);
+    if (!out || !image)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "module or image is NULL"));
+    /* The image has no length argument: a fatbin's header says how long it is. */
+    const unsigned char *b = image;
+    uint32_t magic;
+    uint16_t hdr_size;
+    uint64_t body;
+    memcpy(&magic, b, 4);
+    if (magic != FC_FATBIN_MAGIC)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_IMAGE, call,
+                                "image starts with 0x%08x, not the fatbin magic 0x%08x (the "
+                                "stand-in loads fatbins only, not cubins or PTX text)",
+                                magic, FC_FATBIN_MAGIC));
+    memcpy(&hdr_size, b + 6, 2);
+    memcpy(&body, b + 8, 8);
+    if (hdr_size < 16 || body > ((uint64_t)1 << 32))
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_IMAGE, call,
+                                "fatbin header: header size %u (expected >= 16), body %llu bytes",
+                                hdr_size, (unsigned long long)body));
+    fc_module *m = calloc(1, sizeof *m);
+    if (!m) return fc_leave(CUDA_ERROR_OUT_OF_MEMORY);
+    if (tandem_fatbin_parse(image, (size_t)hdr_size + (size_t)body, &m->sum) != TANDEM_OK) {
+        free(m);
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_IMAGE, call, "fatbin does not parse: %s",
+                                tandem_last_error()));
+    }
+    tandem_fatbin_arch_string(&m->sum, m->archs, sizeof m->archs);
+    if (!tandem_fatbin_runs_on(&m->sum, fc_cfg.cc_major, fc_cfg.cc_minor)) {
+        r = fc_fail(CUDA_ERROR_NO_BINARY_FOR_GPU, call, "device %d is sm_%d%d; the fatbin holds: %s",
+                    fc_current()->device, fc_cfg.cc_major, fc_cfg.cc_minor,
+                    m->archs[0] ? m->archs : "(nothing)");
+        free(m);
+        return fc_leave(r);
+    }
+    if (m->sum.entry_count == 0) {
+        free(m);
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_IMAGE, call,
+                                "the fatbin lists no kernel entry points (compressed SASS?)"));
+    }
+    m->h = (fc_obj){FC_KIND_MODULE, 1, fc_current()};
+    fc_register(&m->h);
+    *out = (CUmodule)(void *)m;
+    return fc_leave(CUDA_SUCCESS);
+}
+
+static CUresult get_module(const char *call, CUmodule h, fc_module **out) {
+    int dead;
+    fc_module *m = (fc_module *)fc_lookup(h, FC_KIND_MODULE, &dead);
+    if (!m)
+        return fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
+                       dead ? "module %p was unloaded" : "%p is not a module", (void *)h);
+    *out = m;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuModuleUnload(CUmodule h) {
+    const char *call = "cuModuleUnload";
+    CUresult r = fc_enter(call, 0);
+    if (r) return fc_leave(r);
+    fc_module *m = NULL;
+    if ((r = get_module(call, h, &m))) return fc_leave(r);
+    m->h.alive = 0;
+    /* Its functions die with it: cuLaunchKernel checks the module of a function. */
+    return fc_leave(CUDA_SUCCESS);
+}
+
+FC_EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule h, const char *name) {
+    const char *call = "cuModuleGetFunction";
+    CUresult r = fc_enter(call, 0);
+    if (r) return fc_leave(r);
+    fc_module *m = NULL;
+    if ((r = get_module(call, h, &m))) return fc_leave(r);
+    if (!out || !name)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "hfunc or name is NULL"));
+    int found = 0;
+    for (int i = 0; i < m->sum.entry_count && !found; i++)
+        found = strcmp(m->sum.entries[i], name) == 0;
+    if (!found)
+        return fc_leave(fc_fail(CUDA_ERROR_NOT_FOUND, call,
+                                "'%s' is not an entry point of the fatbin (%d entries, %s)", name,
+                                m->sum.entry_count, m->archs));
+    int id = tandem_kernel_find(name);
+    if (id < 0 || strcmp(tandem_kernel_table[id].entry, name) != 0)
+        return fc_leave(fc_fail(CUDA_ERROR_NOT_FOUND, call,
+                                "fatbin entry '%s' has no kernel in the registry to emulate", name));
+    fc_function *f = calloc(1, sizeof *f);
+    if (!f) return fc_leave(CUDA_ERROR_OUT_OF_MEMORY);
+    f->h = (fc_obj){FC_KIND_FUNCTION, 1, m->h.ctx};
+    f->module = m;
+    f->kernel_id = id;
+    snprintf(f->name, sizeof f->name, "%s", name);
+    fc_register(&f->h);
+    *out = (CUfunction)(void *)f;
+    return fc_leave(CUDA_SUCCESS);
+}
+
+/* Parse `extra`: exactly a buffer pointer and its size. */
+static CUresult parse_extra(const char *call, const char *kname, void **extra, void **buf,
+                            size_t *size) {
+    void *p = NULL;
+    const size_t *sz = NULL;
+    for (int i = 0; extra[i] != FC_LAUNCH_PARAM_END; i += 2) {
+        if (i > 16) return fc_fail(CUDA_ERROR_INVALID_VALUE, call, "extra[] has no CU_LAUNCH_PARAM_END");
+        if (extra[i] == FC_LAUNCH_PARAM_BUFFER_POINTER) {
+            p = extra[i + 1];
+        } else if (extra[i] == FC_LAUNCH_PARAM_BUFFER_SIZE) {
+            sz = (const size_t *)extra[i + 1];
+        } else {
+            return fc_fail(CUDA_ERROR_INVALID_VALUE, call, "%s: unknown key %p in extra[%d]",
+                           kname, extra[i], i);
+        }
+    }
+    if (!p || !sz)
+        return fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                       "%s: extra[] needs both CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE", kname);
+    *buf = p;
+    *size = *sz;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuLaunchKernel(CUfunction hf, unsigned gx, unsigned gy, unsigned gz,
+                                  unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                  CUstream stream, void **params, void **extra) {
+    const char *call = "cuLaunchKernel";
+    CUresult r = fc_enter(call, 1);
+    if (r || (r = fc_check_stream(call, stream))) return fc_leave(r);
+    fc_ctx *cur = fc_current();
+    int dead;
+    fc_function *f = (fc_function *)fc_lookup(hf, FC_KIND_FUNCTION, &dead);
+    if (f && !f->module->h.alive) f = NULL, dead = 1;
+    if (!f)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
+                                dead ? "function %p: its module was unloaded or its context released"
+                                     : "%p is not a function",
+                                (void *)hf));
+    const char *kn = f->name;
+    if (f->h.ctx != cur)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
+                                "%s was loaded in device %d's context, launched in device %d's",
+                                kn, f->h.ctx->device, cur->device));
+    if (!gx || !gy || !gz || !bx || !by || !bz)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "%s: zero in grid %ux%ux%u or block %ux%ux%u",
+                                kn, gx, gy, gz, bx, by, bz));
+    if (bx > 1024 || by > 1024 || bz > 64 || (uint64_t)bx * by * bz > 1024)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                                "%s: block %ux%ux%u exceeds the limits (x, y <= 1024, z <= 64, "
+                                "x*y*z <= 1024)",
+                                kn, bx, by, bz));
+    if (gx > 2147483647u || gy > 65535 || gz > 65535)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                                "%s: grid %ux%ux%u exceeds the limits (x < 2^31, y, z <= 65535)", kn,
+                                gx, gy, gz));
+    if (shmem > FC_MAX_DYNAMIC_SHMEM)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                                "%s: %u bytes of dynamic shared memory, at most %u without opt-in",
+                                kn, shmem, FC_MAX_DYNAMIC_SHMEM));
+    const tandem_kernel_info *ki = &tandem_kernel_table[f->kernel_id];
+    void *args = NULL;
+    size_t args_size = ki->args_size;
+    if (params && extra)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                                "%s: both kernelParams and extra given", kn));
+    if (extra) {
+        if ((r = parse_extra(call, kn, extra, &args, &args_size))) return fc_leave(r);
+        if (args_size != ki->args_size)
+            return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                                    "%s: parameter buffer of %zu bytes, the kernel takes one "
+                                    "%zu-byte argument struct",
+                                    kn, args_size, ki->args_size));
+    } else if (params) {
+        args = params[0];
+    } else {
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                                "%s takes one parameter (a %zu-byte struct); none given", kn,
+                                ki->args_size));
+    }
+    if (!args)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "%s: parameter 0 is NULL", kn));
+    if (fc_check_kernel_pointers(call, kn, args, args_size, cur)) return fc_leave(CUDA_ERROR_ILLEGAL_ADDRESS);
+    tandem_launch_dims d = {{gx, gy, gz}, {bx, by, bz}, shmem};
+    if (tandem_emu_launch(f->kernel_id, &d, args, args_size) != 0) {
+        cur->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+        return fc_leave(fc_fail(CUDA_ERROR_ILLEGAL_ADDRESS, call, "%s: %s", kn,
+                                tandem_emu_last_error()));
+    }
+    if (fc_check_padding(call, kn)) {
+        cur->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+        return fc_leave(CUDA_ERROR_ILLEGAL_ADDRESS);
+    }
+    return fc_leave(CUDA_SUCCESS);
+}
