@@ -10,6 +10,7 @@
 
 #include "device.h"
 #include "log.h"
+#include "pool_internal.h"
 
 static tandem_status check_shape(const char *op, const tandem_gemm_shape *sh) {
     if (sh->m < 0 || sh->n < 0 || sh->k < 0 || sh->batch < 1)
@@ -55,7 +56,8 @@ static const char *describe(const tandem_tensor *t, char *buf, size_t cap) {
     return buf;
 }
 
-static tandem_status check_operand(const char *op, const char *role, const tandem_tensor *t) {
+static tandem_status check_operand(const char *op, const char *role, const tandem_stream *s,
+                                   const tandem_tensor *t) {
     if (!t) return tandem_fail(TANDEM_E_INVALID, "%s: tensor %s is NULL", op, role);
     char ds[128];
     if (tandem_tensor_dtype(t) != TANDEM_F32)
@@ -70,6 +72,13 @@ static tandem_status check_operand(const char *op, const char *role, const tande
     if (tandem_tensor_addr(t) == 0)
         return tandem_fail(TANDEM_E_STATE, "%s: %s %s has no device address; commit its pool first",
                            op, role, describe(t, ds, sizeof ds));
+    const tandem_device *td = tandem_tensor_device(t);
+    if (td != s->dev)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "%s: %s %s lives on %s device %d but the stream is on %s device %d; "
+                           "expected a stream of the tensor's device",
+                           op, role, describe(t, ds, sizeof ds), td ? td->ops->name : "no",
+                           td ? td->info.ordinal : -1, s->dev->ops->name, s->dev->info.ordinal);
     return TANDEM_OK;
 }
 
@@ -79,9 +88,9 @@ tandem_status tandem_gemm(tandem_stream *s, int trans_a, int trans_b, float alph
     static const char op[] = "tandem_gemm";
     if (!s || !s->dev || !s->dev->ops)
         return tandem_fail(TANDEM_E_INVALID, "%s: stream is NULL or has no device", op);
-    TANDEM_TRY(check_operand(op, "A", a));
-    TANDEM_TRY(check_operand(op, "B", b));
-    TANDEM_TRY(check_operand(op, "C", c));
+    TANDEM_TRY(check_operand(op, "A", s, a));
+    TANDEM_TRY(check_operand(op, "B", s, b));
+    TANDEM_TRY(check_operand(op, "C", s, c));
 
     char da[128], db[128], dc[128];
     int nd = tandem_tensor_ndim(a);

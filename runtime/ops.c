@@ -10,6 +10,7 @@
 
 #include "launch.h"
 #include "log.h"
+#include "pool_internal.h"
 
 /* "[2, 3, 80]" into buf. */
 static const char *shape_str(const tandem_tensor *t, char *buf, size_t cap) {
@@ -29,10 +30,10 @@ static tandem_status check_stream(const char *op, const tandem_stream *s) {
     return TANDEM_OK;
 }
 
-/* t must exist, be committed, and (unless want < 0) have dtype want. role names the
- * parameter ("x", "out") so the message says which argument was wrong. */
-static tandem_status check_tensor(const char *op, const char *role, const tandem_tensor *t,
-                                  int want) {
+/* t must exist, be committed on the stream's device, and (unless want < 0) have dtype want.
+ * role names the parameter ("x", "out") so the message says which argument was wrong. */
+static tandem_status check_tensor(const char *op, const char *role, const tandem_stream *s,
+                                  const tandem_tensor *t, int want) {
     if (!t) return tandem_fail(TANDEM_E_INVALID, "%s: tensor %s is NULL", op, role);
     if (want >= 0 && tandem_tensor_dtype(t) != (tandem_dtype)want) {
         char sh[96];
@@ -44,6 +45,13 @@ static tandem_status check_tensor(const char *op, const char *role, const tandem
     if (tandem_tensor_addr(t) == 0)
         return tandem_fail(TANDEM_E_STATE, "%s: %s '%s' has no device address; commit its pool first",
                            op, role, tandem_tensor_name(t));
+    const tandem_device *td = tandem_tensor_device(t);
+    if (td != s->dev)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "%s: %s '%s' lives on %s device %d but the stream is on %s device %d; "
+                           "expected a stream of the tensor's device",
+                           op, role, tandem_tensor_name(t), td ? td->ops->name : "no",
+                           td ? td->info.ordinal : -1, s->dev->ops->name, s->dev->info.ordinal);
     return TANDEM_OK;
 }
 
@@ -64,7 +72,7 @@ static tandem_status check_same_numel(const char *op, const char *role_a, const 
 tandem_status tandem_op_fill(tandem_stream *s, tandem_tensor *t, float value) {
     static const char op[] = "tandem_op_fill";
     TANDEM_TRY(check_stream(op, s));
-    TANDEM_TRY(check_tensor(op, "t", t, TANDEM_F32));
+    TANDEM_TRY(check_tensor(op, "t", s, t, TANDEM_F32));
     tandem_k_fill_f32_args a;
     a.out = ADDR(float *, t);
     a.n = tandem_tensor_numel(t);
@@ -76,7 +84,7 @@ tandem_status tandem_op_fill(tandem_stream *s, tandem_tensor *t, float value) {
 tandem_status tandem_op_scale(tandem_stream *s, tandem_tensor *x, float alpha) {
     static const char op[] = "tandem_op_scale";
     TANDEM_TRY(check_stream(op, s));
-    TANDEM_TRY(check_tensor(op, "x", x, TANDEM_F32));
+    TANDEM_TRY(check_tensor(op, "x", s, x, TANDEM_F32));
     tandem_k_scale_f32_args a;
     a.x = ADDR(float *, x);
     a.n = tandem_tensor_numel(x);
@@ -89,8 +97,8 @@ tandem_status tandem_op_axpy(tandem_stream *s, float alpha, const tandem_tensor 
                              tandem_tensor *y) {
     static const char op[] = "tandem_op_axpy";
     TANDEM_TRY(check_stream(op, s));
-    TANDEM_TRY(check_tensor(op, "x", x, TANDEM_F32));
-    TANDEM_TRY(check_tensor(op, "y", y, TANDEM_F32));
+    TANDEM_TRY(check_tensor(op, "x", s, x, TANDEM_F32));
+    TANDEM_TRY(check_tensor(op, "y", s, y, TANDEM_F32));
     TANDEM_TRY(check_same_numel(op, "x", x, "y", y));
     tandem_k_axpy_f32_args a;
     a.x = ADDR(const float *, x);
@@ -104,8 +112,8 @@ tandem_status tandem_op_axpy(tandem_stream *s, float alpha, const tandem_tensor 
 tandem_status tandem_op_cast(tandem_stream *s, const tandem_tensor *src, tandem_tensor *dst) {
     static const char op[] = "tandem_op_cast";
     TANDEM_TRY(check_stream(op, s));
-    TANDEM_TRY(check_tensor(op, "src", src, -1));
-    TANDEM_TRY(check_tensor(op, "dst", dst, -1));
+    TANDEM_TRY(check_tensor(op, "src", s, src, -1));
+    TANDEM_TRY(check_tensor(op, "dst", s, dst, -1));
     TANDEM_TRY(check_same_numel(op, "src", src, "dst", dst));
     tandem_dtype from = tandem_tensor_dtype(src), to = tandem_tensor_dtype(dst);
     int64_t n = tandem_tensor_numel(src);
@@ -141,8 +149,8 @@ tandem_status tandem_op_cast(tandem_stream *s, const tandem_tensor *src, tandem_
 tandem_status tandem_op_row_sum(tandem_stream *s, const tandem_tensor *x, tandem_tensor *out) {
     static const char op[] = "tandem_op_row_sum";
     TANDEM_TRY(check_stream(op, s));
-    TANDEM_TRY(check_tensor(op, "x", x, TANDEM_F32));
-    TANDEM_TRY(check_tensor(op, "out", out, TANDEM_F32));
+    TANDEM_TRY(check_tensor(op, "x", s, x, TANDEM_F32));
+    TANDEM_TRY(check_tensor(op, "out", s, out, TANDEM_F32));
     int nd = tandem_tensor_ndim(x);
     char sx[96], so[96];
     if (nd < 1)
