@@ -15,6 +15,7 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static tandem_status load_status = TANDEM_E_NODRIVER;
 static char load_why[512]; /* "" when the driver loaded fine */
 static int driver_version;
+static int no_devices; /* cuInit said CUDA_ERROR_NO_DEVICE: a working driver with zero devices */
 static void *driver_lib;
 
 static tandem_status load_fail(tandem_status st, const char *fmt, ...) TANDEM_PRINTF(2, 3);
@@ -107,7 +108,10 @@ static tandem_status load(void) {
 #undef TANDEM_RESOLVE
     tandem_cu = fns;
     CUresult r = tandem_cu.cuInit(0);
-    if (r != CUDA_SUCCESS) {
+    /* A driver installed on a machine (or container) without a visible GPU: not a failure,
+     * just zero devices, so `auto` picks the host backend with a notice. */
+    if (r == CUDA_ERROR_NO_DEVICE) no_devices = 1;
+    if (r != CUDA_SUCCESS && !no_devices) {
         char err[192];
         tandem_cuda_error_text(r, err, sizeof err);
         return load_fail(TANDEM_E_DEVICE, "%s loaded, but cuInit failed: %s", lib, err);
@@ -158,6 +162,7 @@ int tandem_cuda_driver_version(void) {
 tandem_status tandem_cuda_device_count(int *count) {
     *count = 0;
     TANDEM_TRY(tandem_cuda_driver_load());
+    if (no_devices) return TANDEM_OK;
     int n = 0;
     TANDEM_CU_TRY(cuDeviceGetCount, (&n), "counting CUDA devices");
     *count = n;
@@ -166,9 +171,8 @@ tandem_status tandem_cuda_device_count(int *count) {
 
 tandem_status tandem_cuda_query(int ordinal, tandem_device_info *info) {
     memset(info, 0, sizeof *info);
-    TANDEM_TRY(tandem_cuda_driver_load());
     int n = 0;
-    TANDEM_CU_TRY(cuDeviceGetCount, (&n), "counting CUDA devices");
+    TANDEM_TRY(tandem_cuda_device_count(&n));
     if (ordinal < 0 || ordinal >= n)
         return tandem_fail(TANDEM_E_INVALID, "CUDA device %d: expected 0..%d (%d device%s)", ordinal,
                            n - 1, n, n == 1 ? "" : "s");
