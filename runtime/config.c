@@ -273,13 +273,18 @@ void tandem_config_init(tandem_config *cfg) {
     apply_preset(cfg);
 }
 
-tandem_status tandem_config_set(tandem_config *cfg, const char *key, const char *value) {
-    origin o = {"override", 0};
+tandem_status tandem_config_set_from(tandem_config *cfg, const char *origin_name, const char *key,
+                                     const char *value) {
+    origin o = {origin_name ? origin_name : "override", 0};
     if (!cfg || !key || !value)
         return tandem_fail(TANDEM_E_INVALID, "tandem_config_set: NULL argument");
     int ki = find_key(key);
     if (ki < 0) return fail_unknown(&o, key);
     return set_key(cfg, ki, value, &o);
+}
+
+tandem_status tandem_config_set(tandem_config *cfg, const char *key, const char *value) {
+    return tandem_config_set_from(cfg, "override", key, value);
 }
 
 tandem_status tandem_config_check(const tandem_config *cfg) {

@@ -67,6 +67,9 @@ tandem_status tandem_config_load_string(tandem_config *cfg, const char *yaml, si
 /* Set one key from its text, validated like the file ("batch_size", "16"). Messages name
  * the origin "override". Call tandem_config_check after the last override. */
 tandem_status tandem_config_set(tandem_config *cfg, const char *key, const char *value);
+/* Same, naming the origin in messages (e.g. the command-line flag "--batch-size"). */
+tandem_status tandem_config_set_from(tandem_config *cfg, const char *origin, const char *key,
+                                     const char *value);
 /* Rules across keys (d_model divisible by heads, max_frames by reduction, ...). */
 tandem_status tandem_config_check(const tandem_config *cfg);
 

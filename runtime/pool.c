@@ -353,7 +353,7 @@ tandem_status tandem_pool_plan(tandem_pool *pool) {
         char sh[160];
         return tandem_fail(TANDEM_E_BUDGET,
                            "pool '%s' on %s: the plan needs %s (%zu bytes) but the budget is %s; "
-                           "largest tensor '%s' %s %s (report logged above)",
+                           "largest tensor '%s' %s %s (plan report logged)",
                            pool->name, pool->device_desc, human(totals->arena_bytes, h1, sizeof h1),
                            totals->arena_bytes, human(pool->budget, h2, sizeof h2),
                            nt ? top[0]->name : "", nt ? tandem_dtype_name(top[0]->dtype) : "",

@@ -149,6 +149,9 @@ static void test_override(void **state) {
     assert_int_equal(tandem_config_set(&cfg, "batch_size", "x"), TANDEM_E_INVALID);
     assert_non_null(strstr(tandem_last_error(), "override: key 'batch_size': expected"));
     assert_int_equal(cfg.batch_size, 16); /* a rejected value leaves the old one */
+    assert_int_equal(tandem_config_set_from(&cfg, "--batch-size", "batch_size", "0"), TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "--batch-size: key 'batch_size': expected an integer "
+                                                "in [1, 4096], got '0'"));
     assert_int_equal(tandem_config_set(&cfg, "batchsize", "8"), TANDEM_E_INVALID);
     assert_non_null(strstr(tandem_last_error(), "did you mean 'batch_size'"));
     /* cross-key rules are checked after the last override */

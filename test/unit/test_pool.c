@@ -13,7 +13,9 @@
 
 #include <cmocka.h>
 
+#include "config.h"
 #include "device.h"
+#include "plan_layout.h"
 #include "pool_internal.h"
 #include "tandem.h"
 #include "testutil.h"
@@ -492,6 +494,55 @@ static void test_offline_pool(void **state) {
     }
 }
 
+/* The arenas a config implies: shapes from the config, the feature chain overlaid. */
+static void test_layout_from_config(void **state) {
+    (void)state;
+    tandem_rng r = {tandem_test_seed("test_pool layout")};
+    for (int round = 0; round < 10; round++) {
+        tandem_config cfg;
+        tandem_config_init(&cfg);
+        char v[32];
+        snprintf(v, sizeof v, "%d", (int)tandem_rng_int(&r, 1, 64));
+        assert_int_equal(tandem_config_set(&cfg, "batch_size", v), TANDEM_OK);
+        snprintf(v, sizeof v, "%d", (int)tandem_rng_int(&r, 2, 16));
+        assert_int_equal(tandem_config_set(&cfg, "prefetch_buffer_size", v), TANDEM_OK);
+        assert_int_equal(tandem_config_set(&cfg, "model_size", round % 2 ? "base" : "tiny"), TANDEM_OK);
+        tandem_pool *data = NULL, *model = NULL;
+        assert_int_equal(tandem_pool_create_offline("data", TANDEM_BACKEND_CUDA, 0, &data), TANDEM_OK);
+        assert_int_equal(tandem_pool_create_offline("model", TANDEM_BACKEND_CUDA, 0, &model), TANDEM_OK);
+        tandem_layout l;
+        assert_int_equal(tandem_layout_declare(&cfg, data, model, &l), TANDEM_OK);
+        assert_int_equal(tandem_pool_plan(data), TANDEM_OK);
+        assert_int_equal(tandem_pool_plan(model), TANDEM_OK);
+
+        const size_t b = (size_t)cfg.batch_size, f = (size_t)cfg.max_frames, t = (size_t)cfg.max_text;
+        const size_t frames = b * f * 1024 * 4, spec = b * f * 513 * 4, mels = b * f * 80 * 4;
+        const size_t audio = b * f * 256 * 4;
+        assert_int_equal(tandem_tensor_bytes(l.frames), frames);
+        assert_int_equal(tandem_tensor_bytes(l.spectrum), spec);
+        assert_int_equal(tandem_tensor_bytes(l.feat_mels), mels);
+        assert_int_equal(tandem_tensor_bytes(l.audio), audio);
+        assert_int_equal(tandem_tensor_bytes(l.slot[0].tokens), b * t * 4);
+        assert_int_equal(tandem_tensor_bytes(l.slot[0].frame_mask), b * f);
+        /* frames (ops 0..1) and mels (2..3) are never live together: same bytes */
+        assert_int_equal(tandem_tensor_offset(l.frames), tandem_tensor_offset(l.feat_mels));
+        tandem_pool_stats s;
+        tandem_pool_get_stats(data, &s);
+        size_t r256 = 256;
+        assert_int_equal(s.per_step_peak, (frames + spec + r256 - 1) / r256 * r256);
+        /* model: only the ring so far, n_slots x one batch, each tensor rounded to 256 B */
+        tandem_pool_get_stats(model, &s);
+        assert_int_equal(s.tensor_count, 6 * cfg.prefetch_buffer_size);
+        size_t slot = 0;
+        const size_t parts[6] = {b * t * 4, b * 4, mels, b * f, b * f * 4, b * 4};
+        for (int i = 0; i < 6; i++) slot += (parts[i] + r256 - 1) / r256 * r256;
+        assert_int_equal(s.persistent_bytes, slot * (size_t)cfg.prefetch_buffer_size);
+        assert_true(l.pinned_bytes >= 2 * audio + (size_t)l.n_slots * (b * t * 4 + mels));
+        tandem_pool_destroy(data);
+        tandem_pool_destroy(model);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_commit_addresses),
@@ -501,6 +552,7 @@ int main(void) {
         cmocka_unit_test(test_over_budget),
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_offline_pool),
+        cmocka_unit_test(test_layout_from_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
