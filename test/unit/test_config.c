@@ -247,13 +247,49 @@ static void test_example_configs(void **state) {
     assert_non_null(strstr(help, "prefetch_buffer_size"));
 }
 
+/* Mutated and random inputs: the loader answers OK or INVALID with a message, never crashes
+ * (run under ASan/UBSan by `make test SANITIZE=address,undefined`). */
+static void test_garbage(void **state) {
+    (void)state;
+    tandem_rng r = {tandem_test_seed("test_config garbage")};
+    static const char valid[] = "model_size: base\nbatch_size: 16\nlr: 0.001\nout: \"x\"\n"
+                                "shuffle: true\nprecision: bf16\n";
+    static const char alphabet[] = "abz_:-\"' \n\t#{}[],&*!|>%@`0129.~\\\xc3\xa9\xff";
+    char text[256];
+    for (int round = 0; round < 3000; round++) {
+        size_t n;
+        if (round % 2) { /* a valid file with a few bytes changed, inserted or cut */
+            n = sizeof valid - 1;
+            memcpy(text, valid, n);
+            int edits = (int)tandem_rng_int(&r, 1, 4);
+            for (int e = 0; e < edits; e++) {
+                size_t at = (size_t)tandem_rng_int(&r, 0, (int64_t)n - 1);
+                text[at] = alphabet[tandem_rng_int(&r, 0, (int64_t)sizeof alphabet - 2)];
+            }
+            n = (size_t)tandem_rng_int(&r, 0, (int64_t)n);
+        } else {
+            n = (size_t)tandem_rng_int(&r, 0, 120);
+            for (size_t i = 0; i < n; i++)
+                text[i] = alphabet[tandem_rng_int(&r, 0, (int64_t)sizeof alphabet - 2)];
+        }
+        tandem_config cfg;
+        tandem_status st = tandem_config_load_string(&cfg, text, n, "fuzz.yaml");
+        if (st != TANDEM_OK) {
+            assert_int_equal(st, TANDEM_E_INVALID);
+            assert_non_null(strstr(tandem_last_error(), "fuzz.yaml"));
+        } else {
+            assert_int_equal(tandem_config_check(&cfg), TANDEM_OK);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_file),     cmocka_unit_test(test_empty_file_is_defaults),
         cmocka_unit_test(test_unknown_key),    cmocka_unit_test(test_wrong_type),
         cmocka_unit_test(test_out_of_range),   cmocka_unit_test(test_override),
         cmocka_unit_test(test_presets),        cmocka_unit_test(test_dump_roundtrip),
-        cmocka_unit_test(test_example_configs),
+        cmocka_unit_test(test_example_configs), cmocka_unit_test(test_garbage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
