@@ -5,6 +5,8 @@
  * BLOCK_TENSORS, so handles never move), planning uses a temporary host buffer freed before
  * it returns, commit makes exactly one dev->ops->mem_alloc. After commit nothing in this file
  * allocates: accessors, copies, reports and stats only read.
+ * Threads: declare/plan/commit/destroy belong to one setup thread; after commit the pool is
+ * read-only, so accessors and copies may be called from any thread.
  * Owns: the tensor records, the arena (freed by tandem_pool_destroy).
  */
 #include <inttypes.h>
