@@ -1,0 +1,304 @@
+/* cmd_corpus.c — `tandem corpus`: writes a demo LJSpeech-layout dataset (metadata.csv with
+ * id|text|normalized, wavs/<id>.wav at 22050 Hz 16-bit mono) by speaking generated sentences
+ * with the espeak-ng program. `--text-only` writes just metadata.csv (for the frontend bench). */
+#include <dirent.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "corpus_text.h"
+#include "os.h"
+#include "tandem.h"
+#include "text_norm.h"
+
+extern char **environ;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: tandem corpus --out DIR [--count N] [--langs en,fa] [--seed S] [--jobs N] [--force]\n"
+            "                     [--text-only]\n\n"
+            "Writes an LJSpeech-layout demo dataset: DIR/metadata.csv (id|text|normalized text) and\n"
+            "DIR/wavs/<id>.wav (22050 Hz, 16-bit, mono) spoken by espeak-ng. Sentences come from the\n"
+            "project's own generator and are deterministic for a seed.\n\n"
+            "  --out DIR      output directory (refused if it exists and is not empty, unless --force)\n"
+            "  --count N      utterances (default 64; 13100 = LJSpeech size with --text-only)\n"
+            "  --langs LIST   comma-separated languages, used in turn (default en,fa)\n"
+            "  --seed S       generator seed (default 1)\n"
+            "  --jobs N       espeak-ng processes at once (default 4)\n"
+            "  --force        write into a non-empty DIR (files of the same name are replaced)\n"
+            "  --text-only    write metadata.csv only, no audio (for text frontend benchmarks)\n");
+}
+
+static int dir_is_nonempty(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            n = 1;
+            break;
+        }
+    closedir(d);
+    return n;
+}
+
+static int have_program(const char *name) {
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    char buf[4096];
+    for (const char *p = path; *p;) {
+        const char *c = strchr(p, ':');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, name);
+        if (n && access(buf, X_OK) == 0) return 1;
+        p += n + (c ? 1 : 0);
+    }
+    return 0;
+}
+
+/* Check a RIFF/WAVE header: PCM, 1 channel, 22050 Hz, 16 bit. Returns the data bytes or -1 (msg). */
+static long check_wav(const char *path, char *msg, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return snprintf(msg, cap, "cannot open: %s", strerror(errno)), -1;
+    unsigned char h[12];
+    long data = -1;
+    int fmt_ok = 0;
+    if (fread(h, 1, 12, f) != 12 || memcmp(h, "RIFF", 4) || memcmp(h + 8, "WAVE", 4)) {
+        snprintf(msg, cap, "not a RIFF/WAVE file");
+        fclose(f);
+        return -1;
+    }
+    unsigned char ch[8];
+    while (fread(ch, 1, 8, f) == 8) {
+        unsigned long sz = ch[4] | ch[5] << 8 | ch[6] << 16 | (unsigned long)ch[7] << 24;
+        if (!memcmp(ch, "fmt ", 4)) {
+            unsigned char fm[16];
+            if (sz < 16 || fread(fm, 1, 16, f) != 16) break;
+            unsigned fmt = fm[0] | fm[1] << 8, chans = fm[2] | fm[3] << 8, bits = fm[14] | fm[15] << 8;
+            unsigned long rate = fm[4] | fm[5] << 8 | fm[6] << 16 | (unsigned long)fm[7] << 24;
+            if (fmt != 1 || chans != 1 || rate != 22050 || bits != 16) {
+                snprintf(msg, cap, "format %u, %u channels, %lu Hz, %u bit; expected PCM mono 22050 Hz 16 bit",
+                         fmt, chans, rate, bits);
+                fclose(f);
+                return -1;
+            }
+            fmt_ok = 1;
+            fseek(f, (long)(sz - 16 + (sz & 1)), SEEK_CUR);
+        } else if (!memcmp(ch, "data", 4)) {
+            long here = ftell(f);
+            fseek(f, 0, SEEK_END);
+            long end = ftell(f);
+            data = (long)sz;
+            if (data <= 0 || here + data > end) data = end - here; /* size left unpatched by a streaming writer */
+            break;
+        } else {
+            fseek(f, (long)(sz + (sz & 1)), SEEK_CUR);
+        }
+    }
+    fclose(f);
+    if (!fmt_ok || data <= 0) return snprintf(msg, cap, "%s", !fmt_ok ? "no fmt chunk" : "no audio data"), -1;
+    return data;
+}
+
+typedef struct utt {
+    char id[32];
+    char raw[CORPUS_TEXT_MAX];
+    char *norm;
+    tandem_lang lang;
+    pid_t pid;
+} utt;
+
+static int spawn_espeak(utt *u, const char *wav) {
+    char *argv[] = {"espeak-ng", "-v", u->lang == TANDEM_LANG_FA ? "fa" : "en-us", "-b", "1", "-w", (char *)wav,
+                    u->norm, NULL};
+    int rc = posix_spawnp(&u->pid, "espeak-ng", NULL, NULL, argv, environ);
+    if (rc) fprintf(stderr, "tandem corpus: cannot start espeak-ng: %s\n", strerror(rc));
+    return rc ? -1 : 0;
+}
+
+int cli_corpus(int argc, char **argv) {
+    const char *out = NULL, *langs = "en,fa";
+    long count = -1, jobs = 4;
+    unsigned long long seed = 1;
+    int force = 0, text_only = 0;
+    if (cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        if (!strcmp(a, "--force")) force = 1;
+        else if (!strcmp(a, "--text-only")) text_only = 1;
+        else if (v && !strcmp(a, "--out")) out = argv[++i];
+        else if (v && !strcmp(a, "--langs")) langs = argv[++i];
+        else if (v && !strcmp(a, "--count")) {
+            count = strtol(argv[++i], &end, 10);
+            if (*end || count < 1 || count > 9999999) {
+                fprintf(stderr, "tandem corpus: --count '%s': expected an integer in [1, 9999999]\n", v);
+                return 2;
+            }
+        } else if (v && !strcmp(a, "--jobs")) {
+            jobs = strtol(argv[++i], &end, 10);
+            if (*end || jobs < 1 || jobs > 64) {
+                fprintf(stderr, "tandem corpus: --jobs '%s': expected an integer in [1, 64]\n", v);
+                return 2;
+            }
+        } else if (v && !strcmp(a, "--seed")) {
+            seed = strtoull(argv[++i], &end, 0);
+            if (*end) {
+                fprintf(stderr, "tandem corpus: --seed '%s': expected an unsigned integer\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "tandem corpus: unknown or incomplete option '%s'\n\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!out) {
+        fprintf(stderr, "tandem corpus: --out DIR is required\n\n");
+        usage(stderr);
+        return 2;
+    }
+    if (count < 0) count = text_only ? 13100 : 64;
+    tandem_lang lang_list[8];
+    int nlang = 0;
+    for (const char *p = langs; *p;) {
+        const char *c = strchr(p, ',');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (n == 2 && !strncmp(p, "en", 2) && nlang < 8) lang_list[nlang++] = TANDEM_LANG_EN;
+        else if (n == 2 && !strncmp(p, "fa", 2) && nlang < 8) lang_list[nlang++] = TANDEM_LANG_FA;
+        else {
+            fprintf(stderr, "tandem corpus: --langs '%s': expected a comma-separated list of en, fa\n", langs);
+            return 2;
+        }
+        p += n + (c ? 1 : 0);
+    }
+    if (nlang == 0) {
+        fprintf(stderr, "tandem corpus: --langs is empty\n");
+        return 2;
+    }
+    if (!text_only && !have_program("espeak-ng")) {
+        fprintf(stderr, "tandem corpus: espeak-ng not found in PATH; run tools/deps.sh (Debian package espeak-ng)\n");
+        return 1;
+    }
+    if (dir_is_nonempty(out) && !force) {
+        fprintf(stderr, "tandem corpus: %s exists and is not empty; use --force to write into it\n", out);
+        return 2;
+    }
+    char wavs[4096];
+    snprintf(wavs, sizeof wavs, "%s/wavs", out);
+    if (tandem_mkdir_p(text_only ? out : wavs) != TANDEM_OK) {
+        fprintf(stderr, "tandem corpus: %s\n", tandem_last_error());
+        return 1;
+    }
+
+    uint64_t t0 = tandem_now_ns();
+    utt *u = calloc((size_t)count, sizeof *u);
+    if (!u) {
+        fprintf(stderr, "tandem corpus: out of memory\n");
+        return 1;
+    }
+    size_t meta_cap = 0;
+    int n_lang[TANDEM_LANG_COUNT] = {0};
+    for (long i = 0; i < count; i++) {
+        u[i].lang = lang_list[i % nlang];
+        snprintf(u[i].id, sizeof u[i].id, "TDM-%05ld", i + 1);
+        corpus_text_sentence(seed, (uint64_t)i, u[i].lang, u[i].raw);
+        tandem_lang got;
+        if (tandem_text_normalize_utf8(u[i].raw, strlen(u[i].raw), &u[i].norm, &got) != TANDEM_OK) {
+            fprintf(stderr, "tandem corpus: normalising sentence %ld: %s\n", i + 1, tandem_last_error());
+            return 1;
+        }
+        if (got != u[i].lang) /* the generator and the frontend disagree: a bug in one of them */
+            fprintf(stderr, "tandem corpus: warning: %s tagged %s, generated as %s\n", u[i].id, tandem_lang_name(got),
+                    tandem_lang_name(u[i].lang));
+        n_lang[u[i].lang]++;
+        meta_cap += strlen(u[i].id) + strlen(u[i].raw) + strlen(u[i].norm) + 4;
+    }
+
+    int rc = 0;
+    double audio_s = 0;
+    if (!text_only) { /* a few espeak-ng processes at once */
+        long next = 0, done = 0, running = 0;
+        while (done < count) {
+            while (rc == 0 && running < jobs && next < count) {
+                char wav[4200];
+                snprintf(wav, sizeof wav, "%s/%s.wav", wavs, u[next].id);
+                if (spawn_espeak(&u[next], wav) != 0) {
+                    rc = 1;
+                    break;
+                }
+                next++;
+                running++;
+            }
+            if (running == 0) break;
+            int status;
+            pid_t pid = waitpid(-1, &status, 0);
+            if (pid < 0) {
+                if (errno == EINTR) continue;
+                fprintf(stderr, "tandem corpus: waitpid: %s\n", strerror(errno));
+                rc = 1;
+                break;
+            }
+            running--;
+            done++;
+            long k = 0;
+            while (k < next && u[k].pid != pid) k++;
+            if (k == next) continue;
+            char wav[4200], msg[256];
+            snprintf(wav, sizeof wav, "%s/%s.wav", wavs, u[k].id);
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fprintf(stderr, "tandem corpus: espeak-ng failed for %s (exit status %d): \"%s\"\n", u[k].id,
+                        WIFEXITED(status) ? WEXITSTATUS(status) : -1, u[k].norm);
+                rc = 1;
+                continue;
+            }
+            long bytes = check_wav(wav, msg, sizeof msg);
+            if (bytes < 0) {
+                fprintf(stderr, "tandem corpus: %s: %s\n", wav, msg);
+                rc = 1;
+                continue;
+            }
+            audio_s += (double)bytes / (2.0 * 22050.0);
+        }
+        while (rc && waitpid(-1, NULL, 0) > 0) {
+        }
+    }
+
+    if (rc == 0) {
+        char *meta = malloc(meta_cap + 1);
+        size_t o = 0;
+        for (long i = 0; meta && i < count; i++)
+            o += (size_t)sprintf(meta + o, "%s|%s|%s\n", u[i].id, u[i].raw, u[i].norm);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/metadata.csv", out);
+        if (!meta || tandem_file_write_atomic(path, meta, o) != TANDEM_OK) {
+            fprintf(stderr, "tandem corpus: writing %s: %s\n", path, meta ? tandem_last_error() : "out of memory");
+            rc = 1;
+        }
+        free(meta);
+    }
+    double secs = (double)(tandem_now_ns() - t0) * 1e-9;
+    if (rc == 0) {
+        printf("corpus: %ld utterances (en %d, fa %d) in %s, seed %llu\n", count, n_lang[TANDEM_LANG_EN],
+               n_lang[TANDEM_LANG_FA], out, seed);
+        if (text_only)
+            printf("audio: none (--text-only)\n");
+        else
+            printf("audio: %.1f s total, %.2f s mean, 22050 Hz 16-bit mono (espeak-ng)\n", audio_s, audio_s / (double)count);
+        printf("time: %.2f s\n", secs);
+    }
+    for (long i = 0; i < count; i++) tandem_free(u[i].norm);
+    free(u);
+    return rc;
+}
