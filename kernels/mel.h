@@ -1,10 +1,12 @@
 /* mel.h — argument structs of the log-mel feature kernels (kernels/mel.cu), the device half
- * of the recipe in runtime/mel.h. The STFT and the mel projection between them are GEMMs
- * (runtime/mel_device.c):
+ * of the recipe in runtime/mel.h, and the sequential FFT that their host implementations and
+ * the runtime's host path share (kernels/mel_host.c). Between the kernels, the mel projection
+ * is a GEMM (runtime/mel_device.c):
  *
- *   mel_frames     audio [B, S] + lengths → windowed frames [B * F, 1024]
- *   GEMM           frames @ DFT basis [1024, 1026] → spectrum [B * F, 1026] (re | im)
- *   mel_magnitude  spectrum → |X| [B * F, 513] with the recipe's +1e-9
+ *   mel_stft       audio [B, S] + lengths → |STFT| [B * F, 513]: reflect pad, framing,
+ *                  periodic Hann, 1024-point real FFT and sqrt(re^2 + im^2 + 1e-9), all in
+ *                  double (a float STFT misses the 1e-3 log-mel tolerance on bands near the
+ *                  1e-5 floor next to loud ones), stored float
  *   GEMM           |X| @ filterbank^T ([80, 513] stored) → mel [B * F, 80]
  *   mel_log        ln(max(mel, 1e-5)) on real frames, 0 on padded ones → [B, F, 80]
  *   mel_targets    frame counts, frame mask and stop targets from the lengths
@@ -24,23 +26,18 @@
 #define TANDEM_K_MEL_N_BINS 513
 #define TANDEM_K_MEL_N_MELS 80
 
-/* frames[b, t, n] = audio[b, reflect(256 t + n - 384)] * window[n] for t < T_b, else 0.
- * reflect is numpy's "reflect" padding of x[0, len_b), repeated when len_b <= 384. */
-typedef struct tandem_k_mel_frames_args {
+/* mag[b * F + t, k] = sqrt(re^2 + im^2 + 1e-9) of DFT_1024(w * frame_t)[k] for t < T_b, else 0;
+ * frame_t[n] = x_b[reflect(256 t + n - 384)] (numpy "reflect" padding of x_b[0, len_b),
+ * repeated when len_b <= 384), w the periodic Hann window. One block of exactly
+ * TANDEM_K_MEL_STFT_THREADS threads per frame (grid-stride over frames). */
+#define TANDEM_K_MEL_STFT_THREADS 256
+typedef struct tandem_k_mel_stft_args {
     const float *audio;     /* [batch, max_samples] */
     const int32_t *lengths; /* [batch] samples per item */
-    const float *window;    /* [1024] periodic Hann */
-    float *frames;          /* [batch, max_frames, 1024] */
+    float *mag;             /* [batch * max_frames, 513] */
     int64_t max_samples;
     int batch, max_frames;
-} tandem_k_mel_frames_args;
-
-/* mag[r, k] = sqrt(spec[r, k]^2 + spec[r, 513 + k]^2 + 1e-9) */
-typedef struct tandem_k_mel_magnitude_args {
-    const float *spec; /* [rows, 1026]: 513 real parts, then 513 imaginary parts */
-    float *mag;        /* [rows, 513] */
-    int64_t rows;
-} tandem_k_mel_magnitude_args;
+} tandem_k_mel_stft_args;
 
 /* out[b, t, m] = ln(max(mel[b * F + t, m], 1e-5)) for t < T_b, else 0 */
 typedef struct tandem_k_mel_log_args {
@@ -82,5 +79,21 @@ TANDEM_HD int64_t tandem_k_mel_reflect(int64_t j, int64_t len) {
     if (j < 0) j += period;
     return j < len ? j : period - j;
 }
+
+#ifndef __CUDACC__
+/* The sequential FFT (host C only): tables for a 1024-point real DFT computed as a 512-point
+ * complex radix-2 FFT of the even/odd samples packed as re/im plus the split step; all double. */
+typedef struct tandem_mel_fft_tables {
+    double window[TANDEM_K_MEL_N_FFT];         /* periodic Hann, double */
+    double tw_re[TANDEM_K_MEL_N_FFT / 4];      /* e^{-2 pi i j / 512}, j < 256 */
+    double tw_im[TANDEM_K_MEL_N_FFT / 4];
+    double sp_re[TANDEM_K_MEL_N_FFT / 2 + 1];  /* e^{-2 pi i k / 1024}, k <= 512 */
+    double sp_im[TANDEM_K_MEL_N_FFT / 2 + 1];
+    uint16_t bitrev[TANDEM_K_MEL_N_FFT / 2];   /* 9-bit bit reversal */
+} tandem_mel_fft_tables;
+void tandem_mel_fft_tables_init(tandem_mel_fft_tables *t);
+/* mag[k] = sqrt(|DFT_1024(window * frame)[k]|^2 + 1e-9), k < 513; frame is unwindowed. */
+void tandem_mel_fft_magnitude(const tandem_mel_fft_tables *t, const double *frame, double *mag);
+#endif
 
 #endif

@@ -31,8 +31,7 @@
     X(cast_bf16_f32, basic)                                                               \
     X(row_sum_f32, basic)                                                                 \
     X(gemm_f32, gemm_kernel)                                                              \
-    X(mel_frames, mel)                                                                    \
-    X(mel_magnitude, mel)                                                                 \
+    X(mel_stft, mel)                                                                      \
     X(mel_log, mel)                                                                       \
     X(mel_targets, mel)
 

@@ -1,6 +1,6 @@
-/* mel.c — the log-mel recipe's tables and its host path (see mel.h). The FFT is the
- * project's own: a 1024-point real DFT computed as a 512-point complex radix-2 FFT of the
- * even/odd samples packed as re/im, followed by the usual split step. Everything in double. */
+/* mel.c — the log-mel recipe's filterbank and its host path (see mel.h). The FFT is the
+ * project's own (kernels/mel_host.c, shared with the mel_stft kernel's host implementation):
+ * a 1024-point real DFT as a 512-point complex radix-2 FFT plus the split step, in double. */
 #include "mel.h"
 
 #include <math.h>
@@ -8,14 +8,11 @@
 
 #include "log.h"
 #include "os.h"
+#include "registry.h" /* kernels/mel.h: the shared FFT (tandem_mel_fft_*) */
 
 #define N_FFT TANDEM_MEL_N_FFT
-#define N_HALF (TANDEM_MEL_N_FFT / 2) /* 512: size of the complex FFT */
 #define N_BINS TANDEM_MEL_N_BINS
 #define N_MELS TANDEM_MEL_N_MELS
-#define LOG2_N_HALF 9
-
-static const double two_pi = 6.283185307179586476925286766559;
 
 /* ---- Slaney mel scale ---- */
 
@@ -75,34 +72,13 @@ void tandem_mel_filterbank_f32(float *fb) {
     }
 }
 
-void tandem_mel_window_f32(float *w) {
-    for (int n = 0; n < N_FFT; n++) w[n] = (float)(0.5 - 0.5 * cos(two_pi * n / N_FFT));
-}
-
-void tandem_mel_dft_basis_f32(float *basis) {
-    for (int n = 0; n < N_FFT; n++) {
-        float *row = basis + (size_t)n * TANDEM_MEL_BASIS_COLS;
-        for (int k = 0; k < N_BINS; k++) {
-            /* reduce n*k mod N first: exact angles, no large-argument error */
-            double a = two_pi * (double)((n * k) % N_FFT) / N_FFT;
-            row[k] = (float)cos(a);
-            row[N_BINS + k] = (float)-sin(a);
-        }
-    }
-}
-
 /* ---- host path ---- */
 
 struct tandem_mel_host {
-    float fb[N_MELS * N_BINS];   /* [80, 513] float filterbank, as on the device */
-    int band_lo[N_MELS];         /* first and one-past-last nonzero bin of each band */
+    float fb[N_MELS * N_BINS];  /* [80, 513] float filterbank, as on the device */
+    int band_lo[N_MELS];        /* first and one-past-last nonzero bin of each band */
     int band_hi[N_MELS];
-    double window[N_FFT];        /* the float window, promoted */
-    double tw_re[N_HALF / 2];    /* e^{-2 pi i j / 512}, j < 256: complex FFT twiddles */
-    double tw_im[N_HALF / 2];
-    double sp_re[N_HALF + 1];    /* e^{-2 pi i k / 1024}, k <= 512: real-FFT split step */
-    double sp_im[N_HALF + 1];
-    uint16_t bitrev[N_HALF];     /* bit reversal of 9-bit indices */
+    tandem_mel_fft_tables fft;  /* window and twiddles (kernels/mel_host.c) */
 };
 
 tandem_status tandem_mel_host_create(tandem_mel_host **out) {
@@ -117,67 +93,12 @@ tandem_status tandem_mel_host_create(tandem_mel_host **out) {
         m->band_lo[b] = lo;
         m->band_hi[b] = hi;
     }
-    float w[N_FFT];
-    tandem_mel_window_f32(w);
-    for (int n = 0; n < N_FFT; n++) m->window[n] = w[n];
-    for (int j = 0; j < N_HALF / 2; j++) {
-        m->tw_re[j] = cos(two_pi * j / N_HALF);
-        m->tw_im[j] = -sin(two_pi * j / N_HALF);
-    }
-    for (int k = 0; k <= N_HALF; k++) {
-        m->sp_re[k] = cos(two_pi * k / N_FFT);
-        m->sp_im[k] = -sin(two_pi * k / N_FFT);
-    }
-    for (int i = 0; i < N_HALF; i++) {
-        int r = 0;
-        for (int b = 0; b < LOG2_N_HALF; b++) r |= ((i >> b) & 1) << (LOG2_N_HALF - 1 - b);
-        m->bitrev[i] = (uint16_t)r;
-    }
+    tandem_mel_fft_tables_init(&m->fft);
     *out = m;
     return TANDEM_OK;
 }
 
 void tandem_mel_host_free(tandem_mel_host *m) { tandem_free(m); }
-
-/* In-place iterative radix-2 decimation-in-time FFT of 512 points; input already in
- * bit-reversed order. */
-static void fft512(const tandem_mel_host *m, double *re, double *im) {
-    for (int len = 2; len <= N_HALF; len <<= 1) {
-        int half = len >> 1, tstep = N_HALF / len;
-        for (int base = 0; base < N_HALF; base += len) {
-            for (int j = 0; j < half; j++) {
-                double wr = m->tw_re[j * tstep], wi = m->tw_im[j * tstep];
-                int p = base + j, q = p + half;
-                double xr = re[q] * wr - im[q] * wi;
-                double xi = re[q] * wi + im[q] * wr;
-                re[q] = re[p] - xr;
-                im[q] = im[p] - xi;
-                re[p] += xr;
-                im[p] += xi;
-            }
-        }
-    }
-}
-
-/* |DFT_1024(frame)|, 513 bins, with the recipe's +1e-9 inside the root. */
-static void frame_magnitude(const tandem_mel_host *m, const double *frame, double *mag) {
-    double zr[N_HALF], zi[N_HALF];
-    for (int n = 0; n < N_HALF; n++) { /* pack even/odd samples as re/im, bit-reversed */
-        int r = m->bitrev[n];
-        zr[r] = frame[2 * n];
-        zi[r] = frame[2 * n + 1];
-    }
-    fft512(m, zr, zi);
-    for (int k = 0; k <= N_HALF; k++) {
-        int a = k % N_HALF, b = (N_HALF - k) % N_HALF;
-        /* even part E = (Z[k] + conj Z[N/2-k]) / 2, odd part O = (Z[k] - conj Z[N/2-k]) / 2i */
-        double er = 0.5 * (zr[a] + zr[b]), ei = 0.5 * (zi[a] - zi[b]);
-        double or_ = 0.5 * (zi[a] + zi[b]), oi = -0.5 * (zr[a] - zr[b]);
-        double xr = er + m->sp_re[k] * or_ - m->sp_im[k] * oi;
-        double xi = ei + m->sp_re[k] * oi + m->sp_im[k] * or_;
-        mag[k] = sqrt(xr * xr + xi * xi + (double)TANDEM_MEL_MAG_EPS);
-    }
-}
 
 tandem_status tandem_mel_host_compute(const tandem_mel_host *m, const float *audio, int64_t len,
                                       float *out, int max_frames, int *frames) {
@@ -192,12 +113,11 @@ tandem_status tandem_mel_host_compute(const tandem_mel_host *m, const float *aud
     for (int64_t t = 0; t < t_count; t++) {
         int64_t start = t * TANDEM_MEL_HOP - TANDEM_MEL_PAD;
         if (start >= 0 && start + N_FFT <= len) {
-            for (int n = 0; n < N_FFT; n++) frame[n] = (double)audio[start + n] * m->window[n];
+            for (int n = 0; n < N_FFT; n++) frame[n] = audio[start + n];
         } else {
-            for (int n = 0; n < N_FFT; n++)
-                frame[n] = (double)audio[tandem_mel_reflect(start + n, len)] * m->window[n];
+            for (int n = 0; n < N_FFT; n++) frame[n] = audio[tandem_mel_reflect(start + n, len)];
         }
-        frame_magnitude(m, frame, mag);
+        tandem_mel_fft_magnitude(&m->fft, frame, mag); /* windowed inside */
         float *row = out + t * N_MELS;
         for (int b = 0; b < N_MELS; b++) {
             const float *w = m->fb + (size_t)b * N_BINS;

@@ -1,9 +1,9 @@
 /* mel.h — the log-mel recipe of DESIGN.md §6 and its host implementation.
  *
- * Owns: the recipe's constants, the Slaney filterbank (built in double), the periodic Hann
- * window, the reflect padding rule, the DFT basis the device path multiplies with, and a host
- * log-mel path with the project's own radix-2 real FFT. The device path (kernels + GEMMs on a
- * stream) is runtime/mel_device.h; both compute exactly this recipe:
+ * Owns: the recipe's constants, the Slaney filterbank (built in double), the reflect padding
+ * rule, and a host log-mel path with the project's own radix-2 real FFT (kernels/mel_host.c,
+ * shared with the STFT kernel's host implementation; window and FFT in double). The device
+ * path (kernels + a GEMM on a stream) is runtime/mel_device.h; both compute this recipe:
  *
  *   x[0..len) at 22050 Hz, no pre-emphasis
  *   y = reflect_pad(x, 384 each side)            (n_fft - hop) / 2, numpy "reflect": the edge
@@ -14,8 +14,9 @@
  *                                                frame ends at x[256 T + 383] <= x[len + 383],
  *                                                inside the right pad; samples past it (fewer
  *                                                than one hop) do not start a frame
- *   w[n] = 0.5 - 0.5 cos(2 pi n / 1024)          periodic Hann
- *   S[t, k] = sqrt(re^2 + im^2 + 1e-9)           k < 513, DFT of w * frame
+ *   w[n] = 0.5 - 0.5 cos(2 pi n / 1024)          periodic Hann (double)
+ *   S[t, k] = sqrt(re^2 + im^2 + 1e-9)           k < 513, DFT of w * frame in double,
+ *                                                (the device path stores it float)
  *   M[t, m] = sum_k fb[m, k] S[t, k]             80 Slaney bands, 0..8000 Hz, area-normalised
  *   out[t, m] = ln(max(M[t, m], 1e-5))
  *
@@ -66,16 +67,9 @@ double tandem_mel_mel_to_hz(double mel);
 void tandem_mel_filterbank_f64(double *fb); /* [80, 513] */
 /* The same rounded to float (what the host path and the device use). */
 void tandem_mel_filterbank_f32(float *fb); /* [80, 513] */
-/* Periodic Hann window of 1024, computed in double, stored float. */
-void tandem_mel_window_f32(float *w); /* [1024] */
-/* DFT basis for the device GEMM: basis[n * 1026 + k] = cos(2 pi n k / 1024) and
- * basis[n * 1026 + 513 + k] = -sin(2 pi n k / 1024), k < 513; built in double. */
-#define TANDEM_MEL_BASIS_COLS (2 * TANDEM_MEL_N_BINS)
-void tandem_mel_dft_basis_f32(float *basis); /* [1024, 1026] */
-
 /* ---- host path ---- */
 
-/* Precomputed tables (filterbank, window, FFT twiddles). Immutable after create, so one
+/* Precomputed tables (float filterbank, double window and FFT twiddles). Immutable after create, so one
  * instance may be shared by any number of threads. */
 typedef struct tandem_mel_host tandem_mel_host;
 tandem_status tandem_mel_host_create(tandem_mel_host **out);

@@ -1,4 +1,4 @@
-/* mel_device.c — the log-mel recipe as kernels + GEMMs on a stream (see mel_device.h). */
+/* mel_device.c — the log-mel recipe as kernels + a GEMM on a stream (see mel_device.h). */
 #include "mel_device.h"
 
 #include <stdio.h>
@@ -9,8 +9,6 @@
 #include "mel.h"
 #include "os.h"
 
-#define N_CONST_WINDOW TANDEM_MEL_N_FFT
-#define N_CONST_BASIS ((size_t)TANDEM_MEL_N_FFT * TANDEM_MEL_BASIS_COLS)
 #define N_CONST_FB ((size_t)TANDEM_MEL_N_MELS * TANDEM_MEL_N_BINS)
 
 static tandem_status declare(tandem_pool *pool, const char *prefix, const char *name,
@@ -43,41 +41,28 @@ tandem_status tandem_mel_plan_declare(tandem_pool *pool, tandem_device *dev, con
     TANDEM_TRY(declare(pool, prefix, "frames", TANDEM_I32, 1, batch, 0, 0, P, 0, 0, &p->frames));
     TANDEM_TRY(declare(pool, prefix, "mask", TANDEM_F32, 2, batch, max_frames, 0, P, 0, 0, &p->mask));
     TANDEM_TRY(declare(pool, prefix, "stop", TANDEM_F32, 2, batch, max_frames, 0, P, 0, 0, &p->stop));
-    TANDEM_TRY(declare(pool, prefix, "window", TANDEM_F32, 1, TANDEM_MEL_N_FFT, 0, 0, P, 0, 0, &p->window));
-    TANDEM_TRY(declare(pool, prefix, "basis", TANDEM_F32, 2, TANDEM_MEL_N_FFT, TANDEM_MEL_BASIS_COLS, 0, P, 0, 0,
-                       &p->basis));
     TANDEM_TRY(declare(pool, prefix, "filterbank", TANDEM_F32, 2, TANDEM_MEL_N_MELS, TANDEM_MEL_N_BINS, 0, P, 0, 0,
                        &p->filterbank));
-    /* ops: 0 frames, 1 STFT GEMM, 2 magnitude, 3 mel GEMM, 4 log, 5 targets */
-    TANDEM_TRY(declare(pool, prefix, "windowed", TANDEM_F32, 2, rows, TANDEM_MEL_N_FFT, 0, S, o, o + 1, &p->windowed));
-    TANDEM_TRY(declare(pool, prefix, "spec", TANDEM_F32, 2, rows, TANDEM_MEL_BASIS_COLS, 0, S, o + 1, o + 2, &p->spec));
-    TANDEM_TRY(declare(pool, prefix, "mag", TANDEM_F32, 2, rows, TANDEM_MEL_N_BINS, 0, S, o + 2, o + 3, &p->mag));
-    TANDEM_TRY(declare(pool, prefix, "mel_lin", TANDEM_F32, 2, rows, TANDEM_MEL_N_MELS, 0, S, o + 3, o + 4,
+    /* ops: 0 STFT, 1 mel GEMM, 2 log, 3 targets */
+    TANDEM_TRY(declare(pool, prefix, "mag", TANDEM_F32, 2, rows, TANDEM_MEL_N_BINS, 0, S, o, o + 1, &p->mag));
+    TANDEM_TRY(declare(pool, prefix, "mel_lin", TANDEM_F32, 2, rows, TANDEM_MEL_N_MELS, 0, S, o + 1, o + 2,
                        &p->mel_lin));
 
-    tandem_gemm_shape stft = {0, 0, rows, TANDEM_MEL_BASIS_COLS, TANDEM_MEL_N_FFT, 1};
     tandem_gemm_shape proj = {0, 1, rows, TANDEM_MEL_N_MELS, TANDEM_MEL_N_BINS, 1};
-    TANDEM_TRY(tandem_gemm_prepare(dev, &stft));
     TANDEM_TRY(tandem_gemm_prepare(dev, &proj));
 
-    p->host_consts = (float *)tandem_malloc(sizeof(float) * (N_CONST_WINDOW + N_CONST_BASIS + N_CONST_FB));
-    if (!p->host_consts) return tandem_fail(TANDEM_E_NOMEM, "mel plan: host copy of the constants");
-    tandem_mel_window_f32(p->host_consts);
-    tandem_mel_dft_basis_f32(p->host_consts + N_CONST_WINDOW);
-    tandem_mel_filterbank_f32(p->host_consts + N_CONST_WINDOW + N_CONST_BASIS);
+    p->host_consts = (float *)tandem_malloc(sizeof(float) * N_CONST_FB);
+    if (!p->host_consts) return tandem_fail(TANDEM_E_NOMEM, "mel plan: host copy of the filterbank");
+    tandem_mel_filterbank_f32(p->host_consts);
     return TANDEM_OK;
 }
 
 tandem_status tandem_mel_upload_constants(tandem_mel_plan *p, tandem_stream *s) {
-    if (!p || !s) return tandem_fail(TANDEM_E_INVALID, "mel constants: NULL argument");
+    if (!p || !s) return tandem_fail(TANDEM_E_INVALID, "mel filterbank upload: NULL argument");
     if (!p->host_consts)
-        return tandem_fail(TANDEM_E_STATE, "mel constants: already uploaded (or plan not declared)");
-    const float *c = p->host_consts;
-    TANDEM_TRY(tandem_tensor_upload(s, p->window, c, sizeof(float) * N_CONST_WINDOW));
-    TANDEM_TRY(tandem_tensor_upload(s, p->basis, c + N_CONST_WINDOW, sizeof(float) * N_CONST_BASIS));
-    TANDEM_TRY(tandem_tensor_upload(s, p->filterbank, c + N_CONST_WINDOW + N_CONST_BASIS,
-                                    sizeof(float) * N_CONST_FB));
-    /* the copies may still be in flight on cuda: wait before freeing their source */
+        return tandem_fail(TANDEM_E_STATE, "mel filterbank: already uploaded (or plan not declared)");
+    TANDEM_TRY(tandem_tensor_upload(s, p->filterbank, p->host_consts, sizeof(float) * N_CONST_FB));
+    /* the copy may still be in flight on cuda: wait before freeing its source */
     TANDEM_TRY(tandem_stream_sync(s));
     tandem_free(p->host_consts);
     p->host_consts = NULL;
@@ -96,28 +81,17 @@ void tandem_mel_plan_release(tandem_mel_plan *p) {
 tandem_status tandem_mel_batch(tandem_mel_plan *p, tandem_stream *s) {
     if (!p || !s || !p->audio) return tandem_fail(TANDEM_E_INVALID, "mel batch: plan or stream is NULL");
     if (p->host_consts)
-        return tandem_fail(TANDEM_E_STATE, "mel batch: constants not uploaded (tandem_mel_upload_constants)");
+        return tandem_fail(TANDEM_E_STATE, "mel batch: filterbank not uploaded (tandem_mel_upload_constants)");
 
-    tandem_k_mel_frames_args fa;
-    memset(&fa, 0, sizeof fa);
-    fa.audio = DEV_F32(p->audio);
-    fa.lengths = DEV_I32(p->lengths);
-    fa.window = DEV_F32(p->window);
-    fa.frames = DEV_F32(p->windowed);
-    fa.max_samples = p->max_samples;
-    fa.batch = p->batch;
-    fa.max_frames = p->max_frames;
-    TANDEM_TRY(TANDEM_LAUNCH(s, mel_frames, &fa));
-
-    /* spec [rows, 1026] = windowed [rows, 1024] @ basis [1024, 1026] */
-    TANDEM_TRY(tandem_gemm(s, 0, 0, 1.0f, p->windowed, p->basis, 0.0f, p->spec));
-
-    tandem_k_mel_magnitude_args ma;
-    memset(&ma, 0, sizeof ma);
-    ma.spec = DEV_F32(p->spec);
-    ma.mag = DEV_F32(p->mag);
-    ma.rows = (int64_t)p->batch * p->max_frames;
-    TANDEM_TRY(TANDEM_LAUNCH(s, mel_magnitude, &ma));
+    tandem_k_mel_stft_args sa;
+    memset(&sa, 0, sizeof sa);
+    sa.audio = DEV_F32(p->audio);
+    sa.lengths = DEV_I32(p->lengths);
+    sa.mag = DEV_F32(p->mag);
+    sa.max_samples = p->max_samples;
+    sa.batch = p->batch;
+    sa.max_frames = p->max_frames;
+    TANDEM_TRY(TANDEM_LAUNCH(s, mel_stft, &sa));
 
     /* mel_lin [rows, 80] = mag [rows, 513] @ filterbank^T (stored [80, 513]) */
     TANDEM_TRY(tandem_gemm(s, 0, 1, 1.0f, p->mag, p->filterbank, 0.0f, p->mel_lin));

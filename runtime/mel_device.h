@@ -1,7 +1,7 @@
 /* mel_device.h — the log-mel recipe (runtime/mel.h) on a device: the feature kernels of
- * kernels/mel.h and two GEMMs over tensors of a pool, queued on a stream. The host backend
- * runs the kernels' host implementations and CBLAS, cuda runs the fatbin and cuBLASLt, so
- * this is the same path on both.
+ * kernels/mel.h (double-precision STFT, log, targets) and the mel projection GEMM over tensors
+ * of a pool, queued on a stream. The host backend runs the kernels' host implementations and
+ * CBLAS, cuda runs the fatbin and cuBLASLt, so this is the same path on both.
  *
  * Use: tandem_mel_plan_declare before the pool is committed (it declares every tensor and
  * prepares the GEMM shapes), tandem_mel_upload_constants once after commit, then for each
@@ -17,7 +17,7 @@
 #include "tandem.h"
 
 /* Op indices of tandem_mel_batch inside a step (for per-step lifetimes), from first_op. */
-enum { TANDEM_MEL_OPS = 6 };
+enum { TANDEM_MEL_OPS = 4 };
 
 typedef struct tandem_mel_plan {
     int batch, max_frames;
@@ -30,25 +30,21 @@ typedef struct tandem_mel_plan {
     tandem_tensor *frames;  /* [B] i32 frame counts floor(len / 256) */
     tandem_tensor *mask;    /* [B, max_frames] f32 1 on real frames */
     tandem_tensor *stop;    /* [B, max_frames] f32 1 from the last real frame on */
-    /* constants (persistent) */
-    tandem_tensor *window;     /* [1024] */
-    tandem_tensor *basis;      /* [1024, 1026] DFT cos | -sin */
+    /* constant (persistent) */
     tandem_tensor *filterbank; /* [80, 513] */
     /* scratch (per step) */
-    tandem_tensor *windowed; /* [B * max_frames, 1024] */
-    tandem_tensor *spec;     /* [B * max_frames, 1026] */
-    tandem_tensor *mag;      /* [B * max_frames, 513] */
-    tandem_tensor *mel_lin;  /* [B * max_frames, 80] */
-    float *host_consts;      /* window | basis | filterbank until uploaded */
+    tandem_tensor *mag;      /* [B * max_frames, 513] |STFT| */
+    tandem_tensor *mel_lin;  /* [B * max_frames, 80] before the log */
+    float *host_consts;      /* the float filterbank until uploaded */
 } tandem_mel_plan;
 
 /* Declare the plan's tensors in pool (names "<prefix>.audio", ...); prepares the GEMM shapes
- * on dev (the pool's device). Scratch tensors live from first_op to first_op + 5.
+ * on dev (the pool's device). Scratch tensors live from first_op to first_op + 2.
  * batch >= 1, max_frames >= 1, max_samples >= 1. */
 tandem_status tandem_mel_plan_declare(tandem_pool *pool, tandem_device *dev, const char *prefix,
                                       int batch, int max_frames, int64_t max_samples,
                                       int first_op, tandem_mel_plan *plan);
-/* After commit: upload window, basis and filterbank (and free their host copy). */
+/* After commit: upload the filterbank (and free its host copy). */
 tandem_status tandem_mel_upload_constants(tandem_mel_plan *plan, tandem_stream *s);
 /* Queue the features of the batch in plan->audio / plan->lengths on s. */
 tandem_status tandem_mel_batch(tandem_mel_plan *plan, tandem_stream *s);
