@@ -80,3 +80,7 @@ KERNEL tandem_k_row_sum_f32(tandem_k_row_sum_f32_args a) {
         if (lane == 0) a.out[row] = v;
     }
 }
+
+/* The kernel sources (kernels/<group>.cu) share one translation unit in the fatbin
+ * build: keep this name local. */
+#undef TANDEM_ROW_SUM_THREADS

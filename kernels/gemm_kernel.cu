@@ -103,3 +103,14 @@ KERNEL tandem_k_gemm_f32(tandem_k_gemm_f32_args a) {
         }
     }
 }
+
+/* The kernel sources (kernels/<group>.cu) share one translation unit in the fatbin
+ * build: keep these names local. */
+#undef GEMM_BM
+#undef GEMM_BN
+#undef GEMM_BK
+#undef GEMM_TX
+#undef GEMM_TY
+#undef GEMM_RM
+#undef GEMM_RN
+#undef GEMM_THREADS

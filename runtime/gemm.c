@@ -124,13 +124,16 @@ tandem_status tandem_gemm(tandem_stream *s, int trans_a, int trans_b, float alph
                            ", op(B) of B %s has K=%" PRId64 " (trans_a=%d, trans_b=%d)",
                            op, describe(a, da, sizeof da), sh.k, describe(b, db, sizeof db), kb,
                            sh.trans_a, sh.trans_b);
-    if (c_r != sh.m || c_c != sh.n)
+    if (c_r != sh.m || c_c != sh.n) {
+        char want[64] = "";
+        if (nd == 3) snprintf(want, sizeof want, "%" PRId64 ", ", batch);
         return tandem_fail(TANDEM_E_INVALID,
                            "%s: C %s should be [%s%" PRId64 ", %" PRId64 "] for A %s and B %s "
                            "(trans_a=%d, trans_b=%d)",
-                           op, describe(c, dc, sizeof dc), nd == 3 ? "batch, " : "", sh.m, sh.n,
+                           op, describe(c, dc, sizeof dc), want, sh.m, sh.n,
                            describe(a, da, sizeof da), describe(b, db, sizeof db), sh.trans_a,
                            sh.trans_b);
+    }
     if (!s->dev->ops->gemm)
         return tandem_fail(TANDEM_E_UNSUPPORTED, "%s: the %s backend has no GEMM", op,
                            s->dev->ops->name);
