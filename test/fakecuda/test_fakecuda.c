@@ -1,0 +1,782 @@
+/* test_fakecuda.c — the stand-in driver on its own: dlopens build/test/fakecuda/libcuda.so.1
+ * and libcublasLt.so.13 directly (entry points through cuGetProcAddress, as the backend does)
+ * and proves that misuse is caught — a bad pointer, an overrunning copy, a call without a
+ * context, a destroyed stream, a wrong parameter size, launch limits, a fatbin without code
+ * for the device, an unsupported cuBLASLt layout/type/epilogue — each with an error code and
+ * exactly one "fakecuda: error:" line; that correct use produces none; that events order work
+ * across threads; and that cublasLtMatmul matches a test-side reference in double for every
+ * transpose pair, odd shapes, strided batches, alpha/beta, bias and GELU, f32 and bf16. */
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cuda_api.h"
+#include "registry.h"
+#include "testutil.h"
+
+#define LIBCUDA TANDEM_FAKECUDA_DIR "/libcuda.so.1"
+#define LIBLT TANDEM_FAKECUDA_DIR "/libcublasLt.so.13"
+
+static struct {
+    void *h, *hlt;
+#define DRV_FIELD(name) tandem_pfn_##name name;
+    TANDEM_CUDA_DRIVER_CALLS(DRV_FIELD)
+    TANDEM_CUBLASLT_CALLS(DRV_FIELD)
+#undef DRV_FIELD
+    tandem_pfn_cuGetProcAddress get_proc;
+    int (*error_count)(void);
+    CUcontext ctx[2];
+    tandem_rng rng;
+} D;
+
+/* Errors the tests provoked on purpose; anything beyond is a failure. */
+static int expected_errors;
+
+/* Run expr, require it to return want and to print exactly n error lines. */
+#define EXPECT_ERR(n, want, expr)                                                         \
+    do {                                                                                  \
+        int before_ = D.error_count();                                                    \
+        int got_ = (int)(expr);                                                           \
+        assert_int_equal(got_, (int)(want));                                              \
+        assert_int_equal(D.error_count() - before_, (n));                                 \
+        expected_errors += (n);                                                           \
+    } while (0)
+#define OK(expr) EXPECT_ERR(0, 0, expr)
+
+static int setup(void **state) {
+    (void)state;
+    D.h = dlopen(LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+    if (!D.h) {
+        fprintf(stderr, "dlopen %s: %s\n", LIBCUDA, dlerror());
+        return -1;
+    }
+    D.get_proc = (tandem_pfn_cuGetProcAddress)dlsym(D.h, "cuGetProcAddress_v2");
+    D.error_count = (int (*)(void))dlsym(D.h, "tandem_fakecuda_error_count");
+    if (!D.get_proc || !D.error_count) return -1;
+    CUdriverProcAddressQueryResult qr;
+#define DRV_LOAD(name)                                                                    \
+    if (D.get_proc(#name, (void **)&D.name, TANDEM_CUDA_API_VERSION, 0, &qr) != CUDA_SUCCESS) { \
+        fprintf(stderr, "cuGetProcAddress(%s) failed\n", #name);                         \
+        return -1;                                                                        \
+    }
+    TANDEM_CUDA_DRIVER_CALLS(DRV_LOAD)
+#undef DRV_LOAD
+    D.hlt = dlopen(LIBLT, RTLD_NOW | RTLD_LOCAL);
+    if (!D.hlt) {
+        fprintf(stderr, "dlopen %s: %s\n", LIBLT, dlerror());
+        return -1;
+    }
+#define LT_LOAD(name)                                                                     \
+    if (!(*(void **)&D.name = dlsym(D.hlt, #name))) return -1;
+    TANDEM_CUBLASLT_CALLS(LT_LOAD)
+#undef LT_LOAD
+    unsetenv("TANDEM_FAKECUDA_NO_PEER");
+    unsetenv("TANDEM_FAKECUDA_ARCH");
+    unsetenv("TANDEM_FAKECUDA_DEVICES");
+    if (D.cuInit(0) != CUDA_SUCCESS) return -1;
+    for (int i = 0; i < 2; i++)
+        if (D.cuDevicePrimaryCtxRetain(&D.ctx[i], i) != CUDA_SUCCESS) return -1;
+    if (D.cuCtxSetCurrent(D.ctx[0]) != CUDA_SUCCESS) return -1;
+    D.rng.s = tandem_test_seed("test_fakecuda");
+    printf("test_fakecuda: the 'fakecuda: error:' lines below are provoked on purpose and counted "
+           "per call; any other one fails test_no_unexpected_errors\n");
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    for (int i = 0; i < 2; i++) D.cuDevicePrimaryCtxRelease(i);
+    int unexpected = D.error_count() - expected_errors;
+    if (unexpected != 0) fprintf(stderr, "%d unexpected fakecuda error line(s)\n", unexpected);
+    dlclose(D.hlt);
+    dlclose(D.h);
+    return unexpected != 0 ? -1 : 0;
+}
+
+/* Every test starts in device 0's context. */
+static int per_test(void **state) {
+    (void)state;
+    return D.cuCtxSetCurrent(D.ctx[0]) == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ driver --------------- */
+
+static void test_devices(void **state) {
+    (void)state;
+    int n = 0, v = 0, can = -1;
+    char name[64];
+    size_t mem = 0;
+    OK(D.cuDeviceGetCount(&n));
+    assert_int_equal(n, 2);
+    OK(D.cuDeviceGetName(name, sizeof name, 1));
+    assert_string_equal(name, "Tandem stand-in GPU 1");
+    OK(D.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0));
+    assert_int_equal(v, 8);
+    OK(D.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0));
+    assert_int_equal(v, 9);
+    OK(D.cuDeviceTotalMem(&mem, 0));
+    assert_true(mem >= ((size_t)1 << 30));
+    OK(D.cuDeviceCanAccessPeer(&can, 0, 1));
+    assert_int_equal(can, 1);
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_DEVICE, D.cuDeviceGetName(name, sizeof name, 2));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuDeviceGetAttribute(&v, (CUdevice_attribute)9999, 0));
+    const char *s = NULL;
+    OK(D.cuGetErrorName(CUDA_ERROR_ILLEGAL_ADDRESS, &s));
+    assert_string_equal(s, "CUDA_ERROR_ILLEGAL_ADDRESS");
+    OK(D.cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    assert_non_null(s);
+}
+
+static void test_proc_address(void **state) {
+    (void)state;
+    void *fn = (void *)1;
+    CUdriverProcAddressQueryResult qr;
+    /* Unknown names are not an error line: probing is legitimate. */
+    EXPECT_ERR(0, CUDA_ERROR_NOT_FOUND, D.get_proc("cuGraphLaunch", &fn, 12000, 0, &qr));
+    assert_null(fn);
+    assert_int_equal(qr, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    EXPECT_ERR(1, CUDA_ERROR_NOT_FOUND, D.get_proc("cuMemAlloc_v2", &fn, 12000, 0, &qr));
+    EXPECT_ERR(1, CUDA_ERROR_NOT_FOUND, D.get_proc("cuMemAlloc", &fn, 11000, 0, &qr));
+    assert_int_equal(qr, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    OK(D.get_proc("cuMemAlloc", &fn, 12000, 0, &qr));
+    assert_ptr_equal(fn, (void *)D.cuMemAlloc);
+    /* The v1 base-name symbol of a versioned call is not exported (it would be the old ABI). */
+    assert_null(dlsym(D.h, "cuMemAlloc"));
+    assert_non_null(dlsym(D.h, "cuMemAlloc_v2"));
+}
+
+static void test_bad_pointer(void **state) {
+    (void)state;
+    CUdeviceptr p0, p1;
+    float host[64] = {0};
+    OK(D.cuMemAlloc(&p0, sizeof host));
+    assert_int_equal(p0 % 256, 0);
+    OK(D.cuCtxSetCurrent(D.ctx[1]));
+    OK(D.cuMemAlloc(&p1, sizeof host));
+    OK(D.cuCtxSetCurrent(D.ctx[0]));
+    OK(D.cuMemcpyHtoDAsync(p0, host, sizeof host, NULL));
+    /* Just past the end, a host address, device 1's memory from device 0's context. */
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemcpyHtoDAsync(p0 + sizeof host, host, 4, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE,
+               D.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)host, host, 4, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemcpyDtoHAsync(host, p1, 4, NULL));
+    /* Device memory passed as the host side. */
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE,
+               D.cuMemcpyHtoDAsync(p0, (void *)(uintptr_t)p0, 4, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemFree(p0 + 4));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemFree(p1)); /* wrong context */
+    OK(D.cuMemFree(p0));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemFree(p0)); /* double free */
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemcpyDtoHAsync(host, p0, 4, NULL)); /* freed */
+    OK(D.cuCtxSetCurrent(D.ctx[1]));
+    OK(D.cuMemFree(p1));
+}
+
+static void test_overrun(void **state) {
+    (void)state;
+    CUdeviceptr a, b;
+    enum { N = 1000 };
+    static float host[N + 16];
+    OK(D.cuMemAlloc(&a, N * sizeof(float)));
+    OK(D.cuMemAlloc(&b, N * sizeof(float)));
+    OK(D.cuMemcpyHtoDAsync(a, host, N * sizeof(float), NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemcpyHtoDAsync(a, host, N * sizeof(float) + 1, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemcpyDtoHAsync(host, a + 8, N * sizeof(float), NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemcpyDtoDAsync(b + 4, a, N * sizeof(float), NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemcpyDtoDAsync(a, a + 8, 64, NULL)); /* overlap */
+    OK(D.cuMemcpyDtoDAsync(b, a, N * sizeof(float), NULL));
+    /* Pinned memory is checked too. */
+    void *pin;
+    OK(D.cuMemHostAlloc(&pin, 100, 0));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemcpyDtoHAsync(pin, a, 101, NULL));
+    OK(D.cuMemcpyDtoHAsync(pin, a, 100, NULL));
+    OK(D.cuMemFreeHost(pin));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuMemFreeHost(pin));
+    OK(D.cuMemFree(a));
+    OK(D.cuMemFree(b));
+}
+
+static void test_no_context(void **state) {
+    (void)state;
+    CUdeviceptr p;
+    OK(D.cuCtxSetCurrent(NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_CONTEXT, D.cuMemAlloc(&p, 64));
+    CUstream s;
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_CONTEXT, D.cuStreamCreate(&s, 0));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_CONTEXT, D.cuCtxSetCurrent((CUcontext)(void *)&p));
+}
+
+static void test_destroyed_stream(void **state) {
+    (void)state;
+    CUstream s;
+    CUdeviceptr p;
+    float x[4] = {1, 2, 3, 4};
+    OK(D.cuMemAlloc(&p, sizeof x));
+    OK(D.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(D.cuMemcpyHtoDAsync(p, x, sizeof x, s));
+    OK(D.cuStreamSynchronize(s));
+    OK(D.cuStreamDestroy(s));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuMemcpyHtoDAsync(p, x, sizeof x, s));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuStreamSynchronize(s));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuStreamDestroy(s));
+    CUevent e;
+    OK(D.cuEventCreate(&e, 0));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuEventRecord(e, s));
+    OK(D.cuEventDestroy(e));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuEventRecord(e, NULL));
+    /* A stream of device 1 used from device 0's context. */
+    OK(D.cuCtxSetCurrent(D.ctx[1]));
+    OK(D.cuStreamCreate(&s, 0));
+    OK(D.cuCtxSetCurrent(D.ctx[0]));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuMemcpyHtoDAsync(p, x, sizeof x, s));
+    OK(D.cuStreamDestroy(s));
+    OK(D.cuMemFree(p));
+}
+
+/* ---- events across threads: a producer on device 0 uploads and records, a consumer on
+ * device 1 waits on the event (after being told it was recorded) and copies peer-to-peer. */
+typedef struct {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int recorded;
+    CUevent ev;
+    CUdeviceptr src, dst;
+    float *data;
+    size_t n;
+    int rc;
+} xthread;
+
+static void *producer(void *arg) {
+    xthread *x = arg;
+    CUstream s;
+    int rc = D.cuCtxSetCurrent(D.ctx[0]) | D.cuStreamCreate(&s, 0) |
+             D.cuMemcpyHtoDAsync(x->src, x->data, x->n * 4, s) | D.cuEventRecord(x->ev, s);
+    pthread_mutex_lock(&x->m);
+    x->recorded = 1;
+    x->rc |= rc;
+    pthread_cond_signal(&x->c);
+    pthread_mutex_unlock(&x->m);
+    D.cuStreamDestroy(s);
+    return NULL;
+}
+
+static void *consumer(void *arg) {
+    xthread *x = arg;
+    CUstream s;
+    int rc = D.cuCtxSetCurrent(D.ctx[1]) | D.cuStreamCreate(&s, 0);
+    pthread_mutex_lock(&x->m);
+    while (!x->recorded) pthread_cond_wait(&x->c, &x->m);
+    pthread_mutex_unlock(&x->m);
+    rc |= D.cuStreamWaitEvent(s, x->ev, 0);
+    rc |= D.cuMemcpyPeerAsync(x->dst, D.ctx[1], x->src, D.ctx[0], x->n * 4, s);
+    rc |= D.cuStreamSynchronize(s) | D.cuStreamDestroy(s);
+    pthread_mutex_lock(&x->m);
+    x->rc |= rc;
+    pthread_mutex_unlock(&x->m);
+    return NULL;
+}
+
+static void test_events_threads_peer(void **state) {
+    (void)state;
+    enum { N = 4097 };
+    xthread x = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, 0, 0, NULL, N, 0};
+    float *back = malloc(N * 4);
+    x.data = malloc(N * 4);
+    for (int i = 0; i < N; i++) x.data[i] = tandem_rng_uniform(&D.rng, -1, 1);
+    OK(D.cuMemAlloc(&x.src, N * 4));
+    OK(D.cuEventCreate(&x.ev, 0));
+    OK(D.cuCtxSetCurrent(D.ctx[1]));
+    OK(D.cuMemAlloc(&x.dst, N * 4));
+    /* Before peer access is enabled the peer copy is refused. */
+    EXPECT_ERR(1, CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,
+               D.cuMemcpyPeerAsync(x.dst, D.ctx[1], x.src, D.ctx[0], N * 4, NULL));
+    OK(D.cuCtxEnablePeerAccess(D.ctx[0], 0));
+    EXPECT_ERR(0, CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, D.cuCtxEnablePeerAccess(D.ctx[0], 0));
+    /* Waiting on an event nobody recorded is an ordering bug. */
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuStreamWaitEvent(NULL, x.ev, 0));
+    OK(D.cuEventQuery(x.ev)); /* as in CUDA: never recorded counts as complete */
+    pthread_t a, b;
+    pthread_create(&b, NULL, consumer, &x);
+    pthread_create(&a, NULL, producer, &x);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    assert_int_equal(x.rc, 0);
+    OK(D.cuMemcpyDtoHAsync(back, x.dst, N * 4, NULL));
+    assert_memory_equal(back, x.data, N * 4);
+    /* Timing: two records on one stream give a non-negative elapsed time. */
+    CUevent e2, nt;
+    float ms = -1;
+    OK(D.cuCtxSetCurrent(D.ctx[0]));
+    OK(D.cuEventCreate(&e2, 0));
+    OK(D.cuEventCreate(&nt, CU_EVENT_DISABLE_TIMING));
+    OK(D.cuEventRecord(e2, NULL));
+    OK(D.cuEventElapsedTime(&ms, x.ev, e2));
+    assert_true(ms >= 0.0f);
+    OK(D.cuEventSynchronize(e2));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuEventSynchronize(nt)); /* never recorded */
+    OK(D.cuEventRecord(nt, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuEventElapsedTime(&ms, x.ev, nt));
+    OK(D.cuEventDestroy(e2));
+    OK(D.cuEventDestroy(nt));
+    OK(D.cuEventDestroy(x.ev));
+    OK(D.cuMemFree(x.src));
+    OK(D.cuCtxSetCurrent(D.ctx[1]));
+    OK(D.cuMemFree(x.dst));
+    free(back);
+    free(x.data);
+}
+
+/* ------------------------------------------------------------------ modules, launches ---- */
+
+static void *read_fatbin(size_t *len) {
+    FILE *f = fopen(TANDEM_FATBIN_FILE, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *p = n > 0 ? malloc((size_t)n) : NULL;
+    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    *len = p ? (size_t)n : 0;
+    return p;
+}
+
+/* Release both contexts (which resets a sticky fault) and start again with env settings. */
+static void reinit(void) {
+    for (int i = 0; i < 2; i++) OK(D.cuDevicePrimaryCtxRelease(i));
+    OK(D.cuInit(0));
+    for (int i = 0; i < 2; i++) OK(D.cuDevicePrimaryCtxRetain(&D.ctx[i], i));
+    OK(D.cuCtxSetCurrent(D.ctx[0]));
+}
+
+static void test_module_launch(void **state) {
+    (void)state;
+    size_t len;
+    void *fatbin = read_fatbin(&len);
+    if (!fatbin) {
+        printf("no fatbin at %s (host-only build): module tests skipped\n", TANDEM_FATBIN_FILE);
+        skip();
+    }
+    CUmodule mod;
+    CUfunction fill, scale;
+    OK(D.cuModuleLoadData(&mod, fatbin));
+    OK(D.cuModuleGetFunction(&fill, mod, "tandem_k_fill_f32"));
+    OK(D.cuModuleGetFunction(&scale, mod, "tandem_k_scale_f32"));
+    EXPECT_ERR(1, CUDA_ERROR_NOT_FOUND, D.cuModuleGetFunction(&fill, mod, "tandem_k_nonexistent"));
+    /* Every registry kernel is in the fatbin and resolvable. */
+    for (int k = 0; k < TANDEM_KERNEL_COUNT; k++) {
+        CUfunction f;
+        OK(D.cuModuleGetFunction(&f, mod, tandem_kernel_table[k].entry));
+    }
+
+    enum { N = 1000 }; /* not a multiple of the block size */
+    CUdeviceptr p;
+    float *back = malloc(N * 4);
+    OK(D.cuMemAlloc(&p, N * 4));
+    tandem_k_fill_f32_args fa = {(float *)(uintptr_t)p, N, 2.5f};
+    tandem_launch_dims d;
+    tandem_kernel_table[TANDEM_KID_fill_f32].geom(&fa, &d);
+    void *params[] = {&fa};
+    OK(D.cuLaunchKernel(fill, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1],
+                        d.block[2], d.shmem, NULL, params, NULL));
+    tandem_k_scale_f32_args sa = {(float *)(uintptr_t)p, N, -2.0f};
+    size_t sz = sizeof sa;
+    void *extra[] = {(void *)1, &sa, (void *)2, &sz, (void *)0};
+    OK(D.cuLaunchKernel(scale, d.grid[0], 1, 1, d.block[0], 1, 1, 0, NULL, NULL, extra));
+    OK(D.cuMemcpyDtoHAsync(back, p, N * 4, NULL));
+    for (int i = 0; i < N; i++) assert_true(back[i] == -5.0f);
+
+    /* Wrong parameter size, no parameters, both forms, limits. */
+    sz = sizeof sa + 8;
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, NULL, NULL, extra));
+    sz = sizeof sa - 4;
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, NULL, NULL, extra));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, NULL, params, extra));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuLaunchKernel(scale, 4, 1, 1, 2048, 1, 1, 0, NULL, params, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuLaunchKernel(scale, 4, 1, 1, 64, 32, 1, 0, NULL, params, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuLaunchKernel(scale, 4, 70000, 1, 256, 1, 1, 0, NULL, params, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE, D.cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 64 * 1024, NULL, params, NULL));
+    /* On a destroyed stream. */
+    CUstream s;
+    OK(D.cuStreamCreate(&s, 0));
+    OK(D.cuStreamDestroy(s));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuLaunchKernel(fill, 4, 1, 1, 256, 1, 1, 0, s, params, NULL));
+    /* In another context than the module's. */
+    OK(D.cuCtxSetCurrent(D.ctx[1]));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuLaunchKernel(fill, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    OK(D.cuCtxSetCurrent(D.ctx[0]));
+    /* A pointer to device 1's memory without peer access from device 0. */
+    CUdeviceptr q;
+    OK(D.cuCtxSetCurrent(D.ctx[1]));
+    OK(D.cuMemAlloc(&q, N * 4));
+    OK(D.cuCtxSetCurrent(D.ctx[0]));
+    tandem_k_fill_f32_args other = {(float *)(uintptr_t)q, N, 1.0f};
+    void *oparams[] = {&other};
+    EXPECT_ERR(1, CUDA_ERROR_ILLEGAL_ADDRESS, D.cuLaunchKernel(fill, 4, 1, 1, 256, 1, 1, 0, NULL, oparams, NULL));
+    /* The emulator catches a kernel writing past the buffer: n larger than the allocation.
+     * The fault is sticky, as on a GPU, until the contexts are released. */
+    tandem_k_fill_f32_args over = {(float *)(uintptr_t)p, N + 300, 1.0f};
+    void *vparams[] = {&over};
+    EXPECT_ERR(1, CUDA_ERROR_ILLEGAL_ADDRESS, D.cuLaunchKernel(fill, 6, 1, 1, 256, 1, 1, 0, NULL, vparams, NULL));
+    EXPECT_ERR(0, CUDA_ERROR_ILLEGAL_ADDRESS, D.cuMemcpyDtoHAsync(back, p, 4, NULL));
+    reinit();
+    /* The module died with its context. */
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuLaunchKernel(fill, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+
+    /* No code for the device: sm_75 cannot run sm_80+ SASS or compute_90 PTX. */
+    setenv("TANDEM_FAKECUDA_ARCH", "75", 1);
+    reinit();
+    EXPECT_ERR(1, CUDA_ERROR_NO_BINARY_FOR_GPU, D.cuModuleLoadData(&mod, fatbin));
+    /* A newer GPU runs the compute_90 PTX. */
+    setenv("TANDEM_FAKECUDA_ARCH", "120", 1);
+    reinit();
+    OK(D.cuModuleLoadData(&mod, fatbin));
+    OK(D.cuModuleUnload(mod));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuModuleUnload(mod));
+    unsetenv("TANDEM_FAKECUDA_ARCH");
+    reinit();
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_IMAGE, D.cuModuleLoadData(&mod, "not a fatbin at all"));
+    free(back);
+    free(fatbin);
+}
+
+/* ------------------------------------------------------------------ cuBLASLt -------------- */
+
+typedef struct {
+    int ta, tb;
+    int64_t m, n, k;
+    int batch;
+    int64_t lda, ldb, ldc;       /* >= rows of the stored matrix */
+    int64_t sa, sb, sc;          /* batch strides (elements) */
+    uint32_t epi;
+    int bf16;                    /* A, B bf16 (C, D f32) */
+    float alpha, beta;
+} mm_case;
+
+static float bf16_round(float x) { return tandem_bf16_to_f32(tandem_f32_to_bf16(x)); }
+
+/* The reference: builds op(A) and op(B) explicitly as dense m x k and k x n in double,
+ * following the column-major definition, then multiplies. */
+static void reference(const mm_case *c, const float *A, const float *B, const float *C,
+                      const float *bias, double *out) {
+    for (int b = 0; b < c->batch; b++) {
+        double *opa = malloc(sizeof(double) * (size_t)(c->m * c->k));
+        double *opb = malloc(sizeof(double) * (size_t)(c->k * c->n));
+        for (int64_t i = 0; i < c->m; i++)
+            for (int64_t q = 0; q < c->k; q++) {
+                /* stored A: m x k (N) or k x m (T); element (r, col) at r + col * lda */
+                int64_t r = c->ta ? q : i, col = c->ta ? i : q;
+                float v = A[b * c->sa + r + col * c->lda];
+                opa[i * c->k + q] = c->bf16 ? bf16_round(v) : v;
+            }
+        for (int64_t q = 0; q < c->k; q++)
+            for (int64_t j = 0; j < c->n; j++) {
+                int64_t r = c->tb ? j : q, col = c->tb ? q : j;
+                float v = B[b * c->sb + r + col * c->ldb];
+                opb[q * c->n + j] = c->bf16 ? bf16_round(v) : v;
+            }
+        for (int64_t i = 0; i < c->m; i++)
+            for (int64_t j = 0; j < c->n; j++) {
+                double s = 0;
+                for (int64_t q = 0; q < c->k; q++) s += opa[i * c->k + q] * opb[q * c->n + j];
+                double v = c->alpha * s;
+                if (c->beta != 0) v += (double)c->beta * C[b * c->sc + i + j * c->ldc];
+                if (c->epi & CUBLASLT_EPILOGUE_BIAS) v += bias[i];
+                if (c->epi & CUBLASLT_EPILOGUE_GELU)
+                    v = 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+                out[b * c->sc + i + j * c->ldc] = v;
+            }
+        free(opa);
+        free(opb);
+    }
+}
+
+static size_t span(int64_t rows, int64_t cols, int64_t ld, int batch, int64_t stride) {
+    return (size_t)((batch - 1) * stride + (cols - 1) * ld + rows);
+}
+
+static cublasLtMatrixLayout_t layout(uint32_t type, int64_t rows, int64_t cols, int64_t ld,
+                                     int batch, int64_t stride) {
+    cublasLtMatrixLayout_t l;
+    OK(D.cublasLtMatrixLayoutCreate(&l, (cudaDataType)type, (uint64_t)rows, (uint64_t)cols, ld));
+    int32_t b = batch;
+    OK(D.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
+    OK(D.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    return l;
+}
+
+static CUdeviceptr upload(const void *h, size_t bytes) {
+    CUdeviceptr p;
+    OK(D.cuMemAlloc(&p, bytes));
+    OK(D.cuMemcpyHtoDAsync(p, h, bytes, NULL));
+    return p;
+}
+
+static void run_case(cublasLtHandle_t lt, const mm_case *c) {
+    int64_t ar = c->ta ? c->k : c->m, ac = c->ta ? c->m : c->k;
+    int64_t br = c->tb ? c->n : c->k, bc = c->tb ? c->k : c->n;
+    size_t na = span(ar, ac, c->lda, c->batch, c->sa), nb = span(br, bc, c->ldb, c->batch, c->sb);
+    size_t nc = span(c->m, c->n, c->ldc, c->batch, c->sc);
+    float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *bias = malloc((size_t)c->m * 4);
+    float *out = malloc(nc * 4);
+    double *ref = malloc(nc * sizeof(double));
+    for (size_t i = 0; i < na; i++) A[i] = tandem_rng_uniform(&D.rng, -1, 1);
+    for (size_t i = 0; i < nb; i++) B[i] = tandem_rng_uniform(&D.rng, -1, 1);
+    for (size_t i = 0; i < nc; i++) C[i] = c->beta != 0 ? tandem_rng_uniform(&D.rng, -1, 1) : NAN;
+    for (int64_t i = 0; i < c->m; i++) bias[i] = tandem_rng_uniform(&D.rng, -1, 1);
+    for (size_t i = 0; i < nc; i++) ref[i] = C[i]; /* gaps between ld columns stay as they were */
+    reference(c, A, B, C, bias, ref);
+
+    CUdeviceptr dA, dB, dC = upload(C, nc * 4), dbias = upload(bias, (size_t)c->m * 4);
+    if (c->bf16) {
+        tandem_bf16 *a16 = malloc(na * 2), *b16 = malloc(nb * 2);
+        for (size_t i = 0; i < na; i++) a16[i] = tandem_f32_to_bf16(A[i]);
+        for (size_t i = 0; i < nb; i++) b16[i] = tandem_f32_to_bf16(B[i]);
+        dA = upload(a16, na * 2);
+        dB = upload(b16, nb * 2);
+        free(a16);
+        free(b16);
+    } else {
+        dA = upload(A, na * 4);
+        dB = upload(B, nb * 4);
+    }
+    uint32_t tin = c->bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    cublasLtMatmulDesc_t desc;
+    OK(D.cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    int32_t ta = c->ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = c->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    OK(D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    OK(D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    OK(D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &c->epi, sizeof c->epi));
+    if (c->epi & CUBLASLT_EPILOGUE_BIAS) {
+        void *bp = (void *)(uintptr_t)dbias;
+        int64_t zero = 0;
+        OK(D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp));
+        OK(D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &zero, sizeof zero));
+    }
+    cublasLtMatrixLayout_t la = layout(tin, ar, ac, c->lda, c->batch, c->sa);
+    cublasLtMatrixLayout_t lb = layout(tin, br, bc, c->ldb, c->batch, c->sb);
+    cublasLtMatrixLayout_t lc = layout(CUDA_R_32F, c->m, c->n, c->ldc, c->batch, c->sc);
+    cublasLtMatmulPreference_t pref;
+    OK(D.cublasLtMatmulPreferenceCreate(&pref));
+    uint64_t ws = 0;
+    OK(D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t res;
+    int got = 0;
+    OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
+    assert_int_equal(got, 1);
+    OK(D.cublasLtMatmul(lt, desc, &c->alpha, (void *)(uintptr_t)dA, la, (void *)(uintptr_t)dB, lb,
+                        &c->beta, (void *)(uintptr_t)dC, lc, (void *)(uintptr_t)dC, lc, &res.algo,
+                        NULL, 0, NULL));
+    OK(D.cuMemcpyDtoHAsync(out, dC, nc * 4, NULL));
+    /* Inside the matrices: the stand-in computes in double and rounds once, so each element
+     * is the reference rounded to f32. Gaps between columns (ld > m) must be untouched. */
+    double err = 0, norm = 0;
+    char *inside = calloc(nc, 1);
+    for (int b = 0; b < c->batch; b++)
+        for (int64_t j = 0; j < c->n; j++)
+            for (int64_t i = 0; i < c->m; i++) {
+                size_t x = (size_t)(b * c->sc + i + j * c->ldc);
+                assert_false(isnan(out[x]));
+                err += (out[x] - ref[x]) * (out[x] - ref[x]);
+                norm += ref[x] * ref[x];
+                inside[x] = 1;
+            }
+    for (size_t x = 0; x < nc; x++)
+        if (!inside[x] && !(isnan(C[x]) ? isnan(out[x]) : C[x] == out[x]))
+            fail_msg("element %zu between the columns/batches of D was written", x);
+    free(inside);
+    printf("matmul %s%s m=%lld n=%lld k=%lld batch=%d ld=%lld/%lld/%lld epi=%u%s alpha=%g beta=%g: "
+           "normalised error %.3g\n",
+           c->ta ? "T" : "N", c->tb ? "T" : "N", (long long)c->m, (long long)c->n, (long long)c->k,
+           c->batch, (long long)c->lda, (long long)c->ldb, (long long)c->ldc, c->epi,
+           c->bf16 ? " bf16" : "", c->alpha, c->beta, norm > 0 ? err / norm : err);
+    assert_true(err <= 1e-13 * norm + 1e-30);
+    OK(D.cublasLtMatmulPreferenceDestroy(pref));
+    OK(D.cublasLtMatrixLayoutDestroy(la));
+    OK(D.cublasLtMatrixLayoutDestroy(lb));
+    OK(D.cublasLtMatrixLayoutDestroy(lc));
+    OK(D.cublasLtMatmulDescDestroy(desc));
+    OK(D.cuMemFree(dA));
+    OK(D.cuMemFree(dB));
+    OK(D.cuMemFree(dC));
+    OK(D.cuMemFree(dbias));
+    free(A), free(B), free(C), free(bias), free(out), free(ref);
+}
+
+static void test_matmul(void **state) {
+    (void)state;
+    cublasLtHandle_t lt;
+    OK(D.cublasLtCreate(&lt));
+    static const uint32_t epis[] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS,
+                                    CUBLASLT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU_BIAS};
+    int n_case = 0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int v = 0; v < 4; v++) {
+                mm_case c;
+                memset(&c, 0, sizeof c);
+                c.ta = ta, c.tb = tb;
+                c.m = tandem_rng_int(&D.rng, 1, 37);
+                c.n = tandem_rng_int(&D.rng, 1, 29);
+                c.k = tandem_rng_int(&D.rng, 1, 41);
+                c.batch = v >= 2 ? (int)tandem_rng_int(&D.rng, 2, 4) : 1;
+                int64_t ar = ta ? c.k : c.m, br = tb ? c.n : c.k;
+                int64_t ac = ta ? c.m : c.k, bc = tb ? c.k : c.n;
+                int pad = v & 1; /* leading dimensions larger than the rows */
+                c.lda = ar + pad * tandem_rng_int(&D.rng, 1, 5);
+                c.ldb = br + pad * tandem_rng_int(&D.rng, 1, 5);
+                c.ldc = c.m + pad * tandem_rng_int(&D.rng, 1, 5);
+                c.sa = c.lda * ac + pad * 3, c.sb = c.ldb * bc + pad * 7, c.sc = c.ldc * c.n + pad * 2;
+                c.epi = epis[(ta * 2 + tb + v) % 4];
+                c.bf16 = (ta + tb + v) % 5 == 0;
+                c.alpha = tandem_rng_uniform(&D.rng, -2, 2);
+                c.beta = (v % 3 == 0) ? 0.0f : tandem_rng_uniform(&D.rng, -1, 1);
+                run_case(lt, &c);
+                n_case++;
+            }
+    /* A larger square case, transposed A, as the model's projections use. */
+    mm_case big = {1, 0, 96, 80, 128, 1, 128, 128, 96, 0, 0, 0, CUBLASLT_EPILOGUE_DEFAULT, 0, 1.0f, 0.0f};
+    run_case(lt, &big);
+    OK(D.cublasLtDestroy(lt));
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_INITIALIZED, D.cublasLtDestroy(lt));
+    assert_int_equal(n_case, 16);
+}
+
+/* Unsupported combinations and bad arguments: NOT_SUPPORTED / INVALID_VALUE, one line each. */
+static void test_matmul_strict(void **state) {
+    (void)state;
+    cublasLtHandle_t lt;
+    OK(D.cublasLtCreate(&lt));
+    enum { M = 8, N = 6, K = 5 };
+    float ones[M * K * 4];
+    for (int i = 0; i < M * K * 4; i++) ones[i] = 1.0f;
+    CUdeviceptr a = upload(ones, sizeof ones), b = upload(ones, K * N * 4), c = upload(ones, M * N * 4);
+    cublasLtMatmulDesc_t desc;
+    OK(D.cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasLtMatrixLayout_t la = layout(CUDA_R_32F, M, K, M, 1, 0), lb = layout(CUDA_R_32F, K, N, K, 1, 0),
+                           lc = layout(CUDA_R_32F, M, N, M, 1, 0);
+    cublasLtMatmulPreference_t pref;
+    OK(D.cublasLtMatmulPreferenceCreate(&pref));
+    cublasLtMatmulHeuristicResult_t res;
+    int got;
+    float alpha = 1, beta = 0;
+    void *A = (void *)(uintptr_t)a, *B = (void *)(uintptr_t)b, *C = (void *)(uintptr_t)c;
+    OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &res.algo, NULL, 0, NULL));
+
+    /* Row-major layout. */
+    int32_t row = CUBLASLT_ORDER_ROW, col = CUBLASLT_ORDER_COL;
+    OK(D.cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row));
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
+    assert_int_equal(got, 0);
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, NULL, NULL, 0, NULL));
+    OK(D.cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER, &col, sizeof col));
+    /* f16 type; mixed f32/bf16 inputs. */
+    uint32_t f16 = CUDA_R_16F, bf = CUDA_R_16BF, f32 = CUDA_R_32F;
+    OK(D.cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_TYPE, &f16, sizeof f16));
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_TYPE, &bf, sizeof bf));
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_TYPE, &f32, sizeof f32));
+    /* Epilogue RELU; compute type TF32. */
+    uint32_t relu = CUBLASLT_EPILOGUE_RELU, def = CUBLASLT_EPILOGUE_DEFAULT;
+    OK(D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &relu, sizeof relu));
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &def, sizeof def));
+    cublasLtMatmulDesc_t tf32;
+    OK(D.cublasLtMatmulDescCreate(&tf32, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F));
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmulAlgoGetHeuristic(lt, tf32, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatmulDescDestroy(tf32));
+    /* Attribute with the wrong size; unmodelled attribute. */
+    int64_t big = 0;
+    EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE, D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &big, sizeof big));
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &big, sizeof big));
+    /* Shapes that disagree: B with K+1 rows. */
+    cublasLtMatrixLayout_t lb2 = layout(CUDA_R_32F, K + 1, N, K + 1, 1, 0);
+    EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE, D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb2, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatrixLayoutDestroy(lb2));
+    /* A leading dimension that makes A overrun its allocation. */
+    int64_t ld = 10 * M;
+    OK(D.cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld));
+    EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE, D.cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, NULL, NULL, 0, NULL));
+    ld = M;
+    OK(D.cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld));
+    /* Device pointer as alpha; D aliasing A; a destroyed layout; no context. */
+    EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE, D.cublasLtMatmul(lt, desc, A, A, la, B, lb, &beta, C, lc, C, lc, NULL, NULL, 0, NULL));
+    cublasLtMatrixLayout_t la_as_d = layout(CUDA_R_32F, M, N, M, 1, 0);
+    EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE, D.cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, A, la_as_d, A, la_as_d, NULL, NULL, 0, NULL));
+    OK(D.cublasLtMatrixLayoutDestroy(la_as_d));
+    EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE, D.cublasLtMatmul(lt, desc, &alpha, A, la_as_d, B, lb, &beta, C, lc, C, lc, NULL, NULL, 0, NULL));
+    OK(D.cuCtxSetCurrent(NULL));
+    EXPECT_ERR(1, CUBLAS_STATUS_EXECUTION_FAILED, D.cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, NULL, NULL, 0, NULL));
+    OK(D.cuCtxSetCurrent(D.ctx[0]));
+    OK(D.cublasLtMatmulPreferenceDestroy(pref));
+    OK(D.cublasLtMatrixLayoutDestroy(la));
+    OK(D.cublasLtMatrixLayoutDestroy(lb));
+    OK(D.cublasLtMatrixLayoutDestroy(lc));
+    OK(D.cublasLtMatmulDescDestroy(desc));
+    OK(D.cublasLtDestroy(lt));
+    OK(D.cuMemFree(a));
+    OK(D.cuMemFree(b));
+    OK(D.cuMemFree(c));
+}
+
+/* Environment settings: one device, no peer access. */
+static void test_config(void **state) {
+    (void)state;
+    int n, can;
+    setenv("TANDEM_FAKECUDA_NO_PEER", "1", 1);
+    reinit();
+    OK(D.cuDeviceCanAccessPeer(&can, 0, 1));
+    assert_int_equal(can, 0);
+    EXPECT_ERR(1, CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, D.cuCtxEnablePeerAccess(D.ctx[1], 0));
+    unsetenv("TANDEM_FAKECUDA_NO_PEER");
+    setenv("TANDEM_FAKECUDA_DEVICES", "3", 1);
+    for (int i = 0; i < 2; i++) OK(D.cuDevicePrimaryCtxRelease(i));
+    OK(D.cuInit(0));
+    OK(D.cuDeviceGetCount(&n));
+    assert_int_equal(n, 3);
+    unsetenv("TANDEM_FAKECUDA_DEVICES");
+    OK(D.cuInit(0));
+    for (int i = 0; i < 2; i++) OK(D.cuDevicePrimaryCtxRetain(&D.ctx[i], i));
+    OK(D.cuDeviceGetCount(&n));
+    assert_int_equal(n, 2);
+    OK(D.cuDevicePrimaryCtxRelease(1));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_CONTEXT, D.cuDevicePrimaryCtxRelease(1));
+    OK(D.cuDevicePrimaryCtxRetain(&D.ctx[1], 1));
+}
+
+static void test_no_unexpected_errors(void **state) {
+    (void)state;
+    assert_int_equal(D.error_count(), expected_errors);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_devices, per_test),
+        cmocka_unit_test_setup(test_proc_address, per_test),
+        cmocka_unit_test_setup(test_bad_pointer, per_test),
+        cmocka_unit_test_setup(test_overrun, per_test),
+        cmocka_unit_test_setup(test_no_context, per_test),
+        cmocka_unit_test_setup(test_destroyed_stream, per_test),
+        cmocka_unit_test_setup(test_events_threads_peer, per_test),
+        cmocka_unit_test_setup(test_module_launch, per_test),
+        cmocka_unit_test_setup(test_matmul, per_test),
+        cmocka_unit_test_setup(test_matmul_strict, per_test),
+        cmocka_unit_test_setup(test_config, per_test),
+        cmocka_unit_test(test_no_unexpected_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
