@@ -42,6 +42,7 @@ typedef struct row {
     uint8_t lang;
     uint8_t audio_ext;  /* index into audio_exts */
     uint8_t worker;     /* whose token vector holds the tokens */
+    uint8_t col;        /* 1-based column the text came from */
     uint32_t tok;       /* offset in that vector */
     uint32_t n_tok;
     uint32_t detail;    /* reason detail: field count, byte offset, code point, token count */
@@ -55,12 +56,13 @@ static const char *const audio_exts[] = {"wav", "flac", "ogg"};
 static int id_ok(const char *id, size_t n, const char **why) {
     if (n == 0) return *why = "empty id", 0;
     if (n > MAX_ID_BYTES) return *why = "id longer than 200 bytes", 0;
+    if (id[0] == '/') return *why = "id is an absolute path", 0;
+    if (memmem(id, n, "..", 2)) return *why = "id contains '..'", 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)id[i];
         if (c == '/' || c == '\\') return *why = "id contains a path separator", 0;
         if (c < 0x20 || c == 0x7F) return *why = "id contains a control character", 0;
     }
-    if (memmem(id, n, "..", 2)) return *why = "id contains '..'", 0;
     size_t bad;
     if (!tandem_utf8_validate(id, n, &bad)) return *why = "id is not valid UTF-8", 0;
     return 1;
@@ -151,29 +153,22 @@ static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tok
         return TANDEM_OK;
     }
     size_t need = norm->out_len + TANDEM_SYMBOLS_FRAMING;
-    size_t count = 0, bad = 0;
+    size_t count = 0;
     /* unknown characters are reported before length: they are data errors the user fixes */
-    st = tandem_symbols_encode(norm->out, norm->out_len, norm->lang, ids, ids_cap > need ? ids_cap : 0,
-                               &count, &bad);
-    if (ids_cap < need) { /* too long for the scratch (= max_text): still look for unknowns */
-        for (size_t i = 0; i < norm->out_len; i++) {
-            if (tandem_symbols_id(norm->out[i]) < 0) {
-                r->skip = TANDEM_SKIP_UNKNOWN_SYMBOL + 1;
-                r->detail = norm->out[i];
-                r->detail2 = (uint32_t)i;
-                return TANDEM_OK;
-            }
+    for (size_t i = 0; i < norm->out_len; i++) {
+        if (tandem_symbols_id(norm->out[i]) < 0) {
+            r->skip = TANDEM_SKIP_UNKNOWN_SYMBOL + 1;
+            r->detail = norm->out[i];
+            r->detail2 = (uint32_t)i;
+            return TANDEM_OK;
         }
+    }
+    if (need > ids_cap) { /* ids_cap = max_text */
         r->skip = TANDEM_SKIP_TOO_LONG + 1;
         r->detail = (uint32_t)need;
         return TANDEM_OK;
     }
-    if (st != TANDEM_OK) {
-        r->skip = TANDEM_SKIP_UNKNOWN_SYMBOL + 1;
-        r->detail = norm->out[bad];
-        r->detail2 = (uint32_t)bad;
-        return TANDEM_OK;
-    }
+    TANDEM_TRY(tandem_symbols_encode(norm->out, norm->out_len, norm->lang, ids, ids_cap, &count, NULL));
     if (tv->len + count > tv->cap) {
         size_t cap = tv->cap ? tv->cap * 2 : 1 << 16;
         while (cap < tv->len + count) cap *= 2;
@@ -271,6 +266,7 @@ static tandem_status parse_rows(const tandem_text_index_config *cfg, const char 
         int col = (nf == 3 && cfg->column == TANDEM_TEXT_COLUMN_NORMALIZED) ? 2 : 1;
         r->text = f[col];
         r->text_len = (uint32_t)fl[col];
+        r->col = (uint8_t)(col + 1);
         r->detail2 = (uint32_t)(f[col] - s); /* column start, for UTF-8 offsets in the report */
     }
     *out_rows = rows;
@@ -302,8 +298,8 @@ static void report_row(const char *meta_path, const row *r, int max_text) {
                     r->id);
         break;
     case TANDEM_SKIP_BAD_UTF8:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: invalid UTF-8 in the text at byte %u of the line", meta_path,
-                    r->line, r->detail + r->detail2 + 1);
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: invalid UTF-8 in column %u at byte %u of the line", meta_path,
+                    r->line, r->col, r->detail + r->detail2 + 1);
         break;
     case TANDEM_SKIP_UNKNOWN_SYMBOL:
         if (!tandem_utf8_encode(r->detail, u)) u[0] = '?';
