@@ -1,0 +1,222 @@
+/* test_text_cache.c — the persistent text cache: miss then hit, corruption and truncation
+ * detected and rebuilt, a changed transcript changes the key, the directory is created, the
+ * hash reacts to every single-bit change. TANDEM_CACHE_DIR points into a temp dir. */
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "os.h"
+#include "testutil.h"
+#include "text_cache.h"
+#include "text_index.h"
+
+static char logbuf[1 << 15];
+static size_t loglen;
+static void capture(void *user, tandem_log_level level, const char *msg) {
+    (void)user;
+    (void)level;
+    int k = snprintf(logbuf + loglen, sizeof logbuf - loglen, "%s\n", msg);
+    if (k > 0 && loglen + (size_t)k < sizeof logbuf) loglen += (size_t)k;
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+static char tmpdir[256], datadir[300], cachedir[300];
+
+static void write_meta(const char *data) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/metadata.csv", datadir);
+    assert_int_equal(tandem_file_write_atomic(p, data, strlen(data)), TANDEM_OK);
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tandem-test-cache-XXXXXX");
+    if (!mkdtemp(tmpdir)) return -1;
+    snprintf(datadir, sizeof datadir, "%s/data", tmpdir);
+    snprintf(cachedir, sizeof cachedir, "%s/cache/nested/dir", tmpdir); /* does not exist yet */
+    char p[512];
+    snprintf(p, sizeof p, "%s/wavs", datadir);
+    tandem_mkdir_p(p);
+    for (int i = 1; i <= 40; i++) {
+        snprintf(p, sizeof p, "%s/wavs/u%02d.wav", datadir, i);
+        FILE *f = fopen(p, "wb");
+        if (!f) return -1;
+        fclose(f);
+    }
+    setenv("TANDEM_CACHE_DIR", cachedir, 1);
+    tandem_log_set_hook(capture, NULL);
+    return 0;
+}
+static int teardown(void **state) {
+    (void)state;
+    tandem_log_set_hook(NULL, NULL);
+    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    unsetenv("TANDEM_CACHE_DIR");
+    return 0;
+}
+
+static char meta[16384];
+static void make_meta(const char *changed_line_7) {
+    size_t o = 0;
+    for (int i = 1; i <= 40; i++) {
+        if (i == 7 && changed_line_7)
+            o += (size_t)snprintf(meta + o, sizeof meta - o, "u%02d|%s|%s\n", i, changed_line_7, changed_line_7);
+        else
+            o += (size_t)snprintf(meta + o, sizeof meta - o, "u%02d|Sentence %d, about %d birds.|Sentence %d, about %d birds.\n",
+                                  i, i, i * 37, i, i * 37);
+    }
+    o += (size_t)snprintf(meta + o, sizeof meta - o, "../bad|x|x\n"); /* skip counts survive the cache */
+    write_meta(meta);
+}
+
+static void open_ix(tandem_text_index *ix, int want_hit) {
+    tandem_text_index_config c;
+    tandem_text_index_config_default(&c);
+    c.data_dir = datadir;
+    c.num_workers = 2;
+    loglen = 0;
+    logbuf[0] = 0;
+    assert_int_equal(tandem_text_index_open(&c, ix), TANDEM_OK);
+    if (ix->cache_hit != want_hit) fail_msg("cache_hit %d, want %d; log:\n%s", ix->cache_hit, want_hit, logbuf);
+    assert_int_equal(ix->count, 40);
+    assert_int_equal(ix->skipped[TANDEM_SKIP_BAD_ID], 1);
+    assert_true(strncmp(ix->cache_path, cachedir, strlen(cachedir)) == 0);
+}
+
+/* Same content either way: the mapped index equals the built one. */
+static void assert_same(const tandem_text_index *a, const tandem_text_index *b) {
+    assert_int_equal(a->count, b->count);
+    assert_int_equal(a->blob_bytes_, b->blob_bytes_);
+    assert_memory_equal(a->blob_, b->blob_, a->blob_bytes_);
+}
+
+static void flip_byte(const char *path, long at) {
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, at, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, at, SEEK_SET);
+    fputc(c ^ 0x10, f);
+    fclose(f);
+}
+
+static void test_hit_corrupt_stale(void **state) {
+    (void)state;
+    make_meta(NULL);
+    struct stat sb;
+    assert_int_not_equal(stat(cachedir, &sb), 0);
+    tandem_text_index a, b;
+    open_ix(&a, 0); /* miss: built and written, directory created */
+    assert_int_equal(stat(cachedir, &sb), 0);
+    assert_int_equal(stat(a.cache_path, &sb), 0);
+    assert_int_equal((size_t)sb.st_size, a.blob_bytes_);
+    open_ix(&b, 1); /* hit */
+    assert_int_equal(b.blob_mapped_, 1);
+    assert_same(&a, &b);
+    tandem_text_index_free(&b);
+
+    /* a corrupted payload byte (random position, seeded) → checksum → rebuilt → hit again */
+    tandem_rng r = {tandem_test_seed("cache corruption")};
+    long at = (long)tandem_rng_int(&r, sizeof(tandem_text_cache_header), (int64_t)sb.st_size - 1);
+    flip_byte(a.cache_path, at);
+    open_ix(&b, 0);
+    assert_non_null(strstr(logbuf, "payload checksum mismatch; rebuilding"));
+    assert_same(&a, &b);
+    tandem_text_index_free(&b);
+    open_ix(&b, 1);
+    tandem_text_index_free(&b);
+
+    /* a corrupted header byte */
+    flip_byte(a.cache_path, (long)tandem_rng_int(&r, 8, sizeof(tandem_text_cache_header) - 1));
+    open_ix(&b, 0);
+    assert_non_null(strstr(logbuf, "rebuilding"));
+    tandem_text_index_free(&b);
+
+    /* truncated */
+    assert_int_equal(truncate(a.cache_path, (off_t)(a.blob_bytes_ - 3)), 0);
+    open_ix(&b, 0);
+    assert_non_null(strstr(logbuf, "rebuilding"));
+    tandem_text_index_free(&b);
+    assert_int_equal(truncate(a.cache_path, 10), 0);
+    open_ix(&b, 0);
+    assert_non_null(strstr(logbuf, "truncated"));
+    tandem_text_index_free(&b);
+    open_ix(&b, 1);
+    tandem_text_index_free(&b);
+
+    /* one transcript changed → new key → miss; its tokens are the new text */
+    uint64_t old_key = a.key;
+    make_meta("Changed words here.");
+    open_ix(&b, 0);
+    assert_true(b.key != old_key);
+    assert_non_null(strstr(logbuf, "stale: key"));
+    assert_true(b.utts[6].n_tok != a.utts[6].n_tok ||
+                memcmp(tandem_utt_tokens(&a, &a.utts[6]), tandem_utt_tokens(&b, &b.utts[6]), a.utts[6].n_tok * 2) != 0);
+    tandem_text_index_free(&b);
+    open_ix(&b, 1);
+    tandem_text_index_free(&b);
+
+    /* a setting that changes the result is part of the key */
+    tandem_text_index_config c;
+    tandem_text_index_config_default(&c);
+    c.data_dir = datadir;
+    c.column = TANDEM_TEXT_COLUMN_RAW;
+    assert_int_equal(tandem_text_index_open(&c, &b), TANDEM_OK);
+    assert_int_equal(b.cache_hit, 0);
+    tandem_text_index_free(&b);
+    tandem_text_index_free(&a);
+}
+
+static void test_check_rejects_garbage(void **state) {
+    (void)state;
+    char junk[4096];
+    tandem_rng r = {tandem_test_seed("cache garbage")};
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)tandem_rng_next(&r);
+    assert_int_equal(tandem_text_cache_check(junk, sizeof junk, 1), TANDEM_E_FORMAT);
+    assert_int_equal(tandem_text_cache_check(junk, 12, 1), TANDEM_E_FORMAT);
+    memcpy(junk, TANDEM_TEXT_CACHE_MAGIC, 8); /* right magic, wrong everything else */
+    assert_int_equal(tandem_text_cache_check(junk, sizeof junk, 1), TANDEM_E_FORMAT);
+}
+
+static void test_hash(void **state) {
+    (void)state;
+    tandem_rng r = {tandem_test_seed("hash")};
+    uint8_t buf[300];
+    for (int iter = 0; iter < 200; iter++) {
+        size_t n = (size_t)tandem_rng_int(&r, 1, sizeof buf);
+        for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)tandem_rng_next(&r);
+        uint64_t h = tandem_hash64(buf, n, 0);
+        assert_true(h == tandem_hash64(buf, n, 0));
+        assert_true(h != tandem_hash64(buf, n, 1));    /* seed matters */
+        assert_true(h != tandem_hash64(buf, n - 1, 0)); /* length matters */
+        size_t bit = (size_t)tandem_rng_int(&r, 0, (int64_t)n * 8 - 1);
+        buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        uint64_t h2 = tandem_hash64(buf, n, 0);
+        assert_true(h != h2);
+        /* avalanche: a single flipped input bit changes about half the output bits */
+        int diff = __builtin_popcountll(h ^ h2);
+        assert_true(diff >= 10 && diff <= 54);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_hit_corrupt_stale, setup, teardown),
+        cmocka_unit_test(test_check_rejects_garbage),
+        cmocka_unit_test(test_hash),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
