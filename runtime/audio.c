@@ -229,6 +229,12 @@ static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_I
         return tandem_fail(TANDEM_E_FORMAT,
                            "audio %s: truncated or corrupt: decoded %lld of the %lld frames its header declares",
                            path, (long long)read_total, (long long)sfi->frames);
+    if (resample && known && produced < expect) {
+        /* the sinc filter's flush can end a sample or two short of round(frames * ratio);
+         * the count probe() reported is the contract, so the tail is padded with silence */
+        memset(out + produced, 0, sizeof(float) * (size_t)(expect - produced));
+        produced = expect;
+    }
     for (int64_t i = 0; i < produced; i++)
         if (!isfinite(out[i]))
             return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample %lld is not finite", path, (long long)i);
