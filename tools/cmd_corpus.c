@@ -15,7 +15,11 @@
 #include "corpus_text.h"
 #include "os.h"
 #include "tandem.h"
+#include "symbols.h"
 #include "text_norm.h"
+
+/* Sentences fit the tiny model's max_text (DESIGN.md §7), framing tokens included. */
+#define CORPUS_MAX_TOKENS 128
 
 extern char **environ;
 
@@ -213,11 +217,17 @@ int cli_corpus(int argc, char **argv) {
     for (long i = 0; i < count; i++) {
         u[i].lang = lang_list[i % nlang];
         snprintf(u[i].id, sizeof u[i].id, "TDM-%05ld", i + 1);
-        corpus_text_sentence(seed, (uint64_t)i, u[i].lang, u[i].raw);
         tandem_lang got;
-        if (tandem_text_normalize_utf8(u[i].raw, strlen(u[i].raw), &u[i].norm, &got) != TANDEM_OK) {
-            fprintf(stderr, "tandem corpus: normalising sentence %ld: %s\n", i + 1, tandem_last_error());
-            return 1;
+        for (uint64_t attempt = 0;; attempt++) { /* redraw (deterministically) what would not fit */
+            corpus_text_sentence(seed, (uint64_t)i | attempt << 40, u[i].lang, u[i].raw);
+            if (tandem_text_normalize_utf8(u[i].raw, strlen(u[i].raw), &u[i].norm, &got) != TANDEM_OK) {
+                fprintf(stderr, "tandem corpus: normalising sentence %ld: %s\n", i + 1, tandem_last_error());
+                return 1;
+            }
+            size_t cps = 0;
+            for (const char *p = u[i].norm; *p; p++) cps += ((unsigned char)*p & 0xC0) != 0x80;
+            if (cps + TANDEM_SYMBOLS_FRAMING <= CORPUS_MAX_TOKENS || attempt == 100) break;
+            tandem_free(u[i].norm);
         }
         if (got != u[i].lang) /* the generator and the frontend disagree: a bug in one of them */
             fprintf(stderr, "tandem corpus: warning: %s tagged %s, generated as %s\n", u[i].id, tandem_lang_name(got),

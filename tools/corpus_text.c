@@ -152,7 +152,7 @@ static void fa_int(gen *g, int persian, int64_t lo, int64_t hi) {
     fa_digits(g, b, persian);
 }
 static void fa_big(gen *g, int persian) {
-    long long v = range(g, 1000, 99999999);
+    long long v = range(g, 1000, 9999999);
     char d[32], b[48];
     int n = snprintf(d, sizeof d, "%lld", v), o = 0;
     for (int i = 0; i < n; i++) {
