@@ -51,6 +51,8 @@ $(TEST_BIN_DIR)/test_kernels: $(KTEST_OBJ) $(EMU_LIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(KTEST_OBJ) $(EMU_LIB) $(LIB) $(TEST_LIBS)
 
 TEST_BINS += $(TEST_BIN_DIR)/test_emu_self $(TEST_BIN_DIR)/test_kernels
+# (10-test.mk's `test-build: all $(TEST_BINS)` expanded TEST_BINS before this file was read.)
+test-build: $(TEST_BIN_DIR)/test_emu_self $(TEST_BIN_DIR)/test_kernels
 
 -include $(EMU_RT_OBJ:.o=.d) $(EMU_K_OBJ:.o=.d) $(EMU_DIR)/planted.d $(EMU_DIR)/test_emu_self.d \
          $(KTEST_OBJ:.o=.d)
