@@ -123,11 +123,17 @@ tandem_status tandem_audio_probe(const char *path, tandem_audio_info *out) {
 /* libsndfile shortens the data of a RIFF/AIFF file whose header claims more than the file
  * holds and only says so in its log ("data : 44100 (should be 19956)"). A declared length
  * of 0 or near 4 GiB is a streaming writer's placeholder, not a truncation. */
-static int header_says_truncated(SNDFILE *f, int64_t *declared, int64_t *actual) {
-    char log[4096];
+#define LOG_CAP 8192
+
+static void get_log(SNDFILE *f, char *log, size_t cap) {
     log[0] = 0;
-    sf_command(f, SFC_GET_LOG_INFO, log, sizeof log);
-    log[sizeof log - 1] = 0;
+    sf_command(f, SFC_GET_LOG_INFO, log, (int)cap);
+    log[cap - 1] = 0;
+}
+
+static int header_says_truncated(SNDFILE *f, int64_t *declared, int64_t *actual) {
+    char log[LOG_CAP];
+    get_log(f, log, sizeof log);
     static const char *const keys[] = {"\ndata : ", "\nSSND : "};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *p = strstr(log, keys[i]);
@@ -141,6 +147,20 @@ static int header_says_truncated(SNDFILE *f, int64_t *declared, int64_t *actual)
         }
     }
     return 0;
+}
+
+/* Some decoders (FLAC) report corrupt data only in the log ("ERROR : FLAC__STREAM_DECODER_
+ * ERROR_STATUS_LOST_SYNC") and go on with the frames they could decode. The first such line
+ * goes into why. */
+static int log_reports_error(SNDFILE *f, char *why, size_t cap) {
+    char log[LOG_CAP];
+    get_log(f, log, sizeof log);
+    const char *p = strstr(log, "\nERROR : ");
+    if (!p) return 0;
+    p += 1;
+    size_t n = strcspn(p, "\n");
+    snprintf(why, cap, "%.*s", (int)(n < cap ? n : cap - 1), p);
+    return 1;
 }
 
 /* Mean over channels of chunk [n, ch] into mono [n]. */
@@ -225,6 +245,9 @@ static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_I
     if (sf_error(f) != SF_ERR_NO_ERROR)
         return tandem_fail(TANDEM_E_FORMAT, "audio %s: decoding failed after %lld frames: %s", path,
                            (long long)read_total, sf_strerror(f));
+    char why[160];
+    if (log_reports_error(f, why, sizeof why))
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: corrupt data: %s", path, why);
     if (known && read_total < sfi->frames)
         return tandem_fail(TANDEM_E_FORMAT,
                            "audio %s: truncated or corrupt: decoded %lld of the %lld frames its header declares",

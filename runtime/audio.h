@@ -13,8 +13,9 @@
  * passband of 90 % of the output Nyquist (~9.9 kHz), which covers everything the features
  * use (mel bands end at 8 kHz), at a fraction of BEST's cost.
  *
- * Errors: a file that cannot be opened → TANDEM_E_IO (the OS's reason); not audio, corrupt,
- * truncated (fewer frames than the header promises), zero frames, or non-finite samples →
+ * Errors: a file that cannot be opened → TANDEM_E_IO (the OS's reason); not audio, corrupt
+ * (including errors the decoder only logs, e.g. FLAC's lost sync), truncated (the header
+ * promises more than the file holds), zero frames, or non-finite samples →
  * TANDEM_E_FORMAT naming the file and libsndfile's reason; more than max_samples after
  * resampling → TANDEM_E_BUDGET ("too long", so a loader can skip and count it). Never a crash.
  */
