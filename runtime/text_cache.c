@@ -237,7 +237,9 @@ tandem_status tandem_text_index_open(const tandem_text_index_config *cfg, tandem
                     tandem_free(meta);
                     tandem_text_index_attach(ix, data, bytes, 1);
                     ix->cache_hit = 1;
-                    return tandem_text_index_split(cfg, ix);
+                    st = tandem_text_index_split(cfg, ix);
+                    if (st != TANDEM_OK) tandem_text_index_free(ix);
+                    return st;
                 }
                 munmap(data, bytes);
             }
