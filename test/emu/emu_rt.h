@@ -1,6 +1,23 @@
 /* emu_rt.h — private to the emulator runtime (test/emu/emu_*.c): fibers, workers, guarded
  * memory. One launch runs on one or more workers (OS threads); a worker runs one block at a
- * time, each CUDA thread of the block as a fiber on its own guarded stack. */
+ * time, each CUDA thread of the block as a fiber on its own guarded stack.
+ *
+ * Files: emu_launch.c (API, limits, workers, fault handler), emu_sched.c (one block: fibers,
+ * barriers, fault attribution), emu_warp.c (shuffles, votes), emu_atomic.c, emu_mem.c
+ * (guarded buffers), emu_fiber.c (context switch), emu_kernels.c (registry trampolines).
+ *
+ * AddressSanitizer: fiber switches are annotated with __sanitizer_start/finish_switch_fiber
+ * (fibers, not a thread per CUDA thread); stacks of an abandoned block are unpoisoned.
+ *
+ * Not modelled: timing and true concurrency (threads of a block run one after another between
+ * waits, alternating ascending and descending order, so a missing barrier shows up as wrong
+ * data but a data race is not reported as such); memory coalescing, bank conflicts, warp
+ * divergence cost; static __shared__ size limits (dynamic shared memory is bounds-checked);
+ * reads past the end of shared memory declared statically; a kernel that spins waiting for
+ * another thread without a barrier never finishes (the test runner's timeout catches it);
+ * faults in memory that is not an emulator buffer (e.g. a host pointer) are only caught if
+ * that memory is unmapped. A barrier inside an inline helper called from two places counts as
+ * one barrier (barriers are told apart by source line). */
 #ifndef TANDEM_TEST_EMU_RT_H
 #define TANDEM_TEST_EMU_RT_H
 

@@ -194,11 +194,16 @@ static int resolve_barrier(tandem_emu_worker *w, unsigned live) {
     return 0;
 }
 
-static int schedule(tandem_emu_worker *w) {
+/* Between two waits the fibers run one after another, alternately in ascending and descending
+ * thread order (starting direction by block parity): a kernel that reads another thread's
+ * shared-memory write without a barrier between them then sees stale data in some block,
+ * whichever of the two threads comes first. */
+static int schedule(tandem_emu_worker *w, uint64_t b) {
     unsigned n = w->nthreads, live = n;
-    for (;;) {
-        for (unsigned i = 0; i < n; i++) {
-            tandem_emu_fiber *f = &w->fibers[i];
+    for (uint64_t pass = b;; pass++) {
+        int down = (int)(pass & 1);
+        for (unsigned k = 0; k < n; k++) {
+            tandem_emu_fiber *f = &w->fibers[down ? n - 1 - k : k];
             if (f->state != TANDEM_EMU_F_READY) continue;
             run_fiber(w, f);
             if (f->state == TANDEM_EMU_F_FAILED) return -1;
@@ -223,24 +228,26 @@ static void unpoison_stacks(tandem_emu_worker *w) {
 #endif
 }
 
-static void describe_fault(tandem_emu_worker *w, char *buf, size_t cap) {
+/* Returns 1 when the fault is a stack overflow (it hit a fiber stack's guard page). */
+static int describe_fault(tandem_emu_worker *w, char *buf, size_t cap) {
     const char *a = (const char *)w->fault_addr;
     if (a >= w->stacks && a < w->stacks + w->stacks_len) {
         size_t off = (size_t)(a - w->stacks) % stack_stride();
-        if (off < tandem_emu_page())
-            snprintf(buf, cap, "stack overflow (each emulated thread has a %zu KiB stack)",
-                     STACK_SIZE >> 10);
-        else
-            snprintf(buf, cap, "inside the stack of another emulated thread");
-        return;
+        if (off < tandem_emu_page()) {
+            snprintf(buf, cap, "each emulated thread has a %zu KiB stack", STACK_SIZE >> 10);
+            return 1;
+        }
+        snprintf(buf, cap, "inside the stack of another emulated thread");
+        return 0;
     }
     const tandem_emu_guarded *s = &w->shm;
     if (a >= s->map && a < s->map + s->map_len) {
         snprintf(buf, cap, "offset %lld of dynamic shared memory (%zu bytes requested at launch)",
                  (long long)(a - s->data), s->bytes);
-        return;
+        return 0;
     }
     tandem_emu_describe_addr(a, buf, cap);
+    return 0;
 }
 
 static int fault_landed(tandem_emu_worker *w) {
@@ -251,10 +258,10 @@ static int fault_landed(tandem_emu_worker *w) {
     w->cur = NULL;
     w->fault_fiber->state = TANDEM_EMU_F_FAILED;
     char where[512];
-    describe_fault(w, where, sizeof where);
+    int overflow = describe_fault(w, where, sizeof where);
     const char *kind = w->fault_write > 0 ? "write" : w->fault_write == 0 ? "read" : "access";
-    tandem_emu_fail(w, w->fault_fiber, "out-of-bounds %s at %p (%s): %s", kind, w->fault_addr,
-                    w->fault_sig == SIGBUS ? "SIGBUS" : "SIGSEGV", where);
+    tandem_emu_fail(w, w->fault_fiber, "%s%s at %p (%s): %s", overflow ? "stack overflow: " : "out-of-bounds ",
+                    kind, w->fault_addr, w->fault_sig == SIGBUS ? "SIGBUS" : "SIGSEGV", where);
     unpoison_stacks(w);
     return -1;
 }
@@ -294,7 +301,7 @@ int tandem_emu_run_block(tandem_emu_worker *w, uint64_t b) {
     /* A fault in a fiber long-jumps back here from the signal handler (emu_launch.c). */
     if (sigsetjmp(w->fault_jmp, 0)) return fault_landed(w);
     w->in_block = 1;
-    int rc = schedule(w);
+    int rc = schedule(w, b);
     w->in_block = 0;
     if (rc != 0) {
         unpoison_stacks(w);

@@ -180,3 +180,26 @@ KERNEL tandem_kt_index(tandem_kt_index_args a) {
     o[6] = blockDim.x, o[7] = blockDim.y, o[8] = blockDim.z;
     o[9] = gridDim.x, o[10] = gridDim.y, o[11] = gridDim.z;
 }
+
+/* Planted bug: recursion n levels deep with 1 KiB frames overflows the thread's stack. */
+static int kt_recurse(volatile char *up, int depth) {
+    volatile char frame[1024];
+    frame[0] = (char)(up[0] + 1);
+    frame[1023] = frame[0];
+    return depth > 0 ? kt_recurse(frame, depth - 1) + frame[1023] : frame[0];
+}
+
+KERNEL tandem_kt_deep(tandem_kt_vec_args a) {
+    volatile char top[1] = {0};
+    int r = kt_recurse(top, a.n);
+    if (threadIdx.x == 0) a.out[0] = (float)r;
+}
+
+/* Planted bug: out[i] = in[i - 1] through shared memory, without the barrier between the write
+ * and the neighbour's read. Correct only if the lower thread happens to run first. */
+KERNEL tandem_kt_shift_race(tandem_kt_vec_args a) {
+    __shared__ float s[KT_BLOCK_MAX];
+    int t = (int)threadIdx.x, i = kt_gid();
+    s[t] = i < a.n ? a.in[i] : 0.0f;
+    if (i < a.n) a.out[i] = t > 0 ? s[t - 1] : (i > 0 ? a.in[i - 1] : 0.0f);
+}

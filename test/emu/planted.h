@@ -70,6 +70,8 @@ void tandem_kt_warp(tandem_kt_warp_args a);
 void tandem_kt_badwarp(tandem_kt_badwarp_args a);
 void tandem_kt_atomic(tandem_kt_atomic_args a);
 void tandem_kt_index(tandem_kt_index_args a);
+void tandem_kt_deep(tandem_kt_vec_args a);
+void tandem_kt_shift_race(tandem_kt_vec_args a);
 
 /* Source lane of tandem_kt_warp's __shfl_sync: also exercises srcLane >= 32 (taken mod 32). */
 #define TANDEM_KT_BCAST_SRC(lane) ((int)((lane) * 7u + 37u))

@@ -38,6 +38,8 @@ TRAMP(tandem_kt_warp, tandem_kt_warp_args)
 TRAMP(tandem_kt_badwarp, tandem_kt_badwarp_args)
 TRAMP(tandem_kt_atomic, tandem_kt_atomic_args)
 TRAMP(tandem_kt_index, tandem_kt_index_args)
+TRAMP(tandem_kt_deep, tandem_kt_vec_args)
+TRAMP(tandem_kt_shift_race, tandem_kt_vec_args)
 
 #define LAUNCH(k, d, a) tandem_emu_launch_fn(#k, tr_##k, (d), (a))
 
@@ -155,6 +157,20 @@ static void test_buf_find(void **state) {
     assert_int_equal(tandem_emu_buf_find(p, &base), 0);
 }
 
+static void test_stack_overflow_caught(void **state) {
+    (void)state;
+    float *out = rand_floats(1, 0, 0);
+    tandem_kt_vec_args a = {NULL, out, 10, 0};
+    tandem_launch_dims d = dims(2, 64, 0);
+    expect_ok(LAUNCH(tandem_kt_deep, &d, &a)); /* 10 KiB deep: fits */
+    a.n = (int)(tandem_emu_stack_size() / 1024) + 64;
+    expect_error(LAUNCH(tandem_kt_deep, &d, &a), "kernel tandem_kt_deep block (0,0,0) thread (0,0,0)",
+                 "stack overflow", NULL);
+    a.n = 10; /* and the stacks are usable again */
+    expect_ok(LAUNCH(tandem_kt_deep, &d, &a));
+    tandem_emu_buf_free(out);
+}
+
 /* ---- barriers and shared memory ----------------------------------------------------------- */
 
 static void test_divergent_barrier_caught(void **state) {
@@ -201,6 +217,27 @@ static void test_shared_memory_barrier_order(void **state) {
         tandem_emu_buf_free(in);
         tandem_emu_buf_free(out);
     }
+}
+
+/* A missing barrier shows up as wrong results: the emulator does not always run the writer
+ * of a shared-memory element before its reader. */
+static void test_missing_barrier_exposed(void **state) {
+    (void)state;
+    unsigned block = 64, n = block * 4;
+    float *in = rand_floats(n, 1, 2), *out = rand_floats(n, 0, 0);
+    tandem_kt_vec_args a = {in, out, (int)n, 0};
+    tandem_launch_dims d = dims(4, block, 0);
+    expect_ok(LAUNCH(tandem_kt_shift_race, &d, &a)); /* no error is reported: the data is wrong */
+    unsigned wrong_blocks = 0;
+    for (unsigned b = 0; b < 4; b++) {
+        int wrong = 0;
+        for (unsigned t = 1; t < block; t++) wrong |= out[b * block + t] != in[b * block + t - 1];
+        wrong_blocks += (unsigned)wrong;
+    }
+    printf("  blocks with wrong results without the barrier: %u of 4\n", wrong_blocks);
+    assert_true(wrong_blocks >= 2);
+    tandem_emu_buf_free(in);
+    tandem_emu_buf_free(out);
 }
 
 static void test_dynamic_shared_overrun_caught(void **state) {
@@ -459,8 +496,10 @@ int main(void) {
         cmocka_unit_test(test_underrun_caught),
         cmocka_unit_test(test_use_after_free_caught),
         cmocka_unit_test(test_buf_find),
+        cmocka_unit_test(test_stack_overflow_caught),
         cmocka_unit_test(test_divergent_barrier_caught),
         cmocka_unit_test(test_shared_memory_barrier_order),
+        cmocka_unit_test(test_missing_barrier_exposed),
         cmocka_unit_test(test_dynamic_shared_overrun_caught),
         cmocka_unit_test(test_bad_shuffle_masks_caught),
         cmocka_unit_test(test_warp_ops),
