@@ -85,6 +85,15 @@ $(PCFILE): Makefile toolchain.mk
 # ---- parts with their own rules (tests, emulator, stand-in driver, demo, bench) --------
 include $(sort $(wildcard mk/*.mk))
 
+# After every mk file has added its binaries to TEST_BINS (prerequisites expand immediately).
+.PHONY: test test-build
+test-build: all $(TEST_BINS)
+
+# `make test` = deps, build, every test binary; ends with "N passed, M failed".
+test: deps
+	@$(MAKE) --no-print-directory test-build
+	@bash test/run.sh $(TEST_BINS)
+
 .PHONY: install clean config-info
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \

@@ -1,4 +1,4 @@
-/* dialect.h — the CUDA-C dialect every kernels/*.cu file is written in, and its only include.
+/* dialect.h — the CUDA-C dialect every kernel source (kernels/NAME.cu) is written in, and its only include.
  *
  * The same source compiles two ways:
  *   nvcc (__CUDACC__)     → real CUDA kernels in tandem.fatbin;
@@ -57,7 +57,10 @@ void *tandem_emu_dynamic_shared(void);
 #define DYNAMIC_SHARED(type, name) type *name = (type *)tandem_emu_dynamic_shared()
 
 void tandem_emu_syncthreads(void);
-#define __syncthreads() tandem_emu_syncthreads()
+/* The source location identifies the barrier (a divergent barrier is reported when threads
+ * wait at different ones); a return address would not, as the compiler may duplicate a call. */
+void tandem_emu_syncthreads_at(const char *file, int line);
+#define __syncthreads() tandem_emu_syncthreads_at(__FILE__, __LINE__)
 
 /* Warp exchange: every lane in mask deposits, then all read (lockstep semantics). */
 uint32_t tandem_emu_shfl_u32(unsigned mask, uint32_t v, int mode, int lane_arg);

@@ -12,16 +12,9 @@ $(TEST_BIN_DIR)/test_%: test/unit/test_%.c $(LIB) $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(TEST_LIBS)
 
-.PHONY: deps test test-build
+.PHONY: deps
 deps:
 	@bash tools/deps.sh
-
-test-build: all $(TEST_BINS)
-
-# `make test` = deps, build, every test binary; ends with "N passed, M failed".
-test: deps
-	@$(MAKE) --no-print-directory test-build
-	@bash test/run.sh $(TEST_BINS)
 
 # Artifact checks (symbol prefix, embedded fatbin, tandem.pc) run as a test "binary".
 TEST_BINS += $(BUILD)/test/bin/check_archive

@@ -49,8 +49,6 @@ $(TEST_BIN_DIR)/test_fakecuda: test/fakecuda/test_fakecuda.c test/fakecuda/fakec
 	@mkdir -p $(dir $@)
 	$(CC) $(FAKECUDA_TEST_CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(TEST_LIBS)
 TEST_BINS += $(TEST_BIN_DIR)/test_fakecuda
-# mk/10-test.mk expands TEST_BINS in `test-build:` when it is read, before this file appends.
-test-build: $(TEST_BIN_DIR)/test_fakecuda
 endif
 
 # The end-to-end test needs the cuda backend, the pool and the ops (written in parallel).
@@ -60,7 +58,6 @@ $(TEST_BIN_DIR)/test_cuda_e2e: test/fakecuda/test_cuda_e2e.c $(LIB) $(FAKECUDA_L
 	@mkdir -p $(dir $@)
 	$(CC) $(FAKECUDA_TEST_CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(TEST_LIBS)
 TEST_BINS += $(TEST_BIN_DIR)/test_cuda_e2e
-test-build: $(TEST_BIN_DIR)/test_cuda_e2e
 endif
 
 endif

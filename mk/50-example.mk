@@ -18,8 +18,6 @@ $(EXAMPLE): docs/example/embed.c runtime/tandem.h $(LIB) $(PCFILE)
 	  $$(sed -n 's/^Libs.private: *//p' $(PCFILE))
 
 TEST_BINS += $(EXAMPLE_RUN)
-# (10-test.mk's `test-build: all $(TEST_BINS)` expanded TEST_BINS before this file was read.)
-test-build: $(EXAMPLE_RUN)
 $(EXAMPLE_RUN): $(EXAMPLE)
 	@mkdir -p $(dir $@)
 	@printf '#!/bin/sh\n"%s" || { echo "[  FAILED  ] example_embed (exit $$?)"; exit 1; }\necho "[       OK ] example_embed"\n' '$(abspath $(EXAMPLE))' > $@

@@ -1,6 +1,6 @@
 /* emu.h — the kernel emulator's API (test-only; never part of libtandem.a).
  *
- * Runs kernels compiled from kernels/*.cu with -DTANDEM_EMU on the CPU with CUDA semantics.
+ * Runs kernels compiled from kernels/NAME.cu with -DTANDEM_EMU on the CPU with CUDA semantics.
  * Emulated device memory comes from tandem_emu_buf_alloc: each buffer has guard zones, and
  * every launch checks that no thread touched memory outside the buffers it could reach.
  */
