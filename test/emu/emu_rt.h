@@ -45,7 +45,7 @@
 #endif
 
 #define TANDEM_EMU_MAX_BLOCK_THREADS 1024u
-#define TANDEM_EMU_MAX_WORKERS 64
+#define TANDEM_EMU_MAX_WORKERS 16 /* each costs ~2 memory mappings per fiber stack */
 #define TANDEM_EMU_ERR_MAX 1024
 
 /* ---- guarded memory (emu_mem.c) ---------------------------------------------------------- */

@@ -190,7 +190,8 @@ static int resolve_barrier(tandem_emu_worker *w, unsigned live) {
                         first->site_line);
         return -1;
     }
-    for (unsigned i = 0; i < w->nthreads; i++) w->fibers[i].state = TANDEM_EMU_F_READY;
+    for (unsigned i = 0; i < w->nthreads; i++)
+        if (w->fibers[i].state == TANDEM_EMU_F_BARRIER) w->fibers[i].state = TANDEM_EMU_F_READY;
     return 0;
 }
 
