@@ -5,8 +5,7 @@
 # (every registered kernel, emulated vs its host implementation, and the fatbin's entry set).
 EMU_DIR     := $(BUILD)/test/emu
 EMU_LIB     := $(EMU_DIR)/libtandem_emu.a
-# -Wno-comment: dialect.h and emu.h mention "kernels/*.cu" inside comments.
-EMU_CFLAGS   = $(CFLAGS) -Wno-comment -DTANDEM_EMU -Itest -Itest/emu
+EMU_CFLAGS   = $(CFLAGS) -DTANDEM_EMU -Itest -Itest/emu
 EMU_RT_OBJ  := $(patsubst test/emu/%.c,$(EMU_DIR)/rt/%.o,$(wildcard test/emu/emu_*.c))
 EMU_K_OBJ   := $(patsubst kernels/%.cu,$(EMU_DIR)/kernels/%.o,$(CU_SRC))
 EMU_SYSLIBS := -lm -lpthread
@@ -31,7 +30,7 @@ $(EMU_DIR)/planted.o: test/emu/planted.cu
 
 $(EMU_DIR)/test_emu_self.o: test/emu/test_emu_self.c
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -Wno-comment -Itest/emu -MMD -MP -c $< -o $@
+	$(CC) $(TEST_CFLAGS) -Itest/emu -MMD -MP -c $< -o $@
 
 $(TEST_BIN_DIR)/test_emu_self: $(EMU_DIR)/test_emu_self.o $(EMU_DIR)/planted.o $(EMU_LIB)
 	@mkdir -p $(dir $@)
@@ -44,15 +43,13 @@ KTEST_OBJ := $(patsubst test/kernels/%.c,$(BUILD)/test/kernels/%.o,\
 
 $(BUILD)/test/kernels/%.o: test/kernels/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -Wno-comment -Itest/kernels -Itest/emu -MMD -MP -c $< -o $@
+	$(CC) $(TEST_CFLAGS) -Itest/kernels -Itest/emu -MMD -MP -c $< -o $@
 
 $(TEST_BIN_DIR)/test_kernels: $(KTEST_OBJ) $(EMU_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(KTEST_OBJ) $(EMU_LIB) $(LIB) $(TEST_LIBS)
 
 TEST_BINS += $(TEST_BIN_DIR)/test_emu_self $(TEST_BIN_DIR)/test_kernels
-# (10-test.mk's `test-build: all $(TEST_BINS)` expanded TEST_BINS before this file was read.)
-test-build: $(TEST_BIN_DIR)/test_emu_self $(TEST_BIN_DIR)/test_kernels
 
 -include $(EMU_RT_OBJ:.o=.d) $(EMU_K_OBJ:.o=.d) $(EMU_DIR)/planted.d $(EMU_DIR)/test_emu_self.d \
          $(KTEST_OBJ:.o=.d)
