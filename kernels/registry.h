@@ -21,6 +21,7 @@
 #include "basic.h"
 #include "gemm_kernel.h"
 #include "mel.h"
+#include "attention.h"
 
 /* X(name, group) */
 #define TANDEM_KERNEL_LIST(X)                                                             \
@@ -33,7 +34,13 @@
     X(gemm_f32, gemm_kernel)                                                              \
     X(mel_stft, mel)                                                                      \
     X(mel_log, mel)                                                                       \
-    X(mel_targets, mel)
+    X(mel_targets, mel)                                                                   \
+    X(qkv_split, attention)                                                               \
+    X(qkv_merge_grad, attention)                                                          \
+    X(heads_merge, attention)                                                             \
+    X(heads_split_grad, attention)                                                        \
+    X(softmax_causal_fwd, attention)                                                      \
+    X(softmax_causal_bwd, attention)
 
 typedef enum tandem_kernel_id {
 #define TANDEM_KID_ENUM(name, group) TANDEM_KID_##name,

@@ -26,7 +26,7 @@ typedef enum { TANDEM_KB_IN, TANDEM_KB_OUT, TANDEM_KB_INOUT } tandem_kb_role;
 
 typedef struct tandem_kcase_buf {
     const char *name;
-    tandem_dtype dtype;   /* F32, BF16 or I32 */
+    tandem_dtype dtype;   /* F32, BF16, I32, or U8 (inputs only) */
     int64_t count;        /* elements */
     tandem_kb_role role;
     float lo, hi;         /* uniform range of random inputs (IN, INOUT) */

@@ -43,6 +43,7 @@ static size_t dtype_bytes(tandem_dtype dt) {
     case TANDEM_F32: return 4;
     case TANDEM_BF16: return 2;
     case TANDEM_I32: return 4;
+    case TANDEM_U8: return 1; /* masks; inputs only (an unwritten u8 output is not detectable) */
     default: return 0; /* not used by kernel cases */
     }
 }
@@ -51,6 +52,7 @@ static double element(const void *p, tandem_dtype dt, int64_t i) {
     switch (dt) {
     case TANDEM_F32: return ((const float *)p)[i];
     case TANDEM_BF16: return tandem_bf16_to_f32(((const tandem_bf16 *)p)[i]);
+    case TANDEM_U8: return ((const uint8_t *)p)[i];
     default: return ((const int32_t *)p)[i];
     }
 }
@@ -61,6 +63,9 @@ static void fill_random(void *p, const tandem_kcase_buf *b, tandem_rng *rng) {
         case TANDEM_F32: ((float *)p)[i] = tandem_rng_uniform(rng, b->lo, b->hi); break;
         case TANDEM_BF16:
             ((tandem_bf16 *)p)[i] = tandem_f32_to_bf16(tandem_rng_uniform(rng, b->lo, b->hi));
+            break;
+        case TANDEM_U8:
+            ((uint8_t *)p)[i] = (uint8_t)tandem_rng_int(rng, (int64_t)ceilf(b->lo), (int64_t)floorf(b->hi));
             break;
         default:
             ((int32_t *)p)[i] = (int32_t)tandem_rng_int(rng, (int64_t)ceilf(b->lo), (int64_t)floorf(b->hi));

@@ -1,0 +1,140 @@
+/* attention_host.c — launch geometry and host implementations of the attention kernels
+ * (attention.cu). The host implementations follow the semantics of attention.h with plain
+ * loops; they are what the host backend runs, so they are deterministic (fixed summation
+ * order), and the reference the emulated kernels are compared with.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "registry.h"
+
+/* Element-wise transforms: 256 threads per block, at most 4096 blocks (a grid-stride loop
+ * covers the rest). Softmax rows: one warp each, 4 warps per block. */
+enum { ATTN_THREADS = 256, ATTN_MAX_BLOCKS = 4096, ATTN_ROWS_PER_BLOCK = 4 };
+
+static void elementwise_dims(int64_t n, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(n, ATTN_THREADS);
+    if (d->grid[0] > ATTN_MAX_BLOCKS) d->grid[0] = ATTN_MAX_BLOCKS;
+}
+
+static void row_dims(int64_t rows, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(rows, ATTN_ROWS_PER_BLOCK);
+    d->block[0] = ATTN_ROWS_PER_BLOCK * 32;
+}
+
+/* Offset in a per-head tensor [B, H, T, dh] of (b, h, t, e). */
+static int64_t head_offset(int64_t b, int h, int t, int e, int seq, int heads, int head_dim) {
+    return ((b * heads + h) * seq + t) * head_dim + e;
+}
+
+/* ---- qkv_split ---- */
+void tandem_k_qkv_split_geom(const tandem_k_qkv_split_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->seq * 3 * a->heads * a->head_dim, d);
+}
+void tandem_k_qkv_split_host(const tandem_k_qkv_split_args *a) {
+    const int H = a->heads, dh = a->head_dim, T = a->seq, d = H * dh;
+    float *const dst[3] = {a->q, a->k, a->v};
+    for (int64_t b = 0; b < a->batch; b++)
+        for (int t = 0; t < T; t++) {
+            const float *row = a->qkv + (b * T + t) * 3 * d; /* [3d] */
+            for (int g = 0; g < 3; g++)
+                for (int h = 0; h < H; h++)
+                    for (int e = 0; e < dh; e++)
+                        dst[g][head_offset(b, h, t, e, T, H, dh)] = row[g * d + h * dh + e];
+        }
+}
+
+/* ---- qkv_merge_grad ---- */
+void tandem_k_qkv_merge_grad_geom(const tandem_k_qkv_merge_grad_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->seq * 3 * a->heads * a->head_dim, d);
+}
+void tandem_k_qkv_merge_grad_host(const tandem_k_qkv_merge_grad_args *a) {
+    const int H = a->heads, dh = a->head_dim, T = a->seq, d = H * dh;
+    const float *const src[3] = {a->dq, a->dk, a->dv};
+    for (int64_t b = 0; b < a->batch; b++)
+        for (int t = 0; t < T; t++) {
+            float *row = a->dqkv + (b * T + t) * 3 * d; /* [3d] */
+            for (int g = 0; g < 3; g++)
+                for (int h = 0; h < H; h++)
+                    for (int e = 0; e < dh; e++)
+                        row[g * d + h * dh + e] = src[g][head_offset(b, h, t, e, T, H, dh)];
+        }
+}
+
+/* ---- heads_merge ---- */
+void tandem_k_heads_merge_geom(const tandem_k_heads_merge_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->seq * a->heads * a->head_dim, d);
+}
+void tandem_k_heads_merge_host(const tandem_k_heads_merge_args *a) {
+    const int H = a->heads, dh = a->head_dim, T = a->seq, d = H * dh;
+    for (int64_t b = 0; b < a->batch; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++)
+                for (int e = 0; e < dh; e++)
+                    a->y[(b * T + t) * d + h * dh + e] = a->o[head_offset(b, h, t, e, T, H, dh)];
+}
+
+/* ---- heads_split_grad ---- */
+void tandem_k_heads_split_grad_geom(const tandem_k_heads_split_grad_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->seq * a->heads * a->head_dim, d);
+}
+void tandem_k_heads_split_grad_host(const tandem_k_heads_split_grad_args *a) {
+    const int H = a->heads, dh = a->head_dim, T = a->seq, d = H * dh;
+    for (int64_t b = 0; b < a->batch; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++)
+                for (int e = 0; e < dh; e++)
+                    a->d_o[head_offset(b, h, t, e, T, H, dh)] = a->dy[(b * T + t) * d + h * dh + e];
+}
+
+/* ---- softmax_causal_fwd ---- */
+void tandem_k_softmax_causal_fwd_geom(const tandem_k_softmax_causal_fwd_args *a,
+                                      tandem_launch_dims *d) {
+    row_dims((int64_t)a->batch * a->heads * a->seq, d);
+}
+/* The sum is accumulated in double (deterministic, and more accurate than the kernel's float
+ * tree, so the emulator comparison measures the kernel's error). Each element is read before
+ * it is written, so s == p works. */
+void tandem_k_softmax_causal_fwd_host(const tandem_k_softmax_causal_fwd_args *a) {
+    const int T = a->seq;
+    const int64_t rows = (int64_t)a->batch * a->heads * T;
+    for (int64_t row = 0; row < rows; row++) {
+        const int i = (int)(row % T);
+        const int64_t b = row / ((int64_t)T * a->heads);
+        const float *s = a->s + row * T;            /* [T] */
+        float *p = a->p + row * T;                  /* [T] */
+        const uint8_t *mask = a->key_mask + b * T;  /* [T] */
+        float m = -INFINITY;
+        int any = 0;
+        for (int j = 0; j <= i; j++)
+            if (mask[j]) {
+                m = any ? fmaxf(m, s[j]) : s[j];
+                any = 1;
+            }
+        double sum = 0.0;
+        for (int j = 0; j <= i; j++)
+            if (mask[j]) sum += expf(s[j] - m);
+        const float inv = any ? (float)(1.0 / sum) : 0.0f;
+        for (int j = 0; j < T; j++) p[j] = (j <= i && mask[j]) ? expf(s[j] - m) * inv : 0.0f;
+    }
+}
+
+/* ---- softmax_causal_bwd ---- */
+void tandem_k_softmax_causal_bwd_geom(const tandem_k_softmax_causal_bwd_args *a,
+                                      tandem_launch_dims *d) {
+    row_dims((int64_t)a->batch * a->heads * a->seq, d);
+}
+void tandem_k_softmax_causal_bwd_host(const tandem_k_softmax_causal_bwd_args *a) {
+    const int T = a->seq;
+    const int64_t rows = (int64_t)a->batch * a->heads * T;
+    for (int64_t row = 0; row < rows; row++) {
+        const int i = (int)(row % T);
+        const float *dp = a->dp + row * T; /* [T] */
+        const float *p = a->p + row * T;   /* [T] */
+        float *ds = a->ds + row * T;       /* [T] */
+        double r = 0.0;
+        for (int j = 0; j <= i; j++) r += (double)p[j] * dp[j];
+        const float rf = (float)r;
+        for (int j = 0; j < T; j++) ds[j] = j <= i ? p[j] * (dp[j] - rf) : 0.0f;
+    }
+}

@@ -1,0 +1,194 @@
+/* cases_attention.c — kernel-test cases for the attention kernels (kernels/attention.h).
+ *
+ * Layout transforms, shapes (B, T, H, dh): a single element; odd sizes well off the 256-thread
+ * block; the tiny model's attention (T = 128 text + 512/4 mel positions, H 4, dh 64); the base
+ * model's (T = 200 + 800/2, H 8, dh 64), whose 1.8 M elements exceed the 4096-block grid cap
+ * so threads take a second grid-stride trip; and a random shape.
+ * Softmax rows, shapes (B, H, T): one row of one key; rows shorter than, just past and several
+ * times a warp; the tiny model's scores; the base model's; a random shape. The key mask is
+ * random 0/1 on small shapes (key 0 is often masked, so rows with no allowed key occur) and
+ * mostly real (7 in 8) on the large ones.
+ *
+ * Tolerances (normalised squared error, kcase.h):
+ *   transforms: 1e-12, i.e. exact — they only move floats.
+ *   softmax fwd/bwd: 1e-10 — host sums in double, the kernel in a float warp tree, and libm's
+ *     expf and CUDA's may differ by an ulp: expected error ~1e-14; one wrong or unmasked element
+ *     in a row of 600 gives > 1e-6.
+ */
+#include <stdio.h>
+
+#include "kcase.h"
+
+static void set_buf(tandem_kcase *c, int j, const char *name, tandem_dtype dt, int64_t count,
+                    tandem_kb_role role, float lo, float hi) {
+    tandem_kcase_buf *b = &c->bufs[j];
+    b->name = name;
+    b->dtype = dt;
+    b->count = count;
+    b->role = role;
+    b->lo = lo;
+    b->hi = hi;
+    c->nbufs = j + 1; /* buffers are declared in order */
+}
+
+/* ---- layout transforms: c->i = {B, T, H, dh} ---- */
+static const int layout_shapes[][4] = {
+    {1, 1, 1, 1}, {2, 5, 3, 7}, {3, 37, 2, 33}, {2, 256, 4, 64}, {2, 600, 8, 64}, {-1, 0, 0, 0},
+};
+#define N_LAYOUT ((int)(sizeof layout_shapes / sizeof layout_shapes[0]))
+
+/* Picks the shape and returns the element count of one per-head tensor [B, H, T, dh]. */
+static int64_t layout_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
+    const int *s = layout_shapes[idx];
+    int64_t B = s[0], T = s[1], H = s[2], dh = s[3];
+    if (B < 0) {
+        B = tandem_rng_int(rng, 1, 4);
+        T = tandem_rng_int(rng, 1, 300);
+        H = tandem_rng_int(rng, 1, 8);
+        dh = tandem_rng_int(rng, 1, 80);
+    }
+    c->i[0] = B;
+    c->i[1] = T;
+    c->i[2] = H;
+    c->i[3] = dh;
+    c->tol = 1e-12;
+    snprintf(c->desc, sizeof c->desc, "B=%lld T=%lld H=%lld dh=%lld", (long long)B, (long long)T,
+             (long long)H, (long long)dh);
+    return B * T * H * dh;
+}
+
+static void qkv_split_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    int64_t n = layout_shape(idx, rng, c);
+    set_buf(c, 0, "qkv", TANDEM_F32, 3 * n, TANDEM_KB_IN, -2.0f, 2.0f);
+    set_buf(c, 1, "q", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    set_buf(c, 2, "k", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    set_buf(c, 3, "v", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+}
+static void qkv_split_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_qkv_split_args *a = (tandem_k_qkv_split_args *)args;
+    a->qkv = (const float *)bufs[0];
+    a->q = (float *)bufs[1];
+    a->k = (float *)bufs[2];
+    a->v = (float *)bufs[3];
+    a->batch = (int)c->i[0];
+    a->seq = (int)c->i[1];
+    a->heads = (int)c->i[2];
+    a->head_dim = (int)c->i[3];
+}
+const tandem_kcase_spec tandem_kcase_qkv_split = {N_LAYOUT, qkv_split_make, qkv_split_bind};
+
+static void qkv_merge_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    int64_t n = layout_shape(idx, rng, c);
+    set_buf(c, 0, "dq", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    set_buf(c, 1, "dk", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    set_buf(c, 2, "dv", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    set_buf(c, 3, "dqkv", TANDEM_F32, 3 * n, TANDEM_KB_OUT, 0, 0);
+}
+static void qkv_merge_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_qkv_merge_grad_args *a = (tandem_k_qkv_merge_grad_args *)args;
+    a->dq = (const float *)bufs[0];
+    a->dk = (const float *)bufs[1];
+    a->dv = (const float *)bufs[2];
+    a->dqkv = (float *)bufs[3];
+    a->batch = (int)c->i[0];
+    a->seq = (int)c->i[1];
+    a->heads = (int)c->i[2];
+    a->head_dim = (int)c->i[3];
+}
+const tandem_kcase_spec tandem_kcase_qkv_merge_grad = {N_LAYOUT, qkv_merge_make, qkv_merge_bind};
+
+static void heads_merge_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    int64_t n = layout_shape(idx, rng, c);
+    set_buf(c, 0, "o", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    set_buf(c, 1, "y", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+}
+static void heads_merge_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_heads_merge_args *a = (tandem_k_heads_merge_args *)args;
+    a->o = (const float *)bufs[0];
+    a->y = (float *)bufs[1];
+    a->batch = (int)c->i[0];
+    a->seq = (int)c->i[1];
+    a->heads = (int)c->i[2];
+    a->head_dim = (int)c->i[3];
+}
+const tandem_kcase_spec tandem_kcase_heads_merge = {N_LAYOUT, heads_merge_make, heads_merge_bind};
+
+static void heads_split_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    int64_t n = layout_shape(idx, rng, c);
+    set_buf(c, 0, "dy", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    set_buf(c, 1, "d_o", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+}
+static void heads_split_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_heads_split_grad_args *a = (tandem_k_heads_split_grad_args *)args;
+    a->dy = (const float *)bufs[0];
+    a->d_o = (float *)bufs[1];
+    a->batch = (int)c->i[0];
+    a->seq = (int)c->i[1];
+    a->heads = (int)c->i[2];
+    a->head_dim = (int)c->i[3];
+}
+const tandem_kcase_spec tandem_kcase_heads_split_grad = {N_LAYOUT, heads_split_make,
+                                                         heads_split_bind};
+
+/* ---- softmax rows: c->i = {B, H, T}; c->f[0] = largest key-mask value ---- */
+static const int softmax_shapes[][3] = {
+    {1, 1, 1}, {2, 3, 17}, {1, 2, 33}, {3, 1, 100}, {2, 4, 256}, {1, 8, 600}, {-1, 0, 0},
+};
+#define N_SOFTMAX ((int)(sizeof softmax_shapes / sizeof softmax_shapes[0]))
+
+static int64_t softmax_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
+    const int *s = softmax_shapes[idx];
+    int64_t B = s[0], H = s[1], T = s[2];
+    if (B < 0) {
+        B = tandem_rng_int(rng, 1, 3);
+        H = tandem_rng_int(rng, 1, 4);
+        T = tandem_rng_int(rng, 1, 200);
+    }
+    c->i[0] = B;
+    c->i[1] = H;
+    c->i[2] = T;
+    /* mask values in [0, hi]: 0/1 on small rows, mostly nonzero on long ones */
+    c->f[0] = T >= 200 ? 7.0f : 1.0f;
+    c->tol = 1e-10;
+    snprintf(c->desc, sizeof c->desc, "B=%lld H=%lld T=%lld", (long long)B, (long long)H,
+             (long long)T);
+    return B * H * T * T;
+}
+
+static void softmax_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    int64_t n = softmax_shape(idx, rng, c);
+    /* scores as they come out of Q K^T / sqrt(dh) for unit-scale inputs, and wider */
+    set_buf(c, 0, "s", TANDEM_F32, n, TANDEM_KB_IN, -8.0f, 8.0f);
+    set_buf(c, 1, "key_mask", TANDEM_U8, c->i[0] * c->i[2], TANDEM_KB_IN, 0.0f, c->f[0]);
+    set_buf(c, 2, "p", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+}
+static void softmax_fwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_softmax_causal_fwd_args *a = (tandem_k_softmax_causal_fwd_args *)args;
+    a->s = (const float *)bufs[0];
+    a->key_mask = (const uint8_t *)bufs[1];
+    a->p = (float *)bufs[2];
+    a->batch = (int)c->i[0];
+    a->heads = (int)c->i[1];
+    a->seq = (int)c->i[2];
+}
+const tandem_kcase_spec tandem_kcase_softmax_causal_fwd = {N_SOFTMAX, softmax_fwd_make,
+                                                           softmax_fwd_bind};
+
+static void softmax_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    int64_t n = softmax_shape(idx, rng, c);
+    set_buf(c, 0, "dp", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    /* any values in [0, 1]: the formula does not assume the rows sum to 1 */
+    set_buf(c, 1, "p", TANDEM_F32, n, TANDEM_KB_IN, 0.0f, 1.0f);
+    set_buf(c, 2, "ds", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+}
+static void softmax_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_softmax_causal_bwd_args *a = (tandem_k_softmax_causal_bwd_args *)args;
+    a->dp = (const float *)bufs[0];
+    a->p = (const float *)bufs[1];
+    a->ds = (float *)bufs[2];
+    a->batch = (int)c->i[0];
+    a->heads = (int)c->i[1];
+    a->seq = (int)c->i[2];
+}
+const tandem_kcase_spec tandem_kcase_softmax_causal_bwd = {N_SOFTMAX, softmax_bwd_make,
+                                                           softmax_bwd_bind};
