@@ -23,7 +23,7 @@ static tandem_status declare(tandem_pool *pool, const char *prefix, const char *
 tandem_status tandem_mel_plan_declare(tandem_pool *pool, tandem_device *dev, const char *prefix,
                                       int batch, int max_frames, int64_t max_samples,
                                       int first_op, tandem_mel_plan *p) {
-    if (!pool || !dev || !p || batch < 1 || max_frames < 1 || max_samples < 1 || first_op < 0)
+    if (!pool || !p || batch < 1 || max_frames < 1 || max_samples < 1 || first_op < 0)
         return tandem_fail(TANDEM_E_INVALID,
                            "mel plan: bad arguments (batch %d, max_frames %d, max_samples %lld; "
                            "expected all >= 1)", batch, max_frames, (long long)max_samples);
@@ -48,9 +48,15 @@ tandem_status tandem_mel_plan_declare(tandem_pool *pool, tandem_device *dev, con
     TANDEM_TRY(declare(pool, prefix, "mel_lin", TANDEM_F32, 2, rows, TANDEM_MEL_N_MELS, 0, S, o + 1, o + 2,
                        &p->mel_lin));
 
+    return dev ? tandem_mel_plan_prepare(p, dev) : TANDEM_OK;
+}
+
+tandem_status tandem_mel_plan_prepare(tandem_mel_plan *p, tandem_device *dev) {
+    if (!p || !dev || !p->audio) return tandem_fail(TANDEM_E_INVALID, "mel plan prepare: NULL argument or plan not declared");
+    const int64_t rows = (int64_t)p->batch * p->max_frames;
     tandem_gemm_shape proj = {0, 1, rows, TANDEM_MEL_N_MELS, TANDEM_MEL_N_BINS, 1};
     TANDEM_TRY(tandem_gemm_prepare(dev, &proj));
-
+    if (p->host_consts) return TANDEM_OK;
     p->host_consts = (float *)tandem_malloc(sizeof(float) * N_CONST_FB);
     if (!p->host_consts) return tandem_fail(TANDEM_E_NOMEM, "mel plan: host copy of the filterbank");
     tandem_mel_filterbank_f32(p->host_consts);
@@ -60,12 +66,14 @@ tandem_status tandem_mel_plan_declare(tandem_pool *pool, tandem_device *dev, con
 tandem_status tandem_mel_upload_constants(tandem_mel_plan *p, tandem_stream *s) {
     if (!p || !s) return tandem_fail(TANDEM_E_INVALID, "mel filterbank upload: NULL argument");
     if (!p->host_consts)
-        return tandem_fail(TANDEM_E_STATE, "mel filterbank: already uploaded (or plan not declared)");
+        return tandem_fail(TANDEM_E_STATE, "mel filterbank: %s", p->uploaded ? "already uploaded"
+                           : "plan not prepared (tandem_mel_plan_prepare before commit)");
     TANDEM_TRY(tandem_tensor_upload(s, p->filterbank, p->host_consts, sizeof(float) * N_CONST_FB));
     /* the copy may still be in flight on cuda: wait before freeing its source */
     TANDEM_TRY(tandem_stream_sync(s));
     tandem_free(p->host_consts);
     p->host_consts = NULL;
+    p->uploaded = 1;
     return TANDEM_OK;
 }
 
@@ -80,7 +88,7 @@ void tandem_mel_plan_release(tandem_mel_plan *p) {
 
 tandem_status tandem_mel_batch(tandem_mel_plan *p, tandem_stream *s) {
     if (!p || !s || !p->audio) return tandem_fail(TANDEM_E_INVALID, "mel batch: plan or stream is NULL");
-    if (p->host_consts)
+    if (!p->uploaded)
         return tandem_fail(TANDEM_E_STATE, "mel batch: filterbank not uploaded (tandem_mel_upload_constants)");
 
     tandem_k_mel_stft_args sa;

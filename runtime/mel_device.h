@@ -3,11 +3,13 @@
  * of a pool, queued on a stream. The host backend runs the kernels' host implementations and
  * CBLAS, cuda runs the fatbin and cuBLASLt, so this is the same path on both.
  *
- * Use: tandem_mel_plan_declare before the pool is committed (it declares every tensor and
- * prepares the GEMM shapes), tandem_mel_upload_constants once after commit, then for each
- * batch fill plan->audio and plan->lengths and call tandem_mel_batch.
- * Owns: its tensors' declarations and, until the upload, a host copy of the constants
- * (allocated at declare time so nothing is allocated after commit).
+ * Use: tandem_mel_plan_declare before the pool is committed (it declares every tensor and,
+ * given a device, prepares), tandem_mel_upload_constants once after commit, then for each
+ * batch fill plan->audio and plan->lengths and call tandem_mel_batch. Declaring without a
+ * device and calling tandem_mel_plan_prepare later splits the two: a planning-only pool
+ * (`tandem plan`) is declared into without any device or host allocation.
+ * Owns: its tensors' declarations and, from prepare until the upload, a host copy of the
+ * constants (allocated before commit so nothing is allocated after it).
  */
 #ifndef TANDEM_RUNTIME_MEL_DEVICE_H
 #define TANDEM_RUNTIME_MEL_DEVICE_H
@@ -35,15 +37,20 @@ typedef struct tandem_mel_plan {
     /* scratch (per step) */
     tandem_tensor *mag;      /* [B * max_frames, 513] |STFT| */
     tandem_tensor *mel_lin;  /* [B * max_frames, 80] before the log */
-    float *host_consts;      /* the float filterbank until uploaded */
+    float *host_consts;      /* the float filterbank from prepare until uploaded */
+    int uploaded;            /* the filterbank is on the device */
 } tandem_mel_plan;
 
-/* Declare the plan's tensors in pool (names "<prefix>.audio", ...); prepares the GEMM shapes
- * on dev (the pool's device). Scratch tensors live from first_op to first_op + 2.
- * batch >= 1, max_frames >= 1, max_samples >= 1. */
+/* Declare the plan's tensors in pool (names "<prefix>.audio", ...). dev (the pool's device)
+ * non-NULL: also tandem_mel_plan_prepare; NULL: declare only (planning-only pools).
+ * Scratch tensors live from first_op to first_op + 2. batch >= 1, max_frames >= 1,
+ * max_samples >= 1. */
 tandem_status tandem_mel_plan_declare(tandem_pool *pool, tandem_device *dev, const char *prefix,
                                       int batch, int max_frames, int64_t max_samples,
                                       int first_op, tandem_mel_plan *plan);
+/* Before commit: prepare the GEMM shapes on dev and build the host copy of the filterbank.
+ * A second call is a no-op for the copy (the shapes are prepared again, which is cheap). */
+tandem_status tandem_mel_plan_prepare(tandem_mel_plan *plan, tandem_device *dev);
 /* After commit: upload the filterbank (and free its host copy). */
 tandem_status tandem_mel_upload_constants(tandem_mel_plan *plan, tandem_stream *s);
 /* Queue the features of the batch in plan->audio / plan->lengths on s. */

@@ -30,7 +30,7 @@ static tandem_status declare_ring(const tandem_config *cfg, tandem_pool *p, tand
         TANDEM_TRY(decl(p, n[0], TANDEM_I32, 2, b, t, 0, P, 0, 0, &s->tokens));
         TANDEM_TRY(decl(p, n[1], TANDEM_I32, 1, b, 0, 0, P, 0, 0, &s->text_lengths));
         TANDEM_TRY(decl(p, n[2], TANDEM_F32, 3, b, f, m, P, 0, 0, &s->mels));
-        TANDEM_TRY(decl(p, n[3], TANDEM_U8, 2, b, f, 0, P, 0, 0, &s->frame_mask));
+        TANDEM_TRY(decl(p, n[3], TANDEM_F32, 2, b, f, 0, P, 0, 0, &s->frame_mask));
         TANDEM_TRY(decl(p, n[4], TANDEM_F32, 2, b, f, 0, P, 0, 0, &s->stop_targets));
         TANDEM_TRY(decl(p, n[5], TANDEM_I32, 1, b, 0, 0, P, 0, 0, &s->frame_lengths));
     }
@@ -38,19 +38,9 @@ static tandem_status declare_ring(const tandem_config *cfg, tandem_pool *p, tand
 }
 
 static tandem_status declare_data(const tandem_config *cfg, tandem_pool *p, tandem_layout *l) {
-    const int64_t b = cfg->batch_size, f = cfg->max_frames, m = cfg->n_mels;
-    const tandem_lifetime P = TANDEM_PERSISTENT, S = TANDEM_PER_STEP;
-    TANDEM_TRY(decl(p, "data.audio", TANDEM_F32, 2, b, f * TANDEM_HOP, 0, P, 0, 0, &l->audio));
-    TANDEM_TRY(decl(p, "data.audio_lengths", TANDEM_I32, 1, b, 0, 0, P, 0, 0, &l->audio_lengths));
-    /* the chain frames → spectrum → mels: frames and mels are never live together, so the
-     * planner lets them share bytes */
-    TANDEM_TRY(decl(p, "feat.frames", TANDEM_F32, 3, b, f, TANDEM_N_FFT, S, TANDEM_FEAT_OP_FRAME,
-                    TANDEM_FEAT_OP_STFT, &l->frames));
-    TANDEM_TRY(decl(p, "feat.spectrum", TANDEM_F32, 3, b, f, TANDEM_N_BINS, S, TANDEM_FEAT_OP_STFT,
-                    TANDEM_FEAT_OP_MEL, &l->spectrum));
-    TANDEM_TRY(decl(p, "feat.mels", TANDEM_F32, 3, b, f, m, S, TANDEM_FEAT_OP_MEL,
-                    TANDEM_FEAT_OP_PACK, &l->feat_mels));
-    return TANDEM_OK;
+    /* the pipeline's own declaration of the feature path; per-step ops start at 0 */
+    const int64_t samples = (int64_t)cfg->max_frames * TANDEM_HOP;
+    return tandem_mel_plan_declare(p, NULL, "mel", cfg->batch_size, cfg->max_frames, samples, 0, &l->mel);
 }
 
 tandem_status tandem_layout_declare(const tandem_config *cfg, tandem_pool *data_pool,
@@ -67,13 +57,15 @@ tandem_status tandem_layout_declare(const tandem_config *cfg, tandem_pool *data_
     /* Pinned staging, from the shapes (the same whether or not a pool was given). */
     const size_t b = (size_t)cfg->batch_size, t = (size_t)cfg->max_text, f = (size_t)cfg->max_frames;
     const size_t m = (size_t)cfg->n_mels;
-    size_t audio = round64(b * f * TANDEM_HOP * 4) + round64(b * 4);
-    size_t slot = round64(b * t * 4) + round64(b * 4) + round64(b * f * m * 4) + round64(b * f) +
-                  round64(b * f * 4) + round64(b * 4);
-    out->pinned_audio_bytes = 2 * audio;
-    out->pinned_slot_bytes = slot;
-    out->pinned_bytes = out->pinned_audio_bytes + (size_t)out->n_slots * slot;
+    out->n_staging = TANDEM_LAYOUT_STAGING;
+    out->pinned_batch_bytes = round64(b * f * TANDEM_HOP * 4) + round64(b * 4) + round64(b * t * 4) + round64(b * 4);
+    out->pinned_slot_bytes = round64(b * f * m * 4) + round64(b * f * 4) + round64(b * f * 4) + round64(b * 4);
+    out->pinned_bytes = (size_t)out->n_staging * out->pinned_batch_bytes + (size_t)out->n_slots * out->pinned_slot_bytes;
     return TANDEM_OK;
+}
+
+void tandem_layout_release(tandem_layout *l) {
+    if (l) tandem_mel_plan_release(&l->mel);
 }
 
 static const char *mib(size_t b, char *buf, size_t cap) {
@@ -85,10 +77,11 @@ size_t tandem_layout_pinned_report(const tandem_layout *l, char *buf, size_t cap
     char a[32], s[32], tot[32];
     int n = snprintf(buf, cap,
                      "pinned host staging: %s\n"
-                     "  audio batches      2 x %s  (loader threads fill one while the other uploads)\n"
-                     "  ring slots         %d x %s  (text from the host; batches staged when the "
-                     "devices have no peer access)\n",
-                     mib(l->pinned_bytes, tot, sizeof tot), mib(l->pinned_audio_bytes / 2, a, sizeof a),
+                     "  staged batches     %d x %s  (audio + tokens: loader threads fill one while one "
+                     "uploads)\n"
+                     "  ring slots         %d x %s  (features staged when the devices have no peer "
+                     "access; not allocated otherwise)\n",
+                     mib(l->pinned_bytes, tot, sizeof tot), l->n_staging, mib(l->pinned_batch_bytes, a, sizeof a),
                      l->n_slots, mib(l->pinned_slot_bytes, s, sizeof s));
     return n > 0 ? (size_t)n : 0;
 }

@@ -15,7 +15,7 @@
 #include "text_index.h"
 
 #define TANDEM_TEXT_CACHE_MAGIC "TNDMTXT\x1a"
-#define TANDEM_TEXT_CACHE_FORMAT 1
+#define TANDEM_TEXT_CACHE_FORMAT 2 /* 2: tandem_utt.n_samples filled from the audio headers */
 
 /* The on-disk header (native byte order; the magic and version reject foreign files). */
 typedef struct tandem_text_cache_header {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "audio.h"
 #include "log.h"
 #include "os.h"
 #include "symbols.h"
@@ -47,6 +48,7 @@ typedef struct row {
     uint32_t n_tok;
     uint32_t detail;    /* reason detail: field count, byte offset, code point, token count */
     uint32_t detail2;   /* first line of a duplicate, position of an unknown character */
+    uint32_t n_samples; /* audio length at 22050 Hz from the header; 0 = unreadable */
 } row;
 
 static const char *const audio_exts[] = {"wav", "flac", "ogg"};
@@ -107,6 +109,7 @@ typedef struct tokvec {
 
 typedef struct shared {
     const tandem_text_index_config *cfg;
+    const char *meta_path;
     row *rows;
     size_t n_rows;
     atomic_size_t next;
@@ -132,6 +135,24 @@ static int audio_lookup(const char *dir, const row *r, uint8_t *ext) {
         }
     }
     return 0;
+}
+
+/* Duration from the file's header (read once here and cached with the index, so the loader
+ * can skip utterances that do not fit without opening them). An unreadable header leaves 0:
+ * the row stays in the index (the text is fine) and the split leaves it out of training. */
+static void probe_duration(const char *meta_path, const char *dir, row *r) {
+    char path[4096];
+    int k = snprintf(path, sizeof path, "%s/wavs/%.*s.%s", dir, (int)r->id_len, r->id, audio_exts[r->audio_ext]);
+    if (k < 0 || (size_t)k >= sizeof path) return;
+    tandem_audio_info info;
+    if (tandem_audio_probe(path, &info) != TANDEM_OK) {
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: audio unreadable, not used for training: %s", meta_path, r->line,
+                    tandem_last_error());
+        return;
+    }
+    r->n_samples = info.samples_22050 > (int64_t)UINT32_MAX ? UINT32_MAX
+                   : info.samples_22050 < 0                  ? 0
+                                                              : (uint32_t)info.samples_22050;
 }
 
 static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tokvec *tv, uint16_t *ids,
@@ -182,6 +203,7 @@ static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tok
     r->n_tok = (uint32_t)count;
     r->lang = (uint8_t)norm->lang;
     tv->len += count;
+    if (cfg->check_audio) probe_duration(sh->meta_path, cfg->data_dir, r);
     return TANDEM_OK;
 }
 
@@ -335,7 +357,7 @@ tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, 
     if (nw < 1) nw = 1;
     if (nw > 64) nw = 64;
     if ((size_t)nw > n_rows / CHUNK_ROWS + 1) nw = (int)(n_rows / CHUNK_ROWS + 1);
-    shared sh = {.cfg = cfg, .rows = rows, .n_rows = n_rows};
+    shared sh = {.cfg = cfg, .meta_path = meta_path, .rows = rows, .n_rows = n_rows};
     atomic_init(&sh.next, 0);
     atomic_init(&sh.failed, 0);
     sh.vecs = tandem_calloc((size_t)nw, sizeof *sh.vecs);
@@ -414,6 +436,7 @@ tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, 
         if (r->skip) continue;
         tandem_utt *x = &utts[u++];
         x->line = r->line;
+        x->n_samples = r->n_samples;
         x->lang = r->lang;
         x->tok = tk;
         x->n_tok = (uint16_t)r->n_tok;
@@ -527,9 +550,43 @@ tandem_status tandem_text_index_split(const tandem_text_index_config *cfg, tande
         tandem_free(is_val);
         return tandem_fail(TANDEM_E_INVALID, "index: every utterance is in the val set; nothing to train on");
     }
+    /* duration filter: the split is made first, so the val set does not depend on max_samples */
+    ix->audio_too_long = ix->audio_too_short = ix->audio_unreadable = 0;
+    uint32_t n_train_usable = 0, n_val_usable = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t ns = ix->utts[i].n_samples;
+        if (cfg->check_audio && cfg->max_samples > 0) {
+            if (ns == 0) {
+                ix->audio_unreadable++;
+                is_val[i] = 2; /* left out of both sets */
+                continue;
+            }
+            if ((int64_t)ns > cfg->max_samples) {
+                ix->audio_too_long++;
+                is_val[i] = 2;
+                continue;
+            }
+            if (ns < TANDEM_INDEX_MIN_SAMPLES) {
+                ix->audio_too_short++;
+                is_val[i] = 2;
+                continue;
+            }
+        }
+        if (is_val[i]) n_val_usable++;
+        else n_train_usable++;
+    }
+    if (n_train_usable == 0) {
+        tandem_free(is_val);
+        return tandem_fail(TANDEM_E_INVALID,
+                           "index: no training utterance left after the duration filter (%u too long for %lld "
+                           "samples, %u shorter than %d samples, %u unreadable, %u in the val set)",
+                           ix->audio_too_long, (long long)cfg->max_samples, ix->audio_too_short,
+                           TANDEM_INDEX_MIN_SAMPLES, ix->audio_unreadable, n_val_usable);
+    }
+    n_val = n_val_usable;
     tandem_free(ix->train);
     tandem_free(ix->val);
-    ix->train = tandem_malloc((size_t)(n - n_val) * sizeof *ix->train);
+    ix->train = tandem_malloc((size_t)n_train_usable * sizeof *ix->train);
     ix->val = tandem_malloc((size_t)(n_val ? n_val : 1) * sizeof *ix->val);
     if (!ix->train || !ix->val) {
         tandem_free(is_val);
@@ -537,9 +594,9 @@ tandem_status tandem_text_index_split(const tandem_text_index_config *cfg, tande
     }
     ix->n_train = ix->n_val = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (is_val[i])
+        if (is_val[i] == 1)
             ix->val[ix->n_val++] = i;
-        else
+        else if (is_val[i] == 0)
             ix->train[ix->n_train++] = i;
     }
     tandem_free(is_val);

@@ -15,6 +15,9 @@
 #include "tandem.h"
 #include "text_norm.h"
 
+/* Shortest usable audio: one hop, so that an utterance has at least one mel frame. */
+#define TANDEM_INDEX_MIN_SAMPLES 256
+
 typedef enum tandem_text_column {
     TANDEM_TEXT_COLUMN_NORMALIZED = 0, /* third column (LJSpeech's normalized transcript) */
     TANDEM_TEXT_COLUMN_RAW = 1,        /* second column */
@@ -45,8 +48,9 @@ typedef struct tandem_utt {
     uint8_t lang;       /* tandem_lang */
     uint8_t reserved;   /* 0 */
     uint32_t line;      /* 1-based line in metadata.csv */
-    uint32_t n_samples; /* audio length at 22050 Hz; 0 = not scanned yet (the audio scan fills
-                           it; see the hook in tools/cmd_prep.c) */
+    uint32_t n_samples; /* audio length at 22050 Hz read from the file's header when the
+                           index is built (check_audio); 0 = not scanned (check_audio off) or
+                           the header could not be read */
 } tandem_utt;
 
 typedef struct tandem_text_index_config {
@@ -59,6 +63,9 @@ typedef struct tandem_text_index_config {
     uint64_t seed;             /* for the val split */
     const char *const *val_ids; /* explicit val ids (overrides val_fraction) */
     size_t n_val_ids;
+    int64_t max_samples;       /* > 0 (with check_audio): utterances longer than this, shorter
+                                  than TANDEM_INDEX_MIN_SAMPLES or with an unreadable header are
+                                  left out of train and val and counted (0 = no filter) */
     int use_cache;             /* 1 (default): read/write the persistent text cache */
     const char *cache_dir;     /* NULL → $TANDEM_CACHE_DIR, $XDG_CACHE_HOME/tandem, ~/.cache/tandem */
 } tandem_text_index_config;
@@ -78,6 +85,8 @@ typedef struct tandem_text_index {
     uint32_t max_tok;                        /* longest n_tok */
     uint32_t *train, n_train;                /* indices into utts */
     uint32_t *val, n_val;
+    /* left out of train/val by the duration filter (max_samples), counted at each split */
+    uint32_t audio_too_long, audio_too_short, audio_unreadable;
     uint64_t key;                            /* cache key of this build */
     int cache_hit;                           /* 1: loaded from the cache file */
     char cache_path[1024];                   /* "" when the cache is off or unavailable */

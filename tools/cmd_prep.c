@@ -13,13 +13,15 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem prep --data DIR [--text-column normalized|text] [--max-text N] [--num-workers N]\n"
-            "                   [--val-fraction F] [--seed S] [--no-audio-check] [--no-cache]\n\n"
+            "                   [--max-frames N] [--val-fraction F] [--seed S] [--no-audio-check] [--no-cache]\n\n"
             "Reads DIR/metadata.csv (LJSpeech layout), checks every row, normalises and encodes the\n"
             "text on worker threads and stores the result in the text cache ($TANDEM_CACHE_DIR, else\n"
             "$XDG_CACHE_HOME/tandem, else ~/.cache/tandem). Skipped rows are reported as\n"
-            "metadata.csv:<line>: <reason> when the index is built.\n\n"
+            "metadata.csv:<line>: <reason> when the index is built. Audio durations are read from\n"
+            "the file headers once and cached with the text.\n\n"
             "  --text-column C    normalized (3rd column, default) or text (2nd column)\n"
             "  --max-text N       max tokens per utterance incl. <lang> BOS EOS (default 128)\n"
+            "  --max-frames N     mel frames per utterance (default 512): longer audio is left out\n"
             "  --num-workers N    frontend threads (default: CPU count)\n"
             "  --val-fraction F   hold out this share for validation, seeded (default 0)\n"
             "  --seed S           seed of the validation split (default 0)\n"
@@ -45,6 +47,7 @@ int cli_prep(int argc, char **argv) {
     }
     tandem_text_index_config cfg;
     tandem_text_index_config_default(&cfg);
+    long max_frames = 512; /* the tiny preset's */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -63,6 +66,8 @@ int cli_prep(int argc, char **argv) {
         } else if (v && !strcmp(a, "--max-text")) {
             if (!parse_long(a, argv[++i], 4, 65535, &x)) return 2;
             cfg.max_text = (int)x;
+        } else if (v && !strcmp(a, "--max-frames")) {
+            if (!parse_long(a, argv[++i], 16, 16384, &max_frames)) return 2;
         } else if (v && !strcmp(a, "--num-workers")) {
             if (!parse_long(a, argv[++i], 1, 64, &x)) return 2;
             cfg.num_workers = (int)x;
@@ -88,6 +93,7 @@ int cli_prep(int argc, char **argv) {
         return 2;
     }
 
+    cfg.max_samples = (int64_t)max_frames * 256; /* one hop per mel frame */
     uint64_t t0 = tandem_now_ns();
     tandem_text_index ix;
     tandem_status st = tandem_text_index_open(&cfg, &ix);
@@ -111,20 +117,27 @@ int cli_prep(int argc, char **argv) {
     printf("%s%s\n", n_skipped ? ")" : "", n_skipped && ix.cache_hit ? "; per-line reasons were logged when the cache was built" : "");
     printf("languages: en %u, fa %u\n", ix.lang_count[TANDEM_LANG_EN], ix.lang_count[TANDEM_LANG_FA]);
 
-    /* HOOK(audio): durations come from tandem_utt.n_samples, which the audio scan fills (issue 4,
-     * audio loader part). Until it does, every n_samples is 0 and no duration is printed. */
+    /* durations: read from each file's header when the index was built, cached with it */
     uint64_t samples = 0;
-    uint32_t scanned = 0;
-    for (uint32_t i = 0; i < ix.count; i++)
-        if (ix.utts[i].n_samples) {
-            samples += ix.utts[i].n_samples;
-            scanned++;
-        }
+    uint32_t scanned = 0, lo = UINT32_MAX, hi = 0;
+    for (uint32_t i = 0; i < ix.count; i++) {
+        uint32_t ns = ix.utts[i].n_samples;
+        if (!ns) continue;
+        samples += ns;
+        scanned++;
+        if (ns < lo) lo = ns;
+        if (ns > hi) hi = ns;
+    }
     if (scanned)
-        printf("duration: %.1f s total, %.2f s mean (%u files)\n", (double)samples / 22050.0,
-               (double)samples / 22050.0 / scanned, scanned);
+        printf("duration: %.1f s total, %.2f s mean, %.2f .. %.2f s (%u files)\n", (double)samples / 22050.0,
+               (double)samples / 22050.0 / scanned, lo / 22050.0, hi / 22050.0, scanned);
     else
         printf("duration: (audio not scanned)\n");
+    if (cfg.check_audio)
+        printf("audio: %u too long for max_frames %ld (%.2f s), %u shorter than one hop, %u unreadable "
+               "(left out of train/val)\n",
+               ix.audio_too_long, max_frames, (double)cfg.max_samples / 22050.0, ix.audio_too_short,
+               ix.audio_unreadable);
 
     printf("tokens: %llu total, %.1f mean, %u max (max_text %d, framing <lang> BOS EOS included)\n",
            (unsigned long long)ix.n_tokens, (double)ix.n_tokens / ix.count, ix.max_tok, cfg.max_text);

@@ -516,28 +516,32 @@ static void test_layout_from_config(void **state) {
         assert_int_equal(tandem_pool_plan(model), TANDEM_OK);
 
         const size_t b = (size_t)cfg.batch_size, f = (size_t)cfg.max_frames, t = (size_t)cfg.max_text;
-        const size_t frames = b * f * 1024 * 4, spec = b * f * 513 * 4, mels = b * f * 80 * 4;
+        const size_t spec = b * f * 513 * 4, lin = b * f * 80 * 4, mels = b * f * 80 * 4;
         const size_t audio = b * f * 256 * 4;
-        assert_int_equal(tandem_tensor_bytes(l.frames), frames);
-        assert_int_equal(tandem_tensor_bytes(l.spectrum), spec);
-        assert_int_equal(tandem_tensor_bytes(l.feat_mels), mels);
-        assert_int_equal(tandem_tensor_bytes(l.audio), audio);
+        /* the data arena is the feature path's own declaration (runtime/mel_device.h) */
+        assert_int_equal(tandem_tensor_bytes(l.mel.mag), spec);
+        assert_int_equal(tandem_tensor_bytes(l.mel.mel_lin), lin);
+        assert_int_equal(tandem_tensor_bytes(l.mel.mel), mels);
+        assert_int_equal(tandem_tensor_bytes(l.mel.audio), audio);
         assert_int_equal(tandem_tensor_bytes(l.slot[0].tokens), b * t * 4);
-        assert_int_equal(tandem_tensor_bytes(l.slot[0].frame_mask), b * f);
-        /* frames (ops 0..1) and mels (2..3) are never live together: same bytes */
-        assert_int_equal(tandem_tensor_offset(l.frames), tandem_tensor_offset(l.feat_mels));
+        assert_int_equal(tandem_tensor_bytes(l.slot[0].frame_mask), b * f * 4);
+        assert_int_equal(tandem_tensor_bytes(l.slot[0].mels), tandem_tensor_bytes(l.mel.mel));
+        assert_int_equal(tandem_tensor_bytes(l.slot[0].frame_mask), tandem_tensor_bytes(l.mel.mask));
+        assert_int_equal(tandem_tensor_bytes(l.slot[0].stop_targets), tandem_tensor_bytes(l.mel.stop));
+        assert_int_equal(tandem_tensor_bytes(l.slot[0].frame_lengths), tandem_tensor_bytes(l.mel.frames));
         tandem_pool_stats s;
         tandem_pool_get_stats(data, &s);
         size_t r256 = 256;
-        assert_int_equal(s.per_step_peak, (frames + spec + r256 - 1) / r256 * r256);
+        /* |STFT| (ops 0..1) and linear mels (1..2) overlap at op 1: both live at the peak */
+        assert_int_equal(s.per_step_peak, (spec + r256 - 1) / r256 * r256 + (lin + r256 - 1) / r256 * r256);
         /* model: only the ring so far, n_slots x one batch, each tensor rounded to 256 B */
         tandem_pool_get_stats(model, &s);
         assert_int_equal(s.tensor_count, 6 * cfg.prefetch_buffer_size);
         size_t slot = 0;
-        const size_t parts[6] = {b * t * 4, b * 4, mels, b * f, b * f * 4, b * 4};
+        const size_t parts[6] = {b * t * 4, b * 4, mels, b * f * 4, b * f * 4, b * 4};
         for (int i = 0; i < 6; i++) slot += (parts[i] + r256 - 1) / r256 * r256;
         assert_int_equal(s.persistent_bytes, slot * (size_t)cfg.prefetch_buffer_size);
-        assert_true(l.pinned_bytes >= 2 * audio + (size_t)l.n_slots * (b * t * 4 + mels));
+        assert_true(l.pinned_bytes >= 2 * (audio + b * t * 4) + (size_t)l.n_slots * mels);
         tandem_pool_destroy(data);
         tandem_pool_destroy(model);
     }
