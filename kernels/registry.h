@@ -21,6 +21,7 @@
 #include "basic.h"
 #include "gemm_kernel.h"
 #include "mel.h"
+#include "layers.h"
 #include "attention.h"
 
 /* X(name, group) */
@@ -35,6 +36,16 @@
     X(mel_stft, mel)                                                                      \
     X(mel_log, mel)                                                                       \
     X(mel_targets, mel)                                                                   \
+    X(layernorm_fwd, layers)                                                              \
+    X(layernorm_bwd, layers)                                                              \
+    X(layernorm_bwd_params, layers)                                                       \
+    X(gelu_fwd, layers)                                                                   \
+    X(gelu_bwd, layers)                                                                   \
+    X(bias_add, layers)                                                                   \
+    X(col_sum_acc, layers)                                                                \
+    X(seq_embed_fwd, layers)                                                              \
+    X(seq_embed_bwd, layers)                                                              \
+    X(prenet_input, layers)                                                               \
     X(qkv_split, attention)                                                               \
     X(qkv_merge_grad, attention)                                                          \
     X(heads_merge, attention)                                                             \

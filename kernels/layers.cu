@@ -1,0 +1,251 @@
+/* layers.cu — device kernels of the transformer layers (kernels/layers.h): LayerNorm forward
+ * and backward (+ its deterministic parameter-gradient sum), GELU, bias add, column sums, the
+ * input sequence embedding and the prenet input shift.
+ *
+ * No atomics anywhere: every reduction has an order fixed by the shapes (warp butterflies,
+ * then warp totals in order, then row slices in order), so results are bit-identical run to
+ * run on a GPU — required for exact resume. Launch geometry: kernels/layers_host.c.
+ * All kernel sources share one translation unit in the fatbin: helpers are prefixed layers_
+ * and the macros are undefined at the end.
+ */
+#include "dialect.h"
+
+#include "layers.h"
+
+/* The LayerNorm kernels take any block size that is a multiple of 32 up to 1024
+ * (layers_host.c uses 128). col_sum_acc: a block is LAYERS_CS_COLS columns x LAYERS_CS_SLICES row slices. */
+#define LAYERS_CS_COLS 32
+#define LAYERS_CS_SLICES 32
+
+DEVICE_FN int64_t layers_first(void) {
+    return (int64_t)blockIdx.x * (int64_t)blockDim.x + (int64_t)threadIdx.x;
+}
+DEVICE_FN int64_t layers_stride(void) { return (int64_t)gridDim.x * (int64_t)blockDim.x; }
+
+/* Butterfly sum over a full warp: every lane ends with the same total. */
+DEVICE_FN float layers_warp_sum(float v) {
+    for (int offset = TANDEM_WARP_SIZE / 2; offset > 0; offset /= 2)
+        v += __shfl_xor_sync(TANDEM_FULL_MASK, v, offset);
+    return v;
+}
+
+/* Block-wide sums of two values; every thread gets both totals. red: shared [2 * 33]
+ * (32 warp totals + the result, per value). Safe to call again straight away: the next call
+ * overwrites the warp slots only after this one's readers of them passed the second barrier,
+ * and the result slots only after its own first barrier. */
+DEVICE_FN void layers_block_sum2(float *v0, float *v1, float *red) {
+    int lane = (int)threadIdx.x % TANDEM_WARP_SIZE;
+    int warp = (int)threadIdx.x / TANDEM_WARP_SIZE;
+    int nwarps = (int)blockDim.x / TANDEM_WARP_SIZE;
+    float a = layers_warp_sum(*v0), b = layers_warp_sum(*v1);
+    if (lane == 0) {
+        red[warp] = a;
+        red[33 + warp] = b;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        a = layers_warp_sum(lane < nwarps ? red[lane] : 0.0f);
+        b = layers_warp_sum(lane < nwarps ? red[33 + lane] : 0.0f);
+        if (lane == 0) {
+            red[32] = a;
+            red[65] = b;
+        }
+    }
+    __syncthreads();
+    *v0 = red[32];
+    *v1 = red[65];
+}
+
+/* ---- LayerNorm forward: one block per row (grid.x = rows) ----
+ * Two passes over the row (mean, then the centred variance) rather than E[x^2] - mean^2,
+ * which cancels badly when |mean| >> std. The whole block leaves together on an
+ * out-of-range row, so no thread skips a barrier. */
+KERNEL tandem_k_layernorm_fwd(tandem_k_layernorm_fwd_args a) {
+    __shared__ float red[66];
+    int row = (int)blockIdx.x;
+    if (row >= a.rows) return;
+    int tid = (int)threadIdx.x, nt = (int)blockDim.x;
+    const float *x = a.x + (int64_t)row * a.d; /* [d] */
+    float *y = a.y + (int64_t)row * a.d;       /* [d] */
+
+    float s = 0.0f, unused = 0.0f;
+    for (int c = tid; c < a.d; c += nt) s += x[c];
+    layers_block_sum2(&s, &unused, red);
+    float mean = s / (float)a.d;
+
+    float q = 0.0f;
+    unused = 0.0f;
+    for (int c = tid; c < a.d; c += nt) {
+        float t = x[c] - mean;
+        q += t * t;
+    }
+    layers_block_sum2(&q, &unused, red);
+    float rstd = rsqrtf(q / (float)a.d + a.eps);
+
+    for (int c = tid; c < a.d; c += nt) y[c] = (x[c] - mean) * rstd * a.gamma[c] + a.beta[c];
+    if (tid == 0) {
+        a.mean[row] = mean;
+        a.rstd[row] = rstd;
+    }
+}
+
+/* ---- LayerNorm backward: dx and per-block parameter partials ----
+ * With xhat = (x - mean) * rstd and g = gamma * dy:
+ *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+ * Block b takes rows b, b + nb, ...; thread tid owns columns tid, tid + blockDim, ... both for
+ * the row's dx and for the block's partials part[2, d] in shared memory, so the partials need
+ * no barrier and are summed in row order. */
+KERNEL tandem_k_layernorm_bwd(tandem_k_layernorm_bwd_args a) {
+    __shared__ float red[66];
+    DYNAMIC_SHARED(float, part); /* [2, d]: sum dy * xhat, sum dy over this block's rows */
+    int nb = tandem_layernorm_bwd_blocks(a.rows);
+    int blk = (int)blockIdx.x;
+    if (blk >= nb) return;
+    int tid = (int)threadIdx.x, nt = (int)blockDim.x, d = a.d;
+    for (int c = tid; c < d; c += nt) {
+        part[c] = 0.0f;
+        part[d + c] = 0.0f;
+    }
+    for (int row = blk; row < a.rows; row += nb) { /* the same trip count for the whole block */
+        const float *x = a.x + (int64_t)row * d;   /* [d] */
+        const float *dy = a.dy + (int64_t)row * d; /* [d] */
+        float *dx = a.dx + (int64_t)row * d;       /* [d] */
+        float mean = a.mean[row], rstd = a.rstd[row];
+        float s_g = 0.0f, s_gx = 0.0f;
+        for (int c = tid; c < d; c += nt) {
+            float g = a.gamma[c] * dy[c];
+            s_g += g;
+            s_gx += g * (x[c] - mean) * rstd;
+        }
+        layers_block_sum2(&s_g, &s_gx, red);
+        float m_g = s_g / (float)d, m_gx = s_gx / (float)d;
+        for (int c = tid; c < d; c += nt) {
+            float xhat = (x[c] - mean) * rstd;
+            float dyc = dy[c];
+            dx[c] = rstd * (a.gamma[c] * dyc - m_g - xhat * m_gx);
+            part[c] += dyc * xhat;
+            part[d + c] += dyc;
+        }
+    }
+    float *out = a.scratch + (int64_t)blk * 2 * d; /* [2, d] */
+    for (int c = tid; c < d; c += nt) {
+        out[c] = part[c];
+        out[d + c] = part[d + c];
+    }
+}
+
+/* dgamma/dbeta += the blocks' partials, one thread per column, blocks in order. */
+KERNEL tandem_k_layernorm_bwd_params(tandem_k_layernorm_bwd_params_args a) {
+    int nb = tandem_layernorm_bwd_blocks(a.rows);
+    int64_t stride = layers_stride();
+    for (int64_t c = layers_first(); c < a.d; c += stride) {
+        float g = 0.0f, b = 0.0f;
+        for (int k = 0; k < nb; k++) {
+            const float *p = a.scratch + (int64_t)k * 2 * a.d; /* [2, d] */
+            g += p[c];
+            b += p[a.d + c];
+        }
+        a.dgamma[c] += g;
+        a.dbeta[c] += b;
+    }
+}
+
+/* ---- GELU (tanh approximation; formula in layers.h) ---- */
+KERNEL tandem_k_gelu_fwd(tandem_k_gelu_fwd_args a) {
+    int64_t stride = layers_stride();
+    for (int64_t i = layers_first(); i < a.n; i += stride) a.y[i] = tandem_gelu_tanh(a.x[i]);
+}
+
+KERNEL tandem_k_gelu_bwd(tandem_k_gelu_bwd_args a) {
+    int64_t stride = layers_stride();
+    for (int64_t i = layers_first(); i < a.n; i += stride)
+        a.dx[i] = a.dy[i] * tandem_gelu_tanh_grad(a.x[i]);
+}
+
+/* ---- bias ---- */
+KERNEL tandem_k_bias_add(tandem_k_bias_add_args a) {
+    int64_t n = (int64_t)a.rows * a.d, stride = layers_stride();
+    for (int64_t i = layers_first(); i < n; i += stride) a.y[i] += a.b[i % a.d];
+}
+
+/* Block (LAYERS_CS_COLS, LAYERS_CS_SLICES) per 32 columns: thread (tx, ty) sums rows
+ * ty, ty + 32, ... of column tx (a warp reads 32 consecutive floats of a row: coalesced), then
+ * row 0 of the block adds the 32 slices in order. Fixed order, no atomics. */
+KERNEL tandem_k_col_sum_acc(tandem_k_col_sum_acc_args a) {
+    __shared__ float slices[LAYERS_CS_SLICES][LAYERS_CS_COLS + 1]; /* +1: no bank conflicts */
+    int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+    int c = (int)blockIdx.x * LAYERS_CS_COLS + tx;
+    float s = 0.0f;
+    if (c < a.d)
+        for (int r = ty; r < a.rows; r += LAYERS_CS_SLICES) s += a.dy[(int64_t)r * a.d + c];
+    slices[ty][tx] = s;
+    __syncthreads();
+    if (ty == 0 && c < a.d) {
+        float t = 0.0f;
+        for (int k = 0; k < LAYERS_CS_SLICES; k++) t += slices[k][tx];
+        a.db[c] += t;
+    }
+}
+
+/* ---- input sequence ---- */
+KERNEL tandem_k_seq_embed_fwd(tandem_k_seq_embed_fwd_args a) {
+    int T = a.text_len + a.mel_len, d = a.d;
+    int64_t n = (int64_t)a.batch * T * d, stride = layers_stride();
+    for (int64_t i = layers_first(); i < n; i += stride) {
+        int c = (int)(i % d);
+        int64_t bt = i / d;
+        int t = (int)(bt % T), b = (int)(bt / T);
+        const float *src; /* [d]: the symbol's embedding or the prenet output row */
+        if (t < a.text_len)
+            src = a.sym_emb + (int64_t)a.tokens[(int64_t)b * a.text_len + t] * d;
+        else
+            src = a.prenet_out + ((int64_t)b * a.mel_len + (t - a.text_len)) * d;
+        a.x[i] = src[c] + a.pos_emb[(int64_t)t * d + c];
+    }
+}
+
+/* One grid-stride index space for the three gradients, in this order:
+ *   [0, V*d)            one thread per (v, c): scan every (b, t < Tt) in order;
+ *   [V*d, V*d + T*d)    one thread per (t, c): sum over b in order;
+ *   the rest, B*Tm*d    copy of the mel rows of dx.
+ * Neighbouring threads take neighbouring columns, so dx reads are coalesced and a warp's
+ * token reads are one broadcast. */
+KERNEL tandem_k_seq_embed_bwd(tandem_k_seq_embed_bwd_args a) {
+    int Tt = a.text_len, Tm = a.mel_len, T = Tt + Tm, d = a.d;
+    int64_t n_sym = (int64_t)a.vocab * d, n_pos = (int64_t)T * d;
+    int64_t n = n_sym + n_pos + (int64_t)a.batch * Tm * d, stride = layers_stride();
+    for (int64_t i = layers_first(); i < n; i += stride) {
+        if (i < n_sym) {
+            int v = (int)(i / d), c = (int)(i % d);
+            float s = 0.0f;
+            for (int b = 0; b < a.batch; b++)
+                for (int t = 0; t < Tt; t++)
+                    if (a.tokens[(int64_t)b * Tt + t] == v) s += a.dx[((int64_t)b * T + t) * d + c];
+            a.d_sym_emb[i] += s;
+        } else if (i < n_sym + n_pos) {
+            int64_t j = i - n_sym; /* t * d + c */
+            float s = 0.0f;
+            for (int b = 0; b < a.batch; b++) s += a.dx[(int64_t)b * T * d + j];
+            a.d_pos_emb[j] += s;
+        } else {
+            int64_t j = i - n_sym - n_pos; /* (b * Tm + jm) * d + c */
+            int64_t bj = j / d;
+            int b = (int)(bj / Tm), jm = (int)(bj % Tm);
+            a.d_prenet_out[j] = a.dx[((int64_t)b * T + Tt + jm) * d + j % d];
+        }
+    }
+}
+
+/* ---- prenet input: groups[b, j] = mels group j - 1 (zeros for j = 0) ----
+ * mels [B, F, n_mels] is [B, Tm, r * n_mels] in memory, so this is a shift by one group. */
+KERNEL tandem_k_prenet_input(tandem_k_prenet_input_args a) {
+    int64_t g = (int64_t)a.r * a.n_mels;
+    int64_t n = (int64_t)a.batch * a.mel_len * g, stride = layers_stride();
+    for (int64_t i = layers_first(); i < n; i += stride) {
+        int j = (int)((i / g) % a.mel_len);
+        a.groups[i] = j == 0 ? 0.0f : a.mels[i - g];
+    }
+}
+
+#undef LAYERS_CS_COLS
+#undef LAYERS_CS_SLICES

@@ -1,0 +1,169 @@
+/* layers.h — argument structs of the transformer's layer kernels (issue 5): LayerNorm, GELU,
+ * bias add and its gradient, the input sequence embedding and the teacher-forcing prenet input.
+ * Device kernels: kernels/layers.cu; launch geometry and host implementations:
+ * kernels/layers_host.c. GEMMs are not here: they go through the GEMM op.
+ *
+ * All f32. Shapes: N rows of width d (N = B * T for the transformer's activations); the
+ * sequence is T = Tt text positions followed by Tm mel positions (each predicting r frames).
+ *
+ * Determinism: every kernel here produces bit-identical results run to run, on the host and on
+ * a GPU (no atomics; every sum is taken in an order fixed by the shapes alone).
+ *
+ * Note for the model: the mel head GEMM's output [B, Tm, r*80] has exactly the memory layout
+ * of [B, F, 80] with F = Tm * r (group j's r frames are frames j*r .. j*r+r-1, 80 floats each,
+ * contiguous), so it is compared with the target mels without any reshuffling kernel; likewise
+ * the stop head's [B, Tm, r] is [B, F].
+ */
+#ifndef TANDEM_KERNELS_LAYERS_H
+#define TANDEM_KERNELS_LAYERS_H
+
+#include <math.h>
+
+#include "ktypes.h"
+
+/* ---- LayerNorm ------------------------------------------------------------------------
+ * y = (x - mean) * rstd * gamma + beta per row, mean and rstd = 1/sqrt(var + eps) saved for
+ * the backward (var is the biased variance, as in PyTorch; the model uses eps = 1e-5).
+ * One block per row. */
+#define TANDEM_LAYERNORM_EPS 1e-5f
+
+typedef struct tandem_k_layernorm_fwd_args {
+    const float *x;     /* [N, d] */
+    const float *gamma; /* [d] */
+    const float *beta;  /* [d] */
+    float *y;           /* [N, d]; may not alias x */
+    float *mean;        /* [N] */
+    float *rstd;        /* [N] */
+    int rows, d;        /* N, d */
+    float eps;
+} tandem_k_layernorm_fwd_args;
+
+/* LayerNorm backward in two launches:
+ *   layernorm_bwd:        dx = dL/dx (overwritten) and, per block b, partial sums over the
+ *                         rows that block handled: scratch[b, 0, :] = sum dy * xhat,
+ *                         scratch[b, 1, :] = sum dy (overwritten);
+ *   layernorm_bwd_params: dgamma += sum_b scratch[b, 0, :], dbeta += sum_b scratch[b, 1, :],
+ *                         b in increasing order.
+ * Block b handles rows b, b + nb, b + 2 nb, ... with nb = tandem_layernorm_bwd_blocks(N) on
+ * every backend, so both the partials and their sum are fixed by the shape: deterministic on
+ * the GPU as well, with no atomics. The caller provides the scratch:
+ * tandem_layernorm_bwd_scratch_floats(N, d) floats (at most 2 * 512 * d). It is per-step
+ * scratch: only read by the following layernorm_bwd_params. */
+#define TANDEM_LAYERNORM_BWD_MAX_BLOCKS 512
+
+TANDEM_HD int tandem_layernorm_bwd_blocks(int rows) {
+    return rows < 1 ? 1 : (rows < TANDEM_LAYERNORM_BWD_MAX_BLOCKS ? rows : TANDEM_LAYERNORM_BWD_MAX_BLOCKS);
+}
+TANDEM_HD int64_t tandem_layernorm_bwd_scratch_floats(int rows, int d) {
+    return (int64_t)tandem_layernorm_bwd_blocks(rows) * 2 * (int64_t)d;
+}
+
+typedef struct tandem_k_layernorm_bwd_args {
+    const float *dy;    /* [N, d] */
+    const float *x;     /* [N, d] */
+    const float *mean;  /* [N] from layernorm_fwd */
+    const float *rstd;  /* [N] from layernorm_fwd */
+    const float *gamma; /* [d] */
+    float *dx;          /* [N, d], overwritten; may not alias dy or x */
+    float *scratch;     /* [nb, 2, d], overwritten: tandem_layernorm_bwd_scratch_floats(N, d) */
+    int rows, d;        /* N, d; the device kernel keeps 2*d floats in shared memory: d <= 4096 */
+} tandem_k_layernorm_bwd_args;
+
+typedef struct tandem_k_layernorm_bwd_params_args {
+    const float *scratch; /* [nb, 2, d] from layernorm_bwd with the same rows and d */
+    float *dgamma;        /* [d], accumulated (+=) */
+    float *dbeta;         /* [d], accumulated (+=) */
+    int rows, d;          /* N, d of the layernorm_bwd launch (N fixes nb) */
+} tandem_k_layernorm_bwd_params_args;
+
+/* ---- GELU, tanh approximation (the one cuBLASLt's GELU epilogue computes) --------------
+ * gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+typedef struct tandem_k_gelu_fwd_args {
+    const float *x; /* [n] */
+    float *y;       /* [n]; may alias x (element-wise) */
+    int64_t n;
+} tandem_k_gelu_fwd_args;
+
+/* One definition of the formula and its derivative for the kernel and the host (the gradient
+ * test checks both against its own double-precision GELU). Past |x| = 20 tanh is +-1 in float
+ * and the derivative is exactly 1 or 0; the guard keeps 0 * inf (x^3 overflowing) out. */
+#define TANDEM_GELU_K0 0.7978845608028654f /* sqrt(2/pi) */
+#define TANDEM_GELU_K1 0.044715f
+
+TANDEM_HD float tandem_gelu_tanh(float x) {
+    float u = TANDEM_GELU_K0 * (x + TANDEM_GELU_K1 * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+}
+TANDEM_HD float tandem_gelu_tanh_grad(float x) {
+    if (fabsf(x) > 20.0f) return x > 0.0f ? 1.0f : 0.0f;
+    float x2 = x * x;
+    float t = tanhf(TANDEM_GELU_K0 * x * (1.0f + TANDEM_GELU_K1 * x2));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * TANDEM_GELU_K0 * (1.0f + 3.0f * TANDEM_GELU_K1 * x2);
+}
+
+/* dx = dy * gelu'(x) */
+typedef struct tandem_k_gelu_bwd_args {
+    const float *dy; /* [n] */
+    const float *x;  /* [n], the forward's input */
+    float *dx;       /* [n], overwritten; may alias dy (element-wise) */
+    int64_t n;
+} tandem_k_gelu_bwd_args;
+
+/* ---- bias ------------------------------------------------------------------------------ */
+/* y[r, c] += b[c] */
+typedef struct tandem_k_bias_add_args {
+    float *y;       /* [N, d] */
+    const float *b; /* [d] */
+    int rows, d;
+} tandem_k_bias_add_args;
+
+/* db[c] += sum_r dy[r, c]: the bias gradient. Each column's sum is taken by a fixed tree
+ * (strided row slices, then the slices in order), no atomics: deterministic. */
+typedef struct tandem_k_col_sum_acc_args {
+    const float *dy; /* [N, d] */
+    float *db;       /* [d], accumulated (+=) */
+    int rows, d;
+} tandem_k_col_sum_acc_args;
+
+/* ---- input sequence --------------------------------------------------------------------
+ * x[b, t, :]      = sym_emb[tokens[b, t], :] + pos_emb[t, :]             t < Tt
+ * x[b, Tt + j, :] = prenet_out[b, j, :]      + pos_emb[Tt + j, :]        j < Tm
+ * Token ids must lie in [0, V): the data device produces them from the symbol table (the host
+ * implementation asserts it; the kernel cannot report an error). */
+typedef struct tandem_k_seq_embed_fwd_args {
+    const int32_t *tokens;    /* [B, Tt] */
+    const float *sym_emb;     /* [V, d] */
+    const float *prenet_out;  /* [B, Tm, d] */
+    const float *pos_emb;     /* [Tt + Tm, d] */
+    float *x;                 /* [B, Tt + Tm, d] */
+    int batch, text_len, mel_len, vocab, d; /* B, Tt, Tm, V, d */
+} tandem_k_seq_embed_fwd_args;
+
+/* From dx [B, T, d]:
+ *   d_sym_emb[v, :]     += sum over (b, t < Tt) with tokens[b, t] == v of dx[b, t, :]
+ *   d_pos_emb[t, :]     += sum over b of dx[b, t, :]
+ *   d_prenet_out[b, j, :] = dx[b, Tt + j, :]   (overwritten)
+ * Determinism: on the device one thread per (v, column) scans every (b, t) in order and adds
+ * its matches, and one thread per (t, column) sums b in order — nothing depends on thread
+ * timing (the scan costs B*Tt token reads per thread, cheap at V ~ 80-200). The host adds the
+ * rows in (b, t) order directly into the gradients: also deterministic, a different float
+ * rounding than the device's (same as any host-vs-device pair). */
+typedef struct tandem_k_seq_embed_bwd_args {
+    const float *dx;          /* [B, Tt + Tm, d] */
+    const int32_t *tokens;    /* [B, Tt] */
+    float *d_sym_emb;         /* [V, d], accumulated (+=) */
+    float *d_pos_emb;         /* [Tt + Tm, d], accumulated (+=) */
+    float *d_prenet_out;      /* [B, Tm, d], overwritten */
+    int batch, text_len, mel_len, vocab, d; /* B, Tt, Tm, V, d */
+} tandem_k_seq_embed_bwd_args;
+
+/* ---- prenet input: teacher forcing shift -----------------------------------------------
+ * groups[b, j, :] = the r frames of group j - 1, i.e. mels[b, (j-1)*r .. j*r-1, :] flattened
+ * (r * n_mels floats), and zeros for j = 0. F = Tm * r. Input data: no backward. */
+typedef struct tandem_k_prenet_input_args {
+    const float *mels; /* [B, F, n_mels] */
+    float *groups;     /* [B, Tm, r * n_mels] */
+    int batch, mel_len, r, n_mels; /* B, Tm, r, n_mels (80) */
+} tandem_k_prenet_input_args;
+
+#endif

@@ -1,0 +1,214 @@
+/* layers_host.c — launch geometry and host implementations of the layer kernels (layers.cu).
+ *
+ * The host implementations are what the host backend trains with and the reference the
+ * emulated kernels are compared with. They follow the semantics in layers.h, not the kernels'
+ * thread structure, except where the structure is the semantics: layernorm_bwd's per-block
+ * partials (the scratch is an output of that kernel, so both sides partition rows the same
+ * way). Every loop runs in a fixed order: same inputs, bit-identical outputs (exact resume).
+ * Row statistics are accumulated in double; nothing here allocates.
+ */
+#include <assert.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "registry.h"
+
+/* Threads per block; layers.cu's reductions need a multiple of 32 (at most 1024). */
+enum { ELEMENTWISE_THREADS = 256, LN_THREADS = 128 };
+/* layers.cu's col_sum_acc block shape: CS_COLS columns x CS_SLICES row slices. */
+enum { CS_COLS = 32, CS_SLICES = 32 };
+/* More blocks add nothing on current GPUs; larger tensors loop round the grid-stride loop. */
+enum { ELEMENTWISE_MAX_BLOCKS = 4096 };
+/* Columns per pass of the host column sums (a double accumulator on the stack). */
+enum { HOST_COL_CHUNK = 256 };
+
+static void elementwise_dims(int64_t n, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(n, ELEMENTWISE_THREADS);
+    if (d->grid[0] > ELEMENTWISE_MAX_BLOCKS) d->grid[0] = ELEMENTWISE_MAX_BLOCKS;
+}
+
+/* ---- layernorm_fwd ---- */
+void tandem_k_layernorm_fwd_geom(const tandem_k_layernorm_fwd_args *a, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(a->rows, 1); /* one block per row (rows == 0: one idle block) */
+    d->block[0] = LN_THREADS;
+}
+void tandem_k_layernorm_fwd_host(const tandem_k_layernorm_fwd_args *a) {
+    for (int r = 0; r < a->rows; r++) {
+        const float *x = a->x + (int64_t)r * a->d; /* [d] */
+        float *y = a->y + (int64_t)r * a->d;       /* [d] */
+        double s = 0.0, q = 0.0;
+        for (int c = 0; c < a->d; c++) s += x[c];
+        double mean = s / a->d;
+        for (int c = 0; c < a->d; c++) q += (x[c] - mean) * (x[c] - mean);
+        double rstd = 1.0 / sqrt(q / a->d + (double)a->eps);
+        for (int c = 0; c < a->d; c++)
+            y[c] = (float)((x[c] - mean) * rstd * a->gamma[c] + a->beta[c]);
+        a->mean[r] = (float)mean;
+        a->rstd[r] = (float)rstd;
+    }
+}
+
+/* ---- layernorm_bwd ---- */
+void tandem_k_layernorm_bwd_geom(const tandem_k_layernorm_bwd_args *a, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(tandem_layernorm_bwd_blocks(a->rows), 1);
+    d->block[0] = LN_THREADS;
+    d->shmem = (unsigned)(2 * (size_t)a->d * sizeof(float)); /* the block's [2, d] partials */
+}
+/* Block b's rows are b, b + nb, ...; its partials go to scratch[b] summed in that order, as
+ * on the device. dx uses the row means of g and g * xhat taken in double. */
+void tandem_k_layernorm_bwd_host(const tandem_k_layernorm_bwd_args *a) {
+    int nb = tandem_layernorm_bwd_blocks(a->rows), d = a->d;
+    for (int blk = 0; blk < nb; blk++) {
+        float *part = a->scratch + (int64_t)blk * 2 * d; /* [2, d] */
+        for (int c = 0; c < 2 * d; c++) part[c] = 0.0f;
+        for (int r = blk; r < a->rows; r += nb) {
+            const float *x = a->x + (int64_t)r * d;   /* [d] */
+            const float *dy = a->dy + (int64_t)r * d; /* [d] */
+            float *dx = a->dx + (int64_t)r * d;       /* [d] */
+            float mean = a->mean[r], rstd = a->rstd[r];
+            double s_g = 0.0, s_gx = 0.0;
+            for (int c = 0; c < d; c++) {
+                double g = (double)a->gamma[c] * dy[c];
+                s_g += g;
+                s_gx += g * ((x[c] - mean) * rstd);
+            }
+            double m_g = s_g / d, m_gx = s_gx / d;
+            for (int c = 0; c < d; c++) {
+                float xhat = (x[c] - mean) * rstd;
+                dx[c] = (float)(rstd * ((double)a->gamma[c] * dy[c] - m_g - xhat * m_gx));
+                part[c] += dy[c] * xhat;
+                part[d + c] += dy[c];
+            }
+        }
+    }
+}
+
+/* ---- layernorm_bwd_params ---- */
+void tandem_k_layernorm_bwd_params_geom(const tandem_k_layernorm_bwd_params_args *a,
+                                        tandem_launch_dims *d) {
+    elementwise_dims(a->d, d);
+}
+void tandem_k_layernorm_bwd_params_host(const tandem_k_layernorm_bwd_params_args *a) {
+    int nb = tandem_layernorm_bwd_blocks(a->rows);
+    for (int c = 0; c < a->d; c++) {
+        float g = 0.0f, b = 0.0f;
+        for (int k = 0; k < nb; k++) {
+            const float *p = a->scratch + (int64_t)k * 2 * a->d; /* [2, d] */
+            g += p[c];
+            b += p[a->d + c];
+        }
+        a->dgamma[c] += g;
+        a->dbeta[c] += b;
+    }
+}
+
+/* ---- gelu_fwd / gelu_bwd (formula shared with the kernel: layers.h) ---- */
+void tandem_k_gelu_fwd_geom(const tandem_k_gelu_fwd_args *a, tandem_launch_dims *d) {
+    elementwise_dims(a->n, d);
+}
+void tandem_k_gelu_fwd_host(const tandem_k_gelu_fwd_args *a) {
+    for (int64_t i = 0; i < a->n; i++) a->y[i] = tandem_gelu_tanh(a->x[i]);
+}
+
+void tandem_k_gelu_bwd_geom(const tandem_k_gelu_bwd_args *a, tandem_launch_dims *d) {
+    elementwise_dims(a->n, d);
+}
+void tandem_k_gelu_bwd_host(const tandem_k_gelu_bwd_args *a) {
+    for (int64_t i = 0; i < a->n; i++) a->dx[i] = a->dy[i] * tandem_gelu_tanh_grad(a->x[i]);
+}
+
+/* ---- bias_add ---- */
+void tandem_k_bias_add_geom(const tandem_k_bias_add_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->rows * a->d, d);
+}
+void tandem_k_bias_add_host(const tandem_k_bias_add_args *a) {
+    for (int r = 0; r < a->rows; r++) {
+        float *y = a->y + (int64_t)r * a->d; /* [d] */
+        for (int c = 0; c < a->d; c++) y[c] += a->b[c];
+    }
+}
+
+/* ---- col_sum_acc ---- */
+void tandem_k_col_sum_acc_geom(const tandem_k_col_sum_acc_args *a, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(a->d, CS_COLS);
+    d->block[1] = CS_SLICES;
+}
+/* Row-major passes over chunks of columns keep the reads sequential; double accumulators. */
+void tandem_k_col_sum_acc_host(const tandem_k_col_sum_acc_args *a) {
+    double acc[HOST_COL_CHUNK];
+    for (int c0 = 0; c0 < a->d; c0 += HOST_COL_CHUNK) {
+        int nc = a->d - c0 < HOST_COL_CHUNK ? a->d - c0 : HOST_COL_CHUNK;
+        for (int k = 0; k < nc; k++) acc[k] = 0.0;
+        for (int r = 0; r < a->rows; r++) {
+            const float *dy = a->dy + (int64_t)r * a->d + c0; /* [nc] */
+            for (int k = 0; k < nc; k++) acc[k] += dy[k];
+        }
+        for (int k = 0; k < nc; k++) a->db[c0 + k] = (float)(a->db[c0 + k] + acc[k]);
+    }
+}
+
+/* ---- seq_embed_fwd ---- */
+void tandem_k_seq_embed_fwd_geom(const tandem_k_seq_embed_fwd_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * (a->text_len + a->mel_len) * a->d, d);
+}
+void tandem_k_seq_embed_fwd_host(const tandem_k_seq_embed_fwd_args *a) {
+    int T = a->text_len + a->mel_len, d = a->d;
+    for (int b = 0; b < a->batch; b++)
+        for (int t = 0; t < T; t++) {
+            const float *src; /* [d] */
+            if (t < a->text_len) {
+                int32_t tok = a->tokens[(int64_t)b * a->text_len + t];
+                assert(tok >= 0 && tok < a->vocab);
+                src = a->sym_emb + (int64_t)tok * d;
+            } else {
+                src = a->prenet_out + ((int64_t)b * a->mel_len + (t - a->text_len)) * d;
+            }
+            const float *pos = a->pos_emb + (int64_t)t * d; /* [d] */
+            float *x = a->x + ((int64_t)b * T + t) * d;     /* [d] */
+            for (int c = 0; c < d; c++) x[c] = src[c] + pos[c];
+        }
+}
+
+/* ---- seq_embed_bwd ---- */
+void tandem_k_seq_embed_bwd_geom(const tandem_k_seq_embed_bwd_args *a, tandem_launch_dims *d) {
+    int T = a->text_len + a->mel_len;
+    elementwise_dims(((int64_t)a->vocab + T + (int64_t)a->batch * a->mel_len) * a->d, d);
+}
+/* Rows are added straight into the gradients in (b, t) order: O(B*T*d), fixed order. */
+void tandem_k_seq_embed_bwd_host(const tandem_k_seq_embed_bwd_args *a) {
+    int Tt = a->text_len, T = Tt + a->mel_len, d = a->d;
+    for (int b = 0; b < a->batch; b++)
+        for (int t = 0; t < T; t++) {
+            const float *dx = a->dx + ((int64_t)b * T + t) * d; /* [d] */
+            float *dpos = a->d_pos_emb + (int64_t)t * d;        /* [d] */
+            for (int c = 0; c < d; c++) dpos[c] += dx[c];
+            float *dst; /* [d] */
+            if (t < Tt) {
+                int32_t tok = a->tokens[(int64_t)b * Tt + t];
+                assert(tok >= 0 && tok < a->vocab);
+                dst = a->d_sym_emb + (int64_t)tok * d;
+                for (int c = 0; c < d; c++) dst[c] += dx[c];
+            } else {
+                dst = a->d_prenet_out + ((int64_t)b * a->mel_len + (t - Tt)) * d;
+                for (int c = 0; c < d; c++) dst[c] = dx[c];
+            }
+        }
+}
+
+/* ---- prenet_input ---- */
+void tandem_k_prenet_input_geom(const tandem_k_prenet_input_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->mel_len * a->r * a->n_mels, d);
+}
+void tandem_k_prenet_input_host(const tandem_k_prenet_input_args *a) {
+    int64_t g = (int64_t)a->r * a->n_mels; /* floats per group */
+    for (int b = 0; b < a->batch; b++)
+        for (int j = 0; j < a->mel_len; j++) {
+            float *out = a->groups + ((int64_t)b * a->mel_len + j) * g; /* [g] */
+            if (j == 0) {
+                for (int64_t k = 0; k < g; k++) out[k] = 0.0f;
+                continue;
+            }
+            const float *in = a->mels + ((int64_t)b * a->mel_len + j - 1) * g; /* [g] */
+            for (int64_t k = 0; k < g; k++) out[k] = in[k];
+        }
+}
