@@ -22,6 +22,7 @@
 #include "gemm_kernel.h"
 #include "mel.h"
 #include "layers.h"
+#include "train.h"
 #include "attention.h"
 
 /* X(name, group) */
@@ -46,6 +47,14 @@
     X(seq_embed_fwd, layers)                                                              \
     X(seq_embed_bwd, layers)                                                              \
     X(prenet_input, layers)                                                               \
+    X(l1_masked_fwd, train)                                                               \
+    X(l1_masked_bwd, train)                                                               \
+    X(bce_stop_fwd, train)                                                                \
+    X(bce_stop_bwd, train)                                                                \
+    X(sum_squares, train)                                                                 \
+    X(reduce_sum, train)                                                                  \
+    X(nonfinite_check, train)                                                             \
+    X(adamw, train)                                                                       \
     X(qkv_split, attention)                                                               \
     X(qkv_merge_grad, attention)                                                          \
     X(heads_merge, attention)                                                             \

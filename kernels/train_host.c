@@ -1,0 +1,160 @@
+/* train_host.c — launch geometry and host implementations of the loss, gradient-norm and
+ * optimizer kernels (train.cu; semantics in train.h).
+ *
+ * The host implementations follow the kernels' semantics and their per-element float
+ * arithmetic (the same expressions, shared through train.h where they are more than one
+ * operation); sums run sequentially in double over the same chunks the kernels use, so the
+ * host backend is deterministic and at least as accurate as the device's float tree.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "registry.h"
+
+/* The element-wise kernels: 256 threads per block, at most 4096 blocks (more would only queue
+ * on any current GPU); the grid-stride loops cover the rest. */
+enum { TRAIN_THREADS = 256, TRAIN_MAX_BLOCKS = 4096 };
+
+static void elementwise_dims(int64_t n, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(n, TRAIN_THREADS);
+    if (d->grid[0] > TRAIN_MAX_BLOCKS) d->grid[0] = TRAIN_MAX_BLOCKS;
+}
+
+/* One block of TANDEM_K_TRAIN_THREADS per chunk, i.e. per partial sum. */
+static void partial_dims(int64_t n, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(tandem_k_train_partials(n), 1);
+    d->block[0] = TANDEM_K_TRAIN_THREADS;
+}
+
+/* ---- l1_masked_fwd ---- */
+void tandem_k_l1_masked_fwd_geom(const tandem_k_l1_masked_fwd_args *a, tandem_launch_dims *d) {
+    partial_dims((int64_t)a->batch * a->frames * a->channels, d);
+}
+void tandem_k_l1_masked_fwd_host(const tandem_k_l1_masked_fwd_args *a) {
+    const int64_t n = (int64_t)a->batch * a->frames * a->channels;
+    const int64_t parts = tandem_k_train_partials(n);
+    for (int64_t k = 0; k < parts; k++) {
+        double s = 0.0;
+        int64_t end = (k + 1) * TANDEM_K_TRAIN_CHUNK < n ? (k + 1) * TANDEM_K_TRAIN_CHUNK : n;
+        for (int64_t i = k * TANDEM_K_TRAIN_CHUNK; i < end; i++) {
+            float w = a->mask[i / a->channels];
+            if (w != 0.0f) s += w * fabsf(a->pred[i] - a->target[i]);
+        }
+        a->partials[k] = (float)s;
+    }
+}
+
+/* ---- l1_masked_bwd ---- */
+void tandem_k_l1_masked_bwd_geom(const tandem_k_l1_masked_bwd_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->frames * a->channels, d);
+}
+void tandem_k_l1_masked_bwd_host(const tandem_k_l1_masked_bwd_args *a) {
+    const int64_t n = (int64_t)a->batch * a->frames * a->channels;
+    for (int64_t i = 0; i < n; i++) {
+        float w = a->mask[i / a->channels], diff = a->pred[i] - a->target[i], g = 0.0f;
+        if (w != 0.0f && diff != 0.0f) g = diff > 0.0f ? a->scale * w : -(a->scale * w);
+        a->dpred[i] = g;
+    }
+}
+
+/* ---- bce_stop_fwd ---- */
+void tandem_k_bce_stop_fwd_geom(const tandem_k_bce_stop_fwd_args *a, tandem_launch_dims *d) {
+    partial_dims((int64_t)a->batch * a->frames, d);
+}
+void tandem_k_bce_stop_fwd_host(const tandem_k_bce_stop_fwd_args *a) {
+    const int64_t n = (int64_t)a->batch * a->frames;
+    const int64_t parts = tandem_k_train_partials(n);
+    for (int64_t k = 0; k < parts; k++) {
+        double s = 0.0;
+        int64_t end = (k + 1) * TANDEM_K_TRAIN_CHUNK < n ? (k + 1) * TANDEM_K_TRAIN_CHUNK : n;
+        for (int64_t i = k * TANDEM_K_TRAIN_CHUNK; i < end; i++) {
+            float w = a->weight[i];
+            if (w != 0.0f) s += w * tandem_k_train_bce(a->logits[i], a->target[i]);
+        }
+        a->partials[k] = (float)s;
+    }
+}
+
+/* ---- bce_stop_bwd ---- */
+void tandem_k_bce_stop_bwd_geom(const tandem_k_bce_stop_bwd_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->frames, d);
+}
+void tandem_k_bce_stop_bwd_host(const tandem_k_bce_stop_bwd_args *a) {
+    const int64_t n = (int64_t)a->batch * a->frames;
+    for (int64_t i = 0; i < n; i++) {
+        float w = a->weight[i], g = 0.0f;
+        if (w != 0.0f) g = a->scale * (tandem_k_train_sigmoid(a->logits[i]) - a->target[i]) * w;
+        a->dlogits[i] = g;
+    }
+}
+
+/* ---- sum_squares ---- */
+void tandem_k_sum_squares_geom(const tandem_k_sum_squares_args *a, tandem_launch_dims *d) {
+    partial_dims(a->n, d);
+}
+void tandem_k_sum_squares_host(const tandem_k_sum_squares_args *a) {
+    const int64_t parts = tandem_k_train_partials(a->n);
+    for (int64_t k = 0; k < parts; k++) {
+        double s = 0.0;
+        int64_t end = (k + 1) * TANDEM_K_TRAIN_CHUNK < a->n ? (k + 1) * TANDEM_K_TRAIN_CHUNK : a->n;
+        for (int64_t i = k * TANDEM_K_TRAIN_CHUNK; i < end; i++) {
+            float x = a->x[i];
+            s += x * x; /* the square in float, as the kernel does */
+        }
+        a->partials[k] = (float)s;
+    }
+}
+
+/* ---- reduce_sum ---- */
+void tandem_k_reduce_sum_geom(const tandem_k_reduce_sum_args *a, tandem_launch_dims *d) {
+    (void)a;
+    *d = tandem_dims_1d(1, TANDEM_K_TRAIN_THREADS); /* one block, whatever n */
+}
+void tandem_k_reduce_sum_host(const tandem_k_reduce_sum_args *a) {
+    double s = 0.0;
+    for (int64_t i = 0; i < a->n; i++) s += a->partials[i];
+    /* Rounded to float before scaling, as the kernel holds the sum in float: a sum beyond
+     * FLT_MAX is Inf here too, so the non-finite flag agrees with the device. */
+    float out = (float)s * a->scale;
+    a->out[0] = out;
+    if (a->nonfinite) a->nonfinite[0] = tandem_k_train_finite(out) ? 0 : 1;
+}
+
+/* ---- nonfinite_check ---- */
+void tandem_k_nonfinite_check_geom(const tandem_k_nonfinite_check_args *a, tandem_launch_dims *d) {
+    elementwise_dims(a->n, d);
+}
+void tandem_k_nonfinite_check_host(const tandem_k_nonfinite_check_args *a) {
+    for (int64_t i = 0; i < a->n; i++)
+        if (!tandem_k_train_finite(a->x[i])) {
+            a->flag[0] = 1;
+            return;
+        }
+}
+
+/* ---- adamw ---- */
+void tandem_k_adamw_geom(const tandem_k_adamw_args *a, tandem_launch_dims *d) {
+    elementwise_dims(a->n, d);
+}
+void tandem_k_adamw_host(const tandem_k_adamw_args *a) {
+    if (a->skip && a->skip[0] != 0) return;
+    float clip = 1.0f;
+    if (a->norm_sq) {
+        if (!tandem_k_train_finite(a->norm_sq[0])) return;
+        clip = tandem_k_train_clip_factor(a->norm_sq[0], a->max_norm);
+    }
+    const int decay = a->weight_decay > 0.0f;
+    const float keep = 1.0f - a->lr * a->weight_decay;
+    const float one_m_b1 = 1.0f - a->beta1, one_m_b2 = 1.0f - a->beta2;
+    for (int64_t i = 0; i < a->n; i++) {
+        float g = clip * a->grad[i];
+        float p = a->param[i];
+        if (decay) p *= keep;
+        float m = a->beta1 * a->m[i] + one_m_b1 * g;
+        float v = a->beta2 * a->v[i] + one_m_b2 * (g * g);
+        p -= a->lr * (m / a->bias1) / (sqrtf(v / a->bias2) + a->eps);
+        a->m[i] = m;
+        a->v[i] = v;
+        a->param[i] = p;
+    }
+}
