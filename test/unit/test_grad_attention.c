@@ -7,6 +7,7 @@
  *   the tiny model's shape (T = 128 + 512/4, H 4, dh 64): forward against the reference and
  *     the gradient along random directions against the directional finite difference;
  *   nothing allocated by forward + backward; bad arguments name the field.
+ * The same checks run on a cuda device with TANDEM_TEST_BACKEND=cuda (see setup).
  * Every output and scratch buffer is poisoned with NaN first, so an element left unwritten (or
  * a GEMM that reads C with beta = 0) shows.
  *
@@ -111,9 +112,20 @@ typedef struct env {
     tandem_stream *s;
 } env;
 
+/* TANDEM_TEST_BACKEND=cuda runs the same checks on cuda device 0 (a GPU, or the stand-in
+ * driver through TANDEM_CUDA_DRIVER); the default is a host device. */
 static int setup(void **state) {
     env *e = calloc(1, sizeof *e);
-    if (!e || tandem_device_open(TANDEM_BACKEND_HOST, 0, &e->dev) != TANDEM_OK) return -1;
+    const char *be = getenv("TANDEM_TEST_BACKEND");
+    tandem_backend backend = be && strcmp(be, "cuda") == 0 ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST;
+    if (!e || tandem_device_open(backend, 0, &e->dev) != TANDEM_OK) {
+        fprintf(stderr, "test_grad_attention: cannot open the %s device: %s\n",
+                backend == TANDEM_BACKEND_CUDA ? "cuda" : "host", tandem_last_error());
+        return -1;
+    }
+    tandem_device_info info;
+    if (tandem_device_get_info(e->dev, &info) != TANDEM_OK) return -1;
+    printf("test_grad_attention: on %s\n", info.name);
     if (tandem_stream_create(e->dev, &e->s) != TANDEM_OK) return -1;
     *state = e;
     return 0;
@@ -121,6 +133,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     env *e = *state;
+    if (!e) return 0; /* setup failed */
     tandem_stream_destroy(e->s);
     tandem_device_close(e->dev);
     free(e);
