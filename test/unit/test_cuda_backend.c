@@ -1,0 +1,307 @@
+/* test_cuda_backend.c — the cuda backend (platform/cuda_*.c) through the stand-in driver
+ * ($(BUILD)/test/fakecuda/libcuda.so.1 + libcublasLt.so.13, loaded via TANDEM_CUDA_DRIVER and
+ * TANDEM_CUBLASLT): device info, peer access, GEMM for every transpose combination and batch
+ * against a double-precision reference, launches, copies, events, and the error paths (wrong
+ * argument size, unprepared GEMM shape, out of memory). The whole group runs twice: with
+ * cuBLASLt, then (in a child process, the choice is per process) with TANDEM_CUBLASLT=none so
+ * GEMMs go through the fatbin kernel. Skipped when the stand-in has not been built. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include "device.h"
+#include "registry.h"
+#include "tandem.h"
+#include "testutil.h"
+
+#define FAKE_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
+#define FAKE_DRIVER FAKE_DIR "/libcuda.so.1"
+#define FAKE_LT FAKE_DIR "/libcublasLt.so.13"
+
+extern char **environ;
+
+static tandem_rng rng;
+static tandem_device *dev0, *dev1;
+static tandem_stream s0, s1;
+static int (*fake_errors)(void);
+
+static int fake_error_count(void) { return fake_errors ? fake_errors() : 0; }
+
+static int group_setup(void **state) {
+    (void)state;
+    setenv("TANDEM_CUDA_DRIVER", FAKE_DRIVER, 1);
+    setenv("TANDEM_FAKECUDA_DEVICES", "2", 1);
+    setenv("TANDEM_FAKECUDA_ARCH", "86", 1);
+    setenv("TANDEM_FAKECUDA_NO_PEER", "0", 1);
+    int n = 0;
+    if (tandem_cuda_device_count(&n) != TANDEM_OK || n != 2) {
+        fprintf(stderr, "stand-in driver: %d devices (%s)\n", n, tandem_last_error());
+        return -1;
+    }
+    void *h = dlopen(FAKE_DRIVER, RTLD_NOW | RTLD_NOLOAD);
+    if (h) *(void **)&fake_errors = dlsym(h, "tandem_fakecuda_error_count");
+    if (tandem_cuda_device_open(0, &dev0) != TANDEM_OK || tandem_cuda_device_open(1, &dev1) != TANDEM_OK) {
+        fprintf(stderr, "open: %s\n", tandem_last_error());
+        return -1;
+    }
+    s0.dev = dev0;
+    s1.dev = dev1;
+    if (dev0->ops->stream_create(dev0, &s0) != TANDEM_OK || dev1->ops->stream_create(dev1, &s1) != TANDEM_OK) return -1;
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    if (dev0) dev0->ops->stream_destroy(&s0);
+    if (dev1) dev1->ops->stream_destroy(&s1);
+    tandem_device_close(dev0);
+    tandem_device_close(dev1);
+    return 0;
+}
+
+static void test_info_and_peers(void **state) {
+    (void)state;
+    assert_string_equal(dev0->ops->name, "cuda");
+    assert_int_equal(dev0->info.backend, TANDEM_BACKEND_CUDA);
+    assert_int_equal(dev1->info.ordinal, 1);
+    assert_int_equal(dev0->info.cc_major, 8);
+    assert_int_equal(dev0->info.cc_minor, 6);
+    assert_true(dev0->info.supports_bf16);
+    assert_true(dev0->info.total_memory > 0);
+    assert_true(dev0->info.multiprocessors > 0);
+    assert_true(dev0->info.name[0] != '\0');
+    assert_true(dev0->ops->can_access_peer(dev0, dev1));
+    assert_true(dev0->ops->can_access_peer(dev1, dev0));
+}
+
+static void fill_random(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = tandem_rng_uniform(&rng, -1.0f, 1.0f);
+}
+
+/* Row-major reference in double: C = alpha op(A) op(B) + beta C0. */
+static double ref_at(const float *a, const float *b, const float *c0, const tandem_gemm_desc *g, float alpha,
+                     float beta, int64_t q, int64_t i, int64_t j) {
+    double s = 0;
+    const float *A = a + q * g->stride_a, *B = b + q * g->stride_b;
+    for (int64_t p = 0; p < g->k; p++) {
+        double x = g->trans_a ? A[p * g->m + i] : A[i * g->k + p];
+        double y = g->trans_b ? B[j * g->k + p] : B[p * g->n + j];
+        s += x * y;
+    }
+    return alpha * s + beta * (double)c0[q * g->stride_c + i * g->n + j];
+}
+
+static void run_gemm(int trans_a, int trans_b, int64_t batch) {
+    tandem_gemm_desc g = {trans_a, trans_b, tandem_rng_int(&rng, 1, 70), tandem_rng_int(&rng, 1, 70),
+                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0};
+    if (batch > 1) {
+        g.stride_a = g.m * g.k + tandem_rng_int(&rng, 0, 5); /* gaps between batch items */
+        g.stride_b = g.k * g.n + tandem_rng_int(&rng, 0, 5);
+        g.stride_c = g.m * g.n + tandem_rng_int(&rng, 0, 5);
+    }
+    size_t na = (size_t)(g.stride_a * (batch - 1) + g.m * g.k), nb = (size_t)(g.stride_b * (batch - 1) + g.k * g.n),
+           nc = (size_t)(g.stride_c * (batch - 1) + g.m * g.n);
+    float *a = malloc(na * 4), *b = malloc(nb * 4), *c0 = malloc(nc * 4), *c = malloc(nc * 4);
+    assert_true(a && b && c0 && c);
+    fill_random(a, na);
+    fill_random(b, nb);
+    fill_random(c0, nc);
+    float alpha = tandem_rng_uniform(&rng, -2, 2), beta = tandem_rng_uniform(&rng, -1, 1);
+    tandem_dptr da, db, dc;
+    assert_int_equal(dev0->ops->mem_alloc(dev0, na * 4, &da), TANDEM_OK);
+    assert_int_equal(dev0->ops->mem_alloc(dev0, nb * 4, &db), TANDEM_OK);
+    assert_int_equal(dev0->ops->mem_alloc(dev0, nc * 4, &dc), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, da, a, na * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, db, b, nb * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, dc, c0, nc * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
+    assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK); /* again: a no-op */
+    assert_int_equal(dev0->ops->gemm(&s0, &g, alpha, da, db, beta, dc), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_d2h(&s0, c, dc, nc * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->stream_sync(&s0), TANDEM_OK);
+    for (int64_t q = 0; q < batch; q++)
+        for (int64_t i = 0; i < g.m; i++)
+            for (int64_t j = 0; j < g.n; j++) {
+                double r = ref_at(a, b, c0, &g, alpha, beta, q, i, j);
+                double got = c[q * g.stride_c + i * g.n + j];
+                if (!(fabs(got - r) <= 1e-4 * (1 + fabs(r))))
+                    fail_msg("GEMM %lldx%lldx%lld ta %d tb %d batch %lld: C[%lld][%lld][%lld] = %g, expected %g",
+                             (long long)g.m, (long long)g.n, (long long)g.k, trans_a, trans_b, (long long)batch,
+                             (long long)q, (long long)i, (long long)j, got, r);
+            }
+    /* the gaps between batch items are left alone */
+    for (int64_t q = 0; q + 1 < batch; q++)
+        for (int64_t x = g.m * g.n; x < g.stride_c; x++) assert_true(c[q * g.stride_c + x] == c0[q * g.stride_c + x]);
+    dev0->ops->mem_free(dev0, da);
+    dev0->ops->mem_free(dev0, db);
+    dev0->ops->mem_free(dev0, dc);
+    free(a);
+    free(b);
+    free(c0);
+    free(c);
+}
+
+static void test_gemm(void **state) {
+    (void)state;
+    int before = fake_error_count();
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            run_gemm(ta, tb, 1);
+            run_gemm(ta, tb, 3);
+        }
+    assert_int_equal(fake_error_count(), before);
+}
+
+static void test_gemm_unprepared(void **state) {
+    (void)state;
+    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0};
+    tandem_dptr d;
+    assert_int_equal(dev0->ops->mem_alloc(dev0, 71 * 79 * 4, &d), TANDEM_OK);
+    assert_int_equal(dev0->ops->gemm(&s0, &g, 1, d, d, 0, d), TANDEM_E_STATE);
+    assert_non_null(strstr(tandem_last_error(), "not prepared"));
+    assert_non_null(strstr(tandem_last_error(), "[71 x 79] @ [73 x 79]^T"));
+    dev0->ops->mem_free(dev0, d);
+}
+
+static void test_launch(void **state) {
+    (void)state;
+    int64_t n = tandem_rng_int(&rng, 1, 5000);
+    tandem_dptr x;
+    assert_int_equal(dev1->ops->mem_alloc(dev1, (size_t)n * 4, &x), TANDEM_OK);
+    float v = tandem_rng_uniform(&rng, -10, 10);
+    tandem_k_fill_f32_args fa = {(float *)(uintptr_t)x, n, v};
+    tandem_launch_dims dims;
+    tandem_kernel_table[TANDEM_KID_fill_f32].geom(&fa, &dims);
+    assert_int_equal(dev1->ops->launch(&s1, TANDEM_KID_fill_f32, &dims, &fa, sizeof fa - 4), TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "fill_f32"));
+    assert_int_equal(dev1->ops->launch(&s1, TANDEM_KERNEL_COUNT, &dims, &fa, sizeof fa), TANDEM_E_INVALID);
+    assert_int_equal(dev1->ops->launch(&s1, TANDEM_KID_fill_f32, &dims, &fa, sizeof fa), TANDEM_OK);
+    float *h = malloc((size_t)n * 4);
+    assert_int_equal(dev1->ops->copy_d2h(&s1, h, x, (size_t)n * 4), TANDEM_OK);
+    assert_int_equal(dev1->ops->sync(dev1), TANDEM_OK);
+    for (int64_t i = 0; i < n; i++) assert_true(h[i] == v);
+    free(h);
+    dev1->ops->mem_free(dev1, x);
+}
+
+static void test_copies_and_events(void **state) {
+    (void)state;
+    size_t n = (size_t)tandem_rng_int(&rng, 1, 100000);
+    unsigned char *src = malloc(n), *dst = malloc(n);
+    for (size_t i = 0; i < n; i++) src[i] = (unsigned char)tandem_rng_next(&rng);
+    void *pinned = NULL;
+    assert_int_equal(dev0->ops->host_alloc_pinned(dev0, n, &pinned), TANDEM_OK);
+    memcpy(pinned, src, n);
+    tandem_dptr a, b, c;
+    assert_int_equal(dev0->ops->mem_alloc(dev0, n, &a), TANDEM_OK);
+    assert_int_equal(dev0->ops->mem_alloc(dev0, n, &b), TANDEM_OK);
+    assert_int_equal(dev1->ops->mem_alloc(dev1, n, &c), TANDEM_OK);
+    tandem_event e0 = {dev0, NULL}, e1 = {dev0, NULL};
+    assert_int_equal(dev0->ops->event_create(dev0, &e0), TANDEM_OK);
+    assert_int_equal(dev0->ops->event_create(dev0, &e1), TANDEM_OK);
+    assert_int_equal(dev0->ops->event_record(&e0, &s0), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, a, pinned, n), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_d2d(&s0, b, a, n), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_peer(&s0, dev1, c, b, n), TANDEM_OK);
+    assert_int_equal(dev0->ops->event_record(&e1, &s0), TANDEM_OK);
+    /* device 1's stream waits for device 0's copies, then reads the result */
+    assert_int_equal(dev1->ops->stream_wait_event(&s1, &e1), TANDEM_OK);
+    assert_int_equal(dev1->ops->copy_d2h(&s1, dst, c, n), TANDEM_OK);
+    assert_int_equal(dev1->ops->stream_sync(&s1), TANDEM_OK);
+    assert_memory_equal(src, dst, n);
+    int done = 0;
+    assert_int_equal(dev0->ops->event_sync(&e1), TANDEM_OK);
+    assert_int_equal(dev0->ops->event_query(&e1, &done), TANDEM_OK);
+    assert_true(done);
+    float ms = -1;
+    assert_int_equal(dev0->ops->event_elapsed_ms(&e0, &e1, &ms), TANDEM_OK);
+    assert_true(ms >= 0);
+    dev0->ops->event_destroy(&e0);
+    dev0->ops->event_destroy(&e1);
+    dev0->ops->mem_free(dev0, a);
+    dev0->ops->mem_free(dev0, b);
+    dev1->ops->mem_free(dev1, c);
+    dev0->ops->host_free_pinned(dev0, pinned);
+    free(src);
+    free(dst);
+}
+
+static void test_out_of_memory(void **state) {
+    (void)state;
+    tandem_dptr p = 0;
+    assert_int_equal(dev0->ops->mem_alloc(dev0, (size_t)1 << 50, &p), TANDEM_E_NOMEM);
+    assert_non_null(strstr(tandem_last_error(), "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY ("));
+    assert_non_null(strstr(tandem_last_error(), "device 0"));
+}
+
+/* The same ordinal opened twice (one GPU serving both roles) shares context and module; closing
+ * one handle leaves the other working. */
+static void test_same_device_twice(void **state) {
+    (void)state;
+    tandem_device *again = NULL;
+    assert_int_equal(tandem_cuda_device_open(0, &again), TANDEM_OK);
+    assert_true(again->ops->can_access_peer(again, dev0));
+    tandem_device_close(again);
+    tandem_dptr x;
+    assert_int_equal(dev0->ops->mem_alloc(dev0, 64 * 4, &x), TANDEM_OK);
+    tandem_k_fill_f32_args fa = {(float *)(uintptr_t)x, 64, 1.5f};
+    tandem_launch_dims dims;
+    tandem_kernel_table[TANDEM_KID_fill_f32].geom(&fa, &dims);
+    assert_int_equal(dev0->ops->launch(&s0, TANDEM_KID_fill_f32, &dims, &fa, sizeof fa), TANDEM_OK);
+    assert_int_equal(dev0->ops->stream_sync(&s0), TANDEM_OK);
+    dev0->ops->mem_free(dev0, x);
+}
+
+static int run_group(void) {
+    char why[512];
+    int lt = tandem_cuda_have_cublaslt(why, sizeof why);
+    printf("GEMM path: %s (%s)\n", lt ? "cuBLASLt" : "fatbin kernel", why);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_info_and_peers),   cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_unprepared),  cmocka_unit_test(test_launch),
+        cmocka_unit_test(test_copies_and_events), cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_same_device_twice),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    FILE *f = fopen(FAKE_DRIVER, "rb");
+    if (!f) {
+        printf("test_cuda_backend: the stand-in driver %s is not built: skipped\n", FAKE_DRIVER);
+        return 0;
+    }
+    fclose(f);
+    const char *mode = getenv("TANDEM_CUBLASLT");
+    int child = mode && strcmp(mode, "none") == 0;
+    uint64_t seed = tandem_test_seed(child ? "test_cuda_backend (fatbin GEMM)" : "test_cuda_backend (cuBLASLt)");
+    rng.s = seed;
+    if (!child) setenv("TANDEM_CUBLASLT", FAKE_LT, 1);
+    int failed = run_group();
+    if (child) return failed;
+    /* again in a child process, GEMMs through the fatbin kernel */
+    char seed_text[32];
+    snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
+    setenv("TANDEM_TEST_SEED", seed_text, 1);
+    setenv("TANDEM_CUBLASLT", "none", 1);
+    pid_t pid;
+    char *child_argv[] = {argv[0], NULL};
+    if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, child_argv, environ) != 0) {
+        fprintf(stderr, "cannot start the fatbin-GEMM run\n");
+        return 1;
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+    return failed;
+}
