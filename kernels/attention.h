@@ -51,7 +51,7 @@ typedef struct tandem_k_heads_split_grad_args {
  * s may equal p (in place): every element is read before it is written, by the same thread. */
 typedef struct tandem_k_softmax_causal_fwd_args {
     const float *s;          /* [B, H, T, T] scores, already scaled by 1/sqrt(dh) */
-    const uint8_t *key_mask; /* [B, T] 1 = real key position, 0 = padding */
+    const uint8_t *key_mask; /* [B, T] 1 (any nonzero) = real key position, 0 = padding */
     float *p;                /* [B, H, T, T] probabilities */
     int batch, heads, seq;
 } tandem_k_softmax_causal_fwd_args;
