@@ -48,12 +48,16 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # The fatbin: every kernels/*.cu in one translation unit so one module holds all entry points.
-$(BUILD)/gen/kernels_all.cu: $(CU_SRC)
+# Rewritten only when the set of .cu files changes, so its timestamp tracks additions/removals.
+$(BUILD)/gen/kernels_all.cu: FORCE
 	@mkdir -p $(dir $@)
-	@printf '#include "%s"\n' $(abspath $(CU_SRC)) > $@
+	@printf '#include "%s"\n' $(abspath $(CU_SRC)) > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+.PHONY: FORCE
+FORCE:
 
 ifeq ($(HAVE_NVCC),1)
-$(FATBIN): $(BUILD)/gen/kernels_all.cu $(wildcard kernels/*.h)
+$(FATBIN): $(BUILD)/gen/kernels_all.cu $(CU_SRC) $(wildcard kernels/*.h)
 	$(NVCC) -fatbin $(NVCC_FLAGS) -Ikernels $(FATBIN_GENCODE) -o $@ $<
 else
 $(FATBIN):
