@@ -1,0 +1,317 @@
+/* test_pipeline.c — the whole data side on two host devices, on a tiny corpus the test writes
+ * (sine tones through libsndfile: 22050 Hz 16-bit, 16000 Hz 16-bit (resampled), stereo float):
+ *   - the mels, mask, stop targets and frame lengths in the ring equal tandem_mel_batch of the
+ *     same audio computed directly (decoded with tandem_audio_load, on a third device), with
+ *     peer copies and with copies staged through pinned host memory;
+ *   - a file corrupted after the index was built is skipped and counted mid-run, its rows are
+ *     filled with the next utterances, and the run goes on;
+ *   - the stage table saw every stage (resampling included). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sndfile.h>
+
+#include "audio.h"
+#include "config.h"
+#include "mel_device.h"
+#include "os.h"
+#include "pipeline.h"
+#include "testutil.h"
+#include "text_index.h"
+
+enum { N_UTTS = 9, BATCH = 3, FRAMES = 32, MAX_TEXT = 16, M = 80 };
+#define SAMPLES (FRAMES * 256)
+
+static const char *const texts[N_UTTS] = {"a cat", "the dog", "red sun", "blue sea", "one tree",
+                                          "big hill", "so far", "we go", "in time"};
+
+typedef struct corpus {
+    char dir[256];
+} corpus;
+
+/* Utterance i: 22050 Hz 16-bit mono, except i % 4 == 1 (16000 Hz, resampled on load) and
+ * i % 4 == 2 (stereo float). Lengths random, at most SAMPLES at 22050 Hz. */
+static void write_corpus(corpus *c, tandem_rng *r) {
+    snprintf(c->dir, sizeof c->dir, "/tmp/tandem_test_pipeline_XXXXXX");
+    assert_non_null(mkdtemp(c->dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/wavs", c->dir);
+    assert_int_equal(tandem_mkdir_p(path), TANDEM_OK);
+    snprintf(path, sizeof path, "%s/metadata.csv", c->dir);
+    FILE *meta = fopen(path, "w");
+    assert_non_null(meta);
+    static float buf[2 * SAMPLES];
+    for (int i = 0; i < N_UTTS; i++) {
+        const int rate = i % 4 == 1 ? 16000 : 22050, ch = i % 4 == 2 ? 2 : 1;
+        const int n = (int)tandem_rng_int(r, 300, (int64_t)SAMPLES * rate / 22050 - 8);
+        const double f = tandem_rng_uniform(r, 100.0f, 4000.0f), f2 = tandem_rng_uniform(r, 100.0f, 4000.0f);
+        for (int k = 0; k < n; k++)
+            for (int j = 0; j < ch; j++)
+                buf[k * ch + j] = (float)(0.4 * sin(2 * M_PI * (j ? f2 : f) * k / rate) +
+                                          0.05 * tandem_rng_uniform(r, -1.0f, 1.0f));
+        snprintf(path, sizeof path, "%s/wavs/u%d.wav", c->dir, i);
+        SF_INFO info = {.samplerate = rate, .channels = ch,
+                        .format = SF_FORMAT_WAV | (ch == 2 ? SF_FORMAT_FLOAT : SF_FORMAT_PCM_16)};
+        SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
+        assert_non_null(sf);
+        assert_int_equal(sf_writef_float(sf, buf, n), n);
+        sf_close(sf);
+        fprintf(meta, "u%d|%s|%s\n", i, texts[i], texts[i]);
+    }
+    fclose(meta);
+}
+
+static void remove_corpus(corpus *c) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void open_index(const corpus *c, tandem_text_index *ix) {
+    tandem_text_index_config ic;
+    tandem_text_index_config_default(&ic);
+    ic.data_dir = c->dir;
+    ic.max_text = MAX_TEXT;
+    ic.max_samples = SAMPLES;
+    ic.num_workers = 1;
+    ic.use_cache = 0;
+    assert_int_equal(tandem_text_index_open(&ic, ix), TANDEM_OK);
+    assert_int_equal(ix->n_train, N_UTTS);
+    for (uint32_t i = 0; i < ix->count; i++) assert_true(ix->utts[i].n_samples > 0); /* durations scanned */
+}
+
+/* The direct computation: tandem_mel_batch on its own device and pool. */
+typedef struct reference {
+    tandem_device *dev;
+    tandem_pool *pool;
+    tandem_stream *s;
+    tandem_mel_plan plan;
+    float audio[BATCH * SAMPLES];
+    int32_t lengths[BATCH];
+} reference;
+
+static void ref_init(reference *r) {
+    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 2, &r->dev), TANDEM_OK);
+    assert_int_equal(tandem_pool_create(r->dev, "ref", 0, &r->pool), TANDEM_OK);
+    assert_int_equal(tandem_mel_plan_declare(r->pool, r->dev, "ref", BATCH, FRAMES, SAMPLES, 0, &r->plan), TANDEM_OK);
+    assert_int_equal(tandem_pool_commit(r->pool), TANDEM_OK);
+    assert_int_equal(tandem_stream_create(r->dev, &r->s), TANDEM_OK);
+    assert_int_equal(tandem_mel_upload_constants(&r->plan, r->s), TANDEM_OK);
+}
+
+static void ref_free(reference *r) {
+    tandem_stream_destroy(r->s);
+    tandem_mel_plan_release(&r->plan);
+    tandem_pool_destroy(r->pool);
+    tandem_device_close(r->dev);
+}
+
+typedef struct host_batch {
+    float mels[BATCH * FRAMES * M], mask[BATCH * FRAMES], stop[BATCH * FRAMES];
+    int32_t frames[BATCH];
+} host_batch;
+
+static void download_slot(tandem_stream *s, const tandem_ring_slot *t, host_batch *h) {
+    assert_int_equal(tandem_tensor_download(s, h->mels, t->mels, sizeof h->mels), TANDEM_OK);
+    assert_int_equal(tandem_tensor_download(s, h->mask, t->frame_mask, sizeof h->mask), TANDEM_OK);
+    assert_int_equal(tandem_tensor_download(s, h->stop, t->stop_targets, sizeof h->stop), TANDEM_OK);
+    assert_int_equal(tandem_tensor_download(s, h->frames, t->frame_lengths, sizeof h->frames), TANDEM_OK);
+    assert_int_equal(tandem_stream_sync(s), TANDEM_OK);
+}
+
+/* Reference features of the batch's utterances, decoded independently of the loader. */
+static void ref_batch(reference *r, const corpus *c, const tandem_text_index *ix, const uint32_t *utt, host_batch *h) {
+    memset(r->audio, 0, sizeof r->audio);
+    for (int b = 0; b < BATCH; b++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", c->dir, tandem_utt_audio(ix, &ix->utts[utt[b]]));
+        int64_t n = 0;
+        assert_int_equal(tandem_audio_load(path, r->audio + (size_t)b * SAMPLES, SAMPLES, &n, NULL), TANDEM_OK);
+        r->lengths[b] = (int32_t)n;
+    }
+    assert_int_equal(tandem_tensor_upload(r->s, r->plan.audio, r->audio, sizeof r->audio), TANDEM_OK);
+    assert_int_equal(tandem_tensor_upload(r->s, r->plan.lengths, r->lengths, sizeof r->lengths), TANDEM_OK);
+    assert_int_equal(tandem_mel_batch(&r->plan, r->s), TANDEM_OK);
+    assert_int_equal(tandem_tensor_download(r->s, h->mels, r->plan.mel, sizeof h->mels), TANDEM_OK);
+    assert_int_equal(tandem_tensor_download(r->s, h->mask, r->plan.mask, sizeof h->mask), TANDEM_OK);
+    assert_int_equal(tandem_tensor_download(r->s, h->stop, r->plan.stop, sizeof h->stop), TANDEM_OK);
+    assert_int_equal(tandem_tensor_download(r->s, h->frames, r->plan.frames, sizeof h->frames), TANDEM_OK);
+    assert_int_equal(tandem_stream_sync(r->s), TANDEM_OK);
+    for (int b = 0; b < BATCH; b++) assert_int_equal(h->frames[b], r->lengths[b] / 256);
+}
+
+typedef struct run {
+    tandem_config cfg;
+    tandem_device *data_dev, *model_dev;
+    tandem_pool *data_pool, *model_pool;
+    tandem_pipeline *pipe;
+} run;
+
+static void run_start(run *x, const corpus *c, const tandem_text_index *ix, uint64_t seed, int force_staged) {
+    memset(x, 0, sizeof *x);
+    tandem_config_init(&x->cfg);
+    x->cfg.batch_size = BATCH;
+    x->cfg.max_frames = FRAMES;
+    x->cfg.max_text = MAX_TEXT;
+    x->cfg.prefetch_buffer_size = 2;
+    x->cfg.num_workers = 2;
+    x->cfg.seed = (int64_t)(seed >> 1);
+    assert_int_equal(tandem_config_check(&x->cfg), TANDEM_OK);
+    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 0, &x->data_dev), TANDEM_OK);
+    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 1, &x->model_dev), TANDEM_OK);
+    assert_int_equal(tandem_pool_create(x->data_dev, "data", 0, &x->data_pool), TANDEM_OK);
+    assert_int_equal(tandem_pool_create(x->model_dev, "model", 0, &x->model_pool), TANDEM_OK);
+    tandem_pipeline_options o;
+    tandem_pipeline_options_init(&o);
+    o.cfg = &x->cfg;
+    o.ix = ix;
+    o.data_dir = c->dir;
+    o.data_dev = x->data_dev;
+    o.model_dev = x->model_dev;
+    o.data_pool = x->data_pool;
+    o.model_pool = x->model_pool;
+    o.force_staged = force_staged;
+    o.poison_on_release = 1;
+    assert_int_equal(tandem_pipeline_create(&o, &x->pipe), TANDEM_OK);
+    assert_int_equal(tandem_pipeline_peer(x->pipe), !force_staged);
+    assert_int_equal(tandem_pool_commit(x->data_pool), TANDEM_OK);
+    assert_int_equal(tandem_pool_commit(x->model_pool), TANDEM_OK);
+    assert_int_equal(tandem_pipeline_start(x->pipe), TANDEM_OK);
+}
+
+static void run_end(run *x) {
+    tandem_pipeline_destroy(x->pipe);
+    tandem_pool_destroy(x->data_pool);
+    tandem_pool_destroy(x->model_pool);
+    tandem_device_close(x->data_dev);
+    tandem_device_close(x->model_dev);
+}
+
+static void check_equal(const host_batch *got, const host_batch *want, int64_t seq) {
+    double max_diff = 0;
+    for (size_t i = 0; i < BATCH * FRAMES * M; i++) {
+        assert_true(isfinite(got->mels[i]));
+        double d = fabs((double)got->mels[i] - want->mels[i]);
+        if (d > max_diff) max_diff = d;
+    }
+    if (max_diff > 1e-6) fail_msg("batch %lld: ring mels differ from the direct computation by %g", (long long)seq, max_diff);
+    assert_memory_equal(got->mask, want->mask, sizeof got->mask);
+    assert_memory_equal(got->stop, want->stop, sizeof got->stop);
+    assert_memory_equal(got->frames, want->frames, sizeof got->frames);
+}
+
+static void run_and_compare(int force_staged) {
+    tandem_rng r = {tandem_test_seed(force_staged ? "test_pipeline staged" : "test_pipeline peer")};
+    corpus c;
+    write_corpus(&c, &r);
+    tandem_text_index ix;
+    open_index(&c, &ix);
+    reference ref;
+    ref_init(&ref);
+    run x;
+    run_start(&x, &c, &ix, tandem_rng_next(&r), force_staged);
+    tandem_stream *cs = tandem_pipeline_consumer_stream(x.pipe);
+    static host_batch got, want;
+    const int n_batches = 2 * N_UTTS / BATCH; /* two epochs */
+    for (int n = 0; n < n_batches; n++) {
+        tandem_batch_view v;
+        assert_int_equal(tandem_pipeline_acquire(x.pipe, &v, 10000), TANDEM_OK);
+        download_slot(cs, v.t, &got);
+        ref_batch(&ref, &c, &ix, v.utt, &want);
+        check_equal(&got, &want, v.seq);
+        assert_int_equal(tandem_pipeline_release(x.pipe, v.slot), TANDEM_OK);
+    }
+    assert_int_equal(tandem_pipeline_stop(x.pipe), TANDEM_OK);
+    tandem_pipeline_stats s;
+    tandem_pipeline_get_stats(x.pipe, &s);
+    assert_int_equal(s.consumed, n_batches);
+    assert_int_equal(s.decode_failures, 0);
+    assert_true(s.resampled > 0);
+    for (int st = 0; st < TANDEM_STAGE_COUNT; st++) assert_true(s.stages[st].count > 0);
+    assert_true(s.audio_seconds > 0 && s.wall_ms > 0 && s.data_busy_pct > 0);
+    char table[2048];
+    tandem_stage_times_format(s.stages, s.wall_ms, table, sizeof table);
+    printf("%s", table);
+    run_end(&x);
+    ref_free(&ref);
+    tandem_text_index_free(&ix);
+    remove_corpus(&c);
+}
+
+static void test_ring_equals_direct_peer(void **state) {
+    (void)state;
+    run_and_compare(0);
+}
+
+static void test_ring_equals_direct_staged(void **state) {
+    (void)state;
+    run_and_compare(1);
+}
+
+static void test_corrupt_file_mid_run(void **state) {
+    (void)state;
+    tandem_rng r = {tandem_test_seed("test_pipeline corrupt")};
+    corpus c;
+    write_corpus(&c, &r);
+    tandem_text_index ix;
+    open_index(&c, &ix); /* durations cached while the file was fine */
+    const int bad = (int)tandem_rng_int(&r, 0, N_UTTS - 1);
+    char path[600];
+    snprintf(path, sizeof path, "%s/wavs/u%d.wav", c.dir, bad);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    for (int i = 0; i < 64; i++) fputc((int)(tandem_rng_next(&r) & 0xff), f); /* garbage over the header */
+    fclose(f);
+    uint32_t bad_utt = UINT32_MAX;
+    for (uint32_t i = 0; i < ix.count; i++)
+        if (atoi(tandem_utt_id(&ix, &ix.utts[i]) + 1) == bad) bad_utt = i;
+    assert_true(bad_utt != UINT32_MAX);
+
+    run x;
+    run_start(&x, &c, &ix, tandem_rng_next(&r), 0);
+    tandem_stream *cs = tandem_pipeline_consumer_stream(x.pipe);
+    static host_batch got;
+    int seen[N_UTTS] = {0};
+    const int n_batches = 3 * N_UTTS / BATCH; /* three epochs: the bad file comes up three times */
+    for (int n = 0; n < n_batches; n++) {
+        tandem_batch_view v;
+        assert_int_equal(tandem_pipeline_acquire(x.pipe, &v, 10000), TANDEM_OK);
+        download_slot(cs, v.t, &got);
+        for (size_t i = 0; i < BATCH * FRAMES * M; i++) assert_true(isfinite(got.mels[i]));
+        for (int b = 0; b < BATCH; b++) {
+            assert_int_not_equal(v.utt[b], bad_utt);
+            seen[v.utt[b]]++;
+        }
+        assert_int_equal(tandem_pipeline_release(x.pipe, v.slot), TANDEM_OK);
+    }
+    assert_int_equal(tandem_pipeline_stop(x.pipe), TANDEM_OK);
+    tandem_pipeline_stats s;
+    tandem_pipeline_get_stats(x.pipe, &s);
+    printf("corrupt u%d: %llu decode failures counted, %llu files decoded\n", bad,
+           (unsigned long long)s.decode_failures, (unsigned long long)s.files_ok);
+    /* the first two epochs' worth of rows were consumed: the file failed at least twice */
+    assert_true(s.decode_failures >= 2);
+    for (uint32_t u = 0; u < N_UTTS; u++)
+        if (u != bad_utt) assert_true(seen[u] >= 2);
+    run_end(&x);
+    tandem_text_index_free(&ix);
+    remove_corpus(&c);
+}
+
+int main(void) {
+    setenv("TANDEM_HOST_DEVICES", "3", 1); /* data, model, and the reference's own device */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ring_equals_direct_peer),
+        cmocka_unit_test(test_ring_equals_direct_staged),
+        cmocka_unit_test(test_corrupt_file_mid_run),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
