@@ -1,0 +1,221 @@
+/* model.h — the acoustic model of DESIGN.md §7 on the model device: sizes, the parameter table,
+ * the flat parameter / gradient / AdamW-moment tensors, and every activation and scratch tensor
+ * of one micro-batch's forward and backward, all declared to the model device's pool.
+ *
+ *   sequence: [lang, BOS, text..., EOS, pad...] (Tt = max_text positions), then Tm = F / r mel
+ *   positions; input at mel position j = GELU(prenet(frames of group j - 1)), zeros for j = 0;
+ *   + learned positions; L pre-LN blocks (LN → causal MHA with key padding mask → residual;
+ *   LN → MLP d → 4d → d with GELU → residual); final LN; mel head d → r·80 and stop head
+ *   d → r at the mel positions. Loss: masked L1 on real frames + stop BCE-with-logits.
+ *
+ * Parameters: ONE flat f32 tensor [P] (and grads [P], AdamW m [P], v [P]); each parameter is a
+ * named view at an element offset (aligned to 64 elements = 256 bytes). The parameters with
+ * weight decay (the linear layers' weight matrices) come first, [0, decay_end), then the rest
+ * (norms, biases, embeddings: no decay), so zeroing, the global norm and AdamW each run over
+ * one or two flat spans. Linear weights are stored [out, in] (PyTorch's nn.Linear layout):
+ * y = x W^T + b.
+ *
+ * Memory: everything is a pool tensor. Per-step tensors carry their first/last use as phase
+ * indices (tandem_model_phase) so the planner overlays what is dead: forward scratch with the
+ * backward's, each layer's saved activations end at that layer's backward.
+ *
+ * fp32 only: `precision: bf16` is not implemented yet (tandem_model_declare refuses it).
+ * Owns: the parameter table, the per-layer tensor handles and one pinned host staging block
+ * (parameter init chunks, key masks, step results), all allocated before the pool is
+ * committed; nothing after.
+ */
+#ifndef TANDEM_RUNTIME_MODEL_H
+#define TANDEM_RUNTIME_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attention.h"
+#include "config.h"
+#include "device.h"
+#include "tandem.h"
+
+typedef struct tandem_model_dims {
+    int batch;            /* B: utterances per micro-batch */
+    int d, layers, heads; /* model width, blocks, attention heads */
+    int head_dim;         /* dh = d / heads */
+    int ff;               /* MLP width, 4d */
+    int r, n_mels;        /* reduction factor, 80 */
+    int group;            /* r * n_mels: floats a mel position predicts */
+    int text_len;         /* Tt = max_text */
+    int frames;           /* F = max_frames */
+    int mel_len;          /* Tm = F / r */
+    int seq;              /* T = Tt + Tm */
+    int vocab;            /* V: symbol table size */
+    int micro_batches;    /* grad_accum: loss slots per step */
+} tandem_model_dims;
+
+/* From a checked config (model keys, batch_size, grad_accum) and the symbol table size. */
+tandem_status tandem_model_dims_from_config(const tandem_config *cfg, tandem_model_dims *out);
+
+typedef enum tandem_param_init {
+    TANDEM_PARAM_NORMAL = 0, /* N(0, std^2) from the seed */
+    TANDEM_PARAM_ZEROS,
+    TANDEM_PARAM_ONES,
+} tandem_param_init;
+
+#define TANDEM_MODEL_PARAM_NAME_MAX 64
+
+typedef struct tandem_model_param {
+    char name[TANDEM_MODEL_PARAM_NAME_MAX]; /* "layers.0.attn.qkv.weight" */
+    int ndim;
+    int64_t shape[2];
+    int64_t numel;
+    int64_t offset; /* elements into params / grads / m / v */
+    tandem_param_init init;
+    float std; /* TANDEM_PARAM_NORMAL */
+    int decay; /* 1: AdamW weight decay applies */
+} tandem_model_param;
+
+/* Indices into the parameter table. */
+typedef struct tandem_model_layer_params {
+    int ln1_g, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_g, ln2_b, fc_w, fc_b, proj_w, proj_b;
+} tandem_model_layer_params;
+
+typedef struct tandem_model_top_params {
+    int sym_emb, pos_emb, prenet_w, prenet_b, lnf_g, lnf_b, mel_w, mel_b, stop_w, stop_b;
+} tandem_model_top_params;
+
+/* One block's tensors kept from its forward for its backward (N = B * T rows). */
+typedef struct tandem_model_layer {
+    tandem_tensor *x;                   /* [B, T, d] the block's input (residual stream) */
+    tandem_tensor *h1, *mean1, *rstd1;  /* [B, T, d], [B*T], [B*T]: LN1 */
+    tandem_tensor *q, *k, *v;           /* [B, H, T, dh] */
+    tandem_tensor *p;                   /* [B, H, T, T] attention probabilities */
+    tandem_tensor *att;                 /* [B, T, d] heads merged, before the output projection */
+    tandem_tensor *x_mid;               /* [B, T, d] x + attention */
+    tandem_tensor *h2, *mean2, *rstd2;  /* [B, T, d], [B*T], [B*T]: LN2 */
+    tandem_tensor *f;                   /* [B, T, 4d] fc output before GELU */
+    tandem_tensor *g;                   /* [B, T, 4d] GELU(f) */
+} tandem_model_layer;
+
+/* One micro-batch on the model device (a ring slot) plus its lengths on the host: the host
+ * builds the attention key mask and the loss normalisers from them, so no device→host read
+ * sits inside a step. */
+typedef struct tandem_model_batch {
+    const tandem_tensor *tokens;       /* [B, Tt] i32 */
+    const tandem_tensor *mels;         /* [B, F, 80] f32 */
+    const tandem_tensor *frame_mask;   /* [B, F] f32: 1 real frame, 0 padding */
+    const tandem_tensor *stop_targets; /* [B, F] f32: 1 from the last real frame on */
+    const int32_t *text_lengths;       /* host [B]: tokens incl. language, BOS, EOS */
+    const int32_t *frame_lengths;      /* host [B]: real frames (<= F) */
+} tandem_model_batch;
+
+typedef struct tandem_model {
+    tandem_model_dims dims;
+    tandem_device *dev;
+    tandem_attention_shape attn;
+
+    int n_params;
+    tandem_model_param *param; /* [n_params] */
+    tandem_model_top_params top;
+    tandem_model_layer_params *lp; /* [layers] */
+    int64_t n_flat;                /* P: elements of the flat tensors (views + alignment gaps) */
+    int64_t decay_end;             /* [0, decay_end) decayed, [decay_end, P) not */
+    int64_t n_real;                /* sum of the parameters' numel */
+
+    /* persistent */
+    tandem_tensor *params, *grads, *adam_m, *adam_v; /* [P] */
+    tandem_tensor *stop_weight;                      /* [B, F] ones: BCE weight per frame */
+    tandem_tensor *losses;                           /* [micro_batches + 1, 2]: l1, bce per
+                                                        micro-batch; the last row: evaluation */
+    tandem_tensor *norm_sq;                          /* [1] squared global gradient norm */
+    tandem_tensor *skip;                             /* [1] i32: 1 = non-finite, skip update */
+
+    /* per step: inputs derived from the batch */
+    tandem_tensor *key_mask; /* [B, T] u8 */
+    tandem_tensor *groups;   /* [B, Tm, r*80] prenet input (teacher forcing shift) */
+    tandem_tensor *pre;      /* [B*Tm, d] prenet linear output, before GELU */
+    tandem_tensor *pre_act;  /* [B*Tm, d] GELU(pre) */
+    tandem_model_layer *layer; /* [layers] */
+    tandem_tensor *x_out;      /* [B, T, d] the last block's output */
+    tandem_tensor *qkv, *o;    /* forward scratch [B, T, 3d], [B, H, T, dh] */
+    tandem_tensor *hf, *meanf, *rstdf; /* final LN [B, T, d], [B*T], [B*T] */
+    tandem_tensor *mel_out;    /* [B, Tm, r*80] = predicted frames [B, F, 80] */
+    tandem_tensor *stop_out;   /* [B, Tm, r] = stop logits [B, F] */
+    tandem_tensor *loss_partials; /* [max partials of the two loss kernels] */
+    tandem_tensor *dmel, *dstop;  /* [B, Tm, r*80], [B, F] */
+    tandem_tensor *dhf;           /* [B, T, d] */
+    tandem_tensor *dres;          /* [B, T, d] gradient of the residual stream */
+    tandem_tensor *ln_scratch;    /* [layernorm_bwd scratch floats] */
+    tandem_tensor *da, *db;       /* [B, T, d] backward scratch */
+    tandem_tensor *dff;           /* [B, T, 4d] */
+    tandem_tensor *dqkv;          /* [B, T, 3d] */
+    tandem_tensor *d_o, *dq, *dk, *dv; /* [B, H, T, dh] */
+    tandem_tensor *dp;            /* [B, H, T, T] */
+    tandem_tensor *dpre;          /* [B*Tm, d] */
+    tandem_tensor *norm_partials; /* [partials of P] */
+
+    /* pinned host staging, carved from one block */
+    void *pinned;
+    size_t pinned_bytes;
+    float *stage;      /* [TANDEM_MODEL_STAGE_FLOATS] parameter init / transfer chunks */
+    uint8_t *host_mask; /* [micro_batches + 1, B, T] one key mask per micro-batch of a step */
+    float *host_out;    /* [2 * (micro_batches + 1) + 1] losses then norm_sq */
+    int32_t *host_skip; /* [1] */
+} tandem_model;
+
+#define TANDEM_MODEL_STAGE_FLOATS 16384
+
+/* Phases of a step: the op indices per-step tensors are declared with. */
+int tandem_model_phase_in_fwd(const tandem_model *m);           /* prenet, embedding */
+int tandem_model_phase_layer_fwd(const tandem_model *m, int l); /* block l forward */
+int tandem_model_phase_out_fwd(const tandem_model *m);          /* final LN, heads, loss */
+int tandem_model_phase_out_bwd(const tandem_model *m);          /* heads, final LN backward */
+int tandem_model_phase_layer_bwd(const tandem_model *m, int l); /* block l backward */
+int tandem_model_phase_in_bwd(const tandem_model *m);           /* embedding, prenet backward */
+int tandem_model_phase_opt(const tandem_model *m);              /* norm, AdamW */
+
+/* Build the parameter table and declare every tensor into pool (the model device's, before
+ * commit), resolve every GEMM shape on dev and allocate the pinned staging block. On error
+ * the model is left for tandem_model_free. */
+tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_pool *pool,
+                                   const tandem_model_dims *dims);
+void tandem_model_free(tandem_model *m);
+
+/* After commit: parameters from the seed (normal / zeros / ones per the table; alignment gaps
+ * zero), gradients and moments zero, stop weights one. Synchronises s. */
+tandem_status tandem_model_init_params(tandem_model *m, tandem_stream *s, uint64_t seed);
+
+/* Parameter lookup by name (-1 if none) and device address of a parameter's view. */
+int tandem_model_find_param(const tandem_model *m, const char *name);
+tandem_dptr tandem_model_param_addr(const tandem_model *m, int idx);
+tandem_dptr tandem_model_grad_addr(const tandem_model *m, int idx);
+
+/* Check a batch's tensors against the dims (shapes, dtypes, device) and its host lengths. */
+tandem_status tandem_model_check_batch(const tandem_model *m, const tandem_model_batch *b);
+
+/* Forward of one micro-batch: key mask (from the host lengths; slot selects the host buffer,
+ * 0 .. micro_batches), prenet, embedding, blocks, final LN, heads → mel_out, stop_out. */
+tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
+                                   int slot);
+
+/* The loss of the last forward into losses[slot] = (masked L1, stop BCE), reduced on the
+ * device. grad_scale != 0: also the loss gradients dmel, dstop for
+ * grad_scale * (l1 + stop_weight * bce) (grad_scale = 1 / micro-batches when accumulating). */
+tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
+                                int slot, float stop_weight, float grad_scale);
+
+/* Backward of the last forward from dmel, dstop: gradients ACCUMULATED (+=) into grads. */
+tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b);
+
+/* ---- internal: GEMM descriptors shared by prepare and the passes (model.c) ---------------- */
+
+/* y [rows, out] = x [rows, in] W^T, W [out, in] */
+tandem_gemm_desc tandem_model_desc_linear(int64_t rows, int64_t in, int64_t out);
+/* dx [rows, in] = dy [rows, out] W */
+tandem_gemm_desc tandem_model_desc_linear_dx(int64_t rows, int64_t in, int64_t out);
+/* dW [out, in] += dy^T [out, rows] x [rows, in] */
+tandem_gemm_desc tandem_model_desc_linear_dw(int64_t rows, int64_t in, int64_t out);
+/* A head on the mel rows of the final LN output: per batch item, y [Tm, out] =
+ * hf[b, Tt:T, :] W^T (A stride T*d, W shared, C stride Tm*out). */
+tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out);
+/* Its input gradient: dhf[b, Tt:T, :] (+)= dy_b [Tm, out] W (C stride T*d). */
+tandem_gemm_desc tandem_model_desc_head_dx(const tandem_model_dims *dm, int64_t out);
+
+#endif
