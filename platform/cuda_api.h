@@ -1,7 +1,9 @@
 /* cuda_api.h — the project's own declarations of the CUDA driver API and cuBLASLt subset the
  * cuda backend uses, so the project builds where the CUDA toolkit is absent. Types, enum values
- * and struct layouts match cuda.h / cublasLt.h / library_types.h of CUDA 12-13 (checked by
- * test/unit/test_cuda_api.c against the toolkit headers when they are installed).
+ * and struct layouts match cuda.h / cublasLt.h / library_types.h of CUDA 12-13: every value
+ * is compared with the toolkit headers by test/unit/test_cuda_api.c when they are installed;
+ * the tandem_pfn_* signatures were checked by assigning the toolkit's declared functions to
+ * them in a C11 -Werror build against CUDA 13.0's headers.
  *
  * Nothing here declares a function: the backend resolves every entry point at run time
  * (dlopen + cuGetProcAddress) into the tandem_pfn_* pointer types below. The stand-in driver
