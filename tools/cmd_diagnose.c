@@ -80,11 +80,10 @@ static int section_fatbin(tandem_fatbin_summary *sum, int *have) {
             int found = 0;
             for (int e = 0; e < sum->entry_count && !found; e++)
                 found = strcmp(sum->entries[e], tandem_kernel_table[k].entry) == 0;
-            if (!found && sum->entry_count > 0) {
+            if (!found && sum->entry_count > 0 && missing++ < 5)
                 printf("  missing kernel: %s\n", tandem_kernel_table[k].entry);
-                missing++;
-            }
         }
+        if (missing > 5) printf("  ... and %d more missing\n", missing - 5);
         if (sum->entry_count > 0)
             printf("  %d kernel entry points; %d registered kernel%s, %s\n", sum->entry_count, TANDEM_KERNEL_COUNT,
                    TANDEM_KERNEL_COUNT == 1 ? "" : "s", missing ? "SOME MISSING (rebuild the fatbin)" : "all present");
