@@ -53,6 +53,14 @@ typedef struct tandem_config {
     double lr;
     char train_data[TANDEM_CONFIG_PATH_MAX], val_data[TANDEM_CONFIG_PATH_MAX];
     char out[TANDEM_CONFIG_PATH_MAX];
+    /* optimizer and schedule (train_step.h) */
+    int64_t warmup_steps;
+    double min_lr_ratio, weight_decay, adam_beta1, adam_beta2, adam_eps, grad_clip;
+    double stop_loss_weight;
+    /* training loop (trainer.h) */
+    int64_t val_every, log_every, checkpoint_every;
+    int val_batches, keep, max_nonfinite;
+    int data_gpu, model_gpu; /* CUDA ordinals of the two roles; -1 = automatic */
 
     uint64_t explicit_keys; /* bit i: schema key i was given (presets leave it alone) */
 } tandem_config;
