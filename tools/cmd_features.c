@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "mel.h"
 #include "mel_device.h"
+#include "npy.h"
 #include "tandem.h"
 
 static void usage(FILE *f) {
@@ -20,42 +21,6 @@ static void usage(FILE *f) {
             "log-mel features on a device (80 Slaney bands 0-8000 Hz, n_fft 1024, hop 256,\n"
             "ln(max(x, 1e-5))) and writes them to OUT.npy as float32 [frames, 80], or prints a\n"
             "summary without OUT. --backend picks the device (default auto: cuda if present).\n");
-}
-
-/* NPY format 1.0: magic, version, little-endian u16 header length, a Python dict literal
- * padded with spaces and a newline so the data starts at a multiple of 64 bytes. */
-static int write_npy(const char *path, const float *data, int rows, int cols) {
-    char dict[128];
-    int dlen = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }",
-                        rows, cols);
-    size_t total = 10 + (size_t)dlen + 1;
-    size_t padded = (total + 63) / 64 * 64;
-    size_t hlen = padded - 10;
-    char header[192];
-    memcpy(header, "\x93NUMPY\x01\x00", 8);
-    header[8] = (char)(hlen & 0xff);
-    header[9] = (char)(hlen >> 8);
-    memcpy(header + 10, dict, (size_t)dlen);
-    memset(header + 10 + dlen, ' ', hlen - (size_t)dlen - 1);
-    header[padded - 1] = '\n';
-
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
-        return -1;
-    }
-    int ok = fwrite(header, 1, padded, f) == padded;
-    const uint16_t probe = 1;
-    int little = *(const uint8_t *)&probe == 1;
-    for (size_t i = 0; ok && i < (size_t)rows * cols; i++) {
-        uint32_t u;
-        memcpy(&u, &data[i], 4);
-        if (!little) u = (u >> 24) | ((u >> 8) & 0xff00u) | ((u << 8) & 0xff0000u) | (u << 24);
-        ok = fwrite(&u, 4, 1, f) == 1;
-    }
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) fprintf(stderr, "tandem features: writing %s failed\n", path);
-    return ok ? 0 : -1;
 }
 
 /* Runs the device path for one signal of n samples into mel [n / 256, 80]. */
@@ -165,7 +130,11 @@ int cli_features(int argc, char **argv) {
 
     int rc = 0;
     if (out) {
-        rc = write_npy(out, mel, frames, TANDEM_MEL_N_MELS) == 0 ? 0 : 1;
+        const int64_t shape[2] = {frames, TANDEM_MEL_N_MELS};
+        if (tandem_npy_write_f32(out, mel, 2, shape) != TANDEM_OK) {
+            fprintf(stderr, "tandem features: %s\n", tandem_last_error());
+            rc = 1;
+        }
         if (rc == 0) printf("%s: [%d, %d] float32 log-mel on %s\n", out, frames, TANDEM_MEL_N_MELS, devname);
     } else {
         double lo = INFINITY, hi = -INFINITY, sum = 0.0;

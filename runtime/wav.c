@@ -1,0 +1,40 @@
+/* wav.c — 16-bit PCM WAV output via libsndfile (see wav.h). libsndfile writes to the temp file
+ * of an atomic replace through sf_open_fd, so a failed write never leaves a half file. */
+#include "wav.h"
+
+#include <math.h>
+#include <sndfile.h>
+
+#include "atomic_file.h"
+#include "log.h"
+
+tandem_status tandem_wav_write_pcm16(const char *path, const float *samples, int64_t n, int sample_rate) {
+    if (!path || n < 0 || (n > 0 && !samples) || sample_rate < 1)
+        return tandem_fail(TANDEM_E_INVALID, "wav write %s: bad arguments (%lld samples at %d Hz)",
+                           path ? path : "(null)", (long long)n, sample_rate);
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(samples[i]))
+            return tandem_fail(TANDEM_E_INVALID, "wav write %s: sample %lld is not finite", path, (long long)i);
+    tandem_atomic_file f;
+    TANDEM_TRY(tandem_atomic_open(&f, path));
+    SF_INFO info = {0};
+    info.samplerate = sample_rate;
+    info.channels = 1;
+    info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+    SNDFILE *sf = sf_open_fd(f.fd, SFM_WRITE, &info, 0 /* the atomic file closes the fd */);
+    if (!sf) {
+        tandem_status st = tandem_fail(TANDEM_E_IO, "wav write %s: libsndfile: %s", path, sf_strerror(NULL));
+        tandem_atomic_abort(&f);
+        return st;
+    }
+    sf_command(sf, SFC_SET_CLIPPING, NULL, SF_TRUE);
+    sf_count_t done = sf_write_float(sf, samples, (sf_count_t)n);
+    int close_err = sf_close(sf);
+    if (done != (sf_count_t)n || close_err != 0) {
+        tandem_status st = tandem_fail(TANDEM_E_IO, "wav write %s: wrote %lld of %lld samples (%s)", path,
+                                       (long long)done, (long long)n, sf_error_number(close_err));
+        tandem_atomic_abort(&f);
+        return st;
+    }
+    return tandem_atomic_commit(&f);
+}
