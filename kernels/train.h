@@ -13,7 +13,7 @@
  * and writes partials[chunk]; tandem_k_train_partials(n) is the number of partials (at least
  * one: n = 0 writes a single 0). reduce_sum then adds the partials in one block, again in a
  * fixed order, so the loss and the norm are deterministic on every backend (the host sums each
- * chunk in double; it is deterministic too, and the host backend's resume is bit-identical).
+ * chunk in double, also deterministic, so the host backend can resume bit-identically).
  *
  * Masks and weights are float [B, F] (what the data device's mel_targets writes: 1 for a real
  * frame, 0 for padding) and act as per-frame weights; a frame with weight 0 is excluded by
