@@ -98,6 +98,11 @@ test: deps
 	@$(MAKE) --no-print-directory test-build
 	@bash test/run.sh $(TEST_BINS)
 
+# The test binaries, one per line (for running a subset by hand).
+.PHONY: list-tests
+list-tests:
+	@printf '%s\n' $(TEST_BINS)
+
 .PHONY: install clean config-info
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
