@@ -62,3 +62,15 @@ endif
 
 endif
 -include $(FAKECUDA_OBJ:.o=.d) $(FAKECUBLAS_OBJ:.o=.d)
+
+# Unit tests that honour TANDEM_TEST_BACKEND=cuda run a second time on the stand-in driver
+# (and on the real driver under `make test-gpu`, where TANDEM_TEST_REAL_GPU=1 leaves the
+# driver variables unset). Any "fakecuda: error" line fails the run.
+FAKECUDA_VARIANT_NAMES := $(notdir $(shell grep -l 'TANDEM_TEST_BACKEND' test/unit/test_*.c 2>/dev/null))
+FAKECUDA_VARIANTS := $(FAKECUDA_VARIANT_NAMES:%.c=$(TEST_BIN_DIR)/%@cuda)
+ifneq ($(wildcard platform/cuda_device.c),)
+TEST_BINS += $(FAKECUDA_VARIANTS)
+endif
+$(TEST_BIN_DIR)/%@cuda: $(TEST_BIN_DIR)/% $(FAKECUDA_LIB) $(FAKECUBLAS_LIB) test/run_on_cuda.sh
+	@printf '#!/bin/sh\nexec bash %s %s %s\n' '$(abspath test/run_on_cuda.sh)' '$(abspath $(FAKECUDA_DIR))' '$(abspath $<)' > $@
+	@chmod +x $@
