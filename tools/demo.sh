@@ -16,6 +16,8 @@ echo "== text frontend and cache"
 first=$(ls "$corpus"/wavs/*.wav | head -1)
 echo "== log-mel of $first"
 "$tandem" features "$first" "$out/first.npy"
+echo "== data pipeline alone (loader threads → features on the data device → ring)"
+"$tandem" pipeline --data "$corpus" --steps "${DEMO_PIPELINE_STEPS:-20}"
 echo "== memory plan (configs/tiny.yaml)"
 "$tandem" plan --config configs/tiny.yaml
 echo
