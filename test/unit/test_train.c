@@ -1,0 +1,364 @@
+/* test_train.c — the training step on a fixed synthetic batch (no pipeline):
+ *
+ *   overfit:      OVERFIT_STEPS steps on one batch (host backend) drive the masked L1 below
+ *                 10 % of its first value; from step 2 on no allocation is made
+ *                 (tandem_alloc_count unchanged) and the model arena's stats at step 1 and step
+ *                 N are identical.
+ *   deterministic: two runs from the same seed give bit-identical losses and parameters on
+ *                 the host backend (what exact resume relies on).
+ *   accumulation: grad_accum 2 over batches (X, X) takes the same step as grad_accum 1 over X
+ *                 (gradients of the mean loss): losses equal, parameters within 1e-6 relative.
+ *   stand-in cuda: the same short run through platform/cuda on the stand-in driver
+ *                 (test/fakecuda: emulated kernels, stand-in cuBLASLt) matches the host's
+ *                 losses: relative difference <= 1e-5 per step (5 steps). Why: both compute in
+ *                 f32 and differ only in summation order (GEMMs: OpenBLAS vs a double
+ *                 accumulation rounded once; reductions: double per chunk vs shuffle trees),
+ *                 ~1e-7 relative per op (observed ~1e-7 on the loss); AdamW's early steps move
+ *                 weights by ~lr whatever the gradient's size, which can amplify such
+ *                 differences, so the limit leaves 100x; a wrong kernel is off by >= 1e-3.
+ *
+ * The batch: random tokens, smooth mel-like targets (sums of sinusoids over time and band),
+ * random lengths with zero padding, stop targets 1 from the last real frame on. Seed printed;
+ * replay with TANDEM_TEST_SEED.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "model.h"
+#include "tandem.h"
+#include "testutil.h"
+#include "train_step.h"
+
+#define FAKECUDA_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
+#define DRIVER FAKECUDA_DIR "/libcuda.so.1"
+#define CUBLASLT FAKECUDA_DIR "/libcublasLt.so.13"
+
+#define OVERFIT_STEPS 300
+#define CUDA_STEPS 5
+#define TOL_CUDA 1e-5
+
+#define CHECK(expr)                                                                       \
+    do {                                                                                  \
+        tandem_status st_ = (expr);                                                       \
+        if (st_ != TANDEM_OK) fail_msg("%s: %s: %s", #expr, tandem_status_name(st_),      \
+                                       tandem_last_error());                              \
+    } while (0)
+
+static uint64_t seed;
+
+/* ---- a configured model with fixed batches in its pool ------------------------------------ */
+
+enum { MAX_MICRO = 2 };
+
+typedef struct run {
+    tandem_config cfg;
+    tandem_model_dims dims;
+    tandem_device *dev;
+    tandem_stream *s;
+    tandem_pool *pool;
+    tandem_model m;
+    tandem_optim opt;
+    tandem_train_state st;
+    tandem_tensor *tok[MAX_MICRO], *mel[MAX_MICRO], *msk[MAX_MICRO], *stp[MAX_MICRO];
+    tandem_model_batch mb[MAX_MICRO];
+} run;
+
+typedef struct host_batch {
+    int B, TT, F;
+    int32_t *tokens, *text_len, *frame_len;
+    float *mels, *mask, *stop;
+} host_batch;
+
+static void small_config(tandem_config *cfg, int grad_accum) {
+    tandem_config_init(cfg);
+    CHECK(tandem_config_set(cfg, "model_size", "custom"));
+    CHECK(tandem_config_set(cfg, "d_model", "32"));
+    CHECK(tandem_config_set(cfg, "layers", "2"));
+    CHECK(tandem_config_set(cfg, "heads", "2"));
+    CHECK(tandem_config_set(cfg, "reduction", "2"));
+    CHECK(tandem_config_set(cfg, "max_text", "12"));
+    CHECK(tandem_config_set(cfg, "max_frames", "24"));
+    CHECK(tandem_config_set(cfg, "batch_size", "3"));
+    char ga[8];
+    snprintf(ga, sizeof ga, "%d", grad_accum);
+    CHECK(tandem_config_set(cfg, "grad_accum", ga));
+    CHECK(tandem_config_set(cfg, "lr", "0.003"));
+    CHECK(tandem_config_set(cfg, "warmup_steps", "20"));
+    CHECK(tandem_config_set(cfg, "max_steps", "300"));
+    CHECK(tandem_config_set(cfg, "weight_decay", "0.01"));
+    CHECK(tandem_config_check(cfg));
+}
+
+static void make_batch(tandem_rng *r, const tandem_model_dims *d, host_batch *hb) {
+    hb->B = d->batch;
+    hb->TT = d->text_len;
+    hb->F = d->frames;
+    hb->tokens = calloc((size_t)d->batch * d->text_len, sizeof(int32_t));
+    hb->text_len = calloc((size_t)d->batch, sizeof(int32_t));
+    hb->frame_len = calloc((size_t)d->batch, sizeof(int32_t));
+    hb->mels = calloc((size_t)d->batch * d->frames * 80, sizeof(float));
+    hb->mask = calloc((size_t)d->batch * d->frames, sizeof(float));
+    hb->stop = calloc((size_t)d->batch * d->frames, sizeof(float));
+    for (int b = 0; b < d->batch; b++) {
+        hb->text_len[b] = (int)tandem_rng_int(r, 4, d->text_len);
+        hb->frame_len[b] = (int)tandem_rng_int(r, d->frames / 2, d->frames);
+        for (int t = 0; t < hb->text_len[b]; t++)
+            hb->tokens[b * d->text_len + t] = (int)tandem_rng_int(r, 1, d->vocab - 1);
+        double ph = tandem_rng_uniform(r, 0, 6.28f), fr = tandem_rng_uniform(r, 0.1f, 0.4f);
+        for (int f = 0; f < d->frames; f++) {
+            hb->mask[b * d->frames + f] = f < hb->frame_len[b];
+            hb->stop[b * d->frames + f] = f >= hb->frame_len[b] - 1;
+            if (f >= hb->frame_len[b]) continue;
+            for (int c = 0; c < 80; c++)
+                hb->mels[((size_t)b * d->frames + f) * 80 + c] =
+                    (float)(-4.0 + 2.0 * sin(ph + fr * f + 0.08 * c) + cos(0.05 * c * (b + 1)));
+        }
+    }
+}
+
+static void free_batch(host_batch *hb) {
+    free(hb->tokens);
+    free(hb->text_len);
+    free(hb->frame_len);
+    free(hb->mels);
+    free(hb->mask);
+    free(hb->stop);
+}
+
+/* Open a device, declare the model and one batch per micro-batch, commit, init, upload. */
+static void run_open(run *r, tandem_backend be, int grad_accum, const host_batch *hb /*[grad_accum]*/) {
+    memset(r, 0, sizeof *r);
+    small_config(&r->cfg, grad_accum);
+    CHECK(tandem_model_dims_from_config(&r->cfg, &r->dims));
+    tandem_optim_from_config(&r->cfg, &r->opt);
+    CHECK(tandem_device_open(be, 0, &r->dev));
+    CHECK(tandem_stream_create(r->dev, &r->s));
+    CHECK(tandem_pool_create(r->dev, "model", 0, &r->pool));
+    CHECK(tandem_model_declare(&r->m, r->dev, r->pool, &r->dims));
+    const tandem_model_dims *d = &r->dims;
+    for (int a = 0; a < grad_accum; a++) {
+        char nm[32];
+        int64_t s2[2] = {d->batch, d->text_len}, s3[3] = {d->batch, d->frames, 80};
+        int64_t sf[2] = {d->batch, d->frames};
+        snprintf(nm, sizeof nm, "tokens%d", a);
+        CHECK(tandem_pool_declare(r->pool, nm, TANDEM_I32, 2, s2, TANDEM_PERSISTENT, 0, 0, &r->tok[a]));
+        snprintf(nm, sizeof nm, "mels%d", a);
+        CHECK(tandem_pool_declare(r->pool, nm, TANDEM_F32, 3, s3, TANDEM_PERSISTENT, 0, 0, &r->mel[a]));
+        snprintf(nm, sizeof nm, "mask%d", a);
+        CHECK(tandem_pool_declare(r->pool, nm, TANDEM_F32, 2, sf, TANDEM_PERSISTENT, 0, 0, &r->msk[a]));
+        snprintf(nm, sizeof nm, "stop%d", a);
+        CHECK(tandem_pool_declare(r->pool, nm, TANDEM_F32, 2, sf, TANDEM_PERSISTENT, 0, 0, &r->stp[a]));
+    }
+    CHECK(tandem_pool_commit(r->pool));
+    CHECK(tandem_model_init_params(&r->m, r->s, seed));
+    for (int a = 0; a < grad_accum; a++) {
+        const size_t nt = (size_t)d->batch * d->text_len, nf = (size_t)d->batch * d->frames;
+        CHECK(tandem_tensor_upload(r->s, r->tok[a], hb[a].tokens, nt * 4));
+        CHECK(tandem_tensor_upload(r->s, r->mel[a], hb[a].mels, nf * 80 * 4));
+        CHECK(tandem_tensor_upload(r->s, r->msk[a], hb[a].mask, nf * 4));
+        CHECK(tandem_tensor_upload(r->s, r->stp[a], hb[a].stop, nf * 4));
+        r->mb[a].tokens = r->tok[a];
+        r->mb[a].mels = r->mel[a];
+        r->mb[a].frame_mask = r->msk[a];
+        r->mb[a].stop_targets = r->stp[a];
+        r->mb[a].text_lengths = hb[a].text_len;
+        r->mb[a].frame_lengths = hb[a].frame_len;
+    }
+    CHECK(tandem_stream_sync(r->s));
+}
+
+static void run_close(run *r) {
+    tandem_model_free(&r->m);
+    tandem_pool_destroy(r->pool);
+    tandem_stream_destroy(r->s);
+    tandem_device_close(r->dev);
+}
+
+static float *download_params(run *r) {
+    float *p = malloc((size_t)r->m.n_flat * sizeof(float));
+    assert_non_null(p);
+    CHECK(tandem_tensor_download(r->s, p, r->m.params, (size_t)r->m.n_flat * sizeof(float)));
+    CHECK(tandem_stream_sync(r->s));
+    return p;
+}
+
+/* ---- tests ------------------------------------------------------------------------------------ */
+
+static void test_overfit_no_alloc(void **state) {
+    (void)state;
+    tandem_rng rng = {seed};
+    tandem_config cfg;
+    small_config(&cfg, 1);
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    host_batch hb;
+    make_batch(&rng, &d, &hb);
+    run r;
+    run_open(&r, TANDEM_BACKEND_HOST, 1, &hb);
+
+    tandem_step_result res;
+    CHECK(tandem_train_step(&r.m, r.s, &r.opt, &r.st, r.mb, &res));
+    const double l1_0 = res.l1, bce_0 = res.stop_bce;
+    tandem_pool_stats st1, stn;
+    tandem_pool_get_stats(r.pool, &st1);
+    const uint64_t allocs = tandem_alloc_count();
+    double l1_min = l1_0;
+    for (int i = 1; i < OVERFIT_STEPS; i++) {
+        CHECK(tandem_train_step(&r.m, r.s, &r.opt, &r.st, r.mb, &res));
+        assert_false(res.skipped);
+        if (res.l1 < l1_min) l1_min = res.l1;
+        if (i % 50 == 0 || i == OVERFIT_STEPS - 1)
+            printf("step %3d: loss %.4f l1 %.4f bce %.4f |g| %.3f lr %.5f\n", i, res.loss, res.l1,
+                   res.stop_bce, res.grad_norm, res.lr);
+    }
+    const uint64_t allocs_after = tandem_alloc_count();
+    tandem_pool_get_stats(r.pool, &stn);
+    printf("overfit: l1 %.4f -> %.4f (%.1f %% of start; limit 10 %%), bce %.4f -> %.4f; "
+           "allocations during steps 2..%d: %llu; arena %zu bytes\n", l1_0, res.l1,
+           100.0 * res.l1 / l1_0, bce_0, res.stop_bce, OVERFIT_STEPS,
+           (unsigned long long)(allocs_after - allocs), stn.arena_bytes);
+    assert_true(res.l1 < 0.1 * l1_0);
+    assert_true(res.stop_bce < bce_0);
+    assert_int_equal(allocs_after, allocs);
+    assert_memory_equal(&st1, &stn, sizeof st1);
+    assert_int_equal(r.st.step, OVERFIT_STEPS);
+    assert_int_equal(r.st.updates, OVERFIT_STEPS);
+    run_close(&r);
+    free_batch(&hb);
+}
+
+static void test_deterministic(void **state) {
+    (void)state;
+    tandem_rng rng = {seed ^ 0x5555};
+    tandem_config cfg;
+    small_config(&cfg, 1);
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    host_batch hb;
+    make_batch(&rng, &d, &hb);
+    double loss[2][10];
+    float *params[2];
+    for (int k = 0; k < 2; k++) {
+        run r;
+        run_open(&r, TANDEM_BACKEND_HOST, 1, &hb);
+        for (int i = 0; i < 10; i++) {
+            tandem_step_result res;
+            CHECK(tandem_train_step(&r.m, r.s, &r.opt, &r.st, r.mb, &res));
+            loss[k][i] = res.loss;
+        }
+        params[k] = download_params(&r);
+        if (k == 1)
+            assert_memory_equal(params[0], params[1], (size_t)r.m.n_flat * sizeof(float));
+        run_close(&r);
+    }
+    assert_memory_equal(loss[0], loss[1], sizeof loss[0]);
+    printf("deterministic: 10 steps, losses and parameters bit-identical (last loss %.6f)\n",
+           loss[0][9]);
+    free(params[0]);
+    free(params[1]);
+    free_batch(&hb);
+}
+
+static void test_grad_accum(void **state) {
+    (void)state;
+    tandem_rng rng = {seed ^ 0xaaaa};
+    tandem_config cfg;
+    small_config(&cfg, 1);
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    host_batch hb[2];
+    make_batch(&rng, &d, &hb[0]);
+    hb[1] = hb[0];
+    run r1, r2;
+    tandem_step_result a, b;
+    run_open(&r1, TANDEM_BACKEND_HOST, 1, hb);
+    CHECK(tandem_train_step(&r1.m, r1.s, &r1.opt, &r1.st, r1.mb, &a));
+    CHECK(tandem_train_step(&r1.m, r1.s, &r1.opt, &r1.st, r1.mb, &a));
+    float *p1 = download_params(&r1);
+    run_open(&r2, TANDEM_BACKEND_HOST, 2, hb);
+    CHECK(tandem_train_step(&r2.m, r2.s, &r2.opt, &r2.st, r2.mb, &b));
+    CHECK(tandem_train_step(&r2.m, r2.s, &r2.opt, &r2.st, r2.mb, &b));
+    float *p2 = download_params(&r2);
+    printf("grad_accum: step 2 loss %.9g (1 micro-batch) vs %.9g (2 equal micro-batches), |g| "
+           "%.9g vs %.9g\n", a.loss, b.loss, a.grad_norm, b.grad_norm);
+    assert_true(fabs(a.loss - b.loss) <= 1e-6 * fabs(a.loss));
+    assert_true(fabs(a.grad_norm - b.grad_norm) <= 1e-5 * a.grad_norm);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < r1.m.n_flat; i++) {
+        num += ((double)p1[i] - p2[i]) * ((double)p1[i] - p2[i]);
+        den += (double)p1[i] * p1[i];
+    }
+    printf("grad_accum: parameters after 2 steps, normalised difference %.2e (limit 1e-6)\n",
+           sqrt(num / den));
+    assert_true(sqrt(num / den) <= 1e-6);
+    free(p1);
+    free(p2);
+    run_close(&r1);
+    run_close(&r2);
+    free_batch(&hb[0]);
+}
+
+static void test_cuda_matches_host(void **state) {
+    (void)state;
+    if (access(DRIVER, R_OK) != 0 || access(CUBLASLT, R_OK) != 0)
+        fail_msg("the stand-in driver is not built (%s); build it with make test-build", DRIVER);
+    tandem_rng rng = {seed ^ 0x1234};
+    tandem_config cfg;
+    small_config(&cfg, 1);
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    host_batch hb;
+    make_batch(&rng, &d, &hb);
+    double host[CUDA_STEPS], cuda[CUDA_STEPS];
+    for (int k = 0; k < 2; k++) {
+        run r;
+        run_open(&r, k ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST, 1, &hb);
+        tandem_device_info info;
+        CHECK(tandem_device_get_info(r.dev, &info));
+        printf("%s run on '%s'\n", k ? "cuda" : "host", info.name);
+        for (int i = 0; i < CUDA_STEPS; i++) {
+            tandem_step_result res;
+            CHECK(tandem_train_step(&r.m, r.s, &r.opt, &r.st, r.mb, &res));
+            (k ? cuda : host)[i] = res.loss;
+        }
+        run_close(&r);
+    }
+    void *h = dlopen(DRIVER, RTLD_NOW | RTLD_NOLOAD);
+    int (*count)(void) = h ? (int (*)(void))dlsym(h, "tandem_fakecuda_error_count") : NULL;
+    if (!count) fail_msg("the cuda backend did not load the stand-in driver %s", DRIVER);
+    assert_int_equal(count(), 0);
+    for (int i = 0; i < CUDA_STEPS; i++) {
+        double rel = fabs(cuda[i] - host[i]) / fabs(host[i]);
+        printf("step %d: host loss %.10g, stand-in cuda %.10g, relative difference %.2e (limit "
+               "%.0e)\n", i, host[i], cuda[i], rel, TOL_CUDA);
+        assert_true(rel <= TOL_CUDA);
+    }
+    free_batch(&hb);
+}
+
+int main(void) {
+    seed = tandem_test_seed("test_train");
+    /* The cuda backend loads the driver once per process: point it at the stand-in first. */
+    setenv("TANDEM_CUDA_DRIVER", DRIVER, 1);
+    setenv("TANDEM_CUBLASLT", CUBLASLT, 1);
+    unsetenv("TANDEM_FAKECUDA_DEVICES");
+    unsetenv("TANDEM_FAKECUDA_ARCH");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_overfit_no_alloc),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_grad_accum),
+        cmocka_unit_test(test_cuda_matches_host),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
