@@ -19,18 +19,6 @@
 
 #include "kcase.h"
 
-static void set_buf(tandem_kcase *c, int j, const char *name, tandem_dtype dt, int64_t count,
-                    tandem_kb_role role, float lo, float hi) {
-    tandem_kcase_buf *b = &c->bufs[j];
-    b->name = name;
-    b->dtype = dt;
-    b->count = count;
-    b->role = role;
-    b->lo = lo;
-    b->hi = hi;
-    c->nbufs = j + 1; /* buffers are declared in order */
-}
-
 /* ---- layout transforms: c->i = {B, T, H, dh} ---- */
 static const int layout_shapes[][4] = {
     {1, 1, 1, 1}, {2, 5, 3, 7}, {3, 37, 2, 33}, {2, 256, 4, 64}, {2, 600, 8, 64}, {-1, 0, 0, 0},
@@ -59,10 +47,10 @@ static int64_t layout_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
 
 static void qkv_split_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = layout_shape(idx, rng, c);
-    set_buf(c, 0, "qkv", TANDEM_F32, 3 * n, TANDEM_KB_IN, -2.0f, 2.0f);
-    set_buf(c, 1, "q", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
-    set_buf(c, 2, "k", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
-    set_buf(c, 3, "v", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "qkv", TANDEM_F32, 3 * n, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 1, "q", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 2, "k", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 3, "v", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
 }
 static void qkv_split_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_qkv_split_args *a = (tandem_k_qkv_split_args *)args;
@@ -79,10 +67,10 @@ const tandem_kcase_spec tandem_kcase_qkv_split = {N_LAYOUT, qkv_split_make, qkv_
 
 static void qkv_merge_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = layout_shape(idx, rng, c);
-    set_buf(c, 0, "dq", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
-    set_buf(c, 1, "dk", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
-    set_buf(c, 2, "dv", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
-    set_buf(c, 3, "dqkv", TANDEM_F32, 3 * n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "dq", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 1, "dk", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 2, "dv", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 3, "dqkv", TANDEM_F32, 3 * n, TANDEM_KB_OUT, 0, 0);
 }
 static void qkv_merge_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_qkv_merge_grad_args *a = (tandem_k_qkv_merge_grad_args *)args;
@@ -99,8 +87,8 @@ const tandem_kcase_spec tandem_kcase_qkv_merge_grad = {N_LAYOUT, qkv_merge_make,
 
 static void heads_merge_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = layout_shape(idx, rng, c);
-    set_buf(c, 0, "o", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
-    set_buf(c, 1, "y", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "o", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 1, "y", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
 }
 static void heads_merge_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_heads_merge_args *a = (tandem_k_heads_merge_args *)args;
@@ -115,8 +103,8 @@ const tandem_kcase_spec tandem_kcase_heads_merge = {N_LAYOUT, heads_merge_make, 
 
 static void heads_split_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = layout_shape(idx, rng, c);
-    set_buf(c, 0, "dy", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
-    set_buf(c, 1, "d_o", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "dy", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 1, "d_o", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
 }
 static void heads_split_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_heads_split_grad_args *a = (tandem_k_heads_split_grad_args *)args;
@@ -158,9 +146,9 @@ static int64_t softmax_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
 static void softmax_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = softmax_shape(idx, rng, c);
     /* scores as they come out of Q K^T / sqrt(dh) for unit-scale inputs, and wider */
-    set_buf(c, 0, "s", TANDEM_F32, n, TANDEM_KB_IN, -8.0f, 8.0f);
-    set_buf(c, 1, "key_mask", TANDEM_U8, c->i[0] * c->i[2], TANDEM_KB_IN, 0.0f, c->f[0]);
-    set_buf(c, 2, "p", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "s", TANDEM_F32, n, TANDEM_KB_IN, -8.0f, 8.0f);
+    tandem_kcase_set_buf(c, 1, "key_mask", TANDEM_U8, c->i[0] * c->i[2], TANDEM_KB_IN, 0.0f, c->f[0]);
+    tandem_kcase_set_buf(c, 2, "p", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
 }
 static void softmax_fwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_softmax_causal_fwd_args *a = (tandem_k_softmax_causal_fwd_args *)args;
@@ -176,10 +164,10 @@ const tandem_kcase_spec tandem_kcase_softmax_causal_fwd = {N_SOFTMAX, softmax_fw
 
 static void softmax_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = softmax_shape(idx, rng, c);
-    set_buf(c, 0, "dp", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 0, "dp", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
     /* any values in [0, 1]: the formula does not assume the rows sum to 1 */
-    set_buf(c, 1, "p", TANDEM_F32, n, TANDEM_KB_IN, 0.0f, 1.0f);
-    set_buf(c, 2, "ds", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 1, "p", TANDEM_F32, n, TANDEM_KB_IN, 0.0f, 1.0f);
+    tandem_kcase_set_buf(c, 2, "ds", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
 }
 static void softmax_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_softmax_causal_bwd_args *a = (tandem_k_softmax_causal_bwd_args *)args;

@@ -24,24 +24,12 @@ static int64_t pick_n(int idx, tandem_rng *rng) {
     return n > 0 ? n : tandem_rng_int(rng, 2, 20000);
 }
 
-static void set_buf(tandem_kcase *c, int j, const char *name, tandem_dtype dt, int64_t count,
-                    tandem_kb_role role, float lo, float hi) {
-    tandem_kcase_buf *b = &c->bufs[j];
-    b->name = name;
-    b->dtype = dt;
-    b->count = count;
-    b->role = role;
-    b->lo = lo;
-    b->hi = hi;
-    c->nbufs = j + 1; /* buffers are declared in order */
-}
-
 /* ---- fill_f32: out [n] ---- */
 static void fill_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = pick_n(idx, rng);
     c->i[0] = n;
     c->f[0] = tandem_rng_uniform(rng, -100.0f, 100.0f);
-    set_buf(c, 0, "out", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "out", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-12;
     snprintf(c->desc, sizeof c->desc, "n=%lld value=%g", (long long)n, c->f[0]);
 }
@@ -58,7 +46,7 @@ static void scale_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = pick_n(idx, rng);
     c->i[0] = n;
     c->f[0] = tandem_rng_uniform(rng, -3.0f, 3.0f);
-    set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_INOUT, -4.0f, 4.0f);
+    tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_INOUT, -4.0f, 4.0f);
     c->tol = 1e-10;
     snprintf(c->desc, sizeof c->desc, "n=%lld alpha=%g", (long long)n, c->f[0]);
 }
@@ -75,8 +63,8 @@ static void axpy_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = pick_n(idx, rng);
     c->i[0] = n;
     c->f[0] = tandem_rng_uniform(rng, -3.0f, 3.0f);
-    set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
-    set_buf(c, 1, "y", TANDEM_F32, n, TANDEM_KB_INOUT, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 1, "y", TANDEM_F32, n, TANDEM_KB_INOUT, -2.0f, 2.0f);
     c->tol = 1e-10;
     snprintf(c->desc, sizeof c->desc, "n=%lld alpha=%g", (long long)n, c->f[0]);
 }
@@ -94,8 +82,8 @@ static void cast_fb_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = pick_n(idx, rng);
     c->i[0] = n;
     /* A wide range so many exponents (and the rounding carry into them) are exercised. */
-    set_buf(c, 0, "in", TANDEM_F32, n, TANDEM_KB_IN, -3000.0f, 3000.0f);
-    set_buf(c, 1, "out", TANDEM_BF16, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "in", TANDEM_F32, n, TANDEM_KB_IN, -3000.0f, 3000.0f);
+    tandem_kcase_set_buf(c, 1, "out", TANDEM_BF16, n, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-12;
     snprintf(c->desc, sizeof c->desc, "n=%lld", (long long)n);
 }
@@ -111,8 +99,8 @@ const tandem_kcase_spec tandem_kcase_cast_f32_bf16 = {N_ELEMENTWISE, cast_fb_mak
 static void cast_bf_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = pick_n(idx, rng);
     c->i[0] = n;
-    set_buf(c, 0, "in", TANDEM_BF16, n, TANDEM_KB_IN, -3000.0f, 3000.0f);
-    set_buf(c, 1, "out", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "in", TANDEM_BF16, n, TANDEM_KB_IN, -3000.0f, 3000.0f);
+    tandem_kcase_set_buf(c, 1, "out", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-12;
     snprintf(c->desc, sizeof c->desc, "n=%lld", (long long)n);
 }
@@ -139,8 +127,8 @@ static void row_sum_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     }
     c->i[0] = rows;
     c->i[1] = cols;
-    set_buf(c, 0, "x", TANDEM_F32, rows * cols, TANDEM_KB_IN, -1.0f, 1.0f);
-    set_buf(c, 1, "out", TANDEM_F32, rows, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, rows * cols, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "out", TANDEM_F32, rows, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-10;
     snprintf(c->desc, sizeof c->desc, "rows=%lld cols=%lld", (long long)rows, (long long)cols);
 }

@@ -19,18 +19,6 @@
 
 #include "kcase.h"
 
-static void set_buf(tandem_kcase *c, int j, const char *name, tandem_dtype dt, int64_t count,
-                    tandem_kb_role role, float lo, float hi) {
-    tandem_kcase_buf *b = &c->bufs[j];
-    b->name = name;
-    b->dtype = dt;
-    b->count = count;
-    b->role = role;
-    b->lo = lo;
-    b->hi = hi;
-    c->nbufs = j + 1; /* buffers are declared in order */
-}
-
 /* ---- LayerNorm: rows x d ---- */
 static const int ln_shapes[][2] = {
     {1, 1}, {3, 31}, {5, 129}, {600, 100}, {1024, 256}, {700, 512}, {20, 4096}, {-1, -1},
@@ -52,12 +40,12 @@ static void ln_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     ln_pick(idx, rng, c);
     int64_t rows = c->i[0], d = c->i[1];
     /* An offset mean: the variance must be taken around it, not as E[x^2] - mean^2. */
-    set_buf(c, 0, "x", TANDEM_F32, rows * d, TANDEM_KB_IN, 1.0f, 4.0f);
-    set_buf(c, 1, "gamma", TANDEM_F32, d, TANDEM_KB_IN, 0.5f, 1.5f);
-    set_buf(c, 2, "beta", TANDEM_F32, d, TANDEM_KB_IN, -0.5f, 0.5f);
-    set_buf(c, 3, "y", TANDEM_F32, rows * d, TANDEM_KB_OUT, 0, 0);
-    set_buf(c, 4, "mean", TANDEM_F32, rows, TANDEM_KB_OUT, 0, 0);
-    set_buf(c, 5, "rstd", TANDEM_F32, rows, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, rows * d, TANDEM_KB_IN, 1.0f, 4.0f);
+    tandem_kcase_set_buf(c, 1, "gamma", TANDEM_F32, d, TANDEM_KB_IN, 0.5f, 1.5f);
+    tandem_kcase_set_buf(c, 2, "beta", TANDEM_F32, d, TANDEM_KB_IN, -0.5f, 0.5f);
+    tandem_kcase_set_buf(c, 3, "y", TANDEM_F32, rows * d, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 4, "mean", TANDEM_F32, rows, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 5, "rstd", TANDEM_F32, rows, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-10;
 }
 static void ln_fwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -78,13 +66,13 @@ const tandem_kcase_spec tandem_kcase_layernorm_fwd = {N_LN, ln_fwd_make, ln_fwd_
 static void ln_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     ln_pick(idx, rng, c);
     int64_t rows = c->i[0], d = c->i[1];
-    set_buf(c, 0, "dy", TANDEM_F32, rows * d, TANDEM_KB_IN, -1.0f, 1.0f);
-    set_buf(c, 1, "x", TANDEM_F32, rows * d, TANDEM_KB_IN, -2.0f, 2.0f);
-    set_buf(c, 2, "mean", TANDEM_F32, rows, TANDEM_KB_IN, -0.3f, 0.3f);
-    set_buf(c, 3, "rstd", TANDEM_F32, rows, TANDEM_KB_IN, 0.5f, 2.0f);
-    set_buf(c, 4, "gamma", TANDEM_F32, d, TANDEM_KB_IN, 0.5f, 1.5f);
-    set_buf(c, 5, "dx", TANDEM_F32, rows * d, TANDEM_KB_OUT, 0, 0);
-    set_buf(c, 6, "scratch", TANDEM_F32, tandem_layernorm_bwd_scratch_floats((int)rows, (int)d),
+    tandem_kcase_set_buf(c, 0, "dy", TANDEM_F32, rows * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "x", TANDEM_F32, rows * d, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 2, "mean", TANDEM_F32, rows, TANDEM_KB_IN, -0.3f, 0.3f);
+    tandem_kcase_set_buf(c, 3, "rstd", TANDEM_F32, rows, TANDEM_KB_IN, 0.5f, 2.0f);
+    tandem_kcase_set_buf(c, 4, "gamma", TANDEM_F32, d, TANDEM_KB_IN, 0.5f, 1.5f);
+    tandem_kcase_set_buf(c, 5, "dx", TANDEM_F32, rows * d, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 6, "scratch", TANDEM_F32, tandem_layernorm_bwd_scratch_floats((int)rows, (int)d),
             TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-10;
 }
@@ -105,10 +93,10 @@ const tandem_kcase_spec tandem_kcase_layernorm_bwd = {N_LN, ln_bwd_make, ln_bwd_
 static void ln_params_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     ln_pick(idx, rng, c);
     int64_t rows = c->i[0], d = c->i[1];
-    set_buf(c, 0, "scratch", TANDEM_F32, tandem_layernorm_bwd_scratch_floats((int)rows, (int)d),
+    tandem_kcase_set_buf(c, 0, "scratch", TANDEM_F32, tandem_layernorm_bwd_scratch_floats((int)rows, (int)d),
             TANDEM_KB_IN, -1.0f, 1.0f);
-    set_buf(c, 1, "dgamma", TANDEM_F32, d, TANDEM_KB_INOUT, -1.0f, 1.0f);
-    set_buf(c, 2, "dbeta", TANDEM_F32, d, TANDEM_KB_INOUT, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "dgamma", TANDEM_F32, d, TANDEM_KB_INOUT, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 2, "dbeta", TANDEM_F32, d, TANDEM_KB_INOUT, -1.0f, 1.0f);
     c->tol = 1e-10;
 }
 static void ln_params_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -135,8 +123,8 @@ static int64_t gelu_pick(int idx, tandem_rng *rng, tandem_kcase *c) {
 
 static void gelu_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = gelu_pick(idx, rng, c);
-    set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_IN, -c->f[0], c->f[0]);
-    set_buf(c, 1, "y", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_IN, -c->f[0], c->f[0]);
+    tandem_kcase_set_buf(c, 1, "y", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-12;
     snprintf(c->desc, sizeof c->desc, "n=%lld |x|<%g", (long long)n, c->f[0]);
 }
@@ -152,9 +140,9 @@ const tandem_kcase_spec tandem_kcase_gelu_fwd = {N_GELU, gelu_fwd_make, gelu_fwd
 static void gelu_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = gelu_pick(idx, rng, c);
     c->i[1] = idx % 2; /* in place */
-    set_buf(c, 0, "dy", TANDEM_F32, n, c->i[1] ? TANDEM_KB_INOUT : TANDEM_KB_IN, -1.0f, 1.0f);
-    set_buf(c, 1, "x", TANDEM_F32, n, TANDEM_KB_IN, -c->f[0], c->f[0]);
-    if (!c->i[1]) set_buf(c, 2, "dx", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "dy", TANDEM_F32, n, c->i[1] ? TANDEM_KB_INOUT : TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "x", TANDEM_F32, n, TANDEM_KB_IN, -c->f[0], c->f[0]);
+    if (!c->i[1]) tandem_kcase_set_buf(c, 2, "dx", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-12;
     snprintf(c->desc, sizeof c->desc, "n=%lld |x|<%g%s", (long long)n, c->f[0],
              c->i[1] ? " in-place" : "");
@@ -188,8 +176,8 @@ static void cols_pick(int idx, tandem_rng *rng, tandem_kcase *c) {
 
 static void bias_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     cols_pick(idx, rng, c);
-    set_buf(c, 0, "y", TANDEM_F32, c->i[0] * c->i[1], TANDEM_KB_INOUT, -2.0f, 2.0f);
-    set_buf(c, 1, "b", TANDEM_F32, c->i[1], TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 0, "y", TANDEM_F32, c->i[0] * c->i[1], TANDEM_KB_INOUT, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 1, "b", TANDEM_F32, c->i[1], TANDEM_KB_IN, -1.0f, 1.0f);
     c->tol = 1e-12;
 }
 static void bias_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -203,8 +191,8 @@ const tandem_kcase_spec tandem_kcase_bias_add = {N_COLS, bias_make, bias_bind};
 
 static void colsum_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     cols_pick(idx, rng, c);
-    set_buf(c, 0, "dy", TANDEM_F32, c->i[0] * c->i[1], TANDEM_KB_IN, -1.0f, 1.0f);
-    set_buf(c, 1, "db", TANDEM_F32, c->i[1], TANDEM_KB_INOUT, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 0, "dy", TANDEM_F32, c->i[0] * c->i[1], TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "db", TANDEM_F32, c->i[1], TANDEM_KB_INOUT, -1.0f, 1.0f);
     c->tol = 1e-10;
 }
 static void colsum_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -243,11 +231,11 @@ static void seq_pick(int idx, tandem_rng *rng, tandem_kcase *c) {
 static void seq_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     seq_pick(idx, rng, c);
     int64_t B = c->i[0], Tt = c->i[1], Tm = c->i[2], V = c->i[3], d = c->i[4];
-    set_buf(c, 0, "tokens", TANDEM_I32, B * Tt, TANDEM_KB_IN, 0.0f, (float)(V - 1));
-    set_buf(c, 1, "sym_emb", TANDEM_F32, V * d, TANDEM_KB_IN, -1.0f, 1.0f);
-    set_buf(c, 2, "prenet_out", TANDEM_F32, B * Tm * d, TANDEM_KB_IN, -1.0f, 1.0f);
-    set_buf(c, 3, "pos_emb", TANDEM_F32, (Tt + Tm) * d, TANDEM_KB_IN, -1.0f, 1.0f);
-    set_buf(c, 4, "x", TANDEM_F32, B * (Tt + Tm) * d, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "tokens", TANDEM_I32, B * Tt, TANDEM_KB_IN, 0.0f, (float)(V - 1));
+    tandem_kcase_set_buf(c, 1, "sym_emb", TANDEM_F32, V * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 2, "prenet_out", TANDEM_F32, B * Tm * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 3, "pos_emb", TANDEM_F32, (Tt + Tm) * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 4, "x", TANDEM_F32, B * (Tt + Tm) * d, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-12;
 }
 static void seq_fwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -268,11 +256,11 @@ const tandem_kcase_spec tandem_kcase_seq_embed_fwd = {N_SEQ, seq_fwd_make, seq_f
 static void seq_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     seq_pick(idx, rng, c);
     int64_t B = c->i[0], Tt = c->i[1], Tm = c->i[2], V = c->i[3], d = c->i[4];
-    set_buf(c, 0, "dx", TANDEM_F32, B * (Tt + Tm) * d, TANDEM_KB_IN, -1.0f, 1.0f);
-    set_buf(c, 1, "tokens", TANDEM_I32, B * Tt, TANDEM_KB_IN, 0.0f, (float)(V - 1));
-    set_buf(c, 2, "d_sym_emb", TANDEM_F32, V * d, TANDEM_KB_INOUT, -1.0f, 1.0f);
-    set_buf(c, 3, "d_pos_emb", TANDEM_F32, (Tt + Tm) * d, TANDEM_KB_INOUT, -1.0f, 1.0f);
-    set_buf(c, 4, "d_prenet_out", TANDEM_F32, B * Tm * d, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "dx", TANDEM_F32, B * (Tt + Tm) * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "tokens", TANDEM_I32, B * Tt, TANDEM_KB_IN, 0.0f, (float)(V - 1));
+    tandem_kcase_set_buf(c, 2, "d_sym_emb", TANDEM_F32, V * d, TANDEM_KB_INOUT, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 3, "d_pos_emb", TANDEM_F32, (Tt + Tm) * d, TANDEM_KB_INOUT, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 4, "d_prenet_out", TANDEM_F32, B * Tm * d, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-10;
 }
 static void seq_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -306,8 +294,8 @@ static void prenet_make(int idx, tandem_rng *rng, tandem_kcase *c) {
         c->i[3] = 80;
     }
     int64_t n = c->i[0] * c->i[1] * c->i[2] * c->i[3];
-    set_buf(c, 0, "mels", TANDEM_F32, n, TANDEM_KB_IN, -11.5f, 2.0f);
-    set_buf(c, 1, "groups", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "mels", TANDEM_F32, n, TANDEM_KB_IN, -11.5f, 2.0f);
+    tandem_kcase_set_buf(c, 1, "groups", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-12;
     snprintf(c->desc, sizeof c->desc, "B=%lld Tm=%lld r=%lld n_mels=%lld", (long long)c->i[0],
              (long long)c->i[1], (long long)c->i[2], (long long)c->i[3]);

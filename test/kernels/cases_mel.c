@@ -37,18 +37,6 @@ static mel_shape pick_shape(int idx, tandem_rng *rng) {
     return s;
 }
 
-static void set_buf(tandem_kcase *c, int j, const char *name, tandem_dtype dt, int64_t count,
-                    tandem_kb_role role, float lo, float hi) {
-    tandem_kcase_buf *b = &c->bufs[j];
-    b->name = name;
-    b->dtype = dt;
-    b->count = count;
-    b->role = role;
-    b->lo = lo;
-    b->hi = hi;
-    c->nbufs = j + 1;
-}
-
 static void shape_to_case(const mel_shape *s, tandem_kcase *c) {
     c->i[0] = s->batch;
     c->i[1] = s->max_frames;
@@ -58,7 +46,7 @@ static void shape_to_case(const mel_shape *s, tandem_kcase *c) {
 }
 
 static void set_lengths(tandem_kcase *c, int j, const mel_shape *s) {
-    set_buf(c, j, "lengths", TANDEM_I32, s->batch, TANDEM_KB_IN, -100.0f,
+    tandem_kcase_set_buf(c, j, "lengths", TANDEM_I32, s->batch, TANDEM_KB_IN, -100.0f,
             (float)(s->max_samples + 300));
 }
 
@@ -69,9 +57,9 @@ static void stft_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     mel_shape s = stft_shapes[idx];
     if (s.batch == 0) s = pick_shape(N_SHAPES - 1, rng);
     shape_to_case(&s, c);
-    set_buf(c, 0, "audio", TANDEM_F32, (int64_t)s.batch * s.max_samples, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 0, "audio", TANDEM_F32, (int64_t)s.batch * s.max_samples, TANDEM_KB_IN, -1.0f, 1.0f);
     set_lengths(c, 1, &s);
-    set_buf(c, 2, "mag", TANDEM_F32, (int64_t)s.batch * s.max_frames * TANDEM_K_MEL_N_BINS, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 2, "mag", TANDEM_F32, (int64_t)s.batch * s.max_frames * TANDEM_K_MEL_N_BINS, TANDEM_KB_OUT, 0, 0);
     /* the same double FFT on both sides; only the float rounding of the result may differ */
     c->tol = 1e-12;
 }
@@ -93,9 +81,9 @@ static void log_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     shape_to_case(&s, c);
     int64_t n = (int64_t)s.batch * s.max_frames * TANDEM_K_MEL_N_MELS;
     /* negative and tiny values exercise the 1e-5 floor */
-    set_buf(c, 0, "mel", TANDEM_F32, n, TANDEM_KB_IN, -0.5f, 3.0f);
+    tandem_kcase_set_buf(c, 0, "mel", TANDEM_F32, n, TANDEM_KB_IN, -0.5f, 3.0f);
     set_lengths(c, 1, &s);
-    set_buf(c, 2, "out", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 2, "out", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-10;
 }
 static void log_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -114,9 +102,9 @@ static void targets_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     mel_shape s = pick_shape(idx, rng);
     shape_to_case(&s, c);
     set_lengths(c, 0, &s);
-    set_buf(c, 1, "frames", TANDEM_I32, s.batch, TANDEM_KB_OUT, 0, 0);
-    set_buf(c, 2, "mask", TANDEM_F32, (int64_t)s.batch * s.max_frames, TANDEM_KB_OUT, 0, 0);
-    set_buf(c, 3, "stop", TANDEM_F32, (int64_t)s.batch * s.max_frames, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 1, "frames", TANDEM_I32, s.batch, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 2, "mask", TANDEM_F32, (int64_t)s.batch * s.max_frames, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 3, "stop", TANDEM_F32, (int64_t)s.batch * s.max_frames, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-12;
 }
 static void targets_bind(const tandem_kcase *c, void *const *bufs, void *args) {

@@ -26,18 +26,6 @@
 
 #include "kcase.h"
 
-static void set_buf(tandem_kcase *c, int j, const char *name, tandem_dtype dt, int64_t count,
-                    tandem_kb_role role, float lo, float hi) {
-    tandem_kcase_buf *b = &c->bufs[j];
-    b->name = name;
-    b->dtype = dt;
-    b->count = count;
-    b->role = role;
-    b->lo = lo;
-    b->hi = hi;
-    c->nbufs = j + 1; /* buffers are declared in order */
-}
-
 /* Frames of item b for planted masks: a deterministic function of the case's seed, so both
  * copies get the same; 0..frames inclusive (empty and full items both occur). */
 static int planted_length(uint64_t seed, int b, int frames) {
@@ -67,9 +55,9 @@ static int64_t l1_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
     c->i[4] = (int64_t)(tandem_rng_next(rng) >> 1);
     snprintf(c->desc, sizeof c->desc, "B=%lld F=%lld C=%lld %s", (long long)B, (long long)F,
              (long long)C, c->i[3] ? "prefix mask" : "random weights");
-    set_buf(c, 0, "pred", TANDEM_F32, B * F * C, TANDEM_KB_IN, -2.0f, 2.0f);
-    set_buf(c, 1, "target", TANDEM_F32, B * F * C, TANDEM_KB_IN, -2.0f, 2.0f);
-    set_buf(c, 2, "mask", TANDEM_F32, B * F, TANDEM_KB_IN, 0.0f, 1.0f);
+    tandem_kcase_set_buf(c, 0, "pred", TANDEM_F32, B * F * C, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 1, "target", TANDEM_F32, B * F * C, TANDEM_KB_IN, -2.0f, 2.0f);
+    tandem_kcase_set_buf(c, 2, "mask", TANDEM_F32, B * F, TANDEM_KB_IN, 0.0f, 1.0f);
     return B * F * C;
 }
 
@@ -91,7 +79,7 @@ static void l1_plant(const tandem_kcase *c, void *const *bufs) {
 
 static void l1_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = l1_shape(idx, rng, c);
-    set_buf(c, 3, "partials", TANDEM_F32, tandem_k_train_partials(n), TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 3, "partials", TANDEM_F32, tandem_k_train_partials(n), TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-10;
 }
 static void l1_fwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -109,7 +97,7 @@ const tandem_kcase_spec tandem_kcase_l1_masked_fwd = {N_L1, l1_fwd_make, l1_fwd_
 
 static void l1_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = l1_shape(idx, rng, c);
-    set_buf(c, 3, "dpred", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 3, "dpred", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
     c->f[0] = tandem_rng_uniform(rng, 0.5f, 2.0f) / (float)n; /* upstream / count */
     c->tol = 1e-12;
 }
@@ -145,9 +133,9 @@ static int64_t bce_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
     c->i[3] = (int64_t)(tandem_rng_next(rng) >> 1);
     snprintf(c->desc, sizeof c->desc, "B=%lld F=%lld %s", (long long)B, (long long)F,
              c->i[2] ? "stop targets" : "soft targets");
-    set_buf(c, 0, "logits", TANDEM_F32, B * F, TANDEM_KB_IN, -12.0f, 12.0f);
-    set_buf(c, 1, "target", TANDEM_F32, B * F, TANDEM_KB_IN, 0.0f, 1.0f);
-    set_buf(c, 2, "weight", TANDEM_F32, B * F, TANDEM_KB_IN, 0.0f, 1.0f);
+    tandem_kcase_set_buf(c, 0, "logits", TANDEM_F32, B * F, TANDEM_KB_IN, -12.0f, 12.0f);
+    tandem_kcase_set_buf(c, 1, "target", TANDEM_F32, B * F, TANDEM_KB_IN, 0.0f, 1.0f);
+    tandem_kcase_set_buf(c, 2, "weight", TANDEM_F32, B * F, TANDEM_KB_IN, 0.0f, 1.0f);
     return B * F;
 }
 
@@ -171,7 +159,7 @@ static void bce_plant(const tandem_kcase *c, void *const *bufs) {
 
 static void bce_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = bce_shape(idx, rng, c);
-    set_buf(c, 3, "partials", TANDEM_F32, tandem_k_train_partials(n), TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 3, "partials", TANDEM_F32, tandem_k_train_partials(n), TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-10;
 }
 static void bce_fwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -188,7 +176,7 @@ const tandem_kcase_spec tandem_kcase_bce_stop_fwd = {N_BCE, bce_fwd_make, bce_fw
 
 static void bce_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = bce_shape(idx, rng, c);
-    set_buf(c, 3, "dlogits", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 3, "dlogits", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
     c->f[0] = tandem_rng_uniform(rng, 0.5f, 2.0f) / (float)n;
     c->tol = 1e-12;
 }
@@ -214,8 +202,8 @@ static const int64_t ss_sizes[] = {1, 255, 4096, 4097, 256 * 1024 + 17, 1000003,
 static void ss_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = ss_sizes[idx] > 0 ? ss_sizes[idx] : tandem_rng_int(rng, 2, 50000);
     c->i[0] = n;
-    set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_IN, -3.0f, 3.0f);
-    set_buf(c, 1, "partials", TANDEM_F32, tandem_k_train_partials(n), TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_IN, -3.0f, 3.0f);
+    tandem_kcase_set_buf(c, 1, "partials", TANDEM_F32, tandem_k_train_partials(n), TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-10;
     snprintf(c->desc, sizeof c->desc, "n=%lld", (long long)n);
 }
@@ -239,9 +227,9 @@ static void rs_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     c->i[0] = n;
     c->i[1] = idx % 2 == 0; /* flag pointer given */
     c->f[0] = idx == 0 ? 1.0f : tandem_rng_uniform(rng, 1e-4f, 2.0f);
-    set_buf(c, 0, "partials", TANDEM_F32, n, TANDEM_KB_IN, -0.5f, 1.0f);
-    set_buf(c, 1, "out", TANDEM_F32, 1, TANDEM_KB_OUT, 0, 0);
-    set_buf(c, 2, "nonfinite", TANDEM_I32, 1, TANDEM_KB_INOUT, 7.0f, 7.0f);
+    tandem_kcase_set_buf(c, 0, "partials", TANDEM_F32, n, TANDEM_KB_IN, -0.5f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "out", TANDEM_F32, 1, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 2, "nonfinite", TANDEM_I32, 1, TANDEM_KB_INOUT, 7.0f, 7.0f);
     c->tol = 1e-10;
     snprintf(c->desc, sizeof c->desc, "n=%lld scale=%g%s", (long long)n, c->f[0],
              c->i[1] ? " flag" : "");
@@ -278,8 +266,8 @@ static void nf_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     c->i[1] = at;
     c->i[2] = what;
     /* Large finite values (FLT_MAX range) must not count as non-finite. */
-    set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_IN, -1.5e38f, 1.5e38f);
-    set_buf(c, 1, "flag", TANDEM_I32, 1, TANDEM_KB_INOUT, (float)flag0, (float)flag0);
+    tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_IN, -1.5e38f, 1.5e38f);
+    tandem_kcase_set_buf(c, 1, "flag", TANDEM_I32, 1, TANDEM_KB_INOUT, (float)flag0, (float)flag0);
     c->tol = 1e-12;
     static const char *const names[] = {"NaN", "+Inf", "-Inf"};
     if (at < 0)
@@ -322,12 +310,12 @@ static void adamw_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     c->f[5] = (float)(1.0 - pow(beta1, t));
     c->f[6] = (float)(1.0 - pow(beta2, t));
     c->f[7] = max_norm;
-    set_buf(c, 0, "param", TANDEM_F32, n, TANDEM_KB_INOUT, -1.0f, 1.0f);
-    set_buf(c, 1, "grad", TANDEM_F32, n, TANDEM_KB_IN, -0.05f, 0.05f);
-    set_buf(c, 2, "m", TANDEM_F32, n, TANDEM_KB_INOUT, -0.01f, 0.01f);
-    set_buf(c, 3, "v", TANDEM_F32, n, TANDEM_KB_INOUT, 0.0f, 1e-4f);
-    set_buf(c, 4, "norm_sq", TANDEM_F32, 1, TANDEM_KB_IN, ns_lo, ns_hi);
-    set_buf(c, 5, "skip", TANDEM_I32, 1, TANDEM_KB_IN, regime == 3 ? 1.0f : 0.0f,
+    tandem_kcase_set_buf(c, 0, "param", TANDEM_F32, n, TANDEM_KB_INOUT, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "grad", TANDEM_F32, n, TANDEM_KB_IN, -0.05f, 0.05f);
+    tandem_kcase_set_buf(c, 2, "m", TANDEM_F32, n, TANDEM_KB_INOUT, -0.01f, 0.01f);
+    tandem_kcase_set_buf(c, 3, "v", TANDEM_F32, n, TANDEM_KB_INOUT, 0.0f, 1e-4f);
+    tandem_kcase_set_buf(c, 4, "norm_sq", TANDEM_F32, 1, TANDEM_KB_IN, ns_lo, ns_hi);
+    tandem_kcase_set_buf(c, 5, "skip", TANDEM_I32, 1, TANDEM_KB_IN, regime == 3 ? 1.0f : 0.0f,
             regime == 3 ? 1.0f : 0.0f);
     c->tol = 1e-12;
     static const char *const names[] = {"decay", "clipped", "no norm", "skipped", "clipped+decay",

@@ -48,6 +48,19 @@ typedef struct tandem_kcase_spec {
     void (*bind)(const tandem_kcase *c, void *const *bufs, void *args);
 } tandem_kcase_spec;
 
+/* Declare buffer j of a case (buffers are declared in order: nbufs becomes j + 1). */
+static inline void tandem_kcase_set_buf(tandem_kcase *c, int j, const char *name, tandem_dtype dt,
+                                        int64_t count, tandem_kb_role role, float lo, float hi) {
+    tandem_kcase_buf *b = &c->bufs[j];
+    b->name = name;
+    b->dtype = dt;
+    b->count = count;
+    b->role = role;
+    b->lo = lo;
+    b->hi = hi;
+    c->nbufs = j + 1;
+}
+
 #define TANDEM_KCASE_DECL(name, group) extern const tandem_kcase_spec tandem_kcase_##name;
 TANDEM_KERNEL_LIST(TANDEM_KCASE_DECL)
 #undef TANDEM_KCASE_DECL
