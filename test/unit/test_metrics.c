@@ -1,0 +1,244 @@
+/* test_metrics.c — metrics.jsonl lines (fields by name, exact round trip of the numbers,
+ * NaN/Inf as null, escaping, one flushed line per step, append vs truncate, over-long lines
+ * and repeated fields refused without writing), and the progress line: plain lines every N
+ * steps on a file, a carriage-return line on a pseudo-terminal. */
+#include <math.h>
+#include <pty.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "metrics.h"
+#include "testutil.h"
+
+static tandem_rng rng;
+static char scratch[256];
+
+static int setup(void **state) {
+    (void)state;
+    const char *t = getenv("TMPDIR");
+    snprintf(scratch, sizeof scratch, "%s/tandem_test_metrics.XXXXXX", t && t[0] ? t : "/tmp");
+    return mkdtemp(scratch) ? 0 : -1;
+}
+static int teardown(void **state) {
+    (void)state;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int read_lines(const char *path, char lines[][1024], int max) {
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int n = 0;
+    while (n < max && fgets(lines[n], 1024, f)) n++;
+    fclose(f);
+    return n;
+}
+
+/* The raw text of field `name` in a JSON line (value up to ',' or '}'). */
+static int field(const char *line, const char *name, char *val, size_t cap) {
+    char key[128];
+    snprintf(key, sizeof key, "\"%s\":", name);
+    const char *p = strstr(line, key);
+    if (!p) return 0;
+    p += strlen(key);
+    size_t n = strcspn(p, ",}");
+    if (n >= cap) n = cap - 1;
+    memcpy(val, p, n);
+    val[n] = 0;
+    return 1;
+}
+
+static void test_jsonl(void **state) {
+    (void)state;
+    char path[400];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", scratch);
+    tandem_metrics *m = NULL;
+    assert_int_equal(tandem_metrics_open(path, 0, &m), TANDEM_OK);
+    float loss[5];
+    uint64_t allocs = tandem_alloc_count();
+    for (int s = 0; s < 5; s++) {
+        loss[s] = tandem_rng_uniform(&rng, 0.0f, 3.0f) * powf(10.0f, (float)tandem_rng_int(&rng, -8, 8));
+        tandem_metrics_begin(m, s * 10);
+        tandem_metrics_set(m, "loss", loss[s]);
+        tandem_metrics_set(m, "lr", 1e-3);
+        tandem_metrics_set(m, "nan", NAN);
+        tandem_metrics_set(m, "inf", -INFINITY);
+        tandem_metrics_set_int(m, "big", 9007199254740993LL);
+        tandem_metrics_set(m, "we\"ird\\name", 1.5);
+        assert_int_equal(tandem_metrics_end(m), TANDEM_OK);
+        /* flushed per line: visible before close */
+        char lines[8][1024];
+        assert_int_equal(read_lines(path, lines, 8), s + 1);
+    }
+    assert_int_equal(tandem_alloc_count(), allocs);
+    /* a repeated field: refused, nothing written */
+    tandem_metrics_begin(m, 99);
+    tandem_metrics_set(m, "loss", 1);
+    tandem_metrics_set(m, "loss", 2);
+    assert_int_equal(tandem_metrics_end(m), TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "loss"));
+    /* an over-long line: refused, nothing written, the field named */
+    tandem_metrics_begin(m, 100);
+    char name[64];
+    for (int i = 0; i < 400; i++) {
+        snprintf(name, sizeof name, "field_number_%d", i);
+        tandem_metrics_set(m, name, i);
+    }
+    assert_int_equal(tandem_metrics_end(m), TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "field_number_"));
+    tandem_metrics_close(m);
+
+    char lines[16][1024];
+    int n = read_lines(path, lines, 16);
+    assert_int_equal(n, 5);
+    for (int s = 0; s < 5; s++) {
+        char v[64];
+        assert_int_equal(lines[s][0], '{');
+        assert_non_null(strstr(lines[s], "}\n"));
+        assert_true(field(lines[s], "step", v, sizeof v));
+        assert_int_equal(atoi(v), s * 10);
+        assert_true(field(lines[s], "loss", v, sizeof v));
+        assert_true((float)strtod(v, NULL) == loss[s]); /* %.9g round-trips a float */
+        assert_true(field(lines[s], "nan", v, sizeof v));
+        assert_string_equal(v, "null");
+        assert_true(field(lines[s], "inf", v, sizeof v));
+        assert_string_equal(v, "null");
+        assert_true(field(lines[s], "big", v, sizeof v));
+        assert_string_equal(v, "9007199254740993");
+        assert_non_null(strstr(lines[s], "\"we\\\"ird\\\\name\":1.5"));
+    }
+    /* append keeps the old lines; truncate drops them */
+    assert_int_equal(tandem_metrics_open(path, 1, &m), TANDEM_OK);
+    tandem_metrics_begin(m, 50);
+    assert_int_equal(tandem_metrics_end(m), TANDEM_OK);
+    tandem_metrics_close(m);
+    assert_int_equal(read_lines(path, lines, 16), 6);
+    assert_string_equal(lines[5], "{\"step\":50}\n");
+    assert_int_equal(tandem_metrics_open(path, 0, &m), TANDEM_OK);
+    tandem_metrics_close(m);
+    assert_int_equal(read_lines(path, lines, 16), 0);
+    char bad[400];
+    snprintf(bad, sizeof bad, "%s/no/such/dir/m.jsonl", scratch);
+    assert_int_equal(tandem_metrics_open(bad, 0, &m), TANDEM_E_IO);
+}
+
+static tandem_progress_fields fields(int64_t step, int64_t total) {
+    tandem_progress_fields v = {step, total, 0.8123, 41.25, 12.5, 0.31, 97.2, 64.0, 192.0};
+    return v;
+}
+
+static void test_progress_format(void **state) {
+    (void)state;
+    char buf[256];
+    tandem_progress_fields v = fields(120, 2000);
+    tandem_progress_format(&v, buf, sizeof buf);
+    print_message("progress: %s\n", buf);
+    assert_non_null(strstr(buf, "step 120/2000"));
+    assert_non_null(strstr(buf, "loss 0.8123"));
+    assert_non_null(strstr(buf, "41.2 samples/s"));
+    assert_non_null(strstr(buf, "12.5x RT"));
+    assert_non_null(strstr(buf, "wait 0.3 ms"));
+    assert_non_null(strstr(buf, "busy 97/64%"));
+    assert_non_null(strstr(buf, "ETA 3m12s"));
+    v.eta_s = 3 * 3600 + 5 * 60;
+    tandem_progress_format(&v, buf, sizeof buf);
+    assert_non_null(strstr(buf, "ETA 3h05m"));
+    v.eta_s = -1;
+    tandem_progress_format(&v, buf, sizeof buf);
+    assert_non_null(strstr(buf, "ETA ?"));
+    char tiny[10];
+    assert_int_equal(tandem_progress_format(&v, tiny, sizeof tiny), 9);
+    assert_int_equal(strlen(tiny), 9);
+}
+
+static void test_progress_plain(void **state) {
+    (void)state;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    tandem_progress p;
+    tandem_progress_init(&p, f, 25, 0);
+    assert_int_equal(p.tty, 0);
+    for (int s = 1; s <= 110; s++) {
+        tandem_progress_fields v = fields(s, 110);
+        tandem_progress_update(&p, &v);
+    }
+    tandem_progress_message(&p, "checkpoint written");
+    tandem_progress_finish(&p);
+    rewind(f);
+    char line[512];
+    int n = 0;
+    const int want[] = {25, 50, 75, 100, 110};
+    while (fgets(line, sizeof line, f)) {
+        assert_null(strchr(line, '\r'));
+        if (n < 5) {
+            char expect[32];
+            snprintf(expect, sizeof expect, "step %d/110 ", want[n]);
+            assert_non_null(strstr(line, expect));
+        } else {
+            assert_string_equal(line, "checkpoint written\n");
+        }
+        n++;
+    }
+    assert_int_equal(n, 6);
+    fclose(f);
+}
+
+static void test_progress_tty(void **state) {
+    (void)state;
+    int master, slave;
+    if (openpty(&master, &slave, NULL, NULL, NULL) != 0) {
+        print_message("no pseudo-terminal here; skipped\n");
+        skip();
+    }
+    FILE *out = fdopen(slave, "w");
+    assert_non_null(out);
+    tandem_progress p;
+    tandem_progress_init(&p, out, 25, 0);
+    assert_int_equal(p.tty, 1);
+    for (int s = 1; s <= 3; s++) {
+        tandem_progress_fields v = fields(s, 3);
+        tandem_progress_update(&p, &v);
+    }
+    tandem_progress_message(&p, "note");
+    tandem_progress_finish(&p);
+    fclose(out);
+    char buf[4096];
+    size_t got = 0;
+    for (ssize_t n; got < sizeof buf - 1 && (n = read(master, buf + got, sizeof buf - 1 - got)) > 0;)
+        got += (size_t)n; /* ends with EIO once the slave side is closed and drained */
+    assert_true(got > 0);
+    buf[got] = 0;
+    close(master);
+    /* every update is a carriage-return line, cleared to its end; the message gets its own line */
+    assert_non_null(strstr(buf, "\rstep 1/3 "));
+    assert_non_null(strstr(buf, "\rstep 2/3 "));
+    assert_non_null(strstr(buf, "\rstep 3/3 "));
+    assert_non_null(strstr(buf, "\033[K"));
+    assert_non_null(strstr(buf, "note"));
+    /* force_plain overrides the terminal */
+    assert_int_equal(openpty(&master, &slave, NULL, NULL, NULL), 0);
+    out = fdopen(slave, "w");
+    tandem_progress_init(&p, out, 25, 1);
+    assert_int_equal(p.tty, 0);
+    fclose(out);
+    close(master);
+}
+
+int main(void) {
+    rng.s = tandem_test_seed("test_metrics");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_jsonl),
+        cmocka_unit_test(test_progress_format),
+        cmocka_unit_test(test_progress_plain),
+        cmocka_unit_test(test_progress_tty),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
