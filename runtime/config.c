@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "log.h"
+#include "strbuf.h"
 #include "os.h"
 
 typedef enum key_type { K_INT, K_INT64, K_FLOAT, K_STRING, K_BOOL, K_ENUM } key_type;
@@ -104,23 +105,6 @@ static int find_key(const char *key) {
     return -1;
 }
 
-/* snprintf-style appender: counts what it would need even past cap. */
-typedef struct out_buf {
-    char *buf;
-    size_t cap, len;
-} out_buf;
-
-TANDEM_PRINTF(2, 3) static void outf(out_buf *o, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char dummy[1];
-    char *dst = o->len < o->cap ? o->buf + o->len : dummy;
-    size_t room = o->len < o->cap ? o->cap - o->len : 0;
-    int n = vsnprintf(room ? dst : NULL, room, fmt, ap);
-    va_end(ap);
-    if (n > 0) o->len += (size_t)n;
-}
-
 /* Levenshtein distance for "did you mean"; keys are short. */
 static int edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
@@ -184,8 +168,8 @@ static tandem_status fail_unknown(const origin *o, const char *key) {
         return tandem_fail(TANDEM_E_INVALID, "%s: key '%.100s': unknown key (did you mean '%s'?)",
                            where, key, schema[best].key);
     char list[700];
-    out_buf l = {list, sizeof list, 0};
-    for (int i = 0; i < N_KEYS; i++) outf(&l, "%s%s", i ? ", " : "", schema[i].key);
+    tandem_strbuf l = {list, sizeof list, 0};
+    for (int i = 0; i < N_KEYS; i++) tandem_strbuf_printf(&l, "%s%s", i ? ", " : "", schema[i].key);
     return tandem_fail(TANDEM_E_INVALID, "%s: key '%.100s': unknown key (known keys: %s)", where,
                        key, list);
 }
@@ -458,37 +442,37 @@ tandem_status tandem_config_load(tandem_config *cfg, const char *path) {
 
 /* ---- dump ----------------------------------------------------------------------------------- */
 
-static void dump_string(out_buf *o, const char *s) {
-    outf(o, "\"");
+static void dump_string(tandem_strbuf *o, const char *s) {
+    tandem_strbuf_printf(o, "\"");
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') outf(o, "\\%c", *c);
-        else if (*c < 0x20 || *c == 0x7f) outf(o, "\\x%02x", *c);
-        else outf(o, "%c", *c);
+        if (*c == '"' || *c == '\\') tandem_strbuf_printf(o, "\\%c", *c);
+        else if (*c < 0x20 || *c == 0x7f) tandem_strbuf_printf(o, "\\x%02x", *c);
+        else tandem_strbuf_printf(o, "%c", *c);
     }
-    outf(o, "\"");
+    tandem_strbuf_printf(o, "\"");
 }
 
 /* Shortest %g text that reads back as the same double. */
-static void dump_double(out_buf *o, double v) {
+static void dump_double(tandem_strbuf *o, double v) {
     char t[40];
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(t, sizeof t, "%.*g", prec, v);
         if (strtod(t, NULL) == v) break;
     }
-    outf(o, "%s", t);
+    tandem_strbuf_printf(o, "%s", t);
 }
 
-static void dump_value(out_buf *o, const tandem_config *cfg, const key_spec *k) {
+static void dump_value(tandem_strbuf *o, const tandem_config *cfg, const key_spec *k) {
     const char *field = (const char *)cfg + k->offset;
     int iv;
     int64_t lv;
     double dv;
     switch (k->type) {
-    case K_INT: memcpy(&iv, field, sizeof iv); outf(o, "%d", iv); break;
-    case K_INT64: memcpy(&lv, field, sizeof lv); outf(o, "%lld", (long long)lv); break;
+    case K_INT: memcpy(&iv, field, sizeof iv); tandem_strbuf_printf(o, "%d", iv); break;
+    case K_INT64: memcpy(&lv, field, sizeof lv); tandem_strbuf_printf(o, "%lld", (long long)lv); break;
     case K_FLOAT: memcpy(&dv, field, sizeof dv); dump_double(o, dv); break;
     case K_STRING: dump_string(o, field); break;
-    case K_BOOL: memcpy(&iv, field, sizeof iv); outf(o, "%s", iv ? "true" : "false"); break;
+    case K_BOOL: memcpy(&iv, field, sizeof iv); tandem_strbuf_printf(o, "%s", iv ? "true" : "false"); break;
     case K_ENUM: {
         memcpy(&iv, field, sizeof iv);
         const char *c = k->choices;
@@ -497,30 +481,30 @@ static void dump_value(out_buf *o, const tandem_config *cfg, const key_spec *k) 
             if (c) c++;
         }
         size_t n = c ? strcspn(c, "|") : 0;
-        outf(o, "%.*s", (int)n, c ? c : "");
+        tandem_strbuf_printf(o, "%.*s", (int)n, c ? c : "");
         break;
     }
     }
 }
 
 size_t tandem_config_dump(const tandem_config *cfg, char *buf, size_t cap) {
-    out_buf o = {buf, cap, 0};
+    tandem_strbuf o = {buf, cap, 0};
     if (cap) buf[0] = 0;
     for (int i = 0; i < N_KEYS; i++) {
-        outf(&o, "%s: ", schema[i].key);
+        tandem_strbuf_printf(&o, "%s: ", schema[i].key);
         dump_value(&o, cfg, &schema[i]);
-        outf(&o, "\n");
+        tandem_strbuf_printf(&o, "\n");
     }
     return o.len;
 }
 
 size_t tandem_config_describe(char *buf, size_t cap) {
-    out_buf o = {buf, cap, 0};
+    tandem_strbuf o = {buf, cap, 0};
     if (cap) buf[0] = 0;
     for (int i = 0; i < N_KEYS; i++) {
         char what[96];
         expected_text(&schema[i], what, sizeof what);
-        outf(&o, "  %-21s %s (default %s%s%s)\n  %-21s   %s\n", schema[i].key, schema[i].doc,
+        tandem_strbuf_printf(&o, "  %-21s %s (default %s%s%s)\n  %-21s   %s\n", schema[i].key, schema[i].doc,
              schema[i].type == K_STRING ? "'" : "", schema[i].def,
              schema[i].type == K_STRING ? "'" : "", "", what);
     }

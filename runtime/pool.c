@@ -16,6 +16,7 @@
 
 #include "device.h"
 #include "log.h"
+#include "strbuf.h"
 #include "os.h"
 #include "planner.h"
 #include "pool_internal.h"
@@ -236,20 +237,6 @@ tandem_status tandem_pool_declare(tandem_pool *pool, const char *name, tandem_dt
 
 /* ---- report ------------------------------------------------------------------------------------ */
 
-typedef struct out_buf {
-    char *buf;
-    size_t cap, len;
-} out_buf;
-
-TANDEM_PRINTF(2, 3) static void outf(out_buf *o, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = o->len < o->cap ? o->cap - o->len : 0;
-    int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
-    va_end(ap);
-    if (n > 0) o->len += (size_t)n;
-}
-
 static const char *human(size_t b, char *buf, size_t cap) {
     if (b >= ((size_t)1 << 30)) snprintf(buf, cap, "%.2f GiB", (double)b / (1 << 30));
     else if (b >= ((size_t)1 << 20)) snprintf(buf, cap, "%.2f MiB", (double)b / (1 << 20));
@@ -281,35 +268,35 @@ static size_t class_bytes(const tandem_pool *pool, tandem_lifetime lt, int *coun
 }
 
 size_t tandem_pool_report(const tandem_pool *pool, char *buf, size_t cap) {
-    out_buf o = {buf, cap, 0};
+    tandem_strbuf o = {buf, cap, 0};
     if (cap) buf[0] = 0;
     if (!pool) return 0;
     char h1[32], h2[32], h3[32];
     int np, ns;
     size_t pb = class_bytes(pool, TANDEM_PERSISTENT, &np), sb = class_bytes(pool, TANDEM_PER_STEP, &ns);
-    outf(&o, "arena '%s' on %s, alignment %zu B, %d tensors%s\n", pool->name, pool->device_desc,
+    tandem_strbuf_printf(&o, "arena '%s' on %s, alignment %zu B, %d tensors%s\n", pool->name, pool->device_desc,
          pool->alignment, pool->count,
          pool->state == POOL_COMMITTED ? ", committed" : pool->state == POOL_PLANNED ? "" : " (not planned yet)");
     const tandem_plan_totals *t = &pool->totals;
     int planned = pool->state != POOL_DECLARING;
-    outf(&o, "  persistent      %12s  (%d tensors, %s before alignment)\n",
+    tandem_strbuf_printf(&o, "  persistent      %12s  (%d tensors, %s before alignment)\n",
          planned ? human(t->persistent_bytes, h1, sizeof h1) : "-", np, human(pb, h2, sizeof h2));
-    outf(&o, "  per-step peak   %12s  (%d tensors; %s without overlaying)\n",
+    tandem_strbuf_printf(&o, "  per-step peak   %12s  (%d tensors; %s without overlaying)\n",
          planned ? human(t->per_step_peak, h1, sizeof h1) : "-", ns,
          human(planned ? t->per_step_sum : sb, h2, sizeof h2));
-    if (planned) outf(&o, "  arena           %12s  (%zu bytes)\n", human(t->arena_bytes, h1, sizeof h1), t->arena_bytes);
-    if (!pool->budget) outf(&o, "  budget          %12s\n", "unlimited");
+    if (planned) tandem_strbuf_printf(&o, "  arena           %12s  (%zu bytes)\n", human(t->arena_bytes, h1, sizeof h1), t->arena_bytes);
+    if (!pool->budget) tandem_strbuf_printf(&o, "  budget          %12s\n", "unlimited");
     else if (planned && t->arena_bytes > pool->budget)
-        outf(&o, "  budget          %12s  OVER by %s\n", human(pool->budget, h1, sizeof h1),
+        tandem_strbuf_printf(&o, "  budget          %12s  OVER by %s\n", human(pool->budget, h1, sizeof h1),
              human(t->arena_bytes - pool->budget, h2, sizeof h2));
     else if (planned)
-        outf(&o, "  budget          %12s  (%s free)\n", human(pool->budget, h1, sizeof h1),
+        tandem_strbuf_printf(&o, "  budget          %12s  (%s free)\n", human(pool->budget, h1, sizeof h1),
              human(pool->budget - t->arena_bytes, h2, sizeof h2));
-    else outf(&o, "  budget          %12s\n", human(pool->budget, h1, sizeof h1));
+    else tandem_strbuf_printf(&o, "  budget          %12s\n", human(pool->budget, h1, sizeof h1));
 
     const tandem_tensor *top[REPORT_LARGEST];
     int n = largest(pool, top);
-    if (n) outf(&o, "  largest tensors:\n");
+    if (n) tandem_strbuf_printf(&o, "  largest tensors:\n");
     for (int i = 0; i < n; i++) {
         const tandem_tensor *x = top[i];
         char sh[160], life[48], off[40];
@@ -318,7 +305,7 @@ size_t tandem_pool_report(const tandem_pool *pool, char *buf, size_t cap) {
         else snprintf(life, sizeof life, "per-step %d..%d", x->first_use, x->last_use);
         if (planned) snprintf(off, sizeof off, "@ %zu", x->offset);
         else off[0] = 0;
-        outf(&o, "    %-30s %-4s %-20s %12s  %-16s %s\n", x->name, tandem_dtype_name(x->dtype), sh,
+        tandem_strbuf_printf(&o, "    %-30s %-4s %-20s %12s  %-16s %s\n", x->name, tandem_dtype_name(x->dtype), sh,
              human(x->bytes, h3, sizeof h3), life, off);
     }
     return o.len;
