@@ -1,0 +1,188 @@
+/* test_plot.c — the PNG figures read back with libpng: sizes, white background, the
+ * series drawn where their values put them (a falling train loss starts higher than it ends),
+ * tick marks on the axes, mel pixels equal to the colour map of the value the layout puts
+ * there (band 0 at the bottom, target above prediction), argument errors, and no heap
+ * allocation by the runtime while writing. */
+#include <math.h>
+#include <png.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "plot.h"
+#include "testutil.h"
+
+static tandem_rng rng;
+static char scratch[256];
+
+static int setup(void **state) {
+    (void)state;
+    const char *t = getenv("TMPDIR");
+    snprintf(scratch, sizeof scratch, "%s/tandem_test_plot.XXXXXX", t && t[0] ? t : "/tmp");
+    return mkdtemp(scratch) ? 0 : -1;
+}
+static int teardown(void **state) {
+    (void)state;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Read an RGB PNG with libpng's simplified API (validates the file: signature, CRCs, zlib). */
+static unsigned char *read_png(const char *path, int *w, int *h) {
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    assert_true(png_image_begin_read_from_file(&img, path));
+    img.format = PNG_FORMAT_RGB;
+    unsigned char *buf = malloc(PNG_IMAGE_SIZE(img));
+    assert_non_null(buf);
+    assert_true(png_image_finish_read(&img, NULL, buf, 0, NULL));
+    *w = (int)img.width;
+    *h = (int)img.height;
+    return buf;
+}
+
+static const unsigned char *pix(const unsigned char *b, int w, int x, int y) { return b + ((size_t)y * w + x) * 3; }
+
+static int is_rgb(const unsigned char *p, int r, int g, int b) { return p[0] == r && p[1] == g && p[2] == b; }
+
+static void test_loss_curve(void **state) {
+    (void)state;
+    tandem_plot *p = NULL;
+    assert_int_equal(tandem_plot_create(1024, 768, &p), TANDEM_OK);
+    enum { N = 200, NV = 10 };
+    float st[N], loss[N], vst[NV], vl1[NV];
+    for (int i = 0; i < N; i++) {
+        st[i] = (float)(i * 10);
+        loss[i] = 2.0f * expf(-i / 50.0f) + 0.2f + tandem_rng_uniform(&rng, 0, 0.02f);
+    }
+    loss[77] = NAN; /* skipped */
+    for (int i = 0; i < NV; i++) {
+        vst[i] = (float)(i * 200 + 100);
+        vl1[i] = 1.5f * expf(-i / 4.0f) + 0.3f;
+    }
+    const int sizes[][2] = {{800, 500}, {320, 200}, {160, 120}};
+    for (int k = 0; k < 3; k++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/loss%d.png", scratch, k);
+        uint64_t allocs = tandem_alloc_count();
+        assert_int_equal(tandem_plot_loss(p, path, sizes[k][0], sizes[k][1], st, loss, N, vst, vl1, NV), TANDEM_OK);
+        assert_int_equal(tandem_alloc_count(), allocs);
+        int w, h;
+        unsigned char *img = read_png(path, &w, &h);
+        assert_int_equal(w, sizes[k][0]);
+        assert_int_equal(h, sizes[k][1]);
+        assert_true(is_rgb(pix(img, w, w - 1, h - 1), 255, 255, 255));
+        /* the train series colour: first and last columns where it appears */
+        int first_x = -1, first_y = -1, last_x = -1, last_y = -1, val_pixels = 0;
+        for (int x = 0; x < w; x++)
+            for (int y = 0; y < h; y++) {
+                const unsigned char *q = pix(img, w, x, y);
+                if (is_rgb(q, 31, 100, 190)) {
+                    if (first_x < 0 || x == first_x) {
+                        if (first_x < 0) first_x = x, first_y = y;
+                    }
+                    last_x = x, last_y = y;
+                }
+                if (is_rgb(q, 230, 110, 20)) val_pixels++;
+            }
+        assert_true(first_x >= 0 && val_pixels > 0);
+        /* ignore the legend swatch (top rows): find the curve's left end below it */
+        print_message("%dx%d: train curve from (%d,%d) to (%d,%d), %d val pixels\n", w, h, first_x, first_y, last_x,
+                      last_y, val_pixels);
+        assert_true(last_x > w / 2);
+        assert_true(last_y > h / 2); /* the loss fell: the right end is low in the image */
+        /* x-axis tick marks: dark pixels just below the axis line in several columns */
+        int dark_cols = 0;
+        for (int x = 0; x < w; x++) {
+            int dark = 0;
+            for (int y = h / 2; y < h; y++) {
+                const unsigned char *q = pix(img, w, x, y);
+                if (q[0] < 80 && q[1] < 80 && q[2] < 80) dark++;
+            }
+            if (dark > 0) dark_cols++;
+        }
+        assert_true(dark_cols > w / 2); /* the axis line itself plus labels */
+        free(img);
+    }
+    /* empty series still give an image with axes */
+    char path[400];
+    snprintf(path, sizeof path, "%s/empty.png", scratch);
+    assert_int_equal(tandem_plot_loss(p, path, 300, 200, NULL, NULL, 0, NULL, NULL, 0), TANDEM_OK);
+    /* errors */
+    assert_int_equal(tandem_plot_loss(p, path, 2000, 200, st, loss, N, vst, vl1, NV), TANDEM_E_INVALID);
+    assert_int_equal(tandem_plot_loss(p, path, 100, 50, st, loss, N, vst, vl1, NV), TANDEM_E_INVALID);
+    snprintf(path, sizeof path, "%s/no/such/dir/x.png", scratch);
+    assert_int_equal(tandem_plot_loss(p, path, 300, 200, st, loss, N, vst, vl1, NV), TANDEM_E_IO);
+    tandem_plot_free(p);
+}
+
+static void test_mel_image(void **state) {
+    (void)state;
+    enum { T = 173, M = 80 };
+    float *target = malloc(sizeof(float) * T * M), *pred = malloc(sizeof(float) * T * M);
+    float lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < T * M; i++) {
+        target[i] = tandem_rng_uniform(&rng, -11.5f, 2.0f);
+        pred[i] = target[i] + tandem_rng_uniform(&rng, -1.0f, 1.0f);
+        lo = fminf(lo, target[i]);
+        hi = fmaxf(hi, target[i]);
+    }
+    int w, h;
+    tandem_plot_mel_size(T, M, &w, &h);
+    tandem_plot *p = NULL;
+    assert_int_equal(tandem_plot_create(w, h, &p), TANDEM_OK);
+    char path[400];
+    snprintf(path, sizeof path, "%s/mel.png", scratch);
+    uint64_t allocs = tandem_alloc_count();
+    assert_int_equal(tandem_plot_mel(p, path, target, pred, T, M), TANDEM_OK);
+    assert_int_equal(tandem_alloc_count(), allocs);
+    int rw, rh;
+    unsigned char *img = read_png(path, &rw, &rh);
+    assert_int_equal(rw, w);
+    assert_int_equal(rh, h);
+    assert_int_equal(w, 2 * T);
+    int panel = (h - 6) / 2; /* two panels of 2 px per band and a gap */
+    assert_int_equal(panel, 2 * M);
+    int checked = 0;
+    for (int k = 0; k < 400; k++) {
+        int t = (int)tandem_rng_int(&rng, 0, T - 1), b = (int)tandem_rng_int(&rng, 0, M - 1), which = k & 1;
+        int x = 2 * t + 1, y = which * (panel + 6) + 2 * (M - 1 - b) + 1; /* band 0 at the bottom */
+        if (x < 40 && y % (panel + 6) < 12) continue;                     /* under the label text */
+        float v = (which ? pred : target)[t * M + b];
+        unsigned char want[3];
+        tandem_plot_colormap((v - lo) / (hi - lo), want);
+        assert_memory_equal(pix(img, w, x, y), want, 3);
+        checked++;
+    }
+    assert_true(checked > 300);
+    free(img);
+    /* the colour map runs from dark to light */
+    unsigned char c0[3], c1[3];
+    tandem_plot_colormap(0.0f, c0);
+    tandem_plot_colormap(1.0f, c1);
+    assert_true(c0[0] + c0[1] + c0[2] < 150 && c1[0] + c1[1] + c1[2] > 600);
+    tandem_plot_colormap(NAN, c1);
+    assert_memory_equal(c0, c1, 3);
+    /* too big for the canvas */
+    assert_int_equal(tandem_plot_mel(p, path, target, pred, T + 1, M), TANDEM_E_INVALID);
+    tandem_plot_free(p);
+    free(target);
+    free(pred);
+}
+
+int main(void) {
+    rng.s = tandem_test_seed("test_plot");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loss_curve),
+        cmocka_unit_test(test_mel_image),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
