@@ -27,8 +27,21 @@ tandem_status tandem_wav_write_pcm16(const char *path, const float *samples, int
         tandem_atomic_abort(&f);
         return st;
     }
-    sf_command(sf, SFC_SET_CLIPPING, NULL, SF_TRUE);
-    sf_count_t done = sf_write_float(sf, samples, (sf_count_t)n);
+    /* convert here (round(x * 32767), clipped) rather than through libsndfile's float path,
+     * whose scale (32767 or 32768) depends on its clipping mode */
+    sf_count_t done = 0;
+    short buf[4096];
+    while (done < (sf_count_t)n) {
+        sf_count_t k = (sf_count_t)n - done < 4096 ? (sf_count_t)n - done : 4096;
+        for (sf_count_t i = 0; i < k; i++) {
+            float v = samples[done + i];
+            v = v > 1.0f ? 1.0f : v < -1.0f ? -1.0f : v;
+            buf[i] = (short)lrint((double)v * 32767.0);
+        }
+        sf_count_t w = sf_write_short(sf, buf, k);
+        done += w;
+        if (w != k) break;
+    }
     int close_err = sf_close(sf);
     if (done != (sf_count_t)n || close_err != 0) {
         tandem_status st = tandem_fail(TANDEM_E_IO, "wav write %s: wrote %lld of %lld samples (%s)", path,

@@ -8,7 +8,8 @@
 
 #include "tandem.h"
 
-/* samples [n] in [-1, 1] (clipped beyond) → path. A non-finite sample is an error. */
+/* samples [n] in [-1, 1] → round(x * 32767) (clipped beyond +-1) → path, mono. A non-finite
+ * sample is an error. */
 tandem_status tandem_wav_write_pcm16(const char *path, const float *samples, int64_t n, int sample_rate);
 
 #endif
