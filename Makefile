@@ -18,8 +18,13 @@ CFLAGS   += -DTANDEM_HAVE_CBLAS=1 $(shell pkg-config --cflags openblas 2>/dev/nu
 BLAS_LIBS := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 endif
 
+ifeq ($(HOST_FFT),fftw)
+CFLAGS   += -DTANDEM_HAVE_FFTW=1
+FFT_LIBS := -lfftw3
+endif
+
 # Libraries the archive needs; also written into tandem.pc.
-DEP_LIBS := $(BLAS_LIBS) -lyaml -lsndfile -lsamplerate -lpng -ldl -lm -lpthread
+DEP_LIBS := $(BLAS_LIBS) $(FFT_LIBS) -lyaml -lsndfile -lsamplerate -lpng -ldl -lm -lpthread
 
 # ---- library ---------------------------------------------------------------------------
 LIB_SRC  := $(wildcard runtime/*.c platform/*.c kernels/*.c)
@@ -84,7 +89,7 @@ $(PCFILE): Makefile toolchain.mk
 	@mkdir -p $(dir $@)
 	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\ndatadir=$${prefix}/share/tandem\n\nName: tandem\nDescription: Embeddable static runtime that trains a TTS acoustic model on two devices\nVersion: %s\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ltandem\nLibs.private: %s\n' \
 	  '$(PREFIX)' '$(VERSION)' '$(DEP_LIBS)' > $@
-	@printf 'Requires.private: yaml-0.1 sndfile samplerate libpng%s\n' '$(if $(BLAS_LIBS), openblas,)' >> $@
+	@printf 'Requires.private: yaml-0.1 sndfile samplerate libpng%s%s\n' '$(if $(BLAS_LIBS), openblas,)' '$(if $(FFT_LIBS), fftw3,)' >> $@
 
 # ---- parts with their own rules (tests, emulator, stand-in driver, demo, bench) --------
 include $(sort $(wildcard mk/*.mk))
@@ -124,6 +129,7 @@ config-info:
 	@echo "LDFLAGS       = $(LDFLAGS)"
 	@echo "SANITIZE      = $(SANITIZE)"
 	@echo "HOST_BLAS     = $(HOST_BLAS)"
+	@echo "HOST_FFT      = $(HOST_FFT)"
 	@echo "DEP_LIBS      = $(DEP_LIBS)"
 	@echo "CUDA_HOME     = $(CUDA_HOME)"
 	@echo "NVCC          = $(NVCC) ($(if $(HAVE_NVCC),found,NOT found: host-only build))"

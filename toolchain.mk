@@ -16,6 +16,8 @@ NVCC_FLAGS    ?= -O3 --no-compress -std=c++17 -Xptxas=-warn-spills
 
 # Host BLAS for the host backend's GEMM: openblas (CBLAS) or none (built-in blocked GEMM).
 HOST_BLAS     ?= openblas
+# Host FFT for the host backend's STFT: fftw (FFTW3, double) or none (the built-in radix-2 FFT).
+HOST_FFT      ?= fftw
 
 OPT           ?= -O2 -g
 WARN          ?= -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes $(WERROR)

@@ -7,6 +7,7 @@ pkgs=(
   libcmocka-dev                # unit-test library
   libyaml-dev                  # config files
   libopenblas-dev              # host GEMM through CBLAS (HOST_BLAS=none builds without it)
+  libfftw3-dev                 # host STFT through FFTW (HOST_FFT=none builds without it)
   libsndfile1-dev              # audio decoding
   libsamplerate0-dev           # resampling to 22050 Hz
   libpng-dev                   # loss and mel plots
