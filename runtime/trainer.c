@@ -1,0 +1,510 @@
+/* trainer.c — the training loop (see trainer.h). */
+#include "trainer.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "device.h"
+#include "log.h"
+#include "metrics.h"
+#include "model.h"
+#include "os.h"
+#include "pipeline.h"
+#include "symbols.h"
+#include "text_index.h"
+#include "train_step.h"
+
+#define CV_WINDOW 50
+
+typedef struct ck_entry {
+    tandem_tensor *flat; /* params, adam_m or adam_v */
+    int64_t off;         /* elements */
+} ck_entry;
+
+struct tandem_trainer {
+    tandem_config cfg, vcfg;
+    tandem_trainer_options opt;
+    tandem_text_index ix, vix;
+    int have_ix, have_vix;
+    tandem_device *data_dev, *model_dev;
+    char devices[512];
+    tandem_pool *data_pool, *model_pool;
+    tandem_pool *vdata_pool, *vmodel_pool; /* the validation pipeline's own arenas (its ring
+                                              tensors carry the same names as the training one's) */
+    tandem_stream *s; /* the model stream: consumer of both pipelines */
+    tandem_pipeline *pipe, *vpipe;
+    int started, vstarted;
+    tandem_model model;
+    int model_declared;
+    tandem_optim optim;
+    tandem_train_state st;
+    int32_t *host_len; /* pinned [micro_batches + 1][2][B]: text, frame lengths */
+    /* checkpoints */
+    tandem_checkpoint *ckpt;
+    tandem_st_tensor *ck_tensors; /* [3 * n_params] */
+    ck_entry *ck_ent;
+    char *ck_names;
+    char *cfg_yaml, *symbols_json;
+    tandem_st_file *resume_file;
+    float *load_buf;
+    tandem_sampler_pos next_pos;
+    tandem_metrics *metrics;
+    tandem_progress progress;
+    double window[CV_WINDOW];
+    volatile sig_atomic_t stop;
+};
+
+void tandem_trainer_request_stop(tandem_trainer *t) {
+    if (t) t->stop = 1;
+}
+
+/* ---- create ------------------------------------------------------------------------------------ */
+
+static tandem_status open_index(const tandem_config *cfg, const char *dir, tandem_text_index *ix) {
+    tandem_text_index_config icfg;
+    tandem_text_index_config_default(&icfg);
+    icfg.data_dir = dir;
+    icfg.max_text = cfg->max_text;
+    icfg.max_samples = (int64_t)cfg->max_frames * 256;
+    icfg.seed = (uint64_t)cfg->seed;
+    icfg.val_fraction = 0.0; /* the held-out set is its own directory */
+    return tandem_text_index_open(&icfg, ix);
+}
+
+static tandem_status make_pipeline(tandem_trainer *t, const tandem_config *cfg,
+                                   const tandem_text_index *ix, const char *dir,
+                                   tandem_pool *data_pool, tandem_pool *model_pool,
+                                   tandem_sampler_pos start, tandem_pipeline **out) {
+    tandem_pipeline_options po;
+    tandem_pipeline_options_init(&po);
+    po.cfg = cfg;
+    po.ix = ix;
+    po.data_dir = dir;
+    po.data_dev = t->data_dev;
+    po.model_dev = t->model_dev;
+    po.data_pool = data_pool;
+    po.model_pool = model_pool;
+    po.consumer_stream = t->s;
+    po.start_pos = start;
+    return tandem_pipeline_create(&po, out);
+}
+
+static int64_t meta_int(const tandem_st_file *f, const char *key, int64_t def) {
+    const char *v = tandem_st_meta_find(f, key);
+    return v ? strtoll(v, NULL, 10) : def;
+}
+
+/* Find and open the newest valid checkpoint (before commit: opening allocates). */
+static tandem_status open_resume(tandem_trainer *t) {
+    char path[1100];
+    int64_t step = 0;
+    int found = 0;
+    TANDEM_TRY(tandem_checkpoint_find_latest(t->opt.resume_dir, path, sizeof path, &step, &found));
+    if (!found)
+        return tandem_fail(TANDEM_E_INVALID, "resume: no valid checkpoint in '%s'", t->opt.resume_dir);
+    TANDEM_TRY(tandem_checkpoint_open(path, step, &t->resume_file));
+    t->st.step = step;
+    t->st.updates = meta_int(t->resume_file, "updates", step);
+    t->st.skipped = meta_int(t->resume_file, "skipped", 0);
+    t->next_pos.epoch = meta_int(t->resume_file, TANDEM_CKPT_KEY_SAMPLER_EPOCH, 0);
+    t->next_pos.index = meta_int(t->resume_file, TANDEM_CKPT_KEY_SAMPLER_POSITION, 0);
+    tandem_logf(TANDEM_LOG_INFO, "resume: %s (step %" PRId64 ", sampler epoch %" PRId64
+                ", position %" PRId64 ")", path, step, t->next_pos.epoch, t->next_pos.index);
+    return TANDEM_OK;
+}
+
+static tandem_status setup_checkpoints(tandem_trainer *t) {
+    tandem_model *m = &t->model;
+    const int n = 3 * m->n_params;
+    t->ck_tensors = tandem_calloc((size_t)n, sizeof *t->ck_tensors);
+    t->ck_ent = tandem_calloc((size_t)n, sizeof *t->ck_ent);
+    t->ck_names = tandem_calloc((size_t)n, TANDEM_MODEL_PARAM_NAME_MAX + 8);
+    if (!t->ck_tensors || !t->ck_ent || !t->ck_names)
+        return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory for the checkpoint table");
+    static const char *const prefix[3] = {"", "adam_m.", "adam_v."};
+    tandem_tensor *flat[3] = {m->params, m->adam_m, m->adam_v};
+    int64_t biggest = 1;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < m->n_params; i++) {
+            int j = k * m->n_params + i;
+            char *name = t->ck_names + (size_t)j * (TANDEM_MODEL_PARAM_NAME_MAX + 8);
+            snprintf(name, TANDEM_MODEL_PARAM_NAME_MAX + 8, "%s%s", prefix[k], m->param[i].name);
+            tandem_st_tensor *e = &t->ck_tensors[j];
+            e->name = name;
+            e->dtype = TANDEM_F32;
+            e->ndim = m->param[i].ndim;
+            e->shape[0] = m->param[i].shape[0];
+            e->shape[1] = m->param[i].shape[1];
+            e->user = &t->ck_ent[j];
+            t->ck_ent[j].flat = flat[k];
+            t->ck_ent[j].off = m->param[i].offset;
+            if (m->param[i].numel > biggest) biggest = m->param[i].numel;
+        }
+    size_t len = 0;
+    TANDEM_TRY(tandem_symbols_to_json(&t->symbols_json, &len));
+    size_t cl = tandem_config_dump(&t->cfg, NULL, 0) + 1;
+    t->cfg_yaml = tandem_malloc(cl);
+    if (!t->cfg_yaml) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
+    tandem_config_dump(&t->cfg, t->cfg_yaml, cl);
+    if (t->resume_file) {
+        t->load_buf = tandem_malloc((size_t)biggest * sizeof(float));
+        if (!t->load_buf) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
+    }
+    return tandem_checkpoint_create(t->cfg.out, t->cfg.keep, t->ck_tensors, n,
+                                    cl + len + 1024, &t->ckpt);
+}
+
+tandem_status tandem_trainer_create(const tandem_trainer_options *o, tandem_trainer **out) {
+    if (!o || !o->cfg || !out) return tandem_fail(TANDEM_E_INVALID, "trainer: NULL argument");
+    *out = NULL;
+    if (!o->cfg->train_data[0])
+        return tandem_fail(TANDEM_E_INVALID, "config: key 'train_data': expected a dataset directory");
+    tandem_trainer *t = tandem_calloc(1, sizeof *t);
+    if (!t) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
+    *out = t;
+    t->cfg = *o->cfg;
+    t->opt = *o;
+    t->opt.cfg = &t->cfg;
+    tandem_optim_from_config(&t->cfg, &t->optim);
+    tandem_model_dims dims;
+    TANDEM_TRY(tandem_model_dims_from_config(&t->cfg, &dims));
+    TANDEM_TRY(tandem_mkdir_p(t->cfg.out));
+    if (o->resume_dir) TANDEM_TRY(open_resume(t));
+
+    TANDEM_TRY(open_index(&t->cfg, t->cfg.train_data, &t->ix));
+    t->have_ix = 1;
+    if (t->ix.n_train == 0)
+        return tandem_fail(TANDEM_E_INVALID, "train data '%s': no usable utterance", t->cfg.train_data);
+    if (t->cfg.val_data[0] && t->cfg.val_every > 0) {
+        TANDEM_TRY(open_index(&t->cfg, t->cfg.val_data, &t->vix));
+        t->have_vix = t->vix.n_train > 0;
+    }
+    TANDEM_TRY(tandem_pipeline_open_devices(o->backend, &t->data_dev, &t->model_dev, t->devices,
+                                            sizeof t->devices));
+    TANDEM_TRY(tandem_stream_create(t->model_dev, &t->s));
+    TANDEM_TRY(tandem_pool_create(t->data_dev, "data", (size_t)t->cfg.data_gpu_memory << 20,
+                                  &t->data_pool));
+    TANDEM_TRY(tandem_pool_create(t->model_dev, "model", (size_t)t->cfg.model_gpu_memory << 20,
+                                  &t->model_pool));
+    TANDEM_TRY(make_pipeline(t, &t->cfg, &t->ix, t->cfg.train_data, t->data_pool, t->model_pool,
+                             t->next_pos, &t->pipe));
+    if (t->have_vix) {
+        t->vcfg = t->cfg;
+        t->vcfg.shuffle = 0; /* validation visits the held-out set in order */
+        t->vcfg.prefetch_buffer_size = 2;
+        tandem_sampler_pos zero = {0, 0};
+        TANDEM_TRY(tandem_pool_create(t->data_dev, "val_data", 0, &t->vdata_pool));
+        TANDEM_TRY(tandem_pool_create(t->model_dev, "val_model", 0, &t->vmodel_pool));
+        TANDEM_TRY(make_pipeline(t, &t->vcfg, &t->vix, t->cfg.val_data, t->vdata_pool,
+                                 t->vmodel_pool, zero, &t->vpipe));
+    }
+    TANDEM_TRY(tandem_model_declare(&t->model, t->model_dev, t->model_pool, &dims));
+    t->model_declared = 1;
+    size_t lbytes = (size_t)(dims.micro_batches + 1) * 2 * (size_t)dims.batch * sizeof(int32_t);
+    TANDEM_TRY(t->model_dev->ops->host_alloc_pinned(t->model_dev, lbytes, (void **)&t->host_len));
+    TANDEM_TRY(setup_checkpoints(t));
+    char mpath[1100];
+    snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", t->cfg.out);
+    TANDEM_TRY(tandem_metrics_open(mpath, o->resume_dir != NULL, &t->metrics));
+    tandem_progress_init(&t->progress, stdout, (int)t->cfg.log_every, o->quiet);
+
+    TANDEM_TRY(tandem_pool_commit(t->data_pool));
+    TANDEM_TRY(tandem_pool_commit(t->model_pool));
+    if (t->vpipe) {
+        TANDEM_TRY(tandem_pool_commit(t->vdata_pool));
+        TANDEM_TRY(tandem_pool_commit(t->vmodel_pool));
+    }
+    TANDEM_TRY(tandem_model_init_params(&t->model, t->s, (uint64_t)t->cfg.seed));
+    if (t->resume_file) {
+        for (int j = 0; j < 3 * t->model.n_params; j++) {
+            const tandem_st_tensor *e = &t->ck_tensors[j];
+            const ck_entry *ce = &t->ck_ent[j];
+            int64_t numel = e->ndim > 1 ? e->shape[0] * e->shape[1] : e->shape[0];
+            size_t bytes = (size_t)numel * sizeof(float);
+            TANDEM_TRY(tandem_st_read_tensor(t->resume_file, e->name, TANDEM_F32, e->ndim, e->shape,
+                                             t->load_buf, bytes));
+            tandem_dptr dst = tandem_tensor_addr(ce->flat) + (tandem_dptr)ce->off * sizeof(float);
+            TANDEM_TRY(t->s->dev->ops->copy_h2d(t->s, dst, t->load_buf, bytes));
+            TANDEM_TRY(tandem_stream_sync(t->s));
+        }
+        tandem_st_close(t->resume_file);
+        t->resume_file = NULL;
+    }
+    return TANDEM_OK;
+}
+
+void tandem_trainer_destroy(tandem_trainer *t) {
+    if (!t) return;
+    if (t->pipe) {
+        if (t->started) tandem_pipeline_stop(t->pipe);
+        tandem_pipeline_destroy(t->pipe);
+    }
+    if (t->vpipe) {
+        if (t->vstarted) tandem_pipeline_stop(t->vpipe);
+        tandem_pipeline_destroy(t->vpipe);
+    }
+    if (t->model_declared) tandem_model_free(&t->model);
+    if (t->host_len) t->model_dev->ops->host_free_pinned(t->model_dev, t->host_len);
+    if (t->ckpt) tandem_checkpoint_free(t->ckpt);
+    if (t->resume_file) tandem_st_close(t->resume_file);
+    if (t->metrics) tandem_metrics_close(t->metrics);
+    tandem_free(t->ck_tensors);
+    tandem_free(t->ck_ent);
+    tandem_free(t->ck_names);
+    tandem_free(t->cfg_yaml);
+    tandem_free(t->symbols_json);
+    tandem_free(t->load_buf);
+    if (t->data_pool) tandem_pool_destroy(t->data_pool);
+    if (t->model_pool) tandem_pool_destroy(t->model_pool);
+    if (t->vdata_pool) tandem_pool_destroy(t->vdata_pool);
+    if (t->vmodel_pool) tandem_pool_destroy(t->vmodel_pool);
+    if (t->s) tandem_stream_destroy(t->s);
+    if (t->data_dev || t->model_dev) tandem_pipeline_close_devices(t->data_dev, t->model_dev);
+    if (t->have_ix) tandem_text_index_free(&t->ix);
+    if (t->have_vix || t->vix.utts) tandem_text_index_free(&t->vix);
+    tandem_free(t);
+}
+
+/* ---- the loop ----------------------------------------------------------------------------------- */
+
+static double ms_since(uint64_t t0) { return (double)(tandem_now_ns() - t0) * 1e-6; }
+
+/* Acquire one batch, read its lengths back, describe it for the model. */
+static tandem_status get_batch(tandem_trainer *t, tandem_pipeline *p, int slot_row,
+                               tandem_batch_view *v, tandem_model_batch *mb, double *wait_ms) {
+    TANDEM_TRY(tandem_pipeline_acquire(p, v, 600000));
+    const uint64_t t0 = tandem_now_ns();
+    const int B = t->model.dims.batch;
+    int32_t *tl = t->host_len + (size_t)slot_row * 2 * B, *fl = tl + B;
+    const tandem_backend_ops *ops = t->s->dev->ops;
+    TANDEM_TRY(ops->copy_d2h(t->s, tl, tandem_tensor_addr(v->t->text_lengths), (size_t)B * 4));
+    TANDEM_TRY(ops->copy_d2h(t->s, fl, tandem_tensor_addr(v->t->frame_lengths), (size_t)B * 4));
+    TANDEM_TRY(tandem_stream_sync(t->s));
+    *wait_ms += v->wait_ms + ms_since(t0);
+    mb->tokens = v->t->tokens;
+    mb->mels = v->t->mels;
+    mb->frame_mask = v->t->frame_mask;
+    mb->stop_targets = v->t->stop_targets;
+    mb->text_lengths = tl;
+    mb->frame_lengths = fl;
+    return TANDEM_OK;
+}
+
+static tandem_status validate(tandem_trainer *t, double *l1, double *bce) {
+    double sl = 0, sb = 0, wait = 0;
+    for (int i = 0; i < t->cfg.val_batches; i++) {
+        tandem_batch_view v;
+        tandem_model_batch mb;
+        TANDEM_TRY(get_batch(t, t->vpipe, t->model.dims.micro_batches, &v, &mb, &wait));
+        double a, b;
+        TANDEM_TRY(tandem_train_eval(&t->model, t->s, &t->optim, &mb, &a, &b));
+        TANDEM_TRY(tandem_pipeline_release(t->vpipe, v.slot));
+        sl += a;
+        sb += b;
+    }
+    *l1 = sl / t->cfg.val_batches;
+    *bce = sb / t->cfg.val_batches;
+    return TANDEM_OK;
+}
+
+static tandem_status ck_fetch(void *ctx, void *user, void *dst, size_t offset, size_t bytes) {
+    tandem_trainer *t = ctx;
+    const ck_entry *e = user;
+    tandem_dptr src = tandem_tensor_addr(e->flat) + (tandem_dptr)e->off * sizeof(float) + offset;
+    TANDEM_TRY(t->s->dev->ops->copy_d2h(t->s, dst, src, bytes));
+    return tandem_stream_sync(t->s);
+}
+
+static tandem_status save_checkpoint(tandem_trainer *t) {
+    char upd[32], skp[32], ep[32], pos[32];
+    snprintf(upd, sizeof upd, "%" PRId64, t->st.updates);
+    snprintf(skp, sizeof skp, "%" PRId64, t->st.skipped);
+    snprintf(ep, sizeof ep, "%" PRId64, t->next_pos.epoch);
+    snprintf(pos, sizeof pos, "%" PRId64, t->next_pos.index);
+    const tandem_st_meta meta[] = {
+        {TANDEM_CKPT_KEY_CONFIG, t->cfg_yaml},
+        {TANDEM_CKPT_KEY_SYMBOLS, t->symbols_json},
+        {TANDEM_CKPT_KEY_SAMPLER_EPOCH, ep},
+        {TANDEM_CKPT_KEY_SAMPLER_POSITION, pos},
+        {"updates", upd},
+        {"skipped", skp},
+    };
+    return tandem_checkpoint_save(t->ckpt, t->st.step, meta, (int)(sizeof meta / sizeof meta[0]),
+                                  ck_fetch, t);
+}
+
+/* The sampler position after the last row of a consumed batch. */
+static void advance_pos(tandem_trainer *t, const tandem_batch_view *v) {
+    tandem_sampler_pos p = v->pos[t->model.dims.batch - 1];
+    p.index++;
+    if (p.index >= (int64_t)t->ix.n_train) {
+        p.index = 0;
+        p.epoch++;
+    }
+    t->next_pos = p;
+}
+
+static double window_cv(const double *w, int n) {
+    if (n < 2) return 0.0;
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++) mean += w[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) var += (w[i] - mean) * (w[i] - mean);
+    return mean > 0 ? sqrt(var / (n - 1)) / mean : 0.0;
+}
+
+tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum) {
+    if (!t) return tandem_fail(TANDEM_E_INVALID, "trainer run: NULL");
+    tandem_trainer_summary S;
+    memset(&S, 0, sizeof S);
+    snprintf(S.devices, sizeof S.devices, "%s", t->devices);
+    S.first_step = t->st.step;
+    S.val_l1_first = S.val_l1_last = -1;
+    TANDEM_TRY(tandem_pipeline_start(t->pipe));
+    t->started = 1;
+    if (t->vpipe) {
+        TANDEM_TRY(tandem_pipeline_start(t->vpipe));
+        t->vstarted = 1;
+    }
+    const tandem_model_dims *d = &t->model.dims;
+    const int64_t max_steps = t->cfg.max_steps;
+    double sum_step = 0, sum_wait = 0, sum_busy = 0, sum_samples = 0;
+    int64_t n_meas = 0, wn = 0;
+    tandem_status st = TANDEM_OK;
+    int saved_at_end = 0;
+    const uint64_t run_t0 = tandem_now_ns();
+    while (t->st.step < max_steps && !t->stop) {
+        const uint64_t t0 = tandem_now_ns();
+        double wait = 0, audio_s = 0;
+        if ((st = tandem_train_begin(&t->model, t->s)) != TANDEM_OK) break;
+        for (int a = 0; a < d->micro_batches && st == TANDEM_OK; a++) {
+            tandem_batch_view v;
+            tandem_model_batch mb;
+            if ((st = get_batch(t, t->pipe, a, &v, &mb, &wait)) != TANDEM_OK) break;
+            st = tandem_train_micro(&t->model, t->s, &t->optim, &mb, a);
+            tandem_status rs = tandem_pipeline_release(t->pipe, v.slot);
+            if (st == TANDEM_OK) st = rs;
+            audio_s += v.audio_seconds;
+            advance_pos(t, &v);
+        }
+        if (st != TANDEM_OK) break;
+        tandem_step_result res;
+        if ((st = tandem_train_finish(&t->model, t->s, &t->optim, &t->st, &res)) != TANDEM_OK) break;
+        const double step_ms = ms_since(t0);
+        if (t->st.skipped_in_row >= t->cfg.max_nonfinite) {
+            st = tandem_fail(TANDEM_E_INVALID,
+                             "training: %" PRId64 " non-finite steps in a row (loss %g, gradient "
+                             "norm %g at step %" PRId64 "); limit max_nonfinite = %d — lower lr or "
+                             "check the data", t->st.skipped_in_row, res.loss, res.grad_norm,
+                             res.step, t->cfg.max_nonfinite);
+            break;
+        }
+        const int64_t done = t->st.step;
+        if (S.steps_run == 0) {
+            S.loss_first = res.loss;
+            S.l1_first = res.l1;
+        }
+        S.steps_run++;
+        S.loss_last = res.loss;
+        S.l1_last = res.l1;
+        t->window[wn++ % CV_WINDOW] = step_ms;
+        const double cv = window_cv(t->window, (int)(wn < CV_WINDOW ? wn : CV_WINDOW));
+        const double busy = step_ms > 0 ? 100.0 * (step_ms - wait) / step_ms : 0;
+        const double samples = (double)d->batch * d->micro_batches;
+        if (S.steps_run > 2) { /* past warm-up */
+            sum_step += step_ms;
+            sum_wait += wait;
+            sum_busy += busy;
+            sum_samples += samples;
+            n_meas++;
+        }
+        tandem_pipeline_stats ps;
+        tandem_pipeline_get_stats(t->pipe, &ps);
+
+        int validated = 0;
+        double vl1 = 0, vbce = 0;
+        if (t->vpipe && t->cfg.val_every > 0 && (done % t->cfg.val_every == 0 || done == max_steps)) {
+            if ((st = validate(t, &vl1, &vbce)) != TANDEM_OK) break;
+            validated = 1;
+            if (S.val_l1_first < 0) S.val_l1_first = vl1;
+            S.val_l1_last = vl1;
+        }
+        if (done % t->cfg.log_every == 0 || done == max_steps || validated || res.skipped) {
+            tandem_metrics_begin(t->metrics, done);
+            tandem_metrics_set(t->metrics, "loss", res.loss);
+            tandem_metrics_set(t->metrics, "l1", res.l1);
+            tandem_metrics_set(t->metrics, "stop_bce", res.stop_bce);
+            tandem_metrics_set(t->metrics, "lr", res.lr);
+            tandem_metrics_set(t->metrics, "grad_norm", res.grad_norm);
+            tandem_metrics_set(t->metrics, "step_ms", step_ms);
+            tandem_metrics_set(t->metrics, "data_wait_ms", wait);
+            tandem_metrics_set(t->metrics, "model_busy_pct", busy);
+            tandem_metrics_set(t->metrics, "data_busy_pct", ps.data_busy_pct);
+            tandem_metrics_set(t->metrics, "samples_per_s", samples / (step_ms * 1e-3));
+            tandem_metrics_set(t->metrics, "x_realtime", audio_s / (step_ms * 1e-3));
+            tandem_metrics_set(t->metrics, "step_cv", cv);
+            tandem_metrics_set_int(t->metrics, "skipped", res.skipped);
+            if (validated) {
+                tandem_metrics_set(t->metrics, "val_l1", vl1);
+                tandem_metrics_set(t->metrics, "val_stop_bce", vbce);
+            }
+            if ((st = tandem_metrics_end(t->metrics)) != TANDEM_OK) break;
+        }
+        if (!t->opt.quiet) {
+            tandem_progress_fields pf;
+            memset(&pf, 0, sizeof pf);
+            pf.step = done;
+            pf.total = max_steps;
+            pf.loss = res.loss;
+            pf.samples_per_s = samples / (step_ms * 1e-3);
+            pf.x_realtime = audio_s / (step_ms * 1e-3);
+            pf.data_wait_ms = wait;
+            pf.model_busy_pct = busy;
+            pf.data_busy_pct = ps.data_busy_pct;
+            double el = ms_since(run_t0) * 1e-3;
+            pf.eta_s = S.steps_run > 0 ? el / (double)S.steps_run * (double)(max_steps - done) : -1;
+            tandem_progress_update(&t->progress, &pf);
+        }
+        saved_at_end = 0;
+        if (t->cfg.checkpoint_every > 0 && done % t->cfg.checkpoint_every == 0) {
+            if ((st = save_checkpoint(t)) != TANDEM_OK) break;
+            saved_at_end = 1;
+        }
+    }
+    if (!t->opt.quiet) tandem_progress_finish(&t->progress);
+    if (st == TANDEM_OK && !saved_at_end && S.steps_run > 0) st = save_checkpoint(t);
+    char why[1024] = "";
+    if (st != TANDEM_OK) {
+        snprintf(why, sizeof why, "%s", tandem_last_error());
+        tandem_pipeline_abort(t->pipe, st, why);
+        if (t->vpipe) tandem_pipeline_abort(t->vpipe, st, why);
+    }
+    tandem_status ps = tandem_pipeline_stop(t->pipe);
+    t->started = 0;
+    if (t->vpipe) {
+        tandem_pipeline_stop(t->vpipe);
+        t->vstarted = 0;
+    }
+    if (st == TANDEM_OK && ps != TANDEM_OK) st = ps;
+    tandem_pipeline_stats pst;
+    tandem_pipeline_get_stats(t->pipe, &pst);
+    S.last_step = t->st.step;
+    S.skipped = t->st.skipped;
+    S.stopped_by_request = t->stop != 0;
+    if (n_meas > 0) {
+        S.samples_per_s = sum_samples / (sum_step * 1e-3);
+        S.data_wait_pct = 100.0 * sum_wait / sum_step;
+        S.model_busy_pct = sum_busy / (double)n_meas;
+    }
+    S.data_busy_pct = pst.data_busy_pct;
+    S.step_cv = window_cv(t->window, (int)(wn < CV_WINDOW ? wn : CV_WINDOW));
+    snprintf(S.checkpoint, sizeof S.checkpoint, "%s", tandem_checkpoint_last_path(t->ckpt));
+    if (sum) *sum = S;
+    if (st != TANDEM_OK && why[0]) return tandem_fail(st, "%s", why);
+    return st;
+}
