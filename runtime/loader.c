@@ -124,13 +124,14 @@ void tandem_loader_destroy(tandem_loader *l) {
     }
     for (int i = 0; i < TANDEM_LAYOUT_STAGING; i++) {
         tandem_staged_batch *b = &l->bufs[i];
-        /* uploads from the buffer may still be queued: wait before freeing it */
+        /* uploads from the buffer may still be queued: wait before freeing it (only on
+         * events that were recorded: waiting on a never-recorded one is a driver misuse) */
         if (b->audio_sent) {
-            tandem_event_sync(b->audio_sent);
+            if (b->ever_recorded_) tandem_event_sync(b->audio_sent);
             tandem_event_destroy(b->audio_sent);
         }
         if (b->text_sent) {
-            tandem_event_sync(b->text_sent);
+            if (b->ever_recorded_) tandem_event_sync(b->text_sent);
             tandem_event_destroy(b->text_sent);
         }
         if (l->pinned[i]) l->cfg.data_dev->ops->host_free_pinned(l->cfg.data_dev, l->pinned[i]);
@@ -356,10 +357,11 @@ tandem_status tandem_loader_take(tandem_loader *l, int64_t timeout_ms, tandem_st
     }
 }
 
-void tandem_loader_give_back(tandem_loader *l, tandem_staged_batch *b) {
+void tandem_loader_give_back(tandem_loader *l, tandem_staged_batch *b, int recorded) {
     tandem_mutex_lock(&l->m);
     b->state_ = ST_EMPTY;
-    b->events_pending_ = 1;
+    b->events_pending_ = recorded != 0;
+    b->ever_recorded_ |= recorded != 0;
     tandem_cond_broadcast(&l->cv);
     tandem_mutex_unlock(&l->m);
 }

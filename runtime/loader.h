@@ -9,7 +9,8 @@
  * utterance instead — the run goes on; only a whole epoch's worth of failures in a row is an
  * error. The consumer of staged batches (the data-device thread) takes them in sequence and
  * gives each back with two events recorded after its uploads were queued; the loader waits on
- * those before refilling the buffer, so uploads stay asynchronous.
+ * those (on a loader thread, just before refilling the buffer), so uploads stay asynchronous.
+ * An event that was never recorded is never waited on (a driver reports that as misuse).
  * Stages timed here: read (file bytes through the OS), decode, decode+resample.
  * Owns: the threads, decoders, pinned buffers (host_alloc_pinned of the data device; all
  * allocated at create, before any pool is committed), their events and the sampler.
@@ -38,7 +39,7 @@ typedef struct tandem_staged_batch {
     tandem_event *audio_sent; /* data device: record after the audio/lengths uploads */
     tandem_event *text_sent;  /* model device: record after the tokens/text-length uploads */
     /* private (under the loader's mutex) */
-    int state_, rows_claimed_, rows_done_, events_pending_, syncing_;
+    int state_, rows_claimed_, rows_done_, events_pending_, syncing_, ever_recorded_;
 } tandem_staged_batch;
 
 typedef struct tandem_loader_config {
@@ -65,8 +66,11 @@ tandem_status tandem_loader_start(tandem_loader *l);
 /* The next full batch in sequence. Blocks (timeout_ms < 0: until ready or stopped); the
  * loader's error if it failed, TANDEM_E_STATE when stopped or on timeout. */
 tandem_status tandem_loader_take(tandem_loader *l, int64_t timeout_ms, tandem_staged_batch **out);
-/* Hand a taken batch back once its audio_sent and text_sent events have been recorded. */
-void tandem_loader_give_back(tandem_loader *l, tandem_staged_batch *b);
+/* Hand a taken batch back. recorded = 1: its audio_sent and text_sent events were recorded after
+ * all of its uploads were queued (the loader waits on them before refilling the buffer);
+ * recorded = 0: no upload from it was queued, or the run is over (the caller cancels the
+ * loader first and synchronises its streams before tandem_loader_destroy). */
+void tandem_loader_give_back(tandem_loader *l, tandem_staged_batch *b, int recorded);
 /* Ask the threads to stop (any thread; does not wait); take returns at once afterwards. */
 void tandem_loader_cancel(tandem_loader *l);
 /* Cancel and join the threads (idempotent; from the thread that owns the loader). */

@@ -1,4 +1,41 @@
-/* pipeline.c — loader → data device → ring → consumer (see pipeline.h). */
+/* pipeline.c — loader → data device → ring → consumer (see pipeline.h).
+ *
+ * Ordering argument. Streams: DS = data stream (data device), MS = model copy stream (model
+ * device), CS = consumer stream (model device). Batch n uses ring slot k = n mod N and staged
+ * batch buffer b (loader.h). Every buffer below has one writer and its readers; for each, the
+ * event that orders them (an edge "X → Y" = Y is queued behind an event recorded after X):
+ *
+ *  1. b (pinned, CPU-written by loader threads) → H2D of audio + lengths on DS, H2D of tokens
+ *     + text lengths on MS. The loader refills b only after cuEventSynchronize on b's
+ *     audio_sent (recorded on DS after its H2D) and text_sent (recorded on MS after its H2D),
+ *     so the CPU never rewrites b under an in-flight copy.
+ *  2. mel.audio / mel.lengths (data arena) → mel kernels → mel outputs → ring copy (peer copy
+ *     or D2H into slot k's staging): all on DS, ordered by the stream itself; batch n+1's H2D
+ *     into mel.audio comes after batch n's kernels and copies on the same stream.
+ *  3. Slot k's pinned staging (no peer access): written by the D2H on DS, read by the H2D on MS.
+ *     MS waits on t3 (recorded on DS after the D2H) before its H2D.
+ *  4. Slot k's tensors on the model device: written by DS (peer copies) or MS (staged H2D, and
+ *     tokens + text lengths in both cases); read (and poisoned, at release) by CS. CS waits on
+ *     filled[k], recorded on MS after its own copies and after its wait on t3, so CS sees DS's
+ *     peer copies too (event waits are transitive).
+ *  5. Reuse of slot k for batch n+N (tensors and staging): DS and MS both wait on freed[k],
+ *     recorded on CS by release after the consumer's last use of batch n was queued. CS had
+ *     waited on filled[k] of batch n, so freed[k] also follows MS's H2D out of the staging:
+ *     DS's D2H for batch n+N cannot overwrite staging that MS is still reading. The CPU side
+ *     guarantees the wait is issued after that record: the ring hands slot k to the producer
+ *     only after release, which records freed[k] before ring_release (mutex = happens-before).
+ *     At start freed[k] is recorded once on CS for every slot ("every slot starts free"), so
+ *     no stream ever waits on a never-recorded event (a no-op on CUDA that orders nothing).
+ *  6. filled[k] is re-recorded for batch n+N only after the consumer's acquire of batch n made
+ *     CS wait on the previous record (acquire → release → claim, under the ring's mutex).
+ *  7. Timing events (t0..t3 on DS, m0/m1 on MS) of step s live in timing[s mod NSTAGE]; the
+ *     producer harvests step s-1 (cuEventSynchronize) after queueing step s, before step s+1
+ *     re-records them. They are marked pending only once all of them were recorded.
+ *  8. Shutdown: the threads are joined, then DS, MS and CS are synchronised before the
+ *     loader's pinned batches and the slot staging are freed (a failed step may have queued a
+ *     copy from them without recording its event).
+ * The CPU never waits on the other side's device work except in (1), on a loader thread, and
+ * in (7), one step behind, on the producer thread. */
 #include "pipeline.h"
 
 #include <math.h>
@@ -170,11 +207,12 @@ tandem_status tandem_pipeline_create(const tandem_pipeline_options *o, tandem_pi
 void tandem_pipeline_destroy(tandem_pipeline *p) {
     if (!p) return;
     tandem_pipeline_stop(p);
-    tandem_loader_destroy(p->loader);
-    /* queued device work may still read the staging and signal the events */
+    /* queued device work may still read the loader's batches and the staging, and signal the
+     * events: finish it before freeing any of them */
     if (p->data_stream) tandem_stream_sync(p->data_stream);
     if (p->model_copy_stream) tandem_stream_sync(p->model_copy_stream);
     if (p->consumer_stream) tandem_stream_sync(p->consumer_stream);
+    tandem_loader_destroy(p->loader);
     for (int i = 0; i < NSTAGE; i++) {
         step_timing *t = &p->timing[i];
         tandem_event *ev[6] = {t->t0, t->t1, t->t2, t->t3, t->m0, t->m1};
@@ -226,7 +264,9 @@ static tandem_status harvest(tandem_pipeline *p, int i) {
     return TANDEM_OK;
 }
 
-static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int64_t seq) {
+/* Queue batch seq (staged in b) into slot k. *sent = 1 once b's audio_sent and text_sent
+ * events were recorded after every copy out of b. */
+static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int64_t seq, int *sent) {
     tandem_stream *ds = p->data_stream, *ms = p->model_copy_stream;
     tandem_mel_plan *mel = &p->layout.mel;
     const tandem_ring_slot *s = &p->layout.slot[k];
@@ -253,7 +293,6 @@ static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int
         else TANDEM_TRY(tandem_tensor_download(ds, stg[i], src[i], tandem_tensor_bytes(src[i])));
     }
     TANDEM_TRY(tandem_event_record(t->t3, ds));
-    t->pending = 1;
 
     /* model side: after the data stream's step and the consumer's last use of the slot */
     TANDEM_TRY(tandem_stream_wait_event(ms, t->t3));
@@ -266,7 +305,9 @@ static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int
     TANDEM_TRY(tandem_tensor_upload(ms, s->tokens, b->tokens, B * T * sizeof(int32_t)));
     TANDEM_TRY(tandem_tensor_upload(ms, s->text_lengths, b->text_lengths, B * sizeof(int32_t)));
     TANDEM_TRY(tandem_event_record(b->text_sent, ms));
+    *sent = 1;
     TANDEM_TRY(tandem_event_record(p->ring.filled[k], ms));
+    t->pending = 1; /* every timing event of the step is recorded */
 
     memcpy(p->meta[k].utt, b->utt, B * sizeof *b->utt);
     memcpy(p->meta[k].pos, b->pos, B * sizeof *b->pos);
@@ -288,12 +329,15 @@ static void *producer_main(void *arg) {
         int64_t seq;
         st = tandem_ring_claim(&p->ring, -1, &k, &seq);
         if (st != TANDEM_OK) {
-            tandem_loader_give_back(p->loader, b);
+            tandem_loader_give_back(p->loader, b, 0);
             break;
         }
-        st = step(p, b, k, seq);
-        /* the buffer goes back in any case: its events were recorded or the run is over */
-        tandem_loader_give_back(p->loader, b);
+        int sent = 0;
+        st = step(p, b, k, seq, &sent);
+        /* after a failure the loader stops before the buffer goes back: a copy out of it may
+         * be queued without its event, so it must not be refilled (destroy syncs the streams) */
+        if (st != TANDEM_OK) tandem_loader_cancel(p->loader);
+        tandem_loader_give_back(p->loader, b, sent);
         if (st != TANDEM_OK) break;
         tandem_ring_publish(&p->ring, k);
         st = harvest(p, (int)((seq + NSTAGE - 1) % NSTAGE));
@@ -315,6 +359,8 @@ tandem_status tandem_pipeline_start(tandem_pipeline *p) {
     if (!tandem_tensor_addr(p->layout.mel.audio) || !tandem_tensor_addr(p->layout.slot[0].mels))
         return tandem_fail(TANDEM_E_STATE, "pipeline start: commit the data and model pools first");
     TANDEM_TRY(tandem_mel_upload_constants(&p->layout.mel, p->data_stream));
+    /* every slot starts free: the first wait on freed[k] has a record to wait on */
+    for (int k = 0; k < p->layout.n_slots; k++) TANDEM_TRY(tandem_event_record(p->ring.freed[k], p->consumer_stream));
     p->started = 1;
     p->t_start_ns = tandem_now_ns();
     TANDEM_TRY(tandem_loader_start(p->loader));

@@ -1,11 +1,16 @@
-/* test_pipeline.c — the whole data side on two host devices, on a tiny corpus the test writes
+/* test_pipeline.c — the whole data side on two devices, on a tiny corpus the test writes
  * (sine tones through libsndfile: 22050 Hz 16-bit, 16000 Hz 16-bit (resampled), stereo float):
  *   - the mels, mask, stop targets and frame lengths in the ring equal tandem_mel_batch of the
- *     same audio computed directly (decoded with tandem_audio_load, on a third device), with
- *     peer copies and with copies staged through pinned host memory;
+ *     same audio computed directly (decoded with tandem_audio_load, on a device of its own),
+ *     with peer copies and with copies staged through pinned host memory;
  *   - a file corrupted after the index was built is skipped and counted mid-run, its rows are
  *     filled with the next utterances, and the run goes on;
- *   - the stage table saw every stage (resampling included). */
+ *   - the stage table saw every stage (resampling included).
+ * Devices: two host devices by default; with TANDEM_TEST_BACKEND=cuda the roles of
+ * tandem_pipeline_open_devices on the cuda backend (a GPU, or the stand-in driver, which
+ * reports every misuse as a "fakecuda: error" line). On the stand-in the whole file runs once
+ * more in a child process with TANDEM_FAKECUDA_NO_PEER=1, so the staged path is also taken
+ * because the devices lack peer access (not only because it was forced). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +34,9 @@
 
 enum { N_UTTS = 9, BATCH = 3, FRAMES = 32, MAX_TEXT = 16, M = 80 };
 #define SAMPLES (FRAMES * 256)
+
+static tandem_backend backend = TANDEM_BACKEND_HOST; /* TANDEM_TEST_BACKEND=cuda: TANDEM_BACKEND_CUDA */
+static int64_t acquire_ms = 10000;                  /* per batch; longer on the (emulating) stand-in */
 
 static const char *const texts[N_UTTS] = {"a cat", "the dog", "red sun", "blue sea", "one tree",
                                           "big hill", "so far", "we go", "in time"};
@@ -98,8 +106,11 @@ typedef struct reference {
     int32_t lengths[BATCH];
 } reference;
 
+/* Host: a third host device. Cuda: device 0 again (its own handle, pool and stream), so the
+ * reference runs the same kernels and GEMM as the pipeline's data device. */
 static void ref_init(reference *r) {
-    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 2, &r->dev), TANDEM_OK);
+    const int ordinal = backend == TANDEM_BACKEND_CUDA ? 0 : 2;
+    if (tandem_device_open(backend, ordinal, &r->dev) != TANDEM_OK) fail_msg("reference device: %s", tandem_last_error());
     assert_int_equal(tandem_pool_create(r->dev, "ref", 0, &r->pool), TANDEM_OK);
     assert_int_equal(tandem_mel_plan_declare(r->pool, r->dev, "ref", BATCH, FRAMES, SAMPLES, 0, &r->plan), TANDEM_OK);
     assert_int_equal(tandem_pool_commit(r->pool), TANDEM_OK);
@@ -165,8 +176,11 @@ static void run_start(run *x, const corpus *c, const tandem_text_index *ix, uint
     x->cfg.num_workers = 2;
     x->cfg.seed = (int64_t)(seed >> 1);
     assert_int_equal(tandem_config_check(&x->cfg), TANDEM_OK);
-    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 0, &x->data_dev), TANDEM_OK);
-    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 1, &x->model_dev), TANDEM_OK);
+    char desc[256];
+    if (tandem_pipeline_open_devices(backend, &x->data_dev, &x->model_dev, desc, sizeof desc) != TANDEM_OK)
+        fail_msg("open devices: %s", tandem_last_error());
+    printf("devices: %s\n", desc);
+    const int can_peer = x->data_dev == x->model_dev || tandem_device_can_access_peer(x->model_dev, x->data_dev);
     assert_int_equal(tandem_pool_create(x->data_dev, "data", 0, &x->data_pool), TANDEM_OK);
     assert_int_equal(tandem_pool_create(x->model_dev, "model", 0, &x->model_pool), TANDEM_OK);
     tandem_pipeline_options o;
@@ -181,7 +195,10 @@ static void run_start(run *x, const corpus *c, const tandem_text_index *ix, uint
     o.force_staged = force_staged;
     o.poison_on_release = 1;
     assert_int_equal(tandem_pipeline_create(&o, &x->pipe), TANDEM_OK);
-    assert_int_equal(tandem_pipeline_peer(x->pipe), !force_staged);
+    assert_int_equal(tandem_pipeline_peer(x->pipe), !force_staged && can_peer);
+    const char *no_peer = getenv("TANDEM_FAKECUDA_NO_PEER");
+    if (backend == TANDEM_BACKEND_CUDA && no_peer && strcmp(no_peer, "1") == 0 && x->data_dev != x->model_dev)
+        assert_int_equal(tandem_pipeline_peer(x->pipe), 0); /* the stand-in without peer access */
     assert_int_equal(tandem_pool_commit(x->data_pool), TANDEM_OK);
     assert_int_equal(tandem_pool_commit(x->model_pool), TANDEM_OK);
     assert_int_equal(tandem_pipeline_start(x->pipe), TANDEM_OK);
@@ -191,8 +208,7 @@ static void run_end(run *x) {
     tandem_pipeline_destroy(x->pipe);
     tandem_pool_destroy(x->data_pool);
     tandem_pool_destroy(x->model_pool);
-    tandem_device_close(x->data_dev);
-    tandem_device_close(x->model_dev);
+    tandem_pipeline_close_devices(x->data_dev, x->model_dev);
 }
 
 static void check_equal(const host_batch *got, const host_batch *want, int64_t seq) {
@@ -223,7 +239,7 @@ static void run_and_compare(int force_staged) {
     const int n_batches = 2 * N_UTTS / BATCH; /* two epochs */
     for (int n = 0; n < n_batches; n++) {
         tandem_batch_view v;
-        assert_int_equal(tandem_pipeline_acquire(x.pipe, &v, 10000), TANDEM_OK);
+        assert_int_equal(tandem_pipeline_acquire(x.pipe, &v, acquire_ms), TANDEM_OK);
         download_slot(cs, v.t, &got);
         ref_batch(&ref, &c, &ix, v.utt, &want);
         check_equal(&got, &want, v.seq);
@@ -283,7 +299,7 @@ static void test_corrupt_file_mid_run(void **state) {
     const int n_batches = 3 * N_UTTS / BATCH; /* three epochs: the bad file comes up three times */
     for (int n = 0; n < n_batches; n++) {
         tandem_batch_view v;
-        assert_int_equal(tandem_pipeline_acquire(x.pipe, &v, 10000), TANDEM_OK);
+        assert_int_equal(tandem_pipeline_acquire(x.pipe, &v, acquire_ms), TANDEM_OK);
         download_slot(cs, v.t, &got);
         for (size_t i = 0; i < BATCH * FRAMES * M; i++) assert_true(isfinite(got.mels[i]));
         for (int b = 0; b < BATCH; b++) {
@@ -306,12 +322,53 @@ static void test_corrupt_file_mid_run(void **state) {
     remove_corpus(&c);
 }
 
+/* On the stand-in driver: this file again in a child process with TANDEM_FAKECUDA_NO_PEER=1
+ * (the driver reads its configuration once per process). Its output is echoed, so the
+ * "fakecuda: error" lines it may print reach run_on_cuda.sh's check, and counted here too. */
+static void test_stand_in_without_peer_access(void **state) {
+    (void)state;
+    char self[1024];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    assert_true(n > 0);
+    self[n] = 0;
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "TANDEM_FAKECUDA_NO_PEER=1 '%s' 2>&1", self);
+    fflush(stdout);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    char line[2048];
+    int errors = 0, passed = 0;
+    while (fgets(line, sizeof line, f)) {
+        printf("  no-peer| %s", line);
+        errors += strncmp(line, "fakecuda: error", 15) == 0;
+        passed += strncmp(line, "[  PASSED  ]", 12) == 0;
+    }
+    int rc = pclose(f);
+    if (rc != 0 || !passed) fail_msg("the run without peer access failed (status %d)", rc);
+    if (errors) fail_msg("the run without peer access: the stand-in reported %d misuse(s)", errors);
+}
+
 int main(void) {
     setenv("TANDEM_HOST_DEVICES", "3", 1); /* data, model, and the reference's own device */
+    const char *be = getenv("TANDEM_TEST_BACKEND"), *real = getenv("TANDEM_TEST_REAL_GPU"),
+               *no_peer = getenv("TANDEM_FAKECUDA_NO_PEER");
+    if (be && strcmp(be, "cuda") == 0) {
+        backend = TANDEM_BACKEND_CUDA;
+        acquire_ms = 120000;
+    }
+    const int stand_in = backend == TANDEM_BACKEND_CUDA && !(real && strcmp(real, "1") == 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_equals_direct_peer),
         cmocka_unit_test(test_ring_equals_direct_staged),
         cmocka_unit_test(test_corrupt_file_mid_run),
     };
+    const struct CMUnitTest tests_and_no_peer_run[] = {
+        cmocka_unit_test(test_ring_equals_direct_peer),
+        cmocka_unit_test(test_ring_equals_direct_staged),
+        cmocka_unit_test(test_corrupt_file_mid_run),
+        cmocka_unit_test(test_stand_in_without_peer_access),
+    };
+    /* the child (NO_PEER set) runs the pipeline tests, not itself again */
+    if (stand_in && !no_peer) return cmocka_run_group_tests(tests_and_no_peer_run, NULL, NULL);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

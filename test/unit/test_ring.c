@@ -7,7 +7,10 @@
  *     slot's contents must not change while held, and a fresh batch must hold no NaN;
  *   - an error injected on the data side (its step k fails) or raised by the consumer (abort)
  *     ends both sides within 2 s, with the error reported to the other side.
- * The corpus is written by the test (sine tones through libsndfile, short texts). */
+ * The corpus is written by the test (sine tones through libsndfile, short texts).
+ * Devices: two host devices by default; with TANDEM_TEST_BACKEND=cuda the roles of
+ * tandem_pipeline_open_devices on the cuda backend (a GPU, or the stand-in driver, which runs
+ * the work synchronously but reports every misuse, e.g. a wait on a never-recorded event). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +33,9 @@
 
 enum { N_UTTS = 7, BATCH = 2, FRAMES = 16, MAX_TEXT = 16 };
 #define SAMPLES (FRAMES * 256)
+
+static tandem_backend backend = TANDEM_BACKEND_HOST; /* TANDEM_TEST_BACKEND=cuda: TANDEM_BACKEND_CUDA */
+static int64_t acquire_ms = 5000;                   /* per batch; longer on the (emulating) stand-in */
 
 static const char *const texts[N_UTTS] = {"a cat", "the dog", "red sun", "blue sea", "one tree", "big hill", "so far"};
 
@@ -102,8 +108,10 @@ static void setup(fixture *fx, tandem_rng *r, int poison, int64_t fail_at) {
     ic.use_cache = 0;
     assert_int_equal(tandem_text_index_open(&ic, &fx->ix), TANDEM_OK);
     assert_int_equal(fx->ix.n_train, N_UTTS);
-    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 0, &fx->data_dev), TANDEM_OK);
-    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 1, &fx->model_dev), TANDEM_OK);
+    char desc[256];
+    if (tandem_pipeline_open_devices(backend, &fx->data_dev, &fx->model_dev, desc, sizeof desc) != TANDEM_OK)
+        fail_msg("open devices: %s", tandem_last_error());
+    printf("devices: %s\n", desc);
     assert_int_equal(tandem_pool_create(fx->data_dev, "data", 0, &fx->data_pool), TANDEM_OK);
     assert_int_equal(tandem_pool_create(fx->model_dev, "model", 0, &fx->model_pool), TANDEM_OK);
     tandem_pipeline_options o;
@@ -127,8 +135,7 @@ static void teardown(fixture *fx) {
     tandem_pipeline_destroy(fx->pipe);
     tandem_pool_destroy(fx->data_pool);
     tandem_pool_destroy(fx->model_pool);
-    tandem_device_close(fx->data_dev);
-    tandem_device_close(fx->model_dev);
+    tandem_pipeline_close_devices(fx->data_dev, fx->model_dev);
     tandem_text_index_free(&fx->ix);
     remove_corpus(&fx->c);
 }
@@ -217,7 +224,7 @@ static void *consume(void *arg) {
     tandem_stream *s = tandem_pipeline_consumer_stream(fx->pipe);
     for (int n = 0; n < c->n_batches; n++) {
         tandem_batch_view v;
-        c->st = tandem_pipeline_acquire(fx->pipe, &v, 5000);
+        c->st = tandem_pipeline_acquire(fx->pipe, &v, acquire_ms);
         if (c->st != TANDEM_OK) {
             snprintf(c->err, sizeof c->err, "acquire %d: %s", n, tandem_last_error());
             return NULL;
@@ -313,7 +320,7 @@ static void test_producer_error(void **state) {
     tandem_status st;
     for (;;) {
         tandem_batch_view v;
-        st = tandem_pipeline_acquire(fx.pipe, &v, 2000);
+        st = tandem_pipeline_acquire(fx.pipe, &v, acquire_ms);
         if (st != TANDEM_OK) break;
         got++;
         assert_int_equal(tandem_pipeline_release(fx.pipe, v.slot), TANDEM_OK);
@@ -337,7 +344,7 @@ static void test_consumer_error(void **state) {
     const int take = (int)tandem_rng_int(&r, 0, 4);
     for (int i = 0; i < take; i++) {
         tandem_batch_view v;
-        assert_int_equal(tandem_pipeline_acquire(fx.pipe, &v, 5000), TANDEM_OK);
+        assert_int_equal(tandem_pipeline_acquire(fx.pipe, &v, acquire_ms), TANDEM_OK);
         assert_int_equal(tandem_pipeline_release(fx.pipe, v.slot), TANDEM_OK);
     }
     usleep(20000); /* let the producer fill the ring and block on a full ring */
@@ -369,6 +376,11 @@ static void test_clean_stop(void **state) {
 }
 
 int main(void) {
+    const char *be = getenv("TANDEM_TEST_BACKEND");
+    if (be && strcmp(be, "cuda") == 0) {
+        backend = TANDEM_BACKEND_CUDA;
+        acquire_ms = 60000;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sampler),
         cmocka_unit_test(test_order_once_per_epoch),
