@@ -319,9 +319,9 @@ tandem_status tandem_st_write(tandem_st_writer *w, const char *path, const tande
         for (size_t off = 0; off < total && st == TANDEM_OK; off += w->chunk_bytes) {
             size_t n = total - off < w->chunk_bytes ? total - off : w->chunk_bytes;
             st = fetch(ctx, t->user, w->chunk, off, n);
-            if (st != TANDEM_OK) {
-                tandem_logf(TANDEM_LOG_ERROR, "safetensors write %s: fetching tensor \"%s\" failed", path,
-                            t->name);
+            if (st != TANDEM_OK) { /* keep the callback's message, add where it happened */
+                st = tandem_fail(st, "safetensors write %s: fetching tensor \"%s\" bytes [%zu, %zu): %s", path,
+                                 t->name, off, off + n, tandem_last_error());
                 break;
             }
             st = tandem_atomic_write(&f, w->chunk, n);

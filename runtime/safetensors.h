@@ -28,7 +28,8 @@
 /* Copies bytes [offset, offset + bytes) of a tensor's data into dst. ctx is given to
  * tandem_st_write, user is the tensor's user pointer. Called from tandem_st_write only for
  * tensors whose data pointer is NULL, in chunks of at most the writer's chunk size; with
- * chunk_bytes = 0 at create, once per tensor with offset 0 and the whole size. */
+ * chunk_bytes = 0 at create, once per tensor with offset 0 and the whole size. On failure it
+ * returns the status with its message set through tandem_fail (the write adds file and tensor). */
 typedef tandem_status (*tandem_st_fetch_fn)(void *ctx, void *user, void *dst, size_t offset,
                                             size_t bytes);
 

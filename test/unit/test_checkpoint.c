@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "checkpoint.h"
+#include "log.h"
 #include "os.h"
 #include "testutil.h"
 
@@ -253,7 +254,7 @@ static tandem_status dying_fetch(void *ctx, void *user, void *dst, size_t offset
 }
 static tandem_status failing_fetch(void *ctx, void *user, void *dst, size_t offset, size_t bytes) {
     (void)ctx, (void)user, (void)dst, (void)offset, (void)bytes;
-    return TANDEM_E_DEVICE;
+    return tandem_fail(TANDEM_E_DEVICE, "device lost");
 }
 
 static void test_atomicity(void **state) {
@@ -294,6 +295,8 @@ static void test_atomicity(void **state) {
 
     /* a fetch error: nothing new, no temp left by this process */
     assert_int_equal(tandem_checkpoint_save(c, 30, NULL, 0, failing_fetch, NULL), TANDEM_E_DEVICE);
+    assert_non_null(strstr(tandem_last_error(), "device lost"));
+    assert_non_null(strstr(tandem_last_error(), "adam.m.w"));
     assert_false(access(p30, F_OK) == 0);
     assert_int_equal(count_files(dir, ".tmp."), 1);
     tandem_checkpoint_free(c);

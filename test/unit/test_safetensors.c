@@ -527,6 +527,44 @@ static void test_mutations(void **state) {
     free(orig);
 }
 
+/* Pool tensors on a host device through tandem_st_fetch_pool_tensor. */
+static void test_pool_fetch(void **state) {
+    (void)state;
+    tandem_device *dev = NULL;
+    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 0, &dev), TANDEM_OK);
+    tandem_pool *pool = NULL;
+    assert_int_equal(tandem_pool_create(dev, "st", 0, &pool), TANDEM_OK);
+    const int64_t shape[2] = {33, 7};
+    tandem_tensor *pt = NULL;
+    assert_int_equal(tandem_pool_declare(pool, "w", TANDEM_F32, 2, shape, TANDEM_PERSISTENT, 0, 0, &pt), TANDEM_OK);
+    assert_int_equal(tandem_pool_commit(pool), TANDEM_OK);
+    tandem_stream *s = NULL;
+    assert_int_equal(tandem_stream_create(dev, &s), TANDEM_OK);
+    float host[33 * 7];
+    for (int i = 0; i < 33 * 7; i++) host[i] = tandem_rng_uniform(&rng, -5, 5);
+    assert_int_equal(tandem_tensor_upload(s, pt, host, sizeof host), TANDEM_OK);
+    tandem_st_tensor t = {"w", TANDEM_F32, 2, {33, 7}, NULL, pt};
+    tandem_st_writer *w = NULL;
+    assert_int_equal(tandem_st_writer_create(&t, 1, 0, 0, &w), TANDEM_OK);
+    char path[400];
+    snprintf(path, sizeof path, "%s/pool.safetensors", scratch);
+    assert_int_equal(tandem_st_write(w, path, NULL, 0, tandem_st_fetch_pool_tensor, s), TANDEM_OK);
+    tandem_st_writer_free(w);
+    /* a chunked writer cannot use it: the whole tensor is downloaded at once */
+    assert_int_equal(tandem_st_writer_create(&t, 1, 0, 100, &w), TANDEM_OK);
+    assert_int_equal(tandem_st_write(w, path, NULL, 0, tandem_st_fetch_pool_tensor, s), TANDEM_E_INVALID);
+    tandem_st_writer_free(w);
+    tandem_st_file *f = NULL;
+    assert_int_equal(tandem_st_open(path, &f), TANDEM_OK);
+    float back[33 * 7];
+    assert_int_equal(tandem_st_read_tensor(f, "w", TANDEM_F32, 2, shape, back, sizeof back), TANDEM_OK);
+    assert_memory_equal(back, host, sizeof host);
+    tandem_st_close(f);
+    tandem_stream_destroy(s);
+    tandem_pool_destroy(pool);
+    tandem_device_close(dev);
+}
+
 int main(void) {
     rng.s = tandem_test_seed("test_safetensors");
     const struct CMUnitTest tests[] = {
@@ -534,6 +572,7 @@ int main(void) {
         cmocka_unit_test(test_writer_rejects),
         cmocka_unit_test(test_broken_files),
         cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_pool_fetch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
