@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""torch_tiny.py — Tandem's acoustic model (DESIGN.md §7, runtime/model.h) in PyTorch on the CPU,
+timed per training step, the peer for bench/train_bench.sh.
+
+The same architecture, parameter for parameter (the table of runtime/model.c build_table):
+  sequence [lang, BOS, text..., EOS, pad...] (Tt = max_text) then Tm = F / r mel positions;
+  input at mel position j = GELU(prenet(frames of group j - 1)), zeros for j = 0 (teacher
+  forcing shift); symbol embedding for text positions; learned positions for all T = Tt + Tm;
+  L pre-LN blocks: LN1 → causal MHA with key padding mask (qkv Linear d → 3d, columns q|k|v,
+  heads = consecutive dh-wide slices; out Linear d → d) → residual; LN2 → Linear d → 4d → GELU
+  (tanh approximation) → Linear 4d → d → residual; final LN; mel head d → r·80 and stop head
+  d → r on the mel positions. LayerNorm eps 1e-5.
+  loss = masked L1 (mean over real frames × 80 bands) + stop_weight · BCE-with-logits (mean
+  over all B·F frames, target 1 from the last real frame on).
+  AdamW (decoupled decay 0.01 on the linear weights only; none on norms, biases, embeddings),
+  betas 0.9/0.999, eps 1e-8, global-norm clipping at 1.0, warm-up + cosine LR — the defaults of
+  runtime/config.c.
+Key mask as in runtime/model_fwd.c: text key t is real when t < text length, mel key j when
+j·r < frame length; combined with the causal mask.
+
+A training step = zero grads, forward, loss, backward, clip, AdamW (what tandem_train_step does
+with grad_accum 1). Timed with time.perf_counter after warm-up; the median and spread printed
+as RESULT lines.
+
+Attention: --attention sdpa (torch.nn.functional.scaled_dot_product_attention with a boolean
+mask: what a PyTorch user writes) or explicit (scores materialised, softmax, P·V: what Tandem's
+host backend does today). Both are the same function.
+
+Usage: torch_tiny.py [--size tiny|base] [--batch B] [--threads T] [--steps N] [--warmup W]
+                     [--attention sdpa|explicit] [--vocab V] [--params-only] [--seed S]
+                     [--times-out FILE]
+"""
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# DESIGN.md §7 presets; batch sizes from configs/tiny.yaml (8) and configs/ljspeech.yaml (32).
+SIZES = {
+    "tiny": dict(d=256, layers=4, heads=4, r=4, max_text=128, max_frames=512, batch=8),
+    "base": dict(d=512, layers=8, heads=8, r=2, max_text=200, max_frames=800, batch=32),
+}
+N_MELS = 80
+# tandem_symbols_count(): 5 specials (PAD BOS EOS <en> <fa>) + 9 punctuation/space + 26 English
+# letters + 35 Persian letters + ZWNJ (runtime/symbols.c).
+VOCAB = 76
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, attention):
+        super().__init__()
+        self.heads, self.dh, self.attention = heads, d // heads, attention
+        self.ln1 = nn.LayerNorm(d, eps=1e-5)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d, eps=1e-5)
+        self.fc = nn.Linear(d, 4 * d)
+        self.proj = nn.Linear(4 * d, d)
+
+    def forward(self, x, allowed):  # x [B, T, d]; allowed [B, 1, T, T] bool (True = attend)
+        B, T, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)             # [B, T, d] each
+        q, k, v = (t.view(B, T, self.heads, self.dh).transpose(1, 2) for t in (q, k, v))
+        if self.attention == "sdpa":
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)  # [B, H, T, dh]
+        else:
+            s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.dh))     # [B, H, T, T]
+            p = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
+            o = p @ v
+        x = x + self.out(o.transpose(1, 2).reshape(B, T, d))
+        return x + self.proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class TandemModel(nn.Module):
+    def __init__(self, d, layers, heads, r, max_text, max_frames, vocab, attention):
+        super().__init__()
+        self.r, self.tt, self.tm = r, max_text, max_frames // r
+        self.sym_emb = nn.Embedding(vocab, d)                  # [V, d]
+        self.pos_emb = nn.Embedding(self.tt + self.tm, d)      # [T, d]
+        self.prenet = nn.Linear(r * N_MELS, d)
+        self.layers = nn.ModuleList(Block(d, heads, attention) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d, eps=1e-5)
+        self.mel_head = nn.Linear(d, r * N_MELS)
+        self.stop_head = nn.Linear(d, r)
+        # Initialisation as runtime/model.c (N(0, 0.02), residual projections / sqrt(2L), biases
+        # 0, LN 1/0); it does not change the timing but keeps the losses comparable.
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith(("out.weight", "proj.weight")) else 0.02
+                nn.init.normal_(p, 0.0, std)
+            elif ".ln" in name or name.startswith("ln_f"):
+                nn.init.ones_(p) if name.endswith("weight") else nn.init.zeros_(p)
+            else:
+                nn.init.zeros_(p)
+
+    def forward(self, tokens, mels, allowed):
+        # tokens [B, Tt] i64; mels [B, F, 80]; allowed [B, 1, T, T]
+        B = tokens.shape[0]
+        groups = mels.reshape(B, self.tm, self.r * N_MELS)                  # [B, Tm, r*80]
+        groups = torch.cat([groups.new_zeros(B, 1, self.r * N_MELS), groups[:, :-1]], dim=1)
+        pre = F.gelu(self.prenet(groups), approximate="tanh")              # [B, Tm, d]
+        x = torch.cat([self.sym_emb(tokens), pre], dim=1) + self.pos_emb.weight  # [B, T, d]
+        for blk in self.layers:
+            x = blk(x, allowed)
+        h = self.ln_f(x)[:, self.tt:]                                       # [B, Tm, d]
+        mel = self.mel_head(h).reshape(B, self.tm * self.r, N_MELS)         # [B, F, 80]
+        stop = self.stop_head(h).reshape(B, self.tm * self.r)               # [B, F]
+        return mel, stop
+
+
+def n_params(cfg, vocab):
+    """Closed form of runtime/model.c's table (sum of numel, alignment gaps excluded)."""
+    d, L, r, T = cfg["d"], cfg["layers"], cfg["r"], cfg["max_text"] + cfg["max_frames"] // cfg["r"]
+    g = r * N_MELS
+    per_layer = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (4 * d * d + 4 * d) + (4 * d * d + d)
+    return vocab * d + T * d + (g * d + d) + L * per_layer + 2 * d + (d * g + g) + (d * r + r)
+
+
+def make_batch(cfg, vocab, gen):
+    """Fixed synthetic batch: random text/frame lengths with zero padding, smooth mel-like
+    targets, stop targets 1 from the last real frame on (as test/unit/test_train.c)."""
+    B, Tt, Fr, r = cfg["batch"], cfg["max_text"], cfg["max_frames"], cfg["r"]
+    tl = torch.randint(4, Tt + 1, (B,), generator=gen)
+    fl = torch.randint(Fr // 2, Fr + 1, (B,), generator=gen)
+    tokens = torch.zeros(B, Tt, dtype=torch.long)
+    f = torch.arange(Fr, dtype=torch.float32)[:, None]
+    c = torch.arange(N_MELS, dtype=torch.float32)[None, :]
+    mels = torch.zeros(B, Fr, N_MELS)
+    for b in range(B):
+        tokens[b, : tl[b]] = torch.randint(1, vocab, (int(tl[b]),), generator=gen)
+        ph, fr = float(torch.rand(1, generator=gen)) * 6.28, 0.1 + 0.3 * float(torch.rand(1, generator=gen))
+        mels[b] = -4.0 + 2.0 * torch.sin(ph + fr * f + 0.08 * c) + torch.cos(0.05 * c * (b + 1))
+    frame_mask = (torch.arange(Fr)[None, :] < fl[:, None]).float()         # [B, F]
+    mels = mels * frame_mask[:, :, None]
+    stop = (torch.arange(Fr)[None, :] >= (fl[:, None] - 1)).float()       # [B, F]
+    Tm = Fr // r
+    key = torch.cat([torch.arange(Tt)[None, :] < tl[:, None],
+                     torch.arange(Tm)[None, :] * r < fl[:, None]], dim=1)  # [B, T]
+    T = Tt + Tm
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    allowed = (causal[None] & key[:, None, :])[:, None]                    # [B, 1, T, T]
+    return tokens, mels, frame_mask, stop, allowed
+
+
+def lr_at(step, lr=3e-4, warmup=200, max_steps=200, min_ratio=0.1):
+    if warmup > 0 and step < warmup:
+        return lr * (step + 1) / warmup
+    span = max_steps - warmup
+    if span <= 0:
+        return lr
+    t = min(1.0, (step - warmup) / span)
+    lo = lr * min_ratio
+    return lo + 0.5 * (lr - lo) * (1 + math.cos(math.pi * t))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", choices=sorted(SIZES), default="tiny")
+    ap.add_argument("--batch", type=int, default=0, help="default: the size's config batch")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=20, help="timed steps")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    ap.add_argument("--attention", choices=["sdpa", "explicit"], default="sdpa")
+    ap.add_argument("--vocab", type=int, default=VOCAB)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--params-only", action="store_true", help="print parameter counts and exit")
+    ap.add_argument("--times-out", default="", help="append each timed step's ms to this file")
+    a = ap.parse_args()
+
+    for name, c in SIZES.items():
+        print(f"PARAMS size={name} closed_form={n_params(c, a.vocab)} vocab={a.vocab}")
+    cfg = dict(SIZES[a.size])
+    if a.batch:
+        cfg["batch"] = a.batch
+    torch.manual_seed(a.seed)
+    torch.set_num_threads(a.threads)
+    model = TandemModel(cfg["d"], cfg["layers"], cfg["heads"], cfg["r"], cfg["max_text"],
+                        cfg["max_frames"], a.vocab, a.attention)
+    counted = sum(p.numel() for p in model.parameters())
+    print(f"PARAMS size={a.size} torch_module={counted}")
+    if counted != n_params(cfg, a.vocab):
+        print("error: module parameter count differs from the closed form", file=sys.stderr)
+        return 1
+    if a.params_only:
+        return 0
+
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "emb" not in n]
+    no_decay = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "emb" not in n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=3e-4, betas=(0.9, 0.999), eps=1e-8)
+    gen = torch.Generator().manual_seed(a.seed)
+    tokens, mels, frame_mask, stop_t, allowed = make_batch(cfg, a.vocab, gen)
+    l1_count = frame_mask.sum() * N_MELS
+
+    def step(i):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(i)
+        opt.zero_grad(set_to_none=True)
+        mel, stop = model(tokens, mels, allowed)
+        l1 = ((mel - mels).abs() * frame_mask[:, :, None]).sum() / l1_count
+        bce = F.binary_cross_entropy_with_logits(stop, stop_t)
+        loss = l1 + 1.0 * bce
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return float(loss.detach())
+
+    print(f"CONFIG size={a.size} batch={cfg['batch']} d={cfg['d']} layers={cfg['layers']} "
+          f"heads={cfg['heads']} r={cfg['r']} max_text={cfg['max_text']} "
+          f"max_frames={cfg['max_frames']} seq={cfg['max_text'] + cfg['max_frames'] // cfg['r']} "
+          f"threads={torch.get_num_threads()} attention={a.attention} torch={torch.__version__}")
+    times, losses = [], []
+    for i in range(a.warmup + a.steps):
+        t0 = time.perf_counter()
+        losses.append(step(i))
+        dt = (time.perf_counter() - t0) * 1e3
+        if i >= a.warmup:
+            times.append(dt)
+    if a.times_out:
+        with open(a.times_out, "a") as f:
+            f.writelines(f"{t:.3f}\n" for t in times)
+    med = statistics.median(times)
+    q = statistics.quantiles(times, n=10, method="inclusive") if len(times) >= 2 else [med] * 9
+    cv = statistics.pstdev(times) / statistics.fmean(times) * 100 if len(times) > 1 else 0.0
+    print(f"LOSS first={losses[0]:.4f} last={losses[-1]:.4f}")
+    print(f"RESULT torch_step_ms size={a.size} attention={a.attention} threads={a.threads} "
+          f"batch={cfg['batch']} n={len(times)} median={med:.1f} p10={q[0]:.1f} p90={q[-1]:.1f} "
+          f"min={min(times):.1f} max={max(times):.1f} cv_pct={cv:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# bench/train_bench.sh [BUILD] — the training benchmarks of issue 5 (never part of `make test`):
+#
+#   1. FLOPs, bytes and step-time floors per size on an RTX 4090 and an H100 (bench/flops.py).
+#   2. Parameter count of the PyTorch peer (bench/torch_tiny.py) vs Tandem's (when the trainer
+#      reports it).
+#   3. The tiny training step: PyTorch on the CPU (bench/torch_tiny.py, SDPA and explicit
+#      attention) and, when BUILD/tandem has `train`, Tandem's host backend via
+#      `tandem train` on the demo corpus (median step_ms of metrics.jsonl past warm-up), in
+#      interleaved rounds so that both sides see the same machine load. Prints the ratio
+#      Tandem / PyTorch (< 1: Tandem faster), Tandem's data wait %, model-device busy % and
+#      step-time CV.
+#
+# Threads: Tandem's host backend computes GEMMs in OpenBLAS (pthreads build), which uses one
+# thread per online CPU unless OPENBLAS_NUM_THREADS says otherwise; its other kernels run on the
+# calling thread. Both sides get T threads (default: all online CPUs): OPENBLAS_NUM_THREADS=T for
+# Tandem, torch.set_num_threads(T) + OMP_NUM_THREADS=T for PyTorch.
+#
+# PyTorch comes from bench/.venv (made by bench/run.sh); if torch is missing there it is
+# installed from PyPI at the version pinned in bench/requirements.txt.
+#
+# Environment: TRAIN_BENCH_THREADS (T), TRAIN_BENCH_ROUNDS (2), TRAIN_BENCH_TORCH_STEPS (12,
+# timed per run), TRAIN_BENCH_TORCH_WARMUP (3), TRAIN_BENCH_TANDEM_STEPS (40),
+# TRAIN_BENCH_TANDEM_WARMUP (5, steps excluded from the statistics), TRAIN_BENCH_DATA (a corpus
+# to train on; default: a 64-utterance demo corpus made with `tandem corpus`).
+# Output: BUILD/bench-train/ (logs, per-step times, results.txt, summary.md).
+set -euo pipefail
+
+BUILD=${1:-build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+OUT=$BUILD/bench-train
+TANDEM=$BUILD/tandem
+T=${TRAIN_BENCH_THREADS:-$(getconf _NPROCESSORS_ONLN)}
+ROUNDS=${TRAIN_BENCH_ROUNDS:-2}
+TORCH_STEPS=${TRAIN_BENCH_TORCH_STEPS:-12}
+TORCH_WARMUP=${TRAIN_BENCH_TORCH_WARMUP:-3}
+TANDEM_STEPS=${TRAIN_BENCH_TANDEM_STEPS:-40}
+TANDEM_WARMUP=${TRAIN_BENCH_TANDEM_WARMUP:-5}
+VENV=bench/.venv
+PY=$VENV/bin/python
+RESULTS=$OUT/results.txt
+
+mkdir -p "$OUT"
+: > "$RESULTS"
+rm -f "$OUT"/times_*.txt
+say() { echo "$*" | tee -a "$RESULTS"; }
+section() { say ""; say "== $* ($(date -u +%H:%M:%S) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg))"; }
+t_start=$(date +%s)
+
+# ---- machine ------------------------------------------------------------------------------
+say "# Tandem training benchmarks"
+say "MACHINE date=$(date -u +%Y-%m-%dT%H:%M:%SZ) commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)"
+say "MACHINE cpu=\"$(lscpu | sed -n 's/^Model name: *//p' | head -1)\" cpus=$(getconf _NPROCESSORS_ONLN) mem_gib=$(free -g | awk '/^Mem:/ {print $2}') hypervisor=\"$(lscpu | sed -n 's/^Hypervisor vendor: *//p')\" load=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
+say "MACHINE threads=$T openblas=$(pkg-config --modversion openblas 2>/dev/null || echo ?) rounds=$ROUNDS torch_steps=$TORCH_STEPS+$TORCH_WARMUP tandem_steps=$TANDEM_STEPS (first $TANDEM_WARMUP excluded)"
+
+# ---- 1. FLOPs and floors ------------------------------------------------------------------
+section "FLOPs per step and step-time floors (bench/flops.py)"
+python3 bench/flops.py --markdown > "$OUT/flops.md"
+grep '^RESULT' "$OUT/flops.md" | tee -a "$RESULTS"
+
+# ---- PyTorch ------------------------------------------------------------------------------
+have_torch=0
+if [ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null; then
+    have_torch=1
+else
+    section "installing torch into $VENV"
+    pin=$(grep -E '^torch==' bench/requirements.txt || echo torch)
+    if { [ -x "$PY" ] || python3 -m venv "$VENV"; } &&
+        "$PY" -m pip install --quiet "$pin" > "$OUT/pip.log" 2>&1; then
+        have_torch=1
+    else
+        say "SKIPPED pytorch: could not install $pin (see $OUT/pip.log)"
+    fi
+fi
+if [ $have_torch = 1 ]; then
+    say "MACHINE torch=$("$PY" -c 'import torch; print(torch.__version__)')"
+    section "parameter counts"
+    "$PY" bench/torch_tiny.py --params-only | tee -a "$RESULTS"
+fi
+
+# ---- Tandem -------------------------------------------------------------------------------
+have_train=0
+if [ -x "$TANDEM" ] && "$TANDEM" train --help > /dev/null 2>&1; then have_train=1; fi
+DATA=${TRAIN_BENCH_DATA:-}
+if [ $have_train = 1 ] && [ -z "$DATA" ]; then
+    DATA=$OUT/corpus
+    if [ ! -f "$DATA/metadata.csv" ]; then
+        "$TANDEM" corpus --out "$DATA" --count 64 --seed 1 --force > "$OUT/corpus.log" 2>&1
+    fi
+fi
+
+torch_run() { # round attention
+    local log=$OUT/torch_$2_r$1.log
+    OMP_NUM_THREADS=$T MKL_NUM_THREADS=$T "$PY" bench/torch_tiny.py --size tiny --threads "$T" \
+        --steps "$TORCH_STEPS" --warmup "$TORCH_WARMUP" --attention "$2" \
+        --times-out "$OUT/times_torch_$2.txt" > "$log" 2>&1 || { say "FAILED torch ($2): $(tail -3 "$log")"; return 0; }
+    grep -E '^(RESULT|LOSS)' "$log" | tee -a "$RESULTS"
+}
+
+tandem_run() { # round
+    local run=$OUT/tandem_run_r$1 log=$OUT/tandem_r$1.log
+    rm -rf "$run"
+    echo "\$ $TANDEM train --config configs/tiny.yaml --train-data $DATA --out $run --max-steps $TANDEM_STEPS --log-every 1" >> "$RESULTS"
+    if ! OPENBLAS_NUM_THREADS=$T "$TANDEM" train --config configs/tiny.yaml --train-data "$DATA" \
+        --out "$run" --max-steps "$TANDEM_STEPS" --log-every 1 > "$log" 2>&1; then
+        say "FAILED tandem train: $(tail -3 "$log")"
+        return 0
+    fi
+    if [ ! -f "$run/metrics.jsonl" ]; then say "FAILED tandem train: no $run/metrics.jsonl"; return 0; fi
+    python3 - "$run/metrics.jsonl" "$TANDEM_WARMUP" "$OUT/times_tandem.txt" "$OUT/tandem_steps.jsonl" <<'EOF' | tee -a "$RESULTS"
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in rows if "step_ms" in r and r.get("step", 0) >= int(sys.argv[2])]
+with open(sys.argv[3], "a") as f, open(sys.argv[4], "a") as g:
+    for r in rows:
+        f.write(f"{r['step_ms']:.3f}\n")
+        g.write(json.dumps(r) + "\n")
+ms = [r["step_ms"] for r in rows]
+if ms:
+    print(f"RESULT tandem_step_ms size=tiny n={len(ms)} median={statistics.median(ms):.1f} "
+          f"min={min(ms):.1f} max={max(ms):.1f}")
+EOF
+    grep -iE '[0-9,]+ parameters' "$log" | head -1 | sed 's/^/PARAMS tandem: /' | tee -a "$RESULTS" || true
+}
+
+section "tiny training step, $ROUNDS interleaved rounds, $T threads each side"
+for r in $(seq 1 "$ROUNDS"); do
+    if [ $have_torch = 1 ]; then torch_run "$r" sdpa; torch_run "$r" explicit; fi
+    if [ $have_train = 1 ]; then tandem_run "$r"; fi
+done
+[ $have_train = 1 ] || say "PENDING tandem: $TANDEM has no 'train' command yet (tandem train not built yet)"
+
+# ---- summary ------------------------------------------------------------------------------
+section "summary"
+python3 - "$OUT" "$T" <<'EOF' | tee "$OUT/summary.md" | tee -a "$RESULTS"
+import json, os, statistics, sys
+out, threads = sys.argv[1], sys.argv[2]
+def load(name):
+    p = os.path.join(out, name)
+    return [float(x) for x in open(p)] if os.path.exists(p) else []
+def stats(v):
+    q = statistics.quantiles(v, n=10, method="inclusive") if len(v) >= 2 else v * 9
+    return statistics.median(v), q[0], q[-1], statistics.pstdev(v) / statistics.fmean(v) * 100, min(v)
+rows = {"PyTorch, SDPA attention": load("times_torch_sdpa.txt"),
+        "PyTorch, explicit attention": load("times_torch_explicit.txt"),
+        "Tandem host backend (tandem train)": load("times_tandem.txt")}
+print(f"| tiny training step ({threads} threads) | steps | median ms | p10-p90 ms | min ms | CV |")
+print("|---|---|---|---|---|---|")
+med, mins = {}, {}
+for k, v in rows.items():
+    if not v:
+        note = "pending: tandem train not built yet" if k.startswith("Tandem") else "not run"
+        print(f"| {k} | - | {note} | | | |")
+        continue
+    m, lo, hi, cv, mn = stats(v)
+    med[k], mins[k] = m, mn
+    print(f"| {k} | {len(v)} | {m:.0f} | {lo:.0f}-{hi:.0f} | {mn:.0f} | {cv:.1f} % |")
+t = med.get("Tandem host backend (tandem train)")
+peers = [(v, k) for k, v in med.items() if k.startswith("PyTorch")]
+print()
+if t and peers:
+    best, name = min(peers)
+    print(f"RESULT ratio tandem/pytorch={t / best:.2f} (vs the faster peer: {name}, {best:.0f} ms; "
+          f"< 1 means Tandem is faster; target <= 1)")
+    for v, k in peers:
+        print(f"RESULT ratio tandem/{k.split(', ')[1].split()[0]}={t / v:.2f} (medians) "
+              f"{mins['Tandem host backend (tandem train)'] / mins[k]:.2f} (minima: least disturbed steps)")
+else:
+    print("RESULT ratio pending (needs both a PyTorch and a Tandem figure)")
+p = os.path.join(out, "tandem_steps.jsonl")
+if os.path.exists(p):
+    rs = [json.loads(l) for l in open(p)]
+    st = sum(r["step_ms"] for r in rs)
+    wait = sum(r.get("data_wait_ms", 0.0) for r in rs)
+    busy = [r["model_busy_pct"] for r in rs if "model_busy_pct" in r]
+    dbusy = [r["data_busy_pct"] for r in rs if "data_busy_pct" in r]
+    ms = [r["step_ms"] for r in rs]
+    print(f"RESULT tandem_pipeline data_wait_pct={100 * wait / st:.2f} (target <= 2) "
+          f"model_busy_pct_median={statistics.median(busy) if busy else float('nan'):.1f} (target >= 98) "
+          f"data_busy_pct_median={statistics.median(dbusy) if dbusy else float('nan'):.1f} "
+          f"step_cv_pct={statistics.pstdev(ms) / statistics.fmean(ms) * 100:.1f} (target <= 5)")
+EOF
+say ""
+say "flop table: $OUT/flops.md; summary: $OUT/summary.md; all figures: $RESULTS ($(( $(date +%s) - t_start )) s)"
