@@ -24,6 +24,7 @@
 #include "layers.h"
 #include "train.h"
 #include "attention.h"
+#include "batch_prep.h"
 
 /* X(name, group) */
 #define TANDEM_KERNEL_LIST(X)                                                             \
@@ -60,7 +61,8 @@
     X(heads_merge, attention)                                                             \
     X(heads_split_grad, attention)                                                        \
     X(softmax_causal_fwd, attention)                                                      \
-    X(softmax_causal_bwd, attention)
+    X(softmax_causal_bwd, attention)                                                      \
+    X(batch_prep, batch_prep)
 
 typedef enum tandem_kernel_id {
 #define TANDEM_KID_ENUM(name, group) TANDEM_KID_##name,

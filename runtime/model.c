@@ -299,9 +299,12 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     TANDEM_TRY(decl(&pc, &m->losses, TANDEM_F32, 2, d->micro_batches + 1, 2, 0, 0, "model.losses"));
     TANDEM_TRY(decl(&pc, &m->norm_sq, TANDEM_F32, 1, 1, 0, 0, 0, "model.norm_sq"));
     TANDEM_TRY(decl(&pc, &m->skip, TANDEM_I32, 1, 1, 0, 0, 0, "model.skip"));
+    TANDEM_TRY(decl(&pc, &m->lengths, TANDEM_I32, 3, d->micro_batches + 1, 2, B, 0, "model.lengths"));
 
     decl_ctx c = per_step(pool, in_f, lf_last);
     TANDEM_TRY(decl(&c, &m->key_mask, TANDEM_U8, 2, B, T, 0, 0, "model.key_mask"));
+    c = per_step(pool, in_f, out_f);
+    TANDEM_TRY(decl(&c, &m->l1_weight, TANDEM_F32, 2, B, d->frames, 0, 0, "model.l1_weight"));
     c = per_step(pool, in_f, in_b);
     TANDEM_TRY(decl(&c, &m->groups, TANDEM_F32, 3, B, d->mel_len, d->group, 0, "model.prenet_in"));
     TANDEM_TRY(decl(&c, &m->pre, TANDEM_F32, 2, Np, D, 0, 0, "model.prenet_pre"));
@@ -379,10 +382,10 @@ static tandem_status alloc_pinned(tandem_model *m) {
     const tandem_model_dims *d = &m->dims;
     size_t stage = TANDEM_MODEL_STAGE_FLOATS * sizeof(float);
     size_t out = (size_t)(2 * (d->micro_batches + 1) + 1) * sizeof(float);
-    size_t skip = 64; /* keeps the mask 64-byte aligned */
-    size_t mask = (size_t)(d->micro_batches + 1) * (size_t)d->batch * (size_t)d->seq;
+    size_t skip = 64; /* keeps the lengths 64-byte aligned */
+    size_t lens = (size_t)(d->micro_batches + 1) * 2 * (size_t)d->batch * sizeof(int32_t);
     out = (out + 63) / 64 * 64;
-    m->pinned_bytes = stage + out + skip + mask;
+    m->pinned_bytes = stage + out + skip + lens;
     if (!m->dev->ops->host_alloc_pinned)
         return tandem_fail(TANDEM_E_UNSUPPORTED, "model: the %s backend has no pinned host memory",
                            m->dev->ops->name);
@@ -391,7 +394,7 @@ static tandem_status alloc_pinned(tandem_model *m) {
     m->stage = (float *)p;
     m->host_out = (float *)(p + stage);
     m->host_skip = (int32_t *)(p + stage + out);
-    m->host_mask = (uint8_t *)(p + stage + out + skip);
+    m->host_len = (int32_t *)(p + stage + out + skip);
     return TANDEM_OK;
 }
 
@@ -505,17 +508,21 @@ tandem_status tandem_model_check_batch(const tandem_model *m, const tandem_model
     TANDEM_TRY(check_input(m, "mels", b->mels, TANDEM_F32, B * F * d->n_mels));
     TANDEM_TRY(check_input(m, "frame_mask", b->frame_mask, TANDEM_F32, B * F));
     TANDEM_TRY(check_input(m, "stop_targets", b->stop_targets, TANDEM_F32, B * F));
-    if (!b->text_lengths || !b->frame_lengths)
-        return tandem_fail(TANDEM_E_INVALID, "model batch: host lengths are NULL");
+    if (b->text_lengths) TANDEM_TRY(check_input(m, "text_lengths", b->text_lengths, TANDEM_I32, B));
+    else if (!b->host_text_lengths)
+        return tandem_fail(TANDEM_E_INVALID, "model batch: no text lengths (device or host)");
+    if (b->frame_lengths) TANDEM_TRY(check_input(m, "frame_lengths", b->frame_lengths, TANDEM_I32, B));
+    else if (!b->host_frame_lengths)
+        return tandem_fail(TANDEM_E_INVALID, "model batch: no frame lengths (device or host)");
     for (int i = 0; i < d->batch; i++) {
-        if (b->text_lengths[i] < 1 || b->text_lengths[i] > d->text_len)
+        if (!b->text_lengths && (b->host_text_lengths[i] < 1 || b->host_text_lengths[i] > d->text_len))
             return tandem_fail(TANDEM_E_INVALID,
                                "model batch: item %d has text length %d; expected 1..%d", i,
-                               (int)b->text_lengths[i], d->text_len);
-        if (b->frame_lengths[i] < 0 || b->frame_lengths[i] > d->frames)
+                               (int)b->host_text_lengths[i], d->text_len);
+        if (!b->frame_lengths && (b->host_frame_lengths[i] < 0 || b->host_frame_lengths[i] > d->frames))
             return tandem_fail(TANDEM_E_INVALID,
                                "model batch: item %d has %d frames; expected 0..%d", i,
-                               (int)b->frame_lengths[i], d->frames);
+                               (int)b->host_frame_lengths[i], d->frames);
     }
     return TANDEM_OK;
 }

@@ -21,7 +21,7 @@
  *
  * fp32 only: `precision: bf16` is not implemented yet (tandem_model_declare refuses it).
  * Owns: the parameter table, the per-layer tensor handles and one pinned host staging block
- * (parameter init chunks, key masks, step results), all allocated before the pool is
+ * (parameter init chunks, host lengths, step results), all allocated before the pool is
  * committed; nothing after.
  */
 #ifndef TANDEM_RUNTIME_MODEL_H
@@ -94,16 +94,23 @@ typedef struct tandem_model_layer {
     tandem_tensor *g;                   /* [B, T, 4d] GELU(f) */
 } tandem_model_layer;
 
-/* One micro-batch on the model device (a ring slot) plus its lengths on the host: the host
- * builds the attention key mask and the loss normalisers from them, so no device→host read
- * sits inside a step. */
+/* One micro-batch on the model device (a ring slot). Its lengths are device tensors (the
+ * slot's): the batch_prep kernel builds the attention key mask and the masked-L1 weights
+ * (which carry the loss normaliser) from them on the device, so no device→host read sits
+ * inside a step. A caller that has the lengths on the host only (tests, synthesis) may leave
+ * the device tensors NULL and give host arrays instead: they are staged into pinned memory and
+ * uploaded asynchronously (host→device, no synchronisation), then the same kernel runs. */
 typedef struct tandem_model_batch {
     const tandem_tensor *tokens;       /* [B, Tt] i32 */
     const tandem_tensor *mels;         /* [B, F, 80] f32 */
     const tandem_tensor *frame_mask;   /* [B, F] f32: 1 real frame, 0 padding */
     const tandem_tensor *stop_targets; /* [B, F] f32: 1 from the last real frame on */
-    const int32_t *text_lengths;       /* host [B]: tokens incl. language, BOS, EOS */
-    const int32_t *frame_lengths;      /* host [B]: real frames (<= F) */
+    const tandem_tensor *text_lengths;  /* [B] i32 on the model device: tokens incl. language,
+                                           BOS, EOS; or NULL: host_text_lengths */
+    const tandem_tensor *frame_lengths; /* [B] i32 on the model device: real frames (<= F); or
+                                           NULL: host_frame_lengths */
+    const int32_t *host_text_lengths;  /* host [B], only when text_lengths is NULL */
+    const int32_t *host_frame_lengths; /* host [B], only when frame_lengths is NULL */
 } tandem_model_batch;
 
 typedef struct tandem_model {
@@ -127,8 +134,12 @@ typedef struct tandem_model {
     tandem_tensor *norm_sq;                          /* [1] squared global gradient norm */
     tandem_tensor *skip;                             /* [1] i32: 1 = non-finite, skip update */
 
-    /* per step: inputs derived from the batch */
-    tandem_tensor *key_mask; /* [B, T] u8 */
+    tandem_tensor *lengths;                          /* [micro_batches + 1, 2, B] i32: host
+                                                        lengths uploaded per slot (text, frames) */
+
+    /* per step: inputs derived from the batch (batch_prep kernel) */
+    tandem_tensor *key_mask;  /* [B, T] u8 */
+    tandem_tensor *l1_weight; /* [B, F] f32: frame mask / (80 * real frames of the batch) */
     tandem_tensor *groups;   /* [B, Tm, r*80] prenet input (teacher forcing shift) */
     tandem_tensor *pre;      /* [B*Tm, d] prenet linear output, before GELU */
     tandem_tensor *pre_act;  /* [B*Tm, d] GELU(pre) */
@@ -155,7 +166,7 @@ typedef struct tandem_model {
     void *pinned;
     size_t pinned_bytes;
     float *stage;      /* [TANDEM_MODEL_STAGE_FLOATS] parameter init / transfer chunks */
-    uint8_t *host_mask; /* [micro_batches + 1, B, T] one key mask per micro-batch of a step */
+    int32_t *host_len;  /* [micro_batches + 1, 2, B] host lengths staged per slot */
     float *host_out;    /* [2 * (micro_batches + 1) + 1] losses then norm_sq */
     int32_t *host_skip; /* [1] */
 } tandem_model;
@@ -187,11 +198,12 @@ int tandem_model_find_param(const tandem_model *m, const char *name);
 tandem_dptr tandem_model_param_addr(const tandem_model *m, int idx);
 tandem_dptr tandem_model_grad_addr(const tandem_model *m, int idx);
 
-/* Check a batch's tensors against the dims (shapes, dtypes, device) and its host lengths. */
+/* Check a batch's tensors against the dims (shapes, dtypes, device) and, when it gives host
+ * lengths, their range (device lengths are clamped by the kernel: reading them would sync). */
 tandem_status tandem_model_check_batch(const tandem_model *m, const tandem_model_batch *b);
 
-/* Forward of one micro-batch: key mask (from the host lengths; slot selects the host buffer,
- * 0 .. micro_batches), prenet, embedding, blocks, final LN, heads → mel_out, stop_out. */
+/* Forward of one micro-batch: key mask and L1 weights (batch_prep from the batch's lengths;
+ * slot selects the staging of host lengths, 0 .. micro_batches), prenet, embedding, blocks, final LN, heads → mel_out, stop_out. */
 tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
                                    int slot);
 

@@ -55,21 +55,41 @@ static tandem_status gelu(tandem_stream *s, const tandem_tensor *x, tandem_tenso
     return TANDEM_LAUNCH(s, gelu_fwd, &a);
 }
 
-/* Key j of item b is real when it is a text token (j < text length) or a mel position whose
+/* Key mask and L1 weights from the batch's lengths, on the device (kernels/batch_prep.h).
+ * Key j of item b is real when it is a text token (j < text length) or a mel position whose
  * group holds a real frame. Real queries never see later keys (causal), so masking the padded
- * mel positions only changes the padded queries, which still see the text. */
-static tandem_status upload_key_mask(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
-                                     int slot) {
+ * mel positions only changes the padded queries, which still see the text. Host lengths (no
+ * device tensors given) are staged per slot in pinned memory and uploaded asynchronously. */
+static tandem_status batch_prep(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
+                                int slot) {
     const tandem_model_dims *d = &m->dims;
-    const size_t bt = (size_t)d->batch * (size_t)d->seq;
-    uint8_t *mask = m->host_mask + (size_t)slot * bt; /* [B, T] */
-    for (int i = 0; i < d->batch; i++) {
-        uint8_t *row = mask + (size_t)i * d->seq;
-        for (int t = 0; t < d->text_len; t++) row[t] = t < b->text_lengths[i];
-        for (int j = 0; j < d->mel_len; j++)
-            row[d->text_len + j] = (int64_t)j * d->r < b->frame_lengths[i];
+    const size_t B = (size_t)d->batch, row = B * sizeof(int32_t);
+    const tandem_dptr lens = ADDR(m->lengths) + (tandem_dptr)slot * 2 * row; /* [2, B] */
+    tandem_dptr tl = b->text_lengths ? ADDR(b->text_lengths) : lens;
+    tandem_dptr fl = b->frame_lengths ? ADDR(b->frame_lengths) : lens + row;
+    int32_t *h = m->host_len + (size_t)slot * 2 * B; /* [2, B] */
+    if (!b->text_lengths) {
+        memcpy(h, b->host_text_lengths, row);
+        TANDEM_TRY(s->dev->ops->copy_h2d(s, tl, h, row));
     }
-    return s->dev->ops->copy_h2d(s, ADDR(m->key_mask), mask, bt);
+    if (!b->frame_lengths) {
+        memcpy(h + B, b->host_frame_lengths, row);
+        TANDEM_TRY(s->dev->ops->copy_h2d(s, fl, h + B, row));
+    }
+    tandem_k_batch_prep_args a;
+    memset(&a, 0, sizeof a);
+    a.text_lengths = (const int32_t *)(uintptr_t)tl;
+    a.frame_lengths = (const int32_t *)(uintptr_t)fl;
+    a.frame_mask = CF32(b->frame_mask);
+    a.key_mask = (uint8_t *)(uintptr_t)ADDR(m->key_mask);
+    a.l1_weight = MF32(m->l1_weight);
+    a.batch = d->batch;
+    a.text_len = d->text_len;
+    a.mel_len = d->mel_len;
+    a.r = d->r;
+    a.frames = d->frames;
+    a.channels = d->n_mels;
+    return TANDEM_LAUNCH(s, batch_prep, &a);
 }
 
 /* One pre-LN block: x → x_mid = x + Attn(LN1(x)) → out = x_mid + MLP(LN2(x_mid)). */
@@ -132,7 +152,7 @@ tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tand
     const tandem_model_dims *d = &m->dims;
     const int64_t Np = (int64_t)d->batch * d->mel_len, N = (int64_t)d->batch * d->seq;
 
-    TANDEM_TRY(upload_key_mask(m, s, b, slot));
+    TANDEM_TRY(batch_prep(m, s, b, slot));
 
     /* groups [B, Tm, r*80]: group j = frames of group j - 1 (zeros for j = 0) */
     tandem_k_prenet_input_args pin;
@@ -192,21 +212,17 @@ tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_
         return tandem_fail(TANDEM_E_INVALID, "model loss: slot %d; expected 0..%d", slot,
                            m->dims.micro_batches);
     const tandem_model_dims *d = &m->dims;
-    /* Normalisers from the host lengths: the L1 is a mean over real frames x 80 bands, the
-     * BCE a mean over every frame (padded frames are taught to stay "stopped"). */
-    int64_t real = 0;
-    for (int i = 0; i < d->batch; i++) real += b->frame_lengths[i];
-    const double l1_count = (double)real * d->n_mels;
-    const double bce_count = (double)d->batch * d->frames;
-    const float l1_norm = l1_count > 0 ? (float)(1.0 / l1_count) : 0.0f;
-    const float bce_norm = (float)(1.0 / bce_count);
+    /* The L1 is a mean over real frames x 80 bands: its normaliser is folded into l1_weight
+     * on the device (batch_prep). The BCE is a mean over every frame (padded frames are taught
+     * to stay "stopped"): a constant of the shapes. */
+    const float bce_norm = (float)(1.0 / ((double)d->batch * d->frames));
     const tandem_dptr out = ADDR(m->losses) + (tandem_dptr)slot * 2 * sizeof(float);
 
     tandem_k_l1_masked_fwd_args l1;
     memset(&l1, 0, sizeof l1);
     l1.pred = CF32(m->mel_out);
     l1.target = CF32(b->mels);
-    l1.mask = CF32(b->frame_mask);
+    l1.mask = CF32(m->l1_weight);
     l1.partials = MF32(m->loss_partials);
     l1.batch = d->batch;
     l1.frames = d->frames;
@@ -217,7 +233,7 @@ tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_
     red.partials = CF32(m->loss_partials);
     red.out = F32(out);
     red.n = tandem_k_train_partials((int64_t)d->batch * d->frames * d->n_mels);
-    red.scale = l1_norm;
+    red.scale = 1.0f;
     TANDEM_TRY(TANDEM_LAUNCH(s, reduce_sum, &red));
 
     tandem_k_bce_stop_fwd_args bce;
@@ -239,12 +255,12 @@ tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_
     memset(&l1b, 0, sizeof l1b);
     l1b.pred = CF32(m->mel_out);
     l1b.target = CF32(b->mels);
-    l1b.mask = CF32(b->frame_mask);
+    l1b.mask = CF32(m->l1_weight);
     l1b.dpred = MF32(m->dmel);
     l1b.batch = d->batch;
     l1b.frames = d->frames;
     l1b.channels = d->n_mels;
-    l1b.scale = grad_scale * l1_norm;
+    l1b.scale = grad_scale;
     TANDEM_TRY(TANDEM_LAUNCH(s, l1_masked_bwd, &l1b));
     tandem_k_bce_stop_bwd_args bb;
     memset(&bb, 0, sizeof bb);

@@ -128,9 +128,9 @@ static tandem_status adamw_span(tandem_model *m, tandem_stream *s, const tandem_
     return TANDEM_LAUNCH(s, adamw, &a);
 }
 
-tandem_status tandem_train_finish(tandem_model *m, tandem_stream *s, const tandem_optim *o,
-                                  tandem_train_state *st, tandem_step_result *out) {
-    if (!m || !s || !o || !st) return tandem_fail(TANDEM_E_INVALID, "train finish: NULL argument");
+tandem_status tandem_train_update(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                  const tandem_train_state *st) {
+    if (!m || !s || !o || !st) return tandem_fail(TANDEM_E_INVALID, "train update: NULL argument");
     TANDEM_TRY(grad_norm(m, s));
     const double lr = tandem_optim_lr(o, st->step);
     /* t = the update this would be; a skipped step leaves the moments and t alone. */
@@ -138,13 +138,18 @@ tandem_status tandem_train_finish(tandem_model *m, tandem_stream *s, const tande
     const float bias1 = (float)(1.0 - pow((double)o->beta1, t));
     const float bias2 = (float)(1.0 - pow((double)o->beta2, t));
     TANDEM_TRY(adamw_span(m, s, o, 0, m->decay_end, (float)lr, o->weight_decay, bias1, bias2));
-    TANDEM_TRY(adamw_span(m, s, o, m->decay_end, m->n_flat, (float)lr, 0.0f, bias1, bias2));
+    return adamw_span(m, s, o, m->decay_end, m->n_flat, (float)lr, 0.0f, bias1, bias2);
+}
+
+tandem_status tandem_train_collect(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                   tandem_train_state *st, tandem_step_result *out) {
+    if (!m || !s || !o || !st) return tandem_fail(TANDEM_E_INVALID, "train collect: NULL argument");
     TANDEM_TRY(read_back(m, s));
     tandem_step_result r;
     memset(&r, 0, sizeof r);
     fill_result(m, o, &r);
     r.step = st->step;
-    r.lr = lr;
+    r.lr = tandem_optim_lr(o, st->step);
     st->step++;
     if (r.skipped) {
         st->skipped++;
@@ -155,6 +160,12 @@ tandem_status tandem_train_finish(tandem_model *m, tandem_stream *s, const tande
     }
     if (out) *out = r;
     return TANDEM_OK;
+}
+
+tandem_status tandem_train_finish(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                  tandem_train_state *st, tandem_step_result *out) {
+    TANDEM_TRY(tandem_train_update(m, s, o, st));
+    return tandem_train_collect(m, s, o, st, out);
 }
 
 tandem_status tandem_train_step(tandem_model *m, tandem_stream *s, const tandem_optim *o,

@@ -65,6 +65,14 @@ tandem_status tandem_train_micro(tandem_model *m, tandem_stream *s, const tandem
 tandem_status tandem_train_finish(tandem_model *m, tandem_stream *s, const tandem_optim *o,
                                   tandem_train_state *st, tandem_step_result *out);
 
+/* finish() in two parts, so a caller can record an event between them: update() queues the
+ * norm, the check and AdamW; collect() reads the scalars back (synchronises s), fills out and
+ * advances st. */
+tandem_status tandem_train_update(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                  const tandem_train_state *st);
+tandem_status tandem_train_collect(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                   tandem_train_state *st, tandem_step_result *out);
+
 /* All of it: batches [grad_accum] micro-batches. */
 tandem_status tandem_train_step(tandem_model *m, tandem_stream *s, const tandem_optim *o,
                                 tandem_train_state *st, const tandem_model_batch *batches,

@@ -43,7 +43,11 @@ struct tandem_trainer {
     int model_declared;
     tandem_optim optim;
     tandem_train_state st;
-    int32_t *host_len; /* pinned [micro_batches + 1][2][B]: text, frame lengths */
+    /* model-device busy time on a CUDA model device: [micro_batches + 1] (start, end) pairs
+       around each micro-batch's work and the update's */
+    tandem_event **ev;
+    int n_ev, use_events;
+    int val_batches; /* batches per validation over the fixed subset */
     /* checkpoints */
     tandem_checkpoint *ckpt;
     tandem_st_tensor *ck_tensors; /* [3 * n_params] */
@@ -94,6 +98,45 @@ static tandem_status make_pipeline(tandem_trainer *t, const tandem_config *cfg,
     return tandem_pipeline_create(&po, out);
 }
 
+/* Device roles: data_gpu / model_gpu (CUDA ordinals) when given and the backend resolves to
+ * CUDA, else the automatic choice (tandem_pipeline_open_devices). */
+static tandem_status open_devices(tandem_trainer *t) {
+    const tandem_config *c = &t->cfg;
+    int n = 0;
+    if ((c->data_gpu < 0 && c->model_gpu < 0) || t->opt.backend == TANDEM_BACKEND_HOST ||
+        tandem_cuda_device_count(&n) != TANDEM_OK || n == 0) {
+        if ((c->data_gpu >= 0 || c->model_gpu >= 0) && t->opt.backend == TANDEM_BACKEND_CUDA)
+            return tandem_fail(TANDEM_E_DEVICE, "config: data_gpu %d / model_gpu %d: no CUDA device "
+                               "found", c->data_gpu, c->model_gpu);
+        if (c->data_gpu >= 0 || c->model_gpu >= 0)
+            tandem_logf(TANDEM_LOG_WARN, "data_gpu / model_gpu ignored: no CUDA device (two host "
+                        "devices are used)");
+        return tandem_pipeline_open_devices(t->opt.backend, &t->data_dev, &t->model_dev, t->devices,
+                                            sizeof t->devices);
+    }
+    /* One ordinal given: the other role takes the other device when there are two, else the
+     * same one. */
+    int dg = c->data_gpu, mg = c->model_gpu;
+    if (dg < 0) dg = n >= 2 && mg == 0 ? 1 : 0;
+    if (mg < 0) mg = n >= 2 ? (dg == 1 ? 0 : 1) : dg;
+    if (dg >= n || mg >= n)
+        return tandem_fail(TANDEM_E_DEVICE, "config: %s %d: only %d CUDA device%s (ordinals 0..%d)",
+                           dg >= n ? "data_gpu" : "model_gpu", dg >= n ? dg : mg, n, n == 1 ? "" : "s",
+                           n - 1);
+    TANDEM_TRY(tandem_device_open(TANDEM_BACKEND_CUDA, dg, &t->data_dev));
+    if (mg == dg) t->model_dev = t->data_dev;
+    else TANDEM_TRY(tandem_device_open(TANDEM_BACKEND_CUDA, mg, &t->model_dev));
+    if (mg == dg)
+        snprintf(t->devices, sizeof t->devices, "CUDA device %d (%s) in both roles (data_gpu = "
+                 "model_gpu), separate arenas and streams", dg, t->data_dev->info.name);
+    else
+        snprintf(t->devices, sizeof t->devices, "data device: CUDA %d (%s), model device: CUDA %d "
+                 "(%s); ring copies %s", dg, t->data_dev->info.name, mg, t->model_dev->info.name,
+                 tandem_device_can_access_peer(t->model_dev, t->data_dev)
+                     ? "peer to peer" : "staged through pinned host memory");
+    return TANDEM_OK;
+}
+
 static int64_t meta_int(const tandem_st_file *f, const char *key, int64_t def) {
     const char *v = tandem_st_meta_find(f, key);
     return v ? strtoll(v, NULL, 10) : def;
@@ -111,6 +154,11 @@ static tandem_status open_resume(tandem_trainer *t) {
     t->st.step = step;
     t->st.updates = meta_int(t->resume_file, "updates", step);
     t->st.skipped = meta_int(t->resume_file, "skipped", 0);
+    t->st.skipped_in_row = meta_int(t->resume_file, "skipped_in_row", 0);
+    const int64_t rng = meta_int(t->resume_file, TANDEM_CKPT_KEY_RNG, t->cfg.seed);
+    if (rng != t->cfg.seed)
+        tandem_logf(TANDEM_LOG_WARN, "resume: the checkpoint's seed is %" PRId64 ", the config's %"
+                    PRId64 "; the sampler continues with the config's", rng, t->cfg.seed);
     t->next_pos.epoch = meta_int(t->resume_file, TANDEM_CKPT_KEY_SAMPLER_EPOCH, 0);
     t->next_pos.index = meta_int(t->resume_file, TANDEM_CKPT_KEY_SAMPLER_POSITION, 0);
     tandem_logf(TANDEM_LOG_INFO, "resume: %s (step %" PRId64 ", sampler epoch %" PRId64
@@ -183,9 +231,22 @@ tandem_status tandem_trainer_create(const tandem_trainer_options *o, tandem_trai
     if (t->cfg.val_data[0] && t->cfg.val_every > 0) {
         TANDEM_TRY(open_index(&t->cfg, t->cfg.val_data, &t->vix));
         t->have_vix = t->vix.n_train > 0;
+        /* The fixed validation subset: the first val_batches * B utterances, visited in order.
+         * The unshuffled stream over exactly these repeats them forever; every validation
+         * takes a whole number of passes' worth of batches that ends on a pass boundary, so
+         * each one starts at the subset's first utterance. With fewer utterances than
+         * val_batches * B: n / gcd(n, B) batches are n / gcd(n, B) * B / n whole passes. */
+        const uint32_t B = (uint32_t)t->cfg.batch_size, want = (uint32_t)t->cfg.val_batches * B;
+        if (t->vix.n_train > want) t->vix.n_train = want;
+        uint32_t g = t->vix.n_train, b = B;
+        while (b) {
+            uint32_t r = g % b;
+            g = b;
+            b = r;
+        }
+        t->val_batches = t->vix.n_train == want ? t->cfg.val_batches : (int)(t->vix.n_train / g);
     }
-    TANDEM_TRY(tandem_pipeline_open_devices(o->backend, &t->data_dev, &t->model_dev, t->devices,
-                                            sizeof t->devices));
+    TANDEM_TRY(open_devices(t));
     TANDEM_TRY(tandem_stream_create(t->model_dev, &t->s));
     TANDEM_TRY(tandem_pool_create(t->data_dev, "data", (size_t)t->cfg.data_gpu_memory << 20,
                                   &t->data_pool));
@@ -205,8 +266,14 @@ tandem_status tandem_trainer_create(const tandem_trainer_options *o, tandem_trai
     }
     TANDEM_TRY(tandem_model_declare(&t->model, t->model_dev, t->model_pool, &dims));
     t->model_declared = 1;
-    size_t lbytes = (size_t)(dims.micro_batches + 1) * 2 * (size_t)dims.batch * sizeof(int32_t);
-    TANDEM_TRY(t->model_dev->ops->host_alloc_pinned(t->model_dev, lbytes, (void **)&t->host_len));
+    tandem_device_info minfo;
+    TANDEM_TRY(tandem_device_get_info(t->model_dev, &minfo));
+    t->use_events = minfo.backend == TANDEM_BACKEND_CUDA;
+    t->n_ev = 2 * (dims.micro_batches + 1);
+    t->ev = tandem_calloc((size_t)t->n_ev, sizeof *t->ev);
+    if (!t->ev) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory for events");
+    if (t->use_events)
+        for (int i = 0; i < t->n_ev; i++) TANDEM_TRY(tandem_event_create(t->model_dev, &t->ev[i]));
     TANDEM_TRY(setup_checkpoints(t));
     char mpath[1100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", t->cfg.out);
@@ -249,7 +316,11 @@ void tandem_trainer_destroy(tandem_trainer *t) {
         tandem_pipeline_destroy(t->vpipe);
     }
     if (t->model_declared) tandem_model_free(&t->model);
-    if (t->host_len) t->model_dev->ops->host_free_pinned(t->model_dev, t->host_len);
+    if (t->ev) {
+        for (int i = 0; i < t->n_ev; i++)
+            if (t->ev[i]) tandem_event_destroy(t->ev[i]);
+        tandem_free(t->ev);
+    }
     if (t->ckpt) tandem_checkpoint_free(t->ckpt);
     if (t->resume_file) tandem_st_close(t->resume_file);
     if (t->metrics) tandem_metrics_close(t->metrics);
@@ -274,41 +345,36 @@ void tandem_trainer_destroy(tandem_trainer *t) {
 
 static double ms_since(uint64_t t0) { return (double)(tandem_now_ns() - t0) * 1e-6; }
 
-/* Acquire one batch, read its lengths back, describe it for the model. */
-static tandem_status get_batch(tandem_trainer *t, tandem_pipeline *p, int slot_row,
-                               tandem_batch_view *v, tandem_model_batch *mb, double *wait_ms) {
+/* Acquire one batch and describe it for the model: the slot's tensors, lengths included
+ * (the model builds its key mask and loss normalisers from them on the device). */
+static tandem_status get_batch(tandem_pipeline *p, tandem_batch_view *v, tandem_model_batch *mb,
+                               double *wait_ms) {
     TANDEM_TRY(tandem_pipeline_acquire(p, v, 600000));
-    const uint64_t t0 = tandem_now_ns();
-    const int B = t->model.dims.batch;
-    int32_t *tl = t->host_len + (size_t)slot_row * 2 * B, *fl = tl + B;
-    const tandem_backend_ops *ops = t->s->dev->ops;
-    TANDEM_TRY(ops->copy_d2h(t->s, tl, tandem_tensor_addr(v->t->text_lengths), (size_t)B * 4));
-    TANDEM_TRY(ops->copy_d2h(t->s, fl, tandem_tensor_addr(v->t->frame_lengths), (size_t)B * 4));
-    TANDEM_TRY(tandem_stream_sync(t->s));
-    *wait_ms += v->wait_ms + ms_since(t0);
+    *wait_ms += v->wait_ms;
+    memset(mb, 0, sizeof *mb);
     mb->tokens = v->t->tokens;
     mb->mels = v->t->mels;
     mb->frame_mask = v->t->frame_mask;
     mb->stop_targets = v->t->stop_targets;
-    mb->text_lengths = tl;
-    mb->frame_lengths = fl;
+    mb->text_lengths = v->t->text_lengths;
+    mb->frame_lengths = v->t->frame_lengths;
     return TANDEM_OK;
 }
 
 static tandem_status validate(tandem_trainer *t, double *l1, double *bce) {
     double sl = 0, sb = 0, wait = 0;
-    for (int i = 0; i < t->cfg.val_batches; i++) {
+    for (int i = 0; i < t->val_batches; i++) {
         tandem_batch_view v;
         tandem_model_batch mb;
-        TANDEM_TRY(get_batch(t, t->vpipe, t->model.dims.micro_batches, &v, &mb, &wait));
+        TANDEM_TRY(get_batch(t->vpipe, &v, &mb, &wait));
         double a, b;
         TANDEM_TRY(tandem_train_eval(&t->model, t->s, &t->optim, &mb, &a, &b));
         TANDEM_TRY(tandem_pipeline_release(t->vpipe, v.slot));
         sl += a;
         sb += b;
     }
-    *l1 = sl / t->cfg.val_batches;
-    *bce = sb / t->cfg.val_batches;
+    *l1 = sl / t->val_batches;
+    *bce = sb / t->val_batches;
     return TANDEM_OK;
 }
 
@@ -321,9 +387,13 @@ static tandem_status ck_fetch(void *ctx, void *user, void *dst, size_t offset, s
 }
 
 static tandem_status save_checkpoint(tandem_trainer *t) {
-    char upd[32], skp[32], ep[32], pos[32];
+    char upd[32], skp[32], row[32], rng[32], ep[32], pos[32];
     snprintf(upd, sizeof upd, "%" PRId64, t->st.updates);
     snprintf(skp, sizeof skp, "%" PRId64, t->st.skipped);
+    snprintf(row, sizeof row, "%" PRId64, t->st.skipped_in_row);
+    /* The run's only random state: initialisation and the sampler's permutations are pure
+     * functions of the seed (no dropout), so the seed is the RNG state. */
+    snprintf(rng, sizeof rng, "%" PRId64, t->cfg.seed);
     snprintf(ep, sizeof ep, "%" PRId64, t->next_pos.epoch);
     snprintf(pos, sizeof pos, "%" PRId64, t->next_pos.index);
     const tandem_st_meta meta[] = {
@@ -333,6 +403,8 @@ static tandem_status save_checkpoint(tandem_trainer *t) {
         {TANDEM_CKPT_KEY_SAMPLER_POSITION, pos},
         {"updates", upd},
         {"skipped", skp},
+        {"skipped_in_row", row},
+        {TANDEM_CKPT_KEY_RNG, rng},
     };
     return tandem_checkpoint_save(t->ckpt, t->st.step, meta, (int)(sizeof meta / sizeof meta[0]),
                                   ck_fetch, t);
@@ -378,24 +450,49 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
     tandem_status st = TANDEM_OK;
     int saved_at_end = 0;
     const uint64_t run_t0 = tandem_now_ns();
-    while (t->st.step < max_steps && !t->stop) {
+    const int64_t run_end = t->opt.run_steps > 0 ? t->st.step + t->opt.run_steps : max_steps;
+    const int A = d->micro_batches;
+    while (t->st.step < max_steps && t->st.step < run_end && !t->stop) {
         const uint64_t t0 = tandem_now_ns();
         double wait = 0, audio_s = 0;
-        if ((st = tandem_train_begin(&t->model, t->s)) != TANDEM_OK) break;
-        for (int a = 0; a < d->micro_batches && st == TANDEM_OK; a++) {
+        for (int a = 0; a < A && st == TANDEM_OK; a++) {
             tandem_batch_view v;
             tandem_model_batch mb;
-            if ((st = get_batch(t, t->pipe, a, &v, &mb, &wait)) != TANDEM_OK) break;
-            st = tandem_train_micro(&t->model, t->s, &t->optim, &mb, a);
+            if ((st = get_batch(t->pipe, &v, &mb, &wait)) != TANDEM_OK) break;
+            /* Recorded after acquire queued the wait for the slot: the pair spans only this
+             * micro-batch's work on the model device. */
+            if (t->use_events && (st = tandem_event_record(t->ev[2 * a], t->s)) != TANDEM_OK) break;
+            if (a == 0) st = tandem_train_begin(&t->model, t->s);
+            if (st == TANDEM_OK) st = tandem_train_micro(&t->model, t->s, &t->optim, &mb, a);
+            if (st == TANDEM_OK && t->use_events) st = tandem_event_record(t->ev[2 * a + 1], t->s);
             tandem_status rs = tandem_pipeline_release(t->pipe, v.slot);
             if (st == TANDEM_OK) st = rs;
             audio_s += v.audio_seconds;
             advance_pos(t, &v);
         }
         if (st != TANDEM_OK) break;
+        const int64_t k = t->st.step - t->opt.nonfinite_from;
+        if (t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count &&
+            (st = tandem_op_fill(t->s, t->model.grads, NAN)) != TANDEM_OK)
+            break;
+        if (t->use_events && (st = tandem_event_record(t->ev[2 * A], t->s)) != TANDEM_OK) break;
         tandem_step_result res;
-        if ((st = tandem_train_finish(&t->model, t->s, &t->optim, &t->st, &res)) != TANDEM_OK) break;
+        if ((st = tandem_train_update(&t->model, t->s, &t->optim, &t->st)) != TANDEM_OK) break;
+        if (t->use_events && (st = tandem_event_record(t->ev[2 * A + 1], t->s)) != TANDEM_OK) break;
+        if ((st = tandem_train_collect(&t->model, t->s, &t->optim, &t->st, &res)) != TANDEM_OK) break;
         const double step_ms = ms_since(t0);
+        double busy_ms = step_ms - wait;
+        if (t->use_events) {
+            /* The end event of the update was queued before finish's read-back; the
+             * read-back synchronised the stream, so every pair has completed. */
+            busy_ms = 0;
+            for (int a = 0; a <= A && st == TANDEM_OK; a++) {
+                float ms = 0;
+                st = tandem_event_elapsed_ms(t->ev[2 * a], t->ev[2 * a + 1], &ms);
+                busy_ms += ms;
+            }
+            if (st != TANDEM_OK) break;
+        }
         if (t->st.skipped_in_row >= t->cfg.max_nonfinite) {
             st = tandem_fail(TANDEM_E_INVALID,
                              "training: %" PRId64 " non-finite steps in a row (loss %g, gradient "
@@ -414,7 +511,8 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
         S.l1_last = res.l1;
         t->window[wn++ % CV_WINDOW] = step_ms;
         const double cv = window_cv(t->window, (int)(wn < CV_WINDOW ? wn : CV_WINDOW));
-        const double busy = step_ms > 0 ? 100.0 * (step_ms - wait) / step_ms : 0;
+        double busy = step_ms > 0 ? 100.0 * busy_ms / step_ms : 0;
+        if (busy > 100.0) busy = 100.0; /* event and host clocks differ slightly */
         const double samples = (double)d->batch * d->micro_batches;
         if (S.steps_run > 2) { /* past warm-up */
             sum_step += step_ms;
@@ -496,6 +594,7 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
     S.last_step = t->st.step;
     S.skipped = t->st.skipped;
     S.stopped_by_request = t->stop != 0;
+    S.busy_from_events = t->use_events;
     if (n_meas > 0) {
         S.samples_per_s = sum_samples / (sum_step * 1e-3);
         S.data_wait_pct = 100.0 * sum_wait / sum_step;

@@ -2,20 +2,31 @@
  * validation and checkpoints.
  *
  * Per step: grad_accum micro-batches are acquired from the ring (the model stream waits for
- * each slot), their lengths read back (B ints each: the key mask and loss normalisers are
- * built on the host), forward + backward queued, the slot released; then the update
- * (train_step.h). Measured per step: step time, data wait (acquire + length read-back, the time
- * the model side spent waiting for input), model-device busy % = (step - wait) / step (host
- * clocks; the step ends with a synchronisation), data-device busy % (pipeline events), samples/s,
- * × real time, and the step-time coefficient of variation over the last 50 steps.
+ * each slot), forward + backward queued on the slot's tensors (the key mask and the loss
+ * normalisers are built on the device from the slot's lengths: no device→host read), the slot
+ * released; then the update (train_step.h), whose scalar read-back is the step's only
+ * synchronisation. Measured per step: step time, data wait (time blocked in acquire), model-device
+ * busy % = the step's device work / step time — from device events around each micro-batch's
+ * and the update's work on a CUDA model device (the stream's waits for ring slots are outside
+ * them), from host clocks ((step - wait) / step) on a host device, whose work runs in the
+ * calling thread — data-device busy % (pipeline events), samples/s, × real time, and the
+ * step-time coefficient of variation over the last 50 steps.
+ *
+ * Devices: data_gpu / model_gpu (CUDA ordinals, -1 = automatic: DESIGN.md §3) pick the roles;
+ * the same ordinal for both is one device in both roles. On the host backend they are ignored
+ * (two host devices). Validation uses a fixed subset of the held-out set: its first
+ * val_batches * batch_size utterances in index order (fewer when the set is smaller), visited
+ * in the same order at every validation.
  *
  * Output in cfg.out: metrics.jsonl (one object per logged step: step, loss, l1, stop_bce, lr,
  * grad_norm, step_ms, data_wait_ms, model_busy_pct, data_busy_pct, samples_per_s, x_realtime,
  * step_cv, skipped, and val_l1 / val_stop_bce when validated), ckpt-<step>.safetensors (every
  * parameter under its table name, AdamW moments as adam_m.<name> / adam_v.<name>, metadata:
- * config, step, updates, skipped, sampler position, symbols). Resume: the newest valid
- * checkpoint of the resume directory restores parameters, moments, step counters and the
- * sampler position.
+ * config, step, updates, skipped, skipped_in_row, rng_state, sampler position, symbols).
+ * Resume: the newest valid checkpoint of the resume directory restores parameters, moments,
+ * step counters and the sampler position of the next utterance the model consumes (not the
+ * one the loader had prefetched up to), so a resumed run sees the same batches in the same
+ * order as an uninterrupted one: on the host backend its losses are bit-identical.
  *
  * Stop: tandem_trainer_request_stop (async-signal-safe) ends the loop after the current step;
  * a checkpoint is written and run returns TANDEM_OK. Non-finite steps are skipped; max_nonfinite
@@ -38,6 +49,11 @@ typedef struct tandem_trainer_options {
     tandem_backend backend;     /* AUTO: cuda when present, else two host devices */
     const char *resume_dir;     /* NULL: fresh start */
     int quiet;                  /* no progress output */
+    int64_t run_steps;          /* > 0: stop (and checkpoint) after this many steps of this run,
+                                   leaving the schedule (max_steps) as it is; 0: no limit */
+    /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) get NaN gradients
+       (written over the gradients before the update), as a diverging run would */
+    int64_t nonfinite_from, nonfinite_count;
 } tandem_trainer_options;
 
 typedef struct tandem_trainer_summary {
@@ -48,6 +64,7 @@ typedef struct tandem_trainer_summary {
     int64_t skipped;
     char devices[512];
     char checkpoint[1100]; /* last checkpoint written */
+    int busy_from_events;  /* 1: model_busy_pct measured with device events */
     int stopped_by_request;
 } tandem_trainer_summary;
 

@@ -124,10 +124,6 @@ int cli_train(int argc, char **argv) {
                         "config\n");
         return 2;
     }
-    if (cfg.data_gpu >= 0 || cfg.model_gpu >= 0)
-        fprintf(stderr, "tandem train: warning: data_gpu/model_gpu are not honoured yet; devices "
-                        "are chosen automatically (two GPUs: data 0, model 1)\n");
-
     tandem_trainer_options o;
     memset(&o, 0, sizeof o);
     o.cfg = &cfg;

@@ -331,8 +331,8 @@ static void test_model_gradients(void **state) {
         mb[a].mels = mel[a];
         mb[a].frame_mask = msk[a];
         mb[a].stop_targets = stp[a];
-        mb[a].text_lengths = hb[a].text_len;
-        mb[a].frame_lengths = hb[a].frame_len;
+        mb[a].host_text_lengths = hb[a].text_len;
+        mb[a].host_frame_lengths = hb[a].frame_len;
     }
 
     tandem_optim opt;

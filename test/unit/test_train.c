@@ -71,6 +71,7 @@ typedef struct run {
     tandem_optim opt;
     tandem_train_state st;
     tandem_tensor *tok[MAX_MICRO], *mel[MAX_MICRO], *msk[MAX_MICRO], *stp[MAX_MICRO];
+    tandem_tensor *tlen[MAX_MICRO], *flen[MAX_MICRO]; /* [B] i32: lengths on the device */
     tandem_model_batch mb[MAX_MICRO];
 } run;
 
@@ -159,6 +160,11 @@ static void run_open(run *r, tandem_backend be, int grad_accum, const host_batch
         CHECK(tandem_pool_declare(r->pool, nm, TANDEM_F32, 2, sf, TANDEM_PERSISTENT, 0, 0, &r->msk[a]));
         snprintf(nm, sizeof nm, "stop%d", a);
         CHECK(tandem_pool_declare(r->pool, nm, TANDEM_F32, 2, sf, TANDEM_PERSISTENT, 0, 0, &r->stp[a]));
+        int64_t sb[1] = {d->batch};
+        snprintf(nm, sizeof nm, "text_len%d", a);
+        CHECK(tandem_pool_declare(r->pool, nm, TANDEM_I32, 1, sb, TANDEM_PERSISTENT, 0, 0, &r->tlen[a]));
+        snprintf(nm, sizeof nm, "frame_len%d", a);
+        CHECK(tandem_pool_declare(r->pool, nm, TANDEM_I32, 1, sb, TANDEM_PERSISTENT, 0, 0, &r->flen[a]));
     }
     CHECK(tandem_pool_commit(r->pool));
     CHECK(tandem_model_init_params(&r->m, r->s, seed));
@@ -172,8 +178,12 @@ static void run_open(run *r, tandem_backend be, int grad_accum, const host_batch
         r->mb[a].mels = r->mel[a];
         r->mb[a].frame_mask = r->msk[a];
         r->mb[a].stop_targets = r->stp[a];
-        r->mb[a].text_lengths = hb[a].text_len;
-        r->mb[a].frame_lengths = hb[a].frame_len;
+        /* Lengths on the device, as the ring delivers them: the batch_prep kernel builds the
+         * key mask and L1 weights (test_model_grad covers the host-lengths path). */
+        CHECK(tandem_tensor_upload(r->s, r->tlen[a], hb[a].text_len, (size_t)d->batch * 4));
+        CHECK(tandem_tensor_upload(r->s, r->flen[a], hb[a].frame_len, (size_t)d->batch * 4));
+        r->mb[a].text_lengths = r->tlen[a];
+        r->mb[a].frame_lengths = r->flen[a];
     }
     CHECK(tandem_stream_sync(r->s));
 }
