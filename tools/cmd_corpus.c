@@ -1,6 +1,12 @@
 /* cmd_corpus.c — `tandem corpus`: writes a demo LJSpeech-layout dataset (metadata.csv with
  * id|text|normalized, wavs/<id>.wav at 22050 Hz 16-bit mono) by speaking generated sentences
- * with the espeak-ng program. `--text-only` writes just metadata.csv (for the frontend bench). */
+ * with the espeak-ng program. `--text-only` writes just metadata.csv (for the frontend bench).
+ *
+ * Every utterance fits the tiny config: its normalised text fits max_text (128 tokens, framing
+ * included) and its WAV lasts at most --max-seconds (default 5.9 s; max_frames 512 holds
+ * 512 * 256 / 22050 = 5.94 s). Utterance i draws the generator's sentences (seed, i, attempt
+ * 0, 1, ...) in turn and keeps the first that fits both, so the corpus depends only on the
+ * seed, the languages and espeak-ng, never on the order in which the processes finish. */
 #include <dirent.h>
 #include <errno.h>
 #include <spawn.h>
@@ -20,13 +26,17 @@
 
 /* Sentences fit the tiny model's max_text (DESIGN.md §7), framing tokens included. */
 #define CORPUS_MAX_TOKENS 128
+/* Default longest utterance: fits configs/tiny.yaml's max_frames (512 frames = 5.94 s). */
+#define CORPUS_MAX_SECONDS 5.9
+/* Draws per utterance before giving up (a sentence too long in tokens or in seconds). */
+#define CORPUS_MAX_DRAWS 100
 
 extern char **environ;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem corpus --out DIR [--count N] [--langs en,fa] [--seed S] [--jobs N] [--force]\n"
-            "                     [--text-only]\n\n"
+            "                     [--max-seconds S] [--text-only]\n\n"
             "Writes an LJSpeech-layout demo dataset: DIR/metadata.csv (id|text|normalized text) and\n"
             "DIR/wavs/<id>.wav (22050 Hz, 16-bit, mono) spoken by espeak-ng. Sentences come from the\n"
             "project's own generator and are deterministic for a seed.\n\n"
@@ -36,6 +46,9 @@ static void usage(FILE *f) {
             "  --seed S       generator seed (default 1)\n"
             "  --jobs N       espeak-ng processes at once (default 4)\n"
             "  --force        write into a non-empty DIR (files of the same name are replaced)\n"
+            "  --max-seconds S  longest utterance; a sentence spoken longer is redrawn (default 5.9:\n"
+            "                   fits configs/tiny.yaml's max_frames, 512 frames = 5.94 s; no effect\n"
+            "                   with --text-only)\n"
             "  --text-only    write metadata.csv only, no audio (for text frontend benchmarks)\n");
 }
 
@@ -116,8 +129,41 @@ typedef struct utt {
     char raw[CORPUS_TEXT_MAX];
     char *norm;
     tandem_lang lang;
+    uint64_t attempt; /* the generator's next draw for this utterance */
+    int redraws;      /* sentences dropped because their WAV was too long */
     pid_t pid;
 } utt;
+
+/* Utterance i's next sentence whose normalised text fits CORPUS_MAX_TOKENS (draws attempt,
+ * attempt + 1, ...). Returns 0, or -1 with a message printed. */
+static int draw_sentence(utt *u, long i, unsigned long long seed) {
+    tandem_free(u->norm);
+    u->norm = NULL;
+    for (;;) {
+        if (u->attempt >= CORPUS_MAX_DRAWS) {
+            fprintf(stderr, "tandem corpus: %s: no sentence fits after %d draws (%d spoken too long); "
+                    "raise --max-seconds\n", u->id, CORPUS_MAX_DRAWS, u->redraws);
+            return -1;
+        }
+        const uint64_t attempt = u->attempt++;
+        tandem_lang got;
+        corpus_text_sentence(seed, (uint64_t)i | attempt << 40, u->lang, u->raw);
+        if (tandem_text_normalize_utf8(u->raw, strlen(u->raw), &u->norm, &got) != TANDEM_OK) {
+            fprintf(stderr, "tandem corpus: normalising sentence %ld: %s\n", i + 1, tandem_last_error());
+            return -1;
+        }
+        size_t cps = 0;
+        for (const char *p = u->norm; *p; p++) cps += ((unsigned char)*p & 0xC0) != 0x80;
+        if (cps + TANDEM_SYMBOLS_FRAMING <= CORPUS_MAX_TOKENS) {
+            if (got != u->lang) /* the generator and the frontend disagree: a bug in one of them */
+                fprintf(stderr, "tandem corpus: warning: %s tagged %s, generated as %s\n", u->id,
+                        tandem_lang_name(got), tandem_lang_name(u->lang));
+            return 0;
+        }
+        tandem_free(u->norm);
+        u->norm = NULL;
+    }
+}
 
 static int spawn_espeak(utt *u, const char *wav) {
     char *argv[] = {"espeak-ng", "-v", u->lang == TANDEM_LANG_FA ? "fa" : "en-us", "-b", "1", "-w", (char *)wav,
@@ -130,6 +176,7 @@ static int spawn_espeak(utt *u, const char *wav) {
 int cli_corpus(int argc, char **argv) {
     const char *out = NULL, *langs = "en,fa";
     long count = -1, jobs = 4;
+    double max_seconds = CORPUS_MAX_SECONDS;
     unsigned long long seed = 1;
     int force = 0, text_only = 0;
     if (cli_wants_help(argc, argv)) {
@@ -154,6 +201,12 @@ int cli_corpus(int argc, char **argv) {
             jobs = strtol(argv[++i], &end, 10);
             if (*end || jobs < 1 || jobs > 64) {
                 fprintf(stderr, "tandem corpus: --jobs '%s': expected an integer in [1, 64]\n", v);
+                return 2;
+            }
+        } else if (v && !strcmp(a, "--max-seconds")) {
+            max_seconds = strtod(argv[++i], &end);
+            if (*end || !(max_seconds >= 0.5 && max_seconds <= 3600)) {
+                fprintf(stderr, "tandem corpus: --max-seconds '%s': expected seconds in [0.5, 3600]\n", v);
                 return 2;
             }
         } else if (v && !strcmp(a, "--seed")) {
@@ -212,43 +265,35 @@ int cli_corpus(int argc, char **argv) {
         fprintf(stderr, "tandem corpus: out of memory\n");
         return 1;
     }
-    size_t meta_cap = 0;
     int n_lang[TANDEM_LANG_COUNT] = {0};
-    for (long i = 0; i < count; i++) {
+    int rc = 0;
+    for (long i = 0; rc == 0 && i < count; i++) {
         u[i].lang = lang_list[i % nlang];
         snprintf(u[i].id, sizeof u[i].id, "TDM-%05ld", i + 1);
-        tandem_lang got;
-        for (uint64_t attempt = 0;; attempt++) { /* redraw (deterministically) what would not fit */
-            corpus_text_sentence(seed, (uint64_t)i | attempt << 40, u[i].lang, u[i].raw);
-            if (tandem_text_normalize_utf8(u[i].raw, strlen(u[i].raw), &u[i].norm, &got) != TANDEM_OK) {
-                fprintf(stderr, "tandem corpus: normalising sentence %ld: %s\n", i + 1, tandem_last_error());
-                return 1;
-            }
-            size_t cps = 0;
-            for (const char *p = u[i].norm; *p; p++) cps += ((unsigned char)*p & 0xC0) != 0x80;
-            if (cps + TANDEM_SYMBOLS_FRAMING <= CORPUS_MAX_TOKENS || attempt == 100) break;
-            tandem_free(u[i].norm);
-        }
-        if (got != u[i].lang) /* the generator and the frontend disagree: a bug in one of them */
-            fprintf(stderr, "tandem corpus: warning: %s tagged %s, generated as %s\n", u[i].id, tandem_lang_name(got),
-                    tandem_lang_name(u[i].lang));
+        if (draw_sentence(&u[i], i, seed) != 0) rc = 1;
         n_lang[u[i].lang]++;
-        meta_cap += strlen(u[i].id) + strlen(u[i].raw) + strlen(u[i].norm) + 4;
     }
 
-    int rc = 0;
-    double audio_s = 0;
-    if (!text_only) { /* a few espeak-ng processes at once */
-        long next = 0, done = 0, running = 0;
-        while (done < count) {
-            while (rc == 0 && running < jobs && next < count) {
+    double audio_s = 0, longest_s = 0;
+    int redrawn = 0;
+    if (!text_only && rc == 0) { /* a few espeak-ng processes at once */
+        /* queue: utterances to speak, in order; a redrawn one is spoken again (appended) */
+        long *queue = malloc(sizeof(long) * (size_t)count);
+        if (!queue) {
+            fprintf(stderr, "tandem corpus: out of memory\n");
+            rc = 1;
+        }
+        long q_head = 0, q_tail = 0, done = 0, running = 0;
+        for (long i = 0; queue && i < count; i++) queue[q_tail++ % count] = i;
+        while (queue && done < count) {
+            while (rc == 0 && running < jobs && q_head < q_tail) {
+                long k = queue[q_head++ % count];
                 char wav[4200];
-                snprintf(wav, sizeof wav, "%s/%s.wav", wavs, u[next].id);
-                if (spawn_espeak(&u[next], wav) != 0) {
+                snprintf(wav, sizeof wav, "%s/%s.wav", wavs, u[k].id);
+                if (spawn_espeak(&u[k], wav) != 0) {
                     rc = 1;
                     break;
                 }
-                next++;
                 running++;
             }
             if (running == 0) break;
@@ -260,11 +305,11 @@ int cli_corpus(int argc, char **argv) {
                 rc = 1;
                 break;
             }
-            running--;
-            done++;
             long k = 0;
-            while (k < next && u[k].pid != pid) k++;
-            if (k == next) continue;
+            while (k < count && u[k].pid != pid) k++;
+            if (k == count) continue; /* not one of ours */
+            running--;
+            u[k].pid = 0;
             char wav[4200], msg[256];
             snprintf(wav, sizeof wav, "%s/%s.wav", wavs, u[k].id);
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -279,13 +324,26 @@ int cli_corpus(int argc, char **argv) {
                 rc = 1;
                 continue;
             }
-            audio_s += (double)bytes / (2.0 * 22050.0);
+            const double secs = (double)bytes / (2.0 * 22050.0);
+            if (secs > max_seconds) { /* spoken too long: the next draw that fits is spoken instead */
+                u[k].redraws++;
+                redrawn++;
+                if (rc == 0 && draw_sentence(&u[k], k, seed) != 0) rc = 1;
+                if (rc == 0) queue[q_tail++ % count] = k; /* at most count are queued at once */
+                continue;
+            }
+            done++;
+            audio_s += secs;
+            if (secs > longest_s) longest_s = secs;
         }
         while (rc && waitpid(-1, NULL, 0) > 0) {
         }
+        free(queue);
     }
 
     if (rc == 0) {
+        size_t meta_cap = 0;
+        for (long i = 0; i < count; i++) meta_cap += strlen(u[i].id) + strlen(u[i].raw) + strlen(u[i].norm) + 4;
         char *meta = malloc(meta_cap + 1);
         size_t o = 0;
         for (long i = 0; meta && i < count; i++)
@@ -305,7 +363,9 @@ int cli_corpus(int argc, char **argv) {
         if (text_only)
             printf("audio: none (--text-only)\n");
         else
-            printf("audio: %.1f s total, %.2f s mean, 22050 Hz 16-bit mono (espeak-ng)\n", audio_s, audio_s / (double)count);
+            printf("audio: %.1f s total, %.2f s mean, %.2f s longest (limit %.2f s; %d sentence%s spoken longer "
+                   "were redrawn), 22050 Hz 16-bit mono (espeak-ng)\n", audio_s, audio_s / (double)count, longest_s,
+                   max_seconds, redrawn, redrawn == 1 ? "" : "s");
         printf("time: %.2f s\n", secs);
     }
     for (long i = 0; i < count; i++) tandem_free(u[i].norm);
