@@ -24,6 +24,7 @@ struct tandem_audio_decoder {
     SRC_STATE *src;              /* mono sinc resampler, reset per file */
     float in[CHUNK_FLOATS];      /* [frames, channels] interleaved chunk */
     float mono[CHUNK_FLOATS];    /* [frames] downmixed chunk */
+    uint64_t resample_ns;        /* time in src_process during the last decode */
 };
 
 tandem_status tandem_audio_decoder_create(tandem_audio_decoder **out) {
@@ -233,7 +234,9 @@ static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_I
             sd.data_out = out + produced;
             sd.output_frames = room > (1L << 30) ? (1L << 30) : (long)room;
             sd.end_of_input = at_end;
+            const uint64_t t0 = tandem_now_ns();
             int err = src_process(d->src, &sd);
+            d->resample_ns += tandem_now_ns() - t0;
             if (err)
                 return tandem_fail(TANDEM_E_INTERNAL, "audio %s: libsamplerate: %s", path, src_strerror(err));
             src_in += sd.input_frames_used;
@@ -274,6 +277,7 @@ tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, flo
     if (!d || !path || !out || !n_samples || max_samples < 0)
         return tandem_fail(TANDEM_E_INVALID, "tandem_audio_decode: bad arguments");
     *n_samples = 0;
+    d->resample_ns = 0;
     SF_INFO sfi;
     tandem_status st;
     SNDFILE *f = open_locked(path, &sfi, &st);
@@ -284,6 +288,8 @@ tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, flo
     close_locked(f);
     return st;
 }
+
+uint64_t tandem_audio_decoder_resample_ns(const tandem_audio_decoder *d) { return d ? d->resample_ns : 0; }
 
 tandem_status tandem_audio_load(const char *path, float *out, int64_t max_samples,
                                 int64_t *n_samples, tandem_audio_info *info) {

@@ -52,6 +52,11 @@ void tandem_audio_decoder_free(tandem_audio_decoder *d);
 tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, float *out,
                                   int64_t max_samples, int64_t *n_samples, tandem_audio_info *info);
 
+/* Time the last tandem_audio_decode on d spent resampling (inside libsamplerate), in
+ * nanoseconds; 0 when that file was already at 22050 Hz. The rest of the call is reading,
+ * decoding and downmixing, so a loader can time the two stages apart. */
+uint64_t tandem_audio_decoder_resample_ns(const tandem_audio_decoder *d);
+
 /* One-shot convenience: create a decoder, decode, free it. */
 tandem_status tandem_audio_load(const char *path, float *out, int64_t max_samples,
                                 int64_t *n_samples, tandem_audio_info *info);

@@ -11,7 +11,8 @@
  * gives each back with two events recorded after its uploads were queued; the loader waits on
  * those (on a loader thread, just before refilling the buffer), so uploads stay asynchronous.
  * An event that was never recorded is never waited on (a driver reports that as misuse).
- * Stages timed here: read (file bytes through the OS), decode, decode+resample.
+ * Stages timed here, per file: read (file bytes through the OS), decode (libsndfile + downmix,
+ * every file), resample (libsamplerate, files at other rates only).
  * Owns: the threads, decoders, pinned buffers (host_alloc_pinned of the data device; all
  * allocated at create, before any pool is committed), their events and the sampler.
  */

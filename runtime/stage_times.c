@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const char *const names[TANDEM_STAGE_COUNT] = {
-    "read", "decode", "decode+resample", "H2D copy", "feature kernels", "ring copy",
+    "read", "decode", "resample", "H2D copy", "feature kernels", "ring copy",
 };
 
 const char *tandem_stage_name(tandem_stage s) { return (unsigned)s < TANDEM_STAGE_COUNT ? names[s] : "?"; }

@@ -16,8 +16,8 @@
 
 typedef enum tandem_stage {
     TANDEM_STAGE_READ = 0,     /* file bytes through the OS (per file) */
-    TANDEM_STAGE_DECODE,       /* libsndfile decode + downmix, 22050 Hz files (per file) */
-    TANDEM_STAGE_RESAMPLE,     /* the same for files at other rates: decode + libsamplerate */
+    TANDEM_STAGE_DECODE,       /* libsndfile decode + downmix, every file (per file) */
+    TANDEM_STAGE_RESAMPLE,     /* libsamplerate alone, files at other rates (per resampled file) */
     TANDEM_STAGE_H2D,          /* staged audio batch → data device (per batch) */
     TANDEM_STAGE_FEATURES,     /* log-mel kernels + GEMM on the data device (per batch) */
     TANDEM_STAGE_RING_COPY,    /* features → ring slot on the model device (per batch) */

@@ -264,7 +264,7 @@ int cli_pipeline(int argc, char **argv) {
     printf("sampler: next position epoch %lld, index %lld\n", (long long)s.next_pos.epoch, (long long)s.next_pos.index);
     char table[2048];
     tandem_stage_times_format(s.stages, s.wall_ms, table, sizeof table);
-    printf("stages (per file: read, decode; per batch: H2D, features, ring copy):\n%s", table);
+    printf("stages (per file: read, decode, resample; per batch: H2D, features, ring copy):\n%s", table);
     rc = 0;
     goto out;
 fail:

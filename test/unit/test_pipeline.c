@@ -5,7 +5,8 @@
  *     with peer copies and with copies staged through pinned host memory;
  *   - a file corrupted after the index was built is skipped and counted mid-run, its rows are
  *     filled with the next utterances, and the run goes on;
- *   - the stage table saw every stage (resampling included).
+ *   - the stage table saw every stage: decode for every file, resampling on its own for the
+ *     16000 Hz files.
  * Devices: two host devices by default; with TANDEM_TEST_BACKEND=cuda the roles of
  * tandem_pipeline_open_devices on the cuda backend (a GPU, or the stand-in driver, which
  * reports every misuse as a "fakecuda: error" line). On the stand-in the whole file runs once
@@ -252,6 +253,9 @@ static void run_and_compare(int force_staged) {
     assert_int_equal(s.decode_failures, 0);
     assert_true(s.resampled > 0);
     for (int st = 0; st < TANDEM_STAGE_COUNT; st++) assert_true(s.stages[st].count > 0);
+    /* decode is timed for every file, resampling on its own for the files at other rates */
+    assert_int_equal(s.stages[TANDEM_STAGE_DECODE].count, s.files_ok);
+    assert_int_equal(s.stages[TANDEM_STAGE_RESAMPLE].count, s.resampled);
     assert_true(s.audio_seconds > 0 && s.wall_ms > 0 && s.data_busy_pct > 0);
     char table[2048];
     tandem_stage_times_format(s.stages, s.wall_ms, table, sizeof table);
