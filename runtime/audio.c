@@ -261,6 +261,9 @@ static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_I
         memset(out + produced, 0, sizeof(float) * (size_t)(expect - produced));
         produced = expect;
     }
+    /* an Ogg stream cut after its headers, or fewer frames than one output sample */
+    if (produced == 0)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: no audio samples decoded (empty or truncated stream)", path);
     for (int64_t i = 0; i < produced; i++)
         if (!isfinite(out[i]))
             return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample %lld is not finite", path, (long long)i);
