@@ -482,8 +482,12 @@ tandem_status tandem_pipeline_open_devices(tandem_backend backend, tandem_device
         if (backend == TANDEM_BACKEND_AUTO) {
             /* auto resolves to cuda only when a driver reports devices */
             int cuda_n = 0;
-            if (tandem_cuda_device_count(&cuda_n) != TANDEM_OK || cuda_n == 0) resolved = TANDEM_BACKEND_HOST;
-            else n = cuda_n;
+            if (tandem_cuda_device_count(&cuda_n) != TANDEM_OK || cuda_n == 0) {
+                resolved = TANDEM_BACKEND_HOST;
+            } else {
+                resolved = TANDEM_BACKEND_CUDA;
+                n = cuda_n;
+            }
         }
         if (resolved == TANDEM_BACKEND_CUDA) {
             if (n == 0) return tandem_fail(TANDEM_E_DEVICE, "no CUDA device found");

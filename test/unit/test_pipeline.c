@@ -5,6 +5,7 @@
  *     with peer copies and with copies staged through pinned host memory;
  *   - a file corrupted after the index was built is skipped and counted mid-run, its rows are
  *     filled with the next utterances, and the run goes on;
+ *   - backend AUTO gives cuda devices whenever the driver reports any, else host devices;
  *   - the stage table saw every stage: decode for every file, resampling on its own for the
  *     16000 Hz files.
  * Devices: two host devices by default; with TANDEM_TEST_BACKEND=cuda the roles of
@@ -326,6 +327,29 @@ static void test_corrupt_file_mid_run(void **state) {
     remove_corpus(&c);
 }
 
+/* Roles with backend AUTO (DESIGN.md §3): cuda devices whenever the driver reports any (two:
+ * data 0, model 1; one: the same device in both roles), else two host devices. */
+static void test_auto_roles(void **state) {
+    (void)state;
+    int n_cuda = 0;
+    if (tandem_device_count(TANDEM_BACKEND_CUDA, &n_cuda) != TANDEM_OK) n_cuda = 0;
+    if (backend == TANDEM_BACKEND_CUDA) assert_true(n_cuda >= 1);
+    tandem_device *data = NULL, *model = NULL;
+    char desc[256];
+    assert_int_equal(tandem_pipeline_open_devices(TANDEM_BACKEND_AUTO, &data, &model, desc, sizeof desc), TANDEM_OK);
+    printf("auto: %s\n", desc);
+    tandem_device_info di, mi;
+    assert_int_equal(tandem_device_get_info(data, &di), TANDEM_OK);
+    assert_int_equal(tandem_device_get_info(model, &mi), TANDEM_OK);
+    const tandem_backend want = n_cuda > 0 ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST;
+    assert_int_equal(di.backend, want);
+    assert_int_equal(mi.backend, want);
+    assert_int_equal(di.ordinal, 0);
+    assert_int_equal(mi.ordinal, n_cuda == 1 ? 0 : 1);
+    assert_true(n_cuda == 1 ? data == model : data != model);
+    tandem_pipeline_close_devices(data, model);
+}
+
 /* On the stand-in driver: this file again in a child process with TANDEM_FAKECUDA_NO_PEER=1
  * (the driver reads its configuration once per process). Its output is echoed, so the
  * "fakecuda: error" lines it may print reach run_on_cuda.sh's check, and counted here too. */
@@ -365,11 +389,13 @@ int main(void) {
         cmocka_unit_test(test_ring_equals_direct_peer),
         cmocka_unit_test(test_ring_equals_direct_staged),
         cmocka_unit_test(test_corrupt_file_mid_run),
+        cmocka_unit_test(test_auto_roles),
     };
     const struct CMUnitTest tests_and_no_peer_run[] = {
         cmocka_unit_test(test_ring_equals_direct_peer),
         cmocka_unit_test(test_ring_equals_direct_staged),
         cmocka_unit_test(test_corrupt_file_mid_run),
+        cmocka_unit_test(test_auto_roles),
         cmocka_unit_test(test_stand_in_without_peer_access),
     };
     /* the child (NO_PEER set) runs the pipeline tests, not itself again */
