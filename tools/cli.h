@@ -12,6 +12,7 @@ int cli_features(int argc, char **argv);
 int cli_pipeline(int argc, char **argv);
 int cli_train(int argc, char **argv);
 int cli_synth(int argc, char **argv);
+int cli_plot(int argc, char **argv);
 
 /* True if argv holds -h or --help. */
 int cli_wants_help(int argc, char **argv);

@@ -14,6 +14,7 @@
 #pragma weak cli_pipeline
 #pragma weak cli_train
 #pragma weak cli_synth
+#pragma weak cli_plot
 
 typedef struct {
     const char *name;
@@ -30,6 +31,7 @@ static const cli_cmd cmds[] = {
     {"pipeline", cli_pipeline, "run the data side alone and report its throughput"},
     {"train", cli_train, "train the acoustic model"},
     {"synth", cli_synth, "synthesize speech from a checkpoint"},
+    {"plot", cli_plot, "loss curve and target-vs-predicted mel PNGs of a run"},
 };
 #define NCMDS (int)(sizeof cmds / sizeof cmds[0])
 
