@@ -481,6 +481,7 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
         if (t->use_events && (st = tandem_event_record(t->ev[2 * A + 1], t->s)) != TANDEM_OK) break;
         if ((st = tandem_train_collect(&t->model, t->s, &t->optim, &t->st, &res)) != TANDEM_OK) break;
         const double step_ms = ms_since(t0);
+        if (t->opt.on_step) t->opt.on_step(t->opt.on_step_ctx, &res);
         double busy_ms = step_ms - wait;
         if (t->use_events) {
             /* The end event of the update was queued before finish's read-back; the

@@ -41,6 +41,7 @@
 
 #include "config.h"
 #include "tandem.h"
+#include "train_step.h"
 
 typedef struct tandem_trainer tandem_trainer;
 
@@ -54,6 +55,10 @@ typedef struct tandem_trainer_options {
     /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) get NaN gradients
        (written over the gradients before the update), as a diverging run would */
     int64_t nonfinite_from, nonfinite_count;
+    /* optional: called after every step with its result (loss, skipped, ...), on the thread
+       that runs the loop; for embedding programs and tests */
+    void (*on_step)(void *ctx, const tandem_step_result *r);
+    void *on_step_ctx;
 } tandem_trainer_options;
 
 typedef struct tandem_trainer_summary {

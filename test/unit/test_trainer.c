@@ -1,0 +1,566 @@
+/* test_trainer.c — the training loop end to end (runtime/trainer.h) on a small corpus the
+ * test writes (sine-and-noise WAVs, 22050 Hz), with a shrunk model (d 16, 1 layer, r 2,
+ * max_frames 32) so each run takes about a second on the host backend:
+ *
+ *   resume:      N = 8 steps straight vs 4 steps + checkpoint + resume + 4 steps (grad_accum 2,
+ *                shuffling on, 7 utterances so batches cross epoch boundaries, prefetching ring):
+ *                the losses of every step and the final parameters and AdamW moments are
+ *                bit-identical (host backend).
+ *   checkpoint:  the final checkpoint parses as safetensors with a parser written here (header
+ *                length, JSON, dtypes, shapes, data_offsets contiguous and covering the data
+ *                exactly) and carries the metadata a resume needs.
+ *   nonfinite:   NaN gradients injected (test hook) at 2 steps are skipped and counted, the run
+ *                goes on; injected at every step it stops after max_nonfinite in a row with an
+ *                error naming max_nonfinite.
+ *   validation:  with lr 0 (parameters never change) every validation gives the same val_l1,
+ *                bit for bit, so every validation saw the same utterances in the same order;
+ *                held-out sets of 3 (fewer than val_batches * B = 4) and 6 utterances.
+ *   devices:     (TANDEM_TEST_BACKEND=cuda, two stand-in devices) data_gpu 1 / model_gpu 0 are
+ *                the roles used, busy % comes from device events, and the losses match the
+ *                host run's within 1e-5 relative (f32, summation order only).
+ *   bad configs: `tandem train` exits 2 with a message naming the key and line (unknown key,
+ *                wrong type) or the model arena (--model-gpu-memory 1).
+ * Seed printed; replay with TANDEM_TEST_SEED.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sndfile.h>
+
+#include "config.h"
+#include "log.h"
+#include "os.h"
+#include "safetensors.h"
+#include "tandem.h"
+#include "testutil.h"
+#include "trainer.h"
+
+#define MAX_FRAMES 32
+#define MAX_STEPS 8
+#define TOL_CUDA 1e-5
+
+#define CHECK(expr)                                                                       \
+    do {                                                                                  \
+        tandem_status st_ = (expr);                                                       \
+        if (st_ != TANDEM_OK) fail_msg("%s: %s: %s", #expr, tandem_status_name(st_),      \
+                                       tandem_last_error());                              \
+    } while (0)
+
+static uint64_t seed;
+static char root[256];
+static tandem_backend backend = TANDEM_BACKEND_HOST;
+
+static const char *const texts[] = {"a cat", "the dog ran", "red sun", "blue sea and sky",
+                                    "one tree", "big hill", "so far away", "we go", "in time"};
+
+/* n utterances of 0.1 .. 0.37 s (at most MAX_FRAMES frames). */
+static void write_corpus(const char *dir, int n, tandem_rng *r) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/wavs", dir);
+    CHECK(tandem_mkdir_p(path));
+    snprintf(path, sizeof path, "%s/metadata.csv", dir);
+    FILE *meta = fopen(path, "w");
+    assert_non_null(meta);
+    static float buf[MAX_FRAMES * 256];
+    for (int i = 0; i < n; i++) {
+        const int len = (int)tandem_rng_int(r, 2205, MAX_FRAMES * 256 - 300);
+        const double f = tandem_rng_uniform(r, 150.0f, 3000.0f);
+        for (int k = 0; k < len; k++)
+            buf[k] = (float)(0.3 * sin(2 * M_PI * f * k / 22050.0) * (1.0 + sin(k * 0.001)) +
+                             0.03 * tandem_rng_uniform(r, -1.0f, 1.0f));
+        snprintf(path, sizeof path, "%s/wavs/u%d.wav", dir, i);
+        SF_INFO info = {.samplerate = 22050, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16};
+        SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
+        assert_non_null(sf);
+        assert_int_equal(sf_writef_float(sf, buf, len), len);
+        sf_close(sf);
+        const char *t = texts[i % (int)(sizeof texts / sizeof texts[0])];
+        fprintf(meta, "u%d|%s|%s\n", i, t, t);
+    }
+    fclose(meta);
+}
+
+static void small_config(tandem_config *cfg, const char *train, const char *out) {
+    tandem_config_init(cfg);
+    static const char *const kv[][2] = {
+        {"model_size", "custom"}, {"d_model", "16"}, {"layers", "1"}, {"heads", "2"},
+        {"reduction", "2"}, {"max_text", "24"}, {"max_frames", "32"}, {"batch_size", "2"},
+        {"grad_accum", "2"}, {"num_workers", "1"}, {"prefetch_buffer_size", "3"},
+        {"lr", "0.003"}, {"warmup_steps", "2"}, {"log_every", "1"}, {"checkpoint_every", "0"},
+        {"val_every", "0"}, {"keep", "2"},
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) CHECK(tandem_config_set(cfg, kv[i][0], kv[i][1]));
+    char v[32];
+    snprintf(v, sizeof v, "%d", MAX_STEPS);
+    CHECK(tandem_config_set(cfg, "max_steps", v));
+    snprintf(v, sizeof v, "%llu", (unsigned long long)(seed % 1000000));
+    CHECK(tandem_config_set(cfg, "seed", v));
+    snprintf(cfg->train_data, sizeof cfg->train_data, "%s", train);
+    snprintf(cfg->out, sizeof cfg->out, "%s", out);
+}
+
+typedef struct step_log {
+    int n;
+    double loss[64];
+    int skipped[64];
+} step_log;
+
+static void on_step(void *ctx, const tandem_step_result *r) {
+    step_log *l = ctx;
+    if (l->n < 64) {
+        l->loss[l->n] = r->loss;
+        l->skipped[l->n] = r->skipped;
+    }
+    l->n++;
+}
+
+/* One trainer run; returns its status (the message stays in tandem_last_error). */
+static tandem_status train(const tandem_config *cfg, const char *resume, int64_t run_steps,
+                           int64_t nan_from, int64_t nan_count, step_log *log,
+                           tandem_trainer_summary *sum) {
+    tandem_trainer_options o;
+    memset(&o, 0, sizeof o);
+    o.cfg = cfg;
+    o.backend = backend;
+    o.resume_dir = resume;
+    o.quiet = 1;
+    o.run_steps = run_steps;
+    o.nonfinite_from = nan_from;
+    o.nonfinite_count = nan_count;
+    o.on_step = on_step;
+    o.on_step_ctx = log;
+    tandem_trainer *t = NULL;
+    tandem_status st = tandem_trainer_create(&o, &t);
+    if (st == TANDEM_OK) st = tandem_trainer_run(t, sum);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", tandem_last_error());
+    tandem_trainer_destroy(t);
+    if (st != TANDEM_OK) tandem_fail(st, "%s", msg);
+    return st;
+}
+
+/* ---- an independent minimal safetensors check ---------------------------------------------- */
+
+typedef struct jcur {
+    const char *p, *end;
+} jcur;
+
+static void jws(jcur *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\t' || *c->p == '\r')) c->p++;
+}
+static int jeat(jcur *c, char ch) {
+    jws(c);
+    if (c->p < c->end && *c->p == ch) {
+        c->p++;
+        return 1;
+    }
+    return 0;
+}
+/* A string without escapes other than \" and \\ and \n (enough for our names and values);
+ * copies at most cap - 1 bytes. */
+static int jstr(jcur *c, char *out, size_t cap) {
+    jws(c);
+    if (c->p >= c->end || *c->p != '"') return 0;
+    size_t n = 0;
+    for (c->p++; c->p < c->end && *c->p != '"'; c->p++) {
+        char ch = *c->p;
+        if (ch == '\\') {
+            if (++c->p >= c->end) return 0;
+            ch = *c->p == 'n' ? '\n' : *c->p;
+        }
+        if (n + 1 < cap) out[n++] = ch;
+    }
+    if (c->p >= c->end) return 0;
+    c->p++;
+    out[n] = 0;
+    return 1;
+}
+static int juint(jcur *c, uint64_t *v) {
+    jws(c);
+    if (c->p >= c->end || *c->p < '0' || *c->p > '9') return 0;
+    *v = 0;
+    while (c->p < c->end && *c->p >= '0' && *c->p <= '9') *v = *v * 10 + (uint64_t)(*c->p++ - '0');
+    return 1;
+}
+
+typedef struct st_range {
+    uint64_t begin, end;
+} st_range;
+
+static int cmp_range(const void *a, const void *b) {
+    const st_range *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* Parses path; returns the number of tensors; fails the test on any inconsistency. Counts
+ * the metadata keys that a resume needs in *meta_found. */
+static int check_safetensors(const char *path, int *meta_found) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)size);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    assert_true(size >= 8);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i]; /* little-endian u64 */
+    assert_true(8 + hlen <= (uint64_t)size);
+    const uint64_t data_bytes = (uint64_t)size - 8 - hlen;
+    jcur c = {(const char *)buf + 8, (const char *)buf + 8 + hlen};
+    assert_true(jeat(&c, '{'));
+    st_range *ranges = calloc(4096, sizeof *ranges);
+    int n = 0;
+    *meta_found = 0;
+    char key[256], s[256];
+    do {
+        assert_true(jstr(&c, key, sizeof key));
+        assert_true(jeat(&c, ':'));
+        assert_true(jeat(&c, '{'));
+        if (!strcmp(key, "__metadata__")) {
+            do {
+                char *val = malloc(1 << 20);
+                assert_true(jstr(&c, s, sizeof s));
+                assert_true(jeat(&c, ':'));
+                assert_true(jstr(&c, val, 1 << 20));
+                static const char *const need[] = {"format_version", "step", "config",
+                                                   "sampler_epoch", "sampler_position",
+                                                   "rng_state", "symbols", "skipped_in_row"};
+                for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) *meta_found += !strcmp(s, need[i]);
+                free(val);
+            } while (jeat(&c, ','));
+            assert_true(jeat(&c, '}'));
+            continue;
+        }
+        char dtype[16] = "";
+        uint64_t numel = 1, b = 0, e = 0;
+        int have_shape = 0, have_off = 0;
+        do {
+            assert_true(jstr(&c, s, sizeof s));
+            assert_true(jeat(&c, ':'));
+            if (!strcmp(s, "dtype")) assert_true(jstr(&c, dtype, sizeof dtype));
+            else if (!strcmp(s, "shape")) {
+                assert_true(jeat(&c, '['));
+                if (!jeat(&c, ']')) {
+                    do {
+                        uint64_t d;
+                        assert_true(juint(&c, &d));
+                        numel *= d;
+                    } while (jeat(&c, ','));
+                    assert_true(jeat(&c, ']'));
+                }
+                have_shape = 1;
+            } else if (!strcmp(s, "data_offsets")) {
+                assert_true(jeat(&c, '['));
+                assert_true(juint(&c, &b));
+                assert_true(jeat(&c, ','));
+                assert_true(juint(&c, &e));
+                assert_true(jeat(&c, ']'));
+                have_off = 1;
+            } else
+                fail_msg("%s: tensor %s: unexpected field '%s'", path, key, s);
+        } while (jeat(&c, ','));
+        assert_true(jeat(&c, '}'));
+        if (!have_shape || !have_off || strcmp(dtype, "F32"))
+            fail_msg("%s: tensor %s: dtype '%s' (expected F32), shape %d, offsets %d", path, key,
+                     dtype, have_shape, have_off);
+        if (e - b != numel * 4 || e < b || e > data_bytes)
+            fail_msg("%s: tensor %s: offsets [%llu, %llu) for %llu floats, data %llu bytes", path,
+                     key, (unsigned long long)b, (unsigned long long)e, (unsigned long long)numel,
+                     (unsigned long long)data_bytes);
+        assert_true(n < 4096);
+        ranges[n].begin = b;
+        ranges[n++].end = e;
+    } while (jeat(&c, ','));
+    assert_true(jeat(&c, '}'));
+    jws(&c);
+    assert_true(c.p == c.end); /* only padding spaces after the object */
+    assert_true((8 + hlen) % 8 == 0);
+    qsort(ranges, (size_t)n, sizeof *ranges, cmp_range);
+    uint64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        assert_true(ranges[i].begin == at); /* contiguous, no overlap, no gap */
+        at = ranges[i].end;
+    }
+    assert_true(at == data_bytes);
+    free(ranges);
+    free(buf);
+    return n;
+}
+
+/* ---- tests ----------------------------------------------------------------------------------- */
+
+static void compare_checkpoints(const char *a, const char *b) {
+    tandem_st_file *fa, *fb;
+    CHECK(tandem_st_open(a, &fa));
+    CHECK(tandem_st_open(b, &fb));
+    assert_int_equal(tandem_st_count(fa), tandem_st_count(fb));
+    for (int i = 0; i < tandem_st_count(fa); i++) {
+        const tandem_st_info *x = tandem_st_get(fa, i), *y = tandem_st_find(fb, x->name);
+        assert_non_null(y);
+        assert_int_equal(x->bytes, y->bytes);
+        if (memcmp(x->data, y->data, x->bytes) != 0)
+            fail_msg("tensor %s differs between the straight and the resumed run", x->name);
+    }
+    tandem_st_close(fa);
+    tandem_st_close(fb);
+}
+
+static void test_resume_bit_identical(void **state) {
+    (void)state;
+    char data[300], a[300], b[300];
+    snprintf(data, sizeof data, "%s/resume_data", root);
+    snprintf(a, sizeof a, "%s/straight", root);
+    snprintf(b, sizeof b, "%s/resumed", root);
+    tandem_rng r = {seed};
+    write_corpus(data, 7, &r);
+    tandem_config ca, cb;
+    small_config(&ca, data, a);
+    small_config(&cb, data, b);
+    step_log la = {0}, lb = {0};
+    tandem_trainer_summary s;
+    CHECK(train(&ca, NULL, 0, -1, 0, &la, &s));
+    assert_int_equal(la.n, MAX_STEPS);
+    char last_a[1100];
+    snprintf(last_a, sizeof last_a, "%s", s.checkpoint);
+    CHECK(train(&cb, NULL, MAX_STEPS / 2, -1, 0, &lb, &s));
+    assert_int_equal(lb.n, MAX_STEPS / 2);
+    assert_int_equal(s.last_step, MAX_STEPS / 2);
+    CHECK(train(&cb, b, 0, -1, 0, &lb, &s));
+    assert_int_equal(lb.n, MAX_STEPS);
+    assert_int_equal(s.first_step, MAX_STEPS / 2);
+    for (int i = 0; i < MAX_STEPS; i++)
+        printf("step %d: straight %.17g, %s %.17g\n", i, la.loss[i],
+               i < MAX_STEPS / 2 ? "first half" : "resumed", lb.loss[i]);
+    assert_memory_equal(la.loss, lb.loss, sizeof la.loss[0] * MAX_STEPS);
+    compare_checkpoints(last_a, s.checkpoint);
+    printf("resume: %d steps straight vs %d + resume + %d: losses, parameters and moments "
+           "bit-identical\n", MAX_STEPS, MAX_STEPS / 2, MAX_STEPS / 2);
+
+    int meta = 0;
+    const int n = check_safetensors(s.checkpoint, &meta);
+    printf("checkpoint %s: %d tensors, header and byte ranges consistent, %d of 8 resume "
+           "metadata keys\n", s.checkpoint, n, meta);
+    assert_true(n >= 3 * 10);
+    assert_int_equal(n % 3, 0); /* parameters, adam_m, adam_v */
+    assert_int_equal(meta, 8);
+}
+
+static void test_nonfinite(void **state) {
+    (void)state;
+    char data[300], out[300];
+    snprintf(data, sizeof data, "%s/nan_data", root);
+    snprintf(out, sizeof out, "%s/nan_run", root);
+    tandem_rng r = {seed ^ 0x77};
+    write_corpus(data, 5, &r);
+    tandem_config cfg;
+    small_config(&cfg, data, out);
+    CHECK(tandem_config_set(&cfg, "max_nonfinite", "3"));
+    step_log l = {0};
+    tandem_trainer_summary s;
+    CHECK(train(&cfg, NULL, 0, 2, 2, &l, &s)); /* steps 2 and 3 get NaN gradients */
+    assert_int_equal(l.n, MAX_STEPS);
+    for (int i = 0; i < MAX_STEPS; i++) assert_int_equal(l.skipped[i], i == 2 || i == 3);
+    assert_int_equal(s.skipped, 2);
+    printf("nonfinite: 2 injected steps skipped and counted (summary skipped %lld), run finished\n",
+           (long long)s.skipped);
+
+    step_log l2 = {0};
+    snprintf(cfg.out, sizeof cfg.out, "%s/nan_run2", root);
+    tandem_status st = train(&cfg, NULL, 0, 1, 1000, &l2, &s);
+    printf("nonfinite every step from 1: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_not_equal(st, TANDEM_OK);
+    assert_non_null(strstr(tandem_last_error(), "max_nonfinite = 3"));
+    assert_non_null(strstr(tandem_last_error(), "3 non-finite steps in a row"));
+    assert_int_equal(l2.n, 1 + 3);
+}
+
+/* val_l1 of every metrics line that has one, in order. */
+static int read_val_l1(const char *out, double *v, int cap, int64_t *steps) {
+    char path[400], line[4096];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", out);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "\"val_l1\":");
+        if (!p || n == cap) continue;
+        v[n] = strtod(p + 9, NULL);
+        steps[n++] = strtoll(strstr(line, "\"step\":") + 7, NULL, 10);
+    }
+    fclose(f);
+    return n;
+}
+
+static void test_validation_fixed_subset(void **state) {
+    (void)state;
+    const int sizes[2] = {3, 6};
+    char data[300], val[300], out[300];
+    snprintf(data, sizeof data, "%s/val_train", root);
+    tandem_rng r = {seed ^ 0x99};
+    write_corpus(data, 5, &r);
+    for (int k = 0; k < 2; k++) {
+        snprintf(val, sizeof val, "%s/val_%d", root, sizes[k]);
+        snprintf(out, sizeof out, "%s/val_run_%d", root, sizes[k]);
+        write_corpus(val, sizes[k], &r);
+        tandem_config cfg;
+        small_config(&cfg, data, out);
+        snprintf(cfg.val_data, sizeof cfg.val_data, "%s", val);
+        CHECK(tandem_config_set(&cfg, "val_every", "2"));
+        CHECK(tandem_config_set(&cfg, "val_batches", "2"));
+        CHECK(tandem_config_set(&cfg, "lr", "0")); /* the parameters never change */
+        CHECK(tandem_config_set(&cfg, "max_steps", "6"));
+        step_log l = {0};
+        tandem_trainer_summary s;
+        CHECK(train(&cfg, NULL, 0, -1, 0, &l, &s));
+        double v[8];
+        int64_t steps[8];
+        const int n = read_val_l1(out, v, 8, steps);
+        printf("validation over %d held-out utterances:", sizes[k]);
+        for (int i = 0; i < n; i++) printf(" step %lld val_l1 %.9g;", (long long)steps[i], v[i]);
+        printf("\n");
+        assert_int_equal(n, 3);
+        for (int i = 0; i < n; i++) {
+            assert_int_equal(steps[i], 2 * (i + 1));
+            assert_true(isfinite(v[i]) && v[i] > 0);
+            assert_memory_equal(&v[i], &v[0], sizeof v[0]);
+        }
+        assert_true(s.val_l1_first == s.val_l1_last);
+    }
+}
+
+/* data_gpu 1, model_gpu 0 on two (stand-in) CUDA devices; losses vs the host backend. */
+static void test_device_roles(void **state) {
+    (void)state;
+    if (backend != TANDEM_BACKEND_CUDA) {
+        printf("device roles: host backend run (data_gpu/model_gpu are CUDA ordinals); the "
+               "cuda variant of this test checks them\n");
+        skip();
+    }
+    char data[300], out[300];
+    snprintf(data, sizeof data, "%s/roles_data", root);
+    tandem_rng r = {seed ^ 0x55};
+    write_corpus(data, 4, &r);
+    step_log l[2] = {{0}, {0}};
+    tandem_trainer_summary s[2];
+    for (int k = 0; k < 2; k++) {
+        tandem_config cfg;
+        snprintf(out, sizeof out, "%s/roles_%d", root, k);
+        small_config(&cfg, data, out);
+        CHECK(tandem_config_set(&cfg, "max_steps", "3"));
+        CHECK(tandem_config_set(&cfg, "shuffle", "false"));
+        if (k == 1) {
+            CHECK(tandem_config_set(&cfg, "data_gpu", "1"));
+            CHECK(tandem_config_set(&cfg, "model_gpu", "0"));
+        }
+        backend = k ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST;
+        CHECK(train(&cfg, NULL, 0, -1, 0, &l[k], &s[k]));
+        printf("%s: %s; model busy %.1f %% (%s)\n", k ? "cuda" : "host", s[k].devices,
+               s[k].model_busy_pct, s[k].busy_from_events ? "device events" : "host clocks");
+    }
+    backend = TANDEM_BACKEND_CUDA;
+    assert_non_null(strstr(s[1].devices, "data device: CUDA 1"));
+    assert_non_null(strstr(s[1].devices, "model device: CUDA 0"));
+    assert_int_equal(s[1].busy_from_events, 1);
+    assert_int_equal(s[0].busy_from_events, 0);
+    assert_true(s[1].model_busy_pct > 0 && s[1].model_busy_pct <= 100);
+    for (int i = 0; i < 3; i++) {
+        const double rel = fabs(l[1].loss[i] - l[0].loss[i]) / fabs(l[0].loss[i]);
+        printf("step %d: host %.10g, cuda %.10g, relative difference %.2e (limit %.0e)\n", i,
+               l[0].loss[i], l[1].loss[i], rel, TOL_CUDA);
+        assert_true(rel <= TOL_CUDA);
+    }
+}
+
+/* build/tandem train with extra arguments; stderr into err; returns the exit code. */
+static int run_cli(const char *args, char *err, size_t cap) {
+    char cmd[2048], errf[400];
+    snprintf(errf, sizeof errf, "%s/cli_err.txt", root);
+    snprintf(cmd, sizeof cmd, "'%s/tandem' train --quiet --backend host %s >/dev/null 2>'%s'",
+             TANDEM_TEST_BUILD_DIR, args, errf);
+    const int rc = system(cmd);
+    FILE *f = fopen(errf, "r");
+    assert_non_null(f);
+    size_t n = fread(err, 1, cap - 1, f);
+    err[n] = 0;
+    fclose(f);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void test_bad_configs(void **state) {
+    (void)state;
+    if (backend == TANDEM_BACKEND_CUDA) skip(); /* command-line behaviour: host run only */
+    char data[300], yaml[300], args[1200], err[4096];
+    snprintf(data, sizeof data, "%s/cfg_data", root);
+    tandem_rng r = {seed ^ 0x33};
+    write_corpus(data, 3, &r);
+    snprintf(yaml, sizeof yaml, "%s/bad.yaml", root);
+    static const struct {
+        const char *text, *expect[2];
+    } cases[] = {
+        {"batch_size: 2\nlearning_rate: 0.1\n", {"learning_rate", ":2"}},
+        {"seed: 1\nlayers: 2\nbatch_size: many\n", {"batch_size", ":3"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fopen(yaml, "w");
+        assert_non_null(f);
+        fputs(cases[i].text, f);
+        fclose(f);
+        snprintf(args, sizeof args, "--config '%s' --train-data '%s' --out '%s/cfg_out'", yaml, data, root);
+        const int rc = run_cli(args, err, sizeof err);
+        printf("bad config %zu: exit %d: %s", i, rc, err);
+        assert_int_equal(rc, 2);
+        for (int j = 0; j < 2; j++) assert_non_null(strstr(err, cases[i].expect[j]));
+    }
+    snprintf(args, sizeof args, "--train-data '%s' --out '%s/cfg_out' --model-size tiny "
+             "--batch-size 2 --model-gpu-memory 1", data, root);
+    const int rc = run_cli(args, err, sizeof err);
+    printf("tiny plan in a 1 MiB model arena: exit %d: %.300s\n", rc, err);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "model"));
+    assert_true(strstr(err, "budget") || strstr(err, "Budget") || strstr(err, "BUDGET"));
+}
+
+int main(void) {
+    seed = tandem_test_seed("test_trainer");
+    const char *be = getenv("TANDEM_TEST_BACKEND");
+    if (be && !strcmp(be, "cuda")) {
+        backend = TANDEM_BACKEND_CUDA;
+        if (!getenv("TANDEM_TEST_REAL_GPU")) setenv("TANDEM_FAKECUDA_DEVICES", "2", 1);
+    }
+    snprintf(root, sizeof root, "/tmp/tandem_test_trainer_XXXXXX");
+    assert_non_null(mkdtemp(root));
+    char cache[300];
+    snprintf(cache, sizeof cache, "%s/cache", root);
+    setenv("XDG_CACHE_HOME", cache, 1); /* the text cache stays inside the test's directory */
+    const struct CMUnitTest host_tests[] = {
+        cmocka_unit_test(test_resume_bit_identical),
+        cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_validation_fixed_subset),
+        cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_device_roles),
+    };
+    /* On the stand-in (emulated kernels, slow) only the device-role run. */
+    const struct CMUnitTest cuda_tests[] = {
+        cmocka_unit_test(test_device_roles),
+    };
+    const int rc = backend == TANDEM_BACKEND_CUDA
+                       ? cmocka_run_group_tests_name("trainer_cuda", cuda_tests, NULL, NULL)
+                       : cmocka_run_group_tests_name("trainer", host_tests, NULL, NULL);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    return rc;
+}
