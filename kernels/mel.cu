@@ -1,7 +1,6 @@
 /* mel.cu — the log-mel feature kernels (arguments and semantics: kernels/mel.h; host
  * implementations and geometry: kernels/mel_host.c). mel_stft is a block-per-frame FFT; the
- * others are element-wise with a grid-stride loop. The mel projection GEMM runs between
- * mel_stft and mel_log (runtime/mel_device.c). */
+ * others are element-wise with a grid-stride loop (mel_project: one thread per frame and band). */
 #include "dialect.h"
 
 #include "mel.h"
@@ -21,8 +20,8 @@ DEVICE_FN int mel_k_bitrev9(int i) {
 /* One block of 256 threads per frame, frames taken grid-stride. The frame's even/odd samples
  * are packed as re/im of a 512-point complex sequence (bit-reversed into shared memory), 9
  * radix-2 stages run with one butterfly per thread and a barrier after each, and the split
- * step turns the result into the 513 bins of the real 1024-point DFT. Double throughout;
- * the tables are built once per block. Every branch around a barrier depends only on the
+ * step turns the result into the 513 bins of the real 1024-point DFT. Double up to the
+ * power, whose float rounding goes through sqrtf; the tables are built once per block. Every branch around a barrier depends only on the
  * frame index, so the whole block takes it together. */
 KERNEL tandem_k_mel_stft(tandem_k_mel_stft_args a) {
     __shared__ double zr[512], zi[512];        /* the complex sequence */
@@ -80,9 +79,39 @@ KERNEL tandem_k_mel_stft(tandem_k_mel_stft_args a) {
             double orr = 0.5 * (zi[ka] + zi[kb]), oi = -0.5 * (zr[ka] - zr[kb]);
             double re = er + sp_re[k] * orr - sp_im[k] * oi;
             double im = ei + sp_re[k] * oi + sp_im[k] * orr;
-            out[k] = (float)sqrt(re * re + im * im + 1e-9);
+            out[k] = sqrtf((float)(re * re + im * im + 1e-9)); /* as the host: kernels/mel.h */
         }
         __syncthreads(); /* zr/zi are reused by the next frame */
+    }
+}
+
+/* One thread per (frame, band): the band's contiguous bins against its packed weights, in
+ * double. The band table is copied from the argument struct to shared memory once per block. */
+KERNEL tandem_k_mel_project(tandem_k_mel_project_args a) {
+    __shared__ int32_t lo[TANDEM_K_MEL_N_MELS], len[TANDEM_K_MEL_N_MELS], off[TANDEM_K_MEL_N_MELS];
+    for (int m = (int)threadIdx.x; m < TANDEM_K_MEL_N_MELS; m += (int)blockDim.x) {
+        lo[m] = a.bands.lo[m];
+        len[m] = a.bands.len[m];
+        off[m] = a.bands.off[m];
+    }
+    __syncthreads();
+    int64_t n_total = (int64_t)a.batch * a.max_frames * TANDEM_K_MEL_N_MELS;
+    for (int64_t i = mel_k_first(); i < n_total; i += mel_k_stride()) {
+        int64_t row = i / TANDEM_K_MEL_N_MELS;
+        int m = (int)(i % TANDEM_K_MEL_N_MELS);
+        int t = (int)(row % a.max_frames);
+        int b = (int)(row / a.max_frames);
+        int64_t n_len = 0;
+        int frames = tandem_k_mel_item_frames(a.lengths, b, a.max_samples, a.max_frames, &n_len);
+        if (t >= frames) {
+            a.mel[i] = 0.0f;
+            continue;
+        }
+        const float *w = a.weights + off[m];
+        const float *x = a.mag + row * TANDEM_K_MEL_N_BINS + lo[m];
+        double acc = 0.0;
+        for (int j = 0; j < len[m]; j++) acc += (double)w[j] * (double)x[j];
+        a.mel[i] = (float)acc;
     }
 }
 

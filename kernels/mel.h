@@ -1,13 +1,14 @@
 /* mel.h — argument structs of the log-mel feature kernels (kernels/mel.cu), the device half
- * of the recipe in runtime/mel.h, and the sequential FFT that their host implementations and
- * the runtime's host path share (kernels/mel_host.c). Between the kernels, the mel projection
- * is a GEMM (runtime/mel_device.c):
+ * of the recipe in runtime/mel.h, and the per-frame host STFT that their host implementations
+ * and the runtime's host path share (kernels/mel_host.c):
  *
  *   mel_stft       audio [B, S] + lengths → |STFT| [B * F, 513]: reflect pad, framing,
- *                  periodic Hann, 1024-point real FFT and sqrt(re^2 + im^2 + 1e-9), all in
- *                  double (a float STFT misses the 1e-3 log-mel tolerance on bands near the
- *                  1e-5 floor next to loud ones), stored float
- *   GEMM           |X| @ filterbank^T ([80, 513] stored) → mel [B * F, 80]
+ *                  periodic Hann and the 1024-point real FFT in double (a float STFT misses
+ *                  the 1e-3 log-mel tolerance on bands near the 1e-5 floor next to loud ones),
+ *                  then sqrtf of the power re^2 + im^2 + 1e-9 rounded to float, stored float
+ *   mel_project    |STFT| [B * F, 513] → mel [B * F, 80]: each Slaney band over its own
+ *                  contiguous nonzero bins only (about 740 weights instead of 80 x 513),
+ *                  accumulated in double, stored float
  *   mel_log        ln(max(mel, 1e-5)) on real frames, 0 on padded ones → [B, F, 80]
  *   mel_targets    frame counts, frame mask and stop targets from the lengths
  *
@@ -26,7 +27,8 @@
 #define TANDEM_K_MEL_N_BINS 513
 #define TANDEM_K_MEL_N_MELS 80
 
-/* mag[b * F + t, k] = sqrt(re^2 + im^2 + 1e-9) of DFT_1024(w * frame_t)[k] for t < T_b, else 0;
+/* mag[b * F + t, k] = sqrtf((float)(re^2 + im^2 + 1e-9)) of DFT_1024(w * frame_t)[k] for
+ * t < T_b, else 0;
  * frame_t[n] = x_b[reflect(256 t + n - 384)] (numpy "reflect" padding of x_b[0, len_b),
  * repeated when len_b <= 384), w the periodic Hann window. One block of exactly
  * TANDEM_K_MEL_STFT_THREADS threads per frame (grid-stride over frames). */
@@ -38,6 +40,27 @@ typedef struct tandem_k_mel_stft_args {
     int64_t max_samples;
     int batch, max_frames;
 } tandem_k_mel_stft_args;
+
+/* The mel filterbank in sparse form: band m has weights weights[off[m] + j] on bins lo[m] + j,
+ * j < len[m] (its nonzero range, 0 <= lo, lo + len <= 513), packed one band after another.
+ * Small enough (960 bytes) to travel in the argument struct. */
+typedef struct tandem_k_mel_bands {
+    int32_t lo[TANDEM_K_MEL_N_MELS];
+    int32_t len[TANDEM_K_MEL_N_MELS];
+    int32_t off[TANDEM_K_MEL_N_MELS];
+} tandem_k_mel_bands;
+
+/* mel[b * F + t, m] = sum_{j < len[m]} weights[off[m] + j] * mag[b * F + t, lo[m] + j] for
+ * t < T_b (accumulated in double, stored float), else 0 (padded frames are not projected). */
+typedef struct tandem_k_mel_project_args {
+    const float *mag;       /* [batch * max_frames, 513] */
+    const float *weights;   /* [sum of len] packed band weights */
+    const int32_t *lengths; /* [batch] */
+    float *mel;             /* [batch * max_frames, 80] */
+    int64_t max_samples;
+    int batch, max_frames;
+    tandem_k_mel_bands bands;
+} tandem_k_mel_project_args;
 
 /* out[b, t, m] = ln(max(mel[b * F + t, m], 1e-5)) for t < T_b, else 0 */
 typedef struct tandem_k_mel_log_args {
@@ -81,19 +104,35 @@ TANDEM_HD int64_t tandem_k_mel_reflect(int64_t j, int64_t len) {
 }
 
 #ifndef __CUDACC__
-/* The sequential FFT (host C only): tables for a 1024-point real DFT computed as a 512-point
- * complex radix-2 FFT of the even/odd samples packed as re/im plus the split step; all double. */
-typedef struct tandem_mel_fft_tables {
-    double window[TANDEM_K_MEL_N_FFT];         /* periodic Hann, double */
-    double tw_re[TANDEM_K_MEL_N_FFT / 4];      /* e^{-2 pi i j / 512}, j < 256 */
-    double tw_im[TANDEM_K_MEL_N_FFT / 4];
-    double sp_re[TANDEM_K_MEL_N_FFT / 2 + 1];  /* e^{-2 pi i k / 1024}, k <= 512 */
-    double sp_im[TANDEM_K_MEL_N_FFT / 2 + 1];
-    uint16_t bitrev[TANDEM_K_MEL_N_FFT / 2];   /* 9-bit bit reversal */
-} tandem_mel_fft_tables;
-void tandem_mel_fft_tables_init(tandem_mel_fft_tables *t);
-/* mag[k] = sqrt(|DFT_1024(window * frame)[k]|^2 + 1e-9), k < 513; frame is unwindowed. */
-void tandem_mel_fft_magnitude(const tandem_mel_fft_tables *t, const double *frame, double *mag);
+#include <math.h>
+
+/* ---- the host STFT and projection (host C only; kernels/mel_host.c) ----
+ * Shared by the kernels' host implementations and runtime/mel.c's host path, so both compute
+ * the same numbers. The FFT is FFTW's double r2c (built with TANDEM_HAVE_FFTW, HOST_FFT=fftw)
+ * or the project's own radix-2 FFT (a 512-point complex FFT of the even/odd samples plus the
+ * split step, as the device kernel does), both in double. */
+
+/* Prepare the host FFT once per process: the window, the built-in FFT's tables and, with FFTW,
+ * its plan (planning allocates, so call this before committing a pool; tandem_mel_plan_prepare
+ * and tandem_mel_host_create do). Thread-safe and idempotent; the frame functions below call it
+ * too, as a fallback. Returns 0, or -1 if FFTW could not make a plan (the built-in FFT is used). */
+int tandem_mel_fft_prepare(void);
+/* "fftw" or "built-in": which FFT the host frame functions use (after prepare). */
+const char *tandem_mel_fft_name(void);
+
+/* |STFT| of frame t of x[0, len) (len >= 1): samples x[reflect(start + n)], n < 1024, with
+ * start = 256 t - 384, times the window, real FFT in double, then
+ * mag[k] = sqrtf((float)(re^2 + im^2 + 1e-9)), k < 513. Allocation-free; any thread. */
+void tandem_mel_frame_magnitude(const float *x, int64_t len, int64_t start, float *mag);
+
+/* logf(fmaxf(v, 1e-5f)) with the maximum written out (libm's fmaxf is a call here, not an
+ * instruction); a NaN v gives ln(1e-5) as fmaxf's does. */
+static inline float tandem_mel_log_floor(float v) { return logf(v > 1e-5f ? v : 1e-5f); }
+
+/* One frame's projection: mel[m] = sum_j weights[off[m] + j] * mag[lo[m] + j] (double
+ * accumulation, rounded to float), m < 80. */
+void tandem_mel_project_frame(const tandem_k_mel_bands *bands, const float *weights, const float *mag,
+                              float *mel);
 #endif
 
 #endif

@@ -36,6 +36,7 @@
     X(row_sum_f32, basic)                                                                 \
     X(gemm_f32, gemm_kernel)                                                              \
     X(mel_stft, mel)                                                                      \
+    X(mel_project, mel)                                                                   \
     X(mel_log, mel)                                                                       \
     X(mel_targets, mel)                                                                   \
     X(layernorm_fwd, layers)                                                              \

@@ -1,6 +1,6 @@
-/* mel.c — the log-mel recipe's filterbank and its host path (see mel.h). The FFT is the
- * project's own (kernels/mel_host.c, shared with the mel_stft kernel's host implementation):
- * a 1024-point real DFT as a 512-point complex radix-2 FFT plus the split step, in double. */
+/* mel.c — the log-mel recipe's filterbank, its sparse band form and the host path (see mel.h).
+ * The per-frame STFT and projection are kernels/mel_host.c's (shared with the kernels' host
+ * implementations), so the host path and the device path on a host device agree bit for bit. */
 #include "mel.h"
 
 #include <math.h>
@@ -8,7 +8,7 @@
 
 #include "log.h"
 #include "os.h"
-#include "registry.h" /* kernels/mel.h: the shared FFT (tandem_mel_fft_*) */
+#include "registry.h" /* kernels/mel.h: the per-frame STFT and projection */
 
 #define N_FFT TANDEM_MEL_N_FFT
 #define N_BINS TANDEM_MEL_N_BINS
@@ -72,28 +72,44 @@ void tandem_mel_filterbank_f32(float *fb) {
     }
 }
 
+/* Nonzero range of each float row, packed. */
+int tandem_mel_bands(struct tandem_k_mel_bands *bands, float *weights) {
+    double pts[N_MELS + 2], row[N_BINS];
+    mel_points(pts);
+    int total = 0;
+    for (int m = 0; m < N_MELS; m++) {
+        mel_row(pts, m, row);
+        int lo = 0, hi = N_BINS;
+        while (lo < N_BINS && (float)row[lo] == 0.0f) lo++;
+        while (hi > lo && (float)row[hi - 1] == 0.0f) hi--;
+        if (bands) {
+            bands->lo[m] = lo;
+            bands->len[m] = hi - lo;
+            bands->off[m] = total;
+        }
+        if (weights)
+            for (int k = lo; k < hi; k++) weights[total + k - lo] = (float)row[k];
+        total += hi - lo;
+    }
+    return total;
+}
+
 /* ---- host path ---- */
 
 struct tandem_mel_host {
-    float fb[N_MELS * N_BINS];  /* [80, 513] float filterbank, as on the device */
-    int band_lo[N_MELS];        /* first and one-past-last nonzero bin of each band */
-    int band_hi[N_MELS];
-    tandem_mel_fft_tables fft;  /* window and twiddles (kernels/mel_host.c) */
+    tandem_k_mel_bands bands;
+    float weights[]; /* packed band weights (tandem_mel_bands) */
 };
 
 tandem_status tandem_mel_host_create(tandem_mel_host **out) {
-    tandem_mel_host *m = (tandem_mel_host *)tandem_calloc(1, sizeof *m);
-    if (!m) return tandem_fail(TANDEM_E_NOMEM, "mel host tables: %zu bytes", sizeof *m);
-    tandem_mel_filterbank_f32(m->fb);
-    for (int b = 0; b < N_MELS; b++) {
-        const float *row = m->fb + (size_t)b * N_BINS;
-        int lo = 0, hi = N_BINS;
-        while (lo < N_BINS && row[lo] == 0.0f) lo++;
-        while (hi > lo && row[hi - 1] == 0.0f) hi--;
-        m->band_lo[b] = lo;
-        m->band_hi[b] = hi;
-    }
-    tandem_mel_fft_tables_init(&m->fft);
+    if (!out) return tandem_fail(TANDEM_E_INVALID, "tandem_mel_host_create: NULL out");
+    const int n = tandem_mel_bands(NULL, NULL);
+    const size_t bytes = sizeof(tandem_mel_host) + sizeof(float) * (size_t)n;
+    tandem_mel_host *m = (tandem_mel_host *)tandem_calloc(1, bytes);
+    if (!m) return tandem_fail(TANDEM_E_NOMEM, "mel host tables: %zu bytes", bytes);
+    tandem_mel_bands(&m->bands, m->weights);
+    if (tandem_mel_fft_prepare() != 0)
+        tandem_logf(TANDEM_LOG_WARN, "log-mel: FFTW could not plan a 1024-point r2c transform; using the built-in FFT");
     *out = m;
     return TANDEM_OK;
 }
@@ -109,28 +125,17 @@ tandem_status tandem_mel_host_compute(const tandem_mel_host *m, const float *aud
         return tandem_fail(TANDEM_E_BUDGET,
                            "log-mel: %lld samples give %lld frames, more than max_frames %d",
                            (long long)len, (long long)t_count, max_frames);
-    double frame[N_FFT], mag[N_BINS];
+    float mag[N_BINS], mel[N_MELS];
     for (int64_t t = 0; t < t_count; t++) {
-        int64_t start = t * TANDEM_MEL_HOP - TANDEM_MEL_PAD;
-        if (start >= 0 && start + N_FFT <= len) {
-            for (int n = 0; n < N_FFT; n++) frame[n] = audio[start + n];
-        } else {
-            for (int n = 0; n < N_FFT; n++) frame[n] = audio[tandem_mel_reflect(start + n, len)];
-        }
-        tandem_mel_fft_magnitude(&m->fft, frame, mag); /* windowed inside */
+        tandem_mel_frame_magnitude(audio, len, t * TANDEM_MEL_HOP - TANDEM_MEL_PAD, mag);
+        tandem_mel_project_frame(&m->bands, m->weights, mag, mel);
         float *row = out + t * N_MELS;
-        for (int b = 0; b < N_MELS; b++) {
-            const float *w = m->fb + (size_t)b * N_BINS;
-            double acc = 0.0;
-            for (int k = m->band_lo[b]; k < m->band_hi[b]; k++) acc += (double)w[k] * mag[k];
-            row[b] = (float)log(acc > (double)TANDEM_MEL_LOG_FLOOR ? acc : (double)TANDEM_MEL_LOG_FLOOR);
-        }
+        for (int b = 0; b < N_MELS; b++) row[b] = tandem_mel_log_floor(mel[b]); /* as mel_log */
     }
     memset(out + t_count * N_MELS, 0, sizeof(float) * (size_t)(max_frames - t_count) * N_MELS);
     *frames = (int)t_count;
     return TANDEM_OK;
 }
-
 tandem_status tandem_mel_host_batch(const tandem_mel_host *m, const float *audio,
                                     const int32_t *lengths, int batch, int64_t max_samples,
                                     float *out, int max_frames, int32_t *frames) {

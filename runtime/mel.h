@@ -1,9 +1,10 @@
 /* mel.h — the log-mel recipe of DESIGN.md §6 and its host implementation.
  *
- * Owns: the recipe's constants, the Slaney filterbank (built in double), the reflect padding
- * rule, and a host log-mel path with the project's own radix-2 real FFT (kernels/mel_host.c,
- * shared with the STFT kernel's host implementation; window and FFT in double). The device
- * path (kernels + a GEMM on a stream) is runtime/mel_device.h; both compute this recipe:
+ * Owns: the recipe's constants, the Slaney filterbank (built in double) and its sparse band
+ * form, the reflect padding rule, and a host log-mel path made of the same per-frame pieces as
+ * the kernels' host implementations (kernels/mel_host.c: window and FFT in double, FFTW or the
+ * built-in radix-2 FFT; projection over each band's nonzero bins). The device path (kernels on
+ * a stream) is runtime/mel_device.h; both compute this recipe:
  *
  *   x[0..len) at 22050 Hz, no pre-emphasis
  *   y = reflect_pad(x, 384 each side)            (n_fft - hop) / 2, numpy "reflect": the edge
@@ -15,9 +16,11 @@
  *                                                inside the right pad; samples past it (fewer
  *                                                than one hop) do not start a frame
  *   w[n] = 0.5 - 0.5 cos(2 pi n / 1024)          periodic Hann (double)
- *   S[t, k] = sqrt(re^2 + im^2 + 1e-9)           k < 513, DFT of w * frame in double,
- *                                                (the device path stores it float)
- *   M[t, m] = sum_k fb[m, k] S[t, k]             80 Slaney bands, 0..8000 Hz, area-normalised
+ *   S[t, k] = sqrt(re^2 + im^2 + 1e-9)           k < 513, DFT of w * frame in double; the
+ *                                                power rounded to float, sqrtf, stored float
+ *   M[t, m] = sum_k fb[m, k] S[t, k]             80 Slaney bands, 0..8000 Hz, area-normalised;
+ *                                                float weights, double sum over the band's
+ *                                                nonzero bins, stored float
  *   out[t, m] = ln(max(M[t, m], 1e-5))
  *
  * Batches are fixed-shape: out [max_frames, 80] per item, rows t >= T are zero.
@@ -67,10 +70,19 @@ double tandem_mel_mel_to_hz(double mel);
 void tandem_mel_filterbank_f64(double *fb); /* [80, 513] */
 /* The same rounded to float (what the host path and the device use). */
 void tandem_mel_filterbank_f32(float *fb); /* [80, 513] */
+
+/* The float filterbank in sparse form (kernels/mel.h): band m's nonzero bins are
+ * [lo[m], lo[m] + len[m]), its weights packed at weights[off[m] ...], bands in order. Fills
+ * bands (if non-NULL) and weights (if non-NULL; room for the returned count) and returns the
+ * number of packed weights, the same on every call (about 740 of the 41,040). */
+struct tandem_k_mel_bands;
+int tandem_mel_bands(struct tandem_k_mel_bands *bands, float *weights);
+
 /* ---- host path ---- */
 
-/* Precomputed tables (float filterbank, double window and FFT twiddles). Immutable after create, so one
- * instance may be shared by any number of threads. */
+/* Precomputed tables (the packed band weights; the window and FFT are kernels/mel_host.c's,
+ * process-wide, prepared by create). Immutable after create, so one instance may be shared by
+ * any number of threads. */
 typedef struct tandem_mel_host tandem_mel_host;
 tandem_status tandem_mel_host_create(tandem_mel_host **out);
 void tandem_mel_host_free(tandem_mel_host *m);

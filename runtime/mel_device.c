@@ -1,4 +1,4 @@
-/* mel_device.c — the log-mel recipe as kernels + a GEMM on a stream (see mel_device.h). */
+/* mel_device.c — the log-mel recipe as kernels on a stream (see mel_device.h). */
 #include "mel_device.h"
 
 #include <stdio.h>
@@ -8,8 +8,6 @@
 #include "log.h"
 #include "mel.h"
 #include "os.h"
-
-#define N_CONST_FB ((size_t)TANDEM_MEL_N_MELS * TANDEM_MEL_N_BINS)
 
 static tandem_status declare(tandem_pool *pool, const char *prefix, const char *name,
                              tandem_dtype dt, int ndim, int64_t d0, int64_t d1, int64_t d2,
@@ -41,9 +39,9 @@ tandem_status tandem_mel_plan_declare(tandem_pool *pool, tandem_device *dev, con
     TANDEM_TRY(declare(pool, prefix, "frames", TANDEM_I32, 1, batch, 0, 0, P, 0, 0, &p->frames));
     TANDEM_TRY(declare(pool, prefix, "mask", TANDEM_F32, 2, batch, max_frames, 0, P, 0, 0, &p->mask));
     TANDEM_TRY(declare(pool, prefix, "stop", TANDEM_F32, 2, batch, max_frames, 0, P, 0, 0, &p->stop));
-    TANDEM_TRY(declare(pool, prefix, "filterbank", TANDEM_F32, 2, TANDEM_MEL_N_MELS, TANDEM_MEL_N_BINS, 0, P, 0, 0,
-                       &p->filterbank));
-    /* ops: 0 STFT, 1 mel GEMM, 2 log, 3 targets */
+    p->n_weights = tandem_mel_bands(&p->bands, NULL);
+    TANDEM_TRY(declare(pool, prefix, "filterbank", TANDEM_F32, 1, p->n_weights, 0, 0, P, 0, 0, &p->filterbank));
+    /* ops: 0 STFT, 1 band projection, 2 log, 3 targets */
     TANDEM_TRY(declare(pool, prefix, "mag", TANDEM_F32, 2, rows, TANDEM_MEL_N_BINS, 0, S, o, o + 1, &p->mag));
     TANDEM_TRY(declare(pool, prefix, "mel_lin", TANDEM_F32, 2, rows, TANDEM_MEL_N_MELS, 0, S, o + 1, o + 2,
                        &p->mel_lin));
@@ -53,13 +51,15 @@ tandem_status tandem_mel_plan_declare(tandem_pool *pool, tandem_device *dev, con
 
 tandem_status tandem_mel_plan_prepare(tandem_mel_plan *p, tandem_device *dev) {
     if (!p || !dev || !p->audio) return tandem_fail(TANDEM_E_INVALID, "mel plan prepare: NULL argument or plan not declared");
-    const int64_t rows = (int64_t)p->batch * p->max_frames;
-    tandem_gemm_shape proj = {0, 1, rows, TANDEM_MEL_N_MELS, TANDEM_MEL_N_BINS, 1};
-    TANDEM_TRY(tandem_gemm_prepare(dev, &proj));
-    if (p->host_consts) return TANDEM_OK;
-    p->host_consts = (float *)tandem_malloc(sizeof(float) * N_CONST_FB);
-    if (!p->host_consts) return tandem_fail(TANDEM_E_NOMEM, "mel plan: host copy of the filterbank");
-    tandem_mel_filterbank_f32(p->host_consts);
+    tandem_device_info info;
+    TANDEM_TRY(tandem_device_get_info(dev, &info));
+    /* the host kernels' FFT: FFTW plans (and allocates) here, before the pool is committed */
+    if (info.backend == TANDEM_BACKEND_HOST && tandem_mel_fft_prepare() != 0)
+        tandem_logf(TANDEM_LOG_WARN, "log-mel: FFTW could not plan a 1024-point r2c transform; using the built-in FFT");
+    if (p->host_consts || p->uploaded) return TANDEM_OK;
+    p->host_consts = (float *)tandem_malloc(sizeof(float) * (size_t)p->n_weights);
+    if (!p->host_consts) return tandem_fail(TANDEM_E_NOMEM, "mel plan: host copy of the filterbank (%d weights)", p->n_weights);
+    tandem_mel_bands(NULL, p->host_consts);
     return TANDEM_OK;
 }
 
@@ -68,7 +68,7 @@ tandem_status tandem_mel_upload_constants(tandem_mel_plan *p, tandem_stream *s) 
     if (!p->host_consts)
         return tandem_fail(TANDEM_E_STATE, "mel filterbank: %s", p->uploaded ? "already uploaded"
                            : "plan not prepared (tandem_mel_plan_prepare before commit)");
-    TANDEM_TRY(tandem_tensor_upload(s, p->filterbank, p->host_consts, sizeof(float) * N_CONST_FB));
+    TANDEM_TRY(tandem_tensor_upload(s, p->filterbank, p->host_consts, sizeof(float) * (size_t)p->n_weights));
     /* the copy may still be in flight on cuda: wait before freeing its source */
     TANDEM_TRY(tandem_stream_sync(s));
     tandem_free(p->host_consts);
@@ -101,8 +101,18 @@ tandem_status tandem_mel_batch(tandem_mel_plan *p, tandem_stream *s) {
     sa.max_frames = p->max_frames;
     TANDEM_TRY(TANDEM_LAUNCH(s, mel_stft, &sa));
 
-    /* mel_lin [rows, 80] = mag [rows, 513] @ filterbank^T (stored [80, 513]) */
-    TANDEM_TRY(tandem_gemm(s, 0, 1, 1.0f, p->mag, p->filterbank, 0.0f, p->mel_lin));
+    /* mel_lin [rows, 80]: each band over its nonzero bins of mag [rows, 513] */
+    tandem_k_mel_project_args pa;
+    memset(&pa, 0, sizeof pa);
+    pa.mag = DEV_F32(p->mag);
+    pa.weights = DEV_F32(p->filterbank);
+    pa.lengths = DEV_I32(p->lengths);
+    pa.mel = DEV_F32(p->mel_lin);
+    pa.max_samples = p->max_samples;
+    pa.batch = p->batch;
+    pa.max_frames = p->max_frames;
+    pa.bands = p->bands;
+    TANDEM_TRY(TANDEM_LAUNCH(s, mel_project, &pa));
 
     tandem_k_mel_log_args la;
     memset(&la, 0, sizeof la);

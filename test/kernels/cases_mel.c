@@ -10,12 +10,16 @@
  * Tolerances (normalised squared error, kcase.h):
  *   mel_stft: 1e-12 — host and kernel run the same double FFT; nvcc's double cos/sin and FMA
  *     contraction move results by ~1e-16 relative, far below the float rounding of the output.
+ *   mel_project: 1e-12 — both sides sum in double (in different orders: ~1e-16 relative)
+ *     and round to float. Band tables: the recipe's (tandem_mel_bands) for the first size,
+ *     random ones for the others (empty bands, one-bin bands, a band ending at bin 512, overlaps).
  *   mel_targets: 1e-12 — exact.
  *   mel_log: 1e-10 — one logf per element; CUDA's logf may differ from libm's by an ulp.
  */
 #include <stdio.h>
 
 #include "kcase.h"
+#include "mel.h" /* runtime/mel.h: tandem_mel_bands */
 
 typedef struct mel_shape {
     int batch, max_frames;
@@ -74,6 +78,53 @@ static void stft_bind(const tandem_kcase *c, void *const *bufs, void *args) {
 }
 const tandem_kcase_spec tandem_kcase_mel_stft = {(int)(sizeof stft_shapes / sizeof stft_shapes[0]), stft_make,
                                                  stft_bind};
+
+/* ---- mel_project: mag [B * F, 513], weights, lengths [B] → mel [B * F, 80] ---- */
+/* The band table of a case: the recipe's for seed 0, else random from the seed (bind() runs
+ * once per copy, so the table is rebuilt from the seed rather than kept). Returns the weights. */
+static int project_bands(uint64_t seed, tandem_k_mel_bands *bands) {
+    if (seed == 0) return tandem_mel_bands(bands, NULL);
+    tandem_rng r = {seed};
+    int total = 0;
+    for (int m = 0; m < TANDEM_K_MEL_N_MELS; m++) {
+        int lo = (int)tandem_rng_int(&r, 0, TANDEM_K_MEL_N_BINS - 1);
+        int len = (int)tandem_rng_int(&r, 0, 40);
+        if (m == 0) len = 0;                                           /* empty band */
+        if (m == 1) len = 1;                                           /* one bin */
+        if (m == TANDEM_K_MEL_N_MELS - 1) lo = TANDEM_K_MEL_N_BINS - 7; /* up to the last bin */
+        if (len > TANDEM_K_MEL_N_BINS - lo) len = TANDEM_K_MEL_N_BINS - lo;
+        bands->lo[m] = lo;
+        bands->len[m] = len;
+        bands->off[m] = total;
+        total += len;
+    }
+    return total;
+}
+static void project_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    mel_shape s = pick_shape(idx, rng);
+    shape_to_case(&s, c);
+    c->i[3] = idx == 0 ? 0 : (int64_t)(tandem_rng_next(rng) >> 1) | 1; /* band table seed */
+    tandem_k_mel_bands bands;
+    int n_weights = project_bands((uint64_t)c->i[3], &bands);
+    int64_t rows = (int64_t)s.batch * s.max_frames;
+    tandem_kcase_set_buf(c, 0, "mag", TANDEM_F32, rows * TANDEM_K_MEL_N_BINS, TANDEM_KB_IN, 0.0f, 2.0f);
+    tandem_kcase_set_buf(c, 1, "weights", TANDEM_F32, n_weights, TANDEM_KB_IN, 0.0f, 0.05f);
+    set_lengths(c, 2, &s);
+    tandem_kcase_set_buf(c, 3, "mel", TANDEM_F32, rows * TANDEM_K_MEL_N_MELS, TANDEM_KB_OUT, 0, 0);
+    c->tol = 1e-12;
+}
+static void project_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_mel_project_args *a = (tandem_k_mel_project_args *)args;
+    a->mag = (const float *)bufs[0];
+    a->weights = (const float *)bufs[1];
+    a->lengths = (const int32_t *)bufs[2];
+    a->mel = (float *)bufs[3];
+    a->batch = (int)c->i[0];
+    a->max_frames = (int)c->i[1];
+    a->max_samples = c->i[2];
+    project_bands((uint64_t)c->i[3], &a->bands);
+}
+const tandem_kcase_spec tandem_kcase_mel_project = {N_SHAPES, project_make, project_bind};
 
 /* ---- mel_log: mel [B * F, 80], lengths [B] → out [B, F, 80] ---- */
 static void log_make(int idx, tandem_rng *rng, tandem_kcase *c) {
