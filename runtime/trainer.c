@@ -449,10 +449,23 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
     int64_t n_meas = 0, wn = 0;
     tandem_status st = TANDEM_OK;
     int saved_at_end = 0;
+    /* A fresh run validates the initial parameters too (a metrics line for step 0 with only
+     * val_l1 / val_stop_bce): the reference a convergence check compares the end with. */
+    if (t->vpipe && t->cfg.val_every > 0 && t->st.step == 0) {
+        double vl1 = 0, vbce = 0;
+        st = validate(t, &vl1, &vbce);
+        if (st == TANDEM_OK) {
+            S.val_l1_first = S.val_l1_last = vl1;
+            tandem_metrics_begin(t->metrics, 0);
+            tandem_metrics_set(t->metrics, "val_l1", vl1);
+            tandem_metrics_set(t->metrics, "val_stop_bce", vbce);
+            st = tandem_metrics_end(t->metrics);
+        }
+    }
     const uint64_t run_t0 = tandem_now_ns();
     const int64_t run_end = t->opt.run_steps > 0 ? t->st.step + t->opt.run_steps : max_steps;
     const int A = d->micro_batches;
-    while (t->st.step < max_steps && t->st.step < run_end && !t->stop) {
+    while (st == TANDEM_OK && t->st.step < max_steps && t->st.step < run_end && !t->stop) {
         const uint64_t t0 = tandem_now_ns();
         double wait = 0, audio_s = 0;
         for (int a = 0; a < A && st == TANDEM_OK; a++) {
@@ -465,10 +478,12 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
             if (a == 0) st = tandem_train_begin(&t->model, t->s);
             if (st == TANDEM_OK) st = tandem_train_micro(&t->model, t->s, &t->optim, &mb, a);
             if (st == TANDEM_OK && t->use_events) st = tandem_event_record(t->ev[2 * a + 1], t->s);
+            /* v.pos points into the slot's metadata, which the producer rewrites once the
+             * slot is released: read it first. */
+            advance_pos(t, &v);
+            audio_s += v.audio_seconds;
             tandem_status rs = tandem_pipeline_release(t->pipe, v.slot);
             if (st == TANDEM_OK) st = rs;
-            audio_s += v.audio_seconds;
-            advance_pos(t, &v);
         }
         if (st != TANDEM_OK) break;
         const int64_t k = t->st.step - t->opt.nonfinite_from;

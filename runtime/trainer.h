@@ -20,7 +20,8 @@
  *
  * Output in cfg.out: metrics.jsonl (one object per logged step: step, loss, l1, stop_bce, lr,
  * grad_norm, step_ms, data_wait_ms, model_busy_pct, data_busy_pct, samples_per_s, x_realtime,
- * step_cv, skipped, and val_l1 / val_stop_bce when validated), ckpt-<step>.safetensors (every
+ * step_cv, skipped, and val_l1 / val_stop_bce when validated; a fresh run with validation
+ * also writes a step-0 line with only val_l1 / val_stop_bce, the initial parameters' values), ckpt-<step>.safetensors (every
  * parameter under its table name, AdamW moments as adam_m.<name> / adam_v.<name>, metadata:
  * config, step, updates, skipped, skipped_in_row, rng_state, sampler position, symbols).
  * Resume: the newest valid checkpoint of the resume directory restores parameters, moments,
