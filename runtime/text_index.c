@@ -505,6 +505,8 @@ static uint64_t split_rng(uint64_t *s) { /* splitmix64 */
 
 tandem_status tandem_text_index_split(const tandem_text_index_config *cfg, tandem_text_index *ix) {
     uint32_t n = ix->count;
+    /* a cache file can claim zero records (a build never writes one); nothing to split */
+    if (n == 0) return tandem_fail(TANDEM_E_INVALID, "index: no utterances to split into train and val");
     uint8_t *is_val = tandem_calloc(n ? n : 1, 1);
     if (!is_val) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
     uint32_t n_val = 0;
