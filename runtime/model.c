@@ -292,9 +292,11 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
 
     decl_ctx pc = {pool, TANDEM_PERSISTENT, 0, 0};
     TANDEM_TRY(decl(&pc, &m->params, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.params"));
-    TANDEM_TRY(decl(&pc, &m->grads, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.grads"));
-    TANDEM_TRY(decl(&pc, &m->adam_m, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.adam_m"));
-    TANDEM_TRY(decl(&pc, &m->adam_v, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.adam_v"));
+    if (!d->forward_only) {
+        TANDEM_TRY(decl(&pc, &m->grads, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.grads"));
+        TANDEM_TRY(decl(&pc, &m->adam_m, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.adam_m"));
+        TANDEM_TRY(decl(&pc, &m->adam_v, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.adam_v"));
+    }
     TANDEM_TRY(decl(&pc, &m->stop_weight, TANDEM_F32, 2, B, d->frames, 0, 0, "model.stop_weight"));
     TANDEM_TRY(decl(&pc, &m->losses, TANDEM_F32, 2, d->micro_batches + 1, 2, 0, 0, "model.losses"));
     TANDEM_TRY(decl(&pc, &m->norm_sq, TANDEM_F32, 1, 1, 0, 0, 0, "model.norm_sq"));
@@ -353,6 +355,7 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     TANDEM_TRY(decl(&c, &m->loss_partials, TANDEM_F32, 1, np_l1 > np_bce ? np_l1 : np_bce, 0, 0, 0,
                     "model.loss_partials"));
 
+    if (d->forward_only) return TANDEM_OK; /* inference: nothing of the backward */
     c = per_step(pool, out_b, out_b);
     TANDEM_TRY(decl(&c, &m->dhf, TANDEM_F32, 3, B, T, D, 0, "model.d_ln_f"));
     c = per_step(pool, out_b, in_b);
@@ -455,9 +458,11 @@ tandem_status tandem_model_init_params(tandem_model *m, tandem_stream *s, uint64
     if (tandem_tensor_addr(m->params) == 0)
         return tandem_fail(TANDEM_E_STATE, "model init: the pool is not committed");
     TANDEM_TRY(tandem_op_fill(s, m->params, 0.0f));
-    TANDEM_TRY(tandem_op_fill(s, m->grads, 0.0f));
-    TANDEM_TRY(tandem_op_fill(s, m->adam_m, 0.0f));
-    TANDEM_TRY(tandem_op_fill(s, m->adam_v, 0.0f));
+    if (!m->dims.forward_only) {
+        TANDEM_TRY(tandem_op_fill(s, m->grads, 0.0f));
+        TANDEM_TRY(tandem_op_fill(s, m->adam_m, 0.0f));
+        TANDEM_TRY(tandem_op_fill(s, m->adam_v, 0.0f));
+    }
     TANDEM_TRY(tandem_op_fill(s, m->stop_weight, 1.0f));
     for (int i = 0; i < m->n_params; i++) {
         const tandem_model_param *p = &m->param[i];

@@ -48,6 +48,8 @@ typedef struct tandem_model_dims {
     int seq;              /* T = Tt + Tm */
     int vocab;            /* V: symbol table size */
     int micro_batches;    /* grad_accum: loss slots per step */
+    int forward_only;     /* 1: inference (tandem synth): no gradients, AdamW moments or
+                             backward tensors are declared; backward is refused */
 } tandem_model_dims;
 
 /* From a checked config (model keys, batch_size, grad_accum) and the symbol table size. */

@@ -97,7 +97,9 @@ static tandem_status read_config(tandem_synth *s, const tandem_st_file *f) {
     icfg.batch_size = 1;
     icfg.grad_accum = 1;
     icfg.precision = TANDEM_PRECISION_FP32; /* checkpoints hold fp32 master weights */
-    return tandem_model_dims_from_config(&icfg, &s->dims);
+    TANDEM_TRY(tandem_model_dims_from_config(&icfg, &s->dims));
+    s->dims.forward_only = 1; /* parameters and activations only */
+    return TANDEM_OK;
 }
 
 static tandem_status declare(tandem_synth *s) {

@@ -14,7 +14,8 @@
  * at the first frame whose stop probability sigmoid(logit) passes 0.5 (that frame is the last one
  * kept: training's stop target is 1 from the last real frame on), or at max_frames.
  *
- * Owns: the device, its pool (the model of runtime/model.h declared with B = 1, plus the
+ * Owns: the device, its pool (the model of runtime/model.h declared with B = 1 and
+ * forward_only — parameters and activations, no gradients or optimizer state — plus the
  * batch tensors), host buffers for the generated mel, the stop logits and the audio, and a
  * Griffin-Lim handle, all made at open; run allocates nothing on the device side (the text
  * normaliser may grow its scratch for a longer text). Not thread-safe per handle. */

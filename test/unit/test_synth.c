@@ -7,7 +7,8 @@
  *     a first run's logits makes generation stop at a later step k exactly;
  *   * WAV (decoded with libsndfile) and .npy (parsed here) outputs, also through `tandem synth`
  *     when the binary is built;
- *   * bad checkpoints and unknown characters give errors naming the problem. */
+ *   * bad checkpoints and unknown characters give errors naming the problem.
+ * TANDEM_TEST_BACKEND=cuda runs synthesis on cuda device 0 (the stand-in driver, or a GPU). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +39,7 @@ enum { TM = F / R, T = TT + TM, DH = D / H, FF = 4 * D, G = R * NM };
 
 static char g_dir[256];
 static uint64_t g_seed;
+static tandem_backend g_backend = TANDEM_BACKEND_HOST;
 
 /* ---- a random checkpoint ------------------------------------------------------------------ */
 
@@ -164,7 +166,7 @@ static tandem_synth *open_synth(const char *path) {
     tandem_synth_options o;
     memset(&o, 0, sizeof o);
     o.checkpoint = path;
-    o.backend = TANDEM_BACKEND_HOST;
+    o.backend = g_backend;
     tandem_synth *s = NULL;
     tandem_status st = tandem_synth_open(&o, &s);
     if (st != TANDEM_OK) fail_msg("synth open %s: %s", path, tandem_last_error());
@@ -466,8 +468,8 @@ static void test_outputs(void **state) {
     snprintf(bin, sizeof bin, "%s/tandem", TANDEM_TEST_BUILD_DIR);
     if (access(bin, X_OK) == 0) {
         snprintf(cmd, sizeof cmd, "%s synth --checkpoint %s --text hello --out %s/c.wav --mel-out "
-                 "%s/c.npy --max-frames 11 --gl-iters 4 --backend host > %s/c.log 2>&1", bin, path,
-                 g_dir, g_dir, g_dir);
+                 "%s/c.npy --max-frames 11 --gl-iters 4 --backend %s > %s/c.log 2>&1", bin, path,
+                 g_dir, g_dir, g_backend == TANDEM_BACKEND_CUDA ? "cuda" : "host", g_dir);
         assert_int_equal(system(cmd), 0);
         snprintf(wav, sizeof wav, "%s/c.wav", g_dir);
         snprintf(npy, sizeof npy, "%s/c.npy", g_dir);
@@ -490,7 +492,7 @@ static void expect_open_error(const char *path, tandem_status want, const char *
     tandem_synth_options o;
     memset(&o, 0, sizeof o);
     o.checkpoint = path;
-    o.backend = TANDEM_BACKEND_HOST;
+    o.backend = g_backend;
     tandem_synth *s = NULL;
     tandem_status st = tandem_synth_open(&o, &s);
     printf("  %s → %s: %s\n", path, tandem_status_name(st), tandem_last_error());
@@ -579,6 +581,8 @@ static void test_bad_text(void **state) {
 
 int main(void) {
     g_seed = tandem_test_seed("test_synth");
+    const char *be = getenv("TANDEM_TEST_BACKEND");
+    if (be && !strcmp(be, "cuda")) g_backend = TANDEM_BACKEND_CUDA;
     snprintf(g_dir, sizeof g_dir, "/tmp/tandem_test_synth_%d", (int)getpid());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matches_reference), cmocka_unit_test(test_stop_constant),
