@@ -15,6 +15,8 @@
 
 #define CHUNK_FLOATS 16384 /* interleaved samples read per sf_readf_float call */
 #define MAX_RATE 768000
+/* libsamplerate converts by ratios in [1/256, 256]: 22050 / 256 = 86.1 Hz is the lowest rate */
+#define MIN_RATE 87
 
 /* sf_open is not thread-safe and reports open failures through a global; both opens and
  * closes run under this lock. Reads on distinct SNDFILE handles need no lock. */
@@ -91,9 +93,9 @@ static tandem_status check_header(const char *path, const SF_INFO *info) {
     if (info->channels < 1 || info->channels > CHUNK_FLOATS)
         return tandem_fail(TANDEM_E_FORMAT, "audio %s: %d channels (expected 1..%d)", path,
                            info->channels, CHUNK_FLOATS);
-    if (info->samplerate < 1 || info->samplerate > MAX_RATE)
-        return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample rate %d Hz (expected 1..%d)", path,
-                           info->samplerate, MAX_RATE);
+    if (info->samplerate < MIN_RATE || info->samplerate > MAX_RATE)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample rate %d Hz (expected %d..%d)", path,
+                           info->samplerate, MIN_RATE, MAX_RATE);
     if (info->frames <= 0)
         return tandem_fail(TANDEM_E_FORMAT, "audio %s: no audio frames (empty or truncated file)", path);
     return TANDEM_OK;
