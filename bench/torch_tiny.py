@@ -19,8 +19,8 @@ Key mask as in runtime/model_fwd.c: text key t is real when t < text length, mel
 j·r < frame length; combined with the causal mask.
 
 A training step = zero grads, forward, loss, backward, clip, AdamW (what tandem_train_step does
-with grad_accum 1). Timed with time.perf_counter after warm-up; the median and spread printed
-as RESULT lines.
+with grad_accum 1). Timed with time.perf_counter (wall) and time.process_time (CPU time of all
+the process's threads) after warm-up; the median and spread printed as RESULT lines.
 
 Attention: --attention sdpa (torch.nn.functional.scaled_dot_product_attention with a boolean
 mask: what a PyTorch user writes) or explicit (scores materialised, softmax, P·V: what Tandem's
@@ -28,11 +28,13 @@ host backend does today). Both are the same function.
 
 Usage: torch_tiny.py [--size tiny|base] [--batch B] [--threads T] [--steps N] [--warmup W]
                      [--attention sdpa|explicit] [--vocab V] [--params-only] [--seed S]
-                     [--times-out FILE]
+                     [--times-out FILE] [--checkpoint TANDEM.safetensors]
 """
 import argparse
+import json
 import math
 import statistics
+import struct
 import sys
 import time
 
@@ -55,16 +57,19 @@ class Block(nn.Module):
     def __init__(self, d, heads, attention):
         super().__init__()
         self.heads, self.dh, self.attention = heads, d // heads, attention
+        # Submodule names give Tandem's checkpoint tensor names (layers.N.attn.qkv.weight, ...).
         self.ln1 = nn.LayerNorm(d, eps=1e-5)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.out = nn.Linear(d, d)
+        self.attn = nn.Module()
+        self.attn.qkv = nn.Linear(d, 3 * d)
+        self.attn.out = nn.Linear(d, d)
         self.ln2 = nn.LayerNorm(d, eps=1e-5)
-        self.fc = nn.Linear(d, 4 * d)
-        self.proj = nn.Linear(4 * d, d)
+        self.mlp = nn.Module()
+        self.mlp.fc = nn.Linear(d, 4 * d)
+        self.mlp.proj = nn.Linear(4 * d, d)
 
     def forward(self, x, allowed):  # x [B, T, d]; allowed [B, 1, T, T] bool (True = attend)
         B, T, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)             # [B, T, d] each
+        q, k, v = self.attn.qkv(self.ln1(x)).split(d, dim=-1)             # [B, T, d] each
         q, k, v = (t.view(B, T, self.heads, self.dh).transpose(1, 2) for t in (q, k, v))
         if self.attention == "sdpa":
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)  # [B, H, T, dh]
@@ -72,8 +77,8 @@ class Block(nn.Module):
             s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.dh))     # [B, H, T, T]
             p = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
             o = p @ v
-        x = x + self.out(o.transpose(1, 2).reshape(B, T, d))
-        return x + self.proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        x = x + self.attn.out(o.transpose(1, 2).reshape(B, T, d))
+        return x + self.mlp.proj(F.gelu(self.mlp.fc(self.ln2(x)), approximate="tanh"))
 
 
 class TandemModel(nn.Module):
@@ -119,6 +124,40 @@ def n_params(cfg, vocab):
     g = r * N_MELS
     per_layer = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (4 * d * d + 4 * d) + (4 * d * d + d)
     return vocab * d + T * d + (g * d + d) + L * per_layer + 2 * d + (d * g + g) + (d * r + r)
+
+
+def read_safetensors(path):
+    """Tensors of a safetensors file (8-byte little-endian header length, JSON header, data),
+    parsed here so the check needs no package besides torch. Returns {name: tensor}."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, h in header.items():
+        if name == "__metadata__":
+            continue
+        if h["dtype"] != "F32":
+            raise ValueError(f"{path}: tensor {name} is {h['dtype']}; expected F32")
+        a, b = h["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[a:b]), dtype=torch.float32).reshape(h["shape"])
+    return out
+
+
+def load_tandem_checkpoint(model, path):
+    """Copy a Tandem checkpoint's parameters (its tensors without the adam_m./adam_v. moments)
+    into the module; the names and shapes must match exactly, both ways."""
+    params = {k: v for k, v in read_safetensors(path).items() if not k.startswith(("adam_m.", "adam_v."))}
+    mine = dict(model.named_parameters())
+    if set(params) != set(mine):
+        raise ValueError(f"{path}: names differ: only in the checkpoint {sorted(set(params) - set(mine))}, "
+                         f"only in the module {sorted(set(mine) - set(params))}")
+    for k, v in params.items():
+        if tuple(v.shape) != tuple(mine[k].shape):
+            raise ValueError(f"{path}: {k} is {tuple(v.shape)} in the checkpoint, {tuple(mine[k].shape)} here")
+        with torch.no_grad():
+            mine[k].copy_(v)
+    return len(params), sum(v.numel() for v in params.values())
 
 
 def make_batch(cfg, vocab, gen):
@@ -170,6 +209,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--params-only", action="store_true", help="print parameter counts and exit")
     ap.add_argument("--times-out", default="", help="append each timed step's ms to this file")
+    ap.add_argument("--checkpoint", default="",
+                    help="a Tandem checkpoint (safetensors) of the same size: its parameters are "
+                         "loaded (names and shapes must match exactly) before timing")
     a = ap.parse_args()
 
     for name, c in SIZES.items():
@@ -186,6 +228,14 @@ def main():
     if counted != n_params(cfg, a.vocab):
         print("error: module parameter count differs from the closed form", file=sys.stderr)
         return 1
+    if a.checkpoint:
+        try:
+            n_t, n_el = load_tandem_checkpoint(model, a.checkpoint)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(f"PARAMS size={a.size} tandem_checkpoint={n_el} tensors={n_t} names_and_shapes=equal "
+              f"({a.checkpoint})")
     if a.params_only:
         return 0
 
@@ -215,23 +265,25 @@ def main():
           f"heads={cfg['heads']} r={cfg['r']} max_text={cfg['max_text']} "
           f"max_frames={cfg['max_frames']} seq={cfg['max_text'] + cfg['max_frames'] // cfg['r']} "
           f"threads={torch.get_num_threads()} attention={a.attention} torch={torch.__version__}")
-    times, losses = [], []
+    times, cpu, losses = [], [], []
     for i in range(a.warmup + a.steps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         losses.append(step(i))
-        dt = (time.perf_counter() - t0) * 1e3
+        dt, dc = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
         if i >= a.warmup:
             times.append(dt)
+            cpu.append(dc)  # CPU time of all the process's threads (spin-waits included)
     if a.times_out:
         with open(a.times_out, "a") as f:
-            f.writelines(f"{t:.3f}\n" for t in times)
+            f.writelines(f"{t:.3f} {c:.3f}\n" for t, c in zip(times, cpu))
     med = statistics.median(times)
     q = statistics.quantiles(times, n=10, method="inclusive") if len(times) >= 2 else [med] * 9
     cv = statistics.pstdev(times) / statistics.fmean(times) * 100 if len(times) > 1 else 0.0
     print(f"LOSS first={losses[0]:.4f} last={losses[-1]:.4f}")
     print(f"RESULT torch_step_ms size={a.size} attention={a.attention} threads={a.threads} "
           f"batch={cfg['batch']} n={len(times)} median={med:.1f} p10={q[0]:.1f} p90={q[-1]:.1f} "
-          f"min={min(times):.1f} max={max(times):.1f} cv_pct={cv:.1f}")
+          f"min={min(times):.1f} max={max(times):.1f} cv_pct={cv:.1f} "
+          f"cpu_median={statistics.median(cpu):.1f}")
     return 0
 
 
