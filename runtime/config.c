@@ -16,6 +16,7 @@
 #include "log.h"
 #include "strbuf.h"
 #include "os.h"
+#include "utf8.h"
 
 typedef enum key_type { K_INT, K_INT64, K_FLOAT, K_STRING, K_BOOL, K_ENUM } key_type;
 
@@ -132,7 +133,7 @@ static void expected_text(const key_spec *k, char *buf, size_t cap) {
         else snprintf(buf, cap, "an integer in [%lld, %lld]", (long long)k->imin, (long long)k->imax);
         break;
     case K_FLOAT: snprintf(buf, cap, "a number in [%g, %g]", k->fmin, k->fmax); break;
-    case K_STRING: snprintf(buf, cap, "a string of at most %zu bytes", k->size - 1); break;
+    case K_STRING: snprintf(buf, cap, "a UTF-8 string of at most %zu bytes", k->size - 1); break;
     case K_BOOL: snprintf(buf, cap, "true or false"); break;
     case K_ENUM: snprintf(buf, cap, "one of %s", k->choices); break;
     }
@@ -235,8 +236,9 @@ static tandem_status set_key(tandem_config *cfg, int ki, const char *value, cons
         break;
     }
     case K_STRING: {
-        size_t n = strlen(value);
-        if (n >= k->size) return fail_value(o, k, value);
+        size_t n = strlen(value), bad;
+        /* YAML text is UTF-8 already; an override may not be, and the dump must load back */
+        if (n >= k->size || !tandem_utf8_validate(value, n, &bad)) return fail_value(o, k, value);
         memset(field, 0, k->size); /* no stale tail: equal configs compare equal bytewise */
         memcpy(field, value, n);
         break;
@@ -442,12 +444,35 @@ tandem_status tandem_config_load(tandem_config *cfg, const char *path) {
 
 /* ---- dump ----------------------------------------------------------------------------------- */
 
+/* Code points a YAML reader refuses raw (C1 controls, U+FFFE/U+FFFF) or reads as line breaks
+ * or a byte-order mark (NEL, U+2028, U+2029, U+FEFF): written as \u escapes so the dump loads
+ * back to the same string. */
+static int needs_u_escape(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff || cp == 0xfffe ||
+           cp == 0xffff;
+}
+
 static void dump_string(tandem_strbuf *o, const char *s) {
     tandem_strbuf_printf(o, "\"");
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') tandem_strbuf_printf(o, "\\%c", *c);
-        else if (*c < 0x20 || *c == 0x7f) tandem_strbuf_printf(o, "\\x%02x", *c);
-        else tandem_strbuf_printf(o, "%c", *c);
+    const unsigned char *c = (const unsigned char *)s;
+    size_t left = strlen(s);
+    while (left) {
+        uint32_t cp;
+        int k = tandem_utf8_decode(c, left, &cp);
+        if (k == 0) { /* not UTF-8 (set and load refuse it): at least keep the byte visible */
+            tandem_strbuf_printf(o, "\\x%02x", *c);
+            k = 1;
+        } else if (cp == '"' || cp == '\\') {
+            tandem_strbuf_printf(o, "\\%c", (int)cp);
+        } else if (cp < 0x20 || cp == 0x7f) {
+            tandem_strbuf_printf(o, "\\x%02x", (unsigned)cp);
+        } else if (needs_u_escape(cp)) {
+            tandem_strbuf_printf(o, "\\u%04x", (unsigned)cp);
+        } else {
+            tandem_strbuf_printf(o, "%.*s", k, (const char *)c);
+        }
+        c += k;
+        left -= (size_t)k;
     }
     tandem_strbuf_printf(o, "\"");
 }
