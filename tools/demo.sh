@@ -7,14 +7,14 @@
 # Training: configs/tiny.yaml with a short warm-up (20 steps; the config's 200 would last the
 # whole demo), validation every 50 steps on the held-out corpus.
 # env:   DEMO_STEPS (default 200: about 5 minutes of training on a 2-core host at batch 8),
-#        DEMO_TRAIN_SECONDS (default 300: training gets SIGINT after this long — it finishes the
+#        DEMO_TRAIN_SECONDS (default 360: training gets SIGINT after this long — it finishes the
 #        step, writes its checkpoint and exits 0 — so a busy machine still ends the demo in time),
 #        DEMO_COUNT (training utterances, default 64), DEMO_VAL_COUNT (held-out, default 8)
 set -euo pipefail
 build=$1; out=$2
 tandem="$build/tandem"
 steps=${DEMO_STEPS:-200}
-budget=${DEMO_TRAIN_SECONDS:-300}
+budget=${DEMO_TRAIN_SECONDS:-360}
 t0=$(date +%s)
 mkdir -p "$out"
 log() { printf '\n== %s\n' "$*"; }
