@@ -1,4 +1,5 @@
-/* gemm_kernel.cu — the fatbin's own f32 GEMM, used on cuda when cuBLASLt is absent.
+/* gemm_kernel.cu — the fatbin's own GEMMs (f32, and bf16 inputs with f32 accumulation), used on
+ * cuda when cuBLASLt is absent.
  *
  * Row-major semantics of gemm_kernel.h: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b].
  * Each block computes a GEMM_BM x GEMM_BN tile of C with 16 x 16 threads, each thread a
@@ -22,87 +23,101 @@
 #define GEMM_RN (GEMM_BN / GEMM_TX) /* columns per thread */
 #define GEMM_THREADS (GEMM_TX * GEMM_TY)
 
-KERNEL tandem_k_gemm_f32(tandem_k_gemm_f32_args a) {
-    /* a_tile[kk][mm] = op(A)[m0 + mm][k0 + kk], b_tile[kk][nn] = op(B)[k0 + kk][n0 + nn].
-     * The +1 column staggers banks for the transposing stores of a non-transposed A. */
-    __shared__ float a_tile[GEMM_BK][GEMM_BM + 1];
-    __shared__ float b_tile[GEMM_BK][GEMM_BN + 1];
-
-    const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
-    const int tid = ty * GEMM_TX + tx;
-    const int64_t lda = a.trans_a ? a.m : a.k; /* row length of A as stored */
-    const int64_t ldb = a.trans_b ? a.k : a.n; /* row length of B as stored */
-    const int64_t n0 = (int64_t)blockIdx.x * GEMM_BN;
-
-    for (int64_t bz = blockIdx.z; bz < a.batch; bz += gridDim.z) {
-        const float *A = a.a + bz * a.stride_a; /* [m, k] or [k, m] */
-        const float *B = a.b + bz * a.stride_b; /* [k, n] or [n, k] */
-        float *C = a.c + bz * a.stride_c;       /* [m, n] */
-
-        for (int64_t m0 = (int64_t)blockIdx.y * GEMM_BM; m0 < a.m;
-             m0 += (int64_t)gridDim.y * GEMM_BM) {
-            float acc[GEMM_RM][GEMM_RN];
-            for (int i = 0; i < GEMM_RM; i++)
-                for (int j = 0; j < GEMM_RN; j++) acc[i][j] = 0.0f;
-
-            for (int64_t k0 = 0; k0 < a.k; k0 += GEMM_BK) {
-                /* Stage the A slice; consecutive threads read consecutive addresses of A. */
-                for (int t = tid; t < GEMM_BM * GEMM_BK; t += GEMM_THREADS) {
-                    int mm, kk;
-                    if (a.trans_a) {
-                        kk = t / GEMM_BM;
-                        mm = t % GEMM_BM;
-                    } else {
-                        mm = t / GEMM_BK;
-                        kk = t % GEMM_BK;
-                    }
-                    int64_t gm = m0 + mm, gk = k0 + kk;
-                    float v = 0.0f;
-                    if (gm < a.m && gk < a.k) v = a.trans_a ? A[gk * lda + gm] : A[gm * lda + gk];
-                    a_tile[kk][mm] = v;
-                }
-                /* Stage the B slice, likewise. */
-                for (int t = tid; t < GEMM_BK * GEMM_BN; t += GEMM_THREADS) {
-                    int nn, kk;
-                    if (a.trans_b) {
-                        nn = t / GEMM_BK;
-                        kk = t % GEMM_BK;
-                    } else {
-                        kk = t / GEMM_BN;
-                        nn = t % GEMM_BN;
-                    }
-                    int64_t gn = n0 + nn, gk = k0 + kk;
-                    float v = 0.0f;
-                    if (gn < a.n && gk < a.k) v = a.trans_b ? B[gn * ldb + gk] : B[gk * ldb + gn];
-                    b_tile[kk][nn] = v;
-                }
-                __syncthreads();
-
-                for (int kk = 0; kk < GEMM_BK; kk++) {
-                    float ar[GEMM_RM], br[GEMM_RN];
-                    for (int i = 0; i < GEMM_RM; i++) ar[i] = a_tile[kk][ty + GEMM_TY * i];
-                    for (int j = 0; j < GEMM_RN; j++) br[j] = b_tile[kk][tx + GEMM_TX * j];
-                    for (int i = 0; i < GEMM_RM; i++)
-                        for (int j = 0; j < GEMM_RN; j++) acc[i][j] += ar[i] * br[j];
-                }
-                /* The next slice overwrites the tiles: everyone must be done reading. */
-                __syncthreads();
-            }
-
-            for (int i = 0; i < GEMM_RM; i++) {
-                int64_t gm = m0 + ty + GEMM_TY * i;
-                if (gm >= a.m) continue;
-                for (int j = 0; j < GEMM_RN; j++) {
-                    int64_t gn = n0 + tx + GEMM_TX * j;
-                    if (gn >= a.n) continue;
-                    float *cp = C + gm * a.n + gn;
-                    float v = a.alpha * acc[i][j];
-                    *cp = a.beta == 0.0f ? v : v + a.beta * *cp;
-                }
-            }
-        }
+/* One body for both element types (ELEM and its widening TO_F32 are #defined around each
+ * instance below): the tiles hold f32, so only the staging loads differ. */
+#define GEMM_TILED_BODY                                                                   \
+    /* a_tile[kk][mm] = op(A)[m0 + mm][k0 + kk], b_tile[kk][nn] = op(B)[k0 + kk][n0 + nn].        \
+     * The +1 column staggers banks for the transposing stores of a non-transposed A. */          \
+    __shared__ float a_tile[GEMM_BK][GEMM_BM + 1];                                                \
+    __shared__ float b_tile[GEMM_BK][GEMM_BN + 1];                                                \
+                                                                                                  \
+    const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;                                       \
+    const int tid = ty * GEMM_TX + tx;                                                            \
+    const int64_t lda = a.trans_a ? a.m : a.k; /* row length of A as stored */                    \
+    const int64_t ldb = a.trans_b ? a.k : a.n; /* row length of B as stored */                    \
+    const int64_t n0 = (int64_t)blockIdx.x * GEMM_BN;                                             \
+                                                                                                  \
+    for (int64_t bz = blockIdx.z; bz < a.batch; bz += gridDim.z) {                                \
+        const ELEM *A = a.a + bz * a.stride_a; /* [m, k] or [k, m] */                             \
+        const ELEM *B = a.b + bz * a.stride_b; /* [k, n] or [n, k] */                             \
+        float *C = a.c + bz * a.stride_c;       /* [m, n] */                                      \
+                                                                                                  \
+        for (int64_t m0 = (int64_t)blockIdx.y * GEMM_BM; m0 < a.m;                                \
+             m0 += (int64_t)gridDim.y * GEMM_BM) {                                                \
+            float acc[GEMM_RM][GEMM_RN];                                                          \
+            for (int i = 0; i < GEMM_RM; i++)                                                     \
+                for (int j = 0; j < GEMM_RN; j++) acc[i][j] = 0.0f;                               \
+                                                                                                  \
+            for (int64_t k0 = 0; k0 < a.k; k0 += GEMM_BK) {                                       \
+                /* Stage the A slice; consecutive threads read consecutive addresses of A. */     \
+                for (int t = tid; t < GEMM_BM * GEMM_BK; t += GEMM_THREADS) {                     \
+                    int mm, kk;                                                                   \
+                    if (a.trans_a) {                                                              \
+                        kk = t / GEMM_BM;                                                         \
+                        mm = t % GEMM_BM;                                                         \
+                    } else {                                                                      \
+                        mm = t / GEMM_BK;                                                         \
+                        kk = t % GEMM_BK;                                                         \
+                    }                                                                             \
+                    int64_t gm = m0 + mm, gk = k0 + kk;                                           \
+                    float v = 0.0f;                                                               \
+                    if (gm < a.m && gk < a.k) v = TO_F32(a.trans_a ? A[gk * lda + gm] : A[gm * lda + gk]);\
+                    a_tile[kk][mm] = v;                                                           \
+                }                                                                                 \
+                /* Stage the B slice, likewise. */                                                \
+                for (int t = tid; t < GEMM_BK * GEMM_BN; t += GEMM_THREADS) {                     \
+                    int nn, kk;                                                                   \
+                    if (a.trans_b) {                                                              \
+                        nn = t / GEMM_BK;                                                         \
+                        kk = t % GEMM_BK;                                                         \
+                    } else {                                                                      \
+                        kk = t / GEMM_BN;                                                         \
+                        nn = t % GEMM_BN;                                                         \
+                    }                                                                             \
+                    int64_t gn = n0 + nn, gk = k0 + kk;                                           \
+                    float v = 0.0f;                                                               \
+                    if (gn < a.n && gk < a.k) v = TO_F32(a.trans_b ? B[gn * ldb + gk] : B[gk * ldb + gn]);\
+                    b_tile[kk][nn] = v;                                                           \
+                }                                                                                 \
+                __syncthreads();                                                                  \
+                                                                                                  \
+                for (int kk = 0; kk < GEMM_BK; kk++) {                                            \
+                    float ar[GEMM_RM], br[GEMM_RN];                                               \
+                    for (int i = 0; i < GEMM_RM; i++) ar[i] = a_tile[kk][ty + GEMM_TY * i];       \
+                    for (int j = 0; j < GEMM_RN; j++) br[j] = b_tile[kk][tx + GEMM_TX * j];       \
+                    for (int i = 0; i < GEMM_RM; i++)                                             \
+                        for (int j = 0; j < GEMM_RN; j++) acc[i][j] += ar[i] * br[j];             \
+                }                                                                                 \
+                /* The next slice overwrites the tiles: everyone must be done reading. */         \
+                __syncthreads();                                                                  \
+            }                                                                                     \
+                                                                                                  \
+            for (int i = 0; i < GEMM_RM; i++) {                                                   \
+                int64_t gm = m0 + ty + GEMM_TY * i;                                               \
+                if (gm >= a.m) continue;                                                          \
+                for (int j = 0; j < GEMM_RN; j++) {                                               \
+                    int64_t gn = n0 + tx + GEMM_TX * j;                                           \
+                    if (gn >= a.n) continue;                                                      \
+                    float *cp = C + gm * a.n + gn;                                                \
+                    float v = a.alpha * acc[i][j];                                                \
+                    *cp = a.beta == 0.0f ? v : v + a.beta * *cp;                                  \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
     }
-}
+
+#define ELEM float
+#define TO_F32(x) (x)
+KERNEL tandem_k_gemm_f32(tandem_k_gemm_f32_args a) { GEMM_TILED_BODY }
+#undef ELEM
+#undef TO_F32
+
+#define ELEM tandem_bf16
+#define TO_F32(x) tandem_bf16_to_f32(x)
+KERNEL tandem_k_gemm_bf16(tandem_k_gemm_bf16_args a) { GEMM_TILED_BODY }
+#undef ELEM
+#undef TO_F32
+#undef GEMM_TILED_BODY
 
 /* The kernel sources (kernels/<group>.cu) share one translation unit in the fatbin
  * build: keep these names local. */

@@ -1,5 +1,6 @@
 /* gemm_kernel.h — the fatbin's own GEMM (used on cuda when cuBLASLt is absent).
- * Row-major, f32: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]; see tandem.h. */
+ * Row-major: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]; see tandem.h. A, B f32
+ * (gemm_f32) or bf16 (gemm_bf16); C and the accumulation f32. */
 #ifndef TANDEM_KERNELS_GEMM_KERNEL_H
 #define TANDEM_KERNELS_GEMM_KERNEL_H
 
@@ -14,5 +15,17 @@ typedef struct tandem_k_gemm_f32_args {
     int64_t stride_a, stride_b, stride_c; /* elements between batch items */
     float alpha, beta;
 } tandem_k_gemm_f32_args;
+
+/* The same product with bf16 A and B (mixed precision, runtime/model.h "Precision"): each
+ * bf16 element is widened to f32 exactly, products are accumulated in f32, C stays f32. */
+typedef struct tandem_k_gemm_bf16_args {
+    const tandem_bf16 *a; /* [batch, M, K] or [batch, K, M] when trans_a */
+    const tandem_bf16 *b; /* [batch, K, N] or [batch, N, K] when trans_b */
+    float *c;             /* [batch, M, N] */
+    int m, n, k, batch;
+    int trans_a, trans_b;
+    int64_t stride_a, stride_b, stride_c; /* elements between batch items */
+    float alpha, beta;
+} tandem_k_gemm_bf16_args;
 
 #endif

@@ -1,4 +1,5 @@
-/* gemm_kernel_host.c — launch geometry and host implementation of gemm_f32 (gemm_kernel.cu).
+/* gemm_kernel_host.c — launch geometry and host implementations of gemm_f32 and gemm_bf16
+ * (gemm_kernel.cu).
  *
  * The host implementation is the reference the emulated kernel is compared with: a plain
  * triple loop that accumulates in double, so it is more accurate than any float kernel and
@@ -47,6 +48,39 @@ void tandem_k_gemm_f32_host(const tandem_k_gemm_f32_args *a) {
                 float *cp = C + i * a->n + j;
                 double v = (double)a->alpha * s;
                 /* beta == 0: C is not read (it may hold anything, NaN included). */
+                if (a->beta != 0.0f) v += (double)a->beta * *cp;
+                *cp = (float)v;
+            }
+        }
+    }
+}
+
+/* ---- gemm_bf16: the same tiles; the reference widens each bf16 exactly and sums in double ---- */
+void tandem_k_gemm_bf16_geom(const tandem_k_gemm_bf16_args *a, tandem_launch_dims *d) {
+    tandem_k_gemm_f32_args f;
+    f.m = a->m;
+    f.n = a->n;
+    f.batch = a->batch;
+    tandem_k_gemm_f32_geom(&f, d);
+}
+
+void tandem_k_gemm_bf16_host(const tandem_k_gemm_bf16_args *a) {
+    const int64_t lda = a->trans_a ? a->m : a->k;
+    const int64_t ldb = a->trans_b ? a->k : a->n;
+    for (int64_t bz = 0; bz < a->batch; bz++) {
+        const tandem_bf16 *A = a->a + bz * a->stride_a; /* [m, k] or [k, m] */
+        const tandem_bf16 *B = a->b + bz * a->stride_b; /* [k, n] or [n, k] */
+        float *C = a->c + bz * a->stride_c;             /* [m, n] */
+        for (int64_t i = 0; i < a->m; i++) {
+            for (int64_t j = 0; j < a->n; j++) {
+                double s = 0.0;
+                for (int64_t p = 0; p < a->k; p++) {
+                    double x = tandem_bf16_to_f32(a->trans_a ? A[p * lda + i] : A[i * lda + p]);
+                    double y = tandem_bf16_to_f32(a->trans_b ? B[j * ldb + p] : B[p * ldb + j]);
+                    s += x * y;
+                }
+                float *cp = C + i * a->n + j;
+                double v = (double)a->alpha * s;
                 if (a->beta != 0.0f) v += (double)a->beta * *cp;
                 *cp = (float)v;
             }

@@ -35,6 +35,7 @@
     X(cast_bf16_f32, basic)                                                               \
     X(row_sum_f32, basic)                                                                 \
     X(gemm_f32, gemm_kernel)                                                              \
+    X(gemm_bf16, gemm_kernel)                                                             \
     X(mel_stft, mel)                                                                      \
     X(mel_project, mel)                                                                   \
     X(mel_log, mel)                                                                       \

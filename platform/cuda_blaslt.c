@@ -1,5 +1,8 @@
 /* cuda_blaslt.c — GEMM on the cuda backend: cuBLASLt when it can be loaded, else the fatbin's
- * own gemm_f32 kernel.
+ * own gemm_f32 / gemm_bf16 kernels.
+ *
+ * Types (tandem_gemm_desc): A and B both f32, or both bf16 (CUDA_R_16BF layouts with
+ * CUBLAS_COMPUTE_32F: f32 accumulation); C always f32. The types are part of a plan's key.
  *
  * The API is row-major (tandem.h): C[m,n] = alpha op(A) op(B) + beta C. cuBLASLt is
  * column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
@@ -107,7 +110,8 @@ static const char *lt_status_name(cublasStatus_t s) {
 
 /* "[2 x] 64x32 @ 32x16 (trans_a 0, trans_b 1)" */
 static void shape_text(const tandem_gemm_desc *g, char *buf, size_t cap) {
-    snprintf(buf, cap, "batch %lld: [%lld x %lld]%s @ [%lld x %lld]%s -> [%lld x %lld]", (long long)g->batch,
+    snprintf(buf, cap, "%sbatch %lld: [%lld x %lld]%s @ [%lld x %lld]%s -> [%lld x %lld]",
+             g->a_type == TANDEM_BF16 ? "bf16 " : "", (long long)g->batch,
              (long long)(g->trans_a ? g->k : g->m), (long long)(g->trans_a ? g->m : g->k), g->trans_a ? "^T" : "",
              (long long)(g->trans_b ? g->n : g->k), (long long)(g->trans_b ? g->k : g->n), g->trans_b ? "^T" : "",
              (long long)g->m, (long long)g->n);
@@ -135,7 +139,7 @@ struct tandem_cuda_gemm_plan {
 
 static int same_shape(const tandem_gemm_desc *x, const tandem_gemm_desc *y) {
     if (x->trans_a != y->trans_a || x->trans_b != y->trans_b || x->m != y->m || x->n != y->n || x->k != y->k ||
-        x->batch != y->batch)
+        x->batch != y->batch || x->a_type != y->a_type || x->b_type != y->b_type || x->c_type != y->c_type)
         return 0;
     return x->batch == 1 ||
            (x->stride_a == y->stride_a && x->stride_b == y->stride_b && x->stride_c == y->stride_c);
@@ -155,10 +159,11 @@ static void plan_destroy(tandem_cuda_gemm_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-static tandem_status make_layout(cublasLtMatrixLayout_t *l, int64_t rows, int64_t cols, int64_t batch,
-                                 int64_t stride, const tandem_gemm_desc *g) {
+static tandem_status make_layout(cublasLtMatrixLayout_t *l, tandem_dtype type, int64_t rows, int64_t cols,
+                                 int64_t batch, int64_t stride, const tandem_gemm_desc *g) {
     /* column-major rows x cols, leading dimension rows */
-    LT_TRY(cublasLtMatrixLayoutCreate, (l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols, rows), g);
+    cudaDataType ct = type == TANDEM_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    LT_TRY(cublasLtMatrixLayoutCreate, (l, ct, (uint64_t)rows, (uint64_t)cols, rows), g);
     if (batch > 1) {
         int32_t count = (int32_t)batch;
         LT_TRY(cublasLtMatrixLayoutSetAttribute, (*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), g);
@@ -175,9 +180,11 @@ static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tand
     LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), g);
     LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), g);
     /* our B stored row-major [k, n] (or [n, k] transposed) = column-major [n, k] (or [k, n]) */
-    TANDEM_TRY(make_layout(&p->la, g->trans_b ? g->k : g->n, g->trans_b ? g->n : g->k, g->batch, g->stride_b, g));
-    TANDEM_TRY(make_layout(&p->lb, g->trans_a ? g->m : g->k, g->trans_a ? g->k : g->m, g->batch, g->stride_a, g));
-    TANDEM_TRY(make_layout(&p->lc, g->n, g->m, g->batch, g->stride_c, g));
+    TANDEM_TRY(make_layout(&p->la, g->b_type, g->trans_b ? g->k : g->n, g->trans_b ? g->n : g->k, g->batch,
+                           g->stride_b, g));
+    TANDEM_TRY(make_layout(&p->lb, g->a_type, g->trans_a ? g->m : g->k, g->trans_a ? g->k : g->m, g->batch,
+                           g->stride_a, g));
+    TANDEM_TRY(make_layout(&p->lc, TANDEM_F32, g->n, g->m, g->batch, g->stride_c, g));
     cublasLtMatmulPreference_t pref = NULL;
     LT_TRY(cublasLtMatmulPreferenceCreate, (&pref), g);
     uint64_t ws = TANDEM_CUDA_LT_WORKSPACE;
@@ -196,8 +203,8 @@ static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tand
         return tandem_fail(TANDEM_E_DEVICE, "cublasLtMatmulAlgoGetHeuristic failed: %s (%d) [GEMM %s, device %d]",
                            lt_status_name(s), (int)s, shp, d->ordinal);
     if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS)
-        return tandem_fail(TANDEM_E_UNSUPPORTED, "cuBLASLt has no f32 algorithm for GEMM %s on device %d", shp,
-                           d->ordinal);
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "cuBLASLt has no algorithm for GEMM %s (f32 accumulation) on "
+                           "device %d", shp, d->ordinal);
     p->algo = res.algo;
     return TANDEM_OK;
 }
@@ -251,6 +258,12 @@ tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_des
     shape_text(g, shp, sizeof shp);
     if (g->m < 1 || g->n < 1 || g->k < 1 || g->batch < 1)
         return tandem_fail(TANDEM_E_INVALID, "cuda GEMM %s: every dimension must be >= 1", shp);
+    if (g->c_type != TANDEM_F32 || g->a_type != g->b_type ||
+        (g->a_type != TANDEM_F32 && g->a_type != TANDEM_BF16))
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "cuda GEMM %s: types A %s, B %s, C %s; expected A and B both f32 or both "
+                           "bf16, and C f32", shp, tandem_dtype_name(g->a_type),
+                           tandem_dtype_name(g->b_type), tandem_dtype_name(g->c_type));
     if (!d->lt && (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX))
         return tandem_fail(TANDEM_E_UNSUPPORTED, "cuda GEMM %s: the fatbin GEMM takes dimensions up to %d", shp,
                            INT_MAX);
@@ -302,6 +315,27 @@ tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, floa
                 tandem_cuda_stream(s)),
                g);
         return TANDEM_OK;
+    }
+    if (g->a_type == TANDEM_BF16) {
+        tandem_k_gemm_bf16_args args;
+        memset(&args, 0, sizeof args);
+        args.a = (const tandem_bf16 *)(uintptr_t)a;
+        args.b = (const tandem_bf16 *)(uintptr_t)b;
+        args.c = (float *)(uintptr_t)c;
+        args.m = (int)g->m;
+        args.n = (int)g->n;
+        args.k = (int)g->k;
+        args.batch = (int)g->batch;
+        args.trans_a = g->trans_a;
+        args.trans_b = g->trans_b;
+        args.stride_a = g->stride_a;
+        args.stride_b = g->stride_b;
+        args.stride_c = g->stride_c;
+        args.alpha = alpha;
+        args.beta = beta;
+        tandem_launch_dims dims;
+        tandem_kernel_table[TANDEM_KID_gemm_bf16].geom(&args, &dims);
+        return tandem_cuda_launch(s, TANDEM_KID_gemm_bf16, &dims, &args, sizeof args);
     }
     tandem_k_gemm_f32_args args;
     memset(&args, 0, sizeof args);

@@ -17,13 +17,18 @@
 
 typedef uint64_t tandem_dptr;
 
-/* One GEMM in the row-major convention of tandem.h, on raw device addresses. All matrices
- * f32, dense, leading dimension = row length of the stored matrix; batch strides in elements. */
+/* One GEMM in the row-major convention of tandem.h, on raw device addresses. Dense matrices,
+ * leading dimension = row length of the stored matrix; batch strides in elements. Element
+ * types: f32 unless set (the type fields come last and TANDEM_F32 is 0, so a zero-initialised
+ * or positionally initialised descriptor is all-f32). Mixed precision (runtime/model.h,
+ * "Precision"): A and B both TANDEM_BF16 with f32 accumulation and an f32 C, on cuda only;
+ * the host backend takes f32 only. */
 typedef struct tandem_gemm_desc {
     int trans_a, trans_b;
     int64_t m, n, k;
     int64_t batch;
     int64_t stride_a, stride_b, stride_c; /* elements between batch items (0 when batch == 1) */
+    tandem_dtype a_type, b_type, c_type;  /* TANDEM_F32 (0) or, for a and b, TANDEM_BF16 */
 } tandem_gemm_desc;
 
 typedef struct tandem_backend_ops tandem_backend_ops;

@@ -326,10 +326,21 @@ static tandem_status host_launch(tandem_stream *s, int kernel_id, const tandem_l
     return TANDEM_OK;
 }
 
-static tandem_status host_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *d) {
-    (void)dev;
-    (void)d; /* nothing to choose: the host GEMM handles every shape as it comes */
+/* The host backend trains in fp32 (runtime/model.h, "Precision"): a bf16 operand is refused
+ * rather than read as floats. */
+static tandem_status host_gemm_types(const tandem_device *dev, const tandem_gemm_desc *d) {
+    if (d && (d->a_type != TANDEM_F32 || d->b_type != TANDEM_F32 || d->c_type != TANDEM_F32))
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "host device %d: gemm with A %s, B %s, C %s; the host GEMM takes f32 "
+                           "only (bf16 GEMMs run on cuda devices)",
+                           dev_ordinal(dev), tandem_dtype_name(d->a_type),
+                           tandem_dtype_name(d->b_type), tandem_dtype_name(d->c_type));
     return TANDEM_OK;
+}
+
+static tandem_status host_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *d) {
+    /* nothing to choose: the host GEMM handles every f32 shape as it comes */
+    return host_gemm_types(dev, d);
 }
 
 static tandem_status host_gemm_run(tandem_stream *s, const tandem_gemm_desc *d, float alpha,
@@ -337,6 +348,7 @@ static tandem_status host_gemm_run(tandem_stream *s, const tandem_gemm_desc *d, 
     if (!d || !a || !b || !c)
         return tandem_fail(TANDEM_E_INVALID, "host device %d: gemm with a NULL %s", dev_ordinal(s->dev),
                            !d ? "descriptor" : !a ? "A" : !b ? "B" : "C");
+    TANDEM_TRY(host_gemm_types(s->dev, d));
     return tandem_host_gemm(d, alpha, ptr_of(a), ptr_of(b), beta, ptr_of(c));
 }
 

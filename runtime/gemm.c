@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "device.h"
 #include "log.h"
@@ -23,6 +24,7 @@ static tandem_status check_shape(const char *op, const tandem_gemm_shape *sh) {
 
 /* The descriptor of a dense batch: items packed one after another. */
 static void desc_from_shape(const tandem_gemm_shape *sh, tandem_gemm_desc *d) {
+    memset(d, 0, sizeof *d); /* element types f32: the public GEMM op is f32 */
     d->trans_a = sh->trans_a != 0;
     d->trans_b = sh->trans_b != 0;
     d->m = sh->m;

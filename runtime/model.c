@@ -3,6 +3,7 @@
  * model_bwd.c. */
 #include "model.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -23,11 +24,9 @@
 tandem_status tandem_model_dims_from_config(const tandem_config *cfg, tandem_model_dims *out) {
     if (!cfg || !out) return tandem_fail(TANDEM_E_INVALID, "model dims: NULL argument");
     TANDEM_TRY(tandem_config_check(cfg));
-    if (cfg->precision != TANDEM_PRECISION_FP32)
-        return tandem_fail(TANDEM_E_UNSUPPORTED,
-                           "config: key 'precision': bf16 is not implemented yet; expected fp32");
     tandem_model_dims d;
     memset(&d, 0, sizeof d);
+    d.bf16 = cfg->precision == TANDEM_PRECISION_BF16; /* refused later on a host device */
     d.batch = cfg->batch_size;
     d.d = cfg->d_model;
     d.layers = cfg->layers;
@@ -87,9 +86,11 @@ int tandem_model_phase_opt(const tandem_model *m) { return 4 + 2 * m->dims.layer
 
 /* ---- GEMM descriptors ------------------------------------------------------------------------ */
 
-static tandem_gemm_desc desc(int ta, int tb, int64_t m, int64_t n, int64_t k) {
+static tandem_gemm_desc desc(const tandem_model_dims *dm, int ta, int tb, int64_t m, int64_t n,
+                             int64_t k) {
     tandem_gemm_desc g;
-    memset(&g, 0, sizeof g);
+    memset(&g, 0, sizeof g); /* C f32 */
+    g.a_type = g.b_type = dm->bf16 ? TANDEM_BF16 : TANDEM_F32;
     g.trans_a = ta;
     g.trans_b = tb;
     g.m = m;
@@ -99,17 +100,32 @@ static tandem_gemm_desc desc(int ta, int tb, int64_t m, int64_t n, int64_t k) {
     return g;
 }
 
-tandem_gemm_desc tandem_model_desc_linear(int64_t rows, int64_t in, int64_t out) {
-    return desc(0, 1, rows, out, in);
+tandem_gemm_desc tandem_model_desc_linear(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                          int64_t out) {
+    return desc(dm, 0, 1, rows, out, in);
 }
-tandem_gemm_desc tandem_model_desc_linear_dx(int64_t rows, int64_t in, int64_t out) {
-    return desc(0, 0, rows, in, out);
+tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                             int64_t out) {
+    return desc(dm, 0, 0, rows, in, out);
 }
-tandem_gemm_desc tandem_model_desc_linear_dw(int64_t rows, int64_t in, int64_t out) {
-    return desc(1, 0, out, in, rows);
+tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                             int64_t out) {
+    return desc(dm, 1, 0, out, in, rows);
+}
+tandem_gemm_desc tandem_model_desc_attn(const tandem_model_dims *dm, int ta, int tb) {
+    const int64_t T = dm->seq, dh = dm->head_dim;
+    /* nt: m T, n T, k dh;  nn and tn: m T, n dh, k T */
+    tandem_gemm_desc g = tb ? desc(dm, ta, tb, T, T, dh) : desc(dm, ta, tb, T, dh, T);
+    g.batch = (int64_t)dm->batch * dm->heads;
+    if (g.batch > 1) { /* dense per-head matrices, as runtime/attention.c has them */
+        g.stride_a = g.m * g.k;
+        g.stride_b = g.k * g.n;
+        g.stride_c = g.m * g.n;
+    }
+    return g;
 }
 tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out) {
-    tandem_gemm_desc g = desc(0, 1, dm->mel_len, out, dm->d);
+    tandem_gemm_desc g = desc(dm, 0, 1, dm->mel_len, out, dm->d);
     g.batch = dm->batch;
     g.stride_a = (int64_t)dm->seq * dm->d;
     g.stride_b = 0; /* one weight for every item */
@@ -117,7 +133,7 @@ tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out
     return g;
 }
 tandem_gemm_desc tandem_model_desc_head_dx(const tandem_model_dims *dm, int64_t out) {
-    tandem_gemm_desc g = desc(0, 0, dm->mel_len, dm->d, out);
+    tandem_gemm_desc g = desc(dm, 0, 0, dm->mel_len, dm->d, out);
     g.batch = dm->batch;
     g.stride_a = (int64_t)dm->mel_len * out;
     g.stride_b = 0;
@@ -139,12 +155,12 @@ static tandem_status prepare_gemms(tandem_model *m) {
         {N, d->ff, d->d},     /* MLP proj */
     };
     for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
-        tandem_gemm_desc g = tandem_model_desc_linear(lin[i][0], lin[i][1], lin[i][2]);
+        tandem_gemm_desc g = tandem_model_desc_linear(d, lin[i][0], lin[i][1], lin[i][2]);
         TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
-        g = tandem_model_desc_linear_dw(lin[i][0], lin[i][1], lin[i][2]);
+        g = tandem_model_desc_linear_dw(d, lin[i][0], lin[i][1], lin[i][2]);
         TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
         if (i == 0) continue; /* the prenet's input is data: no dx */
-        g = tandem_model_desc_linear_dx(lin[i][0], lin[i][1], lin[i][2]);
+        g = tandem_model_desc_linear_dx(d, lin[i][0], lin[i][1], lin[i][2]);
         TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
     }
     const int64_t heads[2] = {d->group, d->r};
@@ -154,10 +170,16 @@ static tandem_status prepare_gemms(tandem_model *m) {
         g = tandem_model_desc_head_dx(d, heads[i]);
         TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
         /* the head weight gradient, one item at a time (rows Tm of each item) */
-        g = tandem_model_desc_linear_dw(d->mel_len, d->d, heads[i]);
+        g = tandem_model_desc_linear_dw(d, d->mel_len, d->d, heads[i]);
         TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
     }
-    return tandem_attention_prepare(dev, &m->attn);
+    if (!d->bf16) return tandem_attention_prepare(dev, &m->attn);
+    static const int t[3][2] = {{0, 1}, {0, 0}, {1, 0}}; /* nt, nn, tn */
+    for (int i = 0; i < 3; i++) {
+        tandem_gemm_desc g = tandem_model_desc_attn(d, t[i][0], t[i][1]);
+        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+    }
+    return TANDEM_OK;
 }
 
 /* ---- parameter table --------------------------------------------------------------------------- */
@@ -249,6 +271,24 @@ tandem_dptr tandem_model_param_addr(const tandem_model *m, int idx) {
 tandem_dptr tandem_model_grad_addr(const tandem_model *m, int idx) {
     return tandem_tensor_addr(m->grads) + (tandem_dptr)m->param[idx].offset * sizeof(float);
 }
+tandem_dptr tandem_model_weight_addr(const tandem_model *m, int idx) {
+    if (!m->dims.bf16) return tandem_model_param_addr(m, idx);
+    assert(m->param[idx].offset + m->param[idx].numel <= m->decay_end); /* a linear weight */
+    return tandem_tensor_addr(m->wcopy) + (tandem_dptr)m->param[idx].offset * sizeof(tandem_bf16);
+}
+
+void tandem_model_params_changed(tandem_model *m) {
+    if (m) m->wcopy_stale = 1;
+}
+
+tandem_status tandem_model_cast_weights(tandem_model *m, tandem_stream *s) {
+    if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "model cast weights: NULL argument");
+    if (!m->dims.bf16) return TANDEM_OK;
+    TANDEM_TRY(tandem_model_cast_bf16(s, tandem_tensor_addr(m->params), tandem_tensor_addr(m->wcopy),
+                                      m->decay_end));
+    m->wcopy_stale = 0;
+    return TANDEM_OK;
+}
 
 /* ---- declaration -------------------------------------------------------------------------------- */
 
@@ -289,9 +329,13 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     const int lf_last = tandem_model_phase_layer_fwd(m, (int)L - 1);
     const int lb0 = tandem_model_phase_layer_bwd(m, 0);
     const int lb_last = tandem_model_phase_layer_bwd(m, (int)L - 1);
+    /* GEMM-only activations: bf16 in bf16 mode (model.h, "Precision") */
+    const tandem_dtype ga = d->bf16 ? TANDEM_BF16 : TANDEM_F32;
 
     decl_ctx pc = {pool, TANDEM_PERSISTENT, 0, 0};
     TANDEM_TRY(decl(&pc, &m->params, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.params"));
+    if (d->bf16)
+        TANDEM_TRY(decl(&pc, &m->wcopy, TANDEM_BF16, 1, m->decay_end, 0, 0, 0, "model.weights_bf16"));
     if (!d->forward_only) {
         TANDEM_TRY(decl(&pc, &m->grads, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.grads"));
         TANDEM_TRY(decl(&pc, &m->adam_m, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.adam_m"));
@@ -308,7 +352,7 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     c = per_step(pool, in_f, out_f);
     TANDEM_TRY(decl(&c, &m->l1_weight, TANDEM_F32, 2, B, d->frames, 0, 0, "model.l1_weight"));
     c = per_step(pool, in_f, in_b);
-    TANDEM_TRY(decl(&c, &m->groups, TANDEM_F32, 3, B, d->mel_len, d->group, 0, "model.prenet_in"));
+    TANDEM_TRY(decl(&c, &m->groups, ga, 3, B, d->mel_len, d->group, 0, "model.prenet_in"));
     TANDEM_TRY(decl(&c, &m->pre, TANDEM_F32, 2, Np, D, 0, 0, "model.prenet_pre"));
     c = per_step(pool, in_f, in_f);
     TANDEM_TRY(decl(&c, &m->pre_act, TANDEM_F32, 2, Np, D, 0, 0, "model.prenet_act"));
@@ -320,20 +364,20 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
                      tandem_model_phase_layer_bwd(m, l));
         TANDEM_TRY(decl(&c, &ly->x, TANDEM_F32, 3, B, T, D, 0, "l%d.x", l));
         c = per_step(pool, tandem_model_phase_layer_fwd(m, l), tandem_model_phase_layer_bwd(m, l));
-        TANDEM_TRY(decl(&c, &ly->h1, TANDEM_F32, 3, B, T, D, 0, "l%d.ln1", l));
+        TANDEM_TRY(decl(&c, &ly->h1, ga, 3, B, T, D, 0, "l%d.ln1", l));
         TANDEM_TRY(decl(&c, &ly->mean1, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln1_mean", l));
         TANDEM_TRY(decl(&c, &ly->rstd1, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln1_rstd", l));
-        TANDEM_TRY(decl(&c, &ly->q, TANDEM_F32, 4, B, H, T, dh, "l%d.q", l));
-        TANDEM_TRY(decl(&c, &ly->k, TANDEM_F32, 4, B, H, T, dh, "l%d.k", l));
-        TANDEM_TRY(decl(&c, &ly->v, TANDEM_F32, 4, B, H, T, dh, "l%d.v", l));
-        TANDEM_TRY(decl(&c, &ly->p, TANDEM_F32, 4, B, H, T, T, "l%d.attn_p", l));
-        TANDEM_TRY(decl(&c, &ly->att, TANDEM_F32, 3, B, T, D, 0, "l%d.attn_heads", l));
+        TANDEM_TRY(decl(&c, &ly->q, ga, 4, B, H, T, dh, "l%d.q", l));
+        TANDEM_TRY(decl(&c, &ly->k, ga, 4, B, H, T, dh, "l%d.k", l));
+        TANDEM_TRY(decl(&c, &ly->v, ga, 4, B, H, T, dh, "l%d.v", l));
+        TANDEM_TRY(decl(&c, &ly->p, ga, 4, B, H, T, T, "l%d.attn_p", l));
+        TANDEM_TRY(decl(&c, &ly->att, ga, 3, B, T, D, 0, "l%d.attn_heads", l));
         TANDEM_TRY(decl(&c, &ly->x_mid, TANDEM_F32, 3, B, T, D, 0, "l%d.x_mid", l));
-        TANDEM_TRY(decl(&c, &ly->h2, TANDEM_F32, 3, B, T, D, 0, "l%d.ln2", l));
+        TANDEM_TRY(decl(&c, &ly->h2, ga, 3, B, T, D, 0, "l%d.ln2", l));
         TANDEM_TRY(decl(&c, &ly->mean2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_mean", l));
         TANDEM_TRY(decl(&c, &ly->rstd2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_rstd", l));
         TANDEM_TRY(decl(&c, &ly->f, TANDEM_F32, 3, B, T, d->ff, 0, "l%d.mlp_fc", l));
-        TANDEM_TRY(decl(&c, &ly->g, TANDEM_F32, 3, B, T, d->ff, 0, "l%d.mlp_act", l));
+        TANDEM_TRY(decl(&c, &ly->g, ga, 3, B, T, d->ff, 0, "l%d.mlp_act", l));
     }
     c = per_step(pool, lf_last, out_b);
     TANDEM_TRY(decl(&c, &m->x_out, TANDEM_F32, 3, B, T, D, 0, "model.x_out"));
@@ -342,7 +386,7 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     TANDEM_TRY(decl(&c, &m->o, TANDEM_F32, 4, B, H, T, dh, "model.attn_o"));
 
     c = per_step(pool, out_f, out_b);
-    TANDEM_TRY(decl(&c, &m->hf, TANDEM_F32, 3, B, T, D, 0, "model.ln_f"));
+    TANDEM_TRY(decl(&c, &m->hf, ga, 3, B, T, D, 0, "model.ln_f"));
     TANDEM_TRY(decl(&c, &m->meanf, TANDEM_F32, 1, N, 0, 0, 0, "model.ln_f_mean"));
     TANDEM_TRY(decl(&c, &m->rstdf, TANDEM_F32, 1, N, 0, 0, 0, "model.ln_f_rstd"));
     TANDEM_TRY(decl(&c, &m->mel_out, TANDEM_F32, 3, B, d->mel_len, d->group, 0, "model.mel_out"));
@@ -354,6 +398,14 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     c = per_step(pool, out_f, out_f);
     TANDEM_TRY(decl(&c, &m->loss_partials, TANDEM_F32, 1, np_l1 > np_bce ? np_l1 : np_bce, 0, 0, 0,
                     "model.loss_partials"));
+    /* the largest operand a producer stages or a gradient is cast into */
+    int64_t staged = N * d->ff > Np * d->group ? N * d->ff : Np * d->group;
+    if (d->bf16) {
+        c = per_step(pool, in_f, out_f);
+        TANDEM_TRY(decl(&c, &m->fwd32, TANDEM_F32, 1, staged, 0, 0, 0, "model.bf16_stage_f32"));
+        c = per_step(pool, lf0, lf_last);
+        TANDEM_TRY(decl(&c, &m->scores, TANDEM_F32, 4, B, H, T, T, "model.attn_scores_f32"));
+    }
 
     if (d->forward_only) return TANDEM_OK; /* inference: nothing of the backward */
     c = per_step(pool, out_b, out_b);
@@ -375,6 +427,13 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     TANDEM_TRY(decl(&c, &m->dp, TANDEM_F32, 4, B, H, T, T, "model.bwd_p"));
     c = per_step(pool, in_b, in_b);
     TANDEM_TRY(decl(&c, &m->dpre, TANDEM_F32, 2, Np, D, 0, 0, "model.d_prenet"));
+    if (d->bf16) {
+        c = per_step(pool, out_b, in_b);
+        int64_t nbf = staged > B * H * T * T ? staged : B * H * T * T;
+        TANDEM_TRY(decl(&c, &m->gbf, TANDEM_BF16, 1, nbf, 0, 0, 0, "model.bf16_grad_operand"));
+        c = per_step(pool, lb_last, lb0);
+        TANDEM_TRY(decl(&c, &m->p32, TANDEM_F32, 4, B, H, T, T, "model.attn_p_f32"));
+    }
     c = per_step(pool, opt, opt);
     TANDEM_TRY(decl(&c, &m->norm_partials, TANDEM_F32, 1, tandem_k_train_partials(m->n_flat), 0, 0,
                     0, "model.norm_partials"));
@@ -401,14 +460,16 @@ static tandem_status alloc_pinned(tandem_model *m) {
     return TANDEM_OK;
 }
 
-tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_pool *pool,
-                                   const tandem_model_dims *dims) {
-    if (!m || !dev || !dev->ops || !pool || !dims)
-        return tandem_fail(TANDEM_E_INVALID, "tandem_model_declare: NULL argument");
+/* What declare and declare_plan share: checks, the table, the tensors. */
+static tandem_status declare_common(tandem_model *m, tandem_backend backend, tandem_pool *pool,
+                                    const tandem_model_dims *dims) {
     memset(m, 0, sizeof *m);
     TANDEM_TRY(check_dims(dims));
+    if (dims->bf16 && backend != TANDEM_BACKEND_CUDA)
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "model: precision bf16 needs a CUDA model device; the host backend "
+                           "trains in fp32 (set 'precision: fp32' or --precision fp32)");
     m->dims = *dims;
-    m->dev = dev;
     m->attn.batch = dims->batch;
     m->attn.seq = dims->seq;
     m->attn.heads = dims->heads;
@@ -422,13 +483,30 @@ tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_p
         return tandem_fail(TANDEM_E_NOMEM, "model: out of host memory for the parameter table");
     build_table(m);
     assign_offsets(m);
-    TANDEM_TRY(declare_tensors(m, pool));
+    m->wcopy_stale = 1;
+    return declare_tensors(m, pool);
+}
+
+tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_pool *pool,
+                                   const tandem_model_dims *dims) {
+    if (!m || !dev || !dev->ops || !pool || !dims)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_model_declare: NULL argument");
+    TANDEM_TRY(declare_common(m, dev->info.backend, pool, dims));
+    m->dev = dev;
     TANDEM_TRY(prepare_gemms(m));
     TANDEM_TRY(alloc_pinned(m));
     tandem_logf(TANDEM_LOG_DEBUG,
                 "model: %d parameter tensors, %" PRId64 " parameters (%" PRId64
-                " decayed), flat %" PRId64, m->n_params, m->n_real, m->decay_end, m->n_flat);
+                " decayed), flat %" PRId64 ", %s", m->n_params, m->n_real, m->decay_end, m->n_flat,
+                dims->bf16 ? "bf16" : "fp32");
     return TANDEM_OK;
+}
+
+tandem_status tandem_model_declare_plan(tandem_model *m, tandem_backend backend, tandem_pool *pool,
+                                        const tandem_model_dims *dims) {
+    if (!m || !pool || !dims)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_model_declare_plan: NULL argument");
+    return declare_common(m, backend, pool, dims);
 }
 
 void tandem_model_free(tandem_model *m) {
@@ -464,6 +542,7 @@ tandem_status tandem_model_init_params(tandem_model *m, tandem_stream *s, uint64
         TANDEM_TRY(tandem_op_fill(s, m->adam_v, 0.0f));
     }
     TANDEM_TRY(tandem_op_fill(s, m->stop_weight, 1.0f));
+    m->wcopy_stale = 1; /* bf16 mode: the next forward casts (after any checkpoint load) */
     for (int i = 0; i < m->n_params; i++) {
         const tandem_model_param *p = &m->param[i];
         /* Each tensor draws from its own stream: its values do not depend on the layout. */

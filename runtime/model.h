@@ -19,7 +19,33 @@
  * indices (tandem_model_phase) so the planner overlays what is dead: forward scratch with the
  * backward's, each layer's saved activations end at that layer's backward.
  *
- * fp32 only: `precision: bf16` is not implemented yet (tandem_model_declare refuses it).
+ * Precision (dims.bf16, the config's `precision`):
+ *   fp32 — every tensor f32 (the host backend, and cuda devices by choice).
+ *   bf16 — cuda model devices only; a host model device is refused with TANDEM_E_UNSUPPORTED
+ *          at declare (the host backend trains in fp32: its GEMM takes f32 only, and a
+ *          silent fallback would hide that the run is not the one configured).
+ *     * Master weights, gradients and AdamW moments stay the flat f32 tensors above; the
+ *       update is f32. The linear weights ([0, decay_end) of the flat parameters: exactly the
+ *       GEMM weights) get a bf16 copy, wcopy [decay_end], cast once per update (right after
+ *       AdamW) or, when stale (after init, or after a caller wrote params: see
+ *       tandem_model_params_changed), at the next forward. Norms, biases and embeddings are
+ *       read from the f32 masters.
+ *     * Every GEMM takes bf16 A and B and accumulates in f32 into an f32 C (cuBLASLt
+ *       CUDA_R_16BF layouts with CUBLAS_COMPUTE_32F; the fatbin's gemm_bf16 without it).
+ *       Outputs stay f32 because every GEMM output feeds an f32 op (bias add, residual,
+ *       softmax, GELU, loss) or is a parameter gradient (accumulated in f32).
+ *     * Activations that only feed GEMMs are stored bf16: the prenet input, LN outputs
+ *       (h1, h2, hf), q/k/v, attention probabilities p, heads merged (att), GELU outputs g.
+ *       Their producers (LayerNorm, qkv split, softmax, heads merge, GELU) compute in f32
+ *       into one shared f32 scratch (fwd32, or scores for S/P) and a cast kernel writes the
+ *       bf16 tensor: casts at the seams, no kernel variants, so every f32 kernel's numerics
+ *       and tests carry over. The residual stream, the fc output f (GELU's backward input),
+ *       LN statistics, heads outputs and losses stay f32.
+ *     * Backward: gradients are f32; where one is a GEMM operand (dy of every linear layer,
+ *       dO and dS in attention) it is cast into one bf16 scratch (gbf) first; softmax's
+ *       backward reads p widened back to f32 (p32 scratch). Parameter gradients: f32.
+ *   Expected agreement with fp32: bf16 rounds to 8 significant bits (relative 2^-9 = 2e-3
+ *   per value); test_bf16 derives and checks the loss tolerance.
  * Owns: the parameter table, the per-layer tensor handles and one pinned host staging block
  * (parameter init chunks, host lengths, step results), all allocated before the pool is
  * committed; nothing after.
@@ -50,6 +76,7 @@ typedef struct tandem_model_dims {
     int micro_batches;    /* grad_accum: loss slots per step */
     int forward_only;     /* 1: inference (tandem synth): no gradients, AdamW moments or
                              backward tensors are declared; backward is refused */
+    int bf16;             /* 1: precision bf16 (see "Precision" above; cuda devices only) */
 } tandem_model_dims;
 
 /* From a checked config (model keys, batch_size, grad_accum) and the symbol table size. */
@@ -87,9 +114,10 @@ typedef struct tandem_model_top_params {
 typedef struct tandem_model_layer {
     tandem_tensor *x;                   /* [B, T, d] the block's input (residual stream) */
     tandem_tensor *h1, *mean1, *rstd1;  /* [B, T, d], [B*T], [B*T]: LN1 */
-    tandem_tensor *q, *k, *v;           /* [B, H, T, dh] */
-    tandem_tensor *p;                   /* [B, H, T, T] attention probabilities */
-    tandem_tensor *att;                 /* [B, T, d] heads merged, before the output projection */
+    tandem_tensor *q, *k, *v;           /* [B, H, T, dh] (bf16 in bf16 mode) */
+    tandem_tensor *p;                   /* [B, H, T, T] attention probabilities (bf16 mode: bf16) */
+    tandem_tensor *att;                 /* [B, T, d] heads merged, before the output projection
+                                           (h1, h2, g, q, k, v, p, att: bf16 in bf16 mode) */
     tandem_tensor *x_mid;               /* [B, T, d] x + attention */
     tandem_tensor *h2, *mean2, *rstd2;  /* [B, T, d], [B*T], [B*T]: LN2 */
     tandem_tensor *f;                   /* [B, T, 4d] fc output before GELU */
@@ -164,6 +192,14 @@ typedef struct tandem_model {
     tandem_tensor *dpre;          /* [B*Tm, d] */
     tandem_tensor *norm_partials; /* [partials of P] */
 
+    /* bf16 mode only (NULL otherwise) */
+    tandem_tensor *wcopy;  /* [decay_end] bf16 persistent: copy of the linear weights */
+    tandem_tensor *fwd32;  /* [max(N*4d, Np*r*80)] f32: producers' output before the cast */
+    tandem_tensor *scores; /* [B, H, T, T] f32: S, then P in place, before the cast */
+    tandem_tensor *gbf;    /* [max(N*4d, B*H*T*T, Np*r*80)] bf16: a gradient as GEMM operand */
+    tandem_tensor *p32;    /* [B, H, T, T] f32: p widened for softmax's backward */
+    int wcopy_stale;       /* 1: params changed since the last cast into wcopy */
+
     /* pinned host staging, carved from one block */
     void *pinned;
     size_t pinned_bytes;
@@ -186,9 +222,21 @@ int tandem_model_phase_opt(const tandem_model *m);              /* norm, AdamW *
 
 /* Build the parameter table and declare every tensor into pool (the model device's, before
  * commit), resolve every GEMM shape on dev and allocate the pinned staging block. On error
- * the model is left for tandem_model_free. */
+ * the model is left for tandem_model_free. dims->bf16 on a host device: TANDEM_E_UNSUPPORTED. */
 tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_pool *pool,
                                    const tandem_model_dims *dims);
+/* Planning only (`tandem plan`): the parameter table and every tensor declared into a
+ * planning pool for a backend, without a device (no GEMM resolution, no pinned memory).
+ * Free with tandem_model_free. */
+tandem_status tandem_model_declare_plan(tandem_model *m, tandem_backend backend, tandem_pool *pool,
+                                        const tandem_model_dims *dims);
+
+/* Tell the model its f32 parameters were written outside its own functions (a checkpoint
+ * load, a test's perturbation): in bf16 mode the next forward refreshes the bf16 weight copy.
+ * tandem_model_init_params and the training update need no such call. */
+void tandem_model_params_changed(tandem_model *m);
+/* In bf16 mode: cast the linear weights into wcopy now (queued on s). No-op in fp32 mode. */
+tandem_status tandem_model_cast_weights(tandem_model *m, tandem_stream *s);
 void tandem_model_free(tandem_model *m);
 
 /* After commit: parameters from the seed (normal / zeros / ones per the table; alignment gaps
@@ -198,6 +246,8 @@ tandem_status tandem_model_init_params(tandem_model *m, tandem_stream *s, uint64
 /* Parameter lookup by name (-1 if none) and device address of a parameter's view. */
 int tandem_model_find_param(const tandem_model *m, const char *name);
 tandem_dptr tandem_model_param_addr(const tandem_model *m, int idx);
+/* A linear weight as GEMM operand: its bf16 copy in bf16 mode, else its f32 master. */
+tandem_dptr tandem_model_weight_addr(const tandem_model *m, int idx);
 tandem_dptr tandem_model_grad_addr(const tandem_model *m, int idx);
 
 /* Check a batch's tensors against the dims (shapes, dtypes, device) and, when it gives host
@@ -218,14 +268,31 @@ tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_
 /* Backward of the last forward from dmel, dstop: gradients ACCUMULATED (+=) into grads. */
 tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b);
 
-/* ---- internal: GEMM descriptors shared by prepare and the passes (model.c) ---------------- */
+/* ---- internal: GEMM descriptors shared by prepare and the passes (model.c) ----------------
+ * Operand types follow the model's precision (bf16 A and B in bf16 mode), so prepare and the
+ * passes build identical descriptors. */
 
 /* y [rows, out] = x [rows, in] W^T, W [out, in] */
-tandem_gemm_desc tandem_model_desc_linear(int64_t rows, int64_t in, int64_t out);
+tandem_gemm_desc tandem_model_desc_linear(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                          int64_t out);
 /* dx [rows, in] = dy [rows, out] W */
-tandem_gemm_desc tandem_model_desc_linear_dx(int64_t rows, int64_t in, int64_t out);
+tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                             int64_t out);
 /* dW [out, in] += dy^T [out, rows] x [rows, in] */
-tandem_gemm_desc tandem_model_desc_linear_dw(int64_t rows, int64_t in, int64_t out);
+tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                             int64_t out);
+/* Attention's batched products over B*H heads (bf16 mode; fp32 uses runtime/attention.c):
+ *   nt: [T, dh] x [T, dh]^T -> [T, T];  nn: [T, T] x [T, dh];  tn: [T, T]^T x [T, dh] */
+tandem_gemm_desc tandem_model_desc_attn(const tandem_model_dims *dm, int ta, int tb);
+
+/* bf16-mode attention (model_attn.c): the kernels of runtime/attention.c around bf16 GEMMs,
+ * with the seams described under "Precision". Block l's tensors; qkv [N, 3d] f32 in,
+ * att (bf16) out; the backward reads da (d att, f32) and writes dqkv (f32). */
+tandem_status tandem_model_attention_fwd_bf16(tandem_model *m, tandem_stream *s, int l);
+tandem_status tandem_model_attention_bwd_bf16(tandem_model *m, tandem_stream *s, int l);
+/* dst (bf16) = bf16(src) for n elements (the cast seam). */
+tandem_status tandem_model_cast_bf16(tandem_stream *s, tandem_dptr src, tandem_dptr dst, int64_t n);
+
 /* A head on the mel rows of the final LN output: per batch item, y [Tm, out] =
  * hf[b, Tt:T, :] W^T (A stride T*d, W shared, C stride Tm*out). */
 tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out);

@@ -2,7 +2,9 @@
  * dmel, dstop (tandem_model_loss) back to every parameter. Parameter gradients are accumulated
  * (+=) so micro-batches add up; activation gradients are overwritten. N = B * T, Np = B * Tm.
  *
- * Linear layers (W [out, in]): y = x W^T + b  ⇒  dx = dy W,  dW += dy^T x,  db += colsum(dy). */
+ * Linear layers (W [out, in]): y = x W^T + b  ⇒  dx = dy W,  dW += dy^T x,  db += colsum(dy).
+ * bf16 mode (model.h, "Precision"): dy is cast into the bf16 operand scratch gbf before the
+ * two GEMMs; x is the saved bf16 activation and W the bf16 weight copy; dx and dW are f32. */
 #include <string.h>
 
 #include "launch.h"
@@ -31,16 +33,30 @@ static tandem_status col_sum(tandem_stream *s, tandem_dptr dy, tandem_dptr db, i
     return TANDEM_LAUNCH(s, col_sum_acc, &a);
 }
 
+/* dy [n] (f32) as a GEMM operand: itself, or in bf16 mode its bf16 cast in gbf. */
+static tandem_status operand(tandem_model *m, tandem_stream *s, tandem_dptr dy, int64_t n,
+                             tandem_dptr *out) {
+    if (!m->dims.bf16) {
+        *out = dy;
+        return TANDEM_OK;
+    }
+    *out = ADDR(m->gbf);
+    return tandem_model_cast_bf16(s, dy, *out, n);
+}
+
 /* A linear layer's weight and bias gradients and (when dx != 0) its input gradient. */
 static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w_idx, int b_idx,
                                 int64_t rows, int64_t in, int64_t out, tandem_dptr dy,
                                 tandem_dptr x, tandem_dptr dx) {
+    const tandem_model_dims *d = &m->dims;
     TANDEM_TRY(col_sum(s, dy, tandem_model_grad_addr(m, b_idx), rows, out));
-    tandem_gemm_desc g = tandem_model_desc_linear_dw(rows, in, out);
-    TANDEM_TRY(gemm(s, &g, 1.0f, dy, x, 1.0f, tandem_model_grad_addr(m, w_idx)));
+    tandem_dptr dyo;
+    TANDEM_TRY(operand(m, s, dy, rows * out, &dyo));
+    tandem_gemm_desc g = tandem_model_desc_linear_dw(d, rows, in, out);
+    TANDEM_TRY(gemm(s, &g, 1.0f, dyo, x, 1.0f, tandem_model_grad_addr(m, w_idx)));
     if (!dx) return TANDEM_OK;
-    g = tandem_model_desc_linear_dx(rows, in, out);
-    return gemm(s, &g, 1.0f, dy, tandem_model_param_addr(m, w_idx), 0.0f, dx);
+    g = tandem_model_desc_linear_dx(d, rows, in, out);
+    return gemm(s, &g, 1.0f, dyo, tandem_model_weight_addr(m, w_idx), 0.0f, dx);
 }
 
 /* dx = LN backward of dy; dgamma, dbeta += their parts. */
@@ -70,6 +86,8 @@ static tandem_status layernorm_bwd(tandem_model *m, tandem_stream *s, tandem_dpt
     return TANDEM_LAUNCH(s, layernorm_bwd_params, &p);
 }
 
+static tandem_status attention_f32_bwd(tandem_model *m, tandem_stream *s, tandem_model_layer *ly);
+
 /* Block l backward. On entry dres = dL/d(block output); on exit dres = dL/d(block input). */
 static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     const tandem_model_dims *d = &m->dims;
@@ -96,6 +114,17 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     /* Attention: x_mid = x + att Wo^T + bo,  att = MHA(qkv),  qkv = h1 Wqkv^T + bqkv */
     TANDEM_TRY(linear_bwd(m, s, lp->out_w, lp->out_b, N, D, D, ADDR(m->dres), ADDR(ly->att),
                           ADDR(m->da)));                                  /* da = d att */
+    if (d->bf16) TANDEM_TRY(tandem_model_attention_bwd_bf16(m, s, l));
+    else TANDEM_TRY(attention_f32_bwd(m, s, ly));                         /* dqkv [N, 3d] */
+    TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, ADDR(m->dqkv), ADDR(ly->h1),
+                          ADDR(m->da)));                                  /* da = dh1 */
+    TANDEM_TRY(layernorm_bwd(m, s, ADDR(m->da), ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b,
+                             ADDR(m->db)));
+    return tandem_op_axpy(s, 1.0f, m->db, m->dres);                       /* dres = d x */
+}
+
+/* fp32 attention backward: runtime/attention.c on the block's tensors, da → dqkv. */
+static tandem_status attention_f32_bwd(tandem_model *m, tandem_stream *s, tandem_model_layer *ly) {
     tandem_attention_bwd_io io;
     memset(&io, 0, sizeof io);
     io.dy = ADDR(m->da);
@@ -109,12 +138,7 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     io.dk = ADDR(m->dk);
     io.dv = ADDR(m->dv);
     io.dqkv = ADDR(m->dqkv);
-    TANDEM_TRY(tandem_attention_bwd(s, &m->attn, &io));                   /* dqkv [N, 3d] */
-    TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, ADDR(m->dqkv), ADDR(ly->h1),
-                          ADDR(m->da)));                                  /* da = dh1 */
-    TANDEM_TRY(layernorm_bwd(m, s, ADDR(m->da), ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b,
-                             ADDR(m->db)));
-    return tandem_op_axpy(s, 1.0f, m->db, m->dres);                       /* dres = d x */
+    return tandem_attention_bwd(s, &m->attn, &io);
 }
 
 tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b) {
@@ -127,26 +151,27 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s, const tan
     const size_t fsz = sizeof(float);
 
     /* Heads: mel_out = hf_mel Wmel^T + bmel, stop_out = hf_mel Wstop^T + bstop on the mel rows
-     * hf[b, Tt:T, :]; the text rows get no gradient from them (dhf zero there). */
+     * hf[b, Tt:T, :]; the text rows get no gradient from them (dhf zero there). Per head:
+     * dhf_mel (+)= dy W (the stop head adds to the mel head's), db, then dW += sum over items
+     * of dy_b^T [out, Tm] hf_mel_b [Tm, d], items in order (deterministic; one GEMM cannot sum
+     * over the batch because the mel rows are strided). */
     TANDEM_TRY(tandem_op_fill(s, m->dhf, 0.0f));
     const tandem_dptr dhf_mel = ADDR(m->dhf) + (tandem_dptr)d->text_len * D * fsz;
-    tandem_gemm_desc g = tandem_model_desc_head_dx(d, d->group);
-    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(m->dmel), tandem_model_param_addr(m, m->top.mel_w), 0.0f,
-                    dhf_mel));
-    g = tandem_model_desc_head_dx(d, d->r);
-    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(m->dstop), tandem_model_param_addr(m, m->top.stop_w), 1.0f,
-                    dhf_mel));
-    /* dW += sum over items of dy_b^T [out, Tm] hf_mel_b [Tm, d], items in order (deterministic;
-     * one GEMM cannot sum over the batch because the mel rows are strided) */
+    const size_t esz = d->bf16 ? sizeof(tandem_bf16) : fsz; /* GEMM operand elements */
     const int head_w[2] = {m->top.mel_w, m->top.stop_w}, head_b[2] = {m->top.mel_b, m->top.stop_b};
     const int64_t head_out[2] = {d->group, d->r};
     const tandem_dptr head_dy[2] = {ADDR(m->dmel), ADDR(m->dstop)};
     for (int h = 0; h < 2; h++) {
+        tandem_dptr dyo;
+        TANDEM_TRY(operand(m, s, head_dy[h], Np * head_out[h], &dyo));
+        tandem_gemm_desc g = tandem_model_desc_head_dx(d, head_out[h]);
+        TANDEM_TRY(gemm(s, &g, 1.0f, dyo, tandem_model_weight_addr(m, head_w[h]), h ? 1.0f : 0.0f,
+                        dhf_mel));
         TANDEM_TRY(col_sum(s, head_dy[h], tandem_model_grad_addr(m, head_b[h]), Np, head_out[h]));
-        g = tandem_model_desc_linear_dw(d->mel_len, D, head_out[h]);
+        g = tandem_model_desc_linear_dw(d, d->mel_len, D, head_out[h]);
         for (int i = 0; i < d->batch; i++) {
-            tandem_dptr dy = head_dy[h] + (tandem_dptr)i * d->mel_len * head_out[h] * fsz;
-            tandem_dptr x = ADDR(m->hf) + ((tandem_dptr)i * T + d->text_len) * D * fsz;
+            tandem_dptr dy = dyo + (tandem_dptr)i * d->mel_len * head_out[h] * esz;
+            tandem_dptr x = ADDR(m->hf) + ((tandem_dptr)i * T + d->text_len) * D * esz;
             TANDEM_TRY(gemm(s, &g, 1.0f, dy, x, 1.0f, tandem_model_grad_addr(m, head_w[h])));
         }
     }

@@ -1,6 +1,9 @@
 /* model_fwd.c — the forward pass of one micro-batch and its loss (see model.h). Every op is a
  * registered kernel (runtime/launch.h) or a GEMM of the device's GEMM op on shapes resolved by
- * tandem_model_declare. N = B * T rows of the sequence, Np = B * Tm rows of the mel part. */
+ * tandem_model_declare. N = B * T rows of the sequence, Np = B * Tm rows of the mel part.
+ * bf16 mode: a GEMM-only activation's producer writes f32 into the stage (fwd32) and
+ * publish() casts it into the bf16 tensor (model.h, "Precision"); in fp32 mode the producer
+ * writes the tensor itself and publish() does nothing. */
 #include <string.h>
 
 #include "launch.h"
@@ -18,6 +21,17 @@ static tandem_status gemm(tandem_stream *s, const tandem_gemm_desc *g, float alp
     return s->dev->ops->gemm(s, g, alpha, a, b, beta, c);
 }
 
+/* Where an f32 producer writes the GEMM-only activation t. */
+static tandem_dptr stage(const tandem_model *m, const tandem_tensor *t) {
+    return m->dims.bf16 ? ADDR(m->fwd32) : ADDR(t);
+}
+
+/* bf16 mode: t = bf16(stage). */
+static tandem_status publish(const tandem_model *m, tandem_stream *s, tandem_tensor *t) {
+    if (!m->dims.bf16) return TANDEM_OK;
+    return tandem_model_cast_bf16(s, ADDR(m->fwd32), ADDR(t), tandem_tensor_numel(t));
+}
+
 static tandem_status bias_add(tandem_stream *s, tandem_tensor *y, const float *bias, int64_t rows,
                               int64_t cols) {
     tandem_k_bias_add_args a;
@@ -30,14 +44,14 @@ static tandem_status bias_add(tandem_stream *s, tandem_tensor *y, const float *b
 }
 
 static tandem_status layernorm(tandem_stream *s, const tandem_tensor *x, const float *gamma,
-                               const float *beta, tandem_tensor *y, tandem_tensor *mean,
+                               const float *beta, tandem_dptr y, tandem_tensor *mean,
                                tandem_tensor *rstd, int64_t rows, int d) {
     tandem_k_layernorm_fwd_args a;
     memset(&a, 0, sizeof a);
     a.x = CF32(x);
     a.gamma = gamma;
     a.beta = beta;
-    a.y = MF32(y);
+    a.y = F32(y);
     a.mean = MF32(mean);
     a.rstd = MF32(rstd);
     a.rows = (int)rows;
@@ -46,11 +60,11 @@ static tandem_status layernorm(tandem_stream *s, const tandem_tensor *x, const f
     return TANDEM_LAUNCH(s, layernorm_fwd, &a);
 }
 
-static tandem_status gelu(tandem_stream *s, const tandem_tensor *x, tandem_tensor *y) {
+static tandem_status gelu(tandem_stream *s, const tandem_tensor *x, tandem_dptr y) {
     tandem_k_gelu_fwd_args a;
     memset(&a, 0, sizeof a);
     a.x = CF32(x);
-    a.y = MF32(y);
+    a.y = F32(y);
     a.n = tandem_tensor_numel(x);
     return TANDEM_LAUNCH(s, gelu_fwd, &a);
 }
@@ -92,6 +106,8 @@ static tandem_status batch_prep(tandem_model *m, tandem_stream *s, const tandem_
     return TANDEM_LAUNCH(s, batch_prep, &a);
 }
 
+static tandem_status attention_f32(tandem_model *m, tandem_stream *s, tandem_model_layer *ly);
+
 /* One pre-LN block: x → x_mid = x + Attn(LN1(x)) → out = x_mid + MLP(LN2(x_mid)). */
 static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_tensor *out) {
     const tandem_model_dims *d = &m->dims;
@@ -101,14 +117,43 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
     const size_t xbytes = (size_t)N * (size_t)D * sizeof(float);
 
     /* h1 [N, d] = LN1(x) */
-    TANDEM_TRY(layernorm(s, ly->x, PARAM(m, lp->ln1_g), PARAM(m, lp->ln1_b), ly->h1, ly->mean1,
-                         ly->rstd1, N, d->d));
+    TANDEM_TRY(layernorm(s, ly->x, PARAM(m, lp->ln1_g), PARAM(m, lp->ln1_b), stage(m, ly->h1),
+                         ly->mean1, ly->rstd1, N, d->d));
+    TANDEM_TRY(publish(m, s, ly->h1));
     /* qkv [N, 3d] = h1 Wqkv^T + bqkv */
-    tandem_gemm_desc g = tandem_model_desc_linear(N, D, 3 * D);
-    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(ly->h1), tandem_model_param_addr(m, lp->qkv_w), 0.0f,
+    tandem_gemm_desc g = tandem_model_desc_linear(d, N, D, 3 * D);
+    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(ly->h1), tandem_model_weight_addr(m, lp->qkv_w), 0.0f,
                     ADDR(m->qkv)));
     TANDEM_TRY(bias_add(s, m->qkv, PARAM(m, lp->qkv_b), N, 3 * D));
     /* att [N, d] = heads merged of softmax_causal(Q K^T / sqrt(dh), key_mask) V */
+    if (d->bf16) TANDEM_TRY(tandem_model_attention_fwd_bf16(m, s, l));
+    else TANDEM_TRY(attention_f32(m, s, ly));
+    /* x_mid [N, d] = x + att Wo^T + bo */
+    TANDEM_TRY(s->dev->ops->copy_d2d(s, ADDR(ly->x_mid), ADDR(ly->x), xbytes));
+    g = tandem_model_desc_linear(d, N, D, D);
+    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(ly->att), tandem_model_weight_addr(m, lp->out_w), 1.0f,
+                    ADDR(ly->x_mid)));
+    TANDEM_TRY(bias_add(s, ly->x_mid, PARAM(m, lp->out_b), N, D));
+    /* h2 [N, d] = LN2(x_mid);  f [N, 4d] = h2 Wfc^T + bfc;  g = GELU(f) */
+    TANDEM_TRY(layernorm(s, ly->x_mid, PARAM(m, lp->ln2_g), PARAM(m, lp->ln2_b), stage(m, ly->h2),
+                         ly->mean2, ly->rstd2, N, d->d));
+    TANDEM_TRY(publish(m, s, ly->h2));
+    g = tandem_model_desc_linear(d, N, D, d->ff);
+    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(ly->h2), tandem_model_weight_addr(m, lp->fc_w), 0.0f,
+                    ADDR(ly->f)));
+    TANDEM_TRY(bias_add(s, ly->f, PARAM(m, lp->fc_b), N, d->ff));
+    TANDEM_TRY(gelu(s, ly->f, stage(m, ly->g)));
+    TANDEM_TRY(publish(m, s, ly->g));
+    /* out [N, d] = x_mid + g Wproj^T + bproj */
+    TANDEM_TRY(s->dev->ops->copy_d2d(s, ADDR(out), ADDR(ly->x_mid), xbytes));
+    g = tandem_model_desc_linear(d, N, d->ff, D);
+    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(ly->g), tandem_model_weight_addr(m, lp->proj_w), 1.0f,
+                    ADDR(out)));
+    return bias_add(s, out, PARAM(m, lp->proj_b), N, D);
+}
+
+/* fp32 attention: runtime/attention.c on the block's tensors. */
+static tandem_status attention_f32(tandem_model *m, tandem_stream *s, tandem_model_layer *ly) {
     tandem_attention_fwd_io io;
     memset(&io, 0, sizeof io);
     io.qkv = ADDR(m->qkv);
@@ -119,27 +164,7 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
     io.p = ADDR(ly->p);
     io.o = ADDR(m->o);
     io.y = ADDR(ly->att);
-    TANDEM_TRY(tandem_attention_fwd(s, &m->attn, &io));
-    /* x_mid [N, d] = x + att Wo^T + bo */
-    TANDEM_TRY(s->dev->ops->copy_d2d(s, ADDR(ly->x_mid), ADDR(ly->x), xbytes));
-    g = tandem_model_desc_linear(N, D, D);
-    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(ly->att), tandem_model_param_addr(m, lp->out_w), 1.0f,
-                    ADDR(ly->x_mid)));
-    TANDEM_TRY(bias_add(s, ly->x_mid, PARAM(m, lp->out_b), N, D));
-    /* h2 [N, d] = LN2(x_mid);  f [N, 4d] = h2 Wfc^T + bfc;  g = GELU(f) */
-    TANDEM_TRY(layernorm(s, ly->x_mid, PARAM(m, lp->ln2_g), PARAM(m, lp->ln2_b), ly->h2, ly->mean2,
-                         ly->rstd2, N, d->d));
-    g = tandem_model_desc_linear(N, D, d->ff);
-    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(ly->h2), tandem_model_param_addr(m, lp->fc_w), 0.0f,
-                    ADDR(ly->f)));
-    TANDEM_TRY(bias_add(s, ly->f, PARAM(m, lp->fc_b), N, d->ff));
-    TANDEM_TRY(gelu(s, ly->f, ly->g));
-    /* out [N, d] = x_mid + g Wproj^T + bproj */
-    TANDEM_TRY(s->dev->ops->copy_d2d(s, ADDR(out), ADDR(ly->x_mid), xbytes));
-    g = tandem_model_desc_linear(N, d->ff, D);
-    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(ly->g), tandem_model_param_addr(m, lp->proj_w), 1.0f,
-                    ADDR(out)));
-    return bias_add(s, out, PARAM(m, lp->proj_b), N, D);
+    return tandem_attention_fwd(s, &m->attn, &io);
 }
 
 tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
@@ -153,24 +178,26 @@ tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tand
     const int64_t Np = (int64_t)d->batch * d->mel_len, N = (int64_t)d->batch * d->seq;
 
     TANDEM_TRY(batch_prep(m, s, b, slot));
+    if (d->bf16 && m->wcopy_stale) TANDEM_TRY(tandem_model_cast_weights(m, s));
 
     /* groups [B, Tm, r*80]: group j = frames of group j - 1 (zeros for j = 0) */
     tandem_k_prenet_input_args pin;
     memset(&pin, 0, sizeof pin);
     pin.mels = CF32(b->mels);
-    pin.groups = MF32(m->groups);
+    pin.groups = F32(stage(m, m->groups));
     pin.batch = d->batch;
     pin.mel_len = d->mel_len;
     pin.r = d->r;
     pin.n_mels = d->n_mels;
     TANDEM_TRY(TANDEM_LAUNCH(s, prenet_input, &pin));
+    TANDEM_TRY(publish(m, s, m->groups));
 
-    /* pre [Np, d] = groups Wp^T + bp;  pre_act = GELU(pre) */
-    tandem_gemm_desc g = tandem_model_desc_linear(Np, d->group, d->d);
-    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(m->groups), tandem_model_param_addr(m, m->top.prenet_w), 0.0f,
-                    ADDR(m->pre)));
+    /* pre [Np, d] = groups Wp^T + bp;  pre_act = GELU(pre) (f32: it feeds the embedding) */
+    tandem_gemm_desc g = tandem_model_desc_linear(d, Np, d->group, d->d);
+    TANDEM_TRY(gemm(s, &g, 1.0f, ADDR(m->groups), tandem_model_weight_addr(m, m->top.prenet_w),
+                    0.0f, ADDR(m->pre)));
     TANDEM_TRY(bias_add(s, m->pre, PARAM(m, m->top.prenet_b), Np, d->d));
-    TANDEM_TRY(gelu(s, m->pre, m->pre_act));
+    TANDEM_TRY(gelu(s, m->pre, ADDR(m->pre_act)));
 
     /* x0 [B, T, d] = [sym_emb[tokens]; pre_act] + pos_emb */
     tandem_k_seq_embed_fwd_args emb;
@@ -191,16 +218,18 @@ tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tand
         TANDEM_TRY(block_fwd(m, s, l, l + 1 < d->layers ? m->layer[l + 1].x : m->x_out));
 
     /* hf [N, d] = LN_f(x_out) */
-    TANDEM_TRY(layernorm(s, m->x_out, PARAM(m, m->top.lnf_g), PARAM(m, m->top.lnf_b), m->hf, m->meanf,
-                         m->rstdf, N, d->d));
+    TANDEM_TRY(layernorm(s, m->x_out, PARAM(m, m->top.lnf_g), PARAM(m, m->top.lnf_b),
+                         stage(m, m->hf), m->meanf, m->rstdf, N, d->d));
+    TANDEM_TRY(publish(m, s, m->hf));
     /* heads on the mel rows hf[b, Tt:T, :]: mel_out [B, Tm, r*80], stop_out [B, Tm, r] */
-    const tandem_dptr hf_mel = ADDR(m->hf) + (tandem_dptr)d->text_len * d->d * sizeof(float);
+    const size_t hsz = tandem_dtype_size(tandem_tensor_dtype(m->hf));
+    const tandem_dptr hf_mel = ADDR(m->hf) + (tandem_dptr)d->text_len * d->d * hsz;
     g = tandem_model_desc_head(d, d->group);
-    TANDEM_TRY(gemm(s, &g, 1.0f, hf_mel, tandem_model_param_addr(m, m->top.mel_w), 0.0f,
+    TANDEM_TRY(gemm(s, &g, 1.0f, hf_mel, tandem_model_weight_addr(m, m->top.mel_w), 0.0f,
                     ADDR(m->mel_out)));
     TANDEM_TRY(bias_add(s, m->mel_out, PARAM(m, m->top.mel_b), Np, d->group));
     g = tandem_model_desc_head(d, d->r);
-    TANDEM_TRY(gemm(s, &g, 1.0f, hf_mel, tandem_model_param_addr(m, m->top.stop_w), 0.0f,
+    TANDEM_TRY(gemm(s, &g, 1.0f, hf_mel, tandem_model_weight_addr(m, m->top.stop_w), 0.0f,
                     ADDR(m->stop_out)));
     return bias_add(s, m->stop_out, PARAM(m, m->top.stop_b), Np, d->r);
 }

@@ -138,7 +138,10 @@ tandem_status tandem_train_update(tandem_model *m, tandem_stream *s, const tande
     const float bias1 = (float)(1.0 - pow((double)o->beta1, t));
     const float bias2 = (float)(1.0 - pow((double)o->beta2, t));
     TANDEM_TRY(adamw_span(m, s, o, 0, m->decay_end, (float)lr, o->weight_decay, bias1, bias2));
-    return adamw_span(m, s, o, m->decay_end, m->n_flat, (float)lr, 0.0f, bias1, bias2);
+    TANDEM_TRY(adamw_span(m, s, o, m->decay_end, m->n_flat, (float)lr, 0.0f, bias1, bias2));
+    /* bf16 mode: the GEMMs' weight copy follows the f32 masters once per update (a skipped
+     * update leaves the masters, so the cast reproduces the same copy) */
+    return tandem_model_cast_weights(m, s);
 }
 
 tandem_status tandem_train_collect(tandem_model *m, tandem_stream *s, const tandem_optim *o,

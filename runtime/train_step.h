@@ -6,6 +6,9 @@
  * loss is NaN/Inf (no device→host read between backward and update); the host learns it when
  * it reads the step's scalars back at the end of the step (one synchronisation per step).
  *
+ * Precision: AdamW updates the f32 master weights; in bf16 mode (model.h, "Precision") the
+ * update is followed by the cast of the linear weights into their bf16 copy.
+ *
  * Deterministic on the host backend: every kernel and reduction runs in a fixed order, so the
  * same parameters, batches and state give bit-identical losses (exact resume).
  * Owns nothing: the state lives in the model's tensors and in tandem_train_state.

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "model.h"
 #include "plan_layout.h"
 #include "pool_internal.h"
 #include "tandem.h"
@@ -103,8 +104,15 @@ int cli_plan(int argc, char **argv) {
     }
     tandem_layout layout;
     st = tandem_layout_declare(&cfg, data, model, &layout);
+    /* the model joins its arena: parameters, optimizer state, activations at cfg.precision */
+    tandem_model_dims dims;
+    tandem_model mdl;
+    memset(&mdl, 0, sizeof mdl);
+    if (st == TANDEM_OK) st = tandem_model_dims_from_config(&cfg, &dims);
+    if (st == TANDEM_OK) st = tandem_model_declare_plan(&mdl, backend, model, &dims);
     if (st != TANDEM_OK) {
         fprintf(stderr, "tandem plan: %s\n", tandem_last_error());
+        tandem_model_free(&mdl);
         tandem_pool_destroy(data);
         tandem_pool_destroy(model);
         return 2;
@@ -145,11 +153,12 @@ int cli_plan(int argc, char **argv) {
     tandem_layout_pinned_report(&layout, pinned, sizeof pinned);
     printf("%s\n", pinned);
     printf("one GPU in both roles needs both arenas on it: %.2f MiB\n", (double)total / (1 << 20));
-    printf("(the model's parameters, optimizer state and activations join the model arena with "
-           "the model)\n");
+    printf("(the model arena holds the ring and the model: parameters, optimizer state, %s "
+           "activations)\n", cfg.precision == TANDEM_PRECISION_BF16 ? "bf16/f32" : "f32");
 
     for (int i = 0; i < 2; i++)
         if (errors[i][0]) fprintf(stderr, "tandem plan: %s\n", errors[i]);
+    tandem_model_free(&mdl);
     tandem_pool_destroy(data);
     tandem_pool_destroy(model);
     return over ? 2 : 0;

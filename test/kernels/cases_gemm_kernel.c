@@ -1,4 +1,5 @@
-/* cases_gemm_kernel.c — kernel-test cases for the fatbin GEMM (kernels/gemm_kernel.h).
+/* cases_gemm_kernel.c — kernel-test cases for the fatbin GEMMs (kernels/gemm_kernel.h):
+ * gemm_f32, and gemm_bf16 on the same shapes with bf16 A and B.
  *
  * Shapes: odd m/n/k (1, 7, 33, 65, 130) around the kernel's 64-wide tiles and 16-deep K
  * slices, exact tile multiples, all four transpose combinations, batch 1 and 3, a batch that
@@ -9,6 +10,9 @@
  * the host reference in double; for K <= 300 with inputs in [-1, 1] the expected error is
  * about K * eps^2 ~ 1e-12. One wrong or missing product term in one element of the largest
  * case still gives ~1e-8, so the threshold catches indexing errors at the tile edges.
+ * gemm_bf16 keeps the same threshold: the product of two bf16 values is exact in f32 (8 + 8
+ * significant bits), so the kernel's only error is again its f32 accumulation order; the host
+ * reference widens the same bf16 inputs and sums in double.
  */
 #include <stdio.h>
 
@@ -29,7 +33,7 @@ static const gemm_shape shapes[] = {
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
-static void gemm_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+static void gemm_make_typed(int idx, tandem_rng *rng, tandem_kcase *c, tandem_dtype ab) {
     gemm_shape s = shapes[idx];
     if (s.m < 0) { /* random */
         s.m = tandem_rng_int(rng, 1, 150);
@@ -52,13 +56,13 @@ static void gemm_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     c->nbufs = 3;
     tandem_kcase_buf *a = &c->bufs[0], *b = &c->bufs[1], *cc = &c->bufs[2];
     a->name = "a";
-    a->dtype = TANDEM_F32;
+    a->dtype = ab;
     a->count = s.batch * s.m * s.k;
     a->role = TANDEM_KB_IN;
     a->lo = -1.0f;
     a->hi = 1.0f;
     b->name = "b";
-    b->dtype = TANDEM_F32;
+    b->dtype = ab;
     b->count = (s.share_b ? 1 : s.batch) * s.k * s.n;
     b->role = TANDEM_KB_IN;
     b->lo = -1.0f;
@@ -73,6 +77,10 @@ static void gemm_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     snprintf(c->desc, sizeof c->desc, "m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d%s a=%.3g b=%.3g",
              (long long)s.m, (long long)s.n, (long long)s.k, (long long)s.batch, s.trans_a,
              s.trans_b, s.share_b ? " shared-B" : "", c->f[0], c->f[1]);
+}
+
+static void gemm_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    gemm_make_typed(idx, rng, c, TANDEM_F32);
 }
 
 static void gemm_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -94,3 +102,29 @@ static void gemm_bind(const tandem_kcase *c, void *const *bufs, void *args) {
 }
 
 const tandem_kcase_spec tandem_kcase_gemm_f32 = {N_SHAPES, gemm_make, gemm_bind};
+
+static void gemm_bf16_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    gemm_make_typed(idx, rng, c, TANDEM_BF16);
+}
+
+static void gemm_bf16_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_gemm_f32_args f;
+    gemm_bind(c, bufs, &f); /* same fields; only the operand pointer types differ */
+    tandem_k_gemm_bf16_args *a = (tandem_k_gemm_bf16_args *)args;
+    a->a = (const tandem_bf16 *)bufs[0];
+    a->b = (const tandem_bf16 *)bufs[1];
+    a->c = f.c;
+    a->m = f.m;
+    a->n = f.n;
+    a->k = f.k;
+    a->batch = f.batch;
+    a->trans_a = f.trans_a;
+    a->trans_b = f.trans_b;
+    a->stride_a = f.stride_a;
+    a->stride_b = f.stride_b;
+    a->stride_c = f.stride_c;
+    a->alpha = f.alpha;
+    a->beta = f.beta;
+}
+
+const tandem_kcase_spec tandem_kcase_gemm_bf16 = {N_SHAPES, gemm_bf16_make, gemm_bf16_bind};

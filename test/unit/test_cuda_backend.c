@@ -103,7 +103,7 @@ static double ref_at(const float *a, const float *b, const float *c0, const tand
 
 static void run_gemm(int trans_a, int trans_b, int64_t batch) {
     tandem_gemm_desc g = {trans_a, trans_b, tandem_rng_int(&rng, 1, 70), tandem_rng_int(&rng, 1, 70),
-                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0};
+                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
     if (batch > 1) {
         g.stride_a = g.m * g.k + tandem_rng_int(&rng, 0, 5); /* gaps between batch items */
         g.stride_b = g.k * g.n + tandem_rng_int(&rng, 0, 5);
@@ -164,7 +164,7 @@ static void test_gemm(void **state) {
 
 static void test_gemm_unprepared(void **state) {
     (void)state;
-    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0};
+    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
     tandem_dptr d;
     assert_int_equal(dev0->ops->mem_alloc(dev0, 71 * 79 * 4, &d), TANDEM_OK);
     assert_int_equal(dev0->ops->gemm(&s0, &g, 1, d, d, 0, d), TANDEM_E_STATE);

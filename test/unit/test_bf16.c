@@ -1,0 +1,389 @@
+/* test_bf16.c — precision bf16 (runtime/model.h, "Precision"):
+ *
+ *   host refuses: a bf16 model on a host device is TANDEM_E_UNSUPPORTED naming precision.
+ *   plan:         for the tiny model on CUDA alignment, the bf16 plan declares the GEMM-only
+ *                 activations (LN outputs, q/k/v, attention probabilities, heads merged, GELU
+ *                 outputs, prenet input) bf16 and everything else f32 as fp32, adds the bf16
+ *                 weight copy, and its model arena is smaller than the fp32 plan's.
+ *   gradients:    one micro-batch's gradients through the stand-in cuda driver in bf16 vs the
+ *                 fp32 host backend's (whose gradients test_model_grad checks against central
+ *                 differences in double): normalised error ||g16 - g32|| / ||g32|| <= TOL_GRAD.
+ *   training:     TRAIN_STEPS steps in bf16 on the stand-in vs fp32 on the host from the same
+ *                 seed and batch: loss relative difference <= TOL_LOSS at every step, and the
+ *                 stand-in reported no misuse (bf16 layouts, ranges).
+ *
+ * Tolerances. bf16 keeps 8 significant bits: one rounding is off by at most u = 2^-9 ~ 2e-3
+ * relative. A value on the forward path of this 2-layer model passes about 10 roundings
+ * (prenet input, LN1, q/k/v, P, heads merged, LN2, GELU per layer, final LN, weights), so
+ * worst-case aligned errors reach ~10u = 2e-2 and independent ones ~sqrt(10)u ~ 6e-3; the
+ * loss is a mean of many such values, so TOL_LOSS = 2e-2 is the worst case, not a loose guess.
+ * Gradients pass the forward's roundings plus the backward's casts of dy (about twice as
+ * many, but the norm-wise error averages them): TOL_GRAD = 2e-2 = 10u as well. Observed: loss
+ * ~4e-5 relative (the L1 averages thousands of independent errors), gradients ~3e-3 (1.5u).
+ * A wrong seam (an uncast f32 read as bf16, a stale weight
+ * copy, a bf16 tensor read with f32 strides) is off by O(1).
+ * TANDEM_TEST_NO_CUBLASLT=1 runs the cuda parts on the fatbin's gemm_bf16 instead of the
+ * stand-in cuBLASLt. Seed printed; replay with TANDEM_TEST_SEED.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "model.h"
+#include "pool_internal.h"
+#include "tandem.h"
+#include "testutil.h"
+#include "train_step.h"
+
+#define FAKECUDA_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
+#define DRIVER FAKECUDA_DIR "/libcuda.so.1"
+#define CUBLASLT FAKECUDA_DIR "/libcublasLt.so.13"
+
+#define TRAIN_STEPS 5
+#define TOL_LOSS 2e-2
+#define TOL_GRAD 2e-2
+
+#define CHECK(expr)                                                                       \
+    do {                                                                                  \
+        tandem_status st_ = (expr);                                                       \
+        if (st_ != TANDEM_OK) fail_msg("%s: %s: %s", #expr, tandem_status_name(st_),      \
+                                       tandem_last_error());                              \
+    } while (0)
+
+static uint64_t seed;
+
+static void small_config(tandem_config *cfg, const char *precision) {
+    tandem_config_init(cfg);
+    CHECK(tandem_config_set(cfg, "model_size", "custom"));
+    CHECK(tandem_config_set(cfg, "d_model", "32"));
+    CHECK(tandem_config_set(cfg, "layers", "2"));
+    CHECK(tandem_config_set(cfg, "heads", "2"));
+    CHECK(tandem_config_set(cfg, "reduction", "2"));
+    CHECK(tandem_config_set(cfg, "max_text", "12"));
+    CHECK(tandem_config_set(cfg, "max_frames", "24"));
+    CHECK(tandem_config_set(cfg, "batch_size", "3"));
+    CHECK(tandem_config_set(cfg, "lr", "0.003"));
+    CHECK(tandem_config_set(cfg, "warmup_steps", "2"));
+    CHECK(tandem_config_set(cfg, "max_steps", "100"));
+    CHECK(tandem_config_set(cfg, "precision", precision));
+    CHECK(tandem_config_check(cfg));
+}
+
+/* ---- a model with one fixed batch ----------------------------------------------------------- */
+
+typedef struct host_batch {
+    int32_t *tokens, *text_len, *frame_len;
+    float *mels, *mask, *stop;
+} host_batch;
+
+static void make_batch(tandem_rng *r, const tandem_model_dims *d, host_batch *hb) {
+    const size_t B = (size_t)d->batch, F = (size_t)d->frames;
+    hb->tokens = calloc(B * (size_t)d->text_len, sizeof(int32_t));
+    hb->text_len = calloc(B, sizeof(int32_t));
+    hb->frame_len = calloc(B, sizeof(int32_t));
+    hb->mels = calloc(B * F * 80, sizeof(float));
+    hb->mask = calloc(B * F, sizeof(float));
+    hb->stop = calloc(B * F, sizeof(float));
+    for (int b = 0; b < d->batch; b++) {
+        hb->text_len[b] = (int)tandem_rng_int(r, 4, d->text_len);
+        hb->frame_len[b] = (int)tandem_rng_int(r, d->frames / 2, d->frames);
+        for (int t = 0; t < hb->text_len[b]; t++)
+            hb->tokens[b * d->text_len + t] = (int)tandem_rng_int(r, 1, d->vocab - 1);
+        double ph = tandem_rng_uniform(r, 0, 6.28f), fr = tandem_rng_uniform(r, 0.1f, 0.4f);
+        for (int f = 0; f < d->frames; f++) {
+            hb->mask[b * d->frames + f] = f < hb->frame_len[b];
+            hb->stop[b * d->frames + f] = f >= hb->frame_len[b] - 1;
+            if (f >= hb->frame_len[b]) continue;
+            for (int c = 0; c < 80; c++)
+                hb->mels[((size_t)b * F + f) * 80 + c] =
+                    (float)(-4.0 + 2.0 * sin(ph + fr * f + 0.08 * c) + cos(0.05 * c * (b + 1)));
+        }
+    }
+}
+
+static void free_batch(host_batch *hb) {
+    free(hb->tokens);
+    free(hb->text_len);
+    free(hb->frame_len);
+    free(hb->mels);
+    free(hb->mask);
+    free(hb->stop);
+}
+
+typedef struct run {
+    tandem_config cfg;
+    tandem_model_dims dims;
+    tandem_device *dev;
+    tandem_stream *s;
+    tandem_pool *pool;
+    tandem_model m;
+    tandem_optim opt;
+    tandem_train_state st;
+    tandem_tensor *tok, *mel, *msk, *stp;
+    tandem_model_batch mb;
+} run;
+
+static void run_open(run *r, tandem_backend be, const char *precision, const host_batch *hb) {
+    memset(r, 0, sizeof *r);
+    small_config(&r->cfg, precision);
+    CHECK(tandem_model_dims_from_config(&r->cfg, &r->dims));
+    tandem_optim_from_config(&r->cfg, &r->opt);
+    CHECK(tandem_device_open(be, 0, &r->dev));
+    CHECK(tandem_stream_create(r->dev, &r->s));
+    CHECK(tandem_pool_create(r->dev, "model", 0, &r->pool));
+    CHECK(tandem_model_declare(&r->m, r->dev, r->pool, &r->dims));
+    const tandem_model_dims *d = &r->dims;
+    const int64_t s2[2] = {d->batch, d->text_len}, s3[3] = {d->batch, d->frames, 80};
+    const int64_t sf[2] = {d->batch, d->frames};
+    CHECK(tandem_pool_declare(r->pool, "tokens", TANDEM_I32, 2, s2, TANDEM_PERSISTENT, 0, 0, &r->tok));
+    CHECK(tandem_pool_declare(r->pool, "mels", TANDEM_F32, 3, s3, TANDEM_PERSISTENT, 0, 0, &r->mel));
+    CHECK(tandem_pool_declare(r->pool, "mask", TANDEM_F32, 2, sf, TANDEM_PERSISTENT, 0, 0, &r->msk));
+    CHECK(tandem_pool_declare(r->pool, "stop", TANDEM_F32, 2, sf, TANDEM_PERSISTENT, 0, 0, &r->stp));
+    CHECK(tandem_pool_commit(r->pool));
+    CHECK(tandem_model_init_params(&r->m, r->s, seed));
+    const size_t nt = (size_t)d->batch * d->text_len, nf = (size_t)d->batch * d->frames;
+    CHECK(tandem_tensor_upload(r->s, r->tok, hb->tokens, nt * 4));
+    CHECK(tandem_tensor_upload(r->s, r->mel, hb->mels, nf * 80 * 4));
+    CHECK(tandem_tensor_upload(r->s, r->msk, hb->mask, nf * 4));
+    CHECK(tandem_tensor_upload(r->s, r->stp, hb->stop, nf * 4));
+    CHECK(tandem_stream_sync(r->s));
+    r->mb.tokens = r->tok;
+    r->mb.mels = r->mel;
+    r->mb.frame_mask = r->msk;
+    r->mb.stop_targets = r->stp;
+    r->mb.host_text_lengths = hb->text_len; /* staged and uploaded by the model */
+    r->mb.host_frame_lengths = hb->frame_len;
+}
+
+static void run_close(run *r) {
+    tandem_model_free(&r->m);
+    tandem_pool_destroy(r->pool);
+    tandem_stream_destroy(r->s);
+    tandem_device_close(r->dev);
+}
+
+static void need_stand_in(void) {
+    if (access(DRIVER, R_OK) != 0 || access(CUBLASLT, R_OK) != 0)
+        fail_msg("the stand-in driver is not built (%s); build it with make test-build", DRIVER);
+}
+
+static void no_misuse(void) {
+    void *h = dlopen(DRIVER, RTLD_NOW | RTLD_NOLOAD);
+    int (*count)(void) = h ? (int (*)(void))dlsym(h, "tandem_fakecuda_error_count") : NULL;
+    if (!count) fail_msg("the cuda backend did not load the stand-in driver %s", DRIVER);
+    assert_int_equal(count(), 0);
+}
+
+/* ---- tests ------------------------------------------------------------------------------------ */
+
+static void test_host_refuses(void **state) {
+    (void)state;
+    tandem_config cfg;
+    small_config(&cfg, "bf16");
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    assert_int_equal(d.bf16, 1);
+    tandem_device *dev;
+    tandem_pool *pool;
+    CHECK(tandem_device_open(TANDEM_BACKEND_HOST, 0, &dev));
+    CHECK(tandem_pool_create(dev, "model", 0, &pool));
+    tandem_model m;
+    assert_int_equal(tandem_model_declare(&m, dev, pool, &d), TANDEM_E_UNSUPPORTED);
+    printf("host: %s\n", tandem_last_error());
+    assert_non_null(strstr(tandem_last_error(), "precision bf16"));
+    assert_non_null(strstr(tandem_last_error(), "fp32"));
+    tandem_model_free(&m);
+    tandem_pool_destroy(pool);
+    tandem_device_close(dev);
+}
+
+static void plan_of(const char *precision, tandem_backend be, tandem_model *m, tandem_pool **pool,
+                    tandem_pool_stats *stats) {
+    tandem_config cfg;
+    tandem_config_init(&cfg); /* the tiny model */
+    CHECK(tandem_config_set(&cfg, "precision", precision));
+    CHECK(tandem_config_check(&cfg));
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    CHECK(tandem_pool_create_offline("model", be, 0, pool));
+    CHECK(tandem_model_declare_plan(m, be, *pool, &d));
+    CHECK(tandem_pool_plan(*pool));
+    tandem_pool_get_stats(*pool, stats);
+}
+
+static void test_plan(void **state) {
+    (void)state;
+    tandem_model m32, m16;
+    tandem_pool *p32, *p16;
+    tandem_pool_stats s32, s16;
+    plan_of("fp32", TANDEM_BACKEND_CUDA, &m32, &p32, &s32);
+    plan_of("bf16", TANDEM_BACKEND_CUDA, &m16, &p16, &s16);
+    printf("tiny model arena: fp32 %.2f MiB, bf16 %.2f MiB (persistent %zu vs %zu B, per-step "
+           "peak %zu vs %zu B)\n", s32.arena_bytes / 1048576.0, s16.arena_bytes / 1048576.0,
+           s32.persistent_bytes, s16.persistent_bytes, s32.per_step_peak, s16.per_step_peak);
+    assert_true(s16.arena_bytes < s32.arena_bytes);
+    assert_true(s16.per_step_peak < s32.per_step_peak);
+
+    assert_null(m32.wcopy);
+    assert_non_null(m16.wcopy);
+    assert_int_equal(tandem_tensor_dtype(m16.wcopy), TANDEM_BF16);
+    assert_int_equal(tandem_tensor_numel(m16.wcopy), m16.decay_end);
+    for (int l = 0; l < m16.dims.layers; l++) {
+        const tandem_model_layer *a = &m32.layer[l], *b = &m16.layer[l];
+        const tandem_tensor *gemm_only[8] = {b->h1, b->q, b->k, b->v, b->p, b->att, b->h2, b->g};
+        const tandem_tensor *gemm_only32[8] = {a->h1, a->q, a->k, a->v, a->p, a->att, a->h2, a->g};
+        for (int i = 0; i < 8; i++) {
+            assert_int_equal(tandem_tensor_dtype(gemm_only[i]), TANDEM_BF16);
+            assert_int_equal(tandem_tensor_dtype(gemm_only32[i]), TANDEM_F32);
+            assert_int_equal(tandem_tensor_numel(gemm_only[i]), tandem_tensor_numel(gemm_only32[i]));
+        }
+        const tandem_tensor *f32[6] = {b->x, b->x_mid, b->f, b->mean1, b->rstd2, b->mean2};
+        for (int i = 0; i < 6; i++) assert_int_equal(tandem_tensor_dtype(f32[i]), TANDEM_F32);
+    }
+    assert_int_equal(tandem_tensor_dtype(m16.hf), TANDEM_BF16);
+    assert_int_equal(tandem_tensor_dtype(m16.groups), TANDEM_BF16);
+    const tandem_tensor *f32[7] = {m16.params, m16.grads, m16.adam_m, m16.adam_v, m16.mel_out,
+                                   m16.stop_out, m16.dres};
+    for (int i = 0; i < 7; i++) assert_int_equal(tandem_tensor_dtype(f32[i]), TANDEM_F32);
+    char rep[4096];
+    tandem_pool_report(p16, rep, sizeof rep);
+    printf("%s\n", rep);
+    tandem_model_free(&m32);
+    tandem_model_free(&m16);
+    tandem_pool_destroy(p32);
+    tandem_pool_destroy(p16);
+
+    /* a planning pool for host devices refuses bf16 as the host device does */
+    tandem_config cfg;
+    tandem_config_init(&cfg);
+    CHECK(tandem_config_set(&cfg, "precision", "bf16"));
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    tandem_pool *ph;
+    CHECK(tandem_pool_create_offline("model", TANDEM_BACKEND_HOST, 0, &ph));
+    tandem_model mh;
+    assert_int_equal(tandem_model_declare_plan(&mh, TANDEM_BACKEND_HOST, ph, &d), TANDEM_E_UNSUPPORTED);
+    tandem_model_free(&mh);
+    tandem_pool_destroy(ph);
+}
+
+static float *download(run *r, tandem_tensor *t) {
+    float *p = malloc((size_t)r->m.n_flat * sizeof(float));
+    assert_non_null(p);
+    CHECK(tandem_tensor_download(r->s, p, t, (size_t)r->m.n_flat * sizeof(float)));
+    CHECK(tandem_stream_sync(r->s));
+    return p;
+}
+
+static void test_gradients(void **state) {
+    (void)state;
+    need_stand_in();
+    tandem_rng rng = {seed ^ 0x6f16};
+    tandem_config cfg;
+    small_config(&cfg, "fp32");
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    host_batch hb;
+    make_batch(&rng, &d, &hb);
+    float *g[2];
+    double loss[2];
+    for (int k = 0; k < 2; k++) {
+        run r;
+        run_open(&r, k ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST, k ? "bf16" : "fp32", &hb);
+        tandem_step_result res;
+        CHECK(tandem_train_grads(&r.m, r.s, &r.opt, &r.mb, &res));
+        loss[k] = res.loss;
+        g[k] = download(&r, r.m.grads);
+        run_close(&r);
+    }
+    no_misuse();
+    double num = 0.0, den = 0.0;
+    run r;
+    run_open(&r, TANDEM_BACKEND_HOST, "fp32", &hb); /* for the parameter table only */
+    for (int p = 0; p < r.m.n_params; p++) {
+        const tandem_model_param *pp = &r.m.param[p];
+        double pn = 0.0, pd = 0.0;
+        for (int64_t i = pp->offset; i < pp->offset + pp->numel; i++) {
+            double e = (double)g[1][i] - g[0][i];
+            pn += e * e;
+            pd += (double)g[0][i] * g[0][i];
+        }
+        num += pn;
+        den += pd;
+        if (pd > 0 && sqrt(pn / pd) > TOL_GRAD)
+            printf("  %-28s normalised error %.2e\n", pp->name, sqrt(pn / pd));
+    }
+    run_close(&r);
+    double err = sqrt(num / den);
+    printf("gradients: fp32 host loss %.8g, bf16 stand-in %.8g; ||g16 - g32|| / ||g32|| = %.2e "
+           "(limit %.0e)\n", loss[0], loss[1], err, TOL_GRAD);
+    assert_true(err <= TOL_GRAD);
+    assert_true(fabs(loss[1] - loss[0]) <= TOL_LOSS * fabs(loss[0]));
+    free(g[0]);
+    free(g[1]);
+    free_batch(&hb);
+}
+
+static void test_training_matches_fp32(void **state) {
+    (void)state;
+    need_stand_in();
+    tandem_rng rng = {seed ^ 0xb16};
+    tandem_config cfg;
+    small_config(&cfg, "fp32");
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    host_batch hb;
+    make_batch(&rng, &d, &hb);
+    double loss[2][TRAIN_STEPS];
+    for (int k = 0; k < 2; k++) {
+        run r;
+        run_open(&r, k ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST, k ? "bf16" : "fp32", &hb);
+        tandem_device_info info;
+        CHECK(tandem_device_get_info(r.dev, &info));
+        printf("%s run on '%s'\n", k ? "bf16" : "fp32", info.name);
+        for (int i = 0; i < TRAIN_STEPS; i++) {
+            tandem_step_result res;
+            CHECK(tandem_train_step(&r.m, r.s, &r.opt, &r.st, &r.mb, &res));
+            assert_false(res.skipped);
+            loss[k][i] = res.loss;
+        }
+        run_close(&r);
+    }
+    no_misuse();
+    for (int i = 0; i < TRAIN_STEPS; i++) {
+        double rel = fabs(loss[1][i] - loss[0][i]) / fabs(loss[0][i]);
+        printf("step %d: fp32 host loss %.8g, bf16 stand-in cuda %.8g, relative difference %.2e "
+               "(limit %.0e)\n", i, loss[0][i], loss[1][i], rel, TOL_LOSS);
+        assert_true(rel <= TOL_LOSS);
+    }
+    /* the weights moved: a stale bf16 copy would repeat step 0's loss */
+    assert_true(loss[1][TRAIN_STEPS - 1] < loss[1][0]);
+    free_batch(&hb);
+}
+
+int main(void) {
+    seed = tandem_test_seed("test_bf16");
+    /* The cuda backend loads the driver once per process: point it at the stand-in first. */
+    setenv("TANDEM_CUDA_DRIVER", DRIVER, 1);
+    const char *no_lt = getenv("TANDEM_TEST_NO_CUBLASLT");
+    setenv("TANDEM_CUBLASLT", no_lt && !strcmp(no_lt, "1") ? "none" : CUBLASLT, 1);
+    unsetenv("TANDEM_FAKECUDA_DEVICES");
+    unsetenv("TANDEM_FAKECUDA_ARCH");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_host_refuses),
+        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_gradients),
+        cmocka_unit_test(test_training_matches_fp32),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
