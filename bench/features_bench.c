@@ -8,7 +8,7 @@
  * pass, T threads take files from a shared counter and compute their log-mel:
  *
  *   device  the path `tandem features` and the pipeline use (runtime/mel_device.h): upload the
- *           samples to a tensor, tandem_mel_batch (STFT kernel, mel GEMM, log, targets) on a
+ *           samples to a tensor, tandem_mel_batch (STFT, band projection, log, targets kernels) on a
  *           stream of a host device, download [frames, 80]. Each file has its own plan, sized
  *           to it exactly (batch 1, max_frames = its frames) and committed before timing, as the
  *           pipeline commits its pools once; each thread has its own stream.
