@@ -20,8 +20,9 @@ static float samples[MAX_SAMPLES + 1];
 
 /* libsndfile 1.2.0 (Debian 12) leaks the vorbis_info it allocates when sf_open fails on a
  * malformed Vorbis header (reproduced with sf_open alone, no Tandem code involved): a
- * third-party leak, so LeakSanitizer is told to ignore allocations made by vorbis_info_init. */
-const char *__lsan_default_suppressions(void);
+ * third-party leak, so LeakSanitizer is told to ignore allocations made by vorbis_info_init.
+ * (Default visibility: a shared sanitizer runtime, as with gcc, looks the hook up dynamically.) */
+const char *__lsan_default_suppressions(void) __attribute__((visibility("default")));
 const char *__lsan_default_suppressions(void) {
     return "leak:vorbis_info_init\n";
 }

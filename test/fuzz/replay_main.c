@@ -33,9 +33,18 @@
 #endif
 #if defined(__SANITIZE_ADDRESS__)
 #define REPLAY_SANITIZED 1
+#define REPLAY_ASAN 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define REPLAY_ASAN 1
+#endif
 #endif
 #ifdef REPLAY_SANITIZED
 #include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef REPLAY_ASAN
+#include <sanitizer/lsan_interface.h>
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -54,7 +63,9 @@ static unsigned long long current_seed;
 static void report_current(void) {
     char line[1400];
     int n;
-    if (current_mutation < 0)
+    if (!current_file[0])
+        n = snprintf(line, sizeof line, "\n[  FAILED  ] fuzz_%s: at exit, after every input ran\n", FUZZ_NAME);
+    else if (current_mutation < 0)
         n = snprintf(line, sizeof line, "\n[  FAILED  ] fuzz_%s: input %s (unmutated)\n", FUZZ_NAME, current_file);
     else
         n = snprintf(line, sizeof line,
@@ -305,8 +316,19 @@ int main(int argc, char **argv) {
         }
         free(work);
         free(orig);
+#ifdef REPLAY_ASAN
+        /* a leak is pinned to the corpus file whose mutations made it (report printed above) */
+        if (__lsan_do_recoverable_leak_check()) {
+            printf("[  FAILED  ] fuzz_%s: memory leaked while running %s and its %ld mutations (seed 0x%llx)\n",
+                   FUZZ_NAME, names[i], per_file, (unsigned long long)seed);
+            fflush(stdout); /* LeakSanitizer's exit report ends the process without flushing */
+            current_file[0] = 0;
+            return 1;
+        }
+#endif
         free(names[i]);
     }
+    current_file[0] = 0;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     printf("[       OK ] fuzz_%s (%ld inputs: %d corpus files + %ld mutations each, seed 0x%llx, %.1f s)\n",
