@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "os.h"
 #include "testutil.h"
 
 /* Writes text to a fresh temp file; returns its path in buf. */
@@ -283,6 +284,35 @@ static void test_garbage(void **state) {
     }
 }
 
+/* docs/TRAINING.md documents every key of the schema (a row starting "| `key` |"). */
+static void test_docs_list_every_key(void **state) {
+    (void)state;
+    static char desc[65536];
+    size_t n = tandem_config_describe(desc, sizeof desc);
+    assert_true(n > 0 && n < sizeof desc);
+    char *doc = NULL;
+    size_t doc_len = 0;
+    assert_int_equal(tandem_file_read_all(TANDEM_SOURCE_DIR "/docs/TRAINING.md", &doc, &doc_len),
+                     TANDEM_OK);
+    int keys = 0, missing = 0;
+    /* describe() prints each key at the start of a line after two spaces. */
+    for (char *line = strtok(desc, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "  ", 2) != 0 || line[2] == ' ') continue;
+        char key[64], row[80];
+        if (sscanf(line + 2, "%63s", key) != 1) continue;
+        snprintf(row, sizeof row, "| `%s` |", key);
+        keys++;
+        if (!strstr(doc, row)) {
+            printf("docs/TRAINING.md lacks config key '%s'\n", key);
+            missing++;
+        }
+    }
+    tandem_free(doc);
+    printf("%d config keys, %d missing from docs/TRAINING.md\n", keys, missing);
+    assert_true(keys >= 30);
+    assert_int_equal(missing, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_file),     cmocka_unit_test(test_empty_file_is_defaults),
@@ -290,6 +320,7 @@ int main(void) {
         cmocka_unit_test(test_out_of_range),   cmocka_unit_test(test_override),
         cmocka_unit_test(test_presets),        cmocka_unit_test(test_dump_roundtrip),
         cmocka_unit_test(test_example_configs), cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_docs_list_every_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
