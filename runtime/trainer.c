@@ -10,6 +10,7 @@
 
 #include "checkpoint.h"
 #include "device.h"
+#include "figures.h"
 #include "log.h"
 #include "metrics.h"
 #include "model.h"
@@ -59,6 +60,11 @@ struct tandem_trainer {
     tandem_sampler_pos next_pos;
     tandem_metrics *metrics;
     tandem_progress progress;
+    /* figures (figures.h), written at every checkpoint: the loss history of the logged steps
+       and the mel of the fixed validation subset's first utterance, taken at each validation */
+    tandem_figures *fig;
+    int fig_mel;       /* 1: a validation set and f32 tensors to take the mel from */
+    int32_t fig_len;   /* its real frames, read back with the mel */
     double window[CV_WINDOW];
     volatile sig_atomic_t stop;
 };
@@ -207,6 +213,37 @@ static tandem_status setup_checkpoints(tandem_trainer *t) {
                                     cl + len + 1024, &t->ckpt);
 }
 
+/* The figures' buffers (before commit). On resume the loss history continues from the resumed
+ * run's metrics.jsonl, cut at the checkpoint's step as `tandem plot` cuts it (figures.h). */
+static tandem_status setup_figures(tandem_trainer *t) {
+    const tandem_model *m = &t->model;
+    t->fig_mel = t->vpipe != NULL;
+    if (t->fig_mel && (tandem_tensor_dtype(m->mel_out) != TANDEM_F32 ||
+                       tandem_tensor_numel(m->mel_out) < (int64_t)m->dims.frames * m->dims.n_mels ||
+                       m->dims.n_mels != TANDEM_FIGURES_N_MELS)) {
+        tandem_logf(TANDEM_LOG_WARN, "trainer: the model's mel output is not f32 [B, F, 80]; no "
+                    "mel figure (loss.png only)");
+        t->fig_mel = 0;
+    }
+    TANDEM_TRY(tandem_figures_create(TANDEM_FIGURES_HISTORY, t->fig_mel ? m->dims.frames : 0, &t->fig));
+    if (!t->opt.resume_dir) return TANDEM_OK;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", t->opt.resume_dir);
+    int lines = 0, bad = 0;
+    if (tandem_figures_load_metrics(t->fig, path, &lines, &bad) != TANDEM_OK) {
+        tandem_logf(TANDEM_LOG_WARN, "resume: %s; the loss figure starts at step %" PRId64,
+                    tandem_last_error(), t->st.step);
+        return TANDEM_OK;
+    }
+    tandem_figures_rewind(t->fig, t->st.step + 1);
+    if (bad)
+        tandem_logf(TANDEM_LOG_WARN, "resume: %s: %d unreadable line%s skipped for the loss figure",
+                    path, bad, bad == 1 ? "" : "s");
+    return TANDEM_OK;
+}
+
+const tandem_figures *tandem_trainer_figures(const tandem_trainer *t) { return t ? t->fig : NULL; }
+
 tandem_status tandem_trainer_create(const tandem_trainer_options *o, tandem_trainer **out) {
     if (!o || !o->cfg || !out) return tandem_fail(TANDEM_E_INVALID, "trainer: NULL argument");
     *out = NULL;
@@ -275,6 +312,7 @@ tandem_status tandem_trainer_create(const tandem_trainer_options *o, tandem_trai
     if (t->use_events)
         for (int i = 0; i < t->n_ev; i++) TANDEM_TRY(tandem_event_create(t->model_dev, &t->ev[i]));
     TANDEM_TRY(setup_checkpoints(t));
+    TANDEM_TRY(setup_figures(t));
     char mpath[1100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", t->cfg.out);
     TANDEM_TRY(tandem_metrics_open(mpath, o->resume_dir != NULL, &t->metrics));
@@ -324,6 +362,7 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     if (t->ckpt) tandem_checkpoint_free(t->ckpt);
     if (t->resume_file) tandem_st_close(t->resume_file);
     if (t->metrics) tandem_metrics_close(t->metrics);
+    tandem_figures_free(t->fig);
     tandem_free(t->ck_tensors);
     tandem_free(t->ck_ent);
     tandem_free(t->ck_names);
@@ -361,7 +400,25 @@ static tandem_status get_batch(tandem_pipeline *p, tandem_batch_view *v, tandem_
     return TANDEM_OK;
 }
 
-static tandem_status validate(tandem_trainer *t, double *l1, double *bce) {
+/* The mel figure's utterance: row 0 of the validation's first batch (the fixed subset's first
+ * utterance), target from the slot and teacher-forced prediction from the forward just run
+ * (eval synchronised the stream; the slot is still held). */
+static tandem_status take_mel(tandem_trainer *t, const tandem_batch_view *v, int64_t step) {
+    const tandem_backend_ops *ops = t->s->dev->ops;
+    const size_t bytes = (size_t)t->model.dims.frames * TANDEM_FIGURES_N_MELS * sizeof(float);
+    TANDEM_TRY(ops->copy_d2h(t->s, tandem_figures_mel_target(t->fig), tandem_tensor_addr(v->t->mels), bytes));
+    TANDEM_TRY(ops->copy_d2h(t->s, tandem_figures_mel_pred(t->fig), tandem_tensor_addr(t->model.mel_out),
+                             bytes));
+    TANDEM_TRY(ops->copy_d2h(t->s, &t->fig_len, tandem_tensor_addr(v->t->frame_lengths), sizeof t->fig_len));
+    TANDEM_TRY(tandem_stream_sync(t->s));
+    if (t->fig_len < 1 || t->fig_len > t->model.dims.frames)
+        return tandem_fail(TANDEM_E_INTERNAL, "validation batch: frame length %d of row 0, expected "
+                           "1..%d", (int)t->fig_len, t->model.dims.frames);
+    return tandem_figures_set_mel(t->fig, t->fig_len, step);
+}
+
+/* Validation over the fixed subset after `step` steps. */
+static tandem_status validate(tandem_trainer *t, int64_t step, double *l1, double *bce) {
     double sl = 0, sb = 0, wait = 0;
     for (int i = 0; i < t->val_batches; i++) {
         tandem_batch_view v;
@@ -369,6 +426,7 @@ static tandem_status validate(tandem_trainer *t, double *l1, double *bce) {
         TANDEM_TRY(get_batch(t->vpipe, &v, &mb, &wait));
         double a, b;
         TANDEM_TRY(tandem_train_eval(&t->model, t->s, &t->optim, &mb, &a, &b));
+        if (i == 0 && t->fig_mel) TANDEM_TRY(take_mel(t, &v, step));
         TANDEM_TRY(tandem_pipeline_release(t->vpipe, v.slot));
         sl += a;
         sb += b;
@@ -384,6 +442,17 @@ static tandem_status ck_fetch(void *ctx, void *user, void *dst, size_t offset, s
     tandem_dptr src = tandem_tensor_addr(e->flat) + (tandem_dptr)e->off * sizeof(float) + offset;
     TANDEM_TRY(t->s->dev->ops->copy_d2h(t->s, dst, src, bytes));
     return tandem_stream_sync(t->s);
+}
+
+/* loss.png and mel.png next to the checkpoints (allocation-free: figures.h, plot.h). They are
+ * diagnostics: a failure to write one is a warning, the run goes on. */
+static void write_figures(tandem_trainer *t) {
+    if (tandem_figures_write_loss(t->fig, t->cfg.out) != TANDEM_OK)
+        tandem_logf(TANDEM_LOG_WARN, "step %" PRId64 ": loss figure not written: %s", t->st.step,
+                    tandem_last_error());
+    if (tandem_figures_mel_frames(t->fig, NULL) > 0 && tandem_figures_write_mel(t->fig, t->cfg.out) != TANDEM_OK)
+        tandem_logf(TANDEM_LOG_WARN, "step %" PRId64 ": mel figure not written: %s", t->st.step,
+                    tandem_last_error());
 }
 
 static tandem_status save_checkpoint(tandem_trainer *t) {
@@ -406,8 +475,10 @@ static tandem_status save_checkpoint(tandem_trainer *t) {
         {"skipped_in_row", row},
         {TANDEM_CKPT_KEY_RNG, rng},
     };
-    return tandem_checkpoint_save(t->ckpt, t->st.step, meta, (int)(sizeof meta / sizeof meta[0]),
-                                  ck_fetch, t);
+    TANDEM_TRY(tandem_checkpoint_save(t->ckpt, t->st.step, meta, (int)(sizeof meta / sizeof meta[0]),
+                                      ck_fetch, t));
+    write_figures(t);
+    return TANDEM_OK;
 }
 
 /* The sampler position after the last row of a consumed batch. */
@@ -453,13 +524,14 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
      * val_l1 / val_stop_bce): the reference a convergence check compares the end with. */
     if (t->vpipe && t->cfg.val_every > 0 && t->st.step == 0) {
         double vl1 = 0, vbce = 0;
-        st = validate(t, &vl1, &vbce);
+        st = validate(t, 0, &vl1, &vbce);
         if (st == TANDEM_OK) {
             S.val_l1_first = S.val_l1_last = vl1;
             tandem_metrics_begin(t->metrics, 0);
             tandem_metrics_set(t->metrics, "val_l1", vl1);
             tandem_metrics_set(t->metrics, "val_stop_bce", vbce);
             st = tandem_metrics_end(t->metrics);
+            if (st == TANDEM_OK) tandem_figures_add_val(t->fig, 0, vl1);
         }
     }
     const uint64_t run_t0 = tandem_now_ns();
@@ -543,7 +615,7 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
         int validated = 0;
         double vl1 = 0, vbce = 0;
         if (t->vpipe && t->cfg.val_every > 0 && (done % t->cfg.val_every == 0 || done == max_steps)) {
-            if ((st = validate(t, &vl1, &vbce)) != TANDEM_OK) break;
+            if ((st = validate(t, done, &vl1, &vbce)) != TANDEM_OK) break;
             validated = 1;
             if (S.val_l1_first < 0) S.val_l1_first = vl1;
             S.val_l1_last = vl1;
@@ -568,6 +640,9 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
                 tandem_metrics_set(t->metrics, "val_stop_bce", vbce);
             }
             if ((st = tandem_metrics_end(t->metrics)) != TANDEM_OK) break;
+            /* the figure's points are the logged ones */
+            tandem_figures_add_loss(t->fig, done, res.loss);
+            if (validated) tandem_figures_add_val(t->fig, done, vl1);
         }
         if (!t->opt.quiet) {
             tandem_progress_fields pf;

@@ -23,7 +23,18 @@
  * step_cv, skipped, and val_l1 / val_stop_bce when validated; a fresh run with validation
  * also writes a step-0 line with only val_l1 / val_stop_bce, the initial parameters' values), ckpt-<step>.safetensors (every
  * parameter under its table name, AdamW moments as adam_m.<name> / adam_v.<name>, metadata:
- * config, step, updates, skipped, skipped_in_row, rng_state, sampler position, symbols).
+ * config, step, updates, skipped, skipped_in_row, rng_state, sampler position, symbols),
+ * and, at every checkpoint (the final one included), the figures of runtime/figures.h,
+ * replaced atomically (no per-checkpoint copies):
+ *   loss.png — train loss and val_l1 of every logged step (the points of metrics.jsonl; a
+ *     fixed-capacity history of TANDEM_FIGURES_HISTORY points per series made at create, which
+ *     halves its resolution when full; on resume it continues from the resume directory's
+ *     metrics.jsonl up to the checkpoint's step);
+ *   mel.png — with a validation set: target vs teacher-forced prediction of the fixed
+ *     subset's first utterance (row 0 of each validation's first batch), its real frames only,
+ *     as of the latest validation (so a checkpoint between validations shows the prediction
+ *     of the last one; a resumed run draws it from its first validation on). Writing a figure
+ *     allocates nothing; a failed write is a warning, not an error.
  * Resume: the newest valid checkpoint of the resume directory restores parameters, moments,
  * step counters and the sampler position of the next utterance the model consumes (not the
  * one the loader had prefetched up to), so a resumed run sees the same batches in the same
@@ -32,8 +43,13 @@
  * Stop: tandem_trainer_request_stop (async-signal-safe) ends the loop after the current step;
  * a checkpoint is written and run returns TANDEM_OK. Non-finite steps are skipped; max_nonfinite
  * in a row is an error.
+ * Read-back: the step's scalars (losses, gradient norm, skip flag) are read back every step,
+ * not only on logged steps: AdamW's bias correction uses the count of applied updates, which
+ * depends on whether the previous step was skipped, and max_nonfinite stops on a run of
+ * skipped steps; moving both onto the device would change the AdamW kernel and train_step.
+ * The read-back is also the step's one synchronisation, which the event timings rely on.
  * Owns: devices, pools, pipelines (train and optional validation), model, checkpoint writer,
- * metrics file; everything allocated in create, nothing in run's loop.
+ * metrics file, figures; everything allocated in create, nothing in run's loop.
  */
 #ifndef TANDEM_RUNTIME_TRAINER_H
 #define TANDEM_RUNTIME_TRAINER_H
@@ -41,6 +57,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "figures.h"
 #include "tandem.h"
 #include "train_step.h"
 
@@ -80,5 +97,7 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *summ
 void tandem_trainer_destroy(tandem_trainer *t);
 /* Async-signal-safe: finish the current step, checkpoint, return. */
 void tandem_trainer_request_stop(tandem_trainer *t);
+/* The figures' state (loss history, last mel), for embedding programs and tests. */
+const tandem_figures *tandem_trainer_figures(const tandem_trainer *t);
 
 #endif

@@ -1,9 +1,13 @@
-/* cmd_plot.c — `tandem plot`: the two figures of a training run, after the fact:
+/* cmd_plot.c — `tandem plot`: the two figures of a training run, after the fact, drawn by the
+ * code the trainer draws them with at its checkpoints (runtime/figures.h):
  *   * loss.png: train loss and validation L1 against step, from the run's metrics.jsonl;
  *   * mel.png: target vs teacher-forced prediction of one utterance (the first row of the
  *     dataset's metadata.csv, or --utt ID): the target log-mel is computed from its audio
  *     with the feature recipe, the prediction is one forward of the checkpoint's model with
- *     the target frames as input (runtime/synth.h).
+ *     the target frames as input (runtime/synth.h). The trainer's own mel.png shows the first
+ *     usable utterance of its held-out set: --data VALDIR picks the same one unless the first
+ *     metadata row was skipped by the index.
+ * A bad checkpoint is reported (exit 2) before anything is written.
  * Exit codes: 0 done, 2 bad usage or bad input, 1 any other failure. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +15,8 @@
 
 #include "audio.h"
 #include "cli.h"
+#include "figures.h"
 #include "mel.h"
-#include "plot.h"
 #include "synth.h"
 #include "tandem.h"
 
@@ -24,77 +28,32 @@ static void usage(FILE *f) {
                "prediction.\n--out-dir defaults to --run.\n");
 }
 
-/* The number after "key": in a JSON line; 0 when absent or null. */
-static int json_number(const char *line, const char *key, double *out) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(line, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    char *end = NULL;
-    double v = strtod(p, &end);
-    if (end == p) return 0; /* null */
-    *out = v;
-    return 1;
-}
-
-static int plot_loss(const char *run, const char *path) {
+/* loss.png from <run>/metrics.jsonl through the trainer's own figure code (runtime/figures.h):
+ * the same points, the same decimation, the same drawing. */
+static int plot_loss(tandem_figures *fig, const char *run, const char *out) {
     char mpath[2048];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", run);
-    FILE *f = fopen(mpath, "r");
-    if (!f) {
-        fprintf(stderr, "tandem plot: cannot open %s\n", mpath);
+    int lines = 0, bad = 0;
+    if (tandem_figures_load_metrics(fig, mpath, &lines, &bad) != TANDEM_OK) {
+        fprintf(stderr, "tandem plot: %s\n", tandem_last_error());
         return 2;
     }
-    size_t cap = 1024, n = 0, nv = 0;
-    float *ts = malloc(cap * sizeof *ts), *tl = malloc(cap * sizeof *tl);
-    float *vs = malloc(cap * sizeof *vs), *vl = malloc(cap * sizeof *vl);
-    char line[8192];
-    int rc = 0;
-    while (ts && tl && vs && vl && fgets(line, sizeof line, f)) {
-        if (n == cap) {
-            cap *= 2;
-            float **arr[4] = {&ts, &tl, &vs, &vl};
-            for (int i = 0; i < 4; i++) {
-                float *q = realloc(*arr[i], cap * sizeof(float));
-                if (!q) {
-                    rc = 1;
-                    break;
-                }
-                *arr[i] = q;
-            }
-            if (rc) break;
-        }
-        double step, v;
-        if (!json_number(line, "step", &step)) continue;
-        if (json_number(line, "loss", &v)) {
-            ts[n] = (float)step;
-            tl[n++] = (float)v;
-        }
-        if (json_number(line, "val_l1", &v)) {
-            vs[nv] = (float)step;
-            vl[nv++] = (float)v;
-        }
-    }
-    fclose(f);
-    if (!ts || !tl || !vs || !vl) rc = 1;
-    tandem_plot *p = NULL;
-    if (rc == 0 && n == 0) {
+    if (bad) fprintf(stderr, "tandem plot: %s: %d unreadable line%s skipped\n", mpath, bad, bad == 1 ? "" : "s");
+    tandem_figures_series tr, va;
+    tandem_figures_history(fig, &tr, &va);
+    if (tr.n == 0) {
         fprintf(stderr, "tandem plot: %s has no logged step\n", mpath);
-        rc = 2;
+        return 2;
     }
-    if (rc == 0 && (tandem_plot_create(800, 480, &p) != TANDEM_OK ||
-                    tandem_plot_loss(p, path, 800, 480, ts, tl, (int)n, vs, vl, (int)nv) != TANDEM_OK)) {
+    if (tandem_figures_write_loss(fig, out) != TANDEM_OK) {
         fprintf(stderr, "tandem plot: %s\n", tandem_last_error());
-        rc = 1;
+        return 1;
     }
-    if (rc == 0) printf("loss curve: %s (%zu train points, %zu validation points)\n", path, n, nv);
-    tandem_plot_free(p);
-    free(ts);
-    free(tl);
-    free(vs);
-    free(vl);
-    return rc;
+    printf("loss curve: %s/%s (%d train points, %d validation points", out, TANDEM_FIGURES_LOSS_FILE,
+           tr.n, va.n);
+    if (tr.stride > 1) printf("; one in %lld logged steps", (long long)tr.stride);
+    printf(")\n");
+    return 0;
 }
 
 /* id and text (normalised column when present) of the row for utt (NULL: the first row). */
@@ -128,49 +87,32 @@ static int find_utterance(const char *data, const char *utt, char *id, size_t id
     return found;
 }
 
-static int plot_mel(const char *ckpt, const char *data, const char *utt, const char *path) {
+static int plot_mel(tandem_figures *fig, tandem_synth *s, const char *data, const char *utt,
+                    const char *out) {
     char id[512], text[16384];
     if (!find_utterance(data, utt, id, sizeof id, text, sizeof text)) return 2;
-    tandem_synth_options o;
-    memset(&o, 0, sizeof o);
-    o.checkpoint = ckpt;
-    tandem_synth *s = NULL;
-    if (tandem_synth_open(&o, &s) != TANDEM_OK) {
-        fprintf(stderr, "tandem plot: %s\n", tandem_last_error());
-        return 2;
-    }
-    const int F = tandem_synth_config(s)->max_frames;
+    const int F = tandem_figures_max_frames(fig);
     const int64_t max_samples = (int64_t)F * TANDEM_MEL_HOP;
     float *audio = malloc((size_t)max_samples * sizeof(float));
-    float *target = malloc((size_t)F * 80 * sizeof(float));
-    float *pred = malloc((size_t)F * 80 * sizeof(float));
+    float *target = tandem_figures_mel_target(fig), *pred = tandem_figures_mel_pred(fig);
     tandem_mel_host *mh = NULL;
     char wav[2048];
     snprintf(wav, sizeof wav, "%s/wavs/%s.wav", data, id);
     int64_t n = 0;
     int frames = 0, rc = 1;
-    tandem_plot *p = NULL;
-    if (audio && target && pred && tandem_audio_load(wav, audio, max_samples, &n, NULL) == TANDEM_OK &&
+    if (audio && tandem_audio_load(wav, audio, max_samples, &n, NULL) == TANDEM_OK &&
         tandem_mel_host_create(&mh) == TANDEM_OK &&
         tandem_mel_host_compute(mh, audio, n, target, F, &frames) == TANDEM_OK && frames > 0 &&
-        tandem_synth_teacher_forced(s, text, strlen(text), -1, target, frames, pred) == TANDEM_OK) {
-        int w = 0, h = 0;
-        tandem_plot_mel_size(frames, 80, &w, &h);
-        if (tandem_plot_create(w, h, &p) == TANDEM_OK &&
-            tandem_plot_mel(p, path, target, pred, frames, 80) == TANDEM_OK) {
-            printf("mel comparison: %s (%s, %d frames; top target, bottom teacher-forced prediction)\n",
-                   path, id, frames);
-            rc = 0;
-        }
+        tandem_synth_teacher_forced(s, text, strlen(text), -1, target, frames, pred) == TANDEM_OK &&
+        tandem_figures_set_mel(fig, frames, -1) == TANDEM_OK && tandem_figures_write_mel(fig, out) == TANDEM_OK) {
+        printf("mel comparison: %s/%s (%s, %d frames; top target, bottom teacher-forced prediction)\n",
+               out, TANDEM_FIGURES_MEL_FILE, id, frames);
+        rc = 0;
     }
     if (rc) fprintf(stderr, "tandem plot: %s: %s\n", id, frames == 0 && tandem_last_error()[0] == 0
                                                              ? "no frames" : tandem_last_error());
-    tandem_plot_free(p);
     tandem_mel_host_free(mh);
     free(audio);
-    free(target);
-    free(pred);
-    tandem_synth_close(s);
     return rc;
 }
 
@@ -202,12 +144,27 @@ int cli_plot(int argc, char **argv) {
         return 2;
     }
     if (!out) out = run;
-    char path[2048];
-    snprintf(path, sizeof path, "%s/loss.png", out);
-    int rc = plot_loss(run, path);
-    if (rc == 0 && ckpt) {
-        snprintf(path, sizeof path, "%s/mel.png", out);
-        rc = plot_mel(ckpt, data, utt, path);
+    /* the checkpoint first: its max_frames sizes the mel buffers */
+    tandem_synth *s = NULL;
+    if (ckpt) {
+        tandem_synth_options o;
+        memset(&o, 0, sizeof o);
+        o.checkpoint = ckpt;
+        if (tandem_synth_open(&o, &s) != TANDEM_OK) {
+            fprintf(stderr, "tandem plot: %s\n", tandem_last_error());
+            return 2;
+        }
     }
+    tandem_figures *fig = NULL;
+    int rc = 0;
+    if (tandem_figures_create(TANDEM_FIGURES_HISTORY, s ? tandem_synth_config(s)->max_frames : 0, &fig) !=
+        TANDEM_OK) {
+        fprintf(stderr, "tandem plot: %s\n", tandem_last_error());
+        rc = 1;
+    }
+    if (rc == 0) rc = plot_loss(fig, run, out);
+    if (rc == 0 && s) rc = plot_mel(fig, s, data, utt, out);
+    tandem_figures_free(fig);
+    tandem_synth_close(s);
     return rc;
 }

@@ -20,6 +20,20 @@
  *                host run's within 1e-5 relative (f32, summation order only).
  *   bad configs: `tandem train` exits 2 with a message naming the key and line (unknown key,
  *                wrong type) or the model arena (--model-gpu-memory 1).
+ *   figures:     checkpoints at steps 3, 6 and 8 (validation every 2, logging every 3): no
+ *                loss.png / mel.png before the first checkpoint, both after it; the runtime's
+ *                allocation counter is the same at every step (the checkpoints that write
+ *                the figures included). At the end both decode with libpng at the expected
+ *                sizes (800 x 480; the mel of the first held-out utterance's
+ *                floor(samples / 256) frames, read from its WAV here); the loss history holds
+ *                exactly the logged steps (parsed from metrics.jsonl here) with the losses the
+ *                step hook saw, and the val_l1 of every validation; `tandem plot` on the run,
+ *                the final checkpoint and the held-out set redraws the same figures: loss.png
+ *                pixel for pixel (same points, same code), mel.png within colour-quantisation
+ *                tolerance (target from the WAV by the host recipe, prediction by synth's B = 1
+ *                teacher-forced forward of the checkpoint — independent of the trainer's data
+ *                path and B = 2 forward). In the resume test the resumed run's loss.png is
+ *                byte-identical to the straight run's (its history continues from metrics.jsonl).
  * Seed printed; replay with TANDEM_TEST_SEED.
  */
 #include <math.h>
@@ -35,11 +49,14 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <png.h>
 #include <sndfile.h>
 
 #include "config.h"
+#include "figures.h"
 #include "log.h"
 #include "os.h"
+#include "plot.h"
 #include "safetensors.h"
 #include "tandem.h"
 #include "testutil.h"
@@ -48,6 +65,10 @@
 #define MAX_FRAMES 32
 #define MAX_STEPS 8
 #define TOL_CUDA 1e-5
+/* colour levels a redrawn mel pixel may differ by: the B = 1 and B = 2 forwards and the two
+ * feature paths may differ in the last bits, which moves a value across a level boundary now
+ * and then; 8 levels is a few hundredths of the colour scale (measured: 0 pixels differ) */
+#define MEL_TOL 8
 
 #define CHECK(expr)                                                                       \
     do {                                                                                  \
@@ -318,6 +339,31 @@ static void compare_checkpoints(const char *a, const char *b) {
     tandem_st_close(fb);
 }
 
+static unsigned char *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(*n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, *n, f), *n);
+    fclose(f);
+    return b;
+}
+
+static void compare_files(const char *dir_a, const char *dir_b, const char *name) {
+    char pa[400], pb[400];
+    snprintf(pa, sizeof pa, "%s/%s", dir_a, name);
+    snprintf(pb, sizeof pb, "%s/%s", dir_b, name);
+    size_t na, nb;
+    unsigned char *a = read_all(pa, &na), *b = read_all(pb, &nb);
+    if (na != nb || memcmp(a, b, na)) fail_msg("%s (%zu bytes) and %s (%zu bytes) differ", pa, na, pb, nb);
+    printf("%s: the straight and the resumed run wrote the same %zu bytes\n", name, na);
+    free(a);
+    free(b);
+}
+
 static void test_resume_bit_identical(void **state) {
     (void)state;
     char data[300], a[300], b[300];
@@ -346,6 +392,7 @@ static void test_resume_bit_identical(void **state) {
                i < MAX_STEPS / 2 ? "first half" : "resumed", lb.loss[i]);
     assert_memory_equal(la.loss, lb.loss, sizeof la.loss[0] * MAX_STEPS);
     compare_checkpoints(last_a, s.checkpoint);
+    compare_files(a, b, "loss.png");
     printf("resume: %d steps straight vs %d + resume + %d: losses, parameters and moments "
            "bit-identical\n", MAX_STEPS, MAX_STEPS / 2, MAX_STEPS / 2);
 
@@ -484,6 +531,225 @@ static void test_device_roles(void **state) {
     }
 }
 
+/* ---- figures ---------------------------------------------------------------------------------- */
+
+/* An RGB PNG through libpng's simplified reader (signature, CRCs and zlib stream checked). */
+static unsigned char *read_png(const char *path, int *w, int *h) {
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_file(&img, path)) fail_msg("%s: %s", path, img.message);
+    img.format = PNG_FORMAT_RGB;
+    unsigned char *buf = malloc(PNG_IMAGE_SIZE(img));
+    assert_non_null(buf);
+    if (!png_image_finish_read(&img, NULL, buf, 0, NULL)) fail_msg("%s: %s", path, img.message);
+    *w = (int)img.width;
+    *h = (int)img.height;
+    return buf;
+}
+
+static int file_exists(const char *dir, const char *name) {
+    char p[400];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct stat sb;
+    return stat(p, &sb) == 0 && sb.st_size > 0;
+}
+
+typedef struct fig_log {
+    step_log steps;
+    uint64_t allocs[64];
+    int have_loss[64], have_mel[64];
+    const char *out;
+} fig_log;
+
+static void on_step_fig(void *ctx, const tandem_step_result *r) {
+    fig_log *l = ctx;
+    const int i = l->steps.n;
+    if (i < 64) {
+        l->allocs[i] = tandem_alloc_count();
+        l->have_loss[i] = file_exists(l->out, "loss.png");
+        l->have_mel[i] = file_exists(l->out, "mel.png");
+    }
+    on_step(&l->steps, r);
+}
+
+/* Pixels of two same-sized RGB images whose largest channel difference exceeds tol. */
+static long pixels_differing(const unsigned char *a, const unsigned char *b, int w, int h, int tol) {
+    long n = 0;
+    for (long i = 0; i < (long)w * h; i++) {
+        int d = 0;
+        for (int c = 0; c < 3; c++) {
+            int e = abs((int)a[3 * i + c] - (int)b[3 * i + c]);
+            if (e > d) d = e;
+        }
+        n += d > tol;
+    }
+    return n;
+}
+
+static void test_figures(void **state) {
+    (void)state;
+    char data[300], val[300], out[300], redraw[300], path[400];
+    snprintf(data, sizeof data, "%s/fig_train", root);
+    snprintf(val, sizeof val, "%s/fig_val", root);
+    snprintf(out, sizeof out, "%s/fig_run", root);
+    snprintf(redraw, sizeof redraw, "%s/fig_redraw", root);
+    tandem_rng r = {seed ^ 0x3131};
+    write_corpus(data, 5, &r);
+    write_corpus(val, 3, &r);
+    tandem_config cfg;
+    small_config(&cfg, data, out);
+    snprintf(cfg.val_data, sizeof cfg.val_data, "%s", val);
+    CHECK(tandem_config_set(&cfg, "val_every", "2"));
+    CHECK(tandem_config_set(&cfg, "val_batches", "1"));
+    CHECK(tandem_config_set(&cfg, "log_every", "3"));
+    CHECK(tandem_config_set(&cfg, "checkpoint_every", "3"));
+    static fig_log l;
+    memset(&l, 0, sizeof l);
+    l.out = out;
+    tandem_trainer_options o;
+    memset(&o, 0, sizeof o);
+    o.cfg = &cfg;
+    o.backend = backend;
+    o.quiet = 1;
+    o.nonfinite_from = -1;
+    o.on_step = on_step_fig;
+    o.on_step_ctx = &l;
+    tandem_trainer *t = NULL;
+    tandem_trainer_summary sum;
+    CHECK(tandem_trainer_create(&o, &t));
+    CHECK(tandem_trainer_run(t, &sum));
+    /* the history as the trainer drew it, copied before destroy */
+    tandem_figures_series tr, va;
+    tandem_figures_history(tandem_trainer_figures(t), &tr, &va);
+    float tr_step[16], tr_val[16], va_step[16], va_val[16];
+    assert_true(tr.n <= 16 && va.n <= 16);
+    memcpy(tr_step, tr.step, (size_t)tr.n * sizeof(float));
+    memcpy(tr_val, tr.value, (size_t)tr.n * sizeof(float));
+    memcpy(va_step, va.step, (size_t)va.n * sizeof(float));
+    memcpy(va_val, va.value, (size_t)va.n * sizeof(float));
+    int64_t mel_step = 0;
+    const int mel_frames = tandem_figures_mel_frames(tandem_trainer_figures(t), &mel_step);
+    tandem_trainer_destroy(t);
+    assert_int_equal(l.steps.n, MAX_STEPS);
+
+    /* checkpoints after steps 3, 6, 8: on_step of step i (0-based) runs before step i's own
+     * checkpoint, so the figures appear at i = 3; the counter never moves */
+    for (int i = 0; i < MAX_STEPS; i++) {
+        printf("figures: step %d: allocations %llu, loss.png %d, mel.png %d\n", i + 1,
+               (unsigned long long)l.allocs[i], l.have_loss[i], l.have_mel[i]);
+        assert_int_equal(l.have_loss[i], i >= 3);
+        assert_int_equal(l.have_mel[i], i >= 3);
+        assert_true(l.allocs[i] == l.allocs[0]);
+    }
+
+    /* the logged steps, independently: metrics.jsonl */
+    snprintf(path, sizeof path, "%s/metrics.jsonl", out);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[4096];
+    int nl = 0, nv = 0;
+    int64_t lsteps[16], vsteps[16];
+    double lval[16], vval[16];
+    while (fgets(line, sizeof line, f)) {
+        const char *st = strstr(line, "\"step\":"), *lo = strstr(line, "\"loss\":"), *vl = strstr(line, "\"val_l1\":");
+        assert_non_null(st);
+        if (lo && nl < 16) {
+            lsteps[nl] = strtoll(st + 7, NULL, 10);
+            lval[nl++] = strtod(lo + 7, NULL);
+        }
+        if (vl && nv < 16) {
+            vsteps[nv] = strtoll(st + 7, NULL, 10);
+            vval[nv++] = strtod(vl + 9, NULL);
+        }
+    }
+    fclose(f);
+    /* logged: validation steps 2, 4, 6, 8, log_every 3 → 3, 6, and the last step 8 */
+    static const int64_t want_logged[] = {2, 3, 4, 6, 8}, want_val[] = {0, 2, 4, 6, 8};
+    assert_int_equal(nl, 5);
+    assert_int_equal(nv, 5);
+    assert_int_equal(tr.n, nl);
+    assert_int_equal(va.n, nv);
+    assert_int_equal(tr.stride, 1);
+    for (int k = 0; k < nl; k++) {
+        assert_int_equal(lsteps[k], want_logged[k]);
+        assert_true(tr_step[k] == (float)lsteps[k]);
+        /* the hook's loss of that step, as the float the figure holds; the printed value too */
+        const double hook = l.steps.loss[lsteps[k] - 1];
+        printf("loss point %d: step %g, figure %.9g, hook %.17g, metrics %.9g\n", k, tr_step[k],
+               tr_val[k], hook, lval[k]);
+        assert_true(tr_val[k] == (float)hook);
+        assert_true(fabs(lval[k] - hook) <= 1e-8 * fabs(hook));
+    }
+    for (int k = 0; k < nv; k++) {
+        assert_int_equal(vsteps[k], want_val[k]);
+        assert_true(va_step[k] == (float)vsteps[k]);
+        assert_true(fabs(va_val[k] - vval[k]) <= 1e-6 * fabs(vval[k]));
+    }
+
+    /* the mel: the first held-out utterance, its real frames, predicted at the last validation */
+    snprintf(path, sizeof path, "%s/wavs/u0.wav", val);
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *sf = sf_open(path, SFM_READ, &info);
+    assert_non_null(sf);
+    sf_close(sf);
+    const int want_frames = (int)(info.frames / 256);
+    printf("mel figure: %d frames (u0: %lld samples), predicted at step %lld\n", mel_frames,
+           (long long)info.frames, (long long)mel_step);
+    assert_int_equal(mel_frames, want_frames);
+    assert_int_equal(mel_step, MAX_STEPS);
+
+    int w, h, w2, h2, mw, mh;
+    snprintf(path, sizeof path, "%s/loss.png", out);
+    unsigned char *loss = read_png(path, &w, &h);
+    assert_int_equal(w, 800);
+    assert_int_equal(h, 480);
+    snprintf(path, sizeof path, "%s/mel.png", out);
+    unsigned char *mel = read_png(path, &w, &h);
+    tandem_plot_mel_size(want_frames, 80, &mw, &mh);
+    assert_int_equal(w, mw);
+    assert_int_equal(h, mh);
+    assert_int_equal(w, 2 * want_frames); /* 2 px per frame, 2 per band, two panels and a gap */
+    assert_int_equal(h, 2 * 80 * 2 + 6);
+
+    /* `tandem plot` from the run's files: the same figures */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s/tandem' plot --run '%s' --checkpoint '%s' --data '%s' --out-dir '%s'",
+             TANDEM_TEST_BUILD_DIR, out, sum.checkpoint, val, redraw);
+    CHECK(tandem_mkdir_p(redraw));
+    const int rc = system(cmd);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+    snprintf(path, sizeof path, "%s/loss.png", redraw);
+    unsigned char *loss2 = read_png(path, &w2, &h2);
+    assert_int_equal(w2, 800);
+    assert_int_equal(h2, 480);
+    const long dl = pixels_differing(loss, loss2, 800, 480, 0);
+    snprintf(path, sizeof path, "%s/mel.png", redraw);
+    unsigned char *mel2 = read_png(path, &w2, &h2);
+    assert_int_equal(w2, w);
+    assert_int_equal(h2, h);
+    /* per panel: the top (target) and bottom (prediction) halves */
+    const int ph = 2 * 80;
+    const long dt = pixels_differing(mel, mel2, w, ph, MEL_TOL);
+    const long dp = pixels_differing(mel + (size_t)(ph + 6) * w * 3, mel2 + (size_t)(ph + 6) * w * 3, w, ph, MEL_TOL);
+    printf("tandem plot redraw: loss.png %ld of %d pixels differ; mel.png target %ld, prediction "
+           "%ld of %d pixels differ by more than %d levels (%ld, %ld at all)\n", dl, 800 * 480, dt, dp,
+           w * ph, MEL_TOL, pixels_differing(mel, mel2, w, ph, 0),
+           pixels_differing(mel + (size_t)(ph + 6) * w * 3, mel2 + (size_t)(ph + 6) * w * 3, w, ph, 0));
+    /* not a blank panel: the target's colours vary */
+    long varied = 0;
+    for (long i = 0; i < (long)w * ph; i++) varied += memcmp(mel + 3 * i, mel, 3) != 0;
+    assert_true(varied > (long)w * ph / 4);
+    assert_int_equal(dl, 0);
+    assert_true(dt <= (long)w * ph / 100);
+    assert_true(dp <= (long)w * ph / 100);
+    free(loss);
+    free(loss2);
+    free(mel);
+    free(mel2);
+}
+
 /* build/tandem train with extra arguments; stderr into err; returns the exit code. */
 static int run_cli(const char *args, char *err, size_t cap) {
     char cmd[2048], errf[400];
@@ -549,6 +815,7 @@ int main(void) {
         cmocka_unit_test(test_resume_bit_identical),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_validation_fixed_subset),
+        cmocka_unit_test(test_figures),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_device_roles),
     };
