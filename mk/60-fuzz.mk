@@ -33,7 +33,8 @@ FUZZ_CFLAGS   = $(filter -std=% -I% -D%,$(CFLAGS)) -O1 -g $(WARN) -pthread -fvis
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_LIB     := $(FUZZ_DIR)/libtandem-fuzz.a
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_DIR)/bin/fuzz_%)
-FUZZ_APT     := apt-get install clang libclang-rt-14-dev   # Debian 12; use your clang's version
+# Debian 12's package names; another release: the libclang-rt-<version>-dev of its clang
+FUZZ_APT     := apt-get install clang libclang-rt-14-dev
 
 # clang with libFuzzer's runtime? (Debian ships it in libclang-rt-<version>-dev.)
 $(FUZZ_DIR)/probe.ok:
