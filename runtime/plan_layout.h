@@ -49,7 +49,7 @@ typedef struct tandem_layout {
 #define TANDEM_LAYOUT_STAGING 2 /* staged audio batches: loaders fill one while one uploads */
 
 /* Declare the tensors above into the two pools (either may be NULL to skip that device).
- * Declares only: the data device's GEMM shapes and constants are prepared by
+ * Declares only: the data device's FFT plan and constants are prepared by
  * tandem_mel_plan_prepare(&out->mel, data_dev) before its pool is committed (the pipeline
  * does it), so planning-only pools work. */
 tandem_status tandem_layout_declare(const tandem_config *cfg, tandem_pool *data_pool,
