@@ -85,6 +85,7 @@ static void format_name(const SF_INFO *info, char *buf, size_t cap) {
 }
 
 static int64_t resampled_count(int64_t frames, int rate) {
+    if (frames == SF_COUNT_MAX) return -1; /* a stream: the header does not say */
     if (rate == TANDEM_AUDIO_RATE) return frames;
     return (int64_t)llround((double)frames * TANDEM_AUDIO_RATE / rate);
 }

@@ -33,7 +33,8 @@ typedef struct tandem_audio_info {
     int sample_rate;        /* the file's rate */
     int channels;
     int64_t samples_22050;  /* frames after resampling to 22050 Hz (exact when no resampling,
-                               else round(frames * 22050 / rate), what the decoder yields) */
+                               else round(frames * 22050 / rate), what the decoder yields);
+                               -1 when the header does not state the length (a stream) */
     double seconds;
     char format[64];        /* "WAV (Microsoft) / Signed 16 bit PCM" */
 } tandem_audio_info;

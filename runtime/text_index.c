@@ -150,9 +150,14 @@ static void probe_duration(const char *meta_path, const char *dir, row *r) {
                     tandem_last_error());
         return;
     }
-    r->n_samples = info.samples_22050 > (int64_t)UINT32_MAX ? UINT32_MAX
-                   : info.samples_22050 < 0                  ? 0
-                                                              : (uint32_t)info.samples_22050;
+    if (info.samples_22050 < 0) {
+        tandem_logf(TANDEM_LOG_WARN,
+                    "%s:%u: %s does not state its length (a streamed file), not used for training; "
+                    "rewrite it with a length (e.g. as WAV or FLAC with a header)",
+                    meta_path, r->line, path);
+        return;
+    }
+    r->n_samples = info.samples_22050 > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)info.samples_22050;
 }
 
 static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tokvec *tv, uint16_t *ids,

@@ -97,7 +97,9 @@ int cli_features(int argc, char **argv) {
         fprintf(stderr, "tandem features: %s\n", tandem_last_error());
         return 2;
     }
-    int64_t cap = info.samples_22050 + 16; /* the resampler's count may differ by a sample */
+    /* the resampler's count may differ by a sample; a stream that does not state its length
+     * gets room for an hour (the decoder stops with a clear error beyond) */
+    int64_t cap = info.samples_22050 >= 0 ? info.samples_22050 + 16 : (int64_t)3600 * 22050;
     float *audio = (float *)malloc(sizeof(float) * (size_t)cap);
     if (!audio) {
         fprintf(stderr, "tandem features: %s: out of memory for %lld samples\n", in, (long long)cap);

@@ -41,8 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
         FUZZ_ASSERT(probe.channels >= 1 && probe.sample_rate >= 1 && probe.frames >= 1);
         /* frames = INT64_MAX: the stream does not say (e.g. a streamed FLAC); samples_22050 is
-         * then not a length (see the report: it overflows to a negative count below 22050 Hz) */
-        if (probe.frames != INT64_MAX) FUZZ_ASSERT(probe.samples_22050 >= 0);
+         * then -1 (unknown), else a length */
+        FUZZ_ASSERT(probe.frames != INT64_MAX ? probe.samples_22050 >= 0 : probe.samples_22050 == -1);
         FUZZ_ASSERT(probe.seconds > 0);
         FUZZ_ASSERT(memchr(probe.format, 0, sizeof probe.format) != NULL);
     }
