@@ -6,7 +6,16 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "host_pool.h"
 #include "registry.h"
+
+/* Host parallel loops (platform/host_pool.h): each function below over a range of rows is the
+ * reference; the kernel's host implementation splits its rows over the host device's threads.
+ * Every output element is written by one row with the same arithmetic whatever the split, so
+ * results are bit-identical for any thread count. About HOST_GRAIN elements per range. */
+enum { HOST_GRAIN = 16384 };
+
+static int64_t grain_of(int64_t width) { return width > 0 ? HOST_GRAIN / width + 1 : HOST_GRAIN; }
 
 /* Element-wise transforms: 256 threads per block, at most 4096 blocks (a grid-stride loop
  * covers the rest). Softmax rows: one warp each, 4 warps per block. */
@@ -31,60 +40,87 @@ static int64_t head_offset(int64_t b, int h, int t, int e, int seq, int heads, i
 void tandem_k_qkv_split_geom(const tandem_k_qkv_split_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * a->seq * 3 * a->heads * a->head_dim, d);
 }
-void tandem_k_qkv_split_host(const tandem_k_qkv_split_args *a) {
+/* Rows [r0, r1) of the [B * T] token rows. */
+static void qkv_split_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_qkv_split_args *a = ctx;
     const int H = a->heads, dh = a->head_dim, T = a->seq, d = H * dh;
     float *const dst[3] = {a->q, a->k, a->v};
-    for (int64_t b = 0; b < a->batch; b++)
-        for (int t = 0; t < T; t++) {
-            const float *row = a->qkv + (b * T + t) * 3 * d; /* [3d] */
-            for (int g = 0; g < 3; g++)
-                for (int h = 0; h < H; h++)
-                    for (int e = 0; e < dh; e++)
-                        dst[g][head_offset(b, h, t, e, T, H, dh)] = row[g * d + h * dh + e];
-        }
+    for (int64_t bt = r0; bt < r1; bt++) {
+        const int64_t b = bt / T;
+        const int t = (int)(bt % T);
+        const float *row = a->qkv + bt * 3 * d; /* [3d] */
+        for (int g = 0; g < 3; g++)
+            for (int h = 0; h < H; h++)
+                for (int e = 0; e < dh; e++)
+                    dst[g][head_offset(b, h, t, e, T, H, dh)] = row[g * d + h * dh + e];
+    }
+}
+void tandem_k_qkv_split_host(const tandem_k_qkv_split_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->seq, grain_of(3 * (int64_t)a->heads * a->head_dim),
+                             qkv_split_rows, (void *)a);
 }
 
 /* ---- qkv_merge_grad ---- */
 void tandem_k_qkv_merge_grad_geom(const tandem_k_qkv_merge_grad_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * a->seq * 3 * a->heads * a->head_dim, d);
 }
-void tandem_k_qkv_merge_grad_host(const tandem_k_qkv_merge_grad_args *a) {
+static void qkv_merge_grad_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_qkv_merge_grad_args *a = ctx;
     const int H = a->heads, dh = a->head_dim, T = a->seq, d = H * dh;
     const float *const src[3] = {a->dq, a->dk, a->dv};
-    for (int64_t b = 0; b < a->batch; b++)
-        for (int t = 0; t < T; t++) {
-            float *row = a->dqkv + (b * T + t) * 3 * d; /* [3d] */
-            for (int g = 0; g < 3; g++)
-                for (int h = 0; h < H; h++)
-                    for (int e = 0; e < dh; e++)
-                        row[g * d + h * dh + e] = src[g][head_offset(b, h, t, e, T, H, dh)];
-        }
+    for (int64_t bt = r0; bt < r1; bt++) {
+        const int64_t b = bt / T;
+        const int t = (int)(bt % T);
+        float *row = a->dqkv + bt * 3 * d; /* [3d] */
+        for (int g = 0; g < 3; g++)
+            for (int h = 0; h < H; h++)
+                for (int e = 0; e < dh; e++)
+                    row[g * d + h * dh + e] = src[g][head_offset(b, h, t, e, T, H, dh)];
+    }
+}
+void tandem_k_qkv_merge_grad_host(const tandem_k_qkv_merge_grad_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->seq, grain_of(3 * (int64_t)a->heads * a->head_dim),
+                             qkv_merge_grad_rows, (void *)a);
 }
 
 /* ---- heads_merge ---- */
 void tandem_k_heads_merge_geom(const tandem_k_heads_merge_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * a->seq * a->heads * a->head_dim, d);
 }
-void tandem_k_heads_merge_host(const tandem_k_heads_merge_args *a) {
+static void heads_merge_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_heads_merge_args *a = ctx;
     const int H = a->heads, dh = a->head_dim, T = a->seq, d = H * dh;
-    for (int64_t b = 0; b < a->batch; b++)
-        for (int t = 0; t < T; t++)
-            for (int h = 0; h < H; h++)
-                for (int e = 0; e < dh; e++)
-                    a->y[(b * T + t) * d + h * dh + e] = a->o[head_offset(b, h, t, e, T, H, dh)];
+    for (int64_t bt = r0; bt < r1; bt++) {
+        const int64_t b = bt / T;
+        const int t = (int)(bt % T);
+        for (int h = 0; h < H; h++)
+            for (int e = 0; e < dh; e++)
+                a->y[bt * d + h * dh + e] = a->o[head_offset(b, h, t, e, T, H, dh)];
+    }
+}
+void tandem_k_heads_merge_host(const tandem_k_heads_merge_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->seq, grain_of((int64_t)a->heads * a->head_dim),
+                             heads_merge_rows, (void *)a);
 }
 
 /* ---- heads_split_grad ---- */
 void tandem_k_heads_split_grad_geom(const tandem_k_heads_split_grad_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * a->seq * a->heads * a->head_dim, d);
 }
-void tandem_k_heads_split_grad_host(const tandem_k_heads_split_grad_args *a) {
+static void heads_split_grad_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_heads_split_grad_args *a = ctx;
     const int H = a->heads, dh = a->head_dim, T = a->seq, d = H * dh;
-    for (int64_t b = 0; b < a->batch; b++)
-        for (int t = 0; t < T; t++)
-            for (int h = 0; h < H; h++)
-                for (int e = 0; e < dh; e++)
-                    a->d_o[head_offset(b, h, t, e, T, H, dh)] = a->dy[(b * T + t) * d + h * dh + e];
+    for (int64_t bt = r0; bt < r1; bt++) {
+        const int64_t b = bt / T;
+        const int t = (int)(bt % T);
+        for (int h = 0; h < H; h++)
+            for (int e = 0; e < dh; e++)
+                a->d_o[head_offset(b, h, t, e, T, H, dh)] = a->dy[bt * d + h * dh + e];
+    }
+}
+void tandem_k_heads_split_grad_host(const tandem_k_heads_split_grad_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->seq, grain_of((int64_t)a->heads * a->head_dim),
+                             heads_split_grad_rows, (void *)a);
 }
 
 /* ---- softmax_causal_fwd ---- */
@@ -95,10 +131,10 @@ void tandem_k_softmax_causal_fwd_geom(const tandem_k_softmax_causal_fwd_args *a,
 /* The sum is accumulated in double (deterministic, and more accurate than the kernel's float
  * tree, so the emulator comparison measures the kernel's error). Each element is read before
  * it is written, so s == p works. */
-void tandem_k_softmax_causal_fwd_host(const tandem_k_softmax_causal_fwd_args *a) {
+static void softmax_causal_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_softmax_causal_fwd_args *a = ctx;
     const int T = a->seq;
-    const int64_t rows = (int64_t)a->batch * a->heads * T;
-    for (int64_t row = 0; row < rows; row++) {
+    for (int64_t row = r0; row < r1; row++) {
         const int i = (int)(row % T);
         const int64_t b = row / ((int64_t)T * a->heads);
         const float *s = a->s + row * T;            /* [T] */
@@ -118,16 +154,20 @@ void tandem_k_softmax_causal_fwd_host(const tandem_k_softmax_causal_fwd_args *a)
         for (int j = 0; j < T; j++) p[j] = (j <= i && mask[j]) ? expf(s[j] - m) * inv : 0.0f;
     }
 }
+void tandem_k_softmax_causal_fwd_host(const tandem_k_softmax_causal_fwd_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->heads * a->seq, grain_of(a->seq),
+                             softmax_causal_fwd_rows, (void *)a);
+}
 
 /* ---- softmax_causal_bwd ---- */
 void tandem_k_softmax_causal_bwd_geom(const tandem_k_softmax_causal_bwd_args *a,
                                       tandem_launch_dims *d) {
     row_dims((int64_t)a->batch * a->heads * a->seq, d);
 }
-void tandem_k_softmax_causal_bwd_host(const tandem_k_softmax_causal_bwd_args *a) {
+static void softmax_causal_bwd_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_softmax_causal_bwd_args *a = ctx;
     const int T = a->seq;
-    const int64_t rows = (int64_t)a->batch * a->heads * T;
-    for (int64_t row = 0; row < rows; row++) {
+    for (int64_t row = r0; row < r1; row++) {
         const int i = (int)(row % T);
         const float *dp = a->dp + row * T; /* [T] */
         const float *p = a->p + row * T;   /* [T] */
@@ -137,4 +177,8 @@ void tandem_k_softmax_causal_bwd_host(const tandem_k_softmax_causal_bwd_args *a)
         const float rf = (float)r;
         for (int j = 0; j < T; j++) ds[j] = j <= i ? p[j] * (dp[j] - rf) : 0.0f;
     }
+}
+void tandem_k_softmax_causal_bwd_host(const tandem_k_softmax_causal_bwd_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->heads * a->seq, grain_of(a->seq),
+                             softmax_causal_bwd_rows, (void *)a);
 }

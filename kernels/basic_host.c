@@ -6,7 +6,13 @@
  */
 #include <stdint.h>
 
+#include "host_pool.h"
 #include "registry.h"
+
+/* Host parallel loops (host_pool.h): at least this many elements, or rows of row_sum, per
+ * range, so that waking a thread is worth it. Each element is computed by one index with the
+ * same arithmetic, so the results do not depend on the thread count. */
+enum { HOST_GRAIN = 16384 };
 
 /* Threads per block of the element-wise kernels and of row_sum_f32 (basic.cu assumes a
  * multiple of 32 for row_sum's warp reduction). */
@@ -25,40 +31,60 @@ static void elementwise_dims(int64_t n, tandem_launch_dims *d) {
 void tandem_k_fill_f32_geom(const tandem_k_fill_f32_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
+static void fill_f32_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_fill_f32_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++) a->out[i] = a->value;
+}
 void tandem_k_fill_f32_host(const tandem_k_fill_f32_args *a) {
-    for (int64_t i = 0; i < a->n; i++) a->out[i] = a->value;
+    tandem_host_parallel_for(a->n, HOST_GRAIN, fill_f32_range, (void *)a);
 }
 
 /* ---- scale_f32 ---- */
 void tandem_k_scale_f32_geom(const tandem_k_scale_f32_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
+static void scale_f32_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_scale_f32_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++) a->x[i] *= a->alpha;
+}
 void tandem_k_scale_f32_host(const tandem_k_scale_f32_args *a) {
-    for (int64_t i = 0; i < a->n; i++) a->x[i] *= a->alpha;
+    tandem_host_parallel_for(a->n, HOST_GRAIN, scale_f32_range, (void *)a);
 }
 
 /* ---- axpy_f32 ---- */
 void tandem_k_axpy_f32_geom(const tandem_k_axpy_f32_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
+static void axpy_f32_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_axpy_f32_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++) a->y[i] += a->alpha * a->x[i];
+}
 void tandem_k_axpy_f32_host(const tandem_k_axpy_f32_args *a) {
-    for (int64_t i = 0; i < a->n; i++) a->y[i] += a->alpha * a->x[i];
+    tandem_host_parallel_for(a->n, HOST_GRAIN, axpy_f32_range, (void *)a);
 }
 
 /* ---- cast_f32_bf16 ---- */
 void tandem_k_cast_f32_bf16_geom(const tandem_k_cast_f32_bf16_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
+static void cast_f32_bf16_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_cast_f32_bf16_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++) a->out[i] = tandem_f32_to_bf16(a->in[i]);
+}
 void tandem_k_cast_f32_bf16_host(const tandem_k_cast_f32_bf16_args *a) {
-    for (int64_t i = 0; i < a->n; i++) a->out[i] = tandem_f32_to_bf16(a->in[i]);
+    tandem_host_parallel_for(a->n, HOST_GRAIN, cast_f32_bf16_range, (void *)a);
 }
 
 /* ---- cast_bf16_f32 ---- */
 void tandem_k_cast_bf16_f32_geom(const tandem_k_cast_bf16_f32_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
+static void cast_bf16_f32_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_cast_bf16_f32_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++) a->out[i] = tandem_bf16_to_f32(a->in[i]);
+}
 void tandem_k_cast_bf16_f32_host(const tandem_k_cast_bf16_f32_args *a) {
-    for (int64_t i = 0; i < a->n; i++) a->out[i] = tandem_bf16_to_f32(a->in[i]);
+    tandem_host_parallel_for(a->n, HOST_GRAIN, cast_bf16_f32_range, (void *)a);
 }
 
 /* ---- row_sum_f32 ---- */
@@ -70,11 +96,16 @@ void tandem_k_row_sum_f32_geom(const tandem_k_row_sum_f32_args *a, tandem_launch
 }
 /* Accumulates in double: the reference is more accurate than the kernel's float tree, so
  * the comparison measures the kernel's error rather than two float orders against each other. */
-void tandem_k_row_sum_f32_host(const tandem_k_row_sum_f32_args *a) {
-    for (int r = 0; r < a->rows; r++) {
-        const float *x = a->x + (int64_t)r * a->cols; /* [cols] */
+static void row_sum_f32_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_row_sum_f32_args *a = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = a->x + r * a->cols; /* [cols] */
         double s = 0.0;
         for (int c = 0; c < a->cols; c++) s += x[c];
         a->out[r] = (float)s;
     }
+}
+void tandem_k_row_sum_f32_host(const tandem_k_row_sum_f32_args *a) {
+    int64_t grain = a->cols > 0 ? HOST_GRAIN / a->cols + 1 : HOST_GRAIN;
+    tandem_host_parallel_for(a->rows, grain, row_sum_f32_rows, (void *)a);
 }

@@ -3,6 +3,7 @@
  * reference the emulated kernel is compared with. */
 #include <stdint.h>
 
+#include "host_pool.h"
 #include "registry.h"
 
 enum { BATCH_PREP_THREADS = 256, BATCH_PREP_MAX_BLOCKS = 1024 };
@@ -13,10 +14,18 @@ void tandem_k_batch_prep_geom(const tandem_k_batch_prep_args *a, tandem_launch_d
     if (d->grid[0] > BATCH_PREP_MAX_BLOCKS) d->grid[0] = BATCH_PREP_MAX_BLOCKS;
 }
 
-void tandem_k_batch_prep_host(const tandem_k_batch_prep_args *a) {
+typedef struct batch_prep_job {
+    const tandem_k_batch_prep_args *a;
+    float inv; /* the L1 normaliser, from every item's length */
+} batch_prep_job;
+
+/* Items [b0, b1). */
+static void batch_prep_items(void *ctx, int64_t b0, int64_t b1) {
+    const batch_prep_job *job = ctx;
+    const tandem_k_batch_prep_args *a = job->a;
     const int seq = a->text_len + a->mel_len;
-    const float inv = tandem_k_batch_prep_inv(a->frame_lengths, a->batch, a->frames, a->channels);
-    for (int b = 0; b < a->batch; b++) {
+    const float inv = job->inv;
+    for (int b = (int)b0; b < (int)b1; b++) {
         const int tl = tandem_k_batch_prep_clamp(a->text_lengths[b], a->text_len);
         const int fl = tandem_k_batch_prep_clamp(a->frame_lengths[b], a->frames);
         uint8_t *row = a->key_mask + (int64_t)b * seq; /* [Tt + Tm] */
@@ -26,4 +35,11 @@ void tandem_k_batch_prep_host(const tandem_k_batch_prep_args *a) {
         float *w = a->l1_weight + (int64_t)b * a->frames;        /* [F] */
         for (int f = 0; f < a->frames; f++) w[f] = m[f] != 0.0f ? m[f] * inv : 0.0f;
     }
+}
+
+void tandem_k_batch_prep_host(const tandem_k_batch_prep_args *a) {
+    batch_prep_job job = {a, tandem_k_batch_prep_inv(a->frame_lengths, a->batch, a->frames, a->channels)};
+    /* items are small: split only batches of many long items */
+    int64_t per_item = (int64_t)a->text_len + a->mel_len + a->frames;
+    tandem_host_parallel_for(a->batch, per_item > 0 ? 16384 / per_item + 1 : 16384, batch_prep_items, &job);
 }

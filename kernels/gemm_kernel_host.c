@@ -8,6 +8,7 @@
  */
 #include <stdint.h>
 
+#include "host_pool.h"
 #include "registry.h"
 
 /* Must match gemm_kernel.cu: 64 x 64 tile of C per block of 16 x 16 threads. */
@@ -30,29 +31,36 @@ void tandem_k_gemm_f32_geom(const tandem_k_gemm_f32_args *a, tandem_launch_dims 
     d->shmem = 0;
 }
 
-void tandem_k_gemm_f32_host(const tandem_k_gemm_f32_args *a) {
+/* Rows [r0, r1) of the batch's [batch * m] rows of C; each element of C is one double dot
+ * product, whatever the split. */
+static void gemm_f32_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_gemm_f32_args *a = ctx;
     const int64_t lda = a->trans_a ? a->m : a->k;
     const int64_t ldb = a->trans_b ? a->k : a->n;
-    for (int64_t bz = 0; bz < a->batch; bz++) {
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t bz = r / a->m, i = r % a->m;
         const float *A = a->a + bz * a->stride_a; /* [m, k] or [k, m] */
         const float *B = a->b + bz * a->stride_b; /* [k, n] or [n, k] */
         float *C = a->c + bz * a->stride_c;       /* [m, n] */
-        for (int64_t i = 0; i < a->m; i++) {
-            for (int64_t j = 0; j < a->n; j++) {
-                double s = 0.0;
-                for (int64_t p = 0; p < a->k; p++) {
-                    double x = a->trans_a ? A[p * lda + i] : A[i * lda + p];
-                    double y = a->trans_b ? B[j * ldb + p] : B[p * ldb + j];
-                    s += x * y;
-                }
-                float *cp = C + i * a->n + j;
-                double v = (double)a->alpha * s;
-                /* beta == 0: C is not read (it may hold anything, NaN included). */
-                if (a->beta != 0.0f) v += (double)a->beta * *cp;
-                *cp = (float)v;
+        for (int64_t j = 0; j < a->n; j++) {
+            double s = 0.0;
+            for (int64_t p = 0; p < a->k; p++) {
+                double x = a->trans_a ? A[p * lda + i] : A[i * lda + p];
+                double y = a->trans_b ? B[j * ldb + p] : B[p * ldb + j];
+                s += x * y;
             }
+            float *cp = C + i * a->n + j;
+            double v = (double)a->alpha * s;
+            /* beta == 0: C is not read (it may hold anything, NaN included). */
+            if (a->beta != 0.0f) v += (double)a->beta * *cp;
+            *cp = (float)v;
         }
     }
+}
+void tandem_k_gemm_f32_host(const tandem_k_gemm_f32_args *a) {
+    const int64_t work = (int64_t)a->n * a->k; /* per row of C */
+    tandem_host_parallel_for((int64_t)a->batch * a->m, work > 0 ? 16384 / work + 1 : 16384, gemm_f32_rows,
+                             (void *)a);
 }
 
 /* ---- gemm_bf16: the same tiles; the reference widens each bf16 exactly and sums in double ---- */
@@ -64,26 +72,31 @@ void tandem_k_gemm_bf16_geom(const tandem_k_gemm_bf16_args *a, tandem_launch_dim
     tandem_k_gemm_f32_geom(&f, d);
 }
 
-void tandem_k_gemm_bf16_host(const tandem_k_gemm_bf16_args *a) {
+static void gemm_bf16_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_gemm_bf16_args *a = ctx;
     const int64_t lda = a->trans_a ? a->m : a->k;
     const int64_t ldb = a->trans_b ? a->k : a->n;
-    for (int64_t bz = 0; bz < a->batch; bz++) {
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t bz = r / a->m, i = r % a->m;
         const tandem_bf16 *A = a->a + bz * a->stride_a; /* [m, k] or [k, m] */
         const tandem_bf16 *B = a->b + bz * a->stride_b; /* [k, n] or [n, k] */
         float *C = a->c + bz * a->stride_c;             /* [m, n] */
-        for (int64_t i = 0; i < a->m; i++) {
-            for (int64_t j = 0; j < a->n; j++) {
-                double s = 0.0;
-                for (int64_t p = 0; p < a->k; p++) {
-                    double x = tandem_bf16_to_f32(a->trans_a ? A[p * lda + i] : A[i * lda + p]);
-                    double y = tandem_bf16_to_f32(a->trans_b ? B[j * ldb + p] : B[p * ldb + j]);
-                    s += x * y;
-                }
-                float *cp = C + i * a->n + j;
-                double v = (double)a->alpha * s;
-                if (a->beta != 0.0f) v += (double)a->beta * *cp;
-                *cp = (float)v;
+        for (int64_t j = 0; j < a->n; j++) {
+            double s = 0.0;
+            for (int64_t p = 0; p < a->k; p++) {
+                double x = tandem_bf16_to_f32(a->trans_a ? A[p * lda + i] : A[i * lda + p]);
+                double y = tandem_bf16_to_f32(a->trans_b ? B[j * ldb + p] : B[p * ldb + j]);
+                s += x * y;
             }
+            float *cp = C + i * a->n + j;
+            double v = (double)a->alpha * s;
+            if (a->beta != 0.0f) v += (double)a->beta * *cp;
+            *cp = (float)v;
         }
     }
+}
+void tandem_k_gemm_bf16_host(const tandem_k_gemm_bf16_args *a) {
+    const int64_t work = (int64_t)a->n * a->k;
+    tandem_host_parallel_for((int64_t)a->batch * a->m, work > 0 ? 16384 / work + 1 : 16384, gemm_bf16_rows,
+                             (void *)a);
 }

@@ -6,11 +6,17 @@
  * partials (the scratch is an output of that kernel, so both sides partition rows the same
  * way). Every loop runs in a fixed order: same inputs, bit-identical outputs (exact resume).
  * Row statistics are accumulated in double; nothing here allocates.
+ *
+ * Threads: each kernel's per-row (per-element, per-column) function is the reference; a thin
+ * tandem_host_parallel_for around it (platform/host_pool.h) splits the rows over the host
+ * device's threads. Every output is written by one index with the same arithmetic whatever
+ * the split, so the results are bit-identical for any thread count.
  */
 #include <assert.h>
 #include <math.h>
 #include <stdint.h>
 
+#include "host_pool.h"
 #include "registry.h"
 
 /* Threads per block; layers.cu's reductions need a multiple of 32 (at most 1024). */
@@ -21,6 +27,11 @@ enum { CS_COLS = 32, CS_SLICES = 32 };
 enum { ELEMENTWISE_MAX_BLOCKS = 4096 };
 /* Columns per pass of the host column sums (a double accumulator on the stack). */
 enum { HOST_COL_CHUNK = 256 };
+/* Host parallel loops: about this many elements per range at least. */
+enum { HOST_GRAIN = 16384 };
+
+/* Rows (or columns) of `width` elements per range for about HOST_GRAIN elements. */
+static int64_t grain_of(int64_t width) { return width > 0 ? HOST_GRAIN / width + 1 : HOST_GRAIN; }
 
 static void elementwise_dims(int64_t n, tandem_launch_dims *d) {
     *d = tandem_dims_1d(n, ELEMENTWISE_THREADS);
@@ -32,10 +43,11 @@ void tandem_k_layernorm_fwd_geom(const tandem_k_layernorm_fwd_args *a, tandem_la
     *d = tandem_dims_1d(a->rows, 1); /* one block per row (rows == 0: one idle block) */
     d->block[0] = LN_THREADS;
 }
-void tandem_k_layernorm_fwd_host(const tandem_k_layernorm_fwd_args *a) {
-    for (int r = 0; r < a->rows; r++) {
-        const float *x = a->x + (int64_t)r * a->d; /* [d] */
-        float *y = a->y + (int64_t)r * a->d;       /* [d] */
+static void layernorm_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_layernorm_fwd_args *a = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = a->x + r * a->d; /* [d] */
+        float *y = a->y + r * a->d;       /* [d] */
         double s = 0.0, q = 0.0;
         for (int c = 0; c < a->d; c++) s += x[c];
         double mean = s / a->d;
@@ -47,6 +59,9 @@ void tandem_k_layernorm_fwd_host(const tandem_k_layernorm_fwd_args *a) {
         a->rstd[r] = (float)rstd;
     }
 }
+void tandem_k_layernorm_fwd_host(const tandem_k_layernorm_fwd_args *a) {
+    tandem_host_parallel_for(a->rows, grain_of(a->d), layernorm_fwd_rows, (void *)a);
+}
 
 /* ---- layernorm_bwd ---- */
 void tandem_k_layernorm_bwd_geom(const tandem_k_layernorm_bwd_args *a, tandem_launch_dims *d) {
@@ -56,9 +71,10 @@ void tandem_k_layernorm_bwd_geom(const tandem_k_layernorm_bwd_args *a, tandem_la
 }
 /* Block b's rows are b, b + nb, ...; its partials go to scratch[b] summed in that order, as
  * on the device. dx uses the row means of g and g * xhat taken in double. */
-void tandem_k_layernorm_bwd_host(const tandem_k_layernorm_bwd_args *a) {
+static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
+    const tandem_k_layernorm_bwd_args *a = ctx;
     int nb = tandem_layernorm_bwd_blocks(a->rows), d = a->d;
-    for (int blk = 0; blk < nb; blk++) {
+    for (int blk = (int)b0; blk < (int)b1; blk++) {
         float *part = a->scratch + (int64_t)blk * 2 * d; /* [2, d] */
         for (int c = 0; c < 2 * d; c++) part[c] = 0.0f;
         for (int r = blk; r < a->rows; r += nb) {
@@ -82,15 +98,21 @@ void tandem_k_layernorm_bwd_host(const tandem_k_layernorm_bwd_args *a) {
         }
     }
 }
+void tandem_k_layernorm_bwd_host(const tandem_k_layernorm_bwd_args *a) {
+    int nb = tandem_layernorm_bwd_blocks(a->rows);
+    int64_t rows_per_block = nb > 0 ? (a->rows + nb - 1) / nb : 1;
+    tandem_host_parallel_for(nb, grain_of(rows_per_block * a->d), layernorm_bwd_blocks, (void *)a);
+}
 
 /* ---- layernorm_bwd_params ---- */
 void tandem_k_layernorm_bwd_params_geom(const tandem_k_layernorm_bwd_params_args *a,
                                         tandem_launch_dims *d) {
     elementwise_dims(a->d, d);
 }
-void tandem_k_layernorm_bwd_params_host(const tandem_k_layernorm_bwd_params_args *a) {
+static void layernorm_bwd_params_cols(void *ctx, int64_t c0, int64_t c1) {
+    const tandem_k_layernorm_bwd_params_args *a = ctx;
     int nb = tandem_layernorm_bwd_blocks(a->rows);
-    for (int c = 0; c < a->d; c++) {
+    for (int64_t c = c0; c < c1; c++) {
         float g = 0.0f, b = 0.0f;
         for (int k = 0; k < nb; k++) {
             const float *p = a->scratch + (int64_t)k * 2 * a->d; /* [2, d] */
@@ -101,31 +123,62 @@ void tandem_k_layernorm_bwd_params_host(const tandem_k_layernorm_bwd_params_args
         a->dbeta[c] += b;
     }
 }
+void tandem_k_layernorm_bwd_params_host(const tandem_k_layernorm_bwd_params_args *a) {
+    tandem_host_parallel_for(a->d, grain_of(2 * tandem_layernorm_bwd_blocks(a->rows)),
+                             layernorm_bwd_params_cols, (void *)a);
+}
 
-/* ---- gelu_fwd / gelu_bwd (formula shared with the kernel: layers.h) ---- */
+/* ---- gelu_fwd / gelu_bwd ----
+ * The kernel's formula (layers.h) is 0.5 x (1 + tanh u), u = K0 (x + K1 x^3). The host uses
+ * the same function through 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)) = s and 1 - tanh^2 u =
+ * 4 s (1 - s): one expf instead of glibc's tanhf (through expm1f), which took a quarter of the
+ * host training step's CPU time. The two forms differ by a few ulp (kernel tests: 1e-12). */
+static float gelu_host(float x) {
+    float u = TANDEM_GELU_K0 * (x + TANDEM_GELU_K1 * x * x * x);
+    return x / (1.0f + expf(-2.0f * u));
+}
+static float gelu_grad_host(float x) {
+    if (fabsf(x) > 20.0f) return x > 0.0f ? 1.0f : 0.0f; /* as tandem_gelu_tanh_grad */
+    float x2 = x * x;
+    float s = 1.0f / (1.0f + expf(-2.0f * (TANDEM_GELU_K0 * x * (1.0f + TANDEM_GELU_K1 * x2))));
+    return s + 2.0f * x * s * (1.0f - s) * TANDEM_GELU_K0 * (1.0f + 3.0f * TANDEM_GELU_K1 * x2);
+}
+
 void tandem_k_gelu_fwd_geom(const tandem_k_gelu_fwd_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
+static void gelu_fwd_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_gelu_fwd_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++) a->y[i] = gelu_host(a->x[i]);
+}
 void tandem_k_gelu_fwd_host(const tandem_k_gelu_fwd_args *a) {
-    for (int64_t i = 0; i < a->n; i++) a->y[i] = tandem_gelu_tanh(a->x[i]);
+    tandem_host_parallel_for(a->n, HOST_GRAIN, gelu_fwd_range, (void *)a);
 }
 
 void tandem_k_gelu_bwd_geom(const tandem_k_gelu_bwd_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
+static void gelu_bwd_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_gelu_bwd_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++) a->dx[i] = a->dy[i] * gelu_grad_host(a->x[i]);
+}
 void tandem_k_gelu_bwd_host(const tandem_k_gelu_bwd_args *a) {
-    for (int64_t i = 0; i < a->n; i++) a->dx[i] = a->dy[i] * tandem_gelu_tanh_grad(a->x[i]);
+    tandem_host_parallel_for(a->n, HOST_GRAIN, gelu_bwd_range, (void *)a);
 }
 
 /* ---- bias_add ---- */
 void tandem_k_bias_add_geom(const tandem_k_bias_add_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->rows * a->d, d);
 }
-void tandem_k_bias_add_host(const tandem_k_bias_add_args *a) {
-    for (int r = 0; r < a->rows; r++) {
-        float *y = a->y + (int64_t)r * a->d; /* [d] */
+static void bias_add_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_bias_add_args *a = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        float *y = a->y + r * a->d; /* [d] */
         for (int c = 0; c < a->d; c++) y[c] += a->b[c];
     }
+}
+void tandem_k_bias_add_host(const tandem_k_bias_add_args *a) {
+    tandem_host_parallel_for(a->rows, grain_of(a->d), bias_add_rows, (void *)a);
 }
 
 /* ---- col_sum_acc ---- */
@@ -133,11 +186,13 @@ void tandem_k_col_sum_acc_geom(const tandem_k_col_sum_acc_args *a, tandem_launch
     *d = tandem_dims_1d(a->d, CS_COLS);
     d->block[1] = CS_SLICES;
 }
-/* Row-major passes over chunks of columns keep the reads sequential; double accumulators. */
-void tandem_k_col_sum_acc_host(const tandem_k_col_sum_acc_args *a) {
+/* Columns [cb, ce): row-major passes over chunks of columns keep the reads sequential; each
+ * column sums its rows in order in a double accumulator (so any column split gives the same). */
+static void col_sum_acc_cols(void *ctx, int64_t cb, int64_t ce) {
+    const tandem_k_col_sum_acc_args *a = ctx;
     double acc[HOST_COL_CHUNK];
-    for (int c0 = 0; c0 < a->d; c0 += HOST_COL_CHUNK) {
-        int nc = a->d - c0 < HOST_COL_CHUNK ? a->d - c0 : HOST_COL_CHUNK;
+    for (int c0 = (int)cb; c0 < (int)ce; c0 += HOST_COL_CHUNK) {
+        int nc = (int)ce - c0 < HOST_COL_CHUNK ? (int)ce - c0 : HOST_COL_CHUNK;
         for (int k = 0; k < nc; k++) acc[k] = 0.0;
         for (int r = 0; r < a->rows; r++) {
             const float *dy = a->dy + (int64_t)r * a->d + c0; /* [nc] */
@@ -146,27 +201,38 @@ void tandem_k_col_sum_acc_host(const tandem_k_col_sum_acc_args *a) {
         for (int k = 0; k < nc; k++) a->db[c0 + k] = (float)(a->db[c0 + k] + acc[k]);
     }
 }
+void tandem_k_col_sum_acc_host(const tandem_k_col_sum_acc_args *a) {
+    /* ranges of at least 16 columns: 64 B of each row, a cache line */
+    int64_t grain = grain_of(a->rows);
+    tandem_host_parallel_for(a->d, grain < 16 ? 16 : grain, col_sum_acc_cols, (void *)a);
+}
 
 /* ---- seq_embed_fwd ---- */
 void tandem_k_seq_embed_fwd_geom(const tandem_k_seq_embed_fwd_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * (a->text_len + a->mel_len) * a->d, d);
 }
-void tandem_k_seq_embed_fwd_host(const tandem_k_seq_embed_fwd_args *a) {
+/* Rows [r0, r1) of the [B * T] sequence rows. */
+static void seq_embed_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_seq_embed_fwd_args *a = ctx;
     int T = a->text_len + a->mel_len, d = a->d;
-    for (int b = 0; b < a->batch; b++)
-        for (int t = 0; t < T; t++) {
-            const float *src; /* [d] */
-            if (t < a->text_len) {
-                int32_t tok = a->tokens[(int64_t)b * a->text_len + t];
-                assert(tok >= 0 && tok < a->vocab);
-                src = a->sym_emb + (int64_t)tok * d;
-            } else {
-                src = a->prenet_out + ((int64_t)b * a->mel_len + (t - a->text_len)) * d;
-            }
-            const float *pos = a->pos_emb + (int64_t)t * d; /* [d] */
-            float *x = a->x + ((int64_t)b * T + t) * d;     /* [d] */
-            for (int c = 0; c < d; c++) x[c] = src[c] + pos[c];
+    for (int64_t row = r0; row < r1; row++) {
+        int b = (int)(row / T), t = (int)(row % T);
+        const float *src; /* [d] */
+        if (t < a->text_len) {
+            int32_t tok = a->tokens[(int64_t)b * a->text_len + t];
+            assert(tok >= 0 && tok < a->vocab);
+            src = a->sym_emb + (int64_t)tok * d;
+        } else {
+            src = a->prenet_out + ((int64_t)b * a->mel_len + (t - a->text_len)) * d;
         }
+        const float *pos = a->pos_emb + (int64_t)t * d; /* [d] */
+        float *x = a->x + ((int64_t)b * T + t) * d;     /* [d] */
+        for (int c = 0; c < d; c++) x[c] = src[c] + pos[c];
+    }
+}
+void tandem_k_seq_embed_fwd_host(const tandem_k_seq_embed_fwd_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * (a->text_len + a->mel_len), grain_of(a->d),
+                             seq_embed_fwd_rows, (void *)a);
 }
 
 /* ---- seq_embed_bwd ---- */
@@ -174,41 +240,53 @@ void tandem_k_seq_embed_bwd_geom(const tandem_k_seq_embed_bwd_args *a, tandem_la
     int T = a->text_len + a->mel_len;
     elementwise_dims(((int64_t)a->vocab + T + (int64_t)a->batch * a->mel_len) * a->d, d);
 }
-/* Rows are added straight into the gradients in (b, t) order: O(B*T*d), fixed order. */
-void tandem_k_seq_embed_bwd_host(const tandem_k_seq_embed_bwd_args *a) {
+/* Columns [c0, c1) of every row: rows are added straight into the gradients in (b, t) order,
+ * O(B*T*d), fixed order per element; tokens repeat, so the split is over columns, not rows. */
+static void seq_embed_bwd_cols(void *ctx, int64_t c0, int64_t c1) {
+    const tandem_k_seq_embed_bwd_args *a = ctx;
     int Tt = a->text_len, T = Tt + a->mel_len, d = a->d;
     for (int b = 0; b < a->batch; b++)
         for (int t = 0; t < T; t++) {
             const float *dx = a->dx + ((int64_t)b * T + t) * d; /* [d] */
             float *dpos = a->d_pos_emb + (int64_t)t * d;        /* [d] */
-            for (int c = 0; c < d; c++) dpos[c] += dx[c];
+            for (int64_t c = c0; c < c1; c++) dpos[c] += dx[c];
             float *dst; /* [d] */
             if (t < Tt) {
                 int32_t tok = a->tokens[(int64_t)b * Tt + t];
                 assert(tok >= 0 && tok < a->vocab);
                 dst = a->d_sym_emb + (int64_t)tok * d;
-                for (int c = 0; c < d; c++) dst[c] += dx[c];
+                for (int64_t c = c0; c < c1; c++) dst[c] += dx[c];
             } else {
                 dst = a->d_prenet_out + ((int64_t)b * a->mel_len + (t - Tt)) * d;
-                for (int c = 0; c < d; c++) dst[c] = dx[c];
+                for (int64_t c = c0; c < c1; c++) dst[c] = dx[c];
             }
         }
+}
+void tandem_k_seq_embed_bwd_host(const tandem_k_seq_embed_bwd_args *a) {
+    int64_t grain = grain_of((int64_t)a->batch * (a->text_len + a->mel_len));
+    tandem_host_parallel_for(a->d, grain < 16 ? 16 : grain, seq_embed_bwd_cols, (void *)a);
 }
 
 /* ---- prenet_input ---- */
 void tandem_k_prenet_input_geom(const tandem_k_prenet_input_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * a->mel_len * a->r * a->n_mels, d);
 }
-void tandem_k_prenet_input_host(const tandem_k_prenet_input_args *a) {
+/* Groups [r0, r1) of the [B * Tm] groups. */
+static void prenet_input_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_prenet_input_args *a = ctx;
     int64_t g = (int64_t)a->r * a->n_mels; /* floats per group */
-    for (int b = 0; b < a->batch; b++)
-        for (int j = 0; j < a->mel_len; j++) {
-            float *out = a->groups + ((int64_t)b * a->mel_len + j) * g; /* [g] */
-            if (j == 0) {
-                for (int64_t k = 0; k < g; k++) out[k] = 0.0f;
-                continue;
-            }
-            const float *in = a->mels + ((int64_t)b * a->mel_len + j - 1) * g; /* [g] */
-            for (int64_t k = 0; k < g; k++) out[k] = in[k];
+    for (int64_t row = r0; row < r1; row++) {
+        int b = (int)(row / a->mel_len), j = (int)(row % a->mel_len);
+        float *out = a->groups + ((int64_t)b * a->mel_len + j) * g; /* [g] */
+        if (j == 0) {
+            for (int64_t k = 0; k < g; k++) out[k] = 0.0f;
+            continue;
         }
+        const float *in = a->mels + ((int64_t)b * a->mel_len + j - 1) * g; /* [g] */
+        for (int64_t k = 0; k < g; k++) out[k] = in[k];
+    }
+}
+void tandem_k_prenet_input_host(const tandem_k_prenet_input_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->mel_len, grain_of((int64_t)a->r * a->n_mels),
+                             prenet_input_rows, (void *)a);
 }

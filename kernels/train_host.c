@@ -5,11 +5,29 @@
  * arithmetic (the same expressions, shared through train.h where they are more than one
  * operation); sums run sequentially in double over the same chunks the kernels use, so the
  * host backend is deterministic and at least as accurate as the device's float tree.
+ *
+ * Threads: the function over a range of elements (or of chunks, for the partial sums) is the
+ * reference; each kernel's host implementation splits that range over the host device's
+ * threads (platform/host_pool.h). A partial sum is one chunk summed in order by one thread, so
+ * the partials, and everything after them, are bit-identical for any thread count.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
+#include "host_pool.h"
 #include "registry.h"
+
+/* Elements per range of the host parallel loops, at least. */
+enum { HOST_GRAIN = 16384 };
+/* Chunks (partial sums) per range, at least: TANDEM_K_TRAIN_CHUNK elements each. */
+#define CHUNK_GRAIN ((HOST_GRAIN + TANDEM_K_TRAIN_CHUNK - 1) / TANDEM_K_TRAIN_CHUNK)
+
+/* Elements [begin, end) of chunk k of n. */
+static void chunk_bounds(int64_t k, int64_t n, int64_t *begin, int64_t *end) {
+    *begin = k * TANDEM_K_TRAIN_CHUNK;
+    *end = (k + 1) * TANDEM_K_TRAIN_CHUNK < n ? (k + 1) * TANDEM_K_TRAIN_CHUNK : n;
+}
 
 /* The element-wise kernels: 256 threads per block, at most 4096 blocks (more would only queue
  * on any current GPU); the grid-stride loops cover the rest. */
@@ -30,79 +48,100 @@ static void partial_dims(int64_t n, tandem_launch_dims *d) {
 void tandem_k_l1_masked_fwd_geom(const tandem_k_l1_masked_fwd_args *a, tandem_launch_dims *d) {
     partial_dims((int64_t)a->batch * a->frames * a->channels, d);
 }
-void tandem_k_l1_masked_fwd_host(const tandem_k_l1_masked_fwd_args *a) {
+static void l1_masked_fwd_chunks(void *ctx, int64_t k0, int64_t k1) {
+    const tandem_k_l1_masked_fwd_args *a = ctx;
     const int64_t n = (int64_t)a->batch * a->frames * a->channels;
-    const int64_t parts = tandem_k_train_partials(n);
-    for (int64_t k = 0; k < parts; k++) {
+    for (int64_t k = k0; k < k1; k++) {
         double s = 0.0;
-        int64_t end = (k + 1) * TANDEM_K_TRAIN_CHUNK < n ? (k + 1) * TANDEM_K_TRAIN_CHUNK : n;
-        for (int64_t i = k * TANDEM_K_TRAIN_CHUNK; i < end; i++) {
+        int64_t begin, end;
+        chunk_bounds(k, n, &begin, &end);
+        for (int64_t i = begin; i < end; i++) {
             float w = a->mask[i / a->channels];
             if (w != 0.0f) s += w * fabsf(a->pred[i] - a->target[i]);
         }
         a->partials[k] = (float)s;
     }
 }
+void tandem_k_l1_masked_fwd_host(const tandem_k_l1_masked_fwd_args *a) {
+    const int64_t n = (int64_t)a->batch * a->frames * a->channels;
+    tandem_host_parallel_for(tandem_k_train_partials(n), CHUNK_GRAIN, l1_masked_fwd_chunks, (void *)a);
+}
 
 /* ---- l1_masked_bwd ---- */
 void tandem_k_l1_masked_bwd_geom(const tandem_k_l1_masked_bwd_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * a->frames * a->channels, d);
 }
-void tandem_k_l1_masked_bwd_host(const tandem_k_l1_masked_bwd_args *a) {
-    const int64_t n = (int64_t)a->batch * a->frames * a->channels;
-    for (int64_t i = 0; i < n; i++) {
+static void l1_masked_bwd_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_l1_masked_bwd_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++) {
         float w = a->mask[i / a->channels], diff = a->pred[i] - a->target[i], g = 0.0f;
         if (w != 0.0f && diff != 0.0f) g = diff > 0.0f ? a->scale * w : -(a->scale * w);
         a->dpred[i] = g;
     }
+}
+void tandem_k_l1_masked_bwd_host(const tandem_k_l1_masked_bwd_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->frames * a->channels, HOST_GRAIN,
+                             l1_masked_bwd_range, (void *)a);
 }
 
 /* ---- bce_stop_fwd ---- */
 void tandem_k_bce_stop_fwd_geom(const tandem_k_bce_stop_fwd_args *a, tandem_launch_dims *d) {
     partial_dims((int64_t)a->batch * a->frames, d);
 }
-void tandem_k_bce_stop_fwd_host(const tandem_k_bce_stop_fwd_args *a) {
+static void bce_stop_fwd_chunks(void *ctx, int64_t k0, int64_t k1) {
+    const tandem_k_bce_stop_fwd_args *a = ctx;
     const int64_t n = (int64_t)a->batch * a->frames;
-    const int64_t parts = tandem_k_train_partials(n);
-    for (int64_t k = 0; k < parts; k++) {
+    for (int64_t k = k0; k < k1; k++) {
         double s = 0.0;
-        int64_t end = (k + 1) * TANDEM_K_TRAIN_CHUNK < n ? (k + 1) * TANDEM_K_TRAIN_CHUNK : n;
-        for (int64_t i = k * TANDEM_K_TRAIN_CHUNK; i < end; i++) {
+        int64_t begin, end;
+        chunk_bounds(k, n, &begin, &end);
+        for (int64_t i = begin; i < end; i++) {
             float w = a->weight[i];
             if (w != 0.0f) s += w * tandem_k_train_bce(a->logits[i], a->target[i]);
         }
         a->partials[k] = (float)s;
     }
 }
+void tandem_k_bce_stop_fwd_host(const tandem_k_bce_stop_fwd_args *a) {
+    const int64_t n = (int64_t)a->batch * a->frames;
+    tandem_host_parallel_for(tandem_k_train_partials(n), CHUNK_GRAIN, bce_stop_fwd_chunks, (void *)a);
+}
 
 /* ---- bce_stop_bwd ---- */
 void tandem_k_bce_stop_bwd_geom(const tandem_k_bce_stop_bwd_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * a->frames, d);
 }
-void tandem_k_bce_stop_bwd_host(const tandem_k_bce_stop_bwd_args *a) {
-    const int64_t n = (int64_t)a->batch * a->frames;
-    for (int64_t i = 0; i < n; i++) {
+static void bce_stop_bwd_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_bce_stop_bwd_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++) {
         float w = a->weight[i], g = 0.0f;
         if (w != 0.0f) g = a->scale * (tandem_k_train_sigmoid(a->logits[i]) - a->target[i]) * w;
         a->dlogits[i] = g;
     }
+}
+void tandem_k_bce_stop_bwd_host(const tandem_k_bce_stop_bwd_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->frames, HOST_GRAIN, bce_stop_bwd_range, (void *)a);
 }
 
 /* ---- sum_squares ---- */
 void tandem_k_sum_squares_geom(const tandem_k_sum_squares_args *a, tandem_launch_dims *d) {
     partial_dims(a->n, d);
 }
-void tandem_k_sum_squares_host(const tandem_k_sum_squares_args *a) {
-    const int64_t parts = tandem_k_train_partials(a->n);
-    for (int64_t k = 0; k < parts; k++) {
+static void sum_squares_chunks(void *ctx, int64_t k0, int64_t k1) {
+    const tandem_k_sum_squares_args *a = ctx;
+    for (int64_t k = k0; k < k1; k++) {
         double s = 0.0;
-        int64_t end = (k + 1) * TANDEM_K_TRAIN_CHUNK < a->n ? (k + 1) * TANDEM_K_TRAIN_CHUNK : a->n;
-        for (int64_t i = k * TANDEM_K_TRAIN_CHUNK; i < end; i++) {
+        int64_t begin, end;
+        chunk_bounds(k, a->n, &begin, &end);
+        for (int64_t i = begin; i < end; i++) {
             float x = a->x[i];
             s += x * x; /* the square in float, as the kernel does */
         }
         a->partials[k] = (float)s;
     }
+}
+void tandem_k_sum_squares_host(const tandem_k_sum_squares_args *a) {
+    tandem_host_parallel_for(tandem_k_train_partials(a->n), CHUNK_GRAIN, sum_squares_chunks, (void *)a);
 }
 
 /* ---- reduce_sum ---- */
@@ -124,29 +163,40 @@ void tandem_k_reduce_sum_host(const tandem_k_reduce_sum_args *a) {
 void tandem_k_nonfinite_check_geom(const tandem_k_nonfinite_check_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
-void tandem_k_nonfinite_check_host(const tandem_k_nonfinite_check_args *a) {
-    for (int64_t i = 0; i < a->n; i++)
-        if (!tandem_k_train_finite(a->x[i])) {
-            a->flag[0] = 1;
+typedef struct nonfinite_job {
+    const tandem_k_nonfinite_check_args *a;
+    atomic_int found; /* set by any range; the flag is written once, by the caller */
+} nonfinite_job;
+static void nonfinite_check_range(void *ctx, int64_t i0, int64_t i1) {
+    nonfinite_job *j = ctx;
+    for (int64_t i = i0; i < i1; i++)
+        if (!tandem_k_train_finite(j->a->x[i])) {
+            atomic_store(&j->found, 1);
             return;
         }
+}
+void tandem_k_nonfinite_check_host(const tandem_k_nonfinite_check_args *a) {
+    nonfinite_job j = {a, 0};
+    tandem_host_parallel_for(a->n, HOST_GRAIN, nonfinite_check_range, &j);
+    if (atomic_load(&j.found)) a->flag[0] = 1;
 }
 
 /* ---- adamw ---- */
 void tandem_k_adamw_geom(const tandem_k_adamw_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
-void tandem_k_adamw_host(const tandem_k_adamw_args *a) {
-    if (a->skip && a->skip[0] != 0) return;
-    float clip = 1.0f;
-    if (a->norm_sq) {
-        if (!tandem_k_train_finite(a->norm_sq[0])) return;
-        clip = tandem_k_train_clip_factor(a->norm_sq[0], a->max_norm);
-    }
+typedef struct adamw_job {
+    const tandem_k_adamw_args *a;
+    float clip;
+} adamw_job;
+static void adamw_range(void *ctx, int64_t i0, int64_t i1) {
+    const adamw_job *j = ctx;
+    const tandem_k_adamw_args *a = j->a;
+    const float clip = j->clip;
     const int decay = a->weight_decay > 0.0f;
     const float keep = 1.0f - a->lr * a->weight_decay;
     const float one_m_b1 = 1.0f - a->beta1, one_m_b2 = 1.0f - a->beta2;
-    for (int64_t i = 0; i < a->n; i++) {
+    for (int64_t i = i0; i < i1; i++) {
         float g = clip * a->grad[i];
         float p = a->param[i];
         if (decay) p *= keep;
@@ -157,4 +207,14 @@ void tandem_k_adamw_host(const tandem_k_adamw_args *a) {
         a->v[i] = v;
         a->param[i] = p;
     }
+}
+void tandem_k_adamw_host(const tandem_k_adamw_args *a) {
+    if (a->skip && a->skip[0] != 0) return;
+    float clip = 1.0f;
+    if (a->norm_sq) {
+        if (!tandem_k_train_finite(a->norm_sq[0])) return;
+        clip = tandem_k_train_clip_factor(a->norm_sq[0], a->max_norm);
+    }
+    adamw_job j = {a, clip};
+    tandem_host_parallel_for(a->n, HOST_GRAIN, adamw_range, &j);
 }

@@ -5,7 +5,17 @@
  * complete when they are recorded; they keep a monotonic timestamp (for elapsed time) behind a
  * mutex, so that one thread may record while others query, wait or time them. Several host
  * devices may be open at once (data + model), each independent.
- * Owns: each device's struct and its event state; no global state.
+ *
+ * Threads: each device has its own worker pool (host_pool.h), started at open: the kernels'
+ * host implementations and the GEMMs split their loops over it, with results bit-identical
+ * for every thread count. Its size is TANDEM_HOST_THREADS, else the CPUs this process may use;
+ * a device whose loops are not running leaves its workers blocked (no CPU). OpenBLAS's own
+ * threading is set to 1 (process-wide) because the pool splits the GEMMs instead: one set of
+ * threads, so a GEMM's threads never spin while the next kernel's want the cores. In the
+ * two-host-device pipeline the data device's work (loader threads, the mel kernels, which run
+ * on the calling thread) overlaps the model device's loops: up to pool + loaders + 1 runnable
+ * threads on the cores; the model device's step dominates (the data device is busy 1-2 %).
+ * Owns: each device's struct, pool and event state; no global state (but see OpenBLAS above).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -17,6 +27,7 @@
 
 #include "device.h"
 #include "host_gemm.h"
+#include "host_pool.h"
 #include "log.h"
 #include "os.h"
 #include "registry.h"
@@ -28,6 +39,7 @@
 
 typedef struct host_device {
     atomic_long live_allocs; /* mem + pinned allocations not yet freed (leak report at close) */
+    tandem_host_pool *pool;  /* runs the parallel loops of launches and GEMMs (host_pool.h) */
 } host_device;
 
 typedef struct host_event {
@@ -120,6 +132,18 @@ tandem_status tandem_host_device_open(int ordinal, tandem_device **out) {
         return tandem_fail(TANDEM_E_NOMEM, "host device %d: out of memory for the device struct", ordinal);
     }
     atomic_init(&h->live_allocs, 0);
+    int threads = 0;
+    char pool_name[16];
+    snprintf(pool_name, sizeof pool_name, "host%d", ordinal);
+    tandem_status st = tandem_host_pool_default_threads(&threads);
+    if (st == TANDEM_OK) st = tandem_host_pool_create(threads, pool_name, &h->pool);
+    if (st != TANDEM_OK) {
+        tandem_free(dev);
+        tandem_free(h);
+        return st;
+    }
+    /* The pool splits GEMMs; OpenBLAS threads on top of it would oversubscribe the cores. */
+    (void)tandem_host_blas_set_threads(1);
     dev->ops = &host_ops;
     dev->impl = h;
     tandem_device_info *info = &dev->info;
@@ -132,6 +156,8 @@ tandem_status tandem_host_device_open(int ordinal, tandem_device **out) {
     info->total_memory = total_ram();
     info->multiprocessors = tandem_cpu_count();
     info->supports_bf16 = 0;
+    tandem_logf(TANDEM_LOG_DEBUG, "host device %d: %d threads (%s GEMM, OpenBLAS threads %d)", ordinal,
+                threads, tandem_host_gemm_impl(), tandem_host_blas_threads());
     *out = dev;
     return TANDEM_OK;
 }
@@ -142,6 +168,7 @@ static void host_close(tandem_device *dev) {
     if (live != 0)
         tandem_logf(TANDEM_LOG_WARN, "host device %d closed with %ld allocations not freed",
                     dev_ordinal(dev), live);
+    tandem_host_pool_destroy(h->pool);
     tandem_free(h);
     tandem_free(dev);
 }
@@ -322,7 +349,9 @@ static tandem_status host_launch(tandem_stream *s, int kernel_id, const tandem_l
         return tandem_fail(TANDEM_E_INVALID,
                            "host device %d: launch of %s with %zu argument bytes%s; expected %zu",
                            dev_ordinal(s->dev), k->name, args_size, args ? "" : " (NULL)", k->args_size);
+    tandem_host_pool *prev = tandem_host_pool_enter(((host_device *)s->dev->impl)->pool);
     k->host(args);
+    tandem_host_pool_leave(prev);
     return TANDEM_OK;
 }
 
@@ -349,7 +378,10 @@ static tandem_status host_gemm_run(tandem_stream *s, const tandem_gemm_desc *d, 
         return tandem_fail(TANDEM_E_INVALID, "host device %d: gemm with a NULL %s", dev_ordinal(s->dev),
                            !d ? "descriptor" : !a ? "A" : !b ? "B" : "C");
     TANDEM_TRY(host_gemm_types(s->dev, d));
-    return tandem_host_gemm(d, alpha, ptr_of(a), ptr_of(b), beta, ptr_of(c));
+    tandem_host_pool *prev = tandem_host_pool_enter(((host_device *)s->dev->impl)->pool);
+    tandem_status st = tandem_host_gemm(d, alpha, ptr_of(a), ptr_of(b), beta, ptr_of(c));
+    tandem_host_pool_leave(prev);
+    return st;
 }
 
 static const tandem_backend_ops host_ops = {
@@ -379,3 +411,8 @@ static const tandem_backend_ops host_ops = {
     .gemm_prepare = host_gemm_prepare,
     .gemm = host_gemm_run,
 };
+
+int tandem_host_device_threads(const tandem_device *dev) {
+    if (!dev || dev->ops != &host_ops) return 0;
+    return tandem_host_pool_threads(((const host_device *)dev->impl)->pool);
+}

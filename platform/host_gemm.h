@@ -5,6 +5,13 @@
  * tandem_host_gemm_blocked so tests cover it in every build. Neither allocates (the blocked
  * one packs into a fixed buffer on the stack), so both may run after a pool is committed.
  * C must not overlap A or B. beta == 0 never reads C (it may hold anything, even NaN).
+ *
+ * Threads: both split their work over the calling thread's entered host pool (host_pool.h):
+ * a batch over its items, one product over ranges of C's rows (aligned so that OpenBLAS's
+ * kernels compute each row the same way; see host_gemm.c), each element computed by one
+ * single-threaded call, so C is bit-identical for every thread count (test_host_threads). OpenBLAS's own threads are therefore not used: the host backend sets them to
+ * 1 (tandem_host_blas_set_threads) when it opens a device. This is process-wide, like every
+ * OpenBLAS setting (an embedding program that uses OpenBLAS itself sees it too).
  */
 #ifndef TANDEM_PLATFORM_HOST_GEMM_H
 #define TANDEM_PLATFORM_HOST_GEMM_H
@@ -23,5 +30,10 @@ tandem_status tandem_host_gemm_blocked(const tandem_gemm_desc *d, float alpha, c
 
 /* Which implementation tandem_host_gemm uses: "cblas" or "blocked". */
 const char *tandem_host_gemm_impl(void);
+
+/* Sets OpenBLAS's thread count (process-wide) and returns what OpenBLAS then reports;
+ * tandem_host_blas_threads reports it. Both return 0 in a build without CBLAS. */
+int tandem_host_blas_set_threads(int threads);
+int tandem_host_blas_threads(void);
 
 #endif
