@@ -63,6 +63,21 @@ endif
 endif
 -include $(FAKECUDA_OBJ:.o=.d) $(FAKECUBLAS_OBJ:.o=.d)
 
+# The stand-in NVML: libnvidia-ml.so.1 (test/fakecuda/fc_nvml.c), linked against the stand-in
+# libcuda.so.1 like libcublasLt.so.13 (RUNPATH $ORIGIN), so it answers for the same devices.
+# test_nvml loads both through TANDEM_NVML / TANDEM_CUDA_DRIVER.
+FAKENVML_LIB := $(FAKECUDA_DIR)/libnvidia-ml.so.1
+FAKENVML_OBJ := $(BUILD)/obj/test/fakecuda/fc_nvml.o
+$(FAKENVML_OBJ): CFLAGS += -Wno-comment -Itest/emu -Itest/fakecuda
+ifneq ($(and $(wildcard mk/30-emu.mk),$(wildcard platform/fatbin.c)),)
+$(FAKENVML_LIB): $(FAKENVML_OBJ) $(FAKECUDA_LIB)
+	$(CC) $(FAKECUDA_LINK) -Wl,-soname,libnvidia-ml.so.1 -o $@ $(FAKENVML_OBJ) \
+	  -L$(FAKECUDA_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
+fakecuda: $(FAKENVML_LIB)
+$(TEST_BIN_DIR)/test_nvml: $(FAKENVML_LIB) $(FAKECUDA_LIB)
+endif
+-include $(FAKENVML_OBJ:.o=.d)
+
 # Unit tests that honour TANDEM_TEST_BACKEND=cuda run a second time on the stand-in driver
 # (and on the real driver under `make test-gpu`, where TANDEM_TEST_REAL_GPU=1 leaves the
 # driver variables unset). Any "fakecuda: error" line fails the run.

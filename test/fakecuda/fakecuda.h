@@ -50,6 +50,20 @@ FC_EXPORT int tandem_fakecuda_check_device_range(const char *call, const char *w
 /* With the lock held: whether p lies inside a live device allocation (of any context). */
 FC_EXPORT int tandem_fakecuda_is_device_memory(const void *p);
 
+/* What the stand-in NVML (libnvidia-ml.so.1, fc_nvml.c) knows of device dev: the configured
+ * device count (read from the environment when cuInit has not run yet), the PCI location
+ * cuDeviceGetAttribute reports, total memory and the bytes allocated in its context. Takes the
+ * lock. 0 when dev exists, nonzero otherwise (out->count is set either way). */
+typedef struct tandem_fakecuda_device_state {
+    int count;
+    unsigned pci_domain, pci_bus, pci_device;
+    size_t total_mem, used_mem;
+} tandem_fakecuda_device_state;
+FC_EXPORT int tandem_fakecuda_query_device(int dev, tandem_fakecuda_device_state *out);
+/* PCI bus of device dev of n: device 0 sits on the highest bus, as on a machine where CUDA's
+ * fastest-first order is the reverse of NVML's PCI order, so matching by index would be wrong. */
+#define FC_PCI_BUS(dev, n) (0x18u + 0x20u * (unsigned)((n) - 1 - (dev)))
+
 /* ---- internal state (libcuda.so.1 only) ---- */
 
 typedef enum { FC_KIND_STREAM = 1, FC_KIND_EVENT, FC_KIND_MODULE, FC_KIND_FUNCTION } fc_kind;

@@ -3,7 +3,8 @@
  *   TANDEM_FAKECUDA_DEVICES  number of devices (default 2, at most 8)
  *   TANDEM_FAKECUDA_ARCH     compute capability as sm number (default 89 = 8.9)
  *   TANDEM_FAKECUDA_NO_PEER  1: no peer access between devices (exercises the staged path)
- *   TANDEM_FAKECUDA_MEM_MB   memory per device in MiB (default 8192; allocated on demand) */
+ *   TANDEM_FAKECUDA_MEM_MB   memory per device in MiB (default 8192; allocated on demand)
+ * Each device also has a PCI location (FC_PCI_BUS in fakecuda.h) for the stand-in NVML. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,10 @@ FC_EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, C
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: v = 32; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: v = 16; break;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: v = 1; break;
+    /* PCI location (domain:bus:device), which the stand-in NVML reports too */
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: v = (int)FC_PCI_BUS(dev, fc_cfg.device_count); break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: v = 0; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: v = fc_cfg.cc_major; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: v = fc_cfg.cc_minor; break;
     /* Opt-in needs cuFuncSetAttribute, which the stand-in (and the project) does not use. */
@@ -289,4 +294,20 @@ FC_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
     if (cur->peer_enabled[p->device]) return fc_leave(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
     cur->peer_enabled[p->device] = 1;
     return fc_leave(CUDA_SUCCESS);
+}
+
+FC_EXPORT int tandem_fakecuda_query_device(int dev, tandem_fakecuda_device_state *out) {
+    tandem_fakecuda_lock();
+    /* NVML works without cuInit; the configuration is the one cuInit would read. */
+    if (!fc_initialized) read_config();
+    memset(out, 0, sizeof *out);
+    out->count = fc_cfg.device_count;
+    int ok = dev >= 0 && dev < fc_cfg.device_count;
+    if (ok) {
+        out->pci_bus = FC_PCI_BUS(dev, fc_cfg.device_count);
+        out->total_mem = fc_cfg.total_mem;
+        out->used_mem = fc_initialized ? fc_ctxs[dev].used_bytes : 0;
+    }
+    tandem_fakecuda_unlock();
+    return ok ? 0 : 1;
 }
