@@ -17,7 +17,8 @@
  *                held-out sets of 3 (fewer than val_batches * B = 4) and 6 utterances.
  *   devices:     (TANDEM_TEST_BACKEND=cuda, two stand-in devices) data_gpu 1 / model_gpu 0 are
  *                the roles used, busy % comes from device events, and the losses match the
- *                host run's within 1e-5 relative (f32, summation order only).
+ *                host run's within 1e-5 relative (f32, summation order only); both runs
+ *                validate and write mel.png, whose pixels agree within MEL_TOL levels.
  *   bad configs: `tandem train` exits 2 with a message naming the key and line (unknown key,
  *                wrong type) or the model arena (--model-gpu-memory 1).
  *   figures:     checkpoints at steps 3, 6 and 8 (validation every 2, logging every 3): no
@@ -488,49 +489,6 @@ static void test_validation_fixed_subset(void **state) {
     }
 }
 
-/* data_gpu 1, model_gpu 0 on two (stand-in) CUDA devices; losses vs the host backend. */
-static void test_device_roles(void **state) {
-    (void)state;
-    if (backend != TANDEM_BACKEND_CUDA) {
-        printf("device roles: host backend run (data_gpu/model_gpu are CUDA ordinals); the "
-               "cuda variant of this test checks them\n");
-        skip();
-    }
-    char data[300], out[300];
-    snprintf(data, sizeof data, "%s/roles_data", root);
-    tandem_rng r = {seed ^ 0x55};
-    write_corpus(data, 4, &r);
-    step_log l[2] = {{0}, {0}};
-    tandem_trainer_summary s[2];
-    for (int k = 0; k < 2; k++) {
-        tandem_config cfg;
-        snprintf(out, sizeof out, "%s/roles_%d", root, k);
-        small_config(&cfg, data, out);
-        CHECK(tandem_config_set(&cfg, "max_steps", "3"));
-        CHECK(tandem_config_set(&cfg, "shuffle", "false"));
-        if (k == 1) {
-            CHECK(tandem_config_set(&cfg, "data_gpu", "1"));
-            CHECK(tandem_config_set(&cfg, "model_gpu", "0"));
-        }
-        backend = k ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST;
-        CHECK(train(&cfg, NULL, 0, -1, 0, &l[k], &s[k]));
-        printf("%s: %s; model busy %.1f %% (%s)\n", k ? "cuda" : "host", s[k].devices,
-               s[k].model_busy_pct, s[k].busy_from_events ? "device events" : "host clocks");
-    }
-    backend = TANDEM_BACKEND_CUDA;
-    assert_non_null(strstr(s[1].devices, "data device: CUDA 1"));
-    assert_non_null(strstr(s[1].devices, "model device: CUDA 0"));
-    assert_int_equal(s[1].busy_from_events, 1);
-    assert_int_equal(s[0].busy_from_events, 0);
-    assert_true(s[1].model_busy_pct > 0 && s[1].model_busy_pct <= 100);
-    for (int i = 0; i < 3; i++) {
-        const double rel = fabs(l[1].loss[i] - l[0].loss[i]) / fabs(l[0].loss[i]);
-        printf("step %d: host %.10g, cuda %.10g, relative difference %.2e (limit %.0e)\n", i,
-               l[0].loss[i], l[1].loss[i], rel, TOL_CUDA);
-        assert_true(rel <= TOL_CUDA);
-    }
-}
-
 /* ---- figures ---------------------------------------------------------------------------------- */
 
 /* An RGB PNG through libpng's simplified reader (signature, CRCs and zlib stream checked). */
@@ -748,6 +706,69 @@ static void test_figures(void **state) {
     free(loss2);
     free(mel);
     free(mel2);
+}
+
+/* data_gpu 1, model_gpu 0 on two (stand-in) CUDA devices; losses vs the host backend. */
+static void test_device_roles(void **state) {
+    (void)state;
+    if (backend != TANDEM_BACKEND_CUDA) {
+        printf("device roles: host backend run (data_gpu/model_gpu are CUDA ordinals); the "
+               "cuda variant of this test checks them\n");
+        skip();
+    }
+    char data[300], val[300], out[300];
+    snprintf(data, sizeof data, "%s/roles_data", root);
+    snprintf(val, sizeof val, "%s/roles_val", root);
+    tandem_rng r = {seed ^ 0x55};
+    write_corpus(data, 4, &r);
+    write_corpus(val, 2, &r);
+    step_log l[2] = {{0}, {0}};
+    tandem_trainer_summary s[2];
+    for (int k = 0; k < 2; k++) {
+        tandem_config cfg;
+        snprintf(out, sizeof out, "%s/roles_%d", root, k);
+        small_config(&cfg, data, out);
+        CHECK(tandem_config_set(&cfg, "max_steps", "3"));
+        CHECK(tandem_config_set(&cfg, "shuffle", "false"));
+        /* validation at steps 0 and 3: the mel figure's read-back from the model device */
+        snprintf(cfg.val_data, sizeof cfg.val_data, "%s", val);
+        CHECK(tandem_config_set(&cfg, "val_every", "3"));
+        CHECK(tandem_config_set(&cfg, "val_batches", "1"));
+        if (k == 1) {
+            CHECK(tandem_config_set(&cfg, "data_gpu", "1"));
+            CHECK(tandem_config_set(&cfg, "model_gpu", "0"));
+        }
+        backend = k ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST;
+        CHECK(train(&cfg, NULL, 0, -1, 0, &l[k], &s[k]));
+        printf("%s: %s; model busy %.1f %% (%s)\n", k ? "cuda" : "host", s[k].devices,
+               s[k].model_busy_pct, s[k].busy_from_events ? "device events" : "host clocks");
+        assert_true(file_exists(out, "loss.png") && file_exists(out, "mel.png"));
+    }
+    /* the same figures from both backends: the losses agree to 1e-5, so do the pixels */
+    char pa[400], pb[400];
+    snprintf(pa, sizeof pa, "%s/roles_0/mel.png", root);
+    snprintf(pb, sizeof pb, "%s/roles_1/mel.png", root);
+    int wa, ha, wb, hb;
+    unsigned char *ma = read_png(pa, &wa, &ha), *mb = read_png(pb, &wb, &hb);
+    assert_int_equal(wa, wb);
+    assert_int_equal(ha, hb);
+    const long dm = pixels_differing(ma, mb, wa, ha, MEL_TOL);
+    printf("mel.png host vs cuda: %ld of %d pixels differ by more than %d levels\n", dm, wa * ha, MEL_TOL);
+    assert_true(dm <= (long)wa * ha / 100);
+    free(ma);
+    free(mb);
+    backend = TANDEM_BACKEND_CUDA;
+    assert_non_null(strstr(s[1].devices, "data device: CUDA 1"));
+    assert_non_null(strstr(s[1].devices, "model device: CUDA 0"));
+    assert_int_equal(s[1].busy_from_events, 1);
+    assert_int_equal(s[0].busy_from_events, 0);
+    assert_true(s[1].model_busy_pct > 0 && s[1].model_busy_pct <= 100);
+    for (int i = 0; i < 3; i++) {
+        const double rel = fabs(l[1].loss[i] - l[0].loss[i]) / fabs(l[0].loss[i]);
+        printf("step %d: host %.10g, cuda %.10g, relative difference %.2e (limit %.0e)\n", i,
+               l[0].loss[i], l[1].loss[i], rel, TOL_CUDA);
+        assert_true(rel <= TOL_CUDA);
+    }
 }
 
 /* build/tandem train with extra arguments; stderr into err; returns the exit code. */
