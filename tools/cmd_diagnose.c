@@ -1,7 +1,8 @@
 /* cmd_diagnose.c — `tandem diagnose`: what this machine offers the runtime. The CUDA driver
  * (found, version, or why not), each CUDA device and whether the fatbin runs on it (and
  * whether opening it — module load, every kernel resolved — works), peer access per ordered
- * pair, the fatbin's architectures, cuBLASLt, the host backend, and what `auto` would choose.
+ * pair, the fatbin's architectures, cuBLASLt, NVML (found and its version, and per CUDA device
+ * utilisation, memory, power, clocks, temperature), the host backend, and what `auto` would choose.
  * Exit 0 when everything found works (no driver at all is a normal state), 1 when something
  * present fails (a driver that does not initialise, a device the fatbin cannot run on, ...). */
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "cuda_driver.h"
 #include "device.h"
 #include "fatbin.h"
+#include "nvml.h"
 #include "os.h"
 #include "registry.h"
 #include "tandem.h"
@@ -24,11 +26,14 @@ static void usage(FILE *f) {
             "Reports the CUDA driver (found and its version, or why not), each CUDA device (name,\n"
             "compute capability, memory, SMs) and whether the fatbin runs on it, peer access for\n"
             "each ordered pair of devices, the fatbin's architectures, whether cuBLASLt was found,\n"
-            "the host backend, and which devices `auto` would pick for the data and model roles.\n\n"
+            "NVML (found and its version, or why not; per CUDA device utilisation, memory, power,\n"
+            "clocks and temperature), the host backend, and which devices `auto` would pick for\n"
+            "the data and model roles.\n\n"
             "environment:\n"
             "  TANDEM_CUDA_DRIVER  driver library to load instead of libcuda.so.1\n"
             "  TANDEM_FATBIN       fatbin file to use instead of the embedded one\n"
-            "  TANDEM_CUBLASLT     cuBLASLt library to load, or \"none\" to use the fatbin GEMM\n\n"
+            "  TANDEM_CUBLASLT     cuBLASLt library to load, or \"none\" to use the fatbin GEMM\n"
+            "  TANDEM_NVML         NVML library to load instead of libnvidia-ml.so.1, or \"none\"\n\n"
             "exit status: 0 when all that is present works (no CUDA driver is fine), 1 when\n"
             "something present fails.\n");
 }
@@ -94,6 +99,48 @@ static int section_fatbin(tandem_fatbin_summary *sum, int *have) {
     }
     tandem_free(owned);
     return bad;
+}
+
+/* "n/a" or the value formatted with fmt into buf. */
+static const char *field(int have, char *buf, size_t cap, const char *fmt, double v) {
+    if (!have) return "n/a";
+    snprintf(buf, cap, fmt, v);
+    return buf;
+}
+
+/* NVML: found (version) or why not; one line of readings per CUDA device. No NVML is a normal
+ * state; a query failing on a device NVML has is a problem. */
+static int section_nvml(int ncuda) {
+    printf("\nNVML\n");
+    tandem_status st = tandem_nvml_open();
+    if (st != TANDEM_OK) {
+        printf("  %s%s\n", st == TANDEM_E_DEVICE ? "present but FAILING: " : "", tandem_nvml_describe());
+        if (st != TANDEM_E_DEVICE) printf("  (optional: training metrics leave out utilisation, power, clocks)\n");
+        return st == TANDEM_E_DEVICE;
+    }
+    printf("  found: %s\n", tandem_nvml_describe());
+    int fail = 0;
+    for (int i = 0; i < ncuda && i < MAX_LISTED; i++) {
+        tandem_nvml_sample_t s;
+        st = tandem_nvml_sample(i, &s);
+        if (st != TANDEM_OK) {
+            printf("  %d: %s%s\n", i, st == TANDEM_E_DEVICE ? "FAILED: " : "", tandem_last_error());
+            fail |= st == TANDEM_E_DEVICE;
+            continue;
+        }
+        char u[16], mu[16], used[24], total[24], w[16], sm[16], mem[16], t[16];
+        printf("  %d (PCI %s): busy %s (memory %s), memory %s / %s MiB, power %s, SM clock %s, "
+               "memory clock %s, %s\n",
+               i, tandem_nvml_bus_id(i), field(s.have & TANDEM_NVML_HAVE_UTIL, u, sizeof u, "%.0f%%", s.gpu_util_pct),
+               field(s.have & TANDEM_NVML_HAVE_UTIL, mu, sizeof mu, "%.0f%%", s.mem_util_pct),
+               field(s.have & TANDEM_NVML_HAVE_MEMORY, used, sizeof used, "%.0f", (double)(s.mem_used_bytes >> 20)),
+               field(s.have & TANDEM_NVML_HAVE_MEMORY, total, sizeof total, "%.0f", (double)(s.mem_total_bytes >> 20)),
+               field(s.have & TANDEM_NVML_HAVE_POWER, w, sizeof w, "%.1f W", s.power_w),
+               field(s.have & TANDEM_NVML_HAVE_SM_CLOCK, sm, sizeof sm, "%.0f MHz", s.sm_clock_mhz),
+               field(s.have & TANDEM_NVML_HAVE_MEM_CLOCK, mem, sizeof mem, "%.0f MHz", s.mem_clock_mhz),
+               field(s.have & TANDEM_NVML_HAVE_TEMPERATURE, t, sizeof t, "%.0f C", s.temperature_c));
+    }
+    return fail;
 }
 
 int cli_diagnose(int argc, char **argv) {
@@ -180,6 +227,8 @@ int cli_diagnose(int argc, char **argv) {
     int lt = tandem_cuda_have_cublaslt(why, sizeof why);
     printf("\ncuBLASLt\n  %s%s\n", lt ? "found: " : "not found: ", why);
     if (!lt) printf("  GEMMs on CUDA devices use the fatbin's gemm_f32 kernel\n");
+
+    fail |= section_nvml(drv == TANDEM_OK ? ncuda : 0);
 
     printf("\nhost backend\n");
     tandem_device *host = NULL;
