@@ -1,11 +1,11 @@
 /* nvml_api.h — the project's own declarations of the NVML subset platform/nvml.c uses, so the
  * project builds where nvml.h is absent (no CUDA toolkit, no driver development package).
  *
- * Values, struct layouts and signatures are those of nvml.h (NVML API version 12, CUDA 12.x/13.x
- * drivers). No nvml.h was installed where this was written: they were checked against the
- * published header text (the NVML API reference and nvml.h as distributed with the CUDA
- * toolkit); test/unit/test_nvml.c compares every value below with an installed nvml.h when one
- * is found ($CUDA_HOME/include, /usr/local/cuda/include, /usr/include).
+ * Values, struct layouts and signatures are those of nvml.h (NVML API version 12, drivers of
+ * CUDA 12.x/13.x). No nvml.h was installed where this was written: they were checked by reading
+ * NVIDIA's nvml.h (the 2023 header of API version 12) as reference text, not by compiling
+ * against it. test/unit/test_nvml.c compares every value below with an installed nvml.h when
+ * one is found ($CUDA_HOME/include, /usr/local/cuda/include, /usr/include).
  *
  * Nothing here declares a function: the runtime resolves every entry point with dlsym into the
  * tandem_pfn_* pointer types below. The stand-in library (test/fakecuda/fc_nvml.c) defines them
