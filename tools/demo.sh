@@ -52,7 +52,7 @@ ckpt=$(ls "$run"/ckpt-*.safetensors | tail -1)
 
 if ls "$run"/*.png >/dev/null 2>&1; then
   log "figures (written by the trainer at its checkpoints)"
-  pngs=$(ls "$run"/*.png)
+  pngs=$(ls "$run"/*.png | tr '\n' ' ')
 else
   log "figures (tandem plot: metrics.jsonl and the checkpoint's teacher-forced mel of a held-out utterance)"
   "$tandem" plot --run "$run" --checkpoint "$ckpt" --data "$val" | sed 's/^/   /'
