@@ -129,8 +129,9 @@ void tandem_k_softmax_causal_fwd_geom(const tandem_k_softmax_causal_fwd_args *a,
     row_dims((int64_t)a->batch * a->heads * a->seq, d);
 }
 /* The sum is accumulated in double (deterministic, and more accurate than the kernel's float
- * tree, so the emulator comparison measures the kernel's error). Each element is read before
- * it is written, so s == p works. */
+ * tree, so the emulator comparison measures the kernel's error). Each exponential is taken
+ * once, kept in p and scaled there; each s element is read before p's is written, so s == p
+ * works. */
 static void softmax_causal_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
     const tandem_k_softmax_causal_fwd_args *a = ctx;
     const int T = a->seq;
@@ -148,10 +149,14 @@ static void softmax_causal_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
                 any = 1;
             }
         double sum = 0.0;
-        for (int j = 0; j <= i; j++)
-            if (mask[j]) sum += expf(s[j] - m);
+        for (int j = 0; j <= i; j++) {
+            float e = mask[j] ? expf(s[j] - m) : 0.0f;
+            sum += e;
+            p[j] = e;
+        }
         const float inv = any ? (float)(1.0 / sum) : 0.0f;
-        for (int j = 0; j < T; j++) p[j] = (j <= i && mask[j]) ? expf(s[j] - m) * inv : 0.0f;
+        for (int j = 0; j <= i; j++) p[j] *= inv;
+        for (int j = i + 1; j < T; j++) p[j] = 0.0f;
     }
 }
 void tandem_k_softmax_causal_fwd_host(const tandem_k_softmax_causal_fwd_args *a) {

@@ -187,7 +187,9 @@ static void run_split(const tandem_gemm_desc *d, float alpha, const float *a, co
         run_blocks(&j, 0, blocks);
         return;
     }
-    /* One range per thread: each range packs its own copy of op(B). */
+    /* One range per thread: each range packs its own copy of op(B) (8 MiB for the tiny model's
+     * largest dW), so 3 ranges per thread, tried for when another process takes a core, made
+     * the quiet-machine step ~8 % slower. */
     tandem_host_parallel_for(blocks, (blocks + threads - 1) / threads, run_blocks, &j);
 }
 
