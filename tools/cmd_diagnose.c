@@ -14,6 +14,8 @@
 #include "device.h"
 #include "fatbin.h"
 #include "nvml.h"
+#include "host_gemm.h"
+#include "host_pool.h"
 #include "os.h"
 #include "registry.h"
 #include "tandem.h"
@@ -238,6 +240,9 @@ int cli_diagnose(int argc, char **argv) {
         tandem_device_get_info(host, &hi);
         printf("  %s, %d cores, %zu MiB RAM; %d host devices available\n", hi.name, hi.multiprocessors,
                hi.total_memory >> 20, nhost);
+        printf("  %d threads per host device (TANDEM_HOST_THREADS, default: the CPUs this process may use);"
+               " GEMM %s split over them, OpenBLAS threads %d\n",
+               tandem_host_device_threads(host), tandem_host_gemm_impl(), tandem_host_blas_threads());
         tandem_device_close(host);
     } else {
         printf("  FAILED: %s\n", tandem_last_error());
