@@ -101,7 +101,7 @@ static tandem_status open_nvml(void) {
     if (strcmp(lib, "none") == 0)
         return set_text(TANDEM_E_UNSUPPORTED, "disabled (TANDEM_NVML=none)");
     dlerror();
-    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL); /* kept for the life of the process */
     if (!h) {
         const char *e = dlerror();
         return set_text(TANDEM_E_NODRIVER, "not found: dlopen(%s): %s", lib, e ? e : "unknown error");
@@ -141,16 +141,17 @@ static tandem_status open_nvml(void) {
     }
     /* Without a CUDA driver there is nothing to match; NVML itself is still fine. */
     int n = 0;
-    int have_cuda = tandem_cuda_device_count(&n) == TANDEM_OK;
-    cuda_count = have_cuda ? n : 0;
+    tandem_status cst = tandem_cuda_device_count(&n);
+    cuda_count = cst == TANDEM_OK ? n : 0;
     int matched = 0;
     for (int i = 0; i < cuda_count && i < TANDEM_NVML_MAX_DEVICES; i++) {
         match_device(i);
         matched += devs[i].handle != NULL;
     }
     char cuda[128];
-    if (!have_cuda)
-        snprintf(cuda, sizeof cuda, "no CUDA driver, so no CUDA device to match");
+    if (cst != TANDEM_OK)
+        snprintf(cuda, sizeof cuda, "%s, so no CUDA device to match",
+                 cst == TANDEM_E_NODRIVER ? "no CUDA driver" : "the CUDA driver fails");
     else
         snprintf(cuda, sizeof cuda, "%d of %d CUDA device%s matched by PCI bus id", matched,
                  cuda_count, cuda_count == 1 ? "" : "s");
@@ -245,3 +246,4 @@ tandem_status tandem_nvml_sample(int cuda_ordinal, tandem_nvml_sample_t *out) {
     if (out->have & TANDEM_NVML_HAVE_TEMPERATURE) out->temperature_c = (int)temp;
     return TANDEM_OK;
 }
+#undef NVML_QUERY
