@@ -86,6 +86,6 @@ FAKECUDA_VARIANTS := $(FAKECUDA_VARIANT_NAMES:%.c=$(TEST_BIN_DIR)/%@cuda)
 ifneq ($(wildcard platform/cuda_device.c),)
 TEST_BINS += $(FAKECUDA_VARIANTS)
 endif
-$(TEST_BIN_DIR)/%@cuda: $(TEST_BIN_DIR)/% $(FAKECUDA_LIB) $(FAKECUBLAS_LIB) test/run_on_cuda.sh
+$(TEST_BIN_DIR)/%@cuda: $(TEST_BIN_DIR)/% $(FAKECUDA_LIB) $(FAKECUBLAS_LIB) $(FAKENVML_LIB) test/run_on_cuda.sh
 	@printf '#!/bin/sh\nexec bash %s %s %s\n' '$(abspath test/run_on_cuda.sh)' '$(abspath $(FAKECUDA_DIR))' '$(abspath $<)' > $@
 	@chmod +x $@

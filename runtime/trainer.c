@@ -13,6 +13,7 @@
 #include "figures.h"
 #include "log.h"
 #include "metrics.h"
+#include "nvml.h"
 #include "model.h"
 #include "os.h"
 #include "pipeline.h"
@@ -59,6 +60,7 @@ struct tandem_trainer {
     float *load_buf;
     tandem_sampler_pos next_pos;
     tandem_metrics *metrics;
+    int nvml_on; /* NVML samples join metrics.jsonl (CUDA devices with NVML present) */
     tandem_progress progress;
     /* figures (figures.h), written at every checkpoint: the loss history of the logged steps
        and the mel of the fixed validation subset's first utterance, taken at each validation */
@@ -244,6 +246,34 @@ static tandem_status setup_figures(tandem_trainer *t) {
 
 const tandem_figures *tandem_trainer_figures(const tandem_trainer *t) { return t ? t->fig : NULL; }
 
+/* NVML readings of one device as "<role>_..." fields of the current metrics line; fields the
+ * GPU cannot report are left out. A device lost mid-run turns NVML off with one warning. */
+static void add_nvml(tandem_trainer *t, const char *role, const tandem_device *dev) {
+    tandem_nvml_sample_t s;
+    if (!t->nvml_on || dev->info.backend != TANDEM_BACKEND_CUDA) return;
+    tandem_status st = tandem_nvml_sample(dev->info.ordinal, &s);
+    if (st == TANDEM_E_DEVICE) {
+        tandem_logf(TANDEM_LOG_WARN, "NVML: %s; no more NVML fields in metrics.jsonl", tandem_last_error());
+        t->nvml_on = 0;
+    }
+    if (st != TANDEM_OK) return;
+    char key[48];
+#define NVML_FIELD(bit, name, value)                                                      \
+    if (s.have & (bit)) {                                                                 \
+        snprintf(key, sizeof key, "%s_%s", role, name);                                   \
+        tandem_metrics_set(t->metrics, key, (double)(value));                             \
+    }
+    NVML_FIELD(TANDEM_NVML_HAVE_UTIL, "gpu_util_pct", s.gpu_util_pct)
+    NVML_FIELD(TANDEM_NVML_HAVE_UTIL, "mem_util_pct", s.mem_util_pct)
+    NVML_FIELD(TANDEM_NVML_HAVE_MEMORY, "mem_used_mib", s.mem_used_bytes / 1048576.0)
+    NVML_FIELD(TANDEM_NVML_HAVE_MEMORY, "mem_total_mib", s.mem_total_bytes / 1048576.0)
+    NVML_FIELD(TANDEM_NVML_HAVE_POWER, "power_w", s.power_w)
+    NVML_FIELD(TANDEM_NVML_HAVE_SM_CLOCK, "sm_mhz", s.sm_clock_mhz)
+    NVML_FIELD(TANDEM_NVML_HAVE_MEM_CLOCK, "mem_mhz", s.mem_clock_mhz)
+    NVML_FIELD(TANDEM_NVML_HAVE_TEMPERATURE, "temp_c", s.temperature_c)
+#undef NVML_FIELD
+}
+
 tandem_status tandem_trainer_create(const tandem_trainer_options *o, tandem_trainer **out) {
     if (!o || !o->cfg || !out) return tandem_fail(TANDEM_E_INVALID, "trainer: NULL argument");
     *out = NULL;
@@ -316,6 +346,12 @@ tandem_status tandem_trainer_create(const tandem_trainer_options *o, tandem_trai
     char mpath[1100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", t->cfg.out);
     TANDEM_TRY(tandem_metrics_open(mpath, o->resume_dir != NULL, &t->metrics));
+    if (minfo.backend == TANDEM_BACKEND_CUDA) { /* NVML is optional: never fails the run */
+        t->nvml_on = tandem_nvml_open() == TANDEM_OK;
+        if (!t->nvml_on)
+            tandem_logf(TANDEM_LOG_INFO, "NVML: %s; utilisation/power/clocks left out of metrics.jsonl",
+                        tandem_nvml_describe());
+    }
     tandem_progress_init(&t->progress, stdout, (int)t->cfg.log_every, o->quiet);
 
     TANDEM_TRY(tandem_pool_commit(t->data_pool));
@@ -639,6 +675,8 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
                 tandem_metrics_set(t->metrics, "val_l1", vl1);
                 tandem_metrics_set(t->metrics, "val_stop_bce", vbce);
             }
+            add_nvml(t, "model", t->model_dev);
+            if (t->data_dev != t->model_dev) add_nvml(t, "data", t->data_dev);
             if ((st = tandem_metrics_end(t->metrics)) != TANDEM_OK) break;
             /* the figure's points are the logged ones */
             tandem_figures_add_loss(t->fig, done, res.loss);

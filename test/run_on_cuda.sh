@@ -7,6 +7,7 @@ fakedir=$1; bin=$2
 export TANDEM_TEST_BACKEND=cuda
 if [ "${TANDEM_TEST_REAL_GPU:-0}" != 1 ]; then
   export TANDEM_CUDA_DRIVER="$fakedir/libcuda.so.1" TANDEM_CUBLASLT="$fakedir/libcublasLt.so.13"
+  [ -f "$fakedir/libnvidia-ml.so.1" ] && export TANDEM_NVML="$fakedir/libnvidia-ml.so.1"
 fi
 out=$("$bin" 2>&1); rc=$?
 printf '%s\n' "$out" | sed -E 's/^\[( +OK +|  FAILED  )\] ([^0-9])/[\1] cuda:\2/'

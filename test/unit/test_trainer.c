@@ -763,6 +763,25 @@ static void test_device_roles(void **state) {
     assert_int_equal(s[1].busy_from_events, 1);
     assert_int_equal(s[0].busy_from_events, 0);
     assert_true(s[1].model_busy_pct > 0 && s[1].model_busy_pct <= 100);
+    /* NVML fields: on the stand-in (TANDEM_NVML names its libnvidia-ml.so.1) both roles report;
+     * the host run has none. */
+    char mp[400], *mj = NULL;
+    size_t mlen = 0;
+    snprintf(mp, sizeof mp, "%s/roles_0/metrics.jsonl", root);
+    assert_int_equal(tandem_file_read_all(mp, &mj, &mlen), TANDEM_OK);
+    assert_null(strstr(mj, "gpu_util_pct"));
+    tandem_free(mj);
+    const char *nvml = getenv("TANDEM_NVML");
+    if (nvml && strstr(nvml, "fakecuda")) {
+        snprintf(mp, sizeof mp, "%s/roles_1/metrics.jsonl", root);
+        assert_int_equal(tandem_file_read_all(mp, &mj, &mlen), TANDEM_OK);
+        const char *want[] = {"\"model_gpu_util_pct\":", "\"data_gpu_util_pct\":", "\"model_mem_used_mib\":",
+                              "\"model_power_w\":", "\"data_sm_mhz\":", "\"model_temp_c\":"};
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+            if (!strstr(mj, want[i])) fail_msg("%s lacks the NVML field %s", mp, want[i]);
+        printf("metrics.jsonl carries the NVML fields of both devices\n");
+        tandem_free(mj);
+    }
     for (int i = 0; i < 3; i++) {
         const double rel = fabs(l[1].loss[i] - l[0].loss[i]) / fabs(l[0].loss[i]);
         printf("step %d: host %.10g, cuda %.10g, relative difference %.2e (limit %.0e)\n", i,
