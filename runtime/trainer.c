@@ -724,6 +724,7 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
     S.skipped = t->st.skipped;
     S.stopped_by_request = t->stop != 0;
     S.busy_from_events = t->use_events;
+    S.steps_measured = n_meas;
     if (n_meas > 0) {
         S.samples_per_s = sum_samples / (sum_step * 1e-3);
         S.data_wait_pct = 100.0 * sum_wait / sum_step;

@@ -88,6 +88,7 @@ typedef struct tandem_trainer_summary {
     char devices[512];
     char checkpoint[1100]; /* last checkpoint written */
     int busy_from_events;  /* 1: model_busy_pct measured with device events */
+    int64_t steps_measured; /* steps behind the rates above (the first 2 are warm-up, left out) */
     int stopped_by_request;
 } tandem_trainer_summary;
 
