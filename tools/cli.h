@@ -17,4 +17,9 @@ int cli_plot(int argc, char **argv);
 /* True if argv holds -h or --help. */
 int cli_wants_help(int argc, char **argv);
 
+#include "tandem.h"
+/* Parse a --backend value (auto, host, cuda) into *out; on anything else print
+ * "tandem <cmd>: --backend 'v': expected auto, host or cuda" and return 0. */
+int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out);
+
 #endif

@@ -66,14 +66,7 @@ int cli_features(int argc, char **argv) {
     tandem_backend backend = TANDEM_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
-            const char *b = argv[++i];
-            if (strcmp(b, "auto") == 0) backend = TANDEM_BACKEND_AUTO;
-            else if (strcmp(b, "host") == 0) backend = TANDEM_BACKEND_HOST;
-            else if (strcmp(b, "cuda") == 0) backend = TANDEM_BACKEND_CUDA;
-            else {
-                fprintf(stderr, "tandem features: --backend %s: expected auto, host or cuda\n", b);
-                return 2;
-            }
+            if (!cli_parse_backend("features", argv[++i], &backend)) return 2;
         } else if (argv[i][0] == '-' && argv[i][1] != 0) {
             fprintf(stderr, "tandem features: unknown option %s\n\n", argv[i]);
             usage(stderr);

@@ -133,13 +133,7 @@ int cli_pipeline(int argc, char **argv) {
         else if (!strcmp(a, "--steps")) {
             if (!parse_int(a, v, 1, 100000000L, &steps)) return 2;
         } else if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "auto")) backend = TANDEM_BACKEND_AUTO;
-            else if (!strcmp(v, "host")) backend = TANDEM_BACKEND_HOST;
-            else if (!strcmp(v, "cuda")) backend = TANDEM_BACKEND_CUDA;
-            else {
-                fprintf(stderr, "tandem pipeline: --backend '%s': expected auto, host or cuda\n", v);
-                return 2;
-            }
+            if (!cli_parse_backend("pipeline", v, &backend)) return 2;
         } else {
             int k = 0;
             while (k < 3 && strcmp(a, flags[k].flag)) k++;

@@ -75,13 +75,7 @@ int cli_synth(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "auto")) backend = TANDEM_BACKEND_AUTO;
-            else if (!strcmp(v, "host")) backend = TANDEM_BACKEND_HOST;
-            else if (!strcmp(v, "cuda")) backend = TANDEM_BACKEND_CUDA;
-            else {
-                fprintf(stderr, "tandem synth: --backend '%s': expected auto, host or cuda\n", v);
-                return 2;
-            }
+            if (!cli_parse_backend("synth", v, &backend)) return 2;
         } else {
             fprintf(stderr, "tandem synth: unknown option '%s' (see --help)\n", a);
             return 2;

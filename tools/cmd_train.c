@@ -88,13 +88,7 @@ int cli_train(int argc, char **argv) {
         if (!strcmp(a, "--config")) config_path = v;
         else if (!strcmp(a, "--resume")) resume = v;
         else if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "auto")) backend = TANDEM_BACKEND_AUTO;
-            else if (!strcmp(v, "host")) backend = TANDEM_BACKEND_HOST;
-            else if (!strcmp(v, "cuda")) backend = TANDEM_BACKEND_CUDA;
-            else {
-                fprintf(stderr, "tandem train: --backend '%s': expected auto, host or cuda\n", v);
-                return 2;
-            }
+            if (!cli_parse_backend("train", v, &backend)) return 2;
         } else {
             int k = 0;
             while (k < N_FLAGS && strcmp(a, k_flags[k].flag)) k++;

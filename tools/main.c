@@ -41,6 +41,18 @@ int cli_wants_help(int argc, char **argv) {
     return 0;
 }
 
+int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out) {
+    static const struct { const char *name; tandem_backend b; } names[] = {
+        {"auto", TANDEM_BACKEND_AUTO}, {"host", TANDEM_BACKEND_HOST}, {"cuda", TANDEM_BACKEND_CUDA}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(v, names[i].name) == 0) {
+            *out = names[i].b;
+            return 1;
+        }
+    fprintf(stderr, "tandem %s: --backend '%s': expected auto, host or cuda\n", cmd, v);
+    return 0;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "tandem %s — train a TTS acoustic model on two devices\n\n", TANDEM_VERSION_STRING);
     fprintf(f, "usage: tandem <command> [options]   (tandem <command> --help for details)\n\n");
