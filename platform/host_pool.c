@@ -176,14 +176,14 @@ void tandem_host_parallel_for(int64_t n, int64_t grain, tandem_host_range_fn fn,
     if (n <= 0) return;
     tandem_host_pool *p = entered;
     if (grain < 1 || (p && p->fine)) grain = 1;
-    if (!p || p->threads < 2 || n < 2 * grain ||
+    if (!p || p->threads < 2 || n <= grain ||
         pthread_mutex_trylock(&p->dispatch.m) != 0) { /* busy: another thread's loop */
         tandem_host_pool *prev = tandem_host_pool_enter(NULL); /* nested loops: serial too */
         fn(ctx, 0, n);
         tandem_host_pool_leave(prev);
         return;
     }
-    int64_t most = n / grain, want = (int64_t)p->threads * PARTS_PER_THREAD;
+    int64_t most = (n + grain - 1) / grain, want = (int64_t)p->threads * PARTS_PER_THREAD;
     int parts = (int)(most < want ? most : want);
     tandem_mutex_lock(&p->m);
     uint64_t gen = ++p->generation;

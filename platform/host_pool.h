@@ -47,11 +47,11 @@ int tandem_host_device_threads(const tandem_device *dev);
 tandem_host_pool *tandem_host_pool_enter(tandem_host_pool *p);
 void tandem_host_pool_leave(tandem_host_pool *previous);
 
-/* Runs fn over [0, n) in contiguous ranges of at least `grain` indices (grain >= 1), on the
- * entered pool's threads and the calling thread, and returns when all ranges are done. Runs
- * fn(ctx, 0, n) on the calling thread when no pool is entered, the pool has one thread, n is
- * below 2 * grain, or the pool is busy with another caller's loop. Loops nested inside a range
- * run on their own thread alone. */
+/* Runs fn over [0, n) in near-equal contiguous ranges, ceil(n / grain) of them but at most a
+ * few per thread, on the entered pool's threads and the calling thread, and returns when all
+ * ranges are done. Runs fn(ctx, 0, n) on the calling thread when no pool is entered, the pool
+ * has one thread, n <= grain, or the pool is busy with another caller's loop. Loops nested
+ * inside a range run on their own thread alone. */
 void tandem_host_parallel_for(int64_t n, int64_t grain, tandem_host_range_fn fn, void *ctx);
 
 /* Threads of the calling thread's entered pool (1 when none): lets a caller size its ranges. */
