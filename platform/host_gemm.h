@@ -36,4 +36,11 @@ const char *tandem_host_gemm_impl(void);
 int tandem_host_blas_set_threads(int threads);
 int tandem_host_blas_threads(void);
 
+/* OpenBLAS's kernel family for this CPU ("Haswell", "Zen", "SkylakeX", ...; "" without CBLAS),
+ * and a one-line hint ("" when none): an OpenBLAS older than the CPU (0.3.21 on AMD Zen 4/5)
+ * picks its AVX2 kernels on a CPU with AVX-512; OPENBLAS_CORETYPE=SkylakeX, which OpenBLAS
+ * reads when it is loaded, so only from the environment, selects the AVX-512 ones. */
+const char *tandem_host_blas_core(void);
+const char *tandem_host_blas_hint(void);
+
 #endif
