@@ -243,6 +243,8 @@ int cli_diagnose(int argc, char **argv) {
         printf("  %d threads per host device (TANDEM_HOST_THREADS, default: the CPUs this process may use);"
                " GEMM %s split over them, OpenBLAS threads %d\n",
                tandem_host_device_threads(host), tandem_host_gemm_impl(), tandem_host_blas_threads());
+        if (tandem_host_blas_core()[0]) printf("  OpenBLAS kernels: %s\n", tandem_host_blas_core());
+        if (tandem_host_blas_hint()[0]) printf("  hint: %s\n", tandem_host_blas_hint());
         tandem_device_close(host);
     } else {
         printf("  FAILED: %s\n", tandem_last_error());
