@@ -13,10 +13,10 @@
 #      Tandem / PyTorch (< 1: Tandem faster), Tandem's data wait %, model-device busy % and
 #      step-time CV.
 #
-# Threads: Tandem's host backend computes GEMMs in OpenBLAS (pthreads build), which uses one
-# thread per online CPU unless OPENBLAS_NUM_THREADS says otherwise; its other kernels run on the
-# calling thread. Both sides get T threads (default: all online CPUs): OPENBLAS_NUM_THREADS=T for
-# Tandem, torch.set_num_threads(T) + OMP_NUM_THREADS=T for PyTorch.
+# Threads: Tandem's host backend runs its kernels and splits its GEMMs over a worker pool per
+# host device (TANDEM_HOST_THREADS, default all online CPUs; OpenBLAS itself is set to one thread).
+# Both sides get T threads (default: all online CPUs): TANDEM_HOST_THREADS=T for Tandem,
+# torch.set_num_threads(T) + OMP_NUM_THREADS=T for PyTorch.
 #
 # PyTorch comes from bench/.venv (made by bench/run.sh); if torch is missing there it is
 # installed from PyPI at the version pinned in bench/requirements.txt.
@@ -106,8 +106,8 @@ tandem_run() { # round
     local args=(train --config configs/tiny.yaml --train-data "$DATA" --out "$run"
         --max-steps "$TANDEM_STEPS" --log-every 1 --val-every 0 --checkpoint-every 0
         --backend host --quiet)
-    echo "\$ OPENBLAS_NUM_THREADS=$T $TANDEM ${args[*]}" >> "$RESULTS"
-    if ! OPENBLAS_NUM_THREADS=$T /usr/bin/time -f "%U %S" -o "$run.cpu" \
+    echo "\$ TANDEM_HOST_THREADS=$T $TANDEM ${args[*]}" >> "$RESULTS"
+    if ! TANDEM_HOST_THREADS=$T /usr/bin/time -f "%U %S" -o "$run.cpu" \
         "$TANDEM" "${args[@]}" > "$log" 2>&1; then
         say "FAILED tandem train: $(tail -3 "$log")"
         return 0
