@@ -316,44 +316,30 @@ tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, floa
                g);
         return TANDEM_OK;
     }
-    if (g->a_type == TANDEM_BF16) {
-        tandem_k_gemm_bf16_args args;
-        memset(&args, 0, sizeof args);
-        args.a = (const tandem_bf16 *)(uintptr_t)a;
-        args.b = (const tandem_bf16 *)(uintptr_t)b;
-        args.c = (float *)(uintptr_t)c;
-        args.m = (int)g->m;
-        args.n = (int)g->n;
-        args.k = (int)g->k;
-        args.batch = (int)g->batch;
-        args.trans_a = g->trans_a;
-        args.trans_b = g->trans_b;
-        args.stride_a = g->stride_a;
-        args.stride_b = g->stride_b;
-        args.stride_c = g->stride_c;
-        args.alpha = alpha;
-        args.beta = beta;
-        tandem_launch_dims dims;
-        tandem_kernel_table[TANDEM_KID_gemm_bf16].geom(&args, &dims);
-        return tandem_cuda_launch(s, TANDEM_KID_gemm_bf16, &dims, &args, sizeof args);
-    }
-    tandem_k_gemm_f32_args args;
-    memset(&args, 0, sizeof args);
-    args.a = (const float *)(uintptr_t)a;
-    args.b = (const float *)(uintptr_t)b;
-    args.c = (float *)(uintptr_t)c;
-    args.m = (int)g->m;
-    args.n = (int)g->n;
-    args.k = (int)g->k;
-    args.batch = (int)g->batch;
-    args.trans_a = g->trans_a;
-    args.trans_b = g->trans_b;
-    args.stride_a = g->stride_a;
-    args.stride_b = g->stride_b;
-    args.stride_c = g->stride_c;
-    args.alpha = alpha;
-    args.beta = beta;
-    tandem_launch_dims dims;
-    tandem_kernel_table[TANDEM_KID_gemm_f32].geom(&args, &dims);
-    return tandem_cuda_launch(s, TANDEM_KID_gemm_f32, &dims, &args, sizeof args);
+    /* The fatbin's GEMM: f32 or bf16 operands, the same argument layout otherwise. */
+#define FALLBACK_GEMM(KID, ARGS, ELEM)                                                    \
+    do {                                                                                  \
+        ARGS args;                                                                        \
+        memset(&args, 0, sizeof args);                                                    \
+        args.a = (const ELEM *)(uintptr_t)a;                                              \
+        args.b = (const ELEM *)(uintptr_t)b;                                              \
+        args.c = (float *)(uintptr_t)c;                                                   \
+        args.m = (int)g->m;                                                               \
+        args.n = (int)g->n;                                                               \
+        args.k = (int)g->k;                                                               \
+        args.batch = (int)g->batch;                                                       \
+        args.trans_a = g->trans_a;                                                        \
+        args.trans_b = g->trans_b;                                                        \
+        args.stride_a = g->stride_a;                                                      \
+        args.stride_b = g->stride_b;                                                      \
+        args.stride_c = g->stride_c;                                                      \
+        args.alpha = alpha;                                                               \
+        args.beta = beta;                                                                 \
+        tandem_launch_dims dims;                                                          \
+        tandem_kernel_table[KID].geom(&args, &dims);                                      \
+        return tandem_cuda_launch(s, KID, &dims, &args, sizeof args);                     \
+    } while (0)
+    if (g->a_type == TANDEM_BF16) FALLBACK_GEMM(TANDEM_KID_gemm_bf16, tandem_k_gemm_bf16_args, tandem_bf16);
+    FALLBACK_GEMM(TANDEM_KID_gemm_f32, tandem_k_gemm_f32_args, float);
+#undef FALLBACK_GEMM
 }
