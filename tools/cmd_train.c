@@ -103,12 +103,7 @@ int cli_train(int argc, char **argv) {
     }
 
     tandem_config cfg;
-    tandem_status st = TANDEM_OK;
-    if (config_path) st = tandem_config_load(&cfg, config_path);
-    else tandem_config_init(&cfg);
-    for (int i = 0; st == TANDEM_OK && i < n_over; i++)
-        st = tandem_config_set_from(&cfg, over_flag[i], over_key[i], over_val[i]);
-    if (st == TANDEM_OK) st = tandem_config_check(&cfg);
+    tandem_status st = cli_load_config(&cfg, config_path, n_over, over_flag, over_key, over_val);
     if (st != TANDEM_OK) {
         fprintf(stderr, "tandem train: %s\n", tandem_last_error());
         return st == TANDEM_E_IO ? 1 : 2;

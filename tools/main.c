@@ -53,6 +53,16 @@ int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out) {
     return 0;
 }
 
+tandem_status cli_load_config(tandem_config *cfg, const char *path, int n, const char *const *flag,
+                              const char *const *key, const char *const *val) {
+    tandem_status st = TANDEM_OK;
+    if (path) st = tandem_config_load(cfg, path);
+    else tandem_config_init(cfg);
+    for (int i = 0; st == TANDEM_OK && i < n; i++) st = tandem_config_set_from(cfg, flag[i], key[i], val[i]);
+    if (st == TANDEM_OK) st = tandem_config_check(cfg);
+    return st;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "tandem %s — train a TTS acoustic model on two devices\n\n", TANDEM_VERSION_STRING);
     fprintf(f, "usage: tandem <command> [options]   (tandem <command> --help for details)\n\n");
