@@ -38,7 +38,7 @@ FATBIN_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$
 FATBIN := $(BUILD)/tandem.fatbin
 else
 FATBIN := $(BUILD)/tandem.fatbin
-$(info NOTE: nvcc not found at '$(NVCC)': building host-only (empty fatbin, CUDA backend disabled). Set CUDA_HOME or NVCC to build the fatbin.)
+$(warning NOTE: nvcc not found at '$(NVCC)': building host-only (empty fatbin, CUDA backend disabled). Set CUDA_HOME or NVCC to build the fatbin.)
 endif
 
 LIB      := $(BUILD)/libtandem.a
