@@ -30,4 +30,18 @@ static inline uint64_t tandem_test_seed(const char *what) {
     return s;
 }
 
+/* Whether this build has a fatbin (nvcc was there): the stand-in driver runs kernels from it,
+ * so a host-only build skips the CUDA parts of a test. */
+static inline int tandem_test_have_fatbin(void) {
+#ifdef TANDEM_TEST_BUILD_DIR
+    FILE *f = fopen(TANDEM_TEST_BUILD_DIR "/tandem.fatbin", "rb");
+    if (!f) return 0;
+    int c = fgetc(f);
+    fclose(f);
+    return c != EOF;
+#else
+    return 1;
+#endif
+}
+
 #endif
