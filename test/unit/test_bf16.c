@@ -42,6 +42,7 @@
 #include "model.h"
 #include "pool_internal.h"
 #include "tandem.h"
+#include "model_batch.h"
 #include "testutil.h"
 #include "train_step.h"
 
@@ -80,45 +81,6 @@ static void small_config(tandem_config *cfg, const char *precision) {
 }
 
 /* ---- a model with one fixed batch ----------------------------------------------------------- */
-
-typedef struct host_batch {
-    int32_t *tokens, *text_len, *frame_len;
-    float *mels, *mask, *stop;
-} host_batch;
-
-static void make_batch(tandem_rng *r, const tandem_model_dims *d, host_batch *hb) {
-    const size_t B = (size_t)d->batch, F = (size_t)d->frames;
-    hb->tokens = calloc(B * (size_t)d->text_len, sizeof(int32_t));
-    hb->text_len = calloc(B, sizeof(int32_t));
-    hb->frame_len = calloc(B, sizeof(int32_t));
-    hb->mels = calloc(B * F * 80, sizeof(float));
-    hb->mask = calloc(B * F, sizeof(float));
-    hb->stop = calloc(B * F, sizeof(float));
-    for (int b = 0; b < d->batch; b++) {
-        hb->text_len[b] = (int)tandem_rng_int(r, 4, d->text_len);
-        hb->frame_len[b] = (int)tandem_rng_int(r, d->frames / 2, d->frames);
-        for (int t = 0; t < hb->text_len[b]; t++)
-            hb->tokens[b * d->text_len + t] = (int)tandem_rng_int(r, 1, d->vocab - 1);
-        double ph = tandem_rng_uniform(r, 0, 6.28f), fr = tandem_rng_uniform(r, 0.1f, 0.4f);
-        for (int f = 0; f < d->frames; f++) {
-            hb->mask[b * d->frames + f] = f < hb->frame_len[b];
-            hb->stop[b * d->frames + f] = f >= hb->frame_len[b] - 1;
-            if (f >= hb->frame_len[b]) continue;
-            for (int c = 0; c < 80; c++)
-                hb->mels[((size_t)b * F + f) * 80 + c] =
-                    (float)(-4.0 + 2.0 * sin(ph + fr * f + 0.08 * c) + cos(0.05 * c * (b + 1)));
-        }
-    }
-}
-
-static void free_batch(host_batch *hb) {
-    free(hb->tokens);
-    free(hb->text_len);
-    free(hb->frame_len);
-    free(hb->mels);
-    free(hb->mask);
-    free(hb->stop);
-}
 
 typedef struct run {
     tandem_config cfg;

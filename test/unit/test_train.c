@@ -37,6 +37,7 @@
 #include "config.h"
 #include "model.h"
 #include "tandem.h"
+#include "model_batch.h"
 #include "testutil.h"
 #include "train_step.h"
 
@@ -75,12 +76,6 @@ typedef struct run {
     tandem_model_batch mb[MAX_MICRO];
 } run;
 
-typedef struct host_batch {
-    int B, TT, F;
-    int32_t *tokens, *text_len, *frame_len;
-    float *mels, *mask, *stop;
-} host_batch;
-
 static void small_config(tandem_config *cfg, int grad_accum) {
     tandem_config_init(cfg);
     CHECK(tandem_config_set(cfg, "model_size", "custom"));
@@ -99,42 +94,6 @@ static void small_config(tandem_config *cfg, int grad_accum) {
     CHECK(tandem_config_set(cfg, "max_steps", "300"));
     CHECK(tandem_config_set(cfg, "weight_decay", "0.01"));
     CHECK(tandem_config_check(cfg));
-}
-
-static void make_batch(tandem_rng *r, const tandem_model_dims *d, host_batch *hb) {
-    hb->B = d->batch;
-    hb->TT = d->text_len;
-    hb->F = d->frames;
-    hb->tokens = calloc((size_t)d->batch * d->text_len, sizeof(int32_t));
-    hb->text_len = calloc((size_t)d->batch, sizeof(int32_t));
-    hb->frame_len = calloc((size_t)d->batch, sizeof(int32_t));
-    hb->mels = calloc((size_t)d->batch * d->frames * 80, sizeof(float));
-    hb->mask = calloc((size_t)d->batch * d->frames, sizeof(float));
-    hb->stop = calloc((size_t)d->batch * d->frames, sizeof(float));
-    for (int b = 0; b < d->batch; b++) {
-        hb->text_len[b] = (int)tandem_rng_int(r, 4, d->text_len);
-        hb->frame_len[b] = (int)tandem_rng_int(r, d->frames / 2, d->frames);
-        for (int t = 0; t < hb->text_len[b]; t++)
-            hb->tokens[b * d->text_len + t] = (int)tandem_rng_int(r, 1, d->vocab - 1);
-        double ph = tandem_rng_uniform(r, 0, 6.28f), fr = tandem_rng_uniform(r, 0.1f, 0.4f);
-        for (int f = 0; f < d->frames; f++) {
-            hb->mask[b * d->frames + f] = f < hb->frame_len[b];
-            hb->stop[b * d->frames + f] = f >= hb->frame_len[b] - 1;
-            if (f >= hb->frame_len[b]) continue;
-            for (int c = 0; c < 80; c++)
-                hb->mels[((size_t)b * d->frames + f) * 80 + c] =
-                    (float)(-4.0 + 2.0 * sin(ph + fr * f + 0.08 * c) + cos(0.05 * c * (b + 1)));
-        }
-    }
-}
-
-static void free_batch(host_batch *hb) {
-    free(hb->tokens);
-    free(hb->text_len);
-    free(hb->frame_len);
-    free(hb->mels);
-    free(hb->mask);
-    free(hb->stop);
 }
 
 /* Open a device, declare the model and one batch per micro-batch, commit, init, upload. */
