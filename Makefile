@@ -9,7 +9,7 @@ SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recove
 override BUILD := $(BUILD)/san
 endif
 
-INCLUDES := -Iruntime -Iplatform -Ikernels -Itools
+INCLUDES := -I. -Iruntime
 CFLAGS   += $(CSTD) $(OPT) $(WARN) $(SAN_FLAGS) $(INCLUDES) -fPIC -pthread -fvisibility=hidden
 LDFLAGS  += $(SAN_FLAGS) -pthread
 
@@ -27,7 +27,7 @@ endif
 DEP_LIBS := $(BLAS_LIBS) $(FFT_LIBS) -lyaml -lsndfile -lsamplerate -lpng -ldl -lm -lpthread
 
 # ---- library ---------------------------------------------------------------------------
-LIB_SRC  := $(wildcard runtime/*.c platform/*.c kernels/*.c)
+LIB_SRC  := $(sort $(wildcard runtime/*/*.c platform/*/*.c kernels/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CU_SRC   := $(wildcard kernels/*.cu)
 
@@ -63,7 +63,7 @@ FORCE:
 
 ifeq ($(HAVE_NVCC),1)
 $(FATBIN): $(BUILD)/gen/kernels_all.cu $(CU_SRC) $(wildcard kernels/*.h)
-	$(NVCC) -fatbin $(NVCC_FLAGS) -Ikernels $(FATBIN_GENCODE) -o $@ $<
+	$(NVCC) -fatbin $(NVCC_FLAGS) -I. $(FATBIN_GENCODE) -o $@ $<
 else
 $(FATBIN):
 	@mkdir -p $(dir $@)
@@ -71,9 +71,9 @@ $(FATBIN):
 endif
 
 # The fatbin's bytes embedded in the archive (tandem_fatbin_embedded / _size).
-$(BUILD)/obj/fatbin_embed.o: $(FATBIN) platform/fatbin_embed.S
+$(BUILD)/obj/fatbin_embed.o: $(FATBIN) platform/cuda/fatbin_embed.S
 	@mkdir -p $(dir $@)
-	$(CC) -c -DTANDEM_FATBIN_PATH='"$(abspath $(FATBIN))"' platform/fatbin_embed.S -o $@
+	$(CC) -c -DTANDEM_FATBIN_PATH='"$(abspath $(FATBIN))"' platform/cuda/fatbin_embed.S -o $@
 
 $(LIB): $(LIB_OBJ) $(BUILD)/obj/fatbin_embed.o
 	@rm -f $@

@@ -3,16 +3,16 @@
  *
  *   features_bench [--threads T] [--reps R] [--path device|host] FILE...
  *
- * Every file is decoded once up front (runtime/audio.h) and kept in memory: decoding is NOT
+ * Every file is decoded once up front (runtime/audio/audio.h) and kept in memory: decoding is NOT
  * timed (the Python peers are timed the same way). Then, R times after one untimed warm-up
  * pass, T threads take files from a shared counter and compute their log-mel:
  *
- *   device  the path `tandem features` and the pipeline use (runtime/mel_device.h): upload the
+ *   device  the path `tandem features` and the pipeline use (runtime/audio/mel_device.h): upload the
  *           samples to a tensor, tandem_mel_batch (STFT, band projection, log, targets kernels) on a
  *           stream of a host device, download [frames, 80]. Each file has its own plan, sized
  *           to it exactly (batch 1, max_frames = its frames) and committed before timing, as the
  *           pipeline commits its pools once; each thread has its own stream.
- *   host    the host recipe of runtime/mel.h (tandem_mel_host_compute), for comparison.
+ *   host    the host recipe of runtime/audio/mel.h (tandem_mel_host_compute), for comparison.
  *
  * Prints one line per repetition and a RESULT line (median, min, max wall seconds; audio
  * seconds per second = x real time; and the median CPU seconds of the process per pass, whose
@@ -28,11 +28,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "audio.h"
-#include "mel.h"
-#include "log.h"
-#include "mel_device.h"
-#include "os.h"
+#include "runtime/audio/audio.h"
+#include "runtime/audio/mel.h"
+#include "platform/os/log.h"
+#include "runtime/audio/mel_device.h"
+#include "platform/os/os.h"
 #include "tandem.h"
 
 enum { PATH_DEVICE, PATH_HOST };
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
     worker workers[64];
     memset(workers, 0, sizeof workers);
     const char *path_name = b.path == PATH_DEVICE ? "device" : "host";
-    char devname[256] = "host recipe (runtime/mel.h)";
+    char devname[256] = "host recipe (runtime/audio/mel.h)";
     if (b.path == PATH_DEVICE) {
         if (tandem_device_open(TANDEM_BACKEND_HOST, 0, &b.dev) != TANDEM_OK) die("host device");
         tandem_device_info di;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tandem's log-mel recipe (DESIGN.md section 6, runtime/mel.h) in librosa and in torch +
+"""Tandem's log-mel recipe (DESIGN.md section 6, runtime/audio/mel.h) in librosa and in torch +
 torchaudio, for `make bench` (bench/run.sh runs this with bench/.venv/bin/python).
 
     peers.py verify [--libs librosa,torch] TANDEM.npy WAV   compare with `tandem features` output

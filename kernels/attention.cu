@@ -3,9 +3,9 @@
  * (one warp per score row, warp-shuffle reductions, no shared memory or block barriers).
  * Launch geometry and host implementations: attention_host.c.
  */
-#include "dialect.h"
+#include "kernels/dialect.h"
 
-#include "attention.h"
+#include "kernels/attention.h"
 
 /* Identity of a column of a [B, T, w] row-major tensor whose rows are heads-interleaved:
  * element idx of [B, T, groups * H * dh] lives at [group][b, h, t, e] of per-head tensors. */

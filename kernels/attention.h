@@ -1,7 +1,7 @@
 /* attention.h — argument structs of the attention kernels (attention.cu): the head layout
  * transforms around the batched attention GEMMs, and the causal masked softmax with its
  * backward. The GEMMs themselves (S = Q K^T, O = P V and their backward) go through the GEMM op;
- * runtime/attention.c composes both.
+ * runtime/model/attention.c composes both.
  *
  * Shapes: B batch, T sequence, H heads, dh head size, d = H * dh. Within [B, T, d] (and each
  * third of [B, T, 3d]) head h owns columns h*dh .. h*dh + dh - 1. Per-head tensors are
@@ -10,7 +10,7 @@
 #ifndef TANDEM_KERNELS_ATTENTION_H
 #define TANDEM_KERNELS_ATTENTION_H
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
 /* q, k, v [b, h, t, :] = qkv [b, t, {0, d, 2d} + h*dh + :] */
 typedef struct tandem_k_qkv_split_args {

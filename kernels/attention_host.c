@@ -6,10 +6,10 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "host_pool.h"
-#include "registry.h"
+#include "kernels/host_parallel.h"
+#include "kernels/registry.h"
 
-/* Host parallel loops (platform/host_pool.h): each function below over a range of rows is the
+/* Host parallel loops (platform/host/host_pool.h): each function below over a range of rows is the
  * reference; the kernel's host implementation splits its rows over the host device's threads.
  * Every output element is written by one row with the same arithmetic whatever the split, so
  * results are bit-identical for any thread count. About HOST_GRAIN elements per range. */

@@ -5,9 +5,9 @@
  * any grid covers any n (kernels/basic_host.c caps the grid, so large n takes several strides).
  * Host implementations and launch geometry: kernels/basic_host.c.
  */
-#include "dialect.h"
+#include "kernels/dialect.h"
 
-#include "basic.h"
+#include "kernels/basic.h"
 
 /* Threads per block of row_sum_f32; basic_host.c launches it with exactly this many. */
 #define TANDEM_ROW_SUM_THREADS 256

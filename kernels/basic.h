@@ -2,7 +2,7 @@
 #ifndef TANDEM_KERNELS_BASIC_H
 #define TANDEM_KERNELS_BASIC_H
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
 /* out[i] = value, i < n */
 typedef struct tandem_k_fill_f32_args {

@@ -6,8 +6,8 @@
  */
 #include <stdint.h>
 
-#include "host_pool.h"
-#include "registry.h"
+#include "kernels/host_parallel.h"
+#include "kernels/registry.h"
 
 /* Host parallel loops (host_pool.h): at least this many elements, or rows of row_sum, per
  * range, so that waking a thread is worth it. Each element is computed by one index with the

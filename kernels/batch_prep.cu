@@ -2,9 +2,9 @@
  * One grid-stride loop over the B * (Tt + Tm) mask bytes followed by the B * F weights; every
  * thread computes the total frame count itself (B additions), so no block has to publish it
  * and no atomics are needed. Launch geometry: kernels/batch_prep_host.c. */
-#include "dialect.h"
+#include "kernels/dialect.h"
 
-#include "batch_prep.h"
+#include "kernels/batch_prep.h"
 
 KERNEL tandem_k_batch_prep(tandem_k_batch_prep_args a) {
     const int64_t seq = (int64_t)a.text_len + a.mel_len;

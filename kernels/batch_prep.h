@@ -19,7 +19,7 @@
 #ifndef TANDEM_KERNELS_BATCH_PREP_H
 #define TANDEM_KERNELS_BATCH_PREP_H
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
 typedef struct tandem_k_batch_prep_args {
     const int32_t *text_lengths;  /* [B] tokens incl. language, BOS, EOS */

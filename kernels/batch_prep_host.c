@@ -3,8 +3,8 @@
  * reference the emulated kernel is compared with. */
 #include <stdint.h>
 
-#include "host_pool.h"
-#include "registry.h"
+#include "kernels/host_parallel.h"
+#include "kernels/registry.h"
 
 enum { BATCH_PREP_THREADS = 256, BATCH_PREP_MAX_BLOCKS = 1024 };
 

@@ -15,7 +15,7 @@
 #ifndef TANDEM_DIALECT_H
 #define TANDEM_DIALECT_H
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
 #define TANDEM_WARP_SIZE 32
 #define TANDEM_FULL_MASK 0xffffffffu

@@ -10,9 +10,9 @@
  * Geometry (kernels/gemm_kernel_host.c): block (16, 16), grid (n tiles, m tiles, batch), the
  * last two capped at the hardware's 65535; the kernel loops over the rest.
  */
-#include "dialect.h"
+#include "kernels/dialect.h"
 
-#include "gemm_kernel.h"
+#include "kernels/gemm_kernel.h"
 
 #define GEMM_BM 64      /* rows of C per block */
 #define GEMM_BN 64      /* columns of C per block */

@@ -4,7 +4,7 @@
 #ifndef TANDEM_KERNELS_GEMM_KERNEL_H
 #define TANDEM_KERNELS_GEMM_KERNEL_H
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
 typedef struct tandem_k_gemm_f32_args {
     const float *a; /* [batch, M, K] or [batch, K, M] when trans_a */
@@ -16,7 +16,7 @@ typedef struct tandem_k_gemm_f32_args {
     float alpha, beta;
 } tandem_k_gemm_f32_args;
 
-/* The same product with bf16 A and B (mixed precision, runtime/model.h "Precision"): each
+/* The same product with bf16 A and B (mixed precision, runtime/model/model.h "Precision"): each
  * bf16 element is widened to f32 exactly, products are accumulated in f32, C stays f32. */
 typedef struct tandem_k_gemm_bf16_args {
     const tandem_bf16 *a; /* [batch, M, K] or [batch, K, M] when trans_a */

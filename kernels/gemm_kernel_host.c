@@ -4,12 +4,12 @@
  * The host implementation is the reference the emulated kernel is compared with: a plain
  * triple loop that accumulates in double, so it is more accurate than any float kernel and
  * the comparison measures the kernel's rounding, not a difference of two float orders.
- * (The host backend's GEMM op does not use it; it runs platform/host_gemm.c.)
+ * (The host backend's GEMM op does not use it; it runs platform/host/host_gemm.c.)
  */
 #include <stdint.h>
 
-#include "host_pool.h"
-#include "registry.h"
+#include "kernels/host_parallel.h"
+#include "kernels/registry.h"
 
 /* Must match gemm_kernel.cu: 64 x 64 tile of C per block of 16 x 16 threads. */
 enum { GEMM_TILE = 64, GEMM_THREADS_XY = 16, GRID_YZ_MAX = 65535 };

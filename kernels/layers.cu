@@ -8,9 +8,9 @@
  * All kernel sources share one translation unit in the fatbin: helpers are prefixed layers_
  * and the macros are undefined at the end.
  */
-#include "dialect.h"
+#include "kernels/dialect.h"
 
-#include "layers.h"
+#include "kernels/layers.h"
 
 /* The LayerNorm kernels take any block size that is a multiple of 32 up to 1024
  * (layers_host.c uses 128). col_sum_acc: a block is LAYERS_CS_COLS columns x LAYERS_CS_SLICES row slices. */

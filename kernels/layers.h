@@ -19,7 +19,7 @@
 
 #include <math.h>
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
 /* ---- LayerNorm ------------------------------------------------------------------------
  * y = (x - mean) * rstd * gamma + beta per row, mean and rstd = 1/sqrt(var + eps) saved for

@@ -8,7 +8,7 @@
  * Row statistics are accumulated in double; nothing here allocates.
  *
  * Threads: each kernel's per-row (per-element, per-column) function is the reference; a thin
- * tandem_host_parallel_for around it (platform/host_pool.h) splits the rows over the host
+ * tandem_host_parallel_for around it (platform/host/host_pool.h) splits the rows over the host
  * device's threads. Every output is written by one index with the same arithmetic whatever
  * the split, so the results are bit-identical for any thread count.
  */
@@ -17,8 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "host_pool.h"
-#include "registry.h"
+#include "kernels/host_parallel.h"
+#include "kernels/registry.h"
 
 /* Threads per block; layers.cu's reductions need a multiple of 32 (at most 1024). */
 enum { ELEMENTWISE_THREADS = 256, LN_THREADS = 128 };

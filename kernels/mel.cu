@@ -1,9 +1,9 @@
 /* mel.cu — the log-mel feature kernels (arguments and semantics: kernels/mel.h; host
  * implementations and geometry: kernels/mel_host.c). mel_stft is a block-per-frame FFT; the
  * others are element-wise with a grid-stride loop (mel_project: one thread per frame and band). */
-#include "dialect.h"
+#include "kernels/dialect.h"
 
-#include "mel.h"
+#include "kernels/mel.h"
 
 DEVICE_FN int64_t mel_k_first(void) {
     return (int64_t)blockIdx.x * (int64_t)blockDim.x + (int64_t)threadIdx.x;

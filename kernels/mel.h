@@ -1,5 +1,5 @@
 /* mel.h — argument structs of the log-mel feature kernels (kernels/mel.cu), the device half
- * of the recipe in runtime/mel.h, and the per-frame host STFT that their host implementations
+ * of the recipe in runtime/audio/mel.h, and the per-frame host STFT that their host implementations
  * and the runtime's host path share (kernels/mel_host.c):
  *
  *   mel_stft       audio [B, S] + lengths → |STFT| [B * F, 513]: reflect pad, framing,
@@ -19,7 +19,7 @@
 #ifndef TANDEM_KERNELS_MEL_H
 #define TANDEM_KERNELS_MEL_H
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
 #define TANDEM_K_MEL_N_FFT 1024
 #define TANDEM_K_MEL_HOP 256
@@ -107,7 +107,7 @@ TANDEM_HD int64_t tandem_k_mel_reflect(int64_t j, int64_t len) {
 #include <math.h>
 
 /* ---- the host STFT and projection (host C only; kernels/mel_host.c) ----
- * Shared by the kernels' host implementations and runtime/mel.c's host path, so both compute
+ * Shared by the kernels' host implementations and runtime/audio/mel.c's host path, so both compute
  * the same numbers. The FFT is FFTW's double r2c (built with TANDEM_HAVE_FFTW, HOST_FFT=fftw)
  * or the project's own radix-2 FFT (a 512-point complex FFT of the even/odd samples plus the
  * split step, as the device kernel does), both in double. */

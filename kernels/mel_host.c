@@ -1,5 +1,5 @@
 /* mel_host.c — launch geometry and host implementations of the log-mel kernels (mel.cu), and
- * the per-frame host STFT and band projection they share with runtime/mel.c. The host
+ * the per-frame host STFT and band projection they share with runtime/audio/mel.c. The host
  * implementations follow the kernels' semantics (kernels/mel.h) and their arithmetic (a double
  * FFT, the power rounded to float before sqrtf, double accumulation of the projection, float
  * logf/fmaxf), so host and device agree to rounding.
@@ -20,7 +20,7 @@
 #include <fftw3.h>
 #endif
 
-#include "registry.h"
+#include "kernels/registry.h"
 
 enum { MEL_THREADS = 256, MEL_MAX_BLOCKS = 4096 };
 #define N_FFT TANDEM_K_MEL_N_FFT

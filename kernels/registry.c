@@ -1,5 +1,5 @@
 /* registry.c — the kernel table, expanded from TANDEM_KERNEL_LIST. */
-#include "registry.h"
+#include "kernels/registry.h"
 
 #include <string.h>
 

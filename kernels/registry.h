@@ -16,15 +16,15 @@
 
 #include <stddef.h>
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
-#include "basic.h"
-#include "gemm_kernel.h"
-#include "mel.h"
-#include "layers.h"
-#include "train.h"
-#include "attention.h"
-#include "batch_prep.h"
+#include "kernels/basic.h"
+#include "kernels/gemm_kernel.h"
+#include "kernels/mel.h"
+#include "kernels/layers.h"
+#include "kernels/train.h"
+#include "kernels/attention.h"
+#include "kernels/batch_prep.h"
 
 /* X(name, group) */
 #define TANDEM_KERNEL_LIST(X)                                                             \

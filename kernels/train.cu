@@ -7,9 +7,9 @@
  * and one shared-memory step. Neither order depends on timing, so the sums are bit-identical
  * from run to run. The element-wise kernels use a grid-stride loop.
  */
-#include "dialect.h"
+#include "kernels/dialect.h"
 
-#include "train.h"
+#include "kernels/train.h"
 
 /* Sum of v over a full warp; the total lands in lane 0. */
 DEVICE_FN float train_k_warp_sum(float v) {

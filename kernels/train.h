@@ -40,7 +40,7 @@
 
 #include <math.h>
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
 /* Elements per partial sum, and threads per block of the partial-sum kernels and reduce_sum
  * (a multiple of 32; each thread takes CHUNK / THREADS elements of its chunk). */

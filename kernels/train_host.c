@@ -8,15 +8,15 @@
  *
  * Threads: the function over a range of elements (or of chunks, for the partial sums) is the
  * reference; each kernel's host implementation splits that range over the host device's
- * threads (platform/host_pool.h). A partial sum is one chunk summed in order by one thread, so
+ * threads (platform/host/host_pool.h). A partial sum is one chunk summed in order by one thread, so
  * the partials, and everything after them, are bit-identical for any thread count.
  */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "host_pool.h"
-#include "registry.h"
+#include "kernels/host_parallel.h"
+#include "kernels/registry.h"
 
 /* Elements per range of the host parallel loops, at least. */
 enum { HOST_GRAIN = 16384 };

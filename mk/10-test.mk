@@ -3,7 +3,7 @@
 TEST_BIN_DIR := $(BUILD)/test/bin
 UNIT_SRC     := $(wildcard test/unit/test_*.c)
 UNIT_BINS    := $(UNIT_SRC:test/unit/%.c=$(TEST_BIN_DIR)/%)
-TEST_CFLAGS   = $(CFLAGS) -Itest -DTANDEM_TEST_BUILD_DIR='"$(abspath $(BUILD))"' \
+TEST_CFLAGS   = $(CFLAGS) -DTANDEM_TEST_BUILD_DIR='"$(abspath $(BUILD))"' \
                 -DTANDEM_SOURCE_DIR='"$(abspath .)"'
 TEST_LIBS     = -lcmocka $(DEP_LIBS)
 TEST_BINS    += $(UNIT_BINS)
@@ -21,4 +21,11 @@ TEST_BINS += $(BUILD)/test/bin/check_archive
 $(BUILD)/test/bin/check_archive: test/check_archive.sh
 	@mkdir -p $(dir $@)
 	@printf '#!/bin/sh\nTANDEM_TEST_BUILD_DIR=%s exec bash %s\n' '$(abspath $(BUILD))' '$(abspath $<)' > $@
+	@chmod +x $@
+
+# Source rules: the dependency rule of docs/ARCHITECTURE.md (test/check_layering.sh).
+TEST_BINS += $(BUILD)/test/bin/check_layering
+$(BUILD)/test/bin/check_layering: test/check_layering.sh
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath $<)' '$(abspath .)' > $@
 	@chmod +x $@

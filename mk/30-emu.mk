@@ -5,7 +5,7 @@
 # (every registered kernel, emulated vs its host implementation, and the fatbin's entry set).
 EMU_DIR     := $(BUILD)/test/emu
 EMU_LIB     := $(EMU_DIR)/libtandem_emu.a
-EMU_CFLAGS   = $(CFLAGS) -DTANDEM_EMU -Itest -Itest/emu
+EMU_CFLAGS   = $(CFLAGS) -DTANDEM_EMU
 EMU_RT_OBJ  := $(patsubst test/emu/%.c,$(EMU_DIR)/rt/%.o,$(wildcard test/emu/emu_*.c))
 EMU_K_OBJ   := $(patsubst kernels/%.cu,$(EMU_DIR)/kernels/%.o,$(CU_SRC))
 EMU_SYSLIBS := -lm -lpthread
@@ -30,7 +30,7 @@ $(EMU_DIR)/planted.o: test/emu/planted.cu
 
 $(EMU_DIR)/test_emu_self.o: test/emu/test_emu_self.c
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -Itest/emu -MMD -MP -c $< -o $@
+	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
 $(TEST_BIN_DIR)/test_emu_self: $(EMU_DIR)/test_emu_self.o $(EMU_DIR)/planted.o $(EMU_LIB)
 	@mkdir -p $(dir $@)
@@ -43,7 +43,7 @@ KTEST_OBJ := $(patsubst test/kernels/%.c,$(BUILD)/test/kernels/%.o,\
 
 $(BUILD)/test/kernels/%.o: test/kernels/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -Itest/kernels -Itest/emu -MMD -MP -c $< -o $@
+	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
 $(TEST_BIN_DIR)/test_kernels: $(KTEST_OBJ) $(EMU_LIB) $(LIB)
 	@mkdir -p $(dir $@)

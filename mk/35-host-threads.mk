@@ -5,4 +5,4 @@ HT_CASES_OBJ := $(filter-out %/test_kernels.o,$(KTEST_OBJ))
 
 $(TEST_BIN_DIR)/test_host_threads: test/unit/test_host_threads.c $(HT_CASES_OBJ) $(LIB) $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -Itest/kernels -o $@ $< $(HT_CASES_OBJ) $(LIB) $(LDFLAGS) $(TEST_LIBS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(HT_CASES_OBJ) $(LIB) $(LDFLAGS) $(TEST_LIBS)

@@ -18,11 +18,11 @@ FAKECUDA_OBJ := $(FAKECUDA_SRC:%.c=$(BUILD)/obj/%.o)
 FAKECUBLAS_OBJ := $(BUILD)/obj/test/fakecuda/fc_cublaslt.o
 
 # -Wno-comment: emu.h mentions "kernels/*.cu" inside a comment.
-$(FAKECUDA_OBJ) $(FAKECUBLAS_OBJ): CFLAGS += -Wno-comment -Itest/emu -Itest/fakecuda
+$(FAKECUDA_OBJ) $(FAKECUBLAS_OBJ): CFLAGS += -Wno-comment
 
 # The emulator (mk/30-emu.mk) and the fatbin parser are written in parallel; until both exist
 # the stand-in is not built, so the rest of the tree keeps building.
-ifneq ($(and $(wildcard mk/30-emu.mk),$(wildcard platform/fatbin.c)),)
+ifneq ($(and $(wildcard mk/30-emu.mk),$(wildcard platform/cuda/fatbin.c)),)
 
 # --exclude-libs: nothing from the archives (e.g. the embedded fatbin symbol) is exported.
 FAKECUDA_LINK := -shared -Wl,-z,defs -Wl,--as-needed -Wl,--exclude-libs,ALL $(LDFLAGS)
@@ -40,7 +40,7 @@ $(FAKECUBLAS_LIB): $(FAKECUBLAS_OBJ) $(FAKECUDA_LIB)
 fakecuda: $(FAKECUDA_LIB) $(FAKECUBLAS_LIB)
 
 # Tests: the stand-in's own strictness and cuBLASLt tests, and the host-vs-cuda end-to-end run.
-FAKECUDA_TEST_CFLAGS = $(TEST_CFLAGS) -Wno-comment -Itest/fakecuda -Itest/emu -DTANDEM_FAKECUDA_DIR='"$(abspath $(FAKECUDA_DIR))"' \
+FAKECUDA_TEST_CFLAGS = $(TEST_CFLAGS) -Wno-comment -DTANDEM_FAKECUDA_DIR='"$(abspath $(FAKECUDA_DIR))"' \
                        -DTANDEM_FATBIN_FILE='"$(abspath $(FATBIN))"'
 
 ifneq ($(wildcard test/fakecuda/test_fakecuda.c),)
@@ -52,7 +52,7 @@ TEST_BINS += $(TEST_BIN_DIR)/test_fakecuda
 endif
 
 # The end-to-end test needs the cuda backend, the pool and the ops (written in parallel).
-ifneq ($(and $(wildcard platform/cuda_device.c),$(wildcard runtime/pool.c),$(wildcard test/fakecuda/test_cuda_e2e.c)),)
+ifneq ($(and $(wildcard platform/cuda/cuda_device.c),$(wildcard runtime/core/pool.c),$(wildcard test/fakecuda/test_cuda_e2e.c)),)
 $(TEST_BIN_DIR)/test_cuda_e2e: test/fakecuda/test_cuda_e2e.c $(LIB) $(FAKECUDA_LIB) \
                                $(FAKECUBLAS_LIB) $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
@@ -68,8 +68,8 @@ endif
 # test_nvml loads both through TANDEM_NVML / TANDEM_CUDA_DRIVER.
 FAKENVML_LIB := $(FAKECUDA_DIR)/libnvidia-ml.so.1
 FAKENVML_OBJ := $(BUILD)/obj/test/fakecuda/fc_nvml.o
-$(FAKENVML_OBJ): CFLAGS += -Wno-comment -Itest/emu -Itest/fakecuda
-ifneq ($(and $(wildcard mk/30-emu.mk),$(wildcard platform/fatbin.c)),)
+$(FAKENVML_OBJ): CFLAGS += -Wno-comment
+ifneq ($(and $(wildcard mk/30-emu.mk),$(wildcard platform/cuda/fatbin.c)),)
 $(FAKENVML_LIB): $(FAKENVML_OBJ) $(FAKECUDA_LIB)
 	$(CC) $(FAKECUDA_LINK) -Wl,-soname,libnvidia-ml.so.1 -o $@ $(FAKENVML_OBJ) \
 	  -L$(FAKECUDA_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN'
@@ -83,7 +83,7 @@ endif
 # driver variables unset). Any "fakecuda: error" line fails the run.
 FAKECUDA_VARIANT_NAMES := $(notdir $(shell grep -l 'TANDEM_TEST_BACKEND' test/unit/test_*.c 2>/dev/null))
 FAKECUDA_VARIANTS := $(FAKECUDA_VARIANT_NAMES:%.c=$(TEST_BIN_DIR)/%@cuda)
-ifneq ($(wildcard platform/cuda_device.c),)
+ifneq ($(wildcard platform/cuda/cuda_device.c),)
 TEST_BINS += $(FAKECUDA_VARIANTS)
 endif
 $(TEST_BIN_DIR)/%@cuda: $(TEST_BIN_DIR)/% $(FAKECUDA_LIB) $(FAKECUBLAS_LIB) $(FAKENVML_LIB) test/run_on_cuda.sh

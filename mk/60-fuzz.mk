@@ -22,7 +22,7 @@ TEST_BINS += $(FUZZ_REPLAY_BINS)
 
 $(TEST_BIN_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/replay_main.c $(FUZZ_HDRS) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -Itest/fuzz -DFUZZ_NAME='"$*"' -DFUZZ_CORPUS='"$(abspath test/fuzz/corpus/$*)"' \
+	$(CC) $(TEST_CFLAGS) -DFUZZ_NAME='"$*"' -DFUZZ_CORPUS='"$(abspath test/fuzz/corpus/$*)"' \
 	  -o $@ test/fuzz/replay_main.c $< $(LIB) $(LDFLAGS) $(DEP_LIBS)
 
 # ---- libFuzzer build: the library again, instrumented, with clang ----------------------------
@@ -53,7 +53,7 @@ $(FUZZ_DIR)/obj/%.o: %.c | $(FUZZ_DIR)/probe.ok
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
-$(FUZZ_DIR)/obj/fatbin_embed.o: platform/fatbin_embed.S
+$(FUZZ_DIR)/obj/fatbin_embed.o: platform/cuda/fatbin_embed.S
 	@mkdir -p $(dir $@)
 	@: > $(FUZZ_DIR)/empty.fatbin
 	$(FUZZ_CC) -c -DTANDEM_FATBIN_PATH='"$(abspath $(FUZZ_DIR)/empty.fatbin)"' $< -o $@
@@ -64,7 +64,7 @@ $(FUZZ_LIB): $(FUZZ_LIB_OBJ) $(FUZZ_DIR)/obj/fatbin_embed.o
 
 $(FUZZ_DIR)/bin/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_HDRS) $(FUZZ_LIB)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Itest/fuzz -o $@ $< $(FUZZ_LIB) $(DEP_LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) $(DEP_LIBS)
 
 .PHONY: fuzz fuzz-build fuzz-corpus
 fuzz-build: $(FUZZ_DIR)/probe.ok $(FUZZ_BINS)

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ktypes.h" /* tandem_launch_dims */
+#include "kernels/ktypes.h" /* tandem_launch_dims */
 #include "tandem.h"
 
 typedef uint64_t tandem_dptr;
@@ -20,7 +20,7 @@ typedef uint64_t tandem_dptr;
 /* One GEMM in the row-major convention of tandem.h, on raw device addresses. Dense matrices,
  * leading dimension = row length of the stored matrix; batch strides in elements. Element
  * types: f32 unless set (the type fields come last and TANDEM_F32 is 0, so a zero-initialised
- * or positionally initialised descriptor is all-f32). Mixed precision (runtime/model.h,
+ * or positionally initialised descriptor is all-f32). Mixed precision (runtime/model/model.h,
  * "Precision"): A and B both TANDEM_BF16 with f32 accumulation and an f32 C, on cuda only;
  * the host backend takes f32 only. */
 typedef struct tandem_gemm_desc {

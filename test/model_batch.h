@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "model.h"
-#include "testutil.h"
+#include "runtime/model/model.h"
+#include "test/testutil.h"
 
 typedef struct host_batch {
     int B, TT, F;

@@ -22,7 +22,7 @@ int cli_wants_help(int argc, char **argv);
  * "tandem <cmd>: --backend 'v': expected auto, host or cuda" and return 0. */
 int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out);
 
-#include "config.h"
+#include "runtime/core/config.h"
 /* The effective config of a command: FILE (or the defaults when path is NULL), then the n
  * command-line overrides (flag[i] sets key[i] to val[i]; errors name the flag), then the
  * cross-key checks. */

@@ -17,12 +17,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "corpus_text.h"
-#include "os.h"
+#include "tools/cli.h"
+#include "tools/corpus_text.h"
+#include "platform/os/os.h"
 #include "tandem.h"
-#include "symbols.h"
-#include "text_norm.h"
+#include "runtime/text/symbols.h"
+#include "runtime/text/text_norm.h"
 
 /* Sentences fit the tiny model's max_text (DESIGN.md §7), framing tokens included. */
 #define CORPUS_MAX_TOKENS 128

@@ -9,15 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "cuda_driver.h"
-#include "device.h"
-#include "fatbin.h"
-#include "nvml.h"
-#include "host_gemm.h"
-#include "host_pool.h"
-#include "os.h"
-#include "registry.h"
+#include "tools/cli.h"
+#include "platform/cuda/cuda_driver.h"
+#include "platform/device.h"
+#include "platform/cuda/fatbin.h"
+#include "platform/cuda/nvml.h"
+#include "platform/host/host_gemm.h"
+#include "platform/host/host_pool.h"
+#include "platform/os/os.h"
+#include "kernels/registry.h"
 #include "tandem.h"
 
 #define MAX_LISTED 16

@@ -1,17 +1,17 @@
 /* cmd_features.c — `tandem features IN [OUT.npy]`: the log-mel features of one audio file,
  * computed exactly as training computes them (decoder → feature kernels + GEMM on a device,
- * runtime/mel_device.h), written as a float32 NumPy array [frames, 80] or summarised. */
+ * runtime/audio/mel_device.h), written as a float32 NumPy array [frames, 80] or summarised. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "audio.h"
-#include "cli.h"
-#include "mel.h"
-#include "mel_device.h"
-#include "npy.h"
+#include "runtime/audio/audio.h"
+#include "tools/cli.h"
+#include "runtime/audio/mel.h"
+#include "runtime/audio/mel_device.h"
+#include "runtime/formats/npy.h"
 #include "tandem.h"
 
 static void usage(FILE *f) {

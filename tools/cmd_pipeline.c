@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "config.h"
-#include "os.h"
-#include "pipeline.h"
+#include "tools/cli.h"
+#include "runtime/core/config.h"
+#include "platform/os/os.h"
+#include "runtime/data/pipeline.h"
 #include "tandem.h"
-#include "text_index.h"
+#include "runtime/data/text_index.h"
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -1,15 +1,16 @@
 /* cmd_plan.c — `tandem plan`: the memory plan of a config for every arena, without opening a
- * device. Uses planning-only pools (runtime/pool_internal.h) that know the target backend's
+ * device. Uses planning-only pools (runtime/core/pool_internal.h) that know the target backend's
  * alignment but own no memory, so it runs the same on a laptop and on the training server. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "config.h"
-#include "model.h"
-#include "plan_layout.h"
-#include "pool_internal.h"
+#include "tools/cli.h"
+#include "runtime/core/config.h"
+#include "runtime/model/model.h"
+#include "runtime/text/symbols.h"
+#include "runtime/data/plan_layout.h"
+#include "runtime/core/pool_internal.h"
 #include "tandem.h"
 
 static void usage(FILE *f) {
@@ -105,7 +106,7 @@ int cli_plan(int argc, char **argv) {
     tandem_model_dims dims;
     tandem_model mdl;
     memset(&mdl, 0, sizeof mdl);
-    if (st == TANDEM_OK) st = tandem_model_dims_from_config(&cfg, &dims);
+    if (st == TANDEM_OK) st = tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &dims);
     if (st == TANDEM_OK) st = tandem_model_declare_plan(&mdl, backend, model, &dims);
     if (st != TANDEM_OK) {
         fprintf(stderr, "tandem plan: %s\n", tandem_last_error());

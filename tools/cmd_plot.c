@@ -1,10 +1,10 @@
 /* cmd_plot.c — `tandem plot`: the two figures of a training run, after the fact, drawn by the
- * code the trainer draws them with at its checkpoints (runtime/figures.h):
+ * code the trainer draws them with at its checkpoints (runtime/report/figures.h):
  *   * loss.png: train loss and validation L1 against step, from the run's metrics.jsonl;
  *   * mel.png: target vs teacher-forced prediction of one utterance (the first row of the
  *     dataset's metadata.csv, or --utt ID): the target log-mel is computed from its audio
  *     with the feature recipe, the prediction is one forward of the checkpoint's model with
- *     the target frames as input (runtime/synth.h). The trainer's own mel.png shows the first
+ *     the target frames as input (runtime/run/synth.h). The trainer's own mel.png shows the first
  *     usable utterance of its held-out set: --data VALDIR picks the same one unless the first
  *     metadata row was skipped by the index.
  * A bad checkpoint is reported (exit 2) before anything is written.
@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audio.h"
-#include "cli.h"
-#include "figures.h"
-#include "mel.h"
-#include "synth.h"
+#include "runtime/audio/audio.h"
+#include "tools/cli.h"
+#include "runtime/report/figures.h"
+#include "runtime/audio/mel.h"
+#include "runtime/run/synth.h"
 #include "tandem.h"
 
 static void usage(FILE *f) {
@@ -28,7 +28,7 @@ static void usage(FILE *f) {
                "prediction.\n--out-dir defaults to --run.\n");
 }
 
-/* loss.png from <run>/metrics.jsonl through the trainer's own figure code (runtime/figures.h):
+/* loss.png from <run>/metrics.jsonl through the trainer's own figure code (runtime/report/figures.h):
  * the same points, the same decimation, the same drawing. */
 static int plot_loss(tandem_figures *fig, const char *run, const char *out) {
     char mpath[2048];

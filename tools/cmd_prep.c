@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "os.h"
-#include "symbols.h"
+#include "tools/cli.h"
+#include "platform/os/os.h"
+#include "runtime/text/symbols.h"
 #include "tandem.h"
-#include "text_index.h"
+#include "runtime/data/text_index.h"
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -1,17 +1,17 @@
 /* cmd_synth.c — `tandem synth`: checkpoint + text → WAV (Griffin-Lim) and optionally the log-mel
- * as .npy (runtime/synth.h). Exit codes: 0 done, 2 bad usage, bad text or a bad checkpoint,
+ * as .npy (runtime/run/synth.h). Exit codes: 0 done, 2 bad usage, bad text or a bad checkpoint,
  * 1 any other failure. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "griffinlim.h"
-#include "npy.h"
-#include "os.h"
-#include "synth.h"
+#include "tools/cli.h"
+#include "runtime/audio/griffinlim.h"
+#include "runtime/formats/npy.h"
+#include "platform/os/os.h"
+#include "runtime/run/synth.h"
 #include "tandem.h"
-#include "wav.h"
+#include "runtime/formats/wav.h"
 
 static void usage(FILE *f) {
     fprintf(f,

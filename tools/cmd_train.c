@@ -1,14 +1,14 @@
-/* cmd_train.c — `tandem train`: config (YAML) + command-line overrides → trainer (runtime/trainer.h).
+/* cmd_train.c — `tandem train`: config (YAML) + command-line overrides → trainer (runtime/run/trainer.h).
  * Exit codes: 0 done (also after SIGINT/SIGTERM: the current step finishes and a checkpoint is
  * written), 2 bad usage, config or a plan over budget, 1 any other failure. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "config.h"
+#include "tools/cli.h"
+#include "runtime/core/config.h"
 #include "tandem.h"
-#include "trainer.h"
+#include "runtime/run/trainer.h"
 
 static tandem_trainer *volatile g_trainer;
 

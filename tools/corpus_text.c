@@ -1,5 +1,5 @@
 /* corpus_text.c — template sentences for the demo corpus (see corpus_text.h). */
-#include "corpus_text.h"
+#include "tools/corpus_text.h"
 
 #include <stdio.h>
 #include <string.h>

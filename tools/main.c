@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "tools/cli.h"
 #include "tandem.h"
 
 /* Subcommands not built yet resolve to NULL (weak), so the table can list the whole plan. */

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
 /* A guarded buffer; contents start poisoned (0xFF bytes: NaN as f32, -1 as i32). */
 void *tandem_emu_buf_alloc(size_t bytes);

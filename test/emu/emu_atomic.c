@@ -3,7 +3,7 @@
  * returns the old value, like CUDA. */
 #include <string.h>
 
-#include "emu_rt.h"
+#include "test/emu/emu_rt.h"
 
 int tandem_emu_atomic_add_i32(int *p, int v) {
     /* Two's-complement wrap-around like the GPU, without signed-overflow UB. */

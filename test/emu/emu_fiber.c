@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "emu_rt.h"
+#include "test/emu/emu_rt.h"
 
 #if TANDEM_EMU_ASM_SWITCH
 

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "emu.h"
+#include "test/emu/emu.h"
 
 /* Calls the kernel with its argument struct: `kernel(*(const args_type *)args)`. */
 typedef void (*tandem_emu_tramp)(const void *args);

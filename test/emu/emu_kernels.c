@@ -2,8 +2,8 @@
  * TANDEM_KERNEL_LIST entry that calls tandem_k_<name> with its argument struct by value. */
 #include <string.h>
 
-#include "emu_rt.h"
-#include "registry.h"
+#include "test/emu/emu_rt.h"
+#include "kernels/registry.h"
 
 /* The kernels themselves: kernels/<group>.cu compiled as C with -DTANDEM_EMU. */
 #define EMU_KDECL(name, group) void tandem_k_##name(tandem_k_##name##_args a);

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "emu_rt.h"
+#include "test/emu/emu_rt.h"
 
 #define FRONT_MIN 64                  /* canary bytes at least */
 #define QUARANTINE_BYTES (256u << 20) /* freed mappings kept PROT_NONE, in virtual bytes */

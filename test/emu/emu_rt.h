@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dialect.h"
-#include "emu_internal.h"
+#include "kernels/dialect.h"
+#include "test/emu/emu_internal.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TANDEM_EMU_ASAN 1

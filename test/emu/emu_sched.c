@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "emu_rt.h"
+#include "test/emu/emu_rt.h"
 
 #if TANDEM_EMU_ASAN
 #include <sanitizer/asan_interface.h>

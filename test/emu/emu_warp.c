@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "emu_rt.h"
+#include "test/emu/emu_rt.h"
 
 static const char *op_name(int op) {
     switch (op) {

@@ -1,8 +1,8 @@
 /* planted.cu — the emulator's own test kernels, in the kernel dialect (see planted.h). Some
  * carry planted bugs on purpose; test_emu_self.c says which error each must produce. */
-#include "dialect.h"
+#include "kernels/dialect.h"
 
-#include "planted.h"
+#include "test/emu/planted.h"
 
 #define KT_BLOCK_MAX 1024
 

@@ -5,7 +5,7 @@
 #ifndef TANDEM_TEST_EMU_PLANTED_H
 #define TANDEM_TEST_EMU_PLANTED_H
 
-#include "ktypes.h"
+#include "kernels/ktypes.h"
 
 /* Element-wise kernels over [n] with 1-D geometry. */
 typedef struct tandem_kt_vec_args {

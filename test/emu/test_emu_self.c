@@ -12,10 +12,10 @@
 
 #include <cmocka.h>
 
-#include "emu_internal.h"
-#include "planted.h"
-#include "registry.h"
-#include "testutil.h"
+#include "test/emu/emu_internal.h"
+#include "test/emu/planted.h"
+#include "kernels/registry.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 

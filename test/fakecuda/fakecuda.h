@@ -1,6 +1,6 @@
 /* fakecuda.h — private state of the stand-in driver (test-only; see docs/TESTING.md).
  *
- * libcuda.so.1 (fc_*.c) implements, on the CPU, the driver-API subset of platform/cuda_api.h:
+ * libcuda.so.1 (fc_*.c) implements, on the CPU, the driver-API subset of platform/cuda/cuda_api.h:
  * devices, primary contexts, memory (device memory is emulator buffers, so CUdeviceptr values
  * are host addresses the emulated kernels dereference), streams and events (work runs
  * synchronously, under one process-wide lock, at the moment it is queued), modules from the
@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #define TANDEM_CUDA_API_PROTOTYPES
-#include "cuda_api.h"
+#include "platform/cuda/cuda_api.h"
 
 #define FC_EXPORT __attribute__((visibility("default")))
 /* Export name##_v2, the symbol a real libcuda.so.1 has for the version cuda_api.h describes;

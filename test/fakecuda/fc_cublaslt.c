@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fakecuda.h"
-#include "ktypes.h"
+#include "test/fakecuda/fakecuda.h"
+#include "kernels/ktypes.h"
 
 #define LT_ALGO_MAGIC 0x54616e64656d4c74ull /* "TandemLt" */
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fakecuda.h"
+#include "test/fakecuda/fakecuda.h"
 
 static int env_int(const char *name, int def, int lo, int hi, int *bad) {
     const char *v = getenv(name);

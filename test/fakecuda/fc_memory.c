@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
-#include "fakecuda.h"
+#include "test/emu/emu.h"
+#include "test/fakecuda/fakecuda.h"
 
 typedef struct fc_alloc {
     uintptr_t base;

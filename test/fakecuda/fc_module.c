@@ -1,7 +1,7 @@
 /* fc_module.c — stand-in driver: modules from the real fatbin bytes, and kernel launches
  * through the emulator.
  *
- * cuModuleLoadData checks the fatbin header, parses it (platform/fatbin.c) and requires code
+ * cuModuleLoadData checks the fatbin header, parses it (platform/cuda/fatbin.c) and requires code
  * the configured architecture can run (SASS of the same major and minor <= the device's, or
  * PTX <= the device's). Entry points are the fatbin's; each maps to a registry kernel that the
  * emulator runs.
@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
-#include "fakecuda.h"
-#include "fatbin.h"
-#include "registry.h"
+#include "test/emu/emu.h"
+#include "test/fakecuda/fakecuda.h"
+#include "platform/cuda/fatbin.h"
+#include "kernels/registry.h"
 
 #define FC_FATBIN_MAGIC 0xBA55ED50u
 #define FC_LAUNCH_PARAM_END ((void *)0)

@@ -1,4 +1,4 @@
-/* fc_nvml.c — stand-in NVML (libnvidia-ml.so.1, test-only): the subset of platform/nvml_api.h,
+/* fc_nvml.c — stand-in NVML (libnvidia-ml.so.1, test-only): the subset of platform/cuda/nvml_api.h,
  * answering for the stand-in driver's devices (it links against libcuda.so.1 and asks it
  * through tandem_fakecuda_query_device, so both always agree on the devices).
  *
@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fakecuda.h"
+#include "test/fakecuda/fakecuda.h"
 #define TANDEM_NVML_API_PROTOTYPES
-#include "nvml_api.h"
+#include "platform/cuda/nvml_api.h"
 
 #define FC_NVML_VERSION "13.580.00-standin"
 #define FC_NVML_DRIVER_VERSION "580.00-standin"

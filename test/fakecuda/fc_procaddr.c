@@ -6,7 +6,7 @@
  * reported. */
 #include <string.h>
 
-#include "fakecuda.h"
+#include "test/fakecuda/fakecuda.h"
 
 typedef struct {
     const char *name;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fakecuda.h"
+#include "test/fakecuda/fakecuda.h"
 
 fc_config fc_cfg;
 fc_ctx fc_ctxs[FC_MAX_DEVICES];

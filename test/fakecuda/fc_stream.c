@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "fakecuda.h"
+#include "test/fakecuda/fakecuda.h"
 
 static uint64_t record_seq;
 

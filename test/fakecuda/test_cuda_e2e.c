@@ -1,5 +1,5 @@
 /* test_cuda_e2e.c — one workload, two backends: two host devices, then two CUDA devices through
- * the real cuda backend (platform/cuda_*.c) on the stand-in driver, and every output compared.
+ * the real cuda backend (platform/cuda/cuda_*.c) on the stand-in driver, and every output compared.
  *
  * The workload: a pool planned and committed on each device with GEMM shapes prepared before
  * commit; random tensors uploaded; fill / scale / axpy / cast f32->bf16->f32 / row_sum and four
@@ -34,9 +34,9 @@
 
 #include <cmocka.h>
 
-#include "device.h"
+#include "platform/device.h"
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 #define DRIVER TANDEM_FAKECUDA_DIR "/libcuda.so.1"
 #define CUBLASLT TANDEM_FAKECUDA_DIR "/libcublasLt.so.13"

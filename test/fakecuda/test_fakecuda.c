@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "cuda_api.h"
-#include "registry.h"
-#include "testutil.h"
+#include "platform/cuda/cuda_api.h"
+#include "kernels/registry.h"
+#include "test/testutil.h"
 
 #define LIBCUDA TANDEM_FAKECUDA_DIR "/libcuda.so.1"
 #define LIBLT TANDEM_FAKECUDA_DIR "/libcublasLt.so.13"

@@ -1,4 +1,4 @@
-/* fuzz_audio.c — audio decoding (runtime/audio.h) of arbitrary file bytes: probe, then decode
+/* fuzz_audio.c — audio decoding (runtime/audio/audio.h) of arbitrary file bytes: probe, then decode
  * into a 22050 Hz mono buffer. The bytes go to a scratch file (the API reads paths; libsndfile
  * picks the format from the content: WAV, FLAC, OGG, AIFF, ...).
  *
@@ -10,8 +10,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "audio.h"
-#include "fuzz_common.h"
+#include "runtime/audio/audio.h"
+#include "test/fuzz/fuzz_common.h"
 
 #define MAX_SAMPLES 32768 /* ~1.5 s: longer files exercise the "too long" path */
 #define MAX_INPUT (256u * 1024u)

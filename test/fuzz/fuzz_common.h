@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "platform/os/log.h"
 #include "tandem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -6,9 +6,9 @@
  * store) loads back and dumps to the same text, so a resumed run sees the same settings. */
 #include <string.h>
 
-#include "config.h"
-#include "fuzz_common.h"
-#include "os.h"
+#include "runtime/core/config.h"
+#include "test/fuzz/fuzz_common.h"
+#include "platform/os/os.h"
 
 #define ORIGIN "fuzz.yaml"
 #define MAX_INPUT 16384

@@ -1,4 +1,4 @@
-/* fuzz_fatbin.c — the fatbin parser (platform/fatbin.h) on arbitrary bytes: container header,
+/* fuzz_fatbin.c — the fatbin parser (platform/cuda/fatbin.h) on arbitrary bytes: container header,
  * image headers and the ELF symbol tables of the SASS images.
  *
  * Checks beyond "no crash, no leak": a failure is TANDEM_E_FORMAT with a message; a parsed
@@ -7,8 +7,8 @@
  * buffer size. */
 #include <string.h>
 
-#include "fatbin.h"
-#include "fuzz_common.h"
+#include "platform/cuda/fatbin.h"
+#include "test/fuzz/fuzz_common.h"
 
 static void check_summary(const tandem_fatbin_summary *s, size_t len) {
     FUZZ_ASSERT(s->image_count >= 0 && s->image_count <= TANDEM_FATBIN_MAX_IMAGES);

@@ -11,11 +11,11 @@
  * path wavs/<id>.wav; train and val partition the utterances. */
 #include <string.h>
 
-#include "fuzz_common.h"
-#include "os.h"
-#include "symbols.h"
-#include "text_cache.h"
-#include "text_index.h"
+#include "test/fuzz/fuzz_common.h"
+#include "platform/os/os.h"
+#include "runtime/text/symbols.h"
+#include "runtime/data/text_cache.h"
+#include "runtime/data/text_index.h"
 
 #define META_PATH "fuzz/metadata.csv"
 #define MAX_INPUT 16384

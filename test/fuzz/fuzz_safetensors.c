@@ -10,10 +10,10 @@
  * wrong dtype, shape or size; the file path agrees with the memory path. */
 #include <string.h>
 
-#include "checkpoint.h"
-#include "fuzz_common.h"
-#include "os.h"
-#include "safetensors.h"
+#include "runtime/formats/checkpoint.h"
+#include "test/fuzz/fuzz_common.h"
+#include "platform/os/os.h"
+#include "runtime/formats/safetensors.h"
 
 #define LABEL "fuzz.safetensors"
 #define MAX_INPUT (1u << 20)

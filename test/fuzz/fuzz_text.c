@@ -9,11 +9,11 @@
  * point output. */
 #include <string.h>
 
-#include "fuzz_common.h"
-#include "os.h"
-#include "symbols.h"
-#include "text_norm.h"
-#include "utf8.h"
+#include "test/fuzz/fuzz_common.h"
+#include "platform/os/os.h"
+#include "runtime/text/symbols.h"
+#include "runtime/text/text_norm.h"
+#include "runtime/core/utf8.h"
 
 /* Inputs longer than this are cut: the frontend is linear, long inputs only slow the fuzzer. */
 #define MAX_INPUT 8192

@@ -10,10 +10,10 @@
  * in bounds (ASan catches a read outside the buffer); the split partitions the utterances. */
 #include <string.h>
 
-#include "fuzz_common.h"
-#include "os.h"
-#include "text_cache.h"
-#include "text_index.h"
+#include "test/fuzz/fuzz_common.h"
+#include "platform/os/os.h"
+#include "runtime/data/text_cache.h"
+#include "runtime/data/text_index.h"
 
 #define MAX_INPUT (1u << 20)
 

@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "os.h"
-#include "safetensors.h"
-#include "text_cache.h"
-#include "text_index.h"
+#include "runtime/formats/checkpoint.h"
+#include "platform/os/os.h"
+#include "runtime/formats/safetensors.h"
+#include "runtime/data/text_cache.h"
+#include "runtime/data/text_index.h"
 
 static int fail(const char *what) {
     fprintf(stderr, "gen_corpus: %s: %s\n", what, tandem_last_error());

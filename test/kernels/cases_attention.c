@@ -17,7 +17,7 @@
  */
 #include <stdio.h>
 
-#include "kcase.h"
+#include "test/kernels/kcase.h"
 
 /* ---- layout transforms: c->i = {B, T, H, dh} ---- */
 static const int layout_shapes[][4] = {

@@ -14,7 +14,7 @@
  */
 #include <stdio.h>
 
-#include "kcase.h"
+#include "test/kernels/kcase.h"
 
 static const int64_t elementwise_sizes[] = {1, 31, 257, 1000, 100003, 4096 * 256 + 12345, -1};
 #define N_ELEMENTWISE ((int)(sizeof elementwise_sizes / sizeof elementwise_sizes[0]))

@@ -13,7 +13,7 @@
  */
 #include <stdio.h>
 
-#include "kcase.h"
+#include "test/kernels/kcase.h"
 
 static const int bp_shapes[][4] = {
     {1, 1, 1, 1}, {3, 12, 12, 2}, {4, 128, 128, 4}, {16, 200, 400, 2}, {300, 100, 300, 3},

@@ -16,7 +16,7 @@
  */
 #include <stdio.h>
 
-#include "kcase.h"
+#include "test/kernels/kcase.h"
 
 typedef struct gemm_shape {
     int64_t m, n, k, batch;

@@ -17,7 +17,7 @@
  */
 #include <stdio.h>
 
-#include "kcase.h"
+#include "test/kernels/kcase.h"
 
 /* ---- LayerNorm: rows x d ---- */
 static const int ln_shapes[][2] = {

@@ -18,8 +18,8 @@
  */
 #include <stdio.h>
 
-#include "kcase.h"
-#include "mel.h" /* runtime/mel.h: tandem_mel_bands */
+#include "test/kernels/kcase.h"
+#include "runtime/audio/mel.h" /* runtime/audio/mel.h: tandem_mel_bands */
 
 typedef struct mel_shape {
     int batch, max_frames;

@@ -24,7 +24,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "kcase.h"
+#include "test/kernels/kcase.h"
 
 /* Frames of item b for planted masks: a deterministic function of the case's seed, so both
  * copies get the same; 0..frames inclusive (empty and full items both occur). */

@@ -16,9 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "registry.h"
+#include "kernels/registry.h"
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 typedef enum { TANDEM_KB_IN, TANDEM_KB_OUT, TANDEM_KB_INOUT } tandem_kb_role;
 

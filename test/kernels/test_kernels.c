@@ -18,10 +18,10 @@
 
 #include <cmocka.h>
 
-#include "emu.h"
-#include "fatbin.h"
-#include "kcase.h"
-#include "registry.h"
+#include "test/emu/emu.h"
+#include "platform/cuda/fatbin.h"
+#include "test/kernels/kcase.h"
+#include "kernels/registry.h"
 
 static const tandem_kcase_spec *const specs[TANDEM_KERNEL_COUNT] = {
 #define KT_SPEC(name, group) &tandem_kcase_##name,

@@ -1,4 +1,4 @@
-/* test_audio.c — the audio decoder (runtime/audio.h).
+/* test_audio.c — the audio decoder (runtime/audio/audio.h).
  *
  * Files are written by the test with libsndfile into a temporary directory from samples the
  * test chose, so the expected decoded values are known exactly:
@@ -30,10 +30,10 @@
 #include <cmocka.h>
 #include <sndfile.h>
 
-#include "audio.h"
-#include "mel.h"
+#include "runtime/audio/audio.h"
+#include "runtime/audio/mel.h"
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 static char dir[64];
 static tandem_rng rng;

@@ -1,4 +1,4 @@
-/* test_bf16.c — precision bf16 (runtime/model.h, "Precision"):
+/* test_bf16.c — precision bf16 (runtime/model/model.h, "Precision"):
  *
  *   host refuses: a bf16 model on a host device is TANDEM_E_UNSUPPORTED naming precision.
  *   plan:         for the tiny model on CUDA alignment, the bf16 plan declares the GEMM-only
@@ -38,13 +38,14 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "model.h"
-#include "pool_internal.h"
+#include "runtime/core/config.h"
+#include "runtime/model/model.h"
+#include "runtime/text/symbols.h"
+#include "runtime/core/pool_internal.h"
 #include "tandem.h"
-#include "model_batch.h"
-#include "testutil.h"
-#include "train_step.h"
+#include "test/model_batch.h"
+#include "test/testutil.h"
+#include "runtime/model/train_step.h"
 
 #define FAKECUDA_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
 #define DRIVER FAKECUDA_DIR "/libcuda.so.1"
@@ -98,7 +99,7 @@ typedef struct run {
 static void run_open(run *r, tandem_backend be, const char *precision, const host_batch *hb) {
     memset(r, 0, sizeof *r);
     small_config(&r->cfg, precision);
-    CHECK(tandem_model_dims_from_config(&r->cfg, &r->dims));
+    CHECK(tandem_model_dims_from_config(&r->cfg, tandem_symbols_count(), &r->dims));
     tandem_optim_from_config(&r->cfg, &r->opt);
     CHECK(tandem_device_open(be, 0, &r->dev));
     CHECK(tandem_stream_create(r->dev, &r->s));
@@ -153,7 +154,7 @@ static void test_host_refuses(void **state) {
     tandem_config cfg;
     small_config(&cfg, "bf16");
     tandem_model_dims d;
-    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
     assert_int_equal(d.bf16, 1);
     tandem_device *dev;
     tandem_pool *pool;
@@ -176,7 +177,7 @@ static void plan_of(const char *precision, tandem_backend be, tandem_model *m, t
     CHECK(tandem_config_set(&cfg, "precision", precision));
     CHECK(tandem_config_check(&cfg));
     tandem_model_dims d;
-    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
     CHECK(tandem_pool_create_offline("model", be, 0, pool));
     CHECK(tandem_model_declare_plan(m, be, *pool, &d));
     CHECK(tandem_pool_plan(*pool));
@@ -230,7 +231,7 @@ static void test_plan(void **state) {
     tandem_config_init(&cfg);
     CHECK(tandem_config_set(&cfg, "precision", "bf16"));
     tandem_model_dims d;
-    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
     tandem_pool *ph;
     CHECK(tandem_pool_create_offline("model", TANDEM_BACKEND_HOST, 0, &ph));
     tandem_model mh;
@@ -258,7 +259,7 @@ static void test_gradients(void **state) {
     tandem_config cfg;
     small_config(&cfg, "fp32");
     tandem_model_dims d;
-    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
     host_batch hb;
     make_batch(&rng, &d, &hb);
     float *g[2];
@@ -311,7 +312,7 @@ static void test_training_matches_fp32(void **state) {
     tandem_config cfg;
     small_config(&cfg, "fp32");
     tandem_model_dims d;
-    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
     host_batch hb;
     make_batch(&rng, &d, &hb);
     double loss[2][TRAIN_STEPS];

@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "checkpoint.h"
-#include "log.h"
-#include "os.h"
-#include "testutil.h"
+#include "runtime/formats/checkpoint.h"
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 static char scratch[256];

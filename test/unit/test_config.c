@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "os.h"
-#include "testutil.h"
+#include "runtime/core/config.h"
+#include "platform/os/os.h"
+#include "test/testutil.h"
 
 /* Writes text to a fresh temp file; returns its path in buf. */
 static const char *temp_yaml(char *buf, size_t cap, const char *text) {

@@ -1,4 +1,4 @@
-/* test_cuda_api.c — platform/cuda_api.h (the project's own declarations) against the CUDA
+/* test_cuda_api.c — platform/cuda/cuda_api.h (the project's own declarations) against the CUDA
  * toolkit's headers, when those are installed ($CUDA_HOME/include or /usr/local/cuda/include;
  * skipped otherwise). The two cannot be included in one translation unit (same names), so the
  * toolkit headers are read as text: for every enum value and flag the project declares, the
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "cuda_api.h"
+#include "platform/cuda/cuda_api.h"
 
 static char *g_text; /* all toolkit headers concatenated */
 

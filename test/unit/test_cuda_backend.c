@@ -1,4 +1,4 @@
-/* test_cuda_backend.c — the cuda backend (platform/cuda_*.c) through the stand-in driver
+/* test_cuda_backend.c — the cuda backend (platform/cuda/cuda_*.c) through the stand-in driver
  * ($(BUILD)/test/fakecuda/libcuda.so.1 + libcublasLt.so.13, loaded via TANDEM_CUDA_DRIVER and
  * TANDEM_CUBLASLT): device info, peer access, GEMM for every transpose combination and batch
  * against a double-precision reference, launches, copies, events, and the error paths (wrong
@@ -19,10 +19,10 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
-#include "device.h"
-#include "registry.h"
+#include "platform/device.h"
+#include "kernels/registry.h"
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 #define FAKE_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
 #define FAKE_DRIVER FAKE_DIR "/libcuda.so.1"

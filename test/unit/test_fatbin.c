@@ -12,11 +12,11 @@
 
 #include <cmocka.h>
 
-#include "fatbin.h"
-#include "os.h"
-#include "registry.h"
+#include "platform/cuda/fatbin.h"
+#include "platform/os/os.h"
+#include "kernels/registry.h"
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 #define FATBIN_PATH TANDEM_TEST_BUILD_DIR "/tandem.fatbin"
 

@@ -1,4 +1,4 @@
-/* test_figures.c — runtime/figures.h, the figure state shared by the trainer and `tandem plot`:
+/* test_figures.c — runtime/report/figures.h, the figure state shared by the trainer and `tandem plot`:
  *   * decimation: N random points offered to a history of capacity C keep exactly the points
  *     whose index is a multiple of s = the smallest power of two with ceil(N / s) <= C
  *     (computed here from N and C alone), with their values;
@@ -23,9 +23,9 @@
 
 #include <cmocka.h>
 
-#include "figures.h"
-#include "plot.h"
-#include "testutil.h"
+#include "runtime/report/figures.h"
+#include "runtime/report/plot.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 static char scratch[256];

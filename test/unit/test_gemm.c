@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "host_gemm.h"
+#include "platform/host/host_gemm.h"
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 #define GEMM_TOL 1e-9
 

@@ -1,4 +1,4 @@
-/* test_grad_attention.c — the composed attention (runtime/attention.h: kernels + batched GEMMs)
+/* test_grad_attention.c — the composed attention (runtime/model/attention.h: kernels + batched GEMMs)
  * on a host device, against a double-precision reference written here:
  *   forward: y and P against the reference on random shapes and key masks (padding at the end
  *     as in real batches, and scattered masks with key 0 masked so some query rows see no key);
@@ -29,9 +29,9 @@
 
 #include <cmocka.h>
 
-#include "attention.h"
+#include "runtime/model/attention.h"
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 

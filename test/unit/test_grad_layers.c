@@ -29,8 +29,8 @@
 
 #include <cmocka.h>
 
-#include "registry.h"
-#include "testutil.h"
+#include "kernels/registry.h"
+#include "test/testutil.h"
 
 #define TOL_FWD 1e-6
 #define TOL_GRAD 1e-5

@@ -30,8 +30,8 @@
 
 #include <cmocka.h>
 
-#include "registry.h"
-#include "testutil.h"
+#include "kernels/registry.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 

@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "griffinlim.h"
-#include "mel.h"
-#include "testutil.h"
+#include "runtime/audio/griffinlim.h"
+#include "runtime/audio/mel.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 static const double PI = 3.14159265358979323846;

@@ -12,11 +12,11 @@
 
 #include <cmocka.h>
 
-#include "device.h"
-#include "log.h"
-#include "os.h"
-#include "registry.h"
-#include "testutil.h"
+#include "platform/device.h"
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+#include "kernels/registry.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 

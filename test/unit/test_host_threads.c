@@ -15,13 +15,13 @@
 
 #include <cmocka.h>
 
-#include "device.h"
-#include "host_gemm.h"
-#include "host_pool.h"
-#include "kcase.h"
-#include "os.h"
-#include "registry.h"
-#include "testutil.h"
+#include "platform/device.h"
+#include "platform/host/host_gemm.h"
+#include "platform/host/host_pool.h"
+#include "test/kernels/kcase.h"
+#include "platform/os/os.h"
+#include "kernels/registry.h"
+#include "test/testutil.h"
 
 static const tandem_kcase_spec *const specs[TANDEM_KERNEL_COUNT] = {
 #define HT_SPEC(name, group) &tandem_kcase_##name,

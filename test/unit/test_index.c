@@ -13,11 +13,11 @@
 
 #include <cmocka.h>
 
-#include "os.h"
-#include "symbols.h"
-#include "testutil.h"
-#include "text_index.h"
-#include "text_norm.h"
+#include "platform/os/os.h"
+#include "runtime/text/symbols.h"
+#include "test/testutil.h"
+#include "runtime/data/text_index.h"
+#include "runtime/text/text_norm.h"
 
 /* ---- captured log ---- */
 static char logbuf[1 << 16];

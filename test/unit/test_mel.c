@@ -26,11 +26,11 @@
 
 #include <sndfile.h>
 
-#include "audio.h"
-#include "mel.h"
-#include "mel_device.h"
+#include "runtime/audio/audio.h"
+#include "runtime/audio/mel.h"
+#include "runtime/audio/mel_device.h"
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 #define N_FFT 1024
 #define HOP 256

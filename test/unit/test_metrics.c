@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "metrics.h"
-#include "testutil.h"
+#include "runtime/report/metrics.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 static char scratch[256];

@@ -32,10 +32,10 @@
 
 #include <cmocka.h>
 
-#include "model.h"
+#include "runtime/model/model.h"
 #include "tandem.h"
-#include "testutil.h"
-#include "train_step.h"
+#include "test/testutil.h"
+#include "runtime/model/train_step.h"
 
 #define TOL_LOSS 1e-5
 #define TOL_GRAD 1e-5

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "npy.h"
-#include "testutil.h"
-#include "wav.h"
+#include "runtime/formats/npy.h"
+#include "test/testutil.h"
+#include "runtime/formats/wav.h"
 
 static tandem_rng rng;
 static char scratch[256];

@@ -1,4 +1,4 @@
-/* test_nvml.c — platform/nvml.c through the stand-in NVML and driver
+/* test_nvml.c — platform/cuda/nvml.c through the stand-in NVML and driver
  * ($(BUILD)/test/fakecuda/libnvidia-ml.so.1 + libcuda.so.1, loaded via TANDEM_NVML and
  * TANDEM_CUDA_DRIVER): both CUDA devices sampled and compared with the values the stand-in
  * documents (test/fakecuda/fc_nvml.c) for that CUDA ordinal — the stand-in enumerates NVML
@@ -23,11 +23,11 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
-#include "cuda_driver.h"
-#include "nvml.h"
-#include "nvml_api.h"
+#include "platform/cuda/cuda_driver.h"
+#include "platform/cuda/nvml.h"
+#include "platform/cuda/nvml_api.h"
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 #define FAKE_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
 #define FAKE_DRIVER FAKE_DIR "/libcuda.so.1"
@@ -83,7 +83,7 @@ static void test_standin_uninitialised(void **state) {
     /* handles stay referenced by the loaded NVML: no dlclose */
 }
 
-/* ---- through platform/nvml.c ---- */
+/* ---- through platform/cuda/nvml.c ---- */
 
 static void test_open_and_describe(void **state) {
     (void)state;

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 

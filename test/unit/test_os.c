@@ -15,10 +15,10 @@
 
 #include <cmocka.h>
 
-#include "log.h"
-#include "os.h"
-#include "os_file_internal.h"
-#include "testutil.h"
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+#include "platform/os/os_file_internal.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 static char scratch[256];

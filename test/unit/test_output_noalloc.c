@@ -13,11 +13,11 @@
 
 #include <cmocka.h>
 
-#include "checkpoint.h"
-#include "metrics.h"
-#include "npy.h"
-#include "plot.h"
-#include "testutil.h"
+#include "runtime/formats/checkpoint.h"
+#include "runtime/report/metrics.h"
+#include "runtime/formats/npy.h"
+#include "runtime/report/plot.h"
+#include "test/testutil.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define COUNT_LIBC 0

@@ -26,13 +26,13 @@
 #include <cmocka.h>
 #include <sndfile.h>
 
-#include "audio.h"
-#include "config.h"
-#include "mel_device.h"
-#include "os.h"
-#include "pipeline.h"
-#include "testutil.h"
-#include "text_index.h"
+#include "runtime/audio/audio.h"
+#include "runtime/core/config.h"
+#include "runtime/audio/mel_device.h"
+#include "platform/os/os.h"
+#include "runtime/data/pipeline.h"
+#include "test/testutil.h"
+#include "runtime/data/text_index.h"
 
 enum { N_UTTS = 9, BATCH = 3, FRAMES = 32, MAX_TEXT = 16, M = 80 };
 #define SAMPLES (FRAMES * 256)

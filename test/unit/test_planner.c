@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "planner.h"
-#include "testutil.h"
+#include "runtime/core/planner.h"
+#include "test/testutil.h"
 
 #define MAX_ITEMS 160
 

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "plot.h"
-#include "testutil.h"
+#include "runtime/report/plot.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 static char scratch[256];

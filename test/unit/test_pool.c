@@ -13,12 +13,12 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "device.h"
-#include "plan_layout.h"
-#include "pool_internal.h"
+#include "runtime/core/config.h"
+#include "platform/device.h"
+#include "runtime/data/plan_layout.h"
+#include "runtime/core/pool_internal.h"
 #include "tandem.h"
-#include "testutil.h"
+#include "test/testutil.h"
 
 /* ---- malloc interposition ------------------------------------------------------------------
  * Definitions here win over libc's for every caller in the process (the runtime, libyaml,
@@ -518,7 +518,7 @@ static void test_layout_from_config(void **state) {
         const size_t b = (size_t)cfg.batch_size, f = (size_t)cfg.max_frames, t = (size_t)cfg.max_text;
         const size_t spec = b * f * 513 * 4, lin = b * f * 80 * 4, mels = b * f * 80 * 4;
         const size_t audio = b * f * 256 * 4;
-        /* the data arena is the feature path's own declaration (runtime/mel_device.h) */
+        /* the data arena is the feature path's own declaration (runtime/audio/mel_device.h) */
         assert_int_equal(tandem_tensor_bytes(l.mel.mag), spec);
         assert_int_equal(tandem_tensor_bytes(l.mel.mel_lin), lin);
         assert_int_equal(tandem_tensor_bytes(l.mel.mel), mels);

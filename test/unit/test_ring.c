@@ -24,12 +24,12 @@
 #include <cmocka.h>
 #include <sndfile.h>
 
-#include "config.h"
-#include "os.h"
-#include "pipeline.h"
-#include "sampler.h"
-#include "testutil.h"
-#include "text_index.h"
+#include "runtime/core/config.h"
+#include "platform/os/os.h"
+#include "runtime/data/pipeline.h"
+#include "runtime/data/sampler.h"
+#include "test/testutil.h"
+#include "runtime/data/text_index.h"
 
 enum { N_UTTS = 7, BATCH = 2, FRAMES = 16, MAX_TEXT = 16 };
 #define SAMPLES (FRAMES * 256)

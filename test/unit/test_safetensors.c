@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "safetensors.h"
-#include "testutil.h"
+#include "runtime/formats/safetensors.h"
+#include "test/testutil.h"
 
 static tandem_rng rng;
 static char scratch[256];

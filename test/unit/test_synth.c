@@ -1,4 +1,4 @@
-/* test_synth.c — inference from a checkpoint (runtime/synth.h), no training:
+/* test_synth.c — inference from a checkpoint (runtime/run/synth.h), no training:
  *   * a small random model is written as a trainer-style checkpoint (parameters under their
  *     table names, config YAML and symbol table in the metadata);
  *   * the first generated groups equal an independent double-precision forward of the same
@@ -22,17 +22,17 @@
 #include <cmocka.h>
 #include <sndfile.h>
 
-#include "checkpoint.h"
-#include "config.h"
-#include "device.h"
-#include "model.h"
-#include "npy.h"
-#include "os.h"
-#include "safetensors.h"
-#include "symbols.h"
-#include "synth.h"
-#include "testutil.h"
-#include "wav.h"
+#include "runtime/formats/checkpoint.h"
+#include "runtime/core/config.h"
+#include "platform/device.h"
+#include "runtime/model/model.h"
+#include "runtime/formats/npy.h"
+#include "platform/os/os.h"
+#include "runtime/formats/safetensors.h"
+#include "runtime/text/symbols.h"
+#include "runtime/run/synth.h"
+#include "test/testutil.h"
+#include "runtime/formats/wav.h"
 
 enum { D = 16, L = 2, H = 2, R = 2, TT = 16, F = 16, NM = 80 };
 enum { TM = F / R, T = TT + TM, DH = D / H, FF = 4 * D, G = R * NM };
@@ -71,7 +71,7 @@ static void make_model(model_file *mf, uint64_t seed) {
     cfg.batch_size = 1;
     cfg.grad_accum = 1;
     tandem_model_dims dims;
-    assert_int_equal(tandem_model_dims_from_config(&cfg, &dims), TANDEM_OK);
+    assert_int_equal(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &dims), TANDEM_OK);
     tandem_device *dev = NULL;
     tandem_pool *pool = NULL;
     assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 0, &dev), TANDEM_OK);

@@ -10,11 +10,11 @@
 
 #include <cmocka.h>
 
-#include "os.h"
-#include "symbols.h"
-#include "testutil.h"
-#include "text_norm.h"
-#include "utf8.h"
+#include "platform/os/os.h"
+#include "runtime/text/symbols.h"
+#include "test/testutil.h"
+#include "runtime/text/text_norm.h"
+#include "runtime/core/utf8.h"
 
 static char *norm(const char *in, tandem_lang *lang) {
     char *out = NULL;

@@ -14,10 +14,10 @@
 
 #include <cmocka.h>
 
-#include "os.h"
-#include "testutil.h"
-#include "text_cache.h"
-#include "text_index.h"
+#include "platform/os/os.h"
+#include "test/testutil.h"
+#include "runtime/data/text_cache.h"
+#include "runtime/data/text_index.h"
 
 static char logbuf[1 << 15];
 static size_t loglen;

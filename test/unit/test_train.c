@@ -34,12 +34,13 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "model.h"
+#include "runtime/core/config.h"
+#include "runtime/model/model.h"
+#include "runtime/text/symbols.h"
 #include "tandem.h"
-#include "model_batch.h"
-#include "testutil.h"
-#include "train_step.h"
+#include "test/model_batch.h"
+#include "test/testutil.h"
+#include "runtime/model/train_step.h"
 
 #define FAKECUDA_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
 #define DRIVER FAKECUDA_DIR "/libcuda.so.1"
@@ -100,7 +101,7 @@ static void small_config(tandem_config *cfg, int grad_accum) {
 static void run_open(run *r, tandem_backend be, int grad_accum, const host_batch *hb /*[grad_accum]*/) {
     memset(r, 0, sizeof *r);
     small_config(&r->cfg, grad_accum);
-    CHECK(tandem_model_dims_from_config(&r->cfg, &r->dims));
+    CHECK(tandem_model_dims_from_config(&r->cfg, tandem_symbols_count(), &r->dims));
     tandem_optim_from_config(&r->cfg, &r->opt);
     CHECK(tandem_device_open(be, 0, &r->dev));
     CHECK(tandem_stream_create(r->dev, &r->s));
@@ -170,7 +171,7 @@ static void test_overfit_no_alloc(void **state) {
     tandem_config cfg;
     small_config(&cfg, 1);
     tandem_model_dims d;
-    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
     host_batch hb;
     make_batch(&rng, &d, &hb);
     run r;
@@ -213,7 +214,7 @@ static void test_deterministic(void **state) {
     tandem_config cfg;
     small_config(&cfg, 1);
     tandem_model_dims d;
-    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
     host_batch hb;
     make_batch(&rng, &d, &hb);
     double loss[2][10];
@@ -245,7 +246,7 @@ static void test_grad_accum(void **state) {
     tandem_config cfg;
     small_config(&cfg, 1);
     tandem_model_dims d;
-    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
     host_batch hb[2];
     make_batch(&rng, &d, &hb[0]);
     hb[1] = hb[0];
@@ -290,7 +291,7 @@ static void test_cuda_matches_host(void **state) {
     tandem_config cfg;
     small_config(&cfg, 1);
     tandem_model_dims d;
-    CHECK(tandem_model_dims_from_config(&cfg, &d));
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
     host_batch hb;
     make_batch(&rng, &d, &hb);
     double host[CUDA_STEPS], cuda[CUDA_STEPS];

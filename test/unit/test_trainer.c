@@ -1,4 +1,4 @@
-/* test_trainer.c — the training loop end to end (runtime/trainer.h) on a small corpus the
+/* test_trainer.c — the training loop end to end (runtime/run/trainer.h) on a small corpus the
  * test writes (sine-and-noise WAVs, 22050 Hz), with a shrunk model (d 16, 1 layer, r 2,
  * max_frames 32) so each run takes about a second on the host backend:
  *
@@ -53,15 +53,15 @@
 #include <png.h>
 #include <sndfile.h>
 
-#include "config.h"
-#include "figures.h"
-#include "log.h"
-#include "os.h"
-#include "plot.h"
-#include "safetensors.h"
+#include "runtime/core/config.h"
+#include "runtime/report/figures.h"
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+#include "runtime/report/plot.h"
+#include "runtime/formats/safetensors.h"
 #include "tandem.h"
-#include "testutil.h"
-#include "trainer.h"
+#include "test/testutil.h"
+#include "runtime/run/trainer.h"
 
 #define MAX_FRAMES 32
 #define MAX_STEPS 8

@@ -1,0 +1,345 @@
+/* cuda_blaslt.c — GEMM on the cuda backend: cuBLASLt when it can be loaded, else the fatbin's
+ * own gemm_f32 / gemm_bf16 kernels.
+ *
+ * Types (tandem_gemm_desc): A and B both f32, or both bf16 (CUDA_R_16BF layouts with
+ * CUBLAS_COMPUTE_32F: f32 accumulation); C always f32. The types are part of a plan's key.
+ *
+ * The API is row-major (tandem.h): C[m,n] = alpha op(A) op(B) + beta C. cuBLASLt is
+ * column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
+ * leading dimension, so the product is computed as C^T = op(B)^T op(A)^T: B's buffer becomes
+ * cuBLASLt's "A" and A's buffer its "B", m and n swap, the transpose flags stay with their
+ * buffers. Shapes are fixed, so descriptors, layouts and the heuristic's algorithm are made
+ * once per shape in gemm_prepare and kept in the device's fixed-capacity plan table.
+ *
+ * cuBLASLt is loaded once per process: $TANDEM_CUBLASLT (a path, or "none" to disable it),
+ * else libcublasLt.so.13, else libcublasLt.so.12.
+ * Owns: the cuBLASLt library handle and function table (process-wide, immutable after load);
+ * per device the plan table, the cuBLASLt handle and its workspace.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "platform/cuda/cuda_internal.h"
+#include "platform/os/log.h"
+
+/* ---- loading ---- */
+
+static struct {
+#define TANDEM_LT_FIELD(name) tandem_pfn_##name name;
+    TANDEM_CUBLASLT_CALLS(TANDEM_LT_FIELD)
+#undef TANDEM_LT_FIELD
+} lt;
+static pthread_once_t lt_once = PTHREAD_ONCE_INIT;
+static int lt_ok;
+static char lt_info[512]; /* version and library when found, else why not */
+
+static int lt_try(const char *path, char *why, size_t cap) {
+    dlerror();
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(why, cap, "%s", e ? e : path);
+        return 0;
+    }
+#define TANDEM_LT_SYM(name)                                                               \
+    {                                                                                     \
+        void *p_ = dlsym(h, #name);                                                       \
+        if (!p_) {                                                                        \
+            snprintf(why, cap, "%s lacks %s", path, #name);                               \
+            dlclose(h);                                                                   \
+            return 0;                                                                     \
+        }                                                                                 \
+        memcpy(&lt.name, &p_, sizeof p_);                                                 \
+    }
+    TANDEM_CUBLASLT_CALLS(TANDEM_LT_SYM)
+#undef TANDEM_LT_SYM
+    size_t v = lt.cublasLtGetVersion();
+    snprintf(why, cap, "cuBLASLt %zu.%zu.%zu (%s)", v / 10000, v / 100 % 100, v % 100, path);
+    return 1;
+}
+
+static void lt_load(void) {
+    const char *env = getenv("TANDEM_CUBLASLT");
+    if (env && (!strcasecmp(env, "none") || !strcmp(env, "0") || !strcasecmp(env, "off"))) {
+        snprintf(lt_info, sizeof lt_info, "disabled by TANDEM_CUBLASLT=%s", env);
+        return;
+    }
+    if (env && env[0]) {
+        lt_ok = lt_try(env, lt_info, sizeof lt_info);
+        return;
+    }
+    char why13[240], why12[240];
+    if ((lt_ok = lt_try("libcublasLt.so.13", why13, sizeof why13))) {
+        snprintf(lt_info, sizeof lt_info, "%s", why13);
+        return;
+    }
+    if ((lt_ok = lt_try("libcublasLt.so.12", why12, sizeof why12))) {
+        snprintf(lt_info, sizeof lt_info, "%s", why12);
+        return;
+    }
+    snprintf(lt_info, sizeof lt_info, "%s; %s", why13, why12);
+}
+
+int tandem_cuda_have_cublaslt(char *why, size_t cap) {
+    pthread_once(&lt_once, lt_load);
+    if (why && cap) snprintf(why, cap, "%s", lt_info);
+    return lt_ok;
+}
+
+static const char *lt_status_name(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    }
+    return "unknown cublasStatus_t";
+}
+
+/* "[2 x] 64x32 @ 32x16 (trans_a 0, trans_b 1)" */
+static void shape_text(const tandem_gemm_desc *g, char *buf, size_t cap) {
+    snprintf(buf, cap, "%sbatch %lld: [%lld x %lld]%s @ [%lld x %lld]%s -> [%lld x %lld]",
+             g->a_type == TANDEM_BF16 ? "bf16 " : "", (long long)g->batch,
+             (long long)(g->trans_a ? g->k : g->m), (long long)(g->trans_a ? g->m : g->k), g->trans_a ? "^T" : "",
+             (long long)(g->trans_b ? g->n : g->k), (long long)(g->trans_b ? g->k : g->n), g->trans_b ? "^T" : "",
+             (long long)g->m, (long long)g->n);
+}
+
+#define LT_TRY(call, args, g)                                                             \
+    do {                                                                                  \
+        cublasStatus_t lt_s_ = lt.call args;                                              \
+        if (lt_s_ != CUBLAS_STATUS_SUCCESS) {                                             \
+            char shp_[160];                                                               \
+            shape_text(g, shp_, sizeof shp_);                                             \
+            return tandem_fail(TANDEM_E_DEVICE, "%s failed: %s (%d) [GEMM %s]", #call,    \
+                               lt_status_name(lt_s_), (int)lt_s_, shp_);                  \
+        }                                                                                 \
+    } while (0)
+
+/* ---- plans ---- */
+
+struct tandem_cuda_gemm_plan {
+    tandem_gemm_desc key;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
+    cublasLtMatmulAlgo_t algo;
+};
+
+static int same_shape(const tandem_gemm_desc *x, const tandem_gemm_desc *y) {
+    if (x->trans_a != y->trans_a || x->trans_b != y->trans_b || x->m != y->m || x->n != y->n || x->k != y->k ||
+        x->batch != y->batch || x->a_type != y->a_type || x->b_type != y->b_type || x->c_type != y->c_type)
+        return 0;
+    return x->batch == 1 ||
+           (x->stride_a == y->stride_a && x->stride_b == y->stride_b && x->stride_c == y->stride_c);
+}
+
+static tandem_cuda_gemm_plan *find_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g) {
+    for (int i = 0; i < d->gemm_count; i++)
+        if (same_shape(&d->gemm_plans[i].key, g)) return &d->gemm_plans[i];
+    return NULL;
+}
+
+static void plan_destroy(tandem_cuda_gemm_plan *p) {
+    if (p->la) lt.cublasLtMatrixLayoutDestroy(p->la);
+    if (p->lb) lt.cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->lc) lt.cublasLtMatrixLayoutDestroy(p->lc);
+    if (p->op) lt.cublasLtMatmulDescDestroy(p->op);
+    memset(p, 0, sizeof *p);
+}
+
+static tandem_status make_layout(cublasLtMatrixLayout_t *l, tandem_dtype type, int64_t rows, int64_t cols,
+                                 int64_t batch, int64_t stride, const tandem_gemm_desc *g) {
+    /* column-major rows x cols, leading dimension rows */
+    cudaDataType ct = type == TANDEM_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    LT_TRY(cublasLtMatrixLayoutCreate, (l, ct, (uint64_t)rows, (uint64_t)cols, rows), g);
+    if (batch > 1) {
+        int32_t count = (int32_t)batch;
+        LT_TRY(cublasLtMatrixLayoutSetAttribute, (*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), g);
+        LT_TRY(cublasLtMatrixLayoutSetAttribute,
+               (*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride), g);
+    }
+    return TANDEM_OK;
+}
+
+static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p) {
+    LT_TRY(cublasLtMatmulDescCreate, (&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), g);
+    int32_t ta = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's A is our B */
+    int32_t tb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), g);
+    LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), g);
+    /* our B stored row-major [k, n] (or [n, k] transposed) = column-major [n, k] (or [k, n]) */
+    TANDEM_TRY(make_layout(&p->la, g->b_type, g->trans_b ? g->k : g->n, g->trans_b ? g->n : g->k, g->batch,
+                           g->stride_b, g));
+    TANDEM_TRY(make_layout(&p->lb, g->a_type, g->trans_a ? g->m : g->k, g->trans_a ? g->k : g->m, g->batch,
+                           g->stride_a, g));
+    TANDEM_TRY(make_layout(&p->lc, TANDEM_F32, g->n, g->m, g->batch, g->stride_c, g));
+    cublasLtMatmulPreference_t pref = NULL;
+    LT_TRY(cublasLtMatmulPreferenceCreate, (&pref), g);
+    uint64_t ws = TANDEM_CUDA_LT_WORKSPACE;
+    cublasStatus_t s = lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                               &ws, sizeof ws);
+    cublasLtMatmulHeuristicResult_t res;
+    memset(&res, 0, sizeof res);
+    int found = 0;
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = lt.cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)d->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
+                                              &res, &found);
+    lt.cublasLtMatmulPreferenceDestroy(pref);
+    char shp[160];
+    shape_text(g, shp, sizeof shp);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return tandem_fail(TANDEM_E_DEVICE, "cublasLtMatmulAlgoGetHeuristic failed: %s (%d) [GEMM %s, device %d]",
+                           lt_status_name(s), (int)s, shp, d->ordinal);
+    if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "cuBLASLt has no algorithm for GEMM %s (f32 accumulation) on "
+                           "device %d", shp, d->ordinal);
+    p->algo = res.algo;
+    return TANDEM_OK;
+}
+
+tandem_status tandem_cuda_gemm_init(tandem_cuda_dev *d) {
+    tandem_mutex_init(&d->gemm_lock);
+    d->gemm_plans = tandem_calloc(TANDEM_CUDA_GEMM_CACHE, sizeof *d->gemm_plans);
+    if (!d->gemm_plans) {
+        tandem_mutex_destroy(&d->gemm_lock);
+        return tandem_fail(TANDEM_E_NOMEM, "cuda device %d: no memory for the GEMM plan table", d->ordinal);
+    }
+    if (!tandem_cuda_have_cublaslt(NULL, 0)) return TANDEM_OK; /* the fatbin kernel it is */
+    cublasLtHandle_t h = NULL;
+    cublasStatus_t s = lt.cublasLtCreate(&h);
+    tandem_status st = TANDEM_OK;
+    if (s != CUBLAS_STATUS_SUCCESS)
+        st = tandem_fail(TANDEM_E_DEVICE,
+                         "cuda device %d: cublasLtCreate failed: %s (%d) (%s); set TANDEM_CUBLASLT=none to "
+                         "use the fatbin GEMM instead",
+                         d->ordinal, lt_status_name(s), (int)s, lt_info);
+    if (st == TANDEM_OK) {
+        d->lt = h;
+        CUresult r = tandem_cu.cuMemAlloc(&d->lt_workspace, TANDEM_CUDA_LT_WORKSPACE);
+        if (r == CUDA_SUCCESS)
+            tandem_alloc_note();
+        else
+            st = tandem_cuda_fail("cuMemAlloc", r, "device %d, cuBLASLt workspace of %zu MiB", d->ordinal,
+                                  TANDEM_CUDA_LT_WORKSPACE >> 20);
+    }
+    if (st != TANDEM_OK) tandem_cuda_gemm_free(d);
+    return st;
+}
+
+void tandem_cuda_gemm_free(tandem_cuda_dev *d) {
+    if (d->gemm_plans) {
+        for (int i = 0; i < d->gemm_count; i++) plan_destroy(&d->gemm_plans[i]);
+        tandem_free(d->gemm_plans);
+        d->gemm_plans = NULL;
+        tandem_mutex_destroy(&d->gemm_lock);
+    }
+    d->gemm_count = 0;
+    if (d->lt_workspace) TANDEM_CU_WARN(cuMemFree, (d->lt_workspace), "device %d, cuBLASLt workspace", d->ordinal);
+    d->lt_workspace = 0;
+    if (d->lt) lt.cublasLtDestroy((cublasLtHandle_t)d->lt);
+    d->lt = NULL;
+}
+
+tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *g) {
+    tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    char shp[160];
+    shape_text(g, shp, sizeof shp);
+    if (g->m < 1 || g->n < 1 || g->k < 1 || g->batch < 1)
+        return tandem_fail(TANDEM_E_INVALID, "cuda GEMM %s: every dimension must be >= 1", shp);
+    if (g->c_type != TANDEM_F32 || g->a_type != g->b_type ||
+        (g->a_type != TANDEM_F32 && g->a_type != TANDEM_BF16))
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "cuda GEMM %s: types A %s, B %s, C %s; expected A and B both f32 or both "
+                           "bf16, and C f32", shp, tandem_dtype_name(g->a_type),
+                           tandem_dtype_name(g->b_type), tandem_dtype_name(g->c_type));
+    if (!d->lt && (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX))
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "cuda GEMM %s: the fatbin GEMM takes dimensions up to %d", shp,
+                           INT_MAX);
+    if (d->lt && g->batch > INT32_MAX)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "cuda GEMM %s: cuBLASLt batches up to %d", shp, INT32_MAX);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    tandem_status st = TANDEM_OK;
+    tandem_mutex_lock(&d->gemm_lock);
+    if (!find_plan(d, g)) {
+        if (d->gemm_count >= TANDEM_CUDA_GEMM_CACHE) {
+            st = tandem_fail(TANDEM_E_STATE, "cuda device %d: GEMM %s would be distinct shape %d; the plan table "
+                                             "holds %d",
+                             d->ordinal, shp, d->gemm_count + 1, TANDEM_CUDA_GEMM_CACHE);
+        } else {
+            tandem_cuda_gemm_plan *p = &d->gemm_plans[d->gemm_count];
+            memset(p, 0, sizeof *p);
+            p->key = *g;
+            if (d->lt) st = lt_plan(d, g, p);
+            if (st == TANDEM_OK)
+                d->gemm_count++;
+            else
+                plan_destroy(p);
+        }
+    }
+    tandem_mutex_unlock(&d->gemm_lock);
+    return st;
+}
+
+tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha, tandem_dptr a,
+                               tandem_dptr b, float beta, tandem_dptr c) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    tandem_mutex_lock(&d->gemm_lock);
+    const tandem_cuda_gemm_plan *p = find_plan(d, g);
+    tandem_mutex_unlock(&d->gemm_lock); /* plans are never moved or removed while the device is open */
+    if (!p) {
+        char shp[160];
+        shape_text(g, shp, sizeof shp);
+        return tandem_fail(TANDEM_E_STATE,
+                           "cuda device %d: GEMM %s was not prepared (call tandem_gemm_prepare for every "
+                           "shape before commit)",
+                           d->ordinal, shp);
+    }
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    if (d->lt) {
+        LT_TRY(cublasLtMatmul,
+               ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la,
+                (const void *)(uintptr_t)a, p->lb, &beta, (const void *)(uintptr_t)c, p->lc, (void *)(uintptr_t)c,
+                p->lc, &p->algo, (void *)(uintptr_t)d->lt_workspace, TANDEM_CUDA_LT_WORKSPACE,
+                tandem_cuda_stream(s)),
+               g);
+        return TANDEM_OK;
+    }
+    /* The fatbin's GEMM: f32 or bf16 operands, the same argument layout otherwise. */
+#define FALLBACK_GEMM(KID, ARGS, ELEM)                                                    \
+    do {                                                                                  \
+        ARGS args;                                                                        \
+        memset(&args, 0, sizeof args);                                                    \
+        args.a = (const ELEM *)(uintptr_t)a;                                              \
+        args.b = (const ELEM *)(uintptr_t)b;                                              \
+        args.c = (float *)(uintptr_t)c;                                                   \
+        args.m = (int)g->m;                                                               \
+        args.n = (int)g->n;                                                               \
+        args.k = (int)g->k;                                                               \
+        args.batch = (int)g->batch;                                                       \
+        args.trans_a = g->trans_a;                                                        \
+        args.trans_b = g->trans_b;                                                        \
+        args.stride_a = g->stride_a;                                                      \
+        args.stride_b = g->stride_b;                                                      \
+        args.stride_c = g->stride_c;                                                      \
+        args.alpha = alpha;                                                               \
+        args.beta = beta;                                                                 \
+        tandem_launch_dims dims;                                                          \
+        tandem_kernel_table[KID].geom(&args, &dims);                                      \
+        return tandem_cuda_launch(s, KID, &dims, &args, sizeof args);                     \
+    } while (0)
+    if (g->a_type == TANDEM_BF16) FALLBACK_GEMM(TANDEM_KID_gemm_bf16, tandem_k_gemm_bf16_args, tandem_bf16);
+    FALLBACK_GEMM(TANDEM_KID_gemm_f32, tandem_k_gemm_f32_args, float);
+#undef FALLBACK_GEMM
+}

@@ -1,0 +1,446 @@
+/* cuda_device.c — the cuda backend (platform/device.h) on the driver API: devices with their
+ * primary contexts, the fatbin module and every registered kernel resolved at open, peer
+ * access, device and pinned memory, streams, events, copies and launches. GEMM lives in
+ * cuda_blaslt.c; loading the driver in cuda_driver.c.
+ *
+ * Owns (process-wide, under slots_lock): one slot per CUDA ordinal — the retained primary
+ * context, the module and its functions, shared by every tandem_device opened on that
+ * ordinal (one device may serve both roles) — and the matrix of enabled peer accesses.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "platform/cuda/cuda_internal.h"
+#include "platform/cuda/fatbin.h"
+#include "platform/os/log.h"
+
+#define MAX_CUDA_DEVICES 16
+
+typedef struct cuda_slot {
+    int refs; /* open tandem_devices on this ordinal */
+    CUdevice cu_dev;
+    CUcontext ctx;
+    CUmodule module;
+    CUfunction funcs[TANDEM_KERNEL_COUNT];
+    tandem_device_info info;
+} cuda_slot;
+
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static cuda_slot slots[MAX_CUDA_DEVICES];
+static int peer_on[MAX_CUDA_DEVICES][MAX_CUDA_DEVICES]; /* [dst][src]: dst's context maps src's memory */
+
+static const tandem_backend_ops cuda_ops;
+
+tandem_status tandem_cuda_make_current(const tandem_cuda_dev *d) {
+    CUcontext cur = NULL;
+    TANDEM_CU_TRY(cuCtxGetCurrent, (&cur), "device %d", d->ordinal);
+    if (cur != d->ctx) TANDEM_CU_TRY(cuCtxSetCurrent, (d->ctx), "device %d", d->ordinal);
+    return TANDEM_OK;
+}
+
+/* ---- slots: context + module per ordinal ---- */
+
+/* Load the fatbin into the slot's (current) context and resolve every registered kernel. */
+static tandem_status load_module(cuda_slot *sl, int ordinal) {
+    const void *bin = NULL;
+    size_t len = 0;
+    void *owned = NULL;
+    TANDEM_TRY(tandem_fatbin_load(&bin, &len, &owned));
+    tandem_fatbin_summary *sum = tandem_malloc(sizeof *sum);
+    if (!sum) {
+        tandem_free(owned);
+        return tandem_fail(TANDEM_E_NOMEM, "cuda device %d: no memory to parse the fatbin", ordinal);
+    }
+    char archs[256];
+    tandem_status st = tandem_fatbin_parse(bin, len, sum);
+    if (st == TANDEM_OK && sum->image_count == 0)
+        st = tandem_fail(TANDEM_E_UNSUPPORTED,
+                         "cuda device %d: this build has no fatbin (nvcc was not found when it was "
+                         "built, or $TANDEM_FATBIN is empty): rebuild with CUDA_HOME set or use the "
+                         "host backend",
+                         ordinal);
+    if (st == TANDEM_OK) {
+        tandem_fatbin_arch_string(sum, archs, sizeof archs);
+        CUresult r = tandem_cu.cuModuleLoadData(&sl->module, bin);
+        if (r != CUDA_SUCCESS)
+            st = tandem_cuda_fail("cuModuleLoadData", r,
+                                  "device %d (%s, compute capability %d.%d); the fatbin holds %s%s",
+                                  ordinal, sl->info.name, sl->info.cc_major, sl->info.cc_minor, archs,
+                                  tandem_fatbin_runs_on(sum, sl->info.cc_major, sl->info.cc_minor)
+                                      ? ""
+                                      : ", none of which runs on this device");
+    }
+    for (int k = 0; st == TANDEM_OK && k < TANDEM_KERNEL_COUNT; k++) {
+        const char *entry = tandem_kernel_table[k].entry;
+        CUresult r = tandem_cu.cuModuleGetFunction(&sl->funcs[k], sl->module, entry);
+        if (r != CUDA_SUCCESS) {
+            char err[192];
+            tandem_cuda_error_text(r, err, sizeof err);
+            st = tandem_fail(TANDEM_E_DEVICE,
+                             "cuda device %d: kernel %s is not in the fatbin (architectures: %s): "
+                             "cuModuleGetFunction failed: %s; rebuild the fatbin",
+                             ordinal, entry, archs, err);
+        }
+    }
+    if (st != TANDEM_OK && sl->module) {
+        tandem_cu.cuModuleUnload(sl->module);
+        sl->module = NULL;
+    }
+    tandem_free(sum);
+    tandem_free(owned); /* the driver keeps its own copy of the image */
+    return st;
+}
+
+/* Enable peer access between ordinal `o` (its context current) and every other open slot,
+ * in each direction the driver allows. A failure leaves that pair on the staged path. */
+static void enable_peers(int o) {
+    for (int j = 0; j < MAX_CUDA_DEVICES; j++) {
+        if (j == o || slots[j].refs == 0) continue;
+        const int pairs[2][2] = {{o, j}, {j, o}};
+        for (int p = 0; p < 2; p++) {
+            int dst = pairs[p][0], src = pairs[p][1], can = 0;
+            if (tandem_cu.cuDeviceCanAccessPeer(&can, slots[dst].cu_dev, slots[src].cu_dev) != CUDA_SUCCESS || !can)
+                continue;
+            CUresult r = tandem_cu.cuCtxSetCurrent(slots[dst].ctx);
+            if (r == CUDA_SUCCESS) r = tandem_cu.cuCtxEnablePeerAccess(slots[src].ctx, 0);
+            if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+                peer_on[dst][src] = 1;
+            } else {
+                tandem_cuda_fail("cuCtxEnablePeerAccess", r, "device %d reading device %d", dst, src);
+                tandem_logf(TANDEM_LOG_WARN, "%s: copies between them are staged through host memory",
+                            tandem_last_error());
+            }
+        }
+    }
+    tandem_cu.cuCtxSetCurrent(slots[o].ctx);
+}
+
+static tandem_status slot_acquire(int o) {
+    cuda_slot *sl = &slots[o];
+    if (sl->refs > 0) {
+        sl->refs++;
+        return TANDEM_OK;
+    }
+    memset(sl, 0, sizeof *sl);
+    TANDEM_TRY(tandem_cuda_query(o, &sl->info));
+    TANDEM_CU_TRY(cuDeviceGet, (&sl->cu_dev, o), "device %d", o);
+    TANDEM_CU_TRY(cuDevicePrimaryCtxRetain, (&sl->ctx, sl->cu_dev), "device %d", o);
+    tandem_status st = TANDEM_OK;
+    CUresult r = tandem_cu.cuCtxSetCurrent(sl->ctx);
+    if (r != CUDA_SUCCESS) st = tandem_cuda_fail("cuCtxSetCurrent", r, "device %d", o);
+    if (st == TANDEM_OK) st = load_module(sl, o);
+    if (st != TANDEM_OK) {
+        tandem_cu.cuDevicePrimaryCtxRelease(sl->cu_dev);
+        memset(sl, 0, sizeof *sl);
+        return st;
+    }
+    sl->refs = 1;
+    enable_peers(o);
+    return TANDEM_OK;
+}
+
+static void slot_release(int o) {
+    cuda_slot *sl = &slots[o];
+    if (--sl->refs > 0) return;
+    if (tandem_cu.cuCtxSetCurrent(sl->ctx) == CUDA_SUCCESS)
+        TANDEM_CU_WARN(cuModuleUnload, (sl->module), "device %d", o);
+    for (int j = 0; j < MAX_CUDA_DEVICES; j++) peer_on[o][j] = peer_on[j][o] = 0;
+    TANDEM_CU_WARN(cuDevicePrimaryCtxRelease, (sl->cu_dev), "device %d", o);
+    memset(sl, 0, sizeof *sl);
+}
+
+/* ---- open / close ---- */
+
+tandem_status tandem_cuda_device_open(int ordinal, tandem_device **out) {
+    *out = NULL;
+    int n = 0;
+    TANDEM_TRY(tandem_cuda_device_count(&n));
+    if (ordinal < 0 || ordinal >= n || ordinal >= MAX_CUDA_DEVICES)
+        return tandem_fail(TANDEM_E_INVALID, "cuda device %d: expected 0..%d (%d device%s found)", ordinal,
+                           (n < MAX_CUDA_DEVICES ? n : MAX_CUDA_DEVICES) - 1, n, n == 1 ? "" : "s");
+    tandem_device *dev = tandem_calloc(1, sizeof *dev);
+    tandem_cuda_dev *d = tandem_calloc(1, sizeof *d);
+    if (!dev || !d) {
+        tandem_free(dev);
+        tandem_free(d);
+        return tandem_fail(TANDEM_E_NOMEM, "cuda device %d: out of memory for the handle", ordinal);
+    }
+    pthread_mutex_lock(&slots_lock);
+    tandem_status st = slot_acquire(ordinal);
+    if (st == TANDEM_OK) {
+        const cuda_slot *sl = &slots[ordinal];
+        d->ordinal = ordinal;
+        d->cu_dev = sl->cu_dev;
+        d->ctx = sl->ctx;
+        memcpy(d->funcs, sl->funcs, sizeof d->funcs);
+        dev->info = sl->info;
+    }
+    pthread_mutex_unlock(&slots_lock);
+    if (st == TANDEM_OK) {
+        dev->ops = &cuda_ops;
+        dev->impl = d;
+        st = tandem_cuda_make_current(d);
+        if (st == TANDEM_OK) st = tandem_cuda_gemm_init(d);
+        if (st != TANDEM_OK) {
+            pthread_mutex_lock(&slots_lock);
+            slot_release(ordinal);
+            pthread_mutex_unlock(&slots_lock);
+        }
+    }
+    if (st != TANDEM_OK) {
+        tandem_free(d);
+        tandem_free(dev);
+        return st;
+    }
+    tandem_logf(TANDEM_LOG_DEBUG, "cuda device %d: %s, compute capability %d.%d, %zu MiB, %d SMs", ordinal,
+                dev->info.name, dev->info.cc_major, dev->info.cc_minor, dev->info.total_memory >> 20,
+                dev->info.multiprocessors);
+    *out = dev;
+    return TANDEM_OK;
+}
+
+static void cuda_close(tandem_device *dev) {
+    tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    if (tandem_cuda_make_current(d) == TANDEM_OK) tandem_cuda_gemm_free(d);
+    pthread_mutex_lock(&slots_lock);
+    slot_release(d->ordinal);
+    pthread_mutex_unlock(&slots_lock);
+    tandem_free(d);
+    tandem_free(dev);
+}
+
+static tandem_status cuda_sync(tandem_device *dev) {
+    tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuCtxSynchronize, (), "device %d", d->ordinal);
+    return TANDEM_OK;
+}
+
+static int cuda_can_access_peer(const tandem_device *dst, const tandem_device *src) {
+    int a = tandem_cuda_impl(dst)->ordinal, b = tandem_cuda_impl(src)->ordinal;
+    if (a == b) return 1;
+    pthread_mutex_lock(&slots_lock);
+    int on = peer_on[a][b];
+    pthread_mutex_unlock(&slots_lock);
+    return on;
+}
+
+/* ---- memory ---- */
+
+static tandem_status cuda_mem_alloc(tandem_device *dev, size_t bytes, tandem_dptr *out) {
+    tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    *out = 0;
+    if (bytes == 0) return tandem_fail(TANDEM_E_INVALID, "cuda device %d: allocation of 0 bytes", d->ordinal);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    CUdeviceptr p = 0;
+    TANDEM_CU_TRY(cuMemAlloc, (&p, bytes), "device %d, %zu bytes (%zu MiB)", d->ordinal, bytes, bytes >> 20);
+    tandem_alloc_note();
+    *out = (tandem_dptr)p;
+    return TANDEM_OK;
+}
+
+static void cuda_mem_free(tandem_device *dev, tandem_dptr p) {
+    tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    if (!p || tandem_cuda_make_current(d) != TANDEM_OK) return;
+    TANDEM_CU_WARN(cuMemFree, ((CUdeviceptr)p), "device %d", d->ordinal);
+}
+
+static tandem_status cuda_host_alloc_pinned(tandem_device *dev, size_t bytes, void **out) {
+    tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    *out = NULL;
+    if (bytes == 0) return tandem_fail(TANDEM_E_INVALID, "cuda device %d: pinned allocation of 0 bytes", d->ordinal);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    /* portable: staging buffers are used by streams of both devices */
+    TANDEM_CU_TRY(cuMemHostAlloc, (out, bytes, CU_MEMHOSTALLOC_PORTABLE), "device %d, %zu pinned bytes",
+                  d->ordinal, bytes);
+    tandem_alloc_note();
+    return TANDEM_OK;
+}
+
+static void cuda_host_free_pinned(tandem_device *dev, void *p) {
+    tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    if (!p || tandem_cuda_make_current(d) != TANDEM_OK) return;
+    TANDEM_CU_WARN(cuMemFreeHost, (p), "device %d", d->ordinal);
+}
+
+/* ---- streams and events ---- */
+
+static tandem_status cuda_stream_create(tandem_device *dev, tandem_stream *s) {
+    tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    CUstream cs = NULL;
+    /* non-blocking: never serialised with the legacy default stream */
+    TANDEM_CU_TRY(cuStreamCreate, (&cs, CU_STREAM_NON_BLOCKING), "device %d", d->ordinal);
+    s->impl = cs;
+    return TANDEM_OK;
+}
+
+static void cuda_stream_destroy(tandem_stream *s) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    if (!s->impl || tandem_cuda_make_current(d) != TANDEM_OK) return;
+    TANDEM_CU_WARN(cuStreamDestroy, (tandem_cuda_stream(s)), "device %d", d->ordinal);
+    s->impl = NULL;
+}
+
+static tandem_status cuda_stream_sync(tandem_stream *s) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuStreamSynchronize, (tandem_cuda_stream(s)), "device %d", d->ordinal);
+    return TANDEM_OK;
+}
+
+static tandem_status cuda_event_create(tandem_device *dev, tandem_event *e) {
+    tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    CUevent ev = NULL;
+    TANDEM_CU_TRY(cuEventCreate, (&ev, CU_EVENT_DEFAULT), "device %d", d->ordinal); /* with timing */
+    e->impl = ev;
+    return TANDEM_OK;
+}
+
+static void cuda_event_destroy(tandem_event *e) {
+    tandem_cuda_dev *d = tandem_cuda_impl(e->dev);
+    if (!e->impl || tandem_cuda_make_current(d) != TANDEM_OK) return;
+    TANDEM_CU_WARN(cuEventDestroy, ((CUevent)e->impl), "device %d", d->ordinal);
+    e->impl = NULL;
+}
+
+static tandem_status cuda_event_record(tandem_event *e, tandem_stream *s) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuEventRecord, ((CUevent)e->impl, tandem_cuda_stream(s)), "device %d", d->ordinal);
+    return TANDEM_OK;
+}
+
+static tandem_status cuda_stream_wait_event(tandem_stream *s, tandem_event *e) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuStreamWaitEvent, (tandem_cuda_stream(s), (CUevent)e->impl, 0),
+                  "stream of device %d waiting on an event of device %d", d->ordinal,
+                  tandem_cuda_impl(e->dev)->ordinal);
+    return TANDEM_OK;
+}
+
+static tandem_status cuda_event_query(tandem_event *e, int *done) {
+    tandem_cuda_dev *d = tandem_cuda_impl(e->dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    CUresult r = tandem_cu.cuEventQuery((CUevent)e->impl);
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) {
+        *done = r == CUDA_SUCCESS;
+        return TANDEM_OK;
+    }
+    return tandem_cuda_fail("cuEventQuery", r, "device %d", d->ordinal);
+}
+
+static tandem_status cuda_event_sync(tandem_event *e) {
+    tandem_cuda_dev *d = tandem_cuda_impl(e->dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuEventSynchronize, ((CUevent)e->impl), "device %d", d->ordinal);
+    return TANDEM_OK;
+}
+
+static tandem_status cuda_event_elapsed_ms(tandem_event *start, tandem_event *end, float *ms) {
+    tandem_cuda_dev *d = tandem_cuda_impl(start->dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuEventElapsedTime, (ms, (CUevent)start->impl, (CUevent)end->impl), "device %d", d->ordinal);
+    return TANDEM_OK;
+}
+
+/* ---- copies ---- */
+
+static tandem_status cuda_copy_h2d(tandem_stream *s, tandem_dptr dst, const void *src, size_t bytes) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    if (bytes == 0) return TANDEM_OK;
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuMemcpyHtoDAsync, ((CUdeviceptr)dst, src, bytes, tandem_cuda_stream(s)),
+                  "device %d, %zu bytes", d->ordinal, bytes);
+    return TANDEM_OK;
+}
+
+static tandem_status cuda_copy_d2h(tandem_stream *s, void *dst, tandem_dptr src, size_t bytes) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    if (bytes == 0) return TANDEM_OK;
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuMemcpyDtoHAsync, (dst, (CUdeviceptr)src, bytes, tandem_cuda_stream(s)),
+                  "device %d, %zu bytes", d->ordinal, bytes);
+    return TANDEM_OK;
+}
+
+static tandem_status cuda_copy_d2d(tandem_stream *s, tandem_dptr dst, tandem_dptr src, size_t bytes) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    if (bytes == 0) return TANDEM_OK;
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuMemcpyDtoDAsync, ((CUdeviceptr)dst, (CUdeviceptr)src, bytes, tandem_cuda_stream(s)),
+                  "device %d, %zu bytes", d->ordinal, bytes);
+    return TANDEM_OK;
+}
+
+static tandem_status cuda_copy_peer(tandem_stream *s, tandem_device *dst_dev, tandem_dptr dst, tandem_dptr src,
+                                    size_t bytes) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev), *dd = tandem_cuda_impl(dst_dev);
+    if (dd->ctx == d->ctx) return cuda_copy_d2d(s, dst, src, bytes);
+    if (bytes == 0) return TANDEM_OK;
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuMemcpyPeerAsync,
+                  ((CUdeviceptr)dst, dd->ctx, (CUdeviceptr)src, d->ctx, bytes, tandem_cuda_stream(s)),
+                  "device %d to device %d, %zu bytes", d->ordinal, dd->ordinal, bytes);
+    return TANDEM_OK;
+}
+
+/* ---- launch ---- */
+
+tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_launch_dims *dims,
+                                 const void *args, size_t args_size) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    if (kernel_id < 0 || kernel_id >= TANDEM_KERNEL_COUNT)
+        return tandem_fail(TANDEM_E_INVALID, "cuda launch: kernel id %d, expected 0..%d", kernel_id,
+                           TANDEM_KERNEL_COUNT - 1);
+    const tandem_kernel_info *k = &tandem_kernel_table[kernel_id];
+    if (args_size != k->args_size || !args)
+        return tandem_fail(TANDEM_E_INVALID, "cuda launch of %s: argument struct of %zu bytes, expected %zu",
+                           k->name, args ? args_size : 0, k->args_size);
+    if (!dims->grid[0] || !dims->grid[1] || !dims->grid[2] || !dims->block[0] || !dims->block[1] ||
+        !dims->block[2])
+        return tandem_fail(TANDEM_E_INVALID, "cuda launch of %s: empty geometry grid %ux%ux%u block %ux%ux%u",
+                           k->name, dims->grid[0], dims->grid[1], dims->grid[2], dims->block[0],
+                           dims->block[1], dims->block[2]);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    /* every kernel takes exactly one parameter: its argument struct, passed by value */
+    void *params[1] = {(void *)(uintptr_t)args};
+    TANDEM_CU_TRY(cuLaunchKernel,
+                  (d->funcs[kernel_id], dims->grid[0], dims->grid[1], dims->grid[2], dims->block[0],
+                   dims->block[1], dims->block[2], dims->shmem, tandem_cuda_stream(s), params, NULL),
+                  "kernel %s on device %d, grid %ux%ux%u, block %ux%ux%u, %u B shared", k->name, d->ordinal,
+                  dims->grid[0], dims->grid[1], dims->grid[2], dims->block[0], dims->block[1],
+                  dims->block[2], dims->shmem);
+    return TANDEM_OK;
+}
+
+static const tandem_backend_ops cuda_ops = {
+    .name = "cuda",
+    .close = cuda_close,
+    .sync = cuda_sync,
+    .can_access_peer = cuda_can_access_peer,
+    .mem_alloc = cuda_mem_alloc,
+    .mem_free = cuda_mem_free,
+    .host_alloc_pinned = cuda_host_alloc_pinned,
+    .host_free_pinned = cuda_host_free_pinned,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .stream_sync = cuda_stream_sync,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .stream_wait_event = cuda_stream_wait_event,
+    .event_query = cuda_event_query,
+    .event_sync = cuda_event_sync,
+    .event_elapsed_ms = cuda_event_elapsed_ms,
+    .copy_h2d = cuda_copy_h2d,
+    .copy_d2h = cuda_copy_d2h,
+    .copy_d2d = cuda_copy_d2d,
+    .copy_peer = cuda_copy_peer,
+    .launch = tandem_cuda_launch,
+    .gemm_prepare = tandem_cuda_gemm_prepare,
+    .gemm = tandem_cuda_gemm,
+};

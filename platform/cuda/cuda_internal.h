@@ -1,0 +1,50 @@
+/* cuda_internal.h — what the cuda backend's files (cuda_device.c: devices, memory, streams,
+ * events, launches; cuda_blaslt.c: GEMM through cuBLASLt or the fatbin kernel) share.
+ * Not for use outside platform/cuda/cuda_*.c. */
+#ifndef TANDEM_PLATFORM_CUDA_INTERNAL_H
+#define TANDEM_PLATFORM_CUDA_INTERNAL_H
+
+#include "platform/cuda/cuda_driver.h"
+#include "platform/device.h"
+#include "platform/os/os.h"
+#include "kernels/registry.h"
+
+/* Distinct GEMM shapes one device can prepare (shapes are fixed, so this bounds the model). */
+#define TANDEM_CUDA_GEMM_CACHE 256
+/* cuBLASLt workspace per device. */
+#define TANDEM_CUDA_LT_WORKSPACE ((size_t)32 << 20)
+
+typedef struct tandem_cuda_gemm_plan tandem_cuda_gemm_plan; /* cuda_blaslt.c */
+
+typedef struct tandem_cuda_dev {
+    int ordinal;
+    CUdevice cu_dev;
+    CUcontext ctx;                          /* the device's primary context */
+    CUfunction funcs[TANDEM_KERNEL_COUNT];  /* every registered kernel, resolved at open */
+    /* GEMM (cuda_blaslt.c): plans for prepared shapes, fixed capacity, allocated at open */
+    void *lt;                               /* cublasLtHandle_t, NULL without cuBLASLt */
+    CUdeviceptr lt_workspace;
+    tandem_mutex gemm_lock;
+    int gemm_count;
+    tandem_cuda_gemm_plan *gemm_plans;      /* [TANDEM_CUDA_GEMM_CACHE] */
+} tandem_cuda_dev;
+
+static inline tandem_cuda_dev *tandem_cuda_impl(const tandem_device *d) { return (tandem_cuda_dev *)d->impl; }
+static inline CUstream tandem_cuda_stream(const tandem_stream *s) { return (CUstream)s->impl; }
+
+/* Make the device's context current on the calling thread (every backend entry does this:
+ * callers may be on any thread). */
+tandem_status tandem_cuda_make_current(const tandem_cuda_dev *d);
+
+/* cuda_device.c: launch a registered kernel (also used for the fallback GEMM). */
+tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_launch_dims *dims,
+                                 const void *args, size_t args_size);
+
+/* cuda_blaslt.c */
+tandem_status tandem_cuda_gemm_init(tandem_cuda_dev *d);  /* at open: cuBLASLt handle, workspace, plan table */
+void tandem_cuda_gemm_free(tandem_cuda_dev *d);           /* at close */
+tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *g);
+tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha, tandem_dptr a,
+                               tandem_dptr b, float beta, tandem_dptr c);
+
+#endif

@@ -1,0 +1,221 @@
+/* os_file.c — whole-file read, atomic replace (temp + fsync + rename + fsync dir), exists,
+ * mkdir -p. The atomic write uses only stack buffers: checkpoints are written during training,
+ * after the plan is committed, when the runtime must not allocate. */
+#include "platform/os/os.h"
+#include "platform/os/os_file_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "platform/os/log.h"
+
+tandem_status tandem_file_read_all(const char *path, char **data, size_t *len) {
+    if (!path || !data) return tandem_fail(TANDEM_E_INVALID, "tandem_file_read_all: NULL argument");
+    *data = NULL;
+    if (len) *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return tandem_fail(TANDEM_E_IO, "open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return tandem_fail(TANDEM_E_IO, "fstat %s: %s", path, strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return tandem_fail(TANDEM_E_IO, "read %s: is a directory, expected a file", path);
+    }
+    /* st_size is a hint only: /proc files report 0 and files may grow while read. */
+    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    size_t n = 0;
+    char *buf = tandem_malloc(cap);
+    if (!buf) {
+        close(fd);
+        return tandem_fail(TANDEM_E_NOMEM, "read %s: cannot allocate %zu bytes", path, cap);
+    }
+    for (;;) {
+        if (n + 1 >= cap) {
+            size_t ncap = cap * 2;
+            char *nb = tandem_realloc(buf, ncap);
+            if (!nb) {
+                tandem_free(buf);
+                close(fd);
+                return tandem_fail(TANDEM_E_NOMEM, "read %s: cannot allocate %zu bytes", path, ncap);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r == 0) break;
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            tandem_free(buf);
+            close(fd);
+            return tandem_fail(TANDEM_E_IO, "read %s: %s", path, strerror(e));
+        }
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    *data = buf;
+    if (len) *len = n;
+    return TANDEM_OK;
+}
+
+int tandem_file_exists(const char *path) {
+    struct stat st;
+    return path && stat(path, &st) == 0;
+}
+
+tandem_status tandem_mkdir_p(const char *path) {
+    if (!path || !path[0]) return tandem_fail(TANDEM_E_INVALID, "mkdir_p: empty path");
+    char buf[PATH_MAX];
+    size_t len = strlen(path);
+    if (len >= sizeof buf)
+        return tandem_fail(TANDEM_E_INVALID, "mkdir_p %s: path longer than %d bytes", path, PATH_MAX - 1);
+    memcpy(buf, path, len + 1);
+    /* Create each prefix that ends before a '/', then the whole path. */
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        if (buf[i - 1] == '/') continue; /* "a//b" */
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0) {
+            int e = errno;
+            struct stat st;
+            if (e != EEXIST)
+                return tandem_fail(TANDEM_E_IO, "mkdir_p %s: mkdir %s: %s", path, buf, strerror(e));
+            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+                return tandem_fail(TANDEM_E_IO, "mkdir_p %s: %s exists and is not a directory", path, buf);
+        }
+        buf[i] = saved;
+    }
+    return TANDEM_OK;
+}
+
+/* ---- atomic write ------------------------------------------------------------------------ */
+
+static atomic_uint temp_seq;
+
+static tandem_status write_all(int fd, const char *path, const char *tmp, const void *data,
+                               size_t len) {
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return tandem_fail(TANDEM_E_IO, "write_atomic %s: write %s: %s", path, tmp, strerror(errno));
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return TANDEM_OK;
+}
+
+/* Split path into its directory ("." when none) and base name. */
+static tandem_status split_path(const char *path, char *dir, size_t dcap, const char **base) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(dir, dcap, ".");
+        *base = path;
+    } else {
+        size_t dlen = slash == path ? 1 : (size_t)(slash - path); /* "/x" → "/" */
+        if (dlen >= dcap)
+            return tandem_fail(TANDEM_E_INVALID, "write_atomic %s: path longer than %zu bytes", path, dcap - 1);
+        memcpy(dir, path, dlen);
+        dir[dlen] = '\0';
+        *base = slash + 1;
+    }
+    if (!(*base)[0])
+        return tandem_fail(TANDEM_E_INVALID, "write_atomic %s: path names a directory, expected a file", path);
+    return TANDEM_OK;
+}
+
+/* Create a fresh temp next to path: "<dir>/.<base>.tmp.<pid>.<seq>" with O_EXCL, so two
+ * writers (threads or processes) never share one, and a stale temp left by a crash is skipped. */
+static int open_temp(const char *dir, const char *base, char *tmp, size_t cap, int *err) {
+    for (int attempt = 0; attempt < 64; attempt++) {
+        unsigned seq = atomic_fetch_add(&temp_seq, 1);
+        int n = snprintf(tmp, cap, "%s/.%s.tmp.%ld.%u", dir, base, (long)getpid(), seq);
+        if (n < 0 || (size_t)n >= cap) {
+            *err = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) return fd;
+        if (errno != EEXIST) {
+            *err = errno;
+            return -1;
+        }
+    }
+    *err = EEXIST;
+    return -1;
+}
+
+tandem_status tandem_file_write_atomic_until(const char *path, const void *data, size_t len,
+                                             int stop_stage) {
+    if (!path || (!data && len))
+        return tandem_fail(TANDEM_E_INVALID, "tandem_file_write_atomic: NULL argument");
+    char dir[PATH_MAX], tmp[PATH_MAX];
+    const char *base = path;
+    TANDEM_TRY(split_path(path, dir, sizeof dir, &base));
+
+    int err = 0;
+    int fd = open_temp(dir, base, tmp, sizeof tmp, &err);
+    if (fd < 0)
+        return tandem_fail(TANDEM_E_IO, "write_atomic %s: create temp file in %s: open: %s", path, dir,
+                           strerror(err));
+    if (stop_stage == TANDEM_FILE_STAGE_TEMP_OPEN) {
+        close(fd);
+        return TANDEM_OK;
+    }
+
+    tandem_status st;
+    if (stop_stage == TANDEM_FILE_STAGE_TEMP_PARTIAL) {
+        st = write_all(fd, path, tmp, data, len / 2);
+        close(fd);
+        return st;
+    }
+    st = write_all(fd, path, tmp, data, len);
+    if (st == TANDEM_OK && fsync(fd) != 0)
+        st = tandem_fail(TANDEM_E_IO, "write_atomic %s: fsync %s: %s", path, tmp, strerror(errno));
+    /* close can report a deferred write error (NFS, quota). */
+    if (close(fd) != 0 && st == TANDEM_OK)
+        st = tandem_fail(TANDEM_E_IO, "write_atomic %s: close %s: %s", path, tmp, strerror(errno));
+    if (st != TANDEM_OK) {
+        unlink(tmp);
+        return st;
+    }
+    if (stop_stage == TANDEM_FILE_STAGE_TEMP_SYNCED) return TANDEM_OK;
+
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return tandem_fail(TANDEM_E_IO, "write_atomic %s: rename %s over it: %s", path, tmp, strerror(e));
+    }
+    if (stop_stage == TANDEM_FILE_STAGE_RENAMED) return TANDEM_OK;
+
+    /* Make the rename itself durable. */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return tandem_fail(TANDEM_E_IO, "write_atomic %s: open directory %s: %s", path, dir, strerror(errno));
+    int rc = fsync(dfd);
+    int e = errno;
+    close(dfd);
+    /* Some file systems cannot fsync a directory (EINVAL); the rename is then as durable as
+     * that file system makes it. */
+    if (rc != 0 && e != EINVAL)
+        return tandem_fail(TANDEM_E_IO, "write_atomic %s: fsync directory %s: %s", path, dir, strerror(e));
+    return TANDEM_OK;
+}
+
+tandem_status tandem_file_write_atomic(const char *path, const void *data, size_t len) {
+    return tandem_file_write_atomic_until(path, data, len, TANDEM_FILE_STAGE_ALL);
+}

@@ -1,0 +1,307 @@
+/* audio.c — libsndfile decoding, downmix and libsamplerate resampling (see audio.h). */
+#include "runtime/audio/audio.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <samplerate.h>
+#include <sndfile.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+
+#define CHUNK_FLOATS 16384 /* interleaved samples read per sf_readf_float call */
+#define MAX_RATE 768000
+/* libsamplerate converts by ratios in [1/256, 256]: 22050 / 256 = 86.1 Hz is the lowest rate */
+#define MIN_RATE 87
+
+/* sf_open is not thread-safe and reports open failures through a global; both opens and
+ * closes run under this lock. Reads on distinct SNDFILE handles need no lock. */
+static pthread_mutex_t sf_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct tandem_audio_decoder {
+    SRC_STATE *src;              /* mono sinc resampler, reset per file */
+    float in[CHUNK_FLOATS];      /* [frames, channels] interleaved chunk */
+    float mono[CHUNK_FLOATS];    /* [frames] downmixed chunk */
+    uint64_t resample_ns;        /* time in src_process during the last decode */
+};
+
+tandem_status tandem_audio_decoder_create(tandem_audio_decoder **out) {
+    tandem_audio_decoder *d = (tandem_audio_decoder *)tandem_calloc(1, sizeof *d);
+    if (!d) return tandem_fail(TANDEM_E_NOMEM, "audio decoder: %zu bytes", sizeof *d);
+    int err = 0;
+    d->src = src_new(SRC_SINC_MEDIUM_QUALITY, 1, &err);
+    if (!d->src) {
+        tandem_free(d);
+        return tandem_fail(TANDEM_E_NOMEM, "audio decoder: libsamplerate src_new: %s", src_strerror(err));
+    }
+    *out = d;
+    return TANDEM_OK;
+}
+
+void tandem_audio_decoder_free(tandem_audio_decoder *d) {
+    if (!d) return;
+    if (d->src) src_delete(d->src);
+    tandem_free(d);
+}
+
+/* Opens path under the lock. On failure returns NULL with the status set. */
+static SNDFILE *open_locked(const char *path, SF_INFO *info, tandem_status *st) {
+    memset(info, 0, sizeof *info);
+    pthread_mutex_lock(&sf_lock);
+    SNDFILE *f = sf_open(path, SFM_READ, info);
+    if (!f) {
+        int code = sf_error(NULL);
+        char why[256];
+        snprintf(why, sizeof why, "%s", sf_strerror(NULL));
+        pthread_mutex_unlock(&sf_lock);
+        /* SF_ERR_SYSTEM: the OS refused (missing file, permissions); anything else is content */
+        *st = tandem_fail(code == SF_ERR_SYSTEM ? TANDEM_E_IO : TANDEM_E_FORMAT,
+                          "audio %s: cannot decode: %s", path, why);
+        return NULL;
+    }
+    pthread_mutex_unlock(&sf_lock);
+    *st = TANDEM_OK;
+    return f;
+}
+
+static void close_locked(SNDFILE *f) {
+    pthread_mutex_lock(&sf_lock);
+    sf_close(f);
+    pthread_mutex_unlock(&sf_lock);
+}
+
+static void format_name(const SF_INFO *info, char *buf, size_t cap) {
+    SF_FORMAT_INFO major = {0}, sub = {0};
+    major.format = info->format & SF_FORMAT_TYPEMASK;
+    sub.format = info->format & SF_FORMAT_SUBMASK;
+    int ok_major = sf_command(NULL, SFC_GET_FORMAT_INFO, &major, sizeof major) == 0;
+    int ok_sub = sf_command(NULL, SFC_GET_FORMAT_INFO, &sub, sizeof sub) == 0;
+    snprintf(buf, cap, "%s / %s", ok_major && major.name ? major.name : "?",
+             ok_sub && sub.name ? sub.name : "?");
+}
+
+static int64_t resampled_count(int64_t frames, int rate) {
+    if (frames == SF_COUNT_MAX) return -1; /* a stream: the header does not say */
+    if (rate == TANDEM_AUDIO_RATE) return frames;
+    return (int64_t)llround((double)frames * TANDEM_AUDIO_RATE / rate);
+}
+
+static tandem_status check_header(const char *path, const SF_INFO *info) {
+    if (info->channels < 1 || info->channels > CHUNK_FLOATS)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: %d channels (expected 1..%d)", path,
+                           info->channels, CHUNK_FLOATS);
+    if (info->samplerate < MIN_RATE || info->samplerate > MAX_RATE)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample rate %d Hz (expected %d..%d)", path,
+                           info->samplerate, MIN_RATE, MAX_RATE);
+    if (info->frames <= 0)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: no audio frames (empty or truncated file)", path);
+    return TANDEM_OK;
+}
+
+static void fill_info(const SF_INFO *sfi, tandem_audio_info *out) {
+    memset(out, 0, sizeof *out);
+    out->frames = sfi->frames;
+    out->sample_rate = sfi->samplerate;
+    out->channels = sfi->channels;
+    out->samples_22050 = resampled_count(sfi->frames, sfi->samplerate);
+    out->seconds = (double)sfi->frames / sfi->samplerate;
+    format_name(sfi, out->format, sizeof out->format);
+}
+
+tandem_status tandem_audio_probe(const char *path, tandem_audio_info *out) {
+    if (!path || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_audio_probe: NULL argument");
+    SF_INFO sfi;
+    tandem_status st;
+    SNDFILE *f = open_locked(path, &sfi, &st);
+    if (!f) return st;
+    st = check_header(path, &sfi);
+    if (st == TANDEM_OK) fill_info(&sfi, out);
+    close_locked(f);
+    return st;
+}
+
+/* libsndfile shortens the data of a RIFF/AIFF file whose header claims more than the file
+ * holds and only says so in its log ("data : 44100 (should be 19956)"). A declared length
+ * of 0 or near 4 GiB is a streaming writer's placeholder, not a truncation. */
+#define LOG_CAP 8192
+
+static void get_log(SNDFILE *f, char *log, size_t cap) {
+    log[0] = 0;
+    sf_command(f, SFC_GET_LOG_INFO, log, (int)cap);
+    log[cap - 1] = 0;
+}
+
+static int header_says_truncated(SNDFILE *f, int64_t *declared, int64_t *actual) {
+    char log[LOG_CAP];
+    get_log(f, log, sizeof log);
+    static const char *const keys[] = {"\ndata : ", "\nSSND : "};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *p = strstr(log, keys[i]);
+        if (!p) continue;
+        long long d = 0, a = 0;
+        if (sscanf(p + strlen(keys[i]), "%lld (should be %lld)", &d, &a) != 2) continue;
+        if (d > a && d > 0 && d < 0x7ffff000LL) {
+            *declared = d;
+            *actual = a;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Some decoders (FLAC) report corrupt data only in the log ("ERROR : FLAC__STREAM_DECODER_
+ * ERROR_STATUS_LOST_SYNC") and go on with the frames they could decode. The first such line
+ * goes into why. */
+static int log_reports_error(SNDFILE *f, char *why, size_t cap) {
+    char log[LOG_CAP];
+    get_log(f, log, sizeof log);
+    const char *p = strstr(log, "\nERROR : ");
+    if (!p) return 0;
+    p += 1;
+    size_t n = strcspn(p, "\n");
+    snprintf(why, cap, "%.*s", (int)(n < cap ? n : cap - 1), p);
+    return 1;
+}
+
+/* Mean over channels of chunk [n, ch] into mono [n]. */
+static void downmix(const float *in, int64_t n, int ch, float *mono) {
+    if (ch == 1) {
+        memcpy(mono, in, sizeof(float) * (size_t)n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int c = 0; c < ch; c++) s += in[i * ch + c];
+        mono[i] = (float)(s / ch);
+    }
+}
+
+/* Everything after a successful open; the caller closes f. */
+static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_INFO *sfi,
+                                 const char *path, float *out, int64_t max_samples, int64_t *n_out) {
+    TANDEM_TRY(check_header(path, sfi));
+    int64_t declared = 0, actual = 0;
+    if (header_says_truncated(f, &declared, &actual))
+        return tandem_fail(TANDEM_E_FORMAT,
+                           "audio %s: truncated: header declares %lld data bytes, file holds %lld",
+                           path, (long long)declared, (long long)actual);
+    /* SF_COUNT_MAX: the header does not say (a stream); the buffer is the only limit then */
+    const int known = sfi->frames != SF_COUNT_MAX;
+    int64_t expect = resampled_count(sfi->frames, sfi->samplerate);
+    if (known && expect > max_samples)
+        return tandem_fail(TANDEM_E_BUDGET, "audio %s: too long: %lld samples at 22050 Hz, limit %lld",
+                           path, (long long)expect, (long long)max_samples);
+
+    sf_command(f, SFC_SET_NORM_FLOAT, NULL, SF_TRUE); /* the default, stated: ints / 2^(bits-1) */
+    const int ch = sfi->channels;
+    const int64_t chunk_frames = CHUNK_FLOATS / ch;
+    const int resample = sfi->samplerate != TANDEM_AUDIO_RATE;
+    /* with a known length the resampler's output is cut at round(frames * ratio) */
+    const int64_t cap = known && resample ? expect : max_samples;
+    SRC_DATA sd;
+    memset(&sd, 0, sizeof sd);
+    if (resample) {
+        sd.src_ratio = (double)TANDEM_AUDIO_RATE / sfi->samplerate;
+        src_reset(d->src);
+        src_set_ratio(d->src, sd.src_ratio); /* no ramp from the previous file's ratio */
+    }
+    int64_t produced = 0, read_total = 0;
+    int at_end = 0;
+    while (!at_end) {
+        sf_count_t got = sf_readf_float(f, d->in, chunk_frames);
+        if (got < 0) got = 0;
+        read_total += got;
+        at_end = got == 0;
+        downmix(d->in, got, ch, d->mono);
+        if (!resample) {
+            if (produced + got > max_samples) goto too_long;
+            memcpy(out + produced, d->mono, sizeof(float) * (size_t)got);
+            produced += got;
+            continue;
+        }
+        /* feed the chunk; at the end, flush the filter's tail */
+        const float *src_in = d->mono;
+        long left = (long)got;
+        while (left > 0 || at_end) {
+            int64_t room = cap - produced;
+            if (room <= 0) {
+                if (!known) goto too_long;
+                break; /* the rest is the filter's tail past round(frames * ratio) */
+            }
+            sd.data_in = src_in;
+            sd.input_frames = left;
+            sd.data_out = out + produced;
+            sd.output_frames = room > (1L << 30) ? (1L << 30) : (long)room;
+            sd.end_of_input = at_end;
+            const uint64_t t0 = tandem_now_ns();
+            int err = src_process(d->src, &sd);
+            d->resample_ns += tandem_now_ns() - t0;
+            if (err)
+                return tandem_fail(TANDEM_E_INTERNAL, "audio %s: libsamplerate: %s", path, src_strerror(err));
+            src_in += sd.input_frames_used;
+            left -= sd.input_frames_used;
+            produced += sd.output_frames_gen;
+            if (left == 0 && (!at_end || sd.output_frames_gen == 0)) break;
+        }
+    }
+    if (sf_error(f) != SF_ERR_NO_ERROR)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: decoding failed after %lld frames: %s", path,
+                           (long long)read_total, sf_strerror(f));
+    char why[160];
+    if (log_reports_error(f, why, sizeof why))
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: corrupt data: %s", path, why);
+    if (known && read_total < sfi->frames)
+        return tandem_fail(TANDEM_E_FORMAT,
+                           "audio %s: truncated or corrupt: decoded %lld of the %lld frames its header declares",
+                           path, (long long)read_total, (long long)sfi->frames);
+    if (resample && known && produced < expect) {
+        /* the sinc filter's flush can end a sample or two short of round(frames * ratio);
+         * the count probe() reported is the contract, so the tail is padded with silence */
+        memset(out + produced, 0, sizeof(float) * (size_t)(expect - produced));
+        produced = expect;
+    }
+    /* an Ogg stream cut after its headers, or fewer frames than one output sample */
+    if (produced == 0)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: no audio samples decoded (empty or truncated stream)", path);
+    for (int64_t i = 0; i < produced; i++)
+        if (!isfinite(out[i]))
+            return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample %lld is not finite", path, (long long)i);
+    *n_out = produced;
+    return TANDEM_OK;
+
+too_long:
+    return tandem_fail(TANDEM_E_BUDGET, "audio %s: too long: more than %lld samples at 22050 Hz", path,
+                       (long long)max_samples);
+}
+
+tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, float *out,
+                                  int64_t max_samples, int64_t *n_samples, tandem_audio_info *info) {
+    if (!d || !path || !out || !n_samples || max_samples < 0)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_audio_decode: bad arguments");
+    *n_samples = 0;
+    d->resample_ns = 0;
+    SF_INFO sfi;
+    tandem_status st;
+    SNDFILE *f = open_locked(path, &sfi, &st);
+    if (!f) return st;
+    if (info) fill_info(&sfi, info);
+    st = decode_open(d, f, &sfi, path, out, max_samples, n_samples);
+    if (st != TANDEM_OK) *n_samples = 0;
+    close_locked(f);
+    return st;
+}
+
+uint64_t tandem_audio_decoder_resample_ns(const tandem_audio_decoder *d) { return d ? d->resample_ns : 0; }
+
+tandem_status tandem_audio_load(const char *path, float *out, int64_t max_samples,
+                                int64_t *n_samples, tandem_audio_info *info) {
+    tandem_audio_decoder *d = NULL;
+    TANDEM_TRY(tandem_audio_decoder_create(&d));
+    tandem_status st = tandem_audio_decode(d, path, out, max_samples, n_samples, info);
+    tandem_audio_decoder_free(d);
+    return st;
+}

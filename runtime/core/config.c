@@ -1,0 +1,537 @@
+/* config.c — the config schema table, the YAML reader (libyaml events), overrides, presets,
+ * cross-key checks and the YAML dump. To add a key: a field in tandem_config and one row in
+ * `schema` below; parsing, validation, --help text and the dump follow from the row. */
+#include "runtime/core/config.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+#include "platform/os/log.h"
+#include "platform/os/strbuf.h"
+#include "platform/os/os.h"
+#include "runtime/core/utf8.h"
+
+typedef enum key_type { K_INT, K_INT64, K_FLOAT, K_STRING, K_BOOL, K_ENUM } key_type;
+
+typedef struct key_spec {
+    const char *key;
+    key_type type;
+    size_t offset, size; /* field in tandem_config; size = capacity for strings */
+    const char *def;     /* default, as it would be written in the file */
+    int64_t imin, imax;  /* K_INT, K_INT64 */
+    double fmin, fmax;   /* K_FLOAT */
+    const char *choices; /* K_ENUM: "a|b|c", the stored value is the index */
+    const char *doc;
+} key_spec;
+
+#define FIELD(k) offsetof(tandem_config, k), sizeof(((tandem_config *)0)->k)
+#define KINT(k, d, lo, hi, doc) {#k, K_INT, FIELD(k), d, lo, hi, 0, 0, NULL, doc}
+#define KINT64(k, d, lo, hi, doc) {#k, K_INT64, FIELD(k), d, lo, hi, 0, 0, NULL, doc}
+#define KFLOAT(k, d, lo, hi, doc) {#k, K_FLOAT, FIELD(k), d, 0, 0, lo, hi, NULL, doc}
+#define KSTR(k, d, doc) {#k, K_STRING, FIELD(k), d, 0, 0, 0, 0, NULL, doc}
+#define KBOOL(k, d, doc) {#k, K_BOOL, FIELD(k), d, 0, 1, 0, 0, NULL, doc}
+#define KENUM(k, d, ch, doc) {#k, K_ENUM, FIELD(k), d, 0, 0, 0, 0, ch, doc}
+
+static const key_spec schema[] = {
+    KENUM(model_size, "tiny", "tiny|base|custom",
+          "preset for d_model..max_frames (tiny 256/4/4/4/128/512, base 512/8/8/2/200/800)"),
+    KINT(d_model, "256", 16, 8192, "transformer width"),
+    KINT(layers, "4", 1, 128, "transformer blocks"),
+    KINT(heads, "4", 1, 128, "attention heads (must divide d_model)"),
+    KINT(reduction, "4", 1, 16, "r: mel frames predicted per position (must divide max_frames)"),
+    KINT(max_text, "128", 8, 4096, "token positions incl. language, BOS, EOS"),
+    KINT(max_frames, "512", 16, 16384, "mel frames per utterance; longer ones are skipped"),
+    KINT(n_mels, "80", 80, 80, "mel bands (fixed by the feature recipe)"),
+    KINT(batch_size, "8", 1, 4096, "utterances per batch"),
+    KINT(grad_accum, "1", 1, 1024, "batches per optimizer step"),
+    KINT(prefetch_buffer_size, "3", 2, TANDEM_CONFIG_MAX_PREFETCH,
+         "ring slots between data and model device"),
+    KINT(num_workers, "0", 0, 256, "audio loader threads (0 = one per CPU core)"),
+    KBOOL(shuffle, "true", "shuffle utterances each epoch (seeded)"),
+    KINT64(data_gpu_memory, "0", 0, (int64_t)1 << 24, "data-device arena budget, MiB (0 = by plan)"),
+    KINT64(model_gpu_memory, "0", 0, (int64_t)1 << 24,
+           "model-device arena budget, MiB (0 = by plan)"),
+    KENUM(precision, "fp32", "fp32|bf16", "activations and weight copies on GPUs"),
+    KINT64(seed, "1234", 0, INT64_MAX, "seed for initialisation and shuffling"),
+    KSTR(train_data, "", "training dataset directory (LJSpeech layout)"),
+    KSTR(val_data, "", "validation dataset directory (empty = none)"),
+    KSTR(out, "runs/tandem", "output directory (checkpoints, metrics)"),
+    KINT64(max_steps, "10000", 1, (int64_t)1000000000000, "optimizer steps to run"),
+    KFLOAT(lr, "0.0003", 0.0, 1.0, "peak learning rate"),
+    KINT64(warmup_steps, "200", 0, (int64_t)1000000000000, "linear learning-rate warm-up steps"),
+    KFLOAT(min_lr_ratio, "0.1", 0.0, 1.0, "the cosine schedule ends at lr * min_lr_ratio"),
+    KFLOAT(weight_decay, "0.01", 0.0, 1.0,
+           "AdamW decoupled weight decay (linear weights only; none on norms, biases, embeddings)"),
+    KFLOAT(adam_beta1, "0.9", 0.0, 0.999999, "AdamW beta1"),
+    KFLOAT(adam_beta2, "0.999", 0.0, 0.999999999, "AdamW beta2"),
+    KFLOAT(adam_eps, "1e-8", 1e-12, 1.0, "AdamW epsilon"),
+    KFLOAT(grad_clip, "1.0", 0.0, 1e6, "global gradient-norm clip (0 = no clipping)"),
+    KFLOAT(stop_loss_weight, "1.0", 0.0, 1000.0, "loss = l1 + stop_loss_weight * stop_bce"),
+    KINT64(val_every, "200", 0, (int64_t)1000000000000, "validation loss every N steps (0 = never)"),
+    KINT(val_batches, "4", 1, 100000, "batches per validation (from the start of the held-out set)"),
+    KINT64(log_every, "10", 1, (int64_t)1000000000000,
+           "metrics.jsonl line (and plain progress line off a terminal) every N steps"),
+    KINT64(checkpoint_every, "1000", 0, (int64_t)1000000000000,
+           "checkpoint every N steps (0 = only at the end and on SIGINT/SIGTERM)"),
+    KINT(keep, "3", 1, 1000000, "checkpoints kept (the newest K)"),
+    KINT(max_nonfinite, "20", 1, 1000000,
+         "stop with an error after this many non-finite (skipped) steps in a row"),
+    KINT(data_gpu, "-1", -1, 1024, "CUDA ordinal of the data device (-1 = automatic)"),
+    KINT(model_gpu, "-1", -1, 1024, "CUDA ordinal of the model device (-1 = automatic)"),
+};
+#define N_KEYS (int)(sizeof schema / sizeof schema[0])
+_Static_assert(sizeof schema / sizeof schema[0] <= 64, "explicit_keys is a 64-bit mask");
+
+/* model_size presets: the values each preset gives the keys listed in preset_keys. */
+static const char *const preset_keys[] = {"d_model", "layers", "heads",
+                                          "reduction", "max_text", "max_frames"};
+#define N_PRESET_KEYS 6
+static const int preset_values[2][N_PRESET_KEYS] = {
+    [TANDEM_MODEL_TINY] = {256, 4, 4, 4, 128, 512},
+    [TANDEM_MODEL_BASE] = {512, 8, 8, 2, 200, 800},
+};
+
+/* ---- small helpers -------------------------------------------------------------------- */
+
+static int find_key(const char *key) {
+    for (int i = 0; i < N_KEYS; i++)
+        if (strcmp(schema[i].key, key) == 0) return i;
+    return -1;
+}
+
+/* Levenshtein distance for "did you mean"; keys are short. */
+static int edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int prev[64], cur[64];
+    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (lb + 1));
+    }
+    return prev[lb];
+}
+
+/* Text of "what was expected" for a key, e.g. "an integer in [1, 4096]". */
+static void expected_text(const key_spec *k, char *buf, size_t cap) {
+    switch (k->type) {
+    case K_INT:
+    case K_INT64:
+        if (k->imin == k->imax) snprintf(buf, cap, "the integer %lld", (long long)k->imin);
+        else snprintf(buf, cap, "an integer in [%lld, %lld]", (long long)k->imin, (long long)k->imax);
+        break;
+    case K_FLOAT: snprintf(buf, cap, "a number in [%g, %g]", k->fmin, k->fmax); break;
+    case K_STRING: snprintf(buf, cap, "a UTF-8 string of at most %zu bytes", k->size - 1); break;
+    case K_BOOL: snprintf(buf, cap, "true or false"); break;
+    case K_ENUM: snprintf(buf, cap, "one of %s", k->choices); break;
+    }
+}
+
+/* Where a value came from, for messages: "file.yaml:12" or "override". */
+typedef struct origin {
+    const char *name;
+    int line; /* 0: no line */
+} origin;
+
+static tandem_status fail_value(const origin *o, const key_spec *k, const char *value) {
+    char what[96];
+    expected_text(k, what, sizeof what);
+    if (o->line > 0)
+        return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': expected %s, got '%.100s'", o->name,
+                           o->line, k->key, what, value);
+    return tandem_fail(TANDEM_E_INVALID, "%s: key '%s': expected %s, got '%.100s'", o->name, k->key,
+                       what, value);
+}
+
+static tandem_status fail_unknown(const origin *o, const char *key) {
+    char where[300];
+    if (o->line > 0) snprintf(where, sizeof where, "%s:%d", o->name, o->line);
+    else snprintf(where, sizeof where, "%s", o->name);
+    int best = -1, best_d = 99;
+    for (int i = 0; i < N_KEYS; i++) {
+        int d = edit_distance(key, schema[i].key);
+        if (d < best_d) best_d = d, best = i;
+    }
+    int near = best >= 0 && best_d <= 2 + (int)strlen(key) / 4;
+    if (near)
+        return tandem_fail(TANDEM_E_INVALID, "%s: key '%.100s': unknown key (did you mean '%s'?)",
+                           where, key, schema[best].key);
+    char list[700];
+    tandem_strbuf l = {list, sizeof list, 0};
+    for (int i = 0; i < N_KEYS; i++) tandem_strbuf_printf(&l, "%s%s", i ? ", " : "", schema[i].key);
+    return tandem_fail(TANDEM_E_INVALID, "%s: key '%.100s': unknown key (known keys: %s)", where,
+                       key, list);
+}
+
+/* ---- setting one key ---------------------------------------------------------------------- */
+
+static int parse_int64(const char *s, int64_t *out) {
+    if (!*s) return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end) return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_bool(const char *s, int *out) {
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    for (int i = 0; i < 3; i++) {
+        if (strcasecmp(s, yes[i]) == 0) return *out = 1, 1;
+        if (strcasecmp(s, no[i]) == 0) return *out = 0, 1;
+    }
+    return 0;
+}
+
+static int parse_enum(const char *choices, const char *s, int *out) {
+    size_t ls = strlen(s);
+    int idx = 0;
+    for (const char *c = choices;; idx++) {
+        const char *bar = strchr(c, '|');
+        size_t lc = bar ? (size_t)(bar - c) : strlen(c);
+        if (lc == ls && strncmp(c, s, lc) == 0) return *out = idx, 1;
+        if (!bar) return 0;
+        c = bar + 1;
+    }
+}
+
+static void apply_preset(tandem_config *cfg);
+
+static tandem_status set_key(tandem_config *cfg, int ki, const char *value, const origin *o) {
+    const key_spec *k = &schema[ki];
+    char *field = (char *)cfg + k->offset;
+    switch (k->type) {
+    case K_INT:
+    case K_INT64: {
+        int64_t v;
+        if (!parse_int64(value, &v) || v < k->imin || v > k->imax) return fail_value(o, k, value);
+        if (k->type == K_INT) {
+            int iv = (int)v;
+            memcpy(field, &iv, sizeof iv);
+        } else {
+            memcpy(field, &v, sizeof v);
+        }
+        break;
+    }
+    case K_FLOAT: {
+        char *end;
+        errno = 0;
+        double v = *value ? strtod(value, &end) : NAN;
+        if (!*value || errno || *end || !isfinite(v) || v < k->fmin || v > k->fmax)
+            return fail_value(o, k, value);
+        memcpy(field, &v, sizeof v);
+        break;
+    }
+    case K_STRING: {
+        size_t n = strlen(value), bad;
+        /* YAML text is UTF-8 already; an override may not be, and the dump must load back */
+        if (n >= k->size || !tandem_utf8_validate(value, n, &bad)) return fail_value(o, k, value);
+        memset(field, 0, k->size); /* no stale tail: equal configs compare equal bytewise */
+        memcpy(field, value, n);
+        break;
+    }
+    case K_BOOL:
+    case K_ENUM: {
+        int v;
+        int ok = k->type == K_BOOL ? parse_bool(value, &v) : parse_enum(k->choices, value, &v);
+        if (!ok) return fail_value(o, k, value);
+        memcpy(field, &v, sizeof v);
+        break;
+    }
+    }
+    cfg->explicit_keys |= (uint64_t)1 << ki;
+    if (strcmp(k->key, "model_size") == 0) apply_preset(cfg);
+    return TANDEM_OK;
+}
+
+/* Fill the preset keys the user did not give explicitly. */
+static void apply_preset(tandem_config *cfg) {
+    if (cfg->model_size != TANDEM_MODEL_TINY && cfg->model_size != TANDEM_MODEL_BASE) return;
+    for (int p = 0; p < N_PRESET_KEYS; p++) {
+        int ki = find_key(preset_keys[p]);
+        if (cfg->explicit_keys & ((uint64_t)1 << ki)) continue;
+        memcpy((char *)cfg + schema[ki].offset, &preset_values[cfg->model_size][p], sizeof(int));
+    }
+}
+
+void tandem_config_init(tandem_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    origin o = {"built-in default", 0};
+    for (int i = 0; i < N_KEYS; i++) {
+        tandem_status st = set_key(cfg, i, schema[i].def, &o);
+        (void)st;
+        assert(st == TANDEM_OK); /* the table's defaults must pass its own ranges */
+    }
+    cfg->explicit_keys = 0;
+    apply_preset(cfg);
+}
+
+tandem_status tandem_config_set_from(tandem_config *cfg, const char *origin_name, const char *key,
+                                     const char *value) {
+    origin o = {origin_name ? origin_name : "override", 0};
+    if (!cfg || !key || !value)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_config_set: NULL argument");
+    int ki = find_key(key);
+    if (ki < 0) return fail_unknown(&o, key);
+    return set_key(cfg, ki, value, &o);
+}
+
+tandem_status tandem_config_set(tandem_config *cfg, const char *key, const char *value) {
+    return tandem_config_set_from(cfg, "override", key, value);
+}
+
+tandem_status tandem_config_check(const tandem_config *cfg) {
+    if (cfg->d_model % cfg->heads != 0)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "config: d_model %d is not a multiple of heads %d (each head gets "
+                           "d_model / heads dimensions)", cfg->d_model, cfg->heads);
+    if (cfg->max_frames % cfg->reduction != 0)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "config: max_frames %d is not a multiple of reduction %d (each mel "
+                           "position predicts reduction frames)", cfg->max_frames, cfg->reduction);
+    return TANDEM_OK;
+}
+
+/* ---- YAML ------------------------------------------------------------------------------------ */
+
+static const char *event_kind(const yaml_event_t *ev) {
+    switch (ev->type) {
+    case YAML_MAPPING_START_EVENT: return "a mapping";
+    case YAML_SEQUENCE_START_EVENT: return "a list";
+    case YAML_ALIAS_EVENT: return "an alias";
+    default: return "something else";
+    }
+}
+
+static tandem_status next_event(yaml_parser_t *p, yaml_event_t *ev, const char *name) {
+    if (yaml_parser_parse(p, ev)) return TANDEM_OK;
+    return tandem_fail(TANDEM_E_INVALID, "%s:%zu:%zu: YAML syntax error: %s%s%s", name,
+                       p->problem_mark.line + 1, p->problem_mark.column + 1,
+                       p->problem ? p->problem : "unknown problem", p->context ? " " : "",
+                       p->context ? p->context : "");
+}
+
+/* The top-level mapping, one `key: scalar` pair at a time. */
+static tandem_status read_mapping(yaml_parser_t *p, tandem_config *cfg, const char *name) {
+    int seen_line[N_KEYS] = {0};
+    for (;;) {
+        yaml_event_t kev, vev;
+        TANDEM_TRY(next_event(p, &kev, name));
+        if (kev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&kev);
+            return TANDEM_OK;
+        }
+        origin o = {name, (int)kev.start_mark.line + 1};
+        if (kev.type != YAML_SCALAR_EVENT) {
+            const char *what = event_kind(&kev);
+            yaml_event_delete(&kev);
+            return tandem_fail(TANDEM_E_INVALID, "%s:%d: expected a key (a plain name), got %s",
+                               name, o.line, what);
+        }
+        char key[128];
+        snprintf(key, sizeof key, "%s", (const char *)kev.data.scalar.value);
+        yaml_event_delete(&kev);
+        int ki = find_key(key);
+        if (ki < 0) return fail_unknown(&o, key);
+        if (seen_line[ki])
+            return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': given twice (first on line %d)",
+                               name, o.line, key, seen_line[ki]);
+        seen_line[ki] = o.line;
+
+        TANDEM_TRY(next_event(p, &vev, name));
+        o.line = (int)vev.start_mark.line + 1;
+        if (vev.type != YAML_SCALAR_EVENT) {
+            char what[96], got[32];
+            expected_text(&schema[ki], what, sizeof what);
+            snprintf(got, sizeof got, "%s", event_kind(&vev));
+            yaml_event_delete(&vev);
+            return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': expected %s, got %s", name,
+                               o.line, key, what, got);
+        }
+        const char *v = (const char *)vev.data.scalar.value;
+        /* `key:`, `key: ~` and `key: null` are YAML's null: an empty string for string keys
+         * (and an error naming the empty value for the others). */
+        if (vev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+            (strcmp(v, "~") == 0 || strcasecmp(v, "null") == 0))
+            v = "";
+        tandem_status st = set_key(cfg, ki, v, &o);
+        yaml_event_delete(&vev);
+        if (st != TANDEM_OK) return st;
+    }
+}
+
+static tandem_status read_stream(yaml_parser_t *p, tandem_config *cfg, const char *name) {
+    yaml_event_t ev;
+    TANDEM_TRY(next_event(p, &ev, name)); /* STREAM-START */
+    yaml_event_delete(&ev);
+    TANDEM_TRY(next_event(p, &ev, name));
+    if (ev.type == YAML_STREAM_END_EVENT) { /* empty file or only comments: all defaults */
+        yaml_event_delete(&ev);
+        return TANDEM_OK;
+    }
+    yaml_event_delete(&ev); /* DOCUMENT-START */
+    TANDEM_TRY(next_event(p, &ev, name));
+    int line = (int)ev.start_mark.line + 1;
+    int is_map = ev.type == YAML_MAPPING_START_EVENT;
+    int empty_doc = ev.type == YAML_SCALAR_EVENT && ev.data.scalar.length == 0;
+    yaml_event_delete(&ev);
+    if (is_map) TANDEM_TRY(read_mapping(p, cfg, name));
+    else if (!empty_doc)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "%s:%d: expected a mapping of `key: value` lines at the top level",
+                           name, line);
+    TANDEM_TRY(next_event(p, &ev, name)); /* DOCUMENT-END */
+    yaml_event_delete(&ev);
+    TANDEM_TRY(next_event(p, &ev, name));
+    line = (int)ev.start_mark.line + 1;
+    int more = ev.type != YAML_STREAM_END_EVENT;
+    yaml_event_delete(&ev);
+    if (more)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "%s:%d: expected one YAML document, got a second one", name, line);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_config_load_string(tandem_config *cfg, const char *yaml, size_t len,
+                                        const char *origin_name) {
+    if (!cfg || (!yaml && len))
+        return tandem_fail(TANDEM_E_INVALID, "tandem_config_load_string: NULL argument");
+    const char *name = origin_name ? origin_name : "config";
+    tandem_config_init(cfg);
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return tandem_fail(TANDEM_E_NOMEM, "%s: cannot initialise the YAML parser", name);
+    yaml_parser_set_input_string(&p, (const unsigned char *)(yaml ? yaml : ""), len);
+    tandem_status st = read_stream(&p, cfg, name);
+    yaml_parser_delete(&p);
+    if (st != TANDEM_OK) return st;
+    st = tandem_config_check(cfg);
+    if (st != TANDEM_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", tandem_last_error());
+        return tandem_fail(st, "%s: %s", name, why);
+    }
+    return TANDEM_OK;
+}
+
+tandem_status tandem_config_load(tandem_config *cfg, const char *path) {
+    if (!cfg || !path) return tandem_fail(TANDEM_E_INVALID, "tandem_config_load: NULL argument");
+    char *text = NULL;
+    size_t len = 0;
+    tandem_status st = tandem_file_read_all(path, &text, &len);
+    if (st != TANDEM_OK) {
+        char why[512]; /* copied: tandem_fail overwrites the message it would read */
+        snprintf(why, sizeof why, "%s", tandem_last_error());
+        return tandem_fail(st, "config: %s", why);
+    }
+    st = tandem_config_load_string(cfg, text, len, path);
+    tandem_free(text);
+    return st;
+}
+
+/* ---- dump ----------------------------------------------------------------------------------- */
+
+/* Code points a YAML reader refuses raw (C1 controls, U+FFFE/U+FFFF) or reads as line breaks
+ * or a byte-order mark (NEL, U+2028, U+2029, U+FEFF): written as \u escapes so the dump loads
+ * back to the same string. */
+static int needs_u_escape(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff || cp == 0xfffe ||
+           cp == 0xffff;
+}
+
+static void dump_string(tandem_strbuf *o, const char *s) {
+    tandem_strbuf_printf(o, "\"");
+    const unsigned char *c = (const unsigned char *)s;
+    size_t left = strlen(s);
+    while (left) {
+        uint32_t cp;
+        int k = tandem_utf8_decode(c, left, &cp);
+        if (k == 0) { /* not UTF-8 (set and load refuse it): at least keep the byte visible */
+            tandem_strbuf_printf(o, "\\x%02x", *c);
+            k = 1;
+        } else if (cp == '"' || cp == '\\') {
+            tandem_strbuf_printf(o, "\\%c", (int)cp);
+        } else if (cp < 0x20 || cp == 0x7f) {
+            tandem_strbuf_printf(o, "\\x%02x", (unsigned)cp);
+        } else if (needs_u_escape(cp)) {
+            tandem_strbuf_printf(o, "\\u%04x", (unsigned)cp);
+        } else {
+            tandem_strbuf_printf(o, "%.*s", k, (const char *)c);
+        }
+        c += k;
+        left -= (size_t)k;
+    }
+    tandem_strbuf_printf(o, "\"");
+}
+
+/* Shortest %g text that reads back as the same double. */
+static void dump_double(tandem_strbuf *o, double v) {
+    char t[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(t, sizeof t, "%.*g", prec, v);
+        if (strtod(t, NULL) == v) break;
+    }
+    tandem_strbuf_printf(o, "%s", t);
+}
+
+static void dump_value(tandem_strbuf *o, const tandem_config *cfg, const key_spec *k) {
+    const char *field = (const char *)cfg + k->offset;
+    int iv;
+    int64_t lv;
+    double dv;
+    switch (k->type) {
+    case K_INT: memcpy(&iv, field, sizeof iv); tandem_strbuf_printf(o, "%d", iv); break;
+    case K_INT64: memcpy(&lv, field, sizeof lv); tandem_strbuf_printf(o, "%lld", (long long)lv); break;
+    case K_FLOAT: memcpy(&dv, field, sizeof dv); dump_double(o, dv); break;
+    case K_STRING: dump_string(o, field); break;
+    case K_BOOL: memcpy(&iv, field, sizeof iv); tandem_strbuf_printf(o, "%s", iv ? "true" : "false"); break;
+    case K_ENUM: {
+        memcpy(&iv, field, sizeof iv);
+        const char *c = k->choices;
+        for (int i = 0; i < iv && c; i++) {
+            c = strchr(c, '|');
+            if (c) c++;
+        }
+        size_t n = c ? strcspn(c, "|") : 0;
+        tandem_strbuf_printf(o, "%.*s", (int)n, c ? c : "");
+        break;
+    }
+    }
+}
+
+size_t tandem_config_dump(const tandem_config *cfg, char *buf, size_t cap) {
+    tandem_strbuf o = {buf, cap, 0};
+    if (cap) buf[0] = 0;
+    for (int i = 0; i < N_KEYS; i++) {
+        tandem_strbuf_printf(&o, "%s: ", schema[i].key);
+        dump_value(&o, cfg, &schema[i]);
+        tandem_strbuf_printf(&o, "\n");
+    }
+    return o.len;
+}
+
+size_t tandem_config_describe(char *buf, size_t cap) {
+    tandem_strbuf o = {buf, cap, 0};
+    if (cap) buf[0] = 0;
+    for (int i = 0; i < N_KEYS; i++) {
+        char what[96];
+        expected_text(&schema[i], what, sizeof what);
+        tandem_strbuf_printf(&o, "  %-21s %s (default %s%s%s)\n  %-21s   %s\n", schema[i].key, schema[i].doc,
+             schema[i].type == K_STRING ? "'" : "", schema[i].def,
+             schema[i].type == K_STRING ? "'" : "", "", what);
+    }
+    return o.len;
+}

@@ -1,0 +1,378 @@
+/* loader.c — audio loader threads filling pinned staged batches (see loader.h). */
+#include "runtime/data/loader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/audio/audio.h"
+#include "platform/device.h"
+#include "platform/os/log.h"
+#include "runtime/data/plan_layout.h"
+
+#define READ_CHUNK (256 * 1024) /* bytes per read() when pulling a file through the OS */
+#define PATH_CAP 4096
+
+enum { ST_EMPTY = 0, ST_FILLING, ST_READY, ST_TAKEN };
+
+typedef struct worker {
+    tandem_loader *l;
+    tandem_thread thread;
+    int started;
+    tandem_audio_decoder *dec;
+    char *read_buf; /* [READ_CHUNK] */
+} worker;
+
+struct tandem_loader {
+    tandem_loader_config cfg;
+    tandem_staged_batch bufs[TANDEM_LAYOUT_STAGING];
+    void *pinned[TANDEM_LAYOUT_STAGING]; /* one pinned block per batch */
+    worker *workers;
+    tandem_sampler sampler;
+    /* under m */
+    tandem_mutex m;
+    tandem_cond cv;
+    int64_t fill_seq, take_seq;
+    int stopped, running;
+    tandem_status status;
+    char error[512];
+    uint64_t fail_streak;
+    tandem_loader_stats stats;
+};
+
+static size_t r64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+static void stage_add(tandem_loader *l, tandem_stage s, uint64_t t0, uint64_t t1) {
+    if (l->cfg.times) tandem_stage_times_add(l->cfg.times, s, (double)(t1 - t0) / 1e6);
+}
+
+/* Under m: stop with an error (the first one wins). */
+static void fail_locked(tandem_loader *l, tandem_status st, const char *msg) {
+    if (!l->stopped) {
+        l->stopped = 1;
+        l->status = st;
+        snprintf(l->error, sizeof l->error, "%.*s", (int)sizeof l->error - 1, msg);
+    }
+    tandem_cond_broadcast(&l->cv);
+}
+
+/* ---- create / destroy ---------------------------------------------------------------------- */
+
+tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loader **out) {
+    if (!cfg || !out || !cfg->ix || !cfg->data_dir || !cfg->items || cfg->n_items == 0 || cfg->batch < 1 ||
+        cfg->max_text < 1 || cfg->max_samples < 1 || cfg->num_workers < 1 || !cfg->data_dev || !cfg->model_dev)
+        return tandem_fail(TANDEM_E_INVALID, "loader: bad configuration (batch %d, max_text %d, max_samples %lld, "
+                           "workers %d, %u items; devices and index required)",
+                           cfg ? cfg->batch : 0, cfg ? cfg->max_text : 0, cfg ? (long long)cfg->max_samples : 0,
+                           cfg ? cfg->num_workers : 0, cfg ? cfg->n_items : 0);
+    tandem_loader *l = tandem_calloc(1, sizeof *l);
+    if (!l) return tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
+    l->cfg = *cfg;
+    tandem_mutex_init(&l->m);
+    tandem_cond_init(&l->cv);
+    tandem_status st = tandem_sampler_init(&l->sampler, cfg->items, cfg->n_items, cfg->seed, cfg->shuffle);
+    const size_t B = (size_t)cfg->batch, S = (size_t)cfg->max_samples, T = (size_t)cfg->max_text;
+    const size_t o_len = r64(B * S * 4), o_tok = o_len + r64(B * 4), o_tl = o_tok + r64(B * T * 4);
+    const size_t bytes = o_tl + r64(B * 4);
+    for (int i = 0; st == TANDEM_OK && i < TANDEM_LAYOUT_STAGING; i++) {
+        tandem_staged_batch *b = &l->bufs[i];
+        st = cfg->data_dev->ops->host_alloc_pinned(cfg->data_dev, bytes, &l->pinned[i]);
+        if (st != TANDEM_OK) break;
+        char *p = l->pinned[i];
+        memset(p, 0, bytes);
+        b->audio = (float *)p;
+        b->lengths = (int32_t *)(p + o_len);
+        b->tokens = (int32_t *)(p + o_tok);
+        b->text_lengths = (int32_t *)(p + o_tl);
+        b->utt = tandem_calloc(B, sizeof *b->utt);
+        b->pos = tandem_calloc(B, sizeof *b->pos);
+        if (!b->utt || !b->pos) st = tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
+        if (st == TANDEM_OK) st = tandem_event_create(cfg->data_dev, &b->audio_sent);
+        if (st == TANDEM_OK) st = tandem_event_create(cfg->model_dev, &b->text_sent);
+    }
+    if (st == TANDEM_OK) {
+        l->workers = tandem_calloc((size_t)cfg->num_workers, sizeof *l->workers);
+        if (!l->workers) st = tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
+    }
+    for (int w = 0; st == TANDEM_OK && w < cfg->num_workers; w++) {
+        l->workers[w].l = l;
+        st = tandem_audio_decoder_create(&l->workers[w].dec);
+        if (st == TANDEM_OK) {
+            l->workers[w].read_buf = tandem_malloc(READ_CHUNK);
+            if (!l->workers[w].read_buf) st = tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
+        }
+    }
+    if (st != TANDEM_OK) {
+        tandem_loader_destroy(l);
+        return st;
+    }
+    *out = l;
+    return TANDEM_OK;
+}
+
+void tandem_loader_destroy(tandem_loader *l) {
+    if (!l) return;
+    tandem_loader_stop(l);
+    if (l->workers) {
+        for (int w = 0; w < l->cfg.num_workers; w++) {
+            tandem_audio_decoder_free(l->workers[w].dec);
+            tandem_free(l->workers[w].read_buf);
+        }
+        tandem_free(l->workers);
+    }
+    for (int i = 0; i < TANDEM_LAYOUT_STAGING; i++) {
+        tandem_staged_batch *b = &l->bufs[i];
+        /* uploads from the buffer may still be queued: wait before freeing it (only on
+         * events that were recorded: waiting on a never-recorded one is a driver misuse) */
+        if (b->audio_sent) {
+            if (b->ever_recorded_) tandem_event_sync(b->audio_sent);
+            tandem_event_destroy(b->audio_sent);
+        }
+        if (b->text_sent) {
+            if (b->ever_recorded_) tandem_event_sync(b->text_sent);
+            tandem_event_destroy(b->text_sent);
+        }
+        if (l->pinned[i]) l->cfg.data_dev->ops->host_free_pinned(l->cfg.data_dev, l->pinned[i]);
+        tandem_free(b->utt);
+        tandem_free(b->pos);
+    }
+    tandem_sampler_free(&l->sampler);
+    tandem_cond_destroy(&l->cv);
+    tandem_mutex_destroy(&l->m);
+    tandem_free(l);
+}
+
+tandem_status tandem_loader_set_pos(tandem_loader *l, tandem_sampler_pos pos) {
+    tandem_mutex_lock(&l->m);
+    tandem_status st = l->running ? tandem_fail(TANDEM_E_STATE, "loader: set the position before start")
+                                  : tandem_sampler_set_pos(&l->sampler, pos);
+    tandem_mutex_unlock(&l->m);
+    return st;
+}
+
+/* ---- one row ------------------------------------------------------------------------------- */
+
+/* Pull the file's bytes through the OS (so "read" is measured apart from decoding; the decoder
+ * then reads them from the page cache). A failure here is left for the decoder to report. */
+static void read_through(worker *w, const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t n;
+    do n = read(fd, w->read_buf, READ_CHUNK);
+    while (n > 0 || (n < 0 && errno == EINTR));
+    close(fd);
+}
+
+/* Decode utterance u into row r of b. TANDEM_E_BUDGET: too long; other errors: unreadable. */
+static tandem_status load_row(worker *w, tandem_staged_batch *b, int r, uint32_t u) {
+    tandem_loader *l = w->l;
+    const tandem_text_index *ix = l->cfg.ix;
+    const tandem_utt *utt = &ix->utts[u];
+    char path[PATH_CAP];
+    int k = snprintf(path, sizeof path, "%s/%s", l->cfg.data_dir, tandem_utt_audio(ix, utt));
+    if (k < 0 || (size_t)k >= sizeof path)
+        return tandem_fail(TANDEM_E_INVALID, "loader: path of '%s' too long", tandem_utt_id(ix, utt));
+    const int64_t S = l->cfg.max_samples;
+    float *row = b->audio + (size_t)r * (size_t)S;
+    uint64_t t0 = tandem_now_ns();
+    read_through(w, path);
+    uint64_t t1 = tandem_now_ns();
+    int64_t n = 0;
+    tandem_audio_info info;
+    info.sample_rate = TANDEM_AUDIO_RATE;
+    TANDEM_TRY(tandem_audio_decode(w->dec, path, row, S, &n, &info));
+    uint64_t t2 = tandem_now_ns();
+    const int resampled = info.sample_rate != TANDEM_AUDIO_RATE;
+    /* decode = the call minus its time inside libsamplerate, which is the resample stage */
+    uint64_t rs = tandem_audio_decoder_resample_ns(w->dec);
+    if (rs > t2 - t1) rs = t2 - t1;
+    stage_add(l, TANDEM_STAGE_READ, t0, t1);
+    stage_add(l, TANDEM_STAGE_DECODE, t1, t2 - rs);
+    if (resampled) stage_add(l, TANDEM_STAGE_RESAMPLE, 0, rs);
+    if (n < TANDEM_INDEX_MIN_SAMPLES)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: %lld samples, shorter than one hop (%d)", path,
+                           (long long)n, TANDEM_INDEX_MIN_SAMPLES);
+    /* zero padding: what the features see past the length is fixed, and uploads are deterministic */
+    memset(row + n, 0, sizeof(float) * (size_t)(S - n));
+    b->lengths[r] = (int32_t)n;
+    const int T = l->cfg.max_text;
+    int32_t *tok = b->tokens + (size_t)r * (size_t)T;
+    const uint16_t *src = tandem_utt_tokens(ix, utt);
+    int nt = utt->n_tok < T ? utt->n_tok : T; /* the index already refused longer texts */
+    for (int i = 0; i < nt; i++) tok[i] = src[i];
+    for (int i = nt; i < T; i++) tok[i] = 0; /* PAD */
+    b->text_lengths[r] = nt;
+    b->utt[r] = u;
+    tandem_mutex_lock(&l->m);
+    if (resampled) l->stats.resampled++;
+    l->stats.files_ok++;
+    b->audio_seconds += (double)n / TANDEM_AUDIO_RATE;
+    tandem_mutex_unlock(&l->m);
+    return TANDEM_OK;
+}
+
+/* ---- worker -------------------------------------------------------------------------------- */
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    tandem_loader *l = w->l;
+    const int B = l->cfg.batch;
+    tandem_mutex_lock(&l->m);
+    while (!l->stopped) {
+        tandem_staged_batch *b = &l->bufs[l->fill_seq % TANDEM_LAYOUT_STAGING];
+        if (b->state_ == ST_TAKEN || b->state_ == ST_READY || (b->state_ == ST_FILLING && b->rows_claimed_ == B) ||
+            b->syncing_) {
+            tandem_cond_wait(&l->cv, &l->m); /* the producer has not given it back yet */
+            continue;
+        }
+        if (b->state_ == ST_EMPTY) {
+            if (b->events_pending_) {
+                /* its last uploads may still read it: wait for them outside the lock */
+                b->syncing_ = 1;
+                tandem_mutex_unlock(&l->m);
+                tandem_status st = tandem_event_sync(b->audio_sent);
+                if (st == TANDEM_OK) st = tandem_event_sync(b->text_sent);
+                char msg[512];
+                snprintf(msg, sizeof msg, "loader: waiting for a staged batch's uploads: %s", tandem_last_error());
+                tandem_mutex_lock(&l->m);
+                b->syncing_ = 0;
+                b->events_pending_ = 0;
+                if (st != TANDEM_OK) fail_locked(l, st, msg);
+                tandem_cond_broadcast(&l->cv);
+                continue;
+            }
+            b->state_ = ST_FILLING;
+            b->seq = l->fill_seq;
+            b->rows_claimed_ = b->rows_done_ = 0;
+            b->audio_seconds = 0;
+        }
+        const int r = b->rows_claimed_++;
+        if (b->rows_claimed_ == B) l->fill_seq++;
+        tandem_sampler_pos pos;
+        uint32_t u = tandem_sampler_next(&l->sampler, &pos);
+        for (;;) {
+            tandem_mutex_unlock(&l->m);
+            tandem_status st = load_row(w, b, r, u);
+            char msg[640];
+            if (st != TANDEM_OK) snprintf(msg, sizeof msg, "%s", tandem_last_error());
+            tandem_mutex_lock(&l->m);
+            if (st == TANDEM_OK) {
+                b->pos[r] = pos;
+                l->fail_streak = 0;
+                break;
+            }
+            /* the file is skipped, counted, and the row takes the next utterance */
+            if (st == TANDEM_E_BUDGET) l->stats.too_long++;
+            else l->stats.decode_failures++;
+            tandem_logf(TANDEM_LOG_WARN, "loader: skipping '%s': %s",
+                        tandem_utt_id(l->cfg.ix, &l->cfg.ix->utts[u]), msg);
+            if (++l->fail_streak > (uint64_t)l->cfg.n_items + (uint64_t)l->cfg.num_workers) {
+                char why[800];
+                snprintf(why, sizeof why, "loader: %llu audio files failed in a row (a whole epoch); last: %s",
+                         (unsigned long long)l->fail_streak, msg);
+                fail_locked(l, TANDEM_E_FORMAT, why);
+                break;
+            }
+            if (l->stopped) break;
+            u = tandem_sampler_next(&l->sampler, &pos);
+        }
+        if (l->stopped) break;
+        if (++b->rows_done_ == B) {
+            b->state_ = ST_READY;
+            tandem_cond_broadcast(&l->cv);
+        }
+    }
+    tandem_mutex_unlock(&l->m);
+    return NULL;
+}
+
+tandem_status tandem_loader_start(tandem_loader *l) {
+    tandem_mutex_lock(&l->m);
+    if (l->running) {
+        tandem_mutex_unlock(&l->m);
+        return tandem_fail(TANDEM_E_STATE, "loader: already started");
+    }
+    l->running = 1;
+    tandem_mutex_unlock(&l->m);
+    for (int w = 0; w < l->cfg.num_workers; w++) {
+        tandem_status st = tandem_thread_start(&l->workers[w].thread, worker_main, &l->workers[w], "tandem-load");
+        if (st != TANDEM_OK) {
+            tandem_loader_stop(l);
+            return st;
+        }
+        l->workers[w].started = 1;
+    }
+    return TANDEM_OK;
+}
+
+void tandem_loader_cancel(tandem_loader *l) {
+    if (!l) return;
+    tandem_mutex_lock(&l->m);
+    if (!l->stopped) {
+        l->stopped = 1; /* a clean stop: status stays OK */
+        snprintf(l->error, sizeof l->error, "loader stopped");
+    }
+    tandem_cond_broadcast(&l->cv);
+    tandem_mutex_unlock(&l->m);
+}
+
+void tandem_loader_stop(tandem_loader *l) {
+    if (!l) return;
+    tandem_loader_cancel(l);
+    if (!l->workers) return;
+    for (int w = 0; w < l->cfg.num_workers; w++) {
+        if (!l->workers[w].started) continue;
+        tandem_thread_join(&l->workers[w].thread);
+        l->workers[w].started = 0;
+    }
+}
+
+tandem_status tandem_loader_take(tandem_loader *l, int64_t timeout_ms, tandem_staged_batch **out) {
+    const uint64_t deadline = timeout_ms < 0 ? 0 : tandem_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    tandem_mutex_lock(&l->m);
+    for (;;) {
+        if (l->stopped) {
+            tandem_status st = l->status != TANDEM_OK ? tandem_fail(l->status, "%s", l->error)
+                                                      : tandem_fail(TANDEM_E_STATE, "%s", l->error);
+            tandem_mutex_unlock(&l->m);
+            return st;
+        }
+        tandem_staged_batch *b = &l->bufs[l->take_seq % TANDEM_LAYOUT_STAGING];
+        if (b->state_ == ST_READY && b->seq == l->take_seq) {
+            b->state_ = ST_TAKEN;
+            l->take_seq++;
+            *out = b;
+            tandem_mutex_unlock(&l->m);
+            return TANDEM_OK;
+        }
+        if (deadline == 0) {
+            tandem_cond_wait(&l->cv, &l->m);
+        } else {
+            uint64_t now = tandem_now_ns();
+            if (now >= deadline) {
+                tandem_mutex_unlock(&l->m);
+                return tandem_fail(TANDEM_E_STATE, "loader: batch %lld not staged after %lld ms",
+                                   (long long)l->take_seq, (long long)timeout_ms);
+            }
+            tandem_cond_timedwait_ns(&l->cv, &l->m, deadline - now);
+        }
+    }
+}
+
+void tandem_loader_give_back(tandem_loader *l, tandem_staged_batch *b, int recorded) {
+    tandem_mutex_lock(&l->m);
+    b->state_ = ST_EMPTY;
+    b->events_pending_ = recorded != 0;
+    b->ever_recorded_ |= recorded != 0;
+    tandem_cond_broadcast(&l->cv);
+    tandem_mutex_unlock(&l->m);
+}
+
+void tandem_loader_get_stats(tandem_loader *l, tandem_loader_stats *out) {
+    tandem_mutex_lock(&l->m);
+    *out = l->stats;
+    out->next_pos = tandem_sampler_get_pos(&l->sampler);
+    tandem_mutex_unlock(&l->m);
+}

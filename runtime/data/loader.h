@@ -1,0 +1,88 @@
+/* loader.h — audio loader threads: the sampler's utterances decoded into pinned, fixed-shape
+ * staged batches (DESIGN.md §6).
+ *
+ * num_workers threads, each with its own tandem_audio_decoder, fill TANDEM_LAYOUT_STAGING
+ * staged batches in turn. A batch's rows are claimed in sampler order (row r of batch n is the
+ * sampler's (n*B + r)-th utterance while no file fails), each row is decoded straight into the
+ * pinned buffer and zero-padded; tokens come from the text index. A file that fails to decode
+ * (or turns out longer than the row) is logged, counted, and its row takes the next sampler
+ * utterance instead — the run goes on; only a whole epoch's worth of failures in a row is an
+ * error. The consumer of staged batches (the data-device thread) takes them in sequence and
+ * gives each back with two events recorded after its uploads were queued; the loader waits on
+ * those (on a loader thread, just before refilling the buffer), so uploads stay asynchronous.
+ * An event that was never recorded is never waited on (a driver reports that as misuse).
+ * Stages timed here, per file: read (file bytes through the OS), decode (libsndfile + downmix,
+ * every file), resample (libsamplerate, files at other rates only).
+ * Owns: the threads, decoders, pinned buffers (host_alloc_pinned of the data device; all
+ * allocated at create, before any pool is committed), their events and the sampler.
+ */
+#ifndef TANDEM_RUNTIME_LOADER_H
+#define TANDEM_RUNTIME_LOADER_H
+
+#include <stdint.h>
+
+#include "platform/os/os.h"
+#include "runtime/data/sampler.h"
+#include "runtime/data/stage_times.h"
+#include "tandem.h"
+#include "runtime/data/text_index.h"
+
+/* One staged batch. B = batch, S = max_samples, T = max_text. */
+typedef struct tandem_staged_batch {
+    float *audio;             /* [B, S] f32 pinned: 22050 Hz mono, zero past lengths[b] */
+    int32_t *lengths;         /* [B] i32 pinned: samples */
+    int32_t *tokens;          /* [B, T] i32 pinned: PAD (0) past text_lengths[b] */
+    int32_t *text_lengths;    /* [B] i32 pinned */
+    uint32_t *utt;            /* [B] index of each row's utterance in the text index */
+    tandem_sampler_pos *pos;  /* [B] sampler position each row came from */
+    double audio_seconds;     /* sum of the rows' durations */
+    int64_t seq;              /* batch number since start */
+    tandem_event *audio_sent; /* data device: record after the audio/lengths uploads */
+    tandem_event *text_sent;  /* model device: record after the tokens/text-length uploads */
+    /* private (under the loader's mutex) */
+    int state_, rows_claimed_, rows_done_, events_pending_, syncing_, ever_recorded_;
+} tandem_staged_batch;
+
+typedef struct tandem_loader_config {
+    const tandem_text_index *ix; /* utterances, tokens, audio paths (relative to data_dir) */
+    const char *data_dir;
+    const uint32_t *items;       /* [n_items] utterance indices to sample (e.g. ix->train) */
+    uint32_t n_items;
+    int batch, max_text;
+    int64_t max_samples;         /* S: samples per row (max_frames * 256) */
+    int num_workers;             /* >= 1 */
+    uint64_t seed;
+    int shuffle;
+    tandem_device *data_dev;     /* pins the buffers; audio_sent lives here */
+    tandem_device *model_dev;    /* text_sent lives here */
+    tandem_stage_times *times;   /* may be NULL */
+} tandem_loader_config;
+
+typedef struct tandem_loader tandem_loader;
+
+tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loader **out);
+/* Resume point: the sampler position of the next utterance (before start). */
+tandem_status tandem_loader_set_pos(tandem_loader *l, tandem_sampler_pos pos);
+tandem_status tandem_loader_start(tandem_loader *l);
+/* The next full batch in sequence. Blocks (timeout_ms < 0: until ready or stopped); the
+ * loader's error if it failed, TANDEM_E_STATE when stopped or on timeout. */
+tandem_status tandem_loader_take(tandem_loader *l, int64_t timeout_ms, tandem_staged_batch **out);
+/* Hand a taken batch back. recorded = 1: its audio_sent and text_sent events were recorded after
+ * all of its uploads were queued (the loader waits on them before refilling the buffer);
+ * recorded = 0: no upload from it was queued, or the run is over (the caller cancels the
+ * loader first and synchronises its streams before tandem_loader_destroy). */
+void tandem_loader_give_back(tandem_loader *l, tandem_staged_batch *b, int recorded);
+/* Ask the threads to stop (any thread; does not wait); take returns at once afterwards. */
+void tandem_loader_cancel(tandem_loader *l);
+/* Cancel and join the threads (idempotent; from the thread that owns the loader). */
+void tandem_loader_stop(tandem_loader *l);
+void tandem_loader_destroy(tandem_loader *l);
+
+typedef struct tandem_loader_stats {
+    uint64_t files_ok, decode_failures, too_long;
+    uint64_t resampled;             /* files decoded at another rate */
+    tandem_sampler_pos next_pos;    /* position of the next utterance the workers will claim */
+} tandem_loader_stats;
+void tandem_loader_get_stats(tandem_loader *l, tandem_loader_stats *out);
+
+#endif

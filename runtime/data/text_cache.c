@@ -1,0 +1,265 @@
+/* text_cache.c — persistent, content-keyed cache of the text index (see text_cache.h). */
+#include "runtime/data/text_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+#include "runtime/text/symbols.h"
+
+_Static_assert(sizeof(tandem_text_cache_header) == 128, "cache header is 128 bytes");
+_Static_assert(sizeof(tandem_utt) == 24, "cache record is 24 bytes");
+
+/* ---- hash: four independent multiply-rotate lanes over 32-byte stripes (so the CPU overlaps
+ * them), then the tail in 8- and 1-byte steps, then an avalanche so every input bit reaches every
+ * output bit. Not cryptographic: it detects corruption and content changes. ---- */
+
+#define K1 0x9E3779B185EBCA87ull
+#define K2 0xC2B2AE3D27D4EB4Full
+#define K3 0x165667B19E3779F9ull
+#define K4 0x85EBCA77C2B2AE63ull
+
+static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+static inline uint64_t load64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static inline uint64_t lane(uint64_t acc, uint64_t w) { return rotl64(acc + w * K2, 31) * K1; }
+
+uint64_t tandem_hash64(const void *data, size_t len, uint64_t seed) {
+    const uint8_t *p = data, *end = p + len;
+    uint64_t h;
+    if (len >= 32) {
+        uint64_t a = seed + K1 + K2, b = seed + K2, c = seed, d = seed - K1;
+        const uint8_t *stop = end - 32;
+        do {
+            a = lane(a, load64(p));
+            b = lane(b, load64(p + 8));
+            c = lane(c, load64(p + 16));
+            d = lane(d, load64(p + 24));
+            p += 32;
+        } while (p <= stop);
+        h = rotl64(a, 1) + rotl64(b, 7) + rotl64(c, 12) + rotl64(d, 18);
+        h = (h ^ lane(0, a)) * K1 + K4;
+        h = (h ^ lane(0, b)) * K1 + K4;
+        h = (h ^ lane(0, c)) * K1 + K4;
+        h = (h ^ lane(0, d)) * K1 + K4;
+    } else {
+        h = seed + K3;
+    }
+    h += (uint64_t)len;
+    for (; p + 8 <= end; p += 8) h = rotl64(h ^ lane(0, load64(p)), 27) * K1 + K4;
+    for (; p < end; p++) h = rotl64(h ^ (*p * K3), 11) * K1;
+    h ^= h >> 33;
+    h *= K2;
+    h ^= h >> 29;
+    h *= K3;
+    h ^= h >> 32;
+    return h;
+}
+
+void tandem_text_cache_layout(uint32_t n_utts, uint64_t n_tokens, uint64_t strings_bytes,
+                              size_t *utts_off, size_t *tokens_off, size_t *strings_off,
+                              size_t *total) {
+#define ALIGN8(x) (((x) + 7) & ~(size_t)7)
+    *utts_off = sizeof(tandem_text_cache_header);
+    *tokens_off = ALIGN8(*utts_off + (size_t)n_utts * sizeof(tandem_utt));
+    *strings_off = ALIGN8(*tokens_off + (size_t)n_tokens * sizeof(uint16_t));
+    *total = ALIGN8(*strings_off + (size_t)strings_bytes);
+#undef ALIGN8
+}
+
+tandem_status tandem_text_cache_dir(char *buf, size_t cap) {
+    const char *e = getenv("TANDEM_CACHE_DIR");
+    int k;
+    if (e && e[0]) {
+        k = snprintf(buf, cap, "%s", e);
+    } else if ((e = getenv("XDG_CACHE_HOME")) && e[0] == '/') { /* the XDG spec ignores relative values */
+        k = snprintf(buf, cap, "%s/tandem", e);
+    } else if ((e = getenv("HOME")) && e[0]) {
+        k = snprintf(buf, cap, "%s/.cache/tandem", e);
+    } else {
+        return tandem_fail(TANDEM_E_INVALID,
+                           "text cache: no directory (set TANDEM_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+    }
+    if (k < 0 || (size_t)k >= cap) return tandem_fail(TANDEM_E_INVALID, "text cache: directory path too long");
+    return TANDEM_OK;
+}
+
+void tandem_text_cache_seal(void *blob, size_t bytes, uint64_t key) {
+    tandem_text_cache_header *h = blob;
+    h->key = key;
+    h->payload_bytes = bytes - sizeof *h;
+    h->payload_checksum = tandem_hash64((const char *)blob + sizeof *h, bytes - sizeof *h, key);
+    h->header_checksum = tandem_hash64(h, offsetof(tandem_text_cache_header, header_checksum), 0);
+}
+
+tandem_status tandem_text_cache_check(const void *data, size_t bytes, uint64_t key) {
+    const tandem_text_cache_header *h = data;
+    if (bytes < sizeof *h)
+        return tandem_fail(TANDEM_E_FORMAT, "truncated: %zu bytes, the header alone is %zu", bytes, sizeof *h);
+    if (memcmp(h->magic, TANDEM_TEXT_CACHE_MAGIC, 8) != 0) return tandem_fail(TANDEM_E_FORMAT, "bad magic");
+    if (h->header_checksum != tandem_hash64(h, offsetof(tandem_text_cache_header, header_checksum), 0))
+        return tandem_fail(TANDEM_E_FORMAT, "header checksum mismatch");
+    if (h->format != TANDEM_TEXT_CACHE_FORMAT || h->header_bytes != sizeof *h ||
+        h->utt_bytes != sizeof(tandem_utt))
+        return tandem_fail(TANDEM_E_FORMAT, "format %u (header %u B, record %u B), expected %d (%zu B, %zu B)",
+                           h->format, h->header_bytes, h->utt_bytes, TANDEM_TEXT_CACHE_FORMAT, sizeof *h,
+                           sizeof(tandem_utt));
+    if (h->frontend_version != TANDEM_TEXT_FRONTEND_VERSION || h->symbols_version != TANDEM_SYMBOLS_VERSION)
+        return tandem_fail(TANDEM_E_FORMAT, "stale: frontend v%u symbols v%u, this build has v%d v%d",
+                           h->frontend_version, h->symbols_version, TANDEM_TEXT_FRONTEND_VERSION,
+                           TANDEM_SYMBOLS_VERSION);
+    if (h->key != key)
+        return tandem_fail(TANDEM_E_FORMAT, "stale: key %016llx, metadata/settings now give %016llx",
+                           (unsigned long long)h->key, (unsigned long long)key);
+    if (h->n_tokens > UINT32_MAX || h->strings_bytes > UINT32_MAX)
+        return tandem_fail(TANDEM_E_FORMAT, "counts out of range");
+    size_t uo, to, so, total;
+    tandem_text_cache_layout(h->n_utts, h->n_tokens, h->strings_bytes, &uo, &to, &so, &total);
+    if (total != bytes || h->payload_bytes != bytes - sizeof *h)
+        return tandem_fail(TANDEM_E_FORMAT, "size %zu bytes, the header's counts give %zu", bytes, total);
+    if (h->payload_checksum != tandem_hash64((const char *)data + sizeof *h, bytes - sizeof *h, key))
+        return tandem_fail(TANDEM_E_FORMAT, "payload checksum mismatch");
+    /* the checksum proves the writer's bytes; these bounds keep a reader safe regardless */
+    const tandem_utt *u = (const tandem_utt *)((const char *)data + uo);
+    const char *strs = (const char *)data + so;
+    if (h->strings_bytes == 0 || strs[h->strings_bytes - 1] != 0)
+        return tandem_fail(TANDEM_E_FORMAT, "string arena not terminated");
+    for (uint32_t i = 0; i < h->n_utts; i++) {
+        if (u[i].id >= h->strings_bytes || u[i].audio >= h->strings_bytes ||
+            (uint64_t)u[i].tok + u[i].n_tok > h->n_tokens || u[i].lang >= TANDEM_LANG_COUNT)
+            return tandem_fail(TANDEM_E_FORMAT, "record %u out of bounds", i);
+    }
+    return TANDEM_OK;
+}
+
+/* mmap path read-only; TANDEM_E_IO when it does not exist (*absent = 1) or cannot be read. */
+static tandem_status map_file(const char *path, void **data, size_t *bytes, int *absent) {
+    *absent = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        *absent = errno == ENOENT;
+        return tandem_fail(TANDEM_E_IO, "open %s: %s", path, strerror(errno));
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return tandem_fail(TANDEM_E_IO, "stat %s: %s", path, strerror(e));
+    }
+    if (sb.st_size < (off_t)sizeof(tandem_text_cache_header)) {
+        close(fd);
+        return tandem_fail(TANDEM_E_FORMAT, "truncated: %lld bytes", (long long)sb.st_size);
+    }
+    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) return tandem_fail(TANDEM_E_IO, "mmap %s: %s", path, strerror(e));
+    *data = p;
+    *bytes = (size_t)sb.st_size;
+    return TANDEM_OK;
+}
+
+/* Everything the result depends on besides the metadata bytes. */
+typedef struct key_settings {
+    uint32_t format, frontend, symbols, column, max_text, check_audio;
+    int64_t wavs_mtime_s, wavs_mtime_ns; /* audio added or removed changes the directory's mtime */
+} key_settings;
+
+static uint64_t compute_key(const tandem_text_index_config *cfg, const char *meta, size_t meta_len,
+                            const char *real_dir) {
+    key_settings ks;
+    memset(&ks, 0, sizeof ks);
+    ks.format = TANDEM_TEXT_CACHE_FORMAT;
+    ks.frontend = TANDEM_TEXT_FRONTEND_VERSION;
+    ks.symbols = TANDEM_SYMBOLS_VERSION;
+    ks.column = (uint32_t)cfg->column;
+    ks.max_text = (uint32_t)cfg->max_text;
+    ks.check_audio = cfg->check_audio ? 1 : 0;
+    if (cfg->check_audio) {
+        char wavs[PATH_MAX + 8];
+        struct stat sb;
+        snprintf(wavs, sizeof wavs, "%s/wavs", real_dir);
+        if (stat(wavs, &sb) == 0) {
+            ks.wavs_mtime_s = (int64_t)sb.st_mtim.tv_sec;
+            ks.wavs_mtime_ns = (int64_t)sb.st_mtim.tv_nsec;
+        }
+    }
+    uint64_t k = tandem_hash64(meta, meta_len, 0x7465787463616368ull);
+    k = tandem_hash64(&ks, sizeof ks, k);
+    return tandem_hash64(real_dir, strlen(real_dir), k);
+}
+
+tandem_status tandem_text_index_open(const tandem_text_index_config *cfg, tandem_text_index *ix) {
+    memset(ix, 0, sizeof *ix);
+    if (!cfg || !cfg->data_dir || !cfg->data_dir[0])
+        return tandem_fail(TANDEM_E_INVALID, "index: no data directory given");
+    char real_dir[PATH_MAX];
+    if (!realpath(cfg->data_dir, real_dir))
+        return tandem_fail(TANDEM_E_IO, "data directory %s: %s", cfg->data_dir, strerror(errno));
+    char meta_path[PATH_MAX + 16];
+    snprintf(meta_path, sizeof meta_path, "%s/metadata.csv", cfg->data_dir);
+    char *meta = NULL;
+    size_t meta_len = 0;
+    TANDEM_TRY(tandem_file_read_all(meta_path, &meta, &meta_len));
+    uint64_t key = compute_key(cfg, meta, meta_len, real_dir);
+
+    if (cfg->use_cache) {
+        char dir[PATH_MAX];
+        tandem_status st = cfg->cache_dir ? (snprintf(dir, sizeof dir, "%s", cfg->cache_dir), TANDEM_OK)
+                                          : tandem_text_cache_dir(dir, sizeof dir);
+        if (st == TANDEM_OK) st = tandem_mkdir_p(dir);
+        if (st == TANDEM_OK) {
+            int k = snprintf(ix->cache_path, sizeof ix->cache_path, "%s/text-%016llx.cache", dir,
+                             (unsigned long long)tandem_hash64(real_dir, strlen(real_dir), 0));
+            if (k < 0 || (size_t)k >= sizeof ix->cache_path) ix->cache_path[0] = 0;
+        } else {
+            tandem_logf(TANDEM_LOG_WARN, "text cache disabled: %s", tandem_last_error());
+        }
+        if (ix->cache_path[0]) {
+            void *data = NULL;
+            size_t bytes = 0;
+            int absent;
+            st = map_file(ix->cache_path, &data, &bytes, &absent);
+            if (st == TANDEM_OK) {
+                st = tandem_text_cache_check(data, bytes, key);
+                if (st == TANDEM_OK) {
+                    tandem_free(meta);
+                    tandem_text_index_attach(ix, data, bytes, 1);
+                    ix->cache_hit = 1;
+                    st = tandem_text_index_split(cfg, ix);
+                    if (st != TANDEM_OK) tandem_text_index_free(ix);
+                    return st;
+                }
+                munmap(data, bytes);
+            }
+            if (!absent)
+                tandem_logf(TANDEM_LOG_INFO, "text cache %s: %s; rebuilding", ix->cache_path, tandem_last_error());
+        }
+    }
+
+    void *blob = NULL;
+    size_t bytes = 0;
+    tandem_status st = tandem_text_index_build_blob(cfg, meta_path, meta, meta_len, &blob, &bytes);
+    tandem_free(meta);
+    if (st != TANDEM_OK) return st;
+    tandem_text_cache_seal(blob, bytes, key);
+    if (ix->cache_path[0] && tandem_file_write_atomic(ix->cache_path, blob, bytes) != TANDEM_OK) {
+        tandem_logf(TANDEM_LOG_WARN, "text cache not written: %s", tandem_last_error());
+        ix->cache_path[0] = 0;
+    }
+    tandem_text_index_attach(ix, blob, bytes, 0);
+    st = tandem_text_index_split(cfg, ix);
+    if (st != TANDEM_OK) tandem_text_index_free(ix);
+    return st;
+}

@@ -1,0 +1,624 @@
+/* text_index.c — metadata.csv → validated, normalised, encoded utterances (see text_index.h). */
+#include "runtime/data/text_index.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "runtime/audio/audio.h"
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+#include "runtime/text/symbols.h"
+#include "runtime/data/text_cache.h"
+#include "runtime/core/utf8.h"
+
+#define MAX_ID_BYTES 200 /* ids become file names: wavs/<id>.flac must fit NAME_MAX */
+#define CHUNK_ROWS 128   /* rows a worker claims at a time */
+
+static const char *const reason_names[TANDEM_SKIP_COUNT] = {
+    "wrong column count", "bad id",         "duplicate id",   "missing audio",
+    "empty text",         "invalid UTF-8",  "unknown symbol", "text too long",
+};
+
+const char *tandem_skip_reason_name(tandem_skip_reason r) {
+    return (unsigned)r < TANDEM_SKIP_COUNT ? reason_names[r] : "?";
+}
+
+void tandem_text_index_config_default(tandem_text_index_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->column = TANDEM_TEXT_COLUMN_NORMALIZED;
+    cfg->max_text = 128;
+    cfg->num_workers = 0;
+    cfg->check_audio = 1;
+    cfg->use_cache = 1;
+}
+
+/* One metadata row while building. */
+typedef struct row {
+    const char *id, *text;
+    uint32_t id_len, text_len;
+    uint32_t line;
+    uint8_t skip;       /* reason + 1, 0 = usable */
+    uint8_t lang;
+    uint8_t audio_ext;  /* index into audio_exts */
+    uint8_t worker;     /* whose token vector holds the tokens */
+    uint8_t col;        /* 1-based column the text came from */
+    uint32_t tok;       /* offset in that vector */
+    uint32_t n_tok;
+    uint32_t detail;    /* reason detail: field count, byte offset, code point, token count */
+    uint32_t detail2;   /* first line of a duplicate, position of an unknown character */
+    uint32_t n_samples; /* audio length at 22050 Hz from the header; 0 = unreadable */
+} row;
+
+static const char *const audio_exts[] = {"wav", "flac", "ogg"};
+
+/* ---- id checks ---- */
+
+static int id_ok(const char *id, size_t n, const char **why) {
+    if (n == 0) return *why = "empty id", 0;
+    if (n > MAX_ID_BYTES) return *why = "id longer than 200 bytes", 0;
+    if (id[0] == '/') return *why = "id is an absolute path", 0;
+    if (memmem(id, n, "..", 2)) return *why = "id contains '..'", 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)id[i];
+        if (c == '/' || c == '\\') return *why = "id contains a path separator", 0;
+        if (c < 0x20 || c == 0x7F) return *why = "id contains a control character", 0;
+    }
+    size_t bad;
+    if (!tandem_utf8_validate(id, n, &bad)) return *why = "id is not valid UTF-8", 0;
+    return 1;
+}
+
+/* ---- duplicate ids: open addressing on the id hash ---- */
+
+static tandem_status find_duplicates(row *rows, size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    uint32_t *slot = tandem_malloc(cap * sizeof *slot); /* row index + 1, 0 = empty */
+    if (!slot) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory (%zu ids)", n);
+    memset(slot, 0, cap * sizeof *slot);
+    for (size_t i = 0; i < n; i++) {
+        row *r = &rows[i];
+        if (r->skip) continue;
+        size_t h = (size_t)tandem_hash64(r->id, r->id_len, 0) & (cap - 1);
+        for (;;) {
+            if (!slot[h]) {
+                slot[h] = (uint32_t)i + 1;
+                break;
+            }
+            row *o = &rows[slot[h] - 1];
+            if (o->id_len == r->id_len && memcmp(o->id, r->id, r->id_len) == 0) {
+                r->skip = TANDEM_SKIP_DUPLICATE_ID + 1;
+                r->detail2 = o->line;
+                break;
+            }
+            h = (h + 1) & (cap - 1);
+        }
+    }
+    tandem_free(slot);
+    return TANDEM_OK;
+}
+
+/* ---- the parallel part: audio check, normalise, encode ---- */
+
+typedef struct tokvec {
+    uint16_t *v;
+    size_t len, cap;
+} tokvec;
+
+typedef struct shared {
+    const tandem_text_index_config *cfg;
+    const char *meta_path;
+    row *rows;
+    size_t n_rows;
+    atomic_size_t next;
+    tokvec *vecs;        /* [num_workers] */
+    tandem_status status; /* first hard failure (out of memory) */
+    atomic_int failed;
+} shared;
+
+typedef struct worker_arg {
+    shared *sh;
+    int index;
+    tandem_status st;
+    char err[256];
+} worker_arg;
+
+static int audio_lookup(const char *dir, const row *r, uint8_t *ext) {
+    char path[4096];
+    for (uint8_t e = 0; e < sizeof audio_exts / sizeof audio_exts[0]; e++) {
+        int k = snprintf(path, sizeof path, "%s/wavs/%.*s.%s", dir, (int)r->id_len, r->id, audio_exts[e]);
+        if (k > 0 && (size_t)k < sizeof path && tandem_file_exists(path)) {
+            *ext = e;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Duration from the file's header (read once here and cached with the index, so the loader
+ * can skip utterances that do not fit without opening them). An unreadable header leaves 0:
+ * the row stays in the index (the text is fine) and the split leaves it out of training. */
+static void probe_duration(const char *meta_path, const char *dir, row *r) {
+    char path[4096];
+    int k = snprintf(path, sizeof path, "%s/wavs/%.*s.%s", dir, (int)r->id_len, r->id, audio_exts[r->audio_ext]);
+    if (k < 0 || (size_t)k >= sizeof path) return;
+    tandem_audio_info info;
+    if (tandem_audio_probe(path, &info) != TANDEM_OK) {
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: audio unreadable, not used for training: %s", meta_path, r->line,
+                    tandem_last_error());
+        return;
+    }
+    if (info.samples_22050 < 0) {
+        tandem_logf(TANDEM_LOG_WARN,
+                    "%s:%u: %s does not state its length (a streamed file), not used for training; "
+                    "rewrite it with a length (e.g. as WAV or FLAC with a header)",
+                    meta_path, r->line, path);
+        return;
+    }
+    r->n_samples = info.samples_22050 > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)info.samples_22050;
+}
+
+static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tokvec *tv, uint16_t *ids,
+                                 size_t ids_cap) {
+    const tandem_text_index_config *cfg = sh->cfg;
+    if (cfg->check_audio && !audio_lookup(cfg->data_dir, r, &r->audio_ext)) {
+        r->skip = TANDEM_SKIP_NO_AUDIO + 1;
+        return TANDEM_OK;
+    }
+    tandem_status st = tandem_text_normalize(norm, r->text, r->text_len);
+    if (st == TANDEM_E_INVALID) {
+        r->skip = TANDEM_SKIP_BAD_UTF8 + 1;
+        r->detail = (uint32_t)norm->bad_offset;
+        return TANDEM_OK;
+    }
+    if (st != TANDEM_OK) return st;
+    if (norm->out_len == 0) {
+        r->skip = TANDEM_SKIP_EMPTY_TEXT + 1;
+        return TANDEM_OK;
+    }
+    size_t need = norm->out_len + TANDEM_SYMBOLS_FRAMING;
+    size_t count = 0;
+    /* unknown characters are reported before length: they are data errors the user fixes */
+    for (size_t i = 0; i < norm->out_len; i++) {
+        if (tandem_symbols_id(norm->out[i]) < 0) {
+            r->skip = TANDEM_SKIP_UNKNOWN_SYMBOL + 1;
+            r->detail = norm->out[i];
+            r->detail2 = (uint32_t)i;
+            return TANDEM_OK;
+        }
+    }
+    if (need > ids_cap) { /* ids_cap = max_text */
+        r->skip = TANDEM_SKIP_TOO_LONG + 1;
+        r->detail = (uint32_t)need;
+        return TANDEM_OK;
+    }
+    TANDEM_TRY(tandem_symbols_encode(norm->out, norm->out_len, norm->lang, ids, ids_cap, &count, NULL));
+    if (tv->len + count > tv->cap) {
+        size_t cap = tv->cap ? tv->cap * 2 : 1 << 16;
+        while (cap < tv->len + count) cap *= 2;
+        uint16_t *p = tandem_realloc(tv->v, cap * sizeof *p);
+        if (!p) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory for tokens");
+        tv->v = p;
+        tv->cap = cap;
+    }
+    memcpy(tv->v + tv->len, ids, count * sizeof *ids);
+    r->tok = (uint32_t)tv->len;
+    r->n_tok = (uint32_t)count;
+    r->lang = (uint8_t)norm->lang;
+    tv->len += count;
+    if (cfg->check_audio) probe_duration(sh->meta_path, cfg->data_dir, r);
+    return TANDEM_OK;
+}
+
+static void *worker_main(void *p) {
+    worker_arg *wa = p;
+    shared *sh = wa->sh;
+    tandem_text_norm norm;
+    tandem_text_norm_init(&norm);
+    size_t ids_cap = (size_t)sh->cfg->max_text;
+    uint16_t *ids = tandem_malloc(ids_cap * sizeof *ids);
+    wa->st = ids ? TANDEM_OK : tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+    while (wa->st == TANDEM_OK && !atomic_load(&sh->failed)) {
+        size_t start = atomic_fetch_add(&sh->next, CHUNK_ROWS);
+        if (start >= sh->n_rows) break;
+        size_t end = start + CHUNK_ROWS < sh->n_rows ? start + CHUNK_ROWS : sh->n_rows;
+        for (size_t i = start; i < end && wa->st == TANDEM_OK; i++) {
+            row *r = &sh->rows[i];
+            if (r->skip) continue;
+            r->worker = (uint8_t)wa->index;
+            wa->st = process_row(sh, r, &norm, &sh->vecs[wa->index], ids, ids_cap);
+        }
+    }
+    if (wa->st != TANDEM_OK) {
+        snprintf(wa->err, sizeof wa->err, "%s", tandem_last_error());
+        atomic_store(&sh->failed, 1);
+    }
+    tandem_free(ids);
+    tandem_text_norm_free(&norm);
+    return NULL;
+}
+
+/* ---- parsing ---- */
+
+/* Split meta into rows; lines are LF- or CRLF-terminated, a UTF-8 BOM is skipped, empty lines are
+ * ignored. Column checks and id checks happen here (serially: they are cheap). */
+static tandem_status parse_rows(const tandem_text_index_config *cfg, const char *meta, size_t len,
+                                row **out_rows, size_t *out_n) {
+    size_t pos = 0;
+    if (len >= 3 && memcmp(meta, "\xEF\xBB\xBF", 3) == 0) pos = 3;
+    size_t n_lines = 1;
+    for (const char *p = meta + pos; (p = memchr(p, '\n', (size_t)(meta + len - p))); p++) n_lines++;
+    row *rows = tandem_calloc(n_lines, sizeof *rows);
+    if (!rows) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory (%zu lines)", n_lines);
+    size_t n = 0;
+    uint32_t line = 0;
+    while (pos < len) {
+        line++;
+        const char *s = meta + pos;
+        const char *nl = memchr(s, '\n', len - pos);
+        size_t ll = nl ? (size_t)(nl - s) : len - pos;
+        pos += ll + (nl ? 1 : 0);
+        if (ll && s[ll - 1] == '\r') ll--;
+        if (ll == 0) continue;
+        row *r = &rows[n++];
+        r->line = line;
+        const char *f[4];
+        size_t fl[4], nf = 0;
+        const char *q = s, *end = s + ll;
+        for (;;) {
+            const char *bar = memchr(q, '|', (size_t)(end - q));
+            if (nf < 4) {
+                f[nf] = q;
+                fl[nf] = bar ? (size_t)(bar - q) : (size_t)(end - q);
+            }
+            nf++;
+            if (!bar) break;
+            q = bar + 1;
+        }
+        if (nf != 2 && nf != 3) {
+            r->skip = TANDEM_SKIP_COLUMNS + 1;
+            r->detail = (uint32_t)nf;
+            continue;
+        }
+        const char *why;
+        if (!id_ok(f[0], fl[0], &why)) {
+            r->skip = TANDEM_SKIP_BAD_ID + 1;
+            r->id = why; /* message kept for the report */
+            continue;
+        }
+        r->id = f[0];
+        r->id_len = (uint32_t)fl[0];
+        int col = (nf == 3 && cfg->column == TANDEM_TEXT_COLUMN_NORMALIZED) ? 2 : 1;
+        r->text = f[col];
+        r->text_len = (uint32_t)fl[col];
+        r->col = (uint8_t)(col + 1);
+        r->detail2 = (uint32_t)(f[col] - s); /* column start, for UTF-8 offsets in the report */
+    }
+    *out_rows = rows;
+    *out_n = n;
+    return TANDEM_OK;
+}
+
+static void report_row(const char *meta_path, const row *r, int max_text) {
+    tandem_skip_reason why = (tandem_skip_reason)(r->skip - 1);
+    char u[5] = {0};
+    switch (why) {
+    case TANDEM_SKIP_COLUMNS:
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: wrong column count: %u fields, expected 2 or 3 (id|text|normalized)",
+                    meta_path, r->line, r->detail);
+        break;
+    case TANDEM_SKIP_BAD_ID:
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: bad id: %s", meta_path, r->line, r->id);
+        break;
+    case TANDEM_SKIP_DUPLICATE_ID:
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: duplicate id '%.*s' (first on line %u)", meta_path, r->line,
+                    (int)r->id_len, r->id, r->detail2);
+        break;
+    case TANDEM_SKIP_NO_AUDIO:
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: missing audio: none of wavs/%.*s.wav, .flac, .ogg exists",
+                    meta_path, r->line, (int)r->id_len, r->id);
+        break;
+    case TANDEM_SKIP_EMPTY_TEXT:
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: empty text for id '%.*s'", meta_path, r->line, (int)r->id_len,
+                    r->id);
+        break;
+    case TANDEM_SKIP_BAD_UTF8:
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: invalid UTF-8 in column %u at byte %u of the line", meta_path,
+                    r->line, r->col, r->detail + r->detail2 + 1);
+        break;
+    case TANDEM_SKIP_UNKNOWN_SYMBOL:
+        if (!tandem_utf8_encode(r->detail, u)) u[0] = '?';
+        tandem_logf(TANDEM_LOG_WARN,
+                    "%s:%u: unknown symbol '%s' (U+%04X) at character %u of the normalised text",
+                    meta_path, r->line, u, r->detail, r->detail2 + 1);
+        break;
+    case TANDEM_SKIP_TOO_LONG:
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: text too long: %u tokens (framing included), max_text is %d",
+                    meta_path, r->line, r->detail, max_text);
+        break;
+    default:
+        break;
+    }
+}
+
+tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, const char *meta_path,
+                                           const char *meta, size_t meta_len, void **blob,
+                                           size_t *blob_bytes) {
+    if (cfg->max_text < TANDEM_SYMBOLS_FRAMING + 1 || cfg->max_text > 65535)
+        return tandem_fail(TANDEM_E_INVALID, "index: max_text %d out of range [%d, 65535]", cfg->max_text,
+                           TANDEM_SYMBOLS_FRAMING + 1);
+    row *rows = NULL;
+    size_t n_rows = 0;
+    TANDEM_TRY(parse_rows(cfg, meta, meta_len, &rows, &n_rows));
+    tandem_status st = find_duplicates(rows, n_rows);
+    if (st != TANDEM_OK) {
+        tandem_free(rows);
+        return st;
+    }
+
+    int nw = cfg->num_workers > 0 ? cfg->num_workers : tandem_cpu_count();
+    if (nw < 1) nw = 1;
+    if (nw > 64) nw = 64;
+    if ((size_t)nw > n_rows / CHUNK_ROWS + 1) nw = (int)(n_rows / CHUNK_ROWS + 1);
+    shared sh = {.cfg = cfg, .meta_path = meta_path, .rows = rows, .n_rows = n_rows};
+    atomic_init(&sh.next, 0);
+    atomic_init(&sh.failed, 0);
+    sh.vecs = tandem_calloc((size_t)nw, sizeof *sh.vecs);
+    worker_arg *wa = tandem_calloc((size_t)nw, sizeof *wa);
+    tandem_thread *th = tandem_calloc((size_t)nw, sizeof *th);
+    if (!sh.vecs || !wa || !th) {
+        st = tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+        goto done;
+    }
+    int started = 0;
+    for (int w = 0; w < nw; w++) {
+        wa[w].sh = &sh;
+        wa[w].index = w;
+    }
+    for (int w = 1; w < nw; w++) { /* the calling thread is worker 0 */
+        st = tandem_thread_start(&th[w], worker_main, &wa[w], "tandem-text");
+        if (st != TANDEM_OK) break;
+        started = w;
+    }
+    worker_main(&wa[0]);
+    for (int w = 1; w <= started; w++) tandem_thread_join(&th[w]);
+    if (st != TANDEM_OK) goto done;
+    for (int w = 0; w < nw; w++) {
+        if (wa[w].st != TANDEM_OK) {
+            st = tandem_fail(wa[w].st, "%s", wa[w].err);
+            goto done;
+        }
+    }
+
+    /* gather in metadata order */
+    uint32_t n_utts = 0;
+    uint64_t n_tokens = 0, strings_bytes = 0;
+    uint32_t skipped[TANDEM_SKIP_COUNT] = {0};
+    for (size_t i = 0; i < n_rows; i++) {
+        row *r = &rows[i];
+        if (r->skip) {
+            skipped[r->skip - 1]++;
+            report_row(meta_path, r, cfg->max_text);
+            continue;
+        }
+        n_utts++;
+        n_tokens += r->n_tok;
+        /* id\0 wavs/<id>.<ext>\0 */
+        strings_bytes += r->id_len + 1 + 5 + r->id_len + 1 + strlen(audio_exts[r->audio_ext]) + 1;
+    }
+    if (n_utts == 0) {
+        char counts[512];
+        size_t o = 0;
+        for (int k = 0; k < TANDEM_SKIP_COUNT; k++)
+            if (skipped[k] && o < sizeof counts)
+                o += (size_t)snprintf(counts + o, sizeof counts - o, "%s%s %u", o ? ", " : "", reason_names[k],
+                                      skipped[k]);
+        st = tandem_fail(TANDEM_E_INVALID, "%s: no usable utterances in %zu rows%s%s%s", meta_path, n_rows,
+                         o ? " (skipped: " : "", o ? counts : "", o ? ")" : "");
+        goto done;
+    }
+    if (n_tokens > UINT32_MAX || strings_bytes > UINT32_MAX) {
+        st = tandem_fail(TANDEM_E_INVALID, "%s: too large for the index (%llu tokens, %llu string bytes)",
+                         meta_path, (unsigned long long)n_tokens, (unsigned long long)strings_bytes);
+        goto done;
+    }
+    size_t utts_off, tokens_off, strings_off, total;
+    tandem_text_cache_layout(n_utts, n_tokens, strings_bytes, &utts_off, &tokens_off, &strings_off, &total);
+    char *b = tandem_calloc(1, total);
+    if (!b) {
+        st = tandem_fail(TANDEM_E_NOMEM, "index: out of memory (%zu bytes)", total);
+        goto done;
+    }
+    tandem_text_cache_header *h = (tandem_text_cache_header *)b;
+    tandem_utt *utts = (tandem_utt *)(b + utts_off);
+    uint16_t *toks = (uint16_t *)(b + tokens_off);
+    char *strs = b + strings_off;
+    uint32_t u = 0, tk = 0, so = 0;
+    for (size_t i = 0; i < n_rows; i++) {
+        row *r = &rows[i];
+        if (r->skip) continue;
+        tandem_utt *x = &utts[u++];
+        x->line = r->line;
+        x->n_samples = r->n_samples;
+        x->lang = r->lang;
+        x->tok = tk;
+        x->n_tok = (uint16_t)r->n_tok;
+        memcpy(toks + tk, sh.vecs[r->worker].v + r->tok, r->n_tok * sizeof *toks);
+        tk += r->n_tok;
+        x->id = so;
+        memcpy(strs + so, r->id, r->id_len);
+        so += r->id_len + 1;
+        x->audio = so;
+        so += (uint32_t)sprintf(strs + so, "wavs/%.*s.%s", (int)r->id_len, r->id, audio_exts[r->audio_ext]) + 1;
+        if (r->n_tok > h->max_tok) h->max_tok = r->n_tok;
+        h->lang_count[r->lang]++;
+    }
+    memcpy(h->magic, TANDEM_TEXT_CACHE_MAGIC, 8);
+    h->format = TANDEM_TEXT_CACHE_FORMAT;
+    h->header_bytes = sizeof *h;
+    h->frontend_version = TANDEM_TEXT_FRONTEND_VERSION;
+    h->symbols_version = TANDEM_SYMBOLS_VERSION;
+    h->n_utts = n_utts;
+    h->utt_bytes = sizeof(tandem_utt);
+    h->n_tokens = n_tokens;
+    h->strings_bytes = strings_bytes;
+    h->payload_bytes = total - sizeof *h;
+    h->lines = (uint32_t)n_rows;
+    memcpy(h->skipped, skipped, sizeof skipped);
+    *blob = b;
+    *blob_bytes = total;
+    st = TANDEM_OK;
+done:
+    if (sh.vecs)
+        for (int w = 0; w < nw; w++) tandem_free(sh.vecs[w].v);
+    tandem_free(sh.vecs);
+    tandem_free(wa);
+    tandem_free(th);
+    tandem_free(rows);
+    return st;
+}
+
+void tandem_text_index_attach(tandem_text_index *ix, void *blob, size_t blob_bytes, int mapped) {
+    const tandem_text_cache_header *h = blob;
+    size_t utts_off, tokens_off, strings_off, total;
+    tandem_text_cache_layout(h->n_utts, h->n_tokens, h->strings_bytes, &utts_off, &tokens_off, &strings_off,
+                             &total);
+    ix->blob_ = blob;
+    ix->blob_bytes_ = blob_bytes;
+    ix->blob_mapped_ = mapped;
+    ix->utts = (const tandem_utt *)((const char *)blob + utts_off);
+    ix->count = h->n_utts;
+    ix->tokens = (const uint16_t *)((const char *)blob + tokens_off);
+    ix->n_tokens = h->n_tokens;
+    ix->strings = (const char *)blob + strings_off;
+    ix->strings_bytes = h->strings_bytes;
+    ix->lines = h->lines;
+    memcpy(ix->skipped, h->skipped, sizeof ix->skipped);
+    memcpy(ix->lang_count, h->lang_count, sizeof ix->lang_count);
+    ix->max_tok = h->max_tok;
+    ix->key = h->key;
+}
+
+static uint64_t split_rng(uint64_t *s) { /* splitmix64 */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+tandem_status tandem_text_index_split(const tandem_text_index_config *cfg, tandem_text_index *ix) {
+    uint32_t n = ix->count;
+    /* a cache file can claim zero records (a build never writes one); nothing to split */
+    if (n == 0) return tandem_fail(TANDEM_E_INVALID, "index: no utterances to split into train and val");
+    uint8_t *is_val = tandem_calloc(n ? n : 1, 1);
+    if (!is_val) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+    uint32_t n_val = 0;
+    if (cfg->n_val_ids) {
+        for (size_t k = 0; k < cfg->n_val_ids; k++) {
+            uint32_t i = 0;
+            for (; i < n; i++)
+                if (strcmp(tandem_utt_id(ix, &ix->utts[i]), cfg->val_ids[k]) == 0) break;
+            if (i == n) {
+                tandem_logf(TANDEM_LOG_WARN, "index: val id '%s' is not among the usable utterances", cfg->val_ids[k]);
+                continue;
+            }
+            if (!is_val[i]) n_val++;
+            is_val[i] = 1;
+        }
+    } else if (cfg->val_fraction > 0) {
+        if (cfg->val_fraction >= 1) {
+            tandem_free(is_val);
+            return tandem_fail(TANDEM_E_INVALID, "index: val_fraction %g must be in [0, 1)", cfg->val_fraction);
+        }
+        uint32_t want = (uint32_t)(cfg->val_fraction * n + 0.5);
+        if (want == 0 && n > 1) want = 1;
+        if (want >= n) want = n - 1; /* keep at least one training utterance */
+        /* partial Fisher-Yates over indices: the first `want` picks are the val set */
+        uint32_t *perm = tandem_malloc((size_t)n * sizeof *perm);
+        if (!perm) {
+            tandem_free(is_val);
+            return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+        }
+        for (uint32_t i = 0; i < n; i++) perm[i] = i;
+        uint64_t s = cfg->seed;
+        for (uint32_t i = 0; i < want; i++) {
+            uint32_t j = i + (uint32_t)(split_rng(&s) % (n - i));
+            uint32_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+            is_val[perm[i]] = 1;
+        }
+        n_val = want;
+        tandem_free(perm);
+    }
+    if (n_val == n) {
+        tandem_free(is_val);
+        return tandem_fail(TANDEM_E_INVALID, "index: every utterance is in the val set; nothing to train on");
+    }
+    /* duration filter: the split is made first, so the val set does not depend on max_samples */
+    ix->audio_too_long = ix->audio_too_short = ix->audio_unreadable = 0;
+    uint32_t n_train_usable = 0, n_val_usable = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t ns = ix->utts[i].n_samples;
+        if (cfg->check_audio && cfg->max_samples > 0) {
+            if (ns == 0) {
+                ix->audio_unreadable++;
+                is_val[i] = 2; /* left out of both sets */
+                continue;
+            }
+            if ((int64_t)ns > cfg->max_samples) {
+                ix->audio_too_long++;
+                is_val[i] = 2;
+                continue;
+            }
+            if (ns < TANDEM_INDEX_MIN_SAMPLES) {
+                ix->audio_too_short++;
+                is_val[i] = 2;
+                continue;
+            }
+        }
+        if (is_val[i]) n_val_usable++;
+        else n_train_usable++;
+    }
+    if (n_train_usable == 0) {
+        tandem_free(is_val);
+        return tandem_fail(TANDEM_E_INVALID,
+                           "index: no training utterance left after the duration filter (%u too long for %lld "
+                           "samples, %u shorter than %d samples, %u unreadable, %u in the val set)",
+                           ix->audio_too_long, (long long)cfg->max_samples, ix->audio_too_short,
+                           TANDEM_INDEX_MIN_SAMPLES, ix->audio_unreadable, n_val_usable);
+    }
+    n_val = n_val_usable;
+    tandem_free(ix->train);
+    tandem_free(ix->val);
+    ix->train = tandem_malloc((size_t)n_train_usable * sizeof *ix->train);
+    ix->val = tandem_malloc((size_t)(n_val ? n_val : 1) * sizeof *ix->val);
+    if (!ix->train || !ix->val) {
+        tandem_free(is_val);
+        return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+    }
+    ix->n_train = ix->n_val = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (is_val[i] == 1)
+            ix->val[ix->n_val++] = i;
+        else if (is_val[i] == 0)
+            ix->train[ix->n_train++] = i;
+    }
+    tandem_free(is_val);
+    return TANDEM_OK;
+}
+
+void tandem_text_index_free(tandem_text_index *ix) {
+    if (!ix) return;
+    if (ix->blob_) {
+        if (ix->blob_mapped_)
+            munmap(ix->blob_, ix->blob_bytes_);
+        else
+            tandem_free(ix->blob_);
+    }
+    tandem_free(ix->train);
+    tandem_free(ix->val);
+    memset(ix, 0, sizeof *ix);
+}

@@ -1,0 +1,127 @@
+/* text_index.h — the dataset index: metadata.csv parsed, validated and run through the text
+ * frontend on worker threads (DESIGN.md §6).
+ *
+ * Layout: one contiguous blob that is byte-for-byte the text cache file (docs/FORMATS.md,
+ * "text cache"): a 128-byte header, then an array of fixed-size records, one arena of token
+ * ids and one arena of NUL-terminated strings (ids, audio paths). The index points into the
+ * blob whether it was built in memory or mapped from the cache, so a cache hit costs an mmap
+ * and a checksum. Owns: the blob (heap or mapping) and the train/val split arrays. */
+#ifndef TANDEM_TEXT_INDEX_H
+#define TANDEM_TEXT_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tandem.h"
+#include "runtime/text/text_norm.h"
+
+/* Shortest usable audio: one hop, so that an utterance has at least one mel frame. */
+#define TANDEM_INDEX_MIN_SAMPLES 256
+
+typedef enum tandem_text_column {
+    TANDEM_TEXT_COLUMN_NORMALIZED = 0, /* third column (LJSpeech's normalized transcript) */
+    TANDEM_TEXT_COLUMN_RAW = 1,        /* second column */
+} tandem_text_column;
+
+/* Why a metadata row was skipped. Order is part of the cache format (counts are stored). */
+typedef enum tandem_skip_reason {
+    TANDEM_SKIP_COLUMNS = 0,    /* not 2 or 3 '|'-separated fields */
+    TANDEM_SKIP_BAD_ID,         /* empty, '/', '\', "..", control characters, too long, bad UTF-8 */
+    TANDEM_SKIP_DUPLICATE_ID,   /* id seen on an earlier line (the first one is kept) */
+    TANDEM_SKIP_NO_AUDIO,       /* none of wavs/<id>.wav .flac .ogg exists */
+    TANDEM_SKIP_EMPTY_TEXT,     /* nothing left after normalisation */
+    TANDEM_SKIP_BAD_UTF8,       /* text column is not valid UTF-8 */
+    TANDEM_SKIP_UNKNOWN_SYMBOL, /* a character the symbol table does not have */
+    TANDEM_SKIP_TOO_LONG,       /* more than max_text tokens */
+    TANDEM_SKIP_COUNT
+} tandem_skip_reason;
+
+/* Short description ("wrong column count", "bad id", ...). */
+const char *tandem_skip_reason_name(tandem_skip_reason r);
+
+/* One usable utterance (24 bytes; part of the cache format). */
+typedef struct tandem_utt {
+    uint32_t id;        /* offset of the id in strings */
+    uint32_t audio;     /* offset of the audio path (relative to the data dir) in strings */
+    uint32_t tok;       /* offset of the first token in tokens */
+    uint16_t n_tok;     /* tokens, framing included: [<lang>, BOS, chars..., EOS] */
+    uint8_t lang;       /* tandem_lang */
+    uint8_t reserved;   /* 0 */
+    uint32_t line;      /* 1-based line in metadata.csv */
+    uint32_t n_samples; /* audio length at 22050 Hz read from the file's header when the
+                           index is built (check_audio); 0 = not scanned (check_audio off) or
+                           the header could not be read */
+} tandem_utt;
+
+typedef struct tandem_text_index_config {
+    const char *data_dir;      /* holds metadata.csv and wavs/ (required) */
+    tandem_text_column column; /* default normalized (2-column rows always use column 2) */
+    int max_text;              /* max tokens per utterance, framing included (default 128) */
+    int num_workers;           /* frontend threads; <= 0 → CPU count */
+    int check_audio;           /* 1 (default): require wavs/<id>.{wav,flac,ogg} */
+    double val_fraction;       /* share of utterances held out (seeded); 0 = none */
+    uint64_t seed;             /* for the val split */
+    const char *const *val_ids; /* explicit val ids (overrides val_fraction) */
+    size_t n_val_ids;
+    int64_t max_samples;       /* > 0 (with check_audio): utterances longer than this, shorter
+                                  than TANDEM_INDEX_MIN_SAMPLES or with an unreadable header are
+                                  left out of train and val and counted (0 = no filter) */
+    int use_cache;             /* 1 (default): read/write the persistent text cache */
+    const char *cache_dir;     /* NULL → $TANDEM_CACHE_DIR, $XDG_CACHE_HOME/tandem, ~/.cache/tandem */
+} tandem_text_index_config;
+
+void tandem_text_index_config_default(tandem_text_index_config *cfg);
+
+typedef struct tandem_text_index {
+    const tandem_utt *utts; /* [count] in metadata order */
+    uint32_t count;
+    const uint16_t *tokens; /* [n_tokens] */
+    uint64_t n_tokens;
+    const char *strings;
+    uint64_t strings_bytes;
+    uint32_t lines;                          /* non-empty data lines read */
+    uint32_t skipped[TANDEM_SKIP_COUNT];
+    uint32_t lang_count[TANDEM_LANG_COUNT];
+    uint32_t max_tok;                        /* longest n_tok */
+    uint32_t *train, n_train;                /* indices into utts */
+    uint32_t *val, n_val;
+    /* left out of train/val by the duration filter (max_samples), counted at each split */
+    uint32_t audio_too_long, audio_too_short, audio_unreadable;
+    uint64_t key;                            /* cache key of this build */
+    int cache_hit;                           /* 1: loaded from the cache file */
+    char cache_path[1024];                   /* "" when the cache is off or unavailable */
+    /* private */
+    void *blob_;
+    size_t blob_bytes_;
+    int blob_mapped_;
+} tandem_text_index;
+
+static inline const char *tandem_utt_id(const tandem_text_index *ix, const tandem_utt *u) {
+    return ix->strings + u->id;
+}
+static inline const char *tandem_utt_audio(const tandem_text_index *ix, const tandem_utt *u) {
+    return ix->strings + u->audio;
+}
+static inline const uint16_t *tandem_utt_tokens(const tandem_text_index *ix, const tandem_utt *u) {
+    return ix->tokens + u->tok;
+}
+
+/* Build, or load from the persistent cache when valid (text_cache.c), and split. Rows that
+ * cannot be used are logged as "<path>:<line>: <reason>" (on a build) and counted; fails only
+ * when no utterance is left or on I/O errors. */
+tandem_status tandem_text_index_open(const tandem_text_index_config *cfg, tandem_text_index *ix);
+void tandem_text_index_free(tandem_text_index *ix);
+
+/* ---- used by text_cache.c ---- */
+
+/* Parse and normalise metadata bytes (meta_path names them in messages) into a new heap blob in
+ * the cache layout; the header's key, counts and checksums are left for the caller to seal. */
+tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, const char *meta_path,
+                                           const char *meta, size_t meta_len, void **blob,
+                                           size_t *blob_bytes);
+/* Point ix at a validated blob; takes ownership (mapped: munmap on free, else tandem_free). */
+void tandem_text_index_attach(tandem_text_index *ix, void *blob, size_t blob_bytes, int mapped);
+/* Fill train/val from cfg (val_ids or seeded val_fraction). */
+tandem_status tandem_text_index_split(const tandem_text_index_config *cfg, tandem_text_index *ix);
+
+#endif

@@ -1,0 +1,611 @@
+/* model.c — sizes, the parameter table, declaration of every model tensor into the pool, GEMM
+ * shape preparation, parameter initialisation (see model.h). The passes are model_fwd.c and
+ * model_bwd.c. */
+#include "runtime/model/model.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/layers.h"
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+#include "kernels/train.h"
+
+#define PARAM_ALIGN 64 /* elements: 256 bytes, the device arena alignment */
+
+/* ---- sizes ---------------------------------------------------------------------------------- */
+
+tandem_status tandem_model_dims_from_config(const tandem_config *cfg, int vocab, tandem_model_dims *out) {
+    if (!cfg || !out) return tandem_fail(TANDEM_E_INVALID, "model dims: NULL argument");
+    TANDEM_TRY(tandem_config_check(cfg));
+    tandem_model_dims d;
+    memset(&d, 0, sizeof d);
+    d.bf16 = cfg->precision == TANDEM_PRECISION_BF16; /* refused later on a host device */
+    d.batch = cfg->batch_size;
+    d.d = cfg->d_model;
+    d.layers = cfg->layers;
+    d.heads = cfg->heads;
+    d.head_dim = cfg->d_model / cfg->heads;
+    d.ff = 4 * cfg->d_model;
+    d.r = cfg->reduction;
+    d.n_mels = cfg->n_mels;
+    d.group = cfg->reduction * cfg->n_mels;
+    d.text_len = cfg->max_text;
+    d.frames = cfg->max_frames;
+    d.mel_len = cfg->max_frames / cfg->reduction;
+    d.seq = d.text_len + d.mel_len;
+    d.vocab = vocab;
+    d.micro_batches = cfg->grad_accum;
+    *out = d;
+    return TANDEM_OK;
+}
+
+static tandem_status check_dims(const tandem_model_dims *d) {
+    if (d->batch < 1 || d->d < 1 || d->layers < 1 || d->heads < 1 || d->r < 1 ||
+        d->n_mels < 1 || d->text_len < 1 || d->frames < 1 || d->vocab < 1 ||
+        d->micro_batches < 1)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "model: bad sizes batch=%d d=%d layers=%d heads=%d r=%d n_mels=%d "
+                           "max_text=%d max_frames=%d vocab=%d grad_accum=%d; expected all >= 1",
+                           d->batch, d->d, d->layers, d->heads, d->r, d->n_mels, d->text_len,
+                           d->frames, d->vocab, d->micro_batches);
+    if (d->d % d->heads || d->head_dim != d->d / d->heads || d->ff != 4 * d->d ||
+        d->frames % d->r || d->mel_len != d->frames / d->r || d->group != d->r * d->n_mels ||
+        d->seq != d->text_len + d->mel_len)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "model: inconsistent sizes (d %d, heads %d, head_dim %d, ff %d, frames "
+                           "%d, r %d, mel_len %d, group %d, seq %d); use "
+                           "tandem_model_dims_from_config", d->d, d->heads, d->head_dim, d->ff,
+                           d->frames, d->r, d->mel_len, d->group, d->seq);
+    /* Row counts are int in the kernels' argument structs. */
+    if ((int64_t)d->batch * d->seq * d->ff > INT_MAX ||
+        (int64_t)d->batch * d->heads * d->seq * d->seq > INT_MAX)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "model: batch %d x seq %d is too large (activations over 2^31 "
+                           "elements)", d->batch, d->seq);
+    return TANDEM_OK;
+}
+
+/* ---- phases ---------------------------------------------------------------------------------- */
+
+int tandem_model_phase_in_fwd(const tandem_model *m) { (void)m; return 0; }
+int tandem_model_phase_layer_fwd(const tandem_model *m, int l) { (void)m; return 1 + l; }
+int tandem_model_phase_out_fwd(const tandem_model *m) { return 1 + m->dims.layers; }
+int tandem_model_phase_out_bwd(const tandem_model *m) { return 2 + m->dims.layers; }
+int tandem_model_phase_layer_bwd(const tandem_model *m, int l) {
+    return 3 + m->dims.layers + (m->dims.layers - 1 - l);
+}
+int tandem_model_phase_in_bwd(const tandem_model *m) { return 3 + 2 * m->dims.layers; }
+int tandem_model_phase_opt(const tandem_model *m) { return 4 + 2 * m->dims.layers; }
+
+/* ---- GEMM descriptors ------------------------------------------------------------------------ */
+
+static tandem_gemm_desc desc(const tandem_model_dims *dm, int ta, int tb, int64_t m, int64_t n,
+                             int64_t k) {
+    tandem_gemm_desc g;
+    memset(&g, 0, sizeof g); /* C f32 */
+    g.a_type = g.b_type = dm->bf16 ? TANDEM_BF16 : TANDEM_F32;
+    g.trans_a = ta;
+    g.trans_b = tb;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.batch = 1;
+    return g;
+}
+
+tandem_gemm_desc tandem_model_desc_linear(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                          int64_t out) {
+    return desc(dm, 0, 1, rows, out, in);
+}
+tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                             int64_t out) {
+    return desc(dm, 0, 0, rows, in, out);
+}
+tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                             int64_t out) {
+    return desc(dm, 1, 0, out, in, rows);
+}
+tandem_gemm_desc tandem_model_desc_attn(const tandem_model_dims *dm, int ta, int tb) {
+    const int64_t T = dm->seq, dh = dm->head_dim;
+    /* nt: m T, n T, k dh;  nn and tn: m T, n dh, k T */
+    tandem_gemm_desc g = tb ? desc(dm, ta, tb, T, T, dh) : desc(dm, ta, tb, T, dh, T);
+    g.batch = (int64_t)dm->batch * dm->heads;
+    if (g.batch > 1) { /* dense per-head matrices, as runtime/model/attention.c has them */
+        g.stride_a = g.m * g.k;
+        g.stride_b = g.k * g.n;
+        g.stride_c = g.m * g.n;
+    }
+    return g;
+}
+tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out) {
+    tandem_gemm_desc g = desc(dm, 0, 1, dm->mel_len, out, dm->d);
+    g.batch = dm->batch;
+    g.stride_a = (int64_t)dm->seq * dm->d;
+    g.stride_b = 0; /* one weight for every item */
+    g.stride_c = (int64_t)dm->mel_len * out;
+    return g;
+}
+tandem_gemm_desc tandem_model_desc_head_dx(const tandem_model_dims *dm, int64_t out) {
+    tandem_gemm_desc g = desc(dm, 0, 0, dm->mel_len, dm->d, out);
+    g.batch = dm->batch;
+    g.stride_a = (int64_t)dm->mel_len * out;
+    g.stride_b = 0;
+    g.stride_c = (int64_t)dm->seq * dm->d;
+    return g;
+}
+
+static tandem_status prepare_gemms(tandem_model *m) {
+    tandem_device *dev = m->dev;
+    if (!dev->ops->gemm_prepare) return TANDEM_OK;
+    const tandem_model_dims *d = &m->dims;
+    const int64_t N = (int64_t)d->batch * d->seq, Np = (int64_t)d->batch * d->mel_len;
+    /* (rows, in, out) of every linear layer */
+    const int64_t lin[][3] = {
+        {Np, d->group, d->d}, /* prenet */
+        {N, d->d, 3 * (int64_t)d->d}, /* qkv */
+        {N, d->d, d->d},      /* attention output */
+        {N, d->d, d->ff},     /* MLP fc */
+        {N, d->ff, d->d},     /* MLP proj */
+    };
+    for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
+        tandem_gemm_desc g = tandem_model_desc_linear(d, lin[i][0], lin[i][1], lin[i][2]);
+        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+        g = tandem_model_desc_linear_dw(d, lin[i][0], lin[i][1], lin[i][2]);
+        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+        if (i == 0) continue; /* the prenet's input is data: no dx */
+        g = tandem_model_desc_linear_dx(d, lin[i][0], lin[i][1], lin[i][2]);
+        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+    }
+    const int64_t heads[2] = {d->group, d->r};
+    for (int i = 0; i < 2; i++) {
+        tandem_gemm_desc g = tandem_model_desc_head(d, heads[i]);
+        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+        g = tandem_model_desc_head_dx(d, heads[i]);
+        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+        /* the head weight gradient, one item at a time (rows Tm of each item) */
+        g = tandem_model_desc_linear_dw(d, d->mel_len, d->d, heads[i]);
+        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+    }
+    if (!d->bf16) return tandem_attention_prepare(dev, &m->attn);
+    static const int t[3][2] = {{0, 1}, {0, 0}, {1, 0}}; /* nt, nn, tn */
+    for (int i = 0; i < 3; i++) {
+        tandem_gemm_desc g = tandem_model_desc_attn(d, t[i][0], t[i][1]);
+        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+    }
+    return TANDEM_OK;
+}
+
+/* ---- parameter table --------------------------------------------------------------------------- */
+
+/* Adds one entry (or only counts, when m->param is NULL). Returns its index. */
+static int add_param(tandem_model *m, const char *name, int ndim, int64_t d0, int64_t d1,
+                     tandem_param_init init, float std, int decay) {
+    int idx = m->n_params++;
+    if (!m->param) return idx;
+    tandem_model_param *p = &m->param[idx];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    p->shape[0] = d0;
+    p->shape[1] = ndim > 1 ? d1 : 0;
+    p->numel = ndim > 1 ? d0 * d1 : d0;
+    p->init = init;
+    p->std = std;
+    p->decay = decay;
+    return idx;
+}
+
+/* The table in checkpoint order. Init: N(0, 0.02) for matrices and embeddings, the residual
+ * projections scaled by 1/sqrt(2L) (GPT-2) so the residual stream's variance does not grow with
+ * depth; LayerNorm gain 1, every bias 0. */
+static void build_table(tandem_model *m) {
+    const tandem_model_dims *d = &m->dims;
+    const float std = 0.02f, res_std = 0.02f / sqrtf(2.0f * (float)d->layers);
+    char nm[TANDEM_MODEL_PARAM_NAME_MAX];
+    m->n_params = 0;
+    m->top.sym_emb = add_param(m, "sym_emb.weight", 2, d->vocab, d->d, TANDEM_PARAM_NORMAL, std, 0);
+    m->top.pos_emb = add_param(m, "pos_emb.weight", 2, d->seq, d->d, TANDEM_PARAM_NORMAL, std, 0);
+    m->top.prenet_w = add_param(m, "prenet.weight", 2, d->d, d->group, TANDEM_PARAM_NORMAL, std, 1);
+    m->top.prenet_b = add_param(m, "prenet.bias", 1, d->d, 0, TANDEM_PARAM_ZEROS, 0, 0);
+    for (int l = 0; l < d->layers; l++) {
+        tandem_model_layer_params lp;
+#define LP(field, suffix, nd, a, b, init, sd, dec)                                        \
+    snprintf(nm, sizeof nm, "layers.%d.%s", l, suffix);                                  \
+    lp.field = add_param(m, nm, nd, a, b, init, sd, dec)
+        LP(ln1_g, "ln1.weight", 1, d->d, 0, TANDEM_PARAM_ONES, 0, 0);
+        LP(ln1_b, "ln1.bias", 1, d->d, 0, TANDEM_PARAM_ZEROS, 0, 0);
+        LP(qkv_w, "attn.qkv.weight", 2, 3 * d->d, d->d, TANDEM_PARAM_NORMAL, std, 1);
+        LP(qkv_b, "attn.qkv.bias", 1, 3 * d->d, 0, TANDEM_PARAM_ZEROS, 0, 0);
+        LP(out_w, "attn.out.weight", 2, d->d, d->d, TANDEM_PARAM_NORMAL, res_std, 1);
+        LP(out_b, "attn.out.bias", 1, d->d, 0, TANDEM_PARAM_ZEROS, 0, 0);
+        LP(ln2_g, "ln2.weight", 1, d->d, 0, TANDEM_PARAM_ONES, 0, 0);
+        LP(ln2_b, "ln2.bias", 1, d->d, 0, TANDEM_PARAM_ZEROS, 0, 0);
+        LP(fc_w, "mlp.fc.weight", 2, d->ff, d->d, TANDEM_PARAM_NORMAL, std, 1);
+        LP(fc_b, "mlp.fc.bias", 1, d->ff, 0, TANDEM_PARAM_ZEROS, 0, 0);
+        LP(proj_w, "mlp.proj.weight", 2, d->d, d->ff, TANDEM_PARAM_NORMAL, res_std, 1);
+        LP(proj_b, "mlp.proj.bias", 1, d->d, 0, TANDEM_PARAM_ZEROS, 0, 0);
+#undef LP
+        if (m->lp) m->lp[l] = lp;
+    }
+    m->top.lnf_g = add_param(m, "ln_f.weight", 1, d->d, 0, TANDEM_PARAM_ONES, 0, 0);
+    m->top.lnf_b = add_param(m, "ln_f.bias", 1, d->d, 0, TANDEM_PARAM_ZEROS, 0, 0);
+    m->top.mel_w = add_param(m, "mel_head.weight", 2, d->group, d->d, TANDEM_PARAM_NORMAL, std, 1);
+    m->top.mel_b = add_param(m, "mel_head.bias", 1, d->group, 0, TANDEM_PARAM_ZEROS, 0, 0);
+    m->top.stop_w = add_param(m, "stop_head.weight", 2, d->r, d->d, TANDEM_PARAM_NORMAL, std, 1);
+    m->top.stop_b = add_param(m, "stop_head.bias", 1, d->r, 0, TANDEM_PARAM_ZEROS, 0, 0);
+}
+
+/* Offsets: decayed parameters first (one span for AdamW with decay), then the rest. */
+static void assign_offsets(tandem_model *m) {
+    int64_t off = 0;
+    m->n_real = 0;
+    for (int pass = 1; pass >= 0; pass--) {
+        for (int i = 0; i < m->n_params; i++) {
+            tandem_model_param *p = &m->param[i];
+            if (p->decay != pass) continue;
+            p->offset = off;
+            off += (p->numel + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+            m->n_real += p->numel;
+        }
+        if (pass == 1) m->decay_end = off;
+    }
+    m->n_flat = off;
+}
+
+int tandem_model_find_param(const tandem_model *m, const char *name) {
+    for (int i = 0; i < m->n_params; i++)
+        if (strcmp(m->param[i].name, name) == 0) return i;
+    return -1;
+}
+
+tandem_dptr tandem_model_param_addr(const tandem_model *m, int idx) {
+    return tandem_tensor_addr(m->params) + (tandem_dptr)m->param[idx].offset * sizeof(float);
+}
+tandem_dptr tandem_model_grad_addr(const tandem_model *m, int idx) {
+    return tandem_tensor_addr(m->grads) + (tandem_dptr)m->param[idx].offset * sizeof(float);
+}
+tandem_dptr tandem_model_weight_addr(const tandem_model *m, int idx) {
+    if (!m->dims.bf16) return tandem_model_param_addr(m, idx);
+    assert(m->param[idx].offset + m->param[idx].numel <= m->decay_end); /* a linear weight */
+    return tandem_tensor_addr(m->wcopy) + (tandem_dptr)m->param[idx].offset * sizeof(tandem_bf16);
+}
+
+void tandem_model_params_changed(tandem_model *m) {
+    if (m) m->wcopy_stale = 1;
+}
+
+tandem_status tandem_model_cast_weights(tandem_model *m, tandem_stream *s) {
+    if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "model cast weights: NULL argument");
+    if (!m->dims.bf16) return TANDEM_OK;
+    TANDEM_TRY(tandem_model_cast_bf16(s, tandem_tensor_addr(m->params), tandem_tensor_addr(m->wcopy),
+                                      m->decay_end));
+    m->wcopy_stale = 0;
+    return TANDEM_OK;
+}
+
+/* ---- declaration -------------------------------------------------------------------------------- */
+
+typedef struct decl_ctx {
+    tandem_pool *pool;
+    tandem_lifetime life;
+    int first, last;
+} decl_ctx;
+
+static tandem_status decl(const decl_ctx *c, tandem_tensor **out, tandem_dtype dt, int nd,
+                          int64_t d0, int64_t d1, int64_t d2, int64_t d3, const char *fmt, ...)
+    TANDEM_PRINTF(9, 10);
+
+static tandem_status decl(const decl_ctx *c, tandem_tensor **out, tandem_dtype dt, int nd,
+                          int64_t d0, int64_t d1, int64_t d2, int64_t d3, const char *fmt, ...) {
+    char name[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    const int64_t shape[4] = {d0, d1, d2, d3};
+    return tandem_pool_declare(c->pool, name, dt, nd, shape, c->life, c->first, c->last, out);
+}
+
+static decl_ctx per_step(tandem_pool *pool, int first, int last) {
+    decl_ctx c = {pool, TANDEM_PER_STEP, first, last};
+    return c;
+}
+
+static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
+    const tandem_model_dims *d = &m->dims;
+    const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, dh = d->head_dim;
+    const int64_t N = B * T, Np = B * d->mel_len, L = d->layers;
+    const int in_f = tandem_model_phase_in_fwd(m), out_f = tandem_model_phase_out_fwd(m);
+    const int out_b = tandem_model_phase_out_bwd(m), in_b = tandem_model_phase_in_bwd(m);
+    const int opt = tandem_model_phase_opt(m);
+    const int lf0 = tandem_model_phase_layer_fwd(m, 0);
+    const int lf_last = tandem_model_phase_layer_fwd(m, (int)L - 1);
+    const int lb0 = tandem_model_phase_layer_bwd(m, 0);
+    const int lb_last = tandem_model_phase_layer_bwd(m, (int)L - 1);
+    /* GEMM-only activations: bf16 in bf16 mode (model.h, "Precision") */
+    const tandem_dtype ga = d->bf16 ? TANDEM_BF16 : TANDEM_F32;
+
+    decl_ctx pc = {pool, TANDEM_PERSISTENT, 0, 0};
+    TANDEM_TRY(decl(&pc, &m->params, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.params"));
+    if (d->bf16)
+        TANDEM_TRY(decl(&pc, &m->wcopy, TANDEM_BF16, 1, m->decay_end, 0, 0, 0, "model.weights_bf16"));
+    if (!d->forward_only) {
+        TANDEM_TRY(decl(&pc, &m->grads, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.grads"));
+        TANDEM_TRY(decl(&pc, &m->adam_m, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.adam_m"));
+        TANDEM_TRY(decl(&pc, &m->adam_v, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.adam_v"));
+    }
+    TANDEM_TRY(decl(&pc, &m->stop_weight, TANDEM_F32, 2, B, d->frames, 0, 0, "model.stop_weight"));
+    TANDEM_TRY(decl(&pc, &m->losses, TANDEM_F32, 2, d->micro_batches + 1, 2, 0, 0, "model.losses"));
+    TANDEM_TRY(decl(&pc, &m->norm_sq, TANDEM_F32, 1, 1, 0, 0, 0, "model.norm_sq"));
+    TANDEM_TRY(decl(&pc, &m->skip, TANDEM_I32, 1, 1, 0, 0, 0, "model.skip"));
+    TANDEM_TRY(decl(&pc, &m->lengths, TANDEM_I32, 3, d->micro_batches + 1, 2, B, 0, "model.lengths"));
+
+    decl_ctx c = per_step(pool, in_f, lf_last);
+    TANDEM_TRY(decl(&c, &m->key_mask, TANDEM_U8, 2, B, T, 0, 0, "model.key_mask"));
+    c = per_step(pool, in_f, out_f);
+    TANDEM_TRY(decl(&c, &m->l1_weight, TANDEM_F32, 2, B, d->frames, 0, 0, "model.l1_weight"));
+    c = per_step(pool, in_f, in_b);
+    TANDEM_TRY(decl(&c, &m->groups, ga, 3, B, d->mel_len, d->group, 0, "model.prenet_in"));
+    TANDEM_TRY(decl(&c, &m->pre, TANDEM_F32, 2, Np, D, 0, 0, "model.prenet_pre"));
+    c = per_step(pool, in_f, in_f);
+    TANDEM_TRY(decl(&c, &m->pre_act, TANDEM_F32, 2, Np, D, 0, 0, "model.prenet_act"));
+
+    for (int l = 0; l < L; l++) {
+        tandem_model_layer *ly = &m->layer[l];
+        /* the block's input: made by the embedding (l = 0) or the previous block */
+        c = per_step(pool, l == 0 ? in_f : tandem_model_phase_layer_fwd(m, l - 1),
+                     tandem_model_phase_layer_bwd(m, l));
+        TANDEM_TRY(decl(&c, &ly->x, TANDEM_F32, 3, B, T, D, 0, "l%d.x", l));
+        c = per_step(pool, tandem_model_phase_layer_fwd(m, l), tandem_model_phase_layer_bwd(m, l));
+        TANDEM_TRY(decl(&c, &ly->h1, ga, 3, B, T, D, 0, "l%d.ln1", l));
+        TANDEM_TRY(decl(&c, &ly->mean1, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln1_mean", l));
+        TANDEM_TRY(decl(&c, &ly->rstd1, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln1_rstd", l));
+        TANDEM_TRY(decl(&c, &ly->q, ga, 4, B, H, T, dh, "l%d.q", l));
+        TANDEM_TRY(decl(&c, &ly->k, ga, 4, B, H, T, dh, "l%d.k", l));
+        TANDEM_TRY(decl(&c, &ly->v, ga, 4, B, H, T, dh, "l%d.v", l));
+        TANDEM_TRY(decl(&c, &ly->p, ga, 4, B, H, T, T, "l%d.attn_p", l));
+        TANDEM_TRY(decl(&c, &ly->att, ga, 3, B, T, D, 0, "l%d.attn_heads", l));
+        TANDEM_TRY(decl(&c, &ly->x_mid, TANDEM_F32, 3, B, T, D, 0, "l%d.x_mid", l));
+        TANDEM_TRY(decl(&c, &ly->h2, ga, 3, B, T, D, 0, "l%d.ln2", l));
+        TANDEM_TRY(decl(&c, &ly->mean2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_mean", l));
+        TANDEM_TRY(decl(&c, &ly->rstd2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_rstd", l));
+        TANDEM_TRY(decl(&c, &ly->f, TANDEM_F32, 3, B, T, d->ff, 0, "l%d.mlp_fc", l));
+        TANDEM_TRY(decl(&c, &ly->g, ga, 3, B, T, d->ff, 0, "l%d.mlp_act", l));
+    }
+    c = per_step(pool, lf_last, out_b);
+    TANDEM_TRY(decl(&c, &m->x_out, TANDEM_F32, 3, B, T, D, 0, "model.x_out"));
+    c = per_step(pool, lf0, lf_last);
+    TANDEM_TRY(decl(&c, &m->qkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.qkv"));
+    TANDEM_TRY(decl(&c, &m->o, TANDEM_F32, 4, B, H, T, dh, "model.attn_o"));
+
+    c = per_step(pool, out_f, out_b);
+    TANDEM_TRY(decl(&c, &m->hf, ga, 3, B, T, D, 0, "model.ln_f"));
+    TANDEM_TRY(decl(&c, &m->meanf, TANDEM_F32, 1, N, 0, 0, 0, "model.ln_f_mean"));
+    TANDEM_TRY(decl(&c, &m->rstdf, TANDEM_F32, 1, N, 0, 0, 0, "model.ln_f_rstd"));
+    TANDEM_TRY(decl(&c, &m->mel_out, TANDEM_F32, 3, B, d->mel_len, d->group, 0, "model.mel_out"));
+    TANDEM_TRY(decl(&c, &m->stop_out, TANDEM_F32, 2, B, d->frames, 0, 0, "model.stop_out"));
+    TANDEM_TRY(decl(&c, &m->dmel, TANDEM_F32, 3, B, d->mel_len, d->group, 0, "model.d_mel_out"));
+    TANDEM_TRY(decl(&c, &m->dstop, TANDEM_F32, 2, B, d->frames, 0, 0, "model.d_stop_out"));
+    int64_t np_l1 = tandem_k_train_partials(B * d->frames * d->n_mels);
+    int64_t np_bce = tandem_k_train_partials(B * d->frames);
+    c = per_step(pool, out_f, out_f);
+    TANDEM_TRY(decl(&c, &m->loss_partials, TANDEM_F32, 1, np_l1 > np_bce ? np_l1 : np_bce, 0, 0, 0,
+                    "model.loss_partials"));
+    /* the largest operand a producer stages or a gradient is cast into */
+    int64_t staged = N * d->ff > Np * d->group ? N * d->ff : Np * d->group;
+    if (d->bf16) {
+        c = per_step(pool, in_f, out_f);
+        TANDEM_TRY(decl(&c, &m->fwd32, TANDEM_F32, 1, staged, 0, 0, 0, "model.bf16_stage_f32"));
+        c = per_step(pool, lf0, lf_last);
+        TANDEM_TRY(decl(&c, &m->scores, TANDEM_F32, 4, B, H, T, T, "model.attn_scores_f32"));
+    }
+
+    if (d->forward_only) return TANDEM_OK; /* inference: nothing of the backward */
+    c = per_step(pool, out_b, out_b);
+    TANDEM_TRY(decl(&c, &m->dhf, TANDEM_F32, 3, B, T, D, 0, "model.d_ln_f"));
+    c = per_step(pool, out_b, in_b);
+    TANDEM_TRY(decl(&c, &m->dres, TANDEM_F32, 3, B, T, D, 0, "model.d_residual"));
+    c = per_step(pool, out_b, lb0);
+    TANDEM_TRY(decl(&c, &m->ln_scratch, TANDEM_F32, 1, tandem_layernorm_bwd_scratch_floats((int)N, (int)D),
+                    0, 0, 0, "model.ln_bwd_scratch"));
+    c = per_step(pool, lb_last, lb0);
+    TANDEM_TRY(decl(&c, &m->da, TANDEM_F32, 3, B, T, D, 0, "model.bwd_a"));
+    TANDEM_TRY(decl(&c, &m->db, TANDEM_F32, 3, B, T, D, 0, "model.bwd_b"));
+    TANDEM_TRY(decl(&c, &m->dff, TANDEM_F32, 3, B, T, d->ff, 0, "model.bwd_ff"));
+    TANDEM_TRY(decl(&c, &m->dqkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.bwd_qkv"));
+    TANDEM_TRY(decl(&c, &m->d_o, TANDEM_F32, 4, B, H, T, dh, "model.bwd_o"));
+    TANDEM_TRY(decl(&c, &m->dq, TANDEM_F32, 4, B, H, T, dh, "model.bwd_q"));
+    TANDEM_TRY(decl(&c, &m->dk, TANDEM_F32, 4, B, H, T, dh, "model.bwd_k"));
+    TANDEM_TRY(decl(&c, &m->dv, TANDEM_F32, 4, B, H, T, dh, "model.bwd_v"));
+    TANDEM_TRY(decl(&c, &m->dp, TANDEM_F32, 4, B, H, T, T, "model.bwd_p"));
+    c = per_step(pool, in_b, in_b);
+    TANDEM_TRY(decl(&c, &m->dpre, TANDEM_F32, 2, Np, D, 0, 0, "model.d_prenet"));
+    if (d->bf16) {
+        c = per_step(pool, out_b, in_b);
+        int64_t nbf = staged > B * H * T * T ? staged : B * H * T * T;
+        TANDEM_TRY(decl(&c, &m->gbf, TANDEM_BF16, 1, nbf, 0, 0, 0, "model.bf16_grad_operand"));
+        c = per_step(pool, lb_last, lb0);
+        TANDEM_TRY(decl(&c, &m->p32, TANDEM_F32, 4, B, H, T, T, "model.attn_p_f32"));
+    }
+    c = per_step(pool, opt, opt);
+    TANDEM_TRY(decl(&c, &m->norm_partials, TANDEM_F32, 1, tandem_k_train_partials(m->n_flat), 0, 0,
+                    0, "model.norm_partials"));
+    return TANDEM_OK;
+}
+
+static tandem_status alloc_pinned(tandem_model *m) {
+    const tandem_model_dims *d = &m->dims;
+    size_t stage = TANDEM_MODEL_STAGE_FLOATS * sizeof(float);
+    size_t out = (size_t)(2 * (d->micro_batches + 1) + 1) * sizeof(float);
+    size_t skip = 64; /* keeps the lengths 64-byte aligned */
+    size_t lens = (size_t)(d->micro_batches + 1) * 2 * (size_t)d->batch * sizeof(int32_t);
+    out = (out + 63) / 64 * 64;
+    m->pinned_bytes = stage + out + skip + lens;
+    if (!m->dev->ops->host_alloc_pinned)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "model: the %s backend has no pinned host memory",
+                           m->dev->ops->name);
+    TANDEM_TRY(m->dev->ops->host_alloc_pinned(m->dev, m->pinned_bytes, &m->pinned));
+    char *p = m->pinned;
+    m->stage = (float *)p;
+    m->host_out = (float *)(p + stage);
+    m->host_skip = (int32_t *)(p + stage + out);
+    m->host_len = (int32_t *)(p + stage + out + skip);
+    return TANDEM_OK;
+}
+
+/* What declare and declare_plan share: checks, the table, the tensors. */
+static tandem_status declare_common(tandem_model *m, tandem_backend backend, tandem_pool *pool,
+                                    const tandem_model_dims *dims) {
+    memset(m, 0, sizeof *m);
+    TANDEM_TRY(check_dims(dims));
+    if (dims->bf16 && backend != TANDEM_BACKEND_CUDA)
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "model: precision bf16 needs a CUDA model device; the host backend "
+                           "trains in fp32 (set 'precision: fp32' or --precision fp32)");
+    m->dims = *dims;
+    m->attn.batch = dims->batch;
+    m->attn.seq = dims->seq;
+    m->attn.heads = dims->heads;
+    m->attn.head_dim = dims->head_dim;
+
+    build_table(m); /* count */
+    m->param = tandem_calloc((size_t)m->n_params, sizeof *m->param);
+    m->lp = tandem_calloc((size_t)dims->layers, sizeof *m->lp);
+    m->layer = tandem_calloc((size_t)dims->layers, sizeof *m->layer);
+    if (!m->param || !m->lp || !m->layer)
+        return tandem_fail(TANDEM_E_NOMEM, "model: out of host memory for the parameter table");
+    build_table(m);
+    assign_offsets(m);
+    m->wcopy_stale = 1;
+    return declare_tensors(m, pool);
+}
+
+tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_pool *pool,
+                                   const tandem_model_dims *dims) {
+    if (!m || !dev || !dev->ops || !pool || !dims)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_model_declare: NULL argument");
+    TANDEM_TRY(declare_common(m, dev->info.backend, pool, dims));
+    m->dev = dev;
+    TANDEM_TRY(prepare_gemms(m));
+    TANDEM_TRY(alloc_pinned(m));
+    tandem_logf(TANDEM_LOG_DEBUG,
+                "model: %d parameter tensors, %" PRId64 " parameters (%" PRId64
+                " decayed), flat %" PRId64 ", %s", m->n_params, m->n_real, m->decay_end, m->n_flat,
+                dims->bf16 ? "bf16" : "fp32");
+    return TANDEM_OK;
+}
+
+tandem_status tandem_model_declare_plan(tandem_model *m, tandem_backend backend, tandem_pool *pool,
+                                        const tandem_model_dims *dims) {
+    if (!m || !pool || !dims)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_model_declare_plan: NULL argument");
+    return declare_common(m, backend, pool, dims);
+}
+
+void tandem_model_free(tandem_model *m) {
+    if (!m) return;
+    if (m->pinned && m->dev && m->dev->ops->host_free_pinned)
+        m->dev->ops->host_free_pinned(m->dev, m->pinned);
+    tandem_free(m->param);
+    tandem_free(m->lp);
+    tandem_free(m->layer);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- initialisation ------------------------------------------------------------------------------ */
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in (0, 1]: never 0, so the log below is finite. */
+static double uniform01(uint64_t *s) { return ((splitmix64(s) >> 11) + 1) * (1.0 / 9007199254740992.0); }
+
+tandem_status tandem_model_init_params(tandem_model *m, tandem_stream *s, uint64_t seed) {
+    if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "tandem_model_init_params: NULL argument");
+    if (tandem_tensor_addr(m->params) == 0)
+        return tandem_fail(TANDEM_E_STATE, "model init: the pool is not committed");
+    TANDEM_TRY(tandem_op_fill(s, m->params, 0.0f));
+    if (!m->dims.forward_only) {
+        TANDEM_TRY(tandem_op_fill(s, m->grads, 0.0f));
+        TANDEM_TRY(tandem_op_fill(s, m->adam_m, 0.0f));
+        TANDEM_TRY(tandem_op_fill(s, m->adam_v, 0.0f));
+    }
+    TANDEM_TRY(tandem_op_fill(s, m->stop_weight, 1.0f));
+    m->wcopy_stale = 1; /* bf16 mode: the next forward casts (after any checkpoint load) */
+    for (int i = 0; i < m->n_params; i++) {
+        const tandem_model_param *p = &m->param[i];
+        /* Each tensor draws from its own stream: its values do not depend on the layout. */
+        uint64_t st = seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(i + 1));
+        for (int64_t done = 0; done < p->numel;) {
+            int64_t n = p->numel - done;
+            if (n > TANDEM_MODEL_STAGE_FLOATS) n = TANDEM_MODEL_STAGE_FLOATS;
+            for (int64_t j = 0; j < n; j++) {
+                float v = p->init == TANDEM_PARAM_ONES ? 1.0f : 0.0f;
+                if (p->init == TANDEM_PARAM_NORMAL) { /* Box-Muller, one value per pair */
+                    double u1 = uniform01(&st), u2 = uniform01(&st);
+                    v = (float)(p->std * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+                }
+                m->stage[j] = v;
+            }
+            tandem_dptr dst = tandem_model_param_addr(m, i) + (tandem_dptr)done * sizeof(float);
+            TANDEM_TRY(s->dev->ops->copy_h2d(s, dst, m->stage, (size_t)n * sizeof(float)));
+            TANDEM_TRY(tandem_stream_sync(s)); /* the stage is reused by the next chunk */
+            done += n;
+        }
+    }
+    return TANDEM_OK;
+}
+
+/* ---- batch check ----------------------------------------------------------------------------------- */
+
+static tandem_status check_input(const tandem_model *m, const char *role, const tandem_tensor *t,
+                                 tandem_dtype dt, int64_t numel) {
+    if (!t) return tandem_fail(TANDEM_E_INVALID, "model batch: tensor %s is NULL", role);
+    if (tandem_tensor_dtype(t) != dt || tandem_tensor_numel(t) != numel)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "model batch: %s '%s' is %s with %" PRId64 " elements; expected %s "
+                           "with %" PRId64, role, tandem_tensor_name(t),
+                           tandem_dtype_name(tandem_tensor_dtype(t)), tandem_tensor_numel(t),
+                           tandem_dtype_name(dt), numel);
+    if (tandem_tensor_addr(t) == 0)
+        return tandem_fail(TANDEM_E_STATE, "model batch: %s '%s' is not committed", role,
+                           tandem_tensor_name(t));
+    return TANDEM_OK;
+}
+
+tandem_status tandem_model_check_batch(const tandem_model *m, const tandem_model_batch *b) {
+    if (!m || !b) return tandem_fail(TANDEM_E_INVALID, "model batch: NULL argument");
+    const tandem_model_dims *d = &m->dims;
+    const int64_t B = d->batch, F = d->frames;
+    TANDEM_TRY(check_input(m, "tokens", b->tokens, TANDEM_I32, B * d->text_len));
+    TANDEM_TRY(check_input(m, "mels", b->mels, TANDEM_F32, B * F * d->n_mels));
+    TANDEM_TRY(check_input(m, "frame_mask", b->frame_mask, TANDEM_F32, B * F));
+    TANDEM_TRY(check_input(m, "stop_targets", b->stop_targets, TANDEM_F32, B * F));
+    if (b->text_lengths) TANDEM_TRY(check_input(m, "text_lengths", b->text_lengths, TANDEM_I32, B));
+    else if (!b->host_text_lengths)
+        return tandem_fail(TANDEM_E_INVALID, "model batch: no text lengths (device or host)");
+    if (b->frame_lengths) TANDEM_TRY(check_input(m, "frame_lengths", b->frame_lengths, TANDEM_I32, B));
+    else if (!b->host_frame_lengths)
+        return tandem_fail(TANDEM_E_INVALID, "model batch: no frame lengths (device or host)");
+    for (int i = 0; i < d->batch; i++) {
+        if (!b->text_lengths && (b->host_text_lengths[i] < 1 || b->host_text_lengths[i] > d->text_len))
+            return tandem_fail(TANDEM_E_INVALID,
+                               "model batch: item %d has text length %d; expected 1..%d", i,
+                               (int)b->host_text_lengths[i], d->text_len);
+        if (!b->frame_lengths && (b->host_frame_lengths[i] < 0 || b->host_frame_lengths[i] > d->frames))
+            return tandem_fail(TANDEM_E_INVALID,
+                               "model batch: item %d has %d frames; expected 0..%d", i,
+                               (int)b->host_frame_lengths[i], d->frames);
+    }
+    return TANDEM_OK;
+}

@@ -1,0 +1,302 @@
+/* model.h — the acoustic model of DESIGN.md §7 on the model device: sizes, the parameter table,
+ * the flat parameter / gradient / AdamW-moment tensors, and every activation and scratch tensor
+ * of one micro-batch's forward and backward, all declared to the model device's pool.
+ *
+ *   sequence: [lang, BOS, text..., EOS, pad...] (Tt = max_text positions), then Tm = F / r mel
+ *   positions; input at mel position j = GELU(prenet(frames of group j - 1)), zeros for j = 0;
+ *   + learned positions; L pre-LN blocks (LN → causal MHA with key padding mask → residual;
+ *   LN → MLP d → 4d → d with GELU → residual); final LN; mel head d → r·80 and stop head
+ *   d → r at the mel positions. Loss: masked L1 on real frames + stop BCE-with-logits.
+ *
+ * Parameters: ONE flat f32 tensor [P] (and grads [P], AdamW m [P], v [P]); each parameter is a
+ * named view at an element offset (aligned to 64 elements = 256 bytes). The parameters with
+ * weight decay (the linear layers' weight matrices) come first, [0, decay_end), then the rest
+ * (norms, biases, embeddings: no decay), so zeroing, the global norm and AdamW each run over
+ * one or two flat spans. Linear weights are stored [out, in] (PyTorch's nn.Linear layout):
+ * y = x W^T + b.
+ *
+ * Memory: everything is a pool tensor. Per-step tensors carry their first/last use as phase
+ * indices (tandem_model_phase) so the planner overlays what is dead: forward scratch with the
+ * backward's, each layer's saved activations end at that layer's backward.
+ *
+ * Precision (dims.bf16, the config's `precision`):
+ *   fp32 — every tensor f32 (the host backend, and cuda devices by choice).
+ *   bf16 — cuda model devices only; a host model device is refused with TANDEM_E_UNSUPPORTED
+ *          at declare (the host backend trains in fp32: its GEMM takes f32 only, and a
+ *          silent fallback would hide that the run is not the one configured).
+ *     * Master weights, gradients and AdamW moments stay the flat f32 tensors above; the
+ *       update is f32. The linear weights ([0, decay_end) of the flat parameters: exactly the
+ *       GEMM weights) get a bf16 copy, wcopy [decay_end], cast once per update (right after
+ *       AdamW) or, when stale (after init, or after a caller wrote params: see
+ *       tandem_model_params_changed), at the next forward. Norms, biases and embeddings are
+ *       read from the f32 masters.
+ *     * Every GEMM takes bf16 A and B and accumulates in f32 into an f32 C (cuBLASLt
+ *       CUDA_R_16BF layouts with CUBLAS_COMPUTE_32F; the fatbin's gemm_bf16 without it).
+ *       Outputs stay f32 because every GEMM output feeds an f32 op (bias add, residual,
+ *       softmax, GELU, loss) or is a parameter gradient (accumulated in f32).
+ *     * Activations that only feed GEMMs are stored bf16: the prenet input, LN outputs
+ *       (h1, h2, hf), q/k/v, attention probabilities p, heads merged (att), GELU outputs g.
+ *       Their producers (LayerNorm, qkv split, softmax, heads merge, GELU) compute in f32
+ *       into one shared f32 scratch (fwd32, or scores for S/P) and a cast kernel writes the
+ *       bf16 tensor: casts at the seams, no kernel variants, so every f32 kernel's numerics
+ *       and tests carry over. The residual stream, the fc output f (GELU's backward input),
+ *       LN statistics, heads outputs and losses stay f32.
+ *     * Backward: gradients are f32; where one is a GEMM operand (dy of every linear layer,
+ *       dO and dS in attention) it is cast into one bf16 scratch (gbf) first; softmax's
+ *       backward reads p widened back to f32 (p32 scratch). Parameter gradients: f32.
+ *   Expected agreement with fp32: bf16 rounds to 8 significant bits (relative 2^-9 = 2e-3
+ *   per value); test_bf16 derives and checks the loss tolerance.
+ * Owns: the parameter table, the per-layer tensor handles and one pinned host staging block
+ * (parameter init chunks, host lengths, step results), all allocated before the pool is
+ * committed; nothing after.
+ */
+#ifndef TANDEM_RUNTIME_MODEL_H
+#define TANDEM_RUNTIME_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/model/attention.h"
+#include "runtime/core/config.h"
+#include "platform/device.h"
+#include "tandem.h"
+
+typedef struct tandem_model_dims {
+    int batch;            /* B: utterances per micro-batch */
+    int d, layers, heads; /* model width, blocks, attention heads */
+    int head_dim;         /* dh = d / heads */
+    int ff;               /* MLP width, 4d */
+    int r, n_mels;        /* reduction factor, 80 */
+    int group;            /* r * n_mels: floats a mel position predicts */
+    int text_len;         /* Tt = max_text */
+    int frames;           /* F = max_frames */
+    int mel_len;          /* Tm = F / r */
+    int seq;              /* T = Tt + Tm */
+    int vocab;            /* V: symbol table size */
+    int micro_batches;    /* grad_accum: loss slots per step */
+    int forward_only;     /* 1: inference (tandem synth): no gradients, AdamW moments or
+                             backward tensors are declared; backward is refused */
+    int bf16;             /* 1: precision bf16 (see "Precision" above; cuda devices only) */
+} tandem_model_dims;
+
+/* From a checked config (model keys, batch_size, grad_accum) and the symbol table size. */
+tandem_status tandem_model_dims_from_config(const tandem_config *cfg, int vocab, tandem_model_dims *out);
+
+typedef enum tandem_param_init {
+    TANDEM_PARAM_NORMAL = 0, /* N(0, std^2) from the seed */
+    TANDEM_PARAM_ZEROS,
+    TANDEM_PARAM_ONES,
+} tandem_param_init;
+
+#define TANDEM_MODEL_PARAM_NAME_MAX 64
+
+typedef struct tandem_model_param {
+    char name[TANDEM_MODEL_PARAM_NAME_MAX]; /* "layers.0.attn.qkv.weight" */
+    int ndim;
+    int64_t shape[2];
+    int64_t numel;
+    int64_t offset; /* elements into params / grads / m / v */
+    tandem_param_init init;
+    float std; /* TANDEM_PARAM_NORMAL */
+    int decay; /* 1: AdamW weight decay applies */
+} tandem_model_param;
+
+/* Indices into the parameter table. */
+typedef struct tandem_model_layer_params {
+    int ln1_g, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_g, ln2_b, fc_w, fc_b, proj_w, proj_b;
+} tandem_model_layer_params;
+
+typedef struct tandem_model_top_params {
+    int sym_emb, pos_emb, prenet_w, prenet_b, lnf_g, lnf_b, mel_w, mel_b, stop_w, stop_b;
+} tandem_model_top_params;
+
+/* One block's tensors kept from its forward for its backward (N = B * T rows). */
+typedef struct tandem_model_layer {
+    tandem_tensor *x;                   /* [B, T, d] the block's input (residual stream) */
+    tandem_tensor *h1, *mean1, *rstd1;  /* [B, T, d], [B*T], [B*T]: LN1 */
+    tandem_tensor *q, *k, *v;           /* [B, H, T, dh] (bf16 in bf16 mode) */
+    tandem_tensor *p;                   /* [B, H, T, T] attention probabilities (bf16 mode: bf16) */
+    tandem_tensor *att;                 /* [B, T, d] heads merged, before the output projection
+                                           (h1, h2, g, q, k, v, p, att: bf16 in bf16 mode) */
+    tandem_tensor *x_mid;               /* [B, T, d] x + attention */
+    tandem_tensor *h2, *mean2, *rstd2;  /* [B, T, d], [B*T], [B*T]: LN2 */
+    tandem_tensor *f;                   /* [B, T, 4d] fc output before GELU */
+    tandem_tensor *g;                   /* [B, T, 4d] GELU(f) */
+} tandem_model_layer;
+
+/* One micro-batch on the model device (a ring slot). Its lengths are device tensors (the
+ * slot's): the batch_prep kernel builds the attention key mask and the masked-L1 weights
+ * (which carry the loss normaliser) from them on the device, so no device→host read sits
+ * inside a step. A caller that has the lengths on the host only (tests, synthesis) may leave
+ * the device tensors NULL and give host arrays instead: they are staged into pinned memory and
+ * uploaded asynchronously (host→device, no synchronisation), then the same kernel runs. */
+typedef struct tandem_model_batch {
+    const tandem_tensor *tokens;       /* [B, Tt] i32 */
+    const tandem_tensor *mels;         /* [B, F, 80] f32 */
+    const tandem_tensor *frame_mask;   /* [B, F] f32: 1 real frame, 0 padding */
+    const tandem_tensor *stop_targets; /* [B, F] f32: 1 from the last real frame on */
+    const tandem_tensor *text_lengths;  /* [B] i32 on the model device: tokens incl. language,
+                                           BOS, EOS; or NULL: host_text_lengths */
+    const tandem_tensor *frame_lengths; /* [B] i32 on the model device: real frames (<= F); or
+                                           NULL: host_frame_lengths */
+    const int32_t *host_text_lengths;  /* host [B], only when text_lengths is NULL */
+    const int32_t *host_frame_lengths; /* host [B], only when frame_lengths is NULL */
+} tandem_model_batch;
+
+typedef struct tandem_model {
+    tandem_model_dims dims;
+    tandem_device *dev;
+    tandem_attention_shape attn;
+
+    int n_params;
+    tandem_model_param *param; /* [n_params] */
+    tandem_model_top_params top;
+    tandem_model_layer_params *lp; /* [layers] */
+    int64_t n_flat;                /* P: elements of the flat tensors (views + alignment gaps) */
+    int64_t decay_end;             /* [0, decay_end) decayed, [decay_end, P) not */
+    int64_t n_real;                /* sum of the parameters' numel */
+
+    /* persistent */
+    tandem_tensor *params, *grads, *adam_m, *adam_v; /* [P] */
+    tandem_tensor *stop_weight;                      /* [B, F] ones: BCE weight per frame */
+    tandem_tensor *losses;                           /* [micro_batches + 1, 2]: l1, bce per
+                                                        micro-batch; the last row: evaluation */
+    tandem_tensor *norm_sq;                          /* [1] squared global gradient norm */
+    tandem_tensor *skip;                             /* [1] i32: 1 = non-finite, skip update */
+
+    tandem_tensor *lengths;                          /* [micro_batches + 1, 2, B] i32: host
+                                                        lengths uploaded per slot (text, frames) */
+
+    /* per step: inputs derived from the batch (batch_prep kernel) */
+    tandem_tensor *key_mask;  /* [B, T] u8 */
+    tandem_tensor *l1_weight; /* [B, F] f32: frame mask / (80 * real frames of the batch) */
+    tandem_tensor *groups;   /* [B, Tm, r*80] prenet input (teacher forcing shift) */
+    tandem_tensor *pre;      /* [B*Tm, d] prenet linear output, before GELU */
+    tandem_tensor *pre_act;  /* [B*Tm, d] GELU(pre) */
+    tandem_model_layer *layer; /* [layers] */
+    tandem_tensor *x_out;      /* [B, T, d] the last block's output */
+    tandem_tensor *qkv, *o;    /* forward scratch [B, T, 3d], [B, H, T, dh] */
+    tandem_tensor *hf, *meanf, *rstdf; /* final LN [B, T, d], [B*T], [B*T] */
+    tandem_tensor *mel_out;    /* [B, Tm, r*80] = predicted frames [B, F, 80] */
+    tandem_tensor *stop_out;   /* [B, Tm, r] = stop logits [B, F] */
+    tandem_tensor *loss_partials; /* [max partials of the two loss kernels] */
+    tandem_tensor *dmel, *dstop;  /* [B, Tm, r*80], [B, F] */
+    tandem_tensor *dhf;           /* [B, T, d] */
+    tandem_tensor *dres;          /* [B, T, d] gradient of the residual stream */
+    tandem_tensor *ln_scratch;    /* [layernorm_bwd scratch floats] */
+    tandem_tensor *da, *db;       /* [B, T, d] backward scratch */
+    tandem_tensor *dff;           /* [B, T, 4d] */
+    tandem_tensor *dqkv;          /* [B, T, 3d] */
+    tandem_tensor *d_o, *dq, *dk, *dv; /* [B, H, T, dh] */
+    tandem_tensor *dp;            /* [B, H, T, T] */
+    tandem_tensor *dpre;          /* [B*Tm, d] */
+    tandem_tensor *norm_partials; /* [partials of P] */
+
+    /* bf16 mode only (NULL otherwise) */
+    tandem_tensor *wcopy;  /* [decay_end] bf16 persistent: copy of the linear weights */
+    tandem_tensor *fwd32;  /* [max(N*4d, Np*r*80)] f32: producers' output before the cast */
+    tandem_tensor *scores; /* [B, H, T, T] f32: S, then P in place, before the cast */
+    tandem_tensor *gbf;    /* [max(N*4d, B*H*T*T, Np*r*80)] bf16: a gradient as GEMM operand */
+    tandem_tensor *p32;    /* [B, H, T, T] f32: p widened for softmax's backward */
+    int wcopy_stale;       /* 1: params changed since the last cast into wcopy */
+
+    /* pinned host staging, carved from one block */
+    void *pinned;
+    size_t pinned_bytes;
+    float *stage;      /* [TANDEM_MODEL_STAGE_FLOATS] parameter init / transfer chunks */
+    int32_t *host_len;  /* [micro_batches + 1, 2, B] host lengths staged per slot */
+    float *host_out;    /* [2 * (micro_batches + 1) + 1] losses then norm_sq */
+    int32_t *host_skip; /* [1] */
+} tandem_model;
+
+#define TANDEM_MODEL_STAGE_FLOATS 16384
+
+/* Phases of a step: the op indices per-step tensors are declared with. */
+int tandem_model_phase_in_fwd(const tandem_model *m);           /* prenet, embedding */
+int tandem_model_phase_layer_fwd(const tandem_model *m, int l); /* block l forward */
+int tandem_model_phase_out_fwd(const tandem_model *m);          /* final LN, heads, loss */
+int tandem_model_phase_out_bwd(const tandem_model *m);          /* heads, final LN backward */
+int tandem_model_phase_layer_bwd(const tandem_model *m, int l); /* block l backward */
+int tandem_model_phase_in_bwd(const tandem_model *m);           /* embedding, prenet backward */
+int tandem_model_phase_opt(const tandem_model *m);              /* norm, AdamW */
+
+/* Build the parameter table and declare every tensor into pool (the model device's, before
+ * commit), resolve every GEMM shape on dev and allocate the pinned staging block. On error
+ * the model is left for tandem_model_free. dims->bf16 on a host device: TANDEM_E_UNSUPPORTED. */
+tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_pool *pool,
+                                   const tandem_model_dims *dims);
+/* Planning only (`tandem plan`): the parameter table and every tensor declared into a
+ * planning pool for a backend, without a device (no GEMM resolution, no pinned memory).
+ * Free with tandem_model_free. */
+tandem_status tandem_model_declare_plan(tandem_model *m, tandem_backend backend, tandem_pool *pool,
+                                        const tandem_model_dims *dims);
+
+/* Tell the model its f32 parameters were written outside its own functions (a checkpoint
+ * load, a test's perturbation): in bf16 mode the next forward refreshes the bf16 weight copy.
+ * tandem_model_init_params and the training update need no such call. */
+void tandem_model_params_changed(tandem_model *m);
+/* In bf16 mode: cast the linear weights into wcopy now (queued on s). No-op in fp32 mode. */
+tandem_status tandem_model_cast_weights(tandem_model *m, tandem_stream *s);
+void tandem_model_free(tandem_model *m);
+
+/* After commit: parameters from the seed (normal / zeros / ones per the table; alignment gaps
+ * zero), gradients and moments zero, stop weights one. Synchronises s. */
+tandem_status tandem_model_init_params(tandem_model *m, tandem_stream *s, uint64_t seed);
+
+/* Parameter lookup by name (-1 if none) and device address of a parameter's view. */
+int tandem_model_find_param(const tandem_model *m, const char *name);
+tandem_dptr tandem_model_param_addr(const tandem_model *m, int idx);
+/* A linear weight as GEMM operand: its bf16 copy in bf16 mode, else its f32 master. */
+tandem_dptr tandem_model_weight_addr(const tandem_model *m, int idx);
+tandem_dptr tandem_model_grad_addr(const tandem_model *m, int idx);
+
+/* Check a batch's tensors against the dims (shapes, dtypes, device) and, when it gives host
+ * lengths, their range (device lengths are clamped by the kernel: reading them would sync). */
+tandem_status tandem_model_check_batch(const tandem_model *m, const tandem_model_batch *b);
+
+/* Forward of one micro-batch: key mask and L1 weights (batch_prep from the batch's lengths;
+ * slot selects the staging of host lengths, 0 .. micro_batches), prenet, embedding, blocks, final LN, heads → mel_out, stop_out. */
+tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
+                                   int slot);
+
+/* The loss of the last forward into losses[slot] = (masked L1, stop BCE), reduced on the
+ * device. grad_scale != 0: also the loss gradients dmel, dstop for
+ * grad_scale * (l1 + stop_weight * bce) (grad_scale = 1 / micro-batches when accumulating). */
+tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
+                                int slot, float stop_weight, float grad_scale);
+
+/* Backward of the last forward from dmel, dstop: gradients ACCUMULATED (+=) into grads. */
+tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b);
+
+/* ---- internal: GEMM descriptors shared by prepare and the passes (model.c) ----------------
+ * Operand types follow the model's precision (bf16 A and B in bf16 mode), so prepare and the
+ * passes build identical descriptors. */
+
+/* y [rows, out] = x [rows, in] W^T, W [out, in] */
+tandem_gemm_desc tandem_model_desc_linear(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                          int64_t out);
+/* dx [rows, in] = dy [rows, out] W */
+tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                             int64_t out);
+/* dW [out, in] += dy^T [out, rows] x [rows, in] */
+tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                             int64_t out);
+/* Attention's batched products over B*H heads (bf16 mode; fp32 uses runtime/model/attention.c):
+ *   nt: [T, dh] x [T, dh]^T -> [T, T];  nn: [T, T] x [T, dh];  tn: [T, T]^T x [T, dh] */
+tandem_gemm_desc tandem_model_desc_attn(const tandem_model_dims *dm, int ta, int tb);
+
+/* bf16-mode attention (model_attn.c): the kernels of runtime/model/attention.c around bf16 GEMMs,
+ * with the seams described under "Precision". Block l's tensors; qkv [N, 3d] f32 in,
+ * att (bf16) out; the backward reads da (d att, f32) and writes dqkv (f32). */
+tandem_status tandem_model_attention_fwd_bf16(tandem_model *m, tandem_stream *s, int l);
+tandem_status tandem_model_attention_bwd_bf16(tandem_model *m, tandem_stream *s, int l);
+/* dst (bf16) = bf16(src) for n elements (the cast seam). */
+tandem_status tandem_model_cast_bf16(tandem_stream *s, tandem_dptr src, tandem_dptr dst, int64_t n);
+
+/* A head on the mel rows of the final LN output: per batch item, y [Tm, out] =
+ * hf[b, Tt:T, :] W^T (A stride T*d, W shared, C stride Tm*out). */
+tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out);
+/* Its input gradient: dhf[b, Tt:T, :] (+)= dy_b [Tm, out] W (C stride T*d). */
+tandem_gemm_desc tandem_model_desc_head_dx(const tandem_model_dims *dm, int64_t out);
+
+#endif

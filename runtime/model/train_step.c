@@ -1,0 +1,209 @@
+/* train_step.c — one optimizer step (see train_step.h). */
+#include "runtime/model/train_step.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "runtime/core/launch.h"
+#include "platform/os/log.h"
+
+#define ADDR(t) tandem_tensor_addr(t)
+#define F32(addr) ((float *)(uintptr_t)(addr))
+
+void tandem_optim_from_config(const tandem_config *cfg, tandem_optim *o) {
+    memset(o, 0, sizeof *o);
+    o->lr = cfg->lr;
+    o->min_lr_ratio = cfg->min_lr_ratio;
+    o->warmup_steps = cfg->warmup_steps;
+    o->max_steps = cfg->max_steps;
+    o->beta1 = (float)cfg->adam_beta1;
+    o->beta2 = (float)cfg->adam_beta2;
+    o->eps = (float)cfg->adam_eps;
+    o->weight_decay = (float)cfg->weight_decay;
+    o->clip_norm = (float)cfg->grad_clip;
+    o->stop_weight = (float)cfg->stop_loss_weight;
+}
+
+double tandem_optim_lr(const tandem_optim *o, int64_t step) {
+    if (step < 0) step = 0;
+    if (o->warmup_steps > 0 && step < o->warmup_steps)
+        return o->lr * (double)(step + 1) / (double)o->warmup_steps;
+    const double lo = o->lr * o->min_lr_ratio;
+    const int64_t span = o->max_steps - o->warmup_steps;
+    if (span <= 0) return o->lr;
+    double t = (double)(step - o->warmup_steps) / (double)span;
+    if (t > 1.0) t = 1.0;
+    return lo + 0.5 * (o->lr - lo) * (1.0 + cos(M_PI * t));
+}
+
+tandem_status tandem_train_begin(tandem_model *m, tandem_stream *s) {
+    if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "train begin: NULL argument");
+    return tandem_op_fill(s, m->grads, 0.0f);
+}
+
+tandem_status tandem_train_micro(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                 const tandem_model_batch *b, int i) {
+    if (!m || !s || !o || !b) return tandem_fail(TANDEM_E_INVALID, "train micro-batch: NULL argument");
+    if (i < 0 || i >= m->dims.micro_batches)
+        return tandem_fail(TANDEM_E_INVALID, "train micro-batch %d; expected 0..%d (grad_accum)", i,
+                           m->dims.micro_batches - 1);
+    TANDEM_TRY(tandem_model_forward(m, s, b, i));
+    /* Each micro-batch's loss is scaled by 1/grad_accum: the summed gradients are those of
+     * the mean loss. */
+    TANDEM_TRY(tandem_model_loss(m, s, b, i, o->stop_weight, 1.0f / (float)m->dims.micro_batches));
+    return tandem_model_backward(m, s, b);
+}
+
+/* norm_sq = sum of grads^2 (one partial per chunk, reduced in a fixed order); skip = 1 when it
+ * is not finite or a micro-batch loss is not. */
+static tandem_status grad_norm(tandem_model *m, tandem_stream *s) {
+    tandem_k_sum_squares_args sq;
+    memset(&sq, 0, sizeof sq);
+    sq.x = F32(ADDR(m->grads));
+    sq.partials = F32(ADDR(m->norm_partials));
+    sq.n = m->n_flat;
+    TANDEM_TRY(TANDEM_LAUNCH(s, sum_squares, &sq));
+    tandem_k_reduce_sum_args red;
+    memset(&red, 0, sizeof red);
+    red.partials = F32(ADDR(m->norm_partials));
+    red.out = F32(ADDR(m->norm_sq));
+    red.nonfinite = (int *)(uintptr_t)ADDR(m->skip);
+    red.n = tandem_k_train_partials(m->n_flat);
+    red.scale = 1.0f;
+    TANDEM_TRY(TANDEM_LAUNCH(s, reduce_sum, &red));
+    tandem_k_nonfinite_check_args nf;
+    memset(&nf, 0, sizeof nf);
+    nf.x = F32(ADDR(m->losses));
+    nf.flag = (int *)(uintptr_t)ADDR(m->skip);
+    nf.n = 2 * (int64_t)m->dims.micro_batches;
+    return TANDEM_LAUNCH(s, nonfinite_check, &nf);
+}
+
+/* Copy losses, norm_sq and skip to the pinned host block and wait for them. */
+static tandem_status read_back(tandem_model *m, tandem_stream *s) {
+    const int nl = 2 * (m->dims.micro_batches + 1);
+    const tandem_backend_ops *ops = s->dev->ops;
+    TANDEM_TRY(ops->copy_d2h(s, m->host_out, ADDR(m->losses), (size_t)nl * sizeof(float)));
+    TANDEM_TRY(ops->copy_d2h(s, m->host_out + nl, ADDR(m->norm_sq), sizeof(float)));
+    TANDEM_TRY(ops->copy_d2h(s, m->host_skip, ADDR(m->skip), sizeof(int32_t)));
+    return tandem_stream_sync(s);
+}
+
+static void fill_result(const tandem_model *m, const tandem_optim *o, tandem_step_result *r) {
+    const int A = m->dims.micro_batches;
+    double l1 = 0.0, bce = 0.0;
+    for (int i = 0; i < A; i++) {
+        l1 += m->host_out[2 * i];
+        bce += m->host_out[2 * i + 1];
+    }
+    r->l1 = l1 / A;
+    r->stop_bce = bce / A;
+    r->loss = r->l1 + (double)o->stop_weight * r->stop_bce;
+    r->grad_norm = sqrt((double)m->host_out[2 * (A + 1)]);
+    r->skipped = m->host_skip[0] != 0;
+}
+
+static tandem_status adamw_span(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                int64_t begin, int64_t end, float lr, float wd, float bias1,
+                                float bias2) {
+    if (end <= begin) return TANDEM_OK;
+    const size_t off = (size_t)begin * sizeof(float);
+    tandem_k_adamw_args a;
+    memset(&a, 0, sizeof a);
+    a.param = F32(ADDR(m->params) + off);
+    a.grad = F32(ADDR(m->grads) + off);
+    a.m = F32(ADDR(m->adam_m) + off);
+    a.v = F32(ADDR(m->adam_v) + off);
+    a.norm_sq = F32(ADDR(m->norm_sq));
+    a.skip = (const int *)(uintptr_t)ADDR(m->skip);
+    a.n = end - begin;
+    a.lr = lr;
+    a.beta1 = o->beta1;
+    a.beta2 = o->beta2;
+    a.eps = o->eps;
+    a.weight_decay = wd;
+    a.bias1 = bias1;
+    a.bias2 = bias2;
+    a.max_norm = o->clip_norm;
+    return TANDEM_LAUNCH(s, adamw, &a);
+}
+
+tandem_status tandem_train_update(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                  const tandem_train_state *st) {
+    if (!m || !s || !o || !st) return tandem_fail(TANDEM_E_INVALID, "train update: NULL argument");
+    TANDEM_TRY(grad_norm(m, s));
+    const double lr = tandem_optim_lr(o, st->step);
+    /* t = the update this would be; a skipped step leaves the moments and t alone. */
+    const double t = (double)(st->updates + 1);
+    const float bias1 = (float)(1.0 - pow((double)o->beta1, t));
+    const float bias2 = (float)(1.0 - pow((double)o->beta2, t));
+    TANDEM_TRY(adamw_span(m, s, o, 0, m->decay_end, (float)lr, o->weight_decay, bias1, bias2));
+    TANDEM_TRY(adamw_span(m, s, o, m->decay_end, m->n_flat, (float)lr, 0.0f, bias1, bias2));
+    /* bf16 mode: the GEMMs' weight copy follows the f32 masters once per update (a skipped
+     * update leaves the masters, so the cast reproduces the same copy) */
+    return tandem_model_cast_weights(m, s);
+}
+
+tandem_status tandem_train_collect(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                   tandem_train_state *st, tandem_step_result *out) {
+    if (!m || !s || !o || !st) return tandem_fail(TANDEM_E_INVALID, "train collect: NULL argument");
+    TANDEM_TRY(read_back(m, s));
+    tandem_step_result r;
+    memset(&r, 0, sizeof r);
+    fill_result(m, o, &r);
+    r.step = st->step;
+    r.lr = tandem_optim_lr(o, st->step);
+    st->step++;
+    if (r.skipped) {
+        st->skipped++;
+        st->skipped_in_row++;
+    } else {
+        st->updates++;
+        st->skipped_in_row = 0;
+    }
+    if (out) *out = r;
+    return TANDEM_OK;
+}
+
+tandem_status tandem_train_finish(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                  tandem_train_state *st, tandem_step_result *out) {
+    TANDEM_TRY(tandem_train_update(m, s, o, st));
+    return tandem_train_collect(m, s, o, st, out);
+}
+
+tandem_status tandem_train_step(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                tandem_train_state *st, const tandem_model_batch *batches,
+                                tandem_step_result *out) {
+    if (!batches) return tandem_fail(TANDEM_E_INVALID, "train step: batches is NULL");
+    TANDEM_TRY(tandem_train_begin(m, s));
+    for (int i = 0; i < m->dims.micro_batches; i++)
+        TANDEM_TRY(tandem_train_micro(m, s, o, &batches[i], i));
+    return tandem_train_finish(m, s, o, st, out);
+}
+
+tandem_status tandem_train_grads(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                 const tandem_model_batch *batches, tandem_step_result *out) {
+    if (!batches) return tandem_fail(TANDEM_E_INVALID, "train grads: batches is NULL");
+    TANDEM_TRY(tandem_train_begin(m, s));
+    for (int i = 0; i < m->dims.micro_batches; i++)
+        TANDEM_TRY(tandem_train_micro(m, s, o, &batches[i], i));
+    TANDEM_TRY(grad_norm(m, s));
+    TANDEM_TRY(read_back(m, s));
+    if (out) {
+        memset(out, 0, sizeof *out);
+        fill_result(m, o, out);
+    }
+    return TANDEM_OK;
+}
+
+tandem_status tandem_train_eval(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                const tandem_model_batch *b, double *l1, double *stop_bce) {
+    if (!m || !s || !o || !b) return tandem_fail(TANDEM_E_INVALID, "train eval: NULL argument");
+    const int slot = m->dims.micro_batches; /* the evaluation row of losses */
+    TANDEM_TRY(tandem_model_forward(m, s, b, slot));
+    TANDEM_TRY(tandem_model_loss(m, s, b, slot, o->stop_weight, 0.0f));
+    TANDEM_TRY(read_back(m, s));
+    if (l1) *l1 = m->host_out[2 * slot];
+    if (stop_bce) *stop_bce = m->host_out[2 * slot + 1];
+    return TANDEM_OK;
+}

@@ -1,0 +1,93 @@
+/* train_step.h — one optimizer step of the model (DESIGN.md §7): gradients zeroed, for each of
+ * grad_accum micro-batches forward → masked L1 + stop BCE (reduced on the device) → backward
+ * with gradients summed, then the global gradient norm, the non-finite check, clipping and
+ * AdamW (decoupled weight decay on the linear weights only) with a warm-up + cosine learning
+ * rate computed on the host. The update is skipped on the device when the gradient norm or a
+ * loss is NaN/Inf (no device→host read between backward and update); the host learns it when
+ * it reads the step's scalars back at the end of the step (one synchronisation per step).
+ *
+ * Precision: AdamW updates the f32 master weights; in bf16 mode (model.h, "Precision") the
+ * update is followed by the cast of the linear weights into their bf16 copy.
+ *
+ * Deterministic on the host backend: every kernel and reduction runs in a fixed order, so the
+ * same parameters, batches and state give bit-identical losses (exact resume).
+ * Owns nothing: the state lives in the model's tensors and in tandem_train_state.
+ */
+#ifndef TANDEM_RUNTIME_TRAIN_STEP_H
+#define TANDEM_RUNTIME_TRAIN_STEP_H
+
+#include <stdint.h>
+
+#include "runtime/core/config.h"
+#include "runtime/model/model.h"
+#include "tandem.h"
+
+typedef struct tandem_optim {
+    double lr;           /* peak learning rate */
+    double min_lr_ratio; /* the cosine ends at lr * min_lr_ratio */
+    int64_t warmup_steps;
+    int64_t max_steps;   /* the cosine's length */
+    float beta1, beta2, eps;
+    float weight_decay;  /* applied to [0, decay_end) of the flat parameters */
+    float clip_norm;     /* global gradient norm limit; <= 0: no clipping */
+    float stop_weight;   /* loss = l1 + stop_weight * stop_bce */
+} tandem_optim;
+
+/* From the config's training keys. */
+void tandem_optim_from_config(const tandem_config *cfg, tandem_optim *out);
+
+/* The learning rate of step `step` (0-based): linear warm-up over warmup_steps to lr, then a
+ * half cosine from lr to lr * min_lr_ratio at max_steps (held there after). */
+double tandem_optim_lr(const tandem_optim *o, int64_t step);
+
+/* What a checkpoint must keep besides the tensors to continue the same run. */
+typedef struct tandem_train_state {
+    int64_t step;          /* optimizer steps taken (applied or skipped) */
+    int64_t updates;       /* steps applied: AdamW's t for the bias corrections */
+    int64_t skipped;       /* steps skipped for non-finite values, in total */
+    int64_t skipped_in_row;
+} tandem_train_state;
+
+typedef struct tandem_step_result {
+    int64_t step;      /* the step this was (0-based) */
+    double loss;       /* mean over micro-batches of l1 + stop_weight * stop_bce */
+    double l1, stop_bce;
+    double grad_norm;  /* before clipping */
+    double lr;
+    int skipped;       /* 1: non-finite loss or gradient, parameters unchanged */
+} tandem_step_result;
+
+/* The step in parts, for a loop that acquires each micro-batch from the ring:
+ *   begin (zero the gradients) · micro(b, i) for i = 0 .. grad_accum-1 · finish.
+ * micro() queues forward, loss and backward of micro-batch i (the batch's tensors may be
+ * released once it returns: everything reading them is queued on s). finish() queues the norm,
+ * the check and AdamW, reads the step's scalars back (synchronises s) and advances st. */
+tandem_status tandem_train_begin(tandem_model *m, tandem_stream *s);
+tandem_status tandem_train_micro(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                 const tandem_model_batch *b, int i);
+tandem_status tandem_train_finish(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                  tandem_train_state *st, tandem_step_result *out);
+
+/* finish() in two parts, so a caller can record an event between them: update() queues the
+ * norm, the check and AdamW; collect() reads the scalars back (synchronises s), fills out and
+ * advances st. */
+tandem_status tandem_train_update(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                  const tandem_train_state *st);
+tandem_status tandem_train_collect(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                   tandem_train_state *st, tandem_step_result *out);
+
+/* All of it: batches [grad_accum] micro-batches. */
+tandem_status tandem_train_step(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                tandem_train_state *st, const tandem_model_batch *batches,
+                                tandem_step_result *out);
+
+/* Gradients only (begin + micro-batches + the norm), no update: for tests and diagnostics.
+ * Synchronises s; *loss receives the mean loss. */
+tandem_status tandem_train_grads(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                 const tandem_model_batch *batches, tandem_step_result *out);
+
+/* Validation: forward + loss of one batch, no gradients. Synchronises s. */
+tandem_status tandem_train_eval(tandem_model *m, tandem_stream *s, const tandem_optim *o,
+                                const tandem_model_batch *b, double *l1, double *stop_bce);
+
+#endif

@@ -1,0 +1,39 @@
+/* plot.h — PNG figures written at each checkpoint (libpng):
+ *   * the loss curve: train loss and validation L1 against step, axes with tick marks and
+ *     tick labels drawn with a built-in 5x7 bitmap font, a small legend;
+ *   * the mel comparison: target and predicted log-mel [T, n_mels] stacked (target on top,
+ *     low bands at the bottom of each panel), one colour scale taken from the target.
+ * Owns: an RGB canvas and a fixed arena that libpng and zlib allocate from (through
+ * png_create_write_struct_2), both made at create, so writing a PNG after the pool commit
+ * allocates nothing on the heap. Files are replaced atomically (runtime/formats/atomic_file.h). */
+#ifndef TANDEM_RUNTIME_PLOT_H
+#define TANDEM_RUNTIME_PLOT_H
+
+#include <stdint.h>
+
+#include "tandem.h"
+
+typedef struct tandem_plot tandem_plot;
+
+/* A canvas of up to max_width x max_height pixels (each 16..8192). */
+tandem_status tandem_plot_create(int max_width, int max_height, tandem_plot **out);
+void tandem_plot_free(tandem_plot *p);
+
+/* Loss curve of width x height pixels (<= the canvas; >= 160 x 120). Series are (step, value)
+ * pairs in step order; non-finite values are skipped (the line breaks there). Either series
+ * may be empty (n = 0). */
+tandem_status tandem_plot_loss(tandem_plot *p, const char *path, int width, int height,
+                               const float *train_step, const float *train_loss, int n_train,
+                               const float *val_step, const float *val_l1, int n_val);
+
+/* Pixel size of the mel comparison for frames x n_mels (2 px per band; 2 px per frame up to
+ * 1024 frames, 1 px beyond). */
+void tandem_plot_mel_size(int frames, int n_mels, int *width, int *height);
+/* target, pred: [frames, n_mels] row-major. The image must fit the canvas. */
+tandem_status tandem_plot_mel(tandem_plot *p, const char *path, const float *target, const float *pred,
+                              int frames, int n_mels);
+
+/* The colour map (value in [0, 1] → RGB), exposed for tests. */
+void tandem_plot_colormap(float v, uint8_t rgb[3]);
+
+#endif

@@ -1,0 +1,392 @@
+/* synth.c — checkpoint → autoregressive log-mel → Griffin-Lim (see synth.h). */
+#include "runtime/run/synth.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/formats/checkpoint.h"
+#include "platform/device.h"
+#include "runtime/audio/griffinlim.h"
+#include "platform/os/log.h"
+#include "runtime/model/model.h"
+#include "platform/os/os.h"
+#include "runtime/formats/safetensors.h"
+#include "runtime/text/symbols.h"
+#include "runtime/core/utf8.h"
+
+struct tandem_synth {
+    char path[1100];
+    tandem_config cfg;      /* as stored in the checkpoint */
+    tandem_model_dims dims; /* B = 1, one micro-batch */
+    char device_desc[256];
+    tandem_device *dev;
+    tandem_stream *s;
+    tandem_pool *pool;
+    tandem_model model;
+    int model_declared;
+    /* the B = 1 batch the forward reads */
+    tandem_tensor *tokens;       /* [1, Tt] i32 */
+    tandem_tensor *mels;         /* [1, F, 80] f32: generated frames, zeros beyond */
+    tandem_tensor *frame_mask;   /* [1, F] f32 (unused by the forward; part of a batch) */
+    tandem_tensor *stop_targets; /* [1, F] f32 (likewise) */
+    /* pinned host I/O */
+    void *pinned;
+    int32_t *ids;      /* [Tt] */
+    float *io;         /* [F, 80] mel in/out */
+    float *step_out;   /* [r*80 + r] one position's group and stop logits */
+    /* host results */
+    float *mel;        /* [F, 80] */
+    float *stop_logit; /* [F] */
+    float *audio;      /* [F * 256] */
+    tandem_griffinlim *gl;
+    tandem_text_norm norm;
+    int norm_init;
+};
+
+/* ---- open ------------------------------------------------------------------------------------- */
+
+static tandem_status open_device(tandem_synth *s, tandem_backend backend) {
+    tandem_backend use = backend;
+    if (backend == TANDEM_BACKEND_AUTO) {
+        int n = 0;
+        use = tandem_cuda_device_count(&n) == TANDEM_OK && n > 0 ? TANDEM_BACKEND_CUDA
+                                                                 : TANDEM_BACKEND_HOST;
+    }
+    TANDEM_TRY(tandem_device_open(use, 0, &s->dev));
+    tandem_device_info info;
+    TANDEM_TRY(tandem_device_get_info(s->dev, &info));
+    snprintf(s->device_desc, sizeof s->device_desc, "%s device 0 (%s)",
+             use == TANDEM_BACKEND_CUDA ? "CUDA" : "host", info.name);
+    return TANDEM_OK;
+}
+
+/* The checkpoint's symbol table must be this build's: the embedding rows are token ids. */
+static tandem_status check_symbols(const tandem_synth *s, const tandem_st_file *f) {
+    const char *theirs = tandem_st_meta_find(f, TANDEM_CKPT_KEY_SYMBOLS);
+    if (!theirs)
+        return tandem_fail(TANDEM_E_FORMAT,
+                           "checkpoint '%s': metadata has no '%s' entry (the symbol table); "
+                           "expected a checkpoint written by tandem train", s->path,
+                           TANDEM_CKPT_KEY_SYMBOLS);
+    char *ours = NULL;
+    size_t len = 0;
+    TANDEM_TRY(tandem_symbols_to_json(&ours, &len));
+    int same = strcmp(ours, theirs) == 0;
+    tandem_free(ours);
+    if (!same)
+        return tandem_fail(TANDEM_E_FORMAT,
+                           "checkpoint '%s': its symbol table differs from this build's (symbols "
+                           "version %d); the token ids would not match its embeddings", s->path,
+                           TANDEM_SYMBOLS_VERSION);
+    return TANDEM_OK;
+}
+
+static tandem_status read_config(tandem_synth *s, const tandem_st_file *f) {
+    const char *yaml = tandem_st_meta_find(f, TANDEM_CKPT_KEY_CONFIG);
+    if (!yaml)
+        return tandem_fail(TANDEM_E_FORMAT,
+                           "checkpoint '%s': metadata has no '%s' entry (the run's config); "
+                           "expected a checkpoint written by tandem train", s->path,
+                           TANDEM_CKPT_KEY_CONFIG);
+    char origin[1200];
+    snprintf(origin, sizeof origin, "%s (metadata '%s')", s->path, TANDEM_CKPT_KEY_CONFIG);
+    TANDEM_TRY(tandem_config_load_string(&s->cfg, yaml, strlen(yaml), origin));
+    tandem_config icfg = s->cfg;
+    icfg.batch_size = 1;
+    icfg.grad_accum = 1;
+    icfg.precision = TANDEM_PRECISION_FP32; /* checkpoints hold fp32 master weights */
+    TANDEM_TRY(tandem_model_dims_from_config(&icfg, tandem_symbols_count(), &s->dims));
+    s->dims.forward_only = 1; /* parameters and activations only */
+    return TANDEM_OK;
+}
+
+static tandem_status declare(tandem_synth *s) {
+    const tandem_model_dims *d = &s->dims;
+    TANDEM_TRY(tandem_pool_create(s->dev, "synth", 0, &s->pool));
+    TANDEM_TRY(tandem_model_declare(&s->model, s->dev, s->pool, d));
+    s->model_declared = 1;
+    const int64_t tok[2] = {1, d->text_len}, mel[3] = {1, d->frames, d->n_mels},
+                  fr[2] = {1, d->frames};
+    TANDEM_TRY(tandem_pool_declare(s->pool, "synth.tokens", TANDEM_I32, 2, tok, TANDEM_PERSISTENT,
+                                   0, 0, &s->tokens));
+    TANDEM_TRY(tandem_pool_declare(s->pool, "synth.mels", TANDEM_F32, 3, mel, TANDEM_PERSISTENT, 0,
+                                   0, &s->mels));
+    TANDEM_TRY(tandem_pool_declare(s->pool, "synth.frame_mask", TANDEM_F32, 2, fr,
+                                   TANDEM_PERSISTENT, 0, 0, &s->frame_mask));
+    return tandem_pool_declare(s->pool, "synth.stop_targets", TANDEM_F32, 2, fr, TANDEM_PERSISTENT,
+                               0, 0, &s->stop_targets);
+}
+
+static tandem_status alloc_host(tandem_synth *s) {
+    const tandem_model_dims *d = &s->dims;
+    const size_t mel = (size_t)d->frames * d->n_mels;
+    size_t ids_b = ((size_t)d->text_len * sizeof(int32_t) + 63) / 64 * 64;
+    size_t io_b = (mel * sizeof(float) + 63) / 64 * 64;
+    size_t step_b = (size_t)(d->group + d->r) * sizeof(float);
+    TANDEM_TRY(s->dev->ops->host_alloc_pinned(s->dev, ids_b + io_b + step_b, &s->pinned));
+    s->ids = (int32_t *)s->pinned;
+    s->io = (float *)((char *)s->pinned + ids_b);
+    s->step_out = (float *)((char *)s->pinned + ids_b + io_b);
+    s->mel = tandem_calloc(mel, sizeof(float));
+    s->stop_logit = tandem_calloc((size_t)d->frames, sizeof(float));
+    s->audio = tandem_calloc((size_t)d->frames * 256, sizeof(float));
+    if (!s->mel || !s->stop_logit || !s->audio)
+        return tandem_fail(TANDEM_E_NOMEM, "synth: out of host memory for %d frames", d->frames);
+    TANDEM_TRY(tandem_griffinlim_create(d->frames, &s->gl));
+    tandem_text_norm_init(&s->norm);
+    s->norm_init = 1;
+    return TANDEM_OK;
+}
+
+/* Every parameter by its table name and shape into one flat host copy, then one upload. Other
+ * tensors of the file (AdamW moments) are not needed for inference. */
+static tandem_status load_params(tandem_synth *s, const tandem_st_file *f) {
+    tandem_model *m = &s->model;
+    float *flat = tandem_calloc((size_t)m->n_flat, sizeof(float));
+    if (!flat) return tandem_fail(TANDEM_E_NOMEM, "synth: out of host memory for the parameters");
+    tandem_status st = TANDEM_OK;
+    for (int i = 0; i < m->n_params && st == TANDEM_OK; i++) {
+        const tandem_model_param *p = &m->param[i];
+        st = tandem_st_read_tensor(f, p->name, TANDEM_F32, p->ndim, p->shape, flat + p->offset,
+                                   (size_t)p->numel * sizeof(float));
+    }
+    for (int64_t i = 0; i < m->n_flat && st == TANDEM_OK; i++)
+        if (!isfinite(flat[i]))
+            st = tandem_fail(TANDEM_E_FORMAT, "checkpoint '%s': non-finite parameter value at flat "
+                             "index %" PRId64, s->path, i);
+    if (st == TANDEM_OK)
+        st = tandem_tensor_upload(s->s, m->params, flat, (size_t)m->n_flat * sizeof(float));
+    if (st == TANDEM_OK) st = tandem_stream_sync(s->s);
+    tandem_free(flat);
+    return st;
+}
+
+static tandem_status open_all(tandem_synth *s, const tandem_synth_options *o) {
+    tandem_st_file *f = NULL;
+    TANDEM_TRY(tandem_checkpoint_open(o->checkpoint, -1, &f));
+    tandem_status st = read_config(s, f);
+    if (st == TANDEM_OK) st = check_symbols(s, f);
+    if (st == TANDEM_OK) st = open_device(s, o->backend);
+    if (st == TANDEM_OK) st = tandem_stream_create(s->dev, &s->s);
+    if (st == TANDEM_OK) st = declare(s);
+    if (st == TANDEM_OK) st = alloc_host(s);
+    if (st == TANDEM_OK) st = tandem_pool_commit(s->pool);
+    if (st == TANDEM_OK) st = load_params(s, f);
+    tandem_st_close(f);
+    TANDEM_TRY(st);
+    TANDEM_TRY(tandem_op_fill(s->s, s->frame_mask, 1.0f));
+    TANDEM_TRY(tandem_op_fill(s->s, s->stop_targets, 0.0f));
+    return tandem_stream_sync(s->s);
+}
+
+tandem_status tandem_synth_open(const tandem_synth_options *o, tandem_synth **out) {
+    if (!o || !o->checkpoint || !out) return tandem_fail(TANDEM_E_INVALID, "synth: NULL argument");
+    *out = NULL;
+    tandem_synth *s = tandem_calloc(1, sizeof *s);
+    if (!s) return tandem_fail(TANDEM_E_NOMEM, "synth: out of memory");
+    snprintf(s->path, sizeof s->path, "%s", o->checkpoint);
+    tandem_status st = open_all(s, o);
+    if (st != TANDEM_OK) {
+        tandem_synth_close(s);
+        return st;
+    }
+    tandem_logf(TANDEM_LOG_DEBUG, "synth: %s on %s: d %d, layers %d, r %d, max_text %d, "
+                "max_frames %d", s->path, s->device_desc, s->dims.d, s->dims.layers, s->dims.r,
+                s->dims.text_len, s->dims.frames);
+    *out = s;
+    return TANDEM_OK;
+}
+
+void tandem_synth_close(tandem_synth *s) {
+    if (!s) return;
+    if (s->model_declared) tandem_model_free(&s->model);
+    if (s->pinned) s->dev->ops->host_free_pinned(s->dev, s->pinned);
+    if (s->pool) tandem_pool_destroy(s->pool);
+    if (s->s) tandem_stream_destroy(s->s);
+    if (s->dev) tandem_device_close(s->dev);
+    if (s->gl) tandem_griffinlim_free(s->gl);
+    if (s->norm_init) tandem_text_norm_free(&s->norm);
+    tandem_free(s->mel);
+    tandem_free(s->stop_logit);
+    tandem_free(s->audio);
+    tandem_free(s);
+}
+
+const tandem_config *tandem_synth_config(const tandem_synth *s) { return &s->cfg; }
+const char *tandem_synth_device(const tandem_synth *s) { return s->device_desc; }
+
+/* ---- text --------------------------------------------------------------------------------------- */
+
+/* Every distinct code point the table lacks, as "'x' (U+0078), ..." (at most 8). */
+static void list_unknown(const uint32_t *cps, size_t n, char *buf, size_t cap) {
+    uint32_t seen[8];
+    int ns = 0;
+    size_t used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n && ns < 8; i++) {
+        if (tandem_symbols_id(cps[i]) >= 0) continue;
+        int dup = 0;
+        for (int k = 0; k < ns; k++) dup |= seen[k] == cps[i];
+        if (dup) continue;
+        seen[ns++] = cps[i];
+        char u[5] = {0};
+        if (!tandem_utf8_encode(cps[i], u)) u[0] = '?';
+        int w = snprintf(buf + used, cap - used, "%s'%s' (U+%04X)", ns > 1 ? ", " : "", u,
+                         (unsigned)cps[i]);
+        if (w < 0 || (size_t)w >= cap - used) break;
+        used += (size_t)w;
+    }
+}
+
+tandem_status tandem_synth_encode(tandem_synth *s, const char *text, size_t len, int lang,
+                                  int32_t *ids, int *count, tandem_lang *used) {
+    if (!s || !text || !ids || !count) return tandem_fail(TANDEM_E_INVALID, "synth encode: NULL argument");
+    if (lang >= TANDEM_LANG_COUNT)
+        return tandem_fail(TANDEM_E_INVALID, "synth: language %d; expected en or fa", lang);
+    tandem_status st = tandem_text_normalize(&s->norm, text, len);
+    if (st == TANDEM_E_INVALID)
+        return tandem_fail(TANDEM_E_INVALID, "text: invalid UTF-8 at byte %zu", s->norm.bad_offset);
+    TANDEM_TRY(st);
+    const tandem_lang lg = lang < 0 ? s->norm.lang : (tandem_lang)lang;
+    const size_t n = s->norm.out_len;
+    if (n == 0) return tandem_fail(TANDEM_E_INVALID, "text: nothing left after normalisation");
+    for (size_t i = 0; i < n; i++)
+        if (tandem_symbols_id(s->norm.out[i]) < 0) {
+            char names[256];
+            list_unknown(s->norm.out, n, names, sizeof names);
+            return tandem_fail(TANDEM_E_INVALID,
+                               "text: character(s) not in the symbol table: %s (after "
+                               "normalisation; the model knows space, . , ? ! ; : ' -, a-z and "
+                               "the Persian letters)", names);
+        }
+    const size_t need = n + TANDEM_SYMBOLS_FRAMING;
+    if (need > (size_t)s->dims.text_len)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "text: %zu tokens after normalisation (incl. <lang>, BOS, EOS); the "
+                           "model was trained with max_text %d", need, s->dims.text_len);
+    uint16_t tmp[16384];
+    size_t got = 0;
+    if (need > sizeof tmp / sizeof tmp[0])
+        return tandem_fail(TANDEM_E_INVALID, "text: %zu tokens is too long", need);
+    TANDEM_TRY(tandem_symbols_encode(s->norm.out, n, lg, tmp, sizeof tmp / sizeof tmp[0], &got, NULL));
+    for (int i = 0; i < s->dims.text_len; i++) ids[i] = (size_t)i < got ? tmp[i] : TANDEM_SYM_PAD;
+    *count = (int)got;
+    if (used) *used = lg;
+    return TANDEM_OK;
+}
+
+/* ---- generation ------------------------------------------------------------------------------------ */
+
+static tandem_status set_text(tandem_synth *s, const char *text, size_t len, int lang,
+                              int *count, tandem_lang *used) {
+    TANDEM_TRY(tandem_synth_encode(s, text, len, lang, s->ids, count, used));
+    return s->dev->ops->copy_h2d(s->s, tandem_tensor_addr(s->tokens), s->ids,
+                                 (size_t)s->dims.text_len * sizeof(int32_t));
+}
+
+static tandem_status forward(tandem_synth *s, int text_count) {
+    /* Every mel key is unmasked: causality alone keeps later (still zero) groups out of the
+     * outputs read, exactly as for a real frame in training. */
+    const int32_t text_len[1] = {text_count}, frame_len[1] = {s->dims.frames};
+    tandem_model_batch b;
+    memset(&b, 0, sizeof b);
+    b.tokens = s->tokens;
+    b.mels = s->mels;
+    b.frame_mask = s->frame_mask;
+    b.stop_targets = s->stop_targets;
+    b.host_text_lengths = text_len;
+    b.host_frame_lengths = frame_len;
+    return tandem_model_forward(&s->model, s->s, &b, 0);
+}
+
+static float sigmoidf_(float z) { return 1.0f / (1.0f + expf(-z)); }
+
+tandem_status tandem_synth_run(tandem_synth *s, const char *text, size_t len, int lang,
+                               int max_frames, tandem_synth_result *res) {
+    if (!s || !text || !res) return tandem_fail(TANDEM_E_INVALID, "synth run: NULL argument");
+    memset(res, 0, sizeof *res);
+    const tandem_model_dims *d = &s->dims;
+    if (max_frames <= 0 || max_frames > d->frames) max_frames = d->frames;
+    const uint64_t t0 = tandem_now_ns();
+    int count = 0;
+    tandem_lang used = TANDEM_LANG_EN;
+    TANDEM_TRY(set_text(s, text, len, lang, &count, &used));
+    TANDEM_TRY(tandem_op_fill(s->s, s->mels, 0.0f));
+
+    const int max_steps = (max_frames + d->r - 1) / d->r;
+    const size_t gbytes = (size_t)d->group * sizeof(float);
+    const tandem_dptr mel_out = tandem_tensor_addr(s->model.mel_out);
+    const tandem_dptr stop_out = tandem_tensor_addr(s->model.stop_out);
+    const tandem_dptr mels = tandem_tensor_addr(s->mels);
+    int frames = 0, steps = 0;
+    tandem_synth_stop why = TANDEM_SYNTH_STOP_MAX_FRAMES;
+    for (int j = 0; j < max_steps; j++) {
+        TANDEM_TRY(forward(s, count));
+        /* mel_out [1, Tm, r*80] position j is frames j*r .. j*r+r-1 of mels [1, F, 80] */
+        const tandem_dptr off = (tandem_dptr)j * gbytes;
+        TANDEM_TRY(s->dev->ops->copy_d2d(s->s, mels + off, mel_out + off, gbytes));
+        TANDEM_TRY(s->dev->ops->copy_d2h(s->s, s->step_out, mel_out + off, gbytes));
+        TANDEM_TRY(s->dev->ops->copy_d2h(s->s, s->step_out + d->group,
+                                         stop_out + (tandem_dptr)j * d->r * sizeof(float),
+                                         (size_t)d->r * sizeof(float)));
+        TANDEM_TRY(tandem_stream_sync(s->s));
+        memcpy(s->mel + (size_t)j * d->group, s->step_out, gbytes);
+        memcpy(s->stop_logit + (size_t)j * d->r, s->step_out + d->group, (size_t)d->r * sizeof(float));
+        steps = j + 1;
+        frames = steps * d->r;
+        int stop_at = -1;
+        for (int k = 0; k < d->r && stop_at < 0; k++)
+            if (sigmoidf_(s->step_out[d->group + k]) > 0.5f) stop_at = k;
+        if (stop_at >= 0) {
+            frames = j * d->r + stop_at + 1;
+            why = TANDEM_SYNTH_STOP_HEAD;
+            break;
+        }
+    }
+    if (frames > max_frames) frames = max_frames;
+    res->frames = frames;
+    res->steps = steps;
+    res->stop = why;
+    res->lang = used;
+    res->tokens = count;
+    res->mel = s->mel;
+    res->stop_logit = s->stop_logit;
+    res->seconds = (double)(tandem_now_ns() - t0) * 1e-9;
+    return TANDEM_OK;
+}
+
+tandem_status tandem_synth_teacher_forced(tandem_synth *s, const char *text, size_t len, int lang,
+                                          const float *target, int frames, float *pred) {
+    if (!s || !text || !target || !pred)
+        return tandem_fail(TANDEM_E_INVALID, "synth teacher forcing: NULL argument");
+    const tandem_model_dims *d = &s->dims;
+    if (frames < 1 || frames > d->frames)
+        return tandem_fail(TANDEM_E_INVALID, "synth teacher forcing: %d frames; expected 1..%d",
+                           frames, d->frames);
+    int count = 0;
+    TANDEM_TRY(set_text(s, text, len, lang, &count, NULL));
+    const size_t n = (size_t)frames * d->n_mels, all = (size_t)d->frames * d->n_mels;
+    memcpy(s->io, target, n * sizeof(float));
+    memset(s->io + n, 0, (all - n) * sizeof(float));
+    TANDEM_TRY(s->dev->ops->copy_h2d(s->s, tandem_tensor_addr(s->mels), s->io, all * sizeof(float)));
+    TANDEM_TRY(forward(s, count));
+    TANDEM_TRY(s->dev->ops->copy_d2h(s->s, s->io, tandem_tensor_addr(s->model.mel_out),
+                                     n * sizeof(float)));
+    TANDEM_TRY(tandem_stream_sync(s->s));
+    memcpy(pred, s->io, n * sizeof(float));
+    return TANDEM_OK;
+}
+
+tandem_status tandem_synth_vocode(tandem_synth *s, const float *mel, int frames, int iters,
+                                  uint64_t seed, const float **audio, int64_t *samples) {
+    if (!s || !mel || !audio || !samples) return tandem_fail(TANDEM_E_INVALID, "synth vocode: NULL argument");
+    if (frames < 1 || frames > s->dims.frames)
+        return tandem_fail(TANDEM_E_INVALID, "synth vocode: %d frames; expected 1..%d", frames,
+                           s->dims.frames);
+    TANDEM_TRY(tandem_griffinlim_synthesize(s->gl, mel, frames, iters, seed, s->audio));
+    *audio = s->audio;
+    *samples = (int64_t)frames * 256;
+    return TANDEM_OK;
+}

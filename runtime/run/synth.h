@@ -1,0 +1,87 @@
+/* synth.h — inference (`tandem synth`, DESIGN.md §7): a training checkpoint → autoregressive
+ * log-mel generation with the stop head → Griffin-Lim → 22050 Hz 16-bit WAV (and the mel as
+ * .npy for an external neural vocoder).
+ *
+ * The checkpoint's metadata carries the run's config (model sizes) and its symbol table; the
+ * table must equal this build's (the embedding rows are ids), and the text goes through the same
+ * frontend as training (runtime/text/text_norm.h → runtime/text/symbols.h): [<lang>, BOS, chars, EOS].
+ *
+ * Generation keeps the trained fixed shapes with B = 1 (max_text tokens, max_frames / r mel
+ * positions, so the learned positional table fits) and reruns the whole forward once per mel
+ * position j over the fixed sequence: attention is causal, so the outputs at positions <= j do
+ * not depend on the later (still zero) groups. Step j reads mel_out[j] (r frames) and the r stop
+ * logits; the group is copied into the input mels so that step j + 1's prenet sees it. It stops
+ * at the first frame whose stop probability sigmoid(logit) passes 0.5 (that frame is the last one
+ * kept: training's stop target is 1 from the last real frame on), or at max_frames.
+ *
+ * Owns: the device, its pool (the model of runtime/model/model.h declared with B = 1 and
+ * forward_only — parameters and activations, no gradients or optimizer state — plus the
+ * batch tensors), host buffers for the generated mel, the stop logits and the audio, and a
+ * Griffin-Lim handle, all made at open; run allocates nothing on the device side (the text
+ * normaliser may grow its scratch for a longer text). Not thread-safe per handle. */
+#ifndef TANDEM_RUNTIME_SYNTH_H
+#define TANDEM_RUNTIME_SYNTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/core/config.h"
+#include "tandem.h"
+#include "runtime/text/text_norm.h"
+
+typedef struct tandem_synth tandem_synth;
+
+typedef struct tandem_synth_options {
+    const char *checkpoint;  /* a ckpt-*.safetensors file written by the trainer */
+    tandem_backend backend;  /* AUTO: the first CUDA device when present, else the host */
+} tandem_synth_options;
+
+typedef enum tandem_synth_stop {
+    TANDEM_SYNTH_STOP_HEAD = 0,   /* a frame's stop probability passed 0.5 */
+    TANDEM_SYNTH_STOP_MAX_FRAMES, /* the frame limit came first */
+} tandem_synth_stop;
+
+typedef struct tandem_synth_result {
+    int frames;            /* frames kept (<= steps * r) */
+    int steps;             /* mel positions generated (forward passes) */
+    tandem_synth_stop stop;
+    tandem_lang lang;      /* the language tag used */
+    int tokens;            /* encoded tokens incl. <lang>, BOS, EOS */
+    double seconds;        /* wall time of the generation */
+    const float *mel;      /* [frames, 80] natural-log mel; valid until the next run */
+    const float *stop_logit; /* [steps * r] stop logits of every generated frame */
+} tandem_synth_result;
+
+/* Open the checkpoint (format, metadata, symbol table, every parameter tensor by name and shape),
+ * open the device and build the B = 1 model with the parameters uploaded. Errors name the file
+ * and what is wrong with it. */
+tandem_status tandem_synth_open(const tandem_synth_options *o, tandem_synth **out);
+void tandem_synth_close(tandem_synth *s);
+
+/* The run's config as stored in the checkpoint (sizes; batch_size etc. as trained). */
+const tandem_config *tandem_synth_config(const tandem_synth *s);
+/* The device description ("host 0 (...)" / "CUDA device 0 (...)"). */
+const char *tandem_synth_device(const tandem_synth *s);
+
+/* Normalise and encode text (UTF-8, len bytes). lang < 0: the frontend's detected language; else
+ * a tandem_lang forcing the tag. Characters outside the symbol table → TANDEM_E_INVALID naming
+ * them; more tokens than max_text → TANDEM_E_INVALID. ids needs max_text entries. */
+tandem_status tandem_synth_encode(tandem_synth *s, const char *text, size_t len, int lang,
+                                  int32_t *ids, int *count, tandem_lang *used);
+
+/* Generate from text. max_frames <= 0: the trained max_frames; else at most that many frames
+ * (at most the trained max_frames). */
+tandem_status tandem_synth_run(tandem_synth *s, const char *text, size_t len, int lang,
+                               int max_frames, tandem_synth_result *res);
+
+/* Teacher forcing (for the target-vs-predicted figure): one forward with target [frames, 80]
+ * (frames <= max_frames) as the input mels; pred [frames, 80] gets the predicted frames. */
+tandem_status tandem_synth_teacher_forced(tandem_synth *s, const char *text, size_t len, int lang,
+                                          const float *target, int frames, float *pred);
+
+/* mel [frames, 80] → Griffin-Lim (iters) → audio [frames * 256] into the handle's buffer
+ * (*audio, valid until the next call). */
+tandem_status tandem_synth_vocode(tandem_synth *s, const float *mel, int frames, int iters,
+                                  uint64_t seed, const float **audio, int64_t *samples);
+
+#endif
