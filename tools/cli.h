@@ -4,6 +4,8 @@
 #ifndef TANDEM_TOOLS_CLI_H
 #define TANDEM_TOOLS_CLI_H
 
+#include "tandem.h"
+
 int cli_diagnose(int argc, char **argv);
 int cli_plan(int argc, char **argv);
 int cli_corpus(int argc, char **argv);
@@ -14,10 +16,17 @@ int cli_train(int argc, char **argv);
 int cli_synth(int argc, char **argv);
 int cli_plot(int argc, char **argv);
 
+/* The one status → exit-code mapping of every command (README "Exit codes"):
+ * 0 TANDEM_OK; 2 bad usage or bad input — TANDEM_E_INVALID, TANDEM_E_FORMAT, TANDEM_E_BUDGET
+ * (the user can fix the command line, config or data); 1 any other failure (I/O, device,
+ * driver, memory, unsupported, internal). */
+int cli_exit_code(tandem_status st);
+/* Prints "tandem <cmd>: error: <tandem_last_error()>" (or the status name when the message is
+ * empty) to stderr and returns cli_exit_code(st). For st == TANDEM_OK prints nothing, returns 0. */
+int cli_fail(const char *cmd, tandem_status st);
+
 /* True if argv holds -h or --help. */
 int cli_wants_help(int argc, char **argv);
-
-#include "tandem.h"
 /* Parse a --backend value (auto, host, cuda) into *out; on anything else print
  * "tandem <cmd>: --backend 'v': expected auto, host or cuda" and return 0. */
 int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out);

@@ -35,6 +35,23 @@ static const cli_cmd cmds[] = {
 };
 #define NCMDS (int)(sizeof cmds / sizeof cmds[0])
 
+int cli_exit_code(tandem_status st) {
+    switch (st) {
+    case TANDEM_OK: return 0;
+    case TANDEM_E_INVALID:
+    case TANDEM_E_FORMAT:
+    case TANDEM_E_BUDGET: return 2;
+    default: return 1;
+    }
+}
+
+int cli_fail(const char *cmd, tandem_status st) {
+    if (st == TANDEM_OK) return 0;
+    const char *msg = tandem_last_error();
+    fprintf(stderr, "tandem %s: error: %s\n", cmd, msg && msg[0] ? msg : tandem_status_name(st));
+    return cli_exit_code(st);
+}
+
 int cli_wants_help(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
