@@ -29,3 +29,10 @@ $(BUILD)/test/bin/check_layering: test/check_layering.sh
 	@mkdir -p $(dir $@)
 	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath $<)' '$(abspath .)' > $@
 	@chmod +x $@
+
+# Source rule: only the device API of runtime/core calls the backend table (test/check_device_api.sh).
+TEST_BINS += $(BUILD)/test/bin/check_device_api
+$(BUILD)/test/bin/check_device_api: test/check_device_api.sh
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath $<)' '$(abspath .)' > $@
+	@chmod +x $@

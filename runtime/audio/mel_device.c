@@ -83,56 +83,65 @@ void tandem_mel_plan_release(tandem_mel_plan *p) {
     p->host_consts = NULL;
 }
 
-#define DEV_F32(t) ((float *)(uintptr_t)tandem_tensor_addr(t))
-#define DEV_I32(t) ((int32_t *)(uintptr_t)tandem_tensor_addr(t))
+/* ---- the feature kernels' typed launchers (kernels/mel.h) ------------------------------------
+ * Each takes the batch geometry: B items of at most max_samples samples, F = max_frames. */
+typedef struct mel_geom {
+    int64_t max_samples;
+    int batch, max_frames;
+} mel_geom;
+
+/* The geometry every feature kernel takes, in its own argument struct. */
+#define MEL_GEOM(a, g)                                                                    \
+    ((a).max_samples = (g)->max_samples, (a).batch = (g)->batch, (a).max_frames = (g)->max_frames)
+
+/* mag [B * F, 513] = |STFT| of audio [B, max_samples] (item b's first lengths[b] samples) */
+static tandem_status mel_stft(tandem_stream *s, const float *audio, const int32_t *lengths,
+                              float *mag, const mel_geom *g) {
+    TANDEM_KARGS(mel_stft, a);
+    a.audio = audio, a.lengths = lengths, a.mag = mag;
+    MEL_GEOM(a, g);
+    return TANDEM_LAUNCH(s, mel_stft, &a);
+}
+
+/* mel [B * F, 80]: each band's packed weights over its nonzero bins of mag [B * F, 513] */
+static tandem_status mel_project(tandem_stream *s, const float *mag, const float *weights,
+                                 const tandem_k_mel_bands *bands, const int32_t *lengths,
+                                 float *mel, const mel_geom *g) {
+    TANDEM_KARGS(mel_project, a);
+    a.mag = mag, a.weights = weights, a.lengths = lengths, a.mel = mel, a.bands = *bands;
+    MEL_GEOM(a, g);
+    return TANDEM_LAUNCH(s, mel_project, &a);
+}
+
+/* out [B, F, 80] = ln(max(mel [B * F, 80], 1e-5)) on real frames, 0 past them */
+static tandem_status mel_log(tandem_stream *s, const float *mel, const int32_t *lengths,
+                             float *out, const mel_geom *g) {
+    TANDEM_KARGS(mel_log, a);
+    a.mel = mel, a.lengths = lengths, a.out = out;
+    MEL_GEOM(a, g);
+    return TANDEM_LAUNCH(s, mel_log, &a);
+}
+
+/* frames [B] real frame counts, mask [B, F] 1 on them, stop [B, F] 1 from the last one on */
+static tandem_status mel_targets(tandem_stream *s, const int32_t *lengths, int32_t *frames,
+                                 float *mask, float *stop, const mel_geom *g) {
+    TANDEM_KARGS(mel_targets, a);
+    a.lengths = lengths, a.frames = frames, a.mask = mask, a.stop = stop;
+    MEL_GEOM(a, g);
+    return TANDEM_LAUNCH(s, mel_targets, &a);
+}
+
+#define F32(t) tandem_tensor_f32(t)
 
 tandem_status tandem_mel_batch(tandem_mel_plan *p, tandem_stream *s) {
     if (!p || !s || !p->audio) return tandem_fail(TANDEM_E_INVALID, "mel batch: plan or stream is NULL");
     if (!p->uploaded)
         return tandem_fail(TANDEM_E_STATE, "mel batch: filterbank not uploaded (tandem_mel_upload_constants)");
-
-    tandem_k_mel_stft_args sa;
-    memset(&sa, 0, sizeof sa);
-    sa.audio = DEV_F32(p->audio);
-    sa.lengths = DEV_I32(p->lengths);
-    sa.mag = DEV_F32(p->mag);
-    sa.max_samples = p->max_samples;
-    sa.batch = p->batch;
-    sa.max_frames = p->max_frames;
-    TANDEM_TRY(TANDEM_LAUNCH(s, mel_stft, &sa));
-
-    /* mel_lin [rows, 80]: each band over its nonzero bins of mag [rows, 513] */
-    tandem_k_mel_project_args pa;
-    memset(&pa, 0, sizeof pa);
-    pa.mag = DEV_F32(p->mag);
-    pa.weights = DEV_F32(p->filterbank);
-    pa.lengths = DEV_I32(p->lengths);
-    pa.mel = DEV_F32(p->mel_lin);
-    pa.max_samples = p->max_samples;
-    pa.batch = p->batch;
-    pa.max_frames = p->max_frames;
-    pa.bands = p->bands;
-    TANDEM_TRY(TANDEM_LAUNCH(s, mel_project, &pa));
-
-    tandem_k_mel_log_args la;
-    memset(&la, 0, sizeof la);
-    la.mel = DEV_F32(p->mel_lin);
-    la.lengths = DEV_I32(p->lengths);
-    la.out = DEV_F32(p->mel);
-    la.max_samples = p->max_samples;
-    la.batch = p->batch;
-    la.max_frames = p->max_frames;
-    TANDEM_TRY(TANDEM_LAUNCH(s, mel_log, &la));
-
-    tandem_k_mel_targets_args ta;
-    memset(&ta, 0, sizeof ta);
-    ta.lengths = DEV_I32(p->lengths);
-    ta.frames = DEV_I32(p->frames);
-    ta.mask = DEV_F32(p->mask);
-    ta.stop = DEV_F32(p->stop);
-    ta.max_samples = p->max_samples;
-    ta.batch = p->batch;
-    ta.max_frames = p->max_frames;
-    TANDEM_TRY(TANDEM_LAUNCH(s, mel_targets, &ta));
-    return TANDEM_OK;
+    const mel_geom g = {p->max_samples, p->batch, p->max_frames};
+    const int32_t *lengths = tandem_tensor_i32(p->lengths);
+    TANDEM_TRY(mel_stft(s, F32(p->audio), lengths, F32(p->mag), &g));
+    TANDEM_TRY(mel_project(s, F32(p->mag), F32(p->filterbank), &p->bands, lengths,
+                           F32(p->mel_lin), &g));
+    TANDEM_TRY(mel_log(s, F32(p->mel_lin), lengths, F32(p->mel), &g));
+    return mel_targets(s, lengths, tandem_tensor_i32(p->frames), F32(p->mask), F32(p->stop), &g);
 }

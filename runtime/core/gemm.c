@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "platform/device.h"
 #include "platform/os/log.h"
+#include "runtime/core/dev.h"
 #include "runtime/core/pool_internal.h"
 
 static tandem_status check_shape(const char *op, const tandem_gemm_shape *sh) {
@@ -39,13 +39,12 @@ static void desc_from_shape(const tandem_gemm_shape *sh, tandem_gemm_desc *d) {
 
 tandem_status tandem_gemm_prepare(tandem_device *dev, const tandem_gemm_shape *shape) {
     static const char op[] = "tandem_gemm_prepare";
-    if (!dev || !dev->ops) return tandem_fail(TANDEM_E_INVALID, "%s: device is NULL", op);
+    if (!dev) return tandem_fail(TANDEM_E_INVALID, "%s: device is NULL", op);
     if (!shape) return tandem_fail(TANDEM_E_INVALID, "%s: shape is NULL", op);
     TANDEM_TRY(check_shape(op, shape));
-    if (!dev->ops->gemm_prepare) return TANDEM_OK; /* nothing to resolve on this backend */
     tandem_gemm_desc d;
     desc_from_shape(shape, &d);
-    return dev->ops->gemm_prepare(dev, &d);
+    return tandem_dev_gemm_prepare(dev, &d);
 }
 
 /* "'w' [256, 80]" into buf. */
@@ -79,8 +78,9 @@ static tandem_status check_operand(const char *op, const char *role, const tande
         return tandem_fail(TANDEM_E_INVALID,
                            "%s: %s %s lives on %s device %d but the stream is on %s device %d; "
                            "expected a stream of the tensor's device",
-                           op, role, describe(t, ds, sizeof ds), td ? td->ops->name : "no",
-                           td ? td->info.ordinal : -1, s->dev->ops->name, s->dev->info.ordinal);
+                           op, role, describe(t, ds, sizeof ds), tandem_dev_backend_name(td),
+                           td ? td->info.ordinal : -1, tandem_dev_backend_name(s->dev),
+                           s->dev->info.ordinal);
     return TANDEM_OK;
 }
 
@@ -88,7 +88,7 @@ tandem_status tandem_gemm(tandem_stream *s, int trans_a, int trans_b, float alph
                           const tandem_tensor *a, const tandem_tensor *b, float beta,
                           tandem_tensor *c) {
     static const char op[] = "tandem_gemm";
-    if (!s || !s->dev || !s->dev->ops)
+    if (!s || !s->dev)
         return tandem_fail(TANDEM_E_INVALID, "%s: stream is NULL or has no device", op);
     TANDEM_TRY(check_operand(op, "A", s, a));
     TANDEM_TRY(check_operand(op, "B", s, b));
@@ -136,12 +136,8 @@ tandem_status tandem_gemm(tandem_stream *s, int trans_a, int trans_b, float alph
                            describe(a, da, sizeof da), describe(b, db, sizeof db), sh.trans_a,
                            sh.trans_b);
     }
-    if (!s->dev->ops->gemm)
-        return tandem_fail(TANDEM_E_UNSUPPORTED, "%s: the %s backend has no GEMM", op,
-                           s->dev->ops->name);
-    if (sh.m == 0 || sh.n == 0 || batch == 0) return TANDEM_OK;
     tandem_gemm_desc d;
     desc_from_shape(&sh, &d);
-    return s->dev->ops->gemm(s, &d, alpha, tandem_tensor_addr(a), tandem_tensor_addr(b), beta,
-                             tandem_tensor_addr(c));
+    return tandem_dev_gemm(s, &d, alpha, tandem_view_of(a), tandem_view_of(b), beta,
+                           tandem_view_of(c));
 }

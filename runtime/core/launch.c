@@ -1,26 +1,38 @@
-/* launch.c — see launch.h. */
+/* launch.c — the typed launchers of the basic kernels (see launch.h). */
 #include "runtime/core/launch.h"
 
-#include "platform/os/log.h"
+tandem_status tandem_fill_f32(tandem_stream *s, float *out, int64_t n, float value) {
+    TANDEM_KARGS(fill_f32, a);
+    a.out = out, a.n = n, a.value = value;
+    return TANDEM_LAUNCH(s, fill_f32, &a);
+}
 
-tandem_status tandem_launch(tandem_stream *s, tandem_kernel_id id, const void *args,
-                            size_t args_size) {
-    if ((int)id < 0 || id >= TANDEM_KERNEL_COUNT)
-        return tandem_fail(TANDEM_E_INVALID, "launch: kernel id %d is not in the registry (0..%d)",
-                           (int)id, TANDEM_KERNEL_COUNT - 1);
-    const tandem_kernel_info *k = &tandem_kernel_table[id];
-    if (!s || !s->dev || !s->dev->ops)
-        return tandem_fail(TANDEM_E_INVALID, "launch %s: stream is NULL or has no device", k->name);
-    if (!args)
-        return tandem_fail(TANDEM_E_INVALID, "launch %s: argument struct is NULL", k->name);
-    if (args_size != k->args_size)
-        return tandem_fail(TANDEM_E_INVALID,
-                           "launch %s: argument struct is %zu bytes, the registry expects %zu",
-                           k->name, args_size, k->args_size);
-    if (!s->dev->ops->launch)
-        return tandem_fail(TANDEM_E_UNSUPPORTED, "launch %s: the %s backend cannot launch kernels",
-                           k->name, s->dev->ops->name);
-    tandem_launch_dims dims;
-    k->geom(args, &dims);
-    return s->dev->ops->launch(s, (int)id, &dims, args, args_size);
+tandem_status tandem_scale_f32(tandem_stream *s, float *x, int64_t n, float alpha) {
+    TANDEM_KARGS(scale_f32, a);
+    a.x = x, a.n = n, a.alpha = alpha;
+    return TANDEM_LAUNCH(s, scale_f32, &a);
+}
+
+tandem_status tandem_axpy_f32(tandem_stream *s, float alpha, const float *x, float *y, int64_t n) {
+    TANDEM_KARGS(axpy_f32, a);
+    a.x = x, a.y = y, a.n = n, a.alpha = alpha;
+    return TANDEM_LAUNCH(s, axpy_f32, &a);
+}
+
+tandem_status tandem_cast_f32_bf16(tandem_stream *s, const float *in, tandem_bf16 *out, int64_t n) {
+    TANDEM_KARGS(cast_f32_bf16, a);
+    a.in = in, a.out = out, a.n = n;
+    return TANDEM_LAUNCH(s, cast_f32_bf16, &a);
+}
+
+tandem_status tandem_cast_bf16_f32(tandem_stream *s, const tandem_bf16 *in, float *out, int64_t n) {
+    TANDEM_KARGS(cast_bf16_f32, a);
+    a.in = in, a.out = out, a.n = n;
+    return TANDEM_LAUNCH(s, cast_bf16_f32, &a);
+}
+
+tandem_status tandem_row_sum_f32(tandem_stream *s, const float *x, float *out, int rows, int cols) {
+    TANDEM_KARGS(row_sum_f32, a);
+    a.x = x, a.out = out, a.rows = rows, a.cols = cols;
+    return TANDEM_LAUNCH(s, row_sum_f32, &a);
 }

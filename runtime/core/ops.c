@@ -1,15 +1,15 @@
 /* ops.c — the element-wise and reduction ops of tandem.h (tandem_op_*) on committed tensors.
  *
- * Each op checks its tensors (dtype, element counts, committed), builds the kernel's argument
- * struct from the tensors' device addresses and launches it on the stream (runtime/core/launch.h).
+ * Each op checks its tensors (dtype, element counts, committed), then queues the kernel through
+ * its typed launcher (runtime/core/launch.h) on the tensors' device pointers.
  * Errors name the op, the tensor and what was expected.
  */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 
-#include "runtime/core/launch.h"
 #include "platform/os/log.h"
+#include "runtime/core/launch.h"
 #include "runtime/core/pool_internal.h"
 
 /* "[2, 3, 80]" into buf. */
@@ -25,7 +25,7 @@ static const char *shape_str(const tandem_tensor *t, char *buf, size_t cap) {
 }
 
 static tandem_status check_stream(const char *op, const tandem_stream *s) {
-    if (!s || !s->dev || !s->dev->ops)
+    if (!s || !s->dev)
         return tandem_fail(TANDEM_E_INVALID, "%s: stream is NULL or has no device", op);
     return TANDEM_OK;
 }
@@ -50,8 +50,9 @@ static tandem_status check_tensor(const char *op, const char *role, const tandem
         return tandem_fail(TANDEM_E_INVALID,
                            "%s: %s '%s' lives on %s device %d but the stream is on %s device %d; "
                            "expected a stream of the tensor's device",
-                           op, role, tandem_tensor_name(t), td ? td->ops->name : "no",
-                           td ? td->info.ordinal : -1, s->dev->ops->name, s->dev->info.ordinal);
+                           op, role, tandem_tensor_name(t), tandem_dev_backend_name(td),
+                           td ? td->info.ordinal : -1, tandem_dev_backend_name(s->dev),
+                           s->dev->info.ordinal);
     return TANDEM_OK;
 }
 
@@ -67,30 +68,20 @@ static tandem_status check_same_numel(const char *op, const char *role_a, const 
                        shape_str(b, sb, sizeof sb), tandem_tensor_numel(b));
 }
 
-#define ADDR(type, t) ((type)(uintptr_t)tandem_tensor_addr(t))
-
 tandem_status tandem_op_fill(tandem_stream *s, tandem_tensor *t, float value) {
     static const char op[] = "tandem_op_fill";
     TANDEM_TRY(check_stream(op, s));
     TANDEM_TRY(check_tensor(op, "t", s, t, TANDEM_F32));
-    tandem_k_fill_f32_args a;
-    a.out = ADDR(float *, t);
-    a.n = tandem_tensor_numel(t);
-    a.value = value;
-    if (a.n == 0) return TANDEM_OK;
-    return TANDEM_LAUNCH(s, fill_f32, &a);
+    const int64_t n = tandem_tensor_numel(t);
+    return n ? tandem_fill_f32(s, tandem_tensor_f32(t), n, value) : TANDEM_OK;
 }
 
 tandem_status tandem_op_scale(tandem_stream *s, tandem_tensor *x, float alpha) {
     static const char op[] = "tandem_op_scale";
     TANDEM_TRY(check_stream(op, s));
     TANDEM_TRY(check_tensor(op, "x", s, x, TANDEM_F32));
-    tandem_k_scale_f32_args a;
-    a.x = ADDR(float *, x);
-    a.n = tandem_tensor_numel(x);
-    a.alpha = alpha;
-    if (a.n == 0) return TANDEM_OK;
-    return TANDEM_LAUNCH(s, scale_f32, &a);
+    const int64_t n = tandem_tensor_numel(x);
+    return n ? tandem_scale_f32(s, tandem_tensor_f32(x), n, alpha) : TANDEM_OK;
 }
 
 tandem_status tandem_op_axpy(tandem_stream *s, float alpha, const tandem_tensor *x,
@@ -100,13 +91,9 @@ tandem_status tandem_op_axpy(tandem_stream *s, float alpha, const tandem_tensor 
     TANDEM_TRY(check_tensor(op, "x", s, x, TANDEM_F32));
     TANDEM_TRY(check_tensor(op, "y", s, y, TANDEM_F32));
     TANDEM_TRY(check_same_numel(op, "x", x, "y", y));
-    tandem_k_axpy_f32_args a;
-    a.x = ADDR(const float *, x);
-    a.y = ADDR(float *, y);
-    a.n = tandem_tensor_numel(y);
-    a.alpha = alpha;
-    if (a.n == 0) return TANDEM_OK;
-    return TANDEM_LAUNCH(s, axpy_f32, &a);
+    const int64_t n = tandem_tensor_numel(y);
+    if (n == 0) return TANDEM_OK;
+    return tandem_axpy_f32(s, alpha, tandem_tensor_f32(x), tandem_tensor_f32(y), n);
 }
 
 tandem_status tandem_op_cast(tandem_stream *s, const tandem_tensor *src, tandem_tensor *dst) {
@@ -118,27 +105,12 @@ tandem_status tandem_op_cast(tandem_stream *s, const tandem_tensor *src, tandem_
     tandem_dtype from = tandem_tensor_dtype(src), to = tandem_tensor_dtype(dst);
     int64_t n = tandem_tensor_numel(src);
     if (n == 0) return TANDEM_OK;
-    if (from == TANDEM_F32 && to == TANDEM_BF16) {
-        tandem_k_cast_f32_bf16_args a;
-        a.in = ADDR(const float *, src);
-        a.out = ADDR(tandem_bf16 *, dst);
-        a.n = n;
-        return TANDEM_LAUNCH(s, cast_f32_bf16, &a);
-    }
-    if (from == TANDEM_BF16 && to == TANDEM_F32) {
-        tandem_k_cast_bf16_f32_args a;
-        a.in = ADDR(const tandem_bf16 *, src);
-        a.out = ADDR(float *, dst);
-        a.n = n;
-        return TANDEM_LAUNCH(s, cast_bf16_f32, &a);
-    }
-    if (from == to) { /* same dtype: a plain copy */
-        if (!s->dev->ops->copy_d2d)
-            return tandem_fail(TANDEM_E_UNSUPPORTED, "%s: the %s backend has no device copy", op,
-                               s->dev->ops->name);
-        return s->dev->ops->copy_d2d(s, tandem_tensor_addr(dst), tandem_tensor_addr(src),
-                                     tandem_tensor_bytes(src));
-    }
+    if (from == TANDEM_F32 && to == TANDEM_BF16)
+        return tandem_cast_f32_bf16(s, tandem_tensor_f32(src), tandem_tensor_bf16(dst), n);
+    if (from == TANDEM_BF16 && to == TANDEM_F32)
+        return tandem_cast_bf16_f32(s, tandem_tensor_bf16(src), tandem_tensor_f32(dst), n);
+    if (from == to) /* same dtype: a plain copy */
+        return tandem_dev_copy(s, dst, 0, src, 0, tandem_tensor_bytes(src));
     return tandem_fail(TANDEM_E_UNSUPPORTED,
                        "%s: no cast from %s (src '%s') to %s (dst '%s'); supported: f32 -> bf16, "
                        "bf16 -> f32, and copies between tensors of the same dtype",
@@ -173,10 +145,6 @@ tandem_status tandem_op_row_sum(tandem_stream *s, const tandem_tensor *x, tandem
                            op, tandem_tensor_name(x), shape_str(x, sx, sizeof sx), rows, cols,
                            INT_MAX);
     if (rows == 0) return TANDEM_OK;
-    tandem_k_row_sum_f32_args a;
-    a.x = ADDR(const float *, x);
-    a.out = ADDR(float *, out);
-    a.rows = (int)rows;
-    a.cols = (int)cols;
-    return TANDEM_LAUNCH(s, row_sum_f32, &a);
+    return tandem_row_sum_f32(s, tandem_tensor_f32(x), tandem_tensor_f32(out), (int)rows,
+                              (int)cols);
 }

@@ -3,7 +3,7 @@
  *
  * Allocation discipline: tensor records are allocated while declaring (blocks of
  * BLOCK_TENSORS, so handles never move), planning uses a temporary host buffer freed before
- * it returns, commit makes exactly one dev->ops->mem_alloc. After commit nothing in this file
+ * it returns, commit makes exactly one tandem_dev_mem_alloc. After commit nothing in this file
  * allocates: accessors, copies, reports and stats only read.
  * Threads: declare/plan/commit/destroy belong to one setup thread; after commit the pool is
  * read-only, so accessors and copies may be called from any thread.
@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "platform/device.h"
 #include "platform/os/log.h"
 #include "platform/os/strbuf.h"
 #include "platform/os/os.h"
+#include "runtime/core/dev.h"
 #include "runtime/core/planner.h"
 #include "runtime/core/pool_internal.h"
 
@@ -119,7 +119,7 @@ tandem_status tandem_pool_create(tandem_device *dev, const char *name, size_t bu
     tandem_pool *p = *out;
     p->dev = dev;
     p->alignment = tandem_pool_backend_alignment(dev->info.backend);
-    snprintf(p->device_desc, sizeof p->device_desc, "%s:%d (%s)", dev->ops->name,
+    snprintf(p->device_desc, sizeof p->device_desc, "%s:%d (%s)", tandem_dev_backend_name(dev),
              dev->info.ordinal, dev->info.name);
     return TANDEM_OK;
 }
@@ -136,7 +136,7 @@ tandem_status tandem_pool_create_offline(const char *name, tandem_backend backen
 
 void tandem_pool_destroy(tandem_pool *pool) {
     if (!pool) return;
-    if (pool->state == POOL_COMMITTED && pool->base) pool->dev->ops->mem_free(pool->dev, pool->base);
+    if (pool->state == POOL_COMMITTED) tandem_dev_mem_free(pool->dev, pool->base);
     for (tensor_block *b = pool->first; b;) {
         tensor_block *next = b->next;
         tandem_free(b);
@@ -398,12 +398,13 @@ tandem_status tandem_pool_commit(tandem_pool *pool) {
     TANDEM_TRY(tandem_pool_plan(pool)); /* a budget failure stops here, before device work */
     tandem_dptr base = 0;
     if (pool->totals.arena_bytes > 0) {
-        TANDEM_TRY(pool->dev->ops->mem_alloc(pool->dev, pool->totals.arena_bytes, &base));
+        TANDEM_TRY(tandem_dev_mem_alloc(pool->dev, pool->totals.arena_bytes, &base));
         if (base % pool->totals.max_alignment != 0) {
-            pool->dev->ops->mem_free(pool->dev, base);
+            tandem_dev_mem_free(pool->dev, base);
             return tandem_fail(TANDEM_E_INTERNAL, "pool '%s': the %s backend returned an arena at "
                                "0x%" PRIx64 ", not aligned to %zu bytes", pool->name,
-                               pool->dev->ops->name, base, pool->totals.max_alignment);
+                               tandem_dev_backend_name(pool->dev), base,
+                               pool->totals.max_alignment);
         }
     }
     pool->base = base;
@@ -461,8 +462,8 @@ static tandem_status check_committed(const char *op, const tandem_tensor *t) {
 static tandem_status check_stream(const char *op, const tandem_stream *s, const tandem_tensor *t) {
     if (s->dev != t->pool->dev)
         return tandem_fail(TANDEM_E_INVALID, "%s: stream on %s:%d, tensor '%s' on %s; use a stream of "
-                           "the tensor's device", op, s->dev->ops->name, s->dev->info.ordinal, t->name,
-                           t->pool->device_desc);
+                           "the tensor's device", op, tandem_dev_backend_name(s->dev),
+                           s->dev->info.ordinal, t->name, t->pool->device_desc);
     return TANDEM_OK;
 }
 
@@ -482,7 +483,7 @@ tandem_status tandem_tensor_upload(tandem_stream *s, tandem_tensor *t, const voi
     TANDEM_TRY(check_committed(op, t));
     TANDEM_TRY(check_stream(op, s, t));
     TANDEM_TRY(check_bytes(op, t, bytes));
-    return s->dev->ops->copy_h2d(s, tandem_tensor_addr(t), src, bytes);
+    return tandem_dev_upload(s, t, 0, src, bytes);
 }
 
 tandem_status tandem_tensor_download(tandem_stream *s, void *dst, const tandem_tensor *t, size_t bytes) {
@@ -491,7 +492,7 @@ tandem_status tandem_tensor_download(tandem_stream *s, void *dst, const tandem_t
     TANDEM_TRY(check_committed(op, t));
     TANDEM_TRY(check_stream(op, s, t));
     TANDEM_TRY(check_bytes(op, t, bytes));
-    return s->dev->ops->copy_d2h(s, dst, tandem_tensor_addr(t), bytes);
+    return tandem_dev_download(s, dst, t, 0, bytes);
 }
 
 tandem_status tandem_tensor_copy(tandem_stream *s, tandem_tensor *dst, const tandem_tensor *src) {
@@ -503,16 +504,16 @@ tandem_status tandem_tensor_copy(tandem_stream *s, tandem_tensor *dst, const tan
     tandem_device *dd = dst->pool->dev, *sd = src->pool->dev;
     if (dd == sd) {
         TANDEM_TRY(check_stream(op, s, src));
-        return s->dev->ops->copy_d2d(s, tandem_tensor_addr(dst), tandem_tensor_addr(src), src->bytes);
+        return tandem_dev_copy(s, dst, 0, src, 0, src->bytes);
     }
     /* across devices the copy runs on the source device's stream (copy_peer's contract) */
     if (s->dev != sd)
         return tandem_fail(TANDEM_E_INVALID, "%s '%s' -> '%s': across devices the stream must belong "
                            "to the source device %s", op, src->name, dst->name, src->pool->device_desc);
-    if (dd->ops != sd->ops || !sd->ops->can_access_peer(dd, sd))
+    if (!tandem_device_can_access_peer(dd, sd))
         return tandem_fail(TANDEM_E_UNSUPPORTED, "%s '%s' (%s) -> '%s' (%s): no peer access between "
                            "the devices; staged copies go through the ring's pinned host buffers "
                            "(download, then upload)", op, src->name, src->pool->device_desc,
                            dst->name, dst->pool->device_desc);
-    return sd->ops->copy_peer(s, dd, tandem_tensor_addr(dst), tandem_tensor_addr(src), src->bytes);
+    return tandem_dev_copy_peer(s, dst, src);
 }

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "runtime/audio/audio.h"
-#include "platform/device.h"
+#include "runtime/core/dev.h"
 #include "platform/os/log.h"
 #include "runtime/data/plan_layout.h"
 
@@ -78,7 +78,7 @@ tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loade
     const size_t bytes = o_tl + r64(B * 4);
     for (int i = 0; st == TANDEM_OK && i < TANDEM_LAYOUT_STAGING; i++) {
         tandem_staged_batch *b = &l->bufs[i];
-        st = cfg->data_dev->ops->host_alloc_pinned(cfg->data_dev, bytes, &l->pinned[i]);
+        st = tandem_dev_pinned_alloc(cfg->data_dev, bytes, &l->pinned[i]);
         if (st != TANDEM_OK) break;
         char *p = l->pinned[i];
         memset(p, 0, bytes);
@@ -134,7 +134,7 @@ void tandem_loader_destroy(tandem_loader *l) {
             if (b->ever_recorded_) tandem_event_sync(b->text_sent);
             tandem_event_destroy(b->text_sent);
         }
-        if (l->pinned[i]) l->cfg.data_dev->ops->host_free_pinned(l->cfg.data_dev, l->pinned[i]);
+        tandem_dev_pinned_free(l->cfg.data_dev, l->pinned[i]);
         tandem_free(b->utt);
         tandem_free(b->pos);
     }

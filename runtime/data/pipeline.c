@@ -42,7 +42,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "platform/device.h"
+#include "runtime/core/dev.h"
 #include "runtime/data/loader.h"
 #include "platform/os/log.h"
 #include "runtime/audio/mel_device.h"
@@ -122,7 +122,7 @@ static tandem_status make_staging(tandem_pipeline *p) {
     const int n = p->layout.n_slots;
     if (!p->peer) {
         tandem_device *d = p->o.data_dev;
-        TANDEM_TRY(d->ops->host_alloc_pinned(d, per * (size_t)n, &p->staging_block));
+        TANDEM_TRY(tandem_dev_pinned_alloc(d, per * (size_t)n, &p->staging_block));
         for (int k = 0; k < n; k++) {
             char *base = (char *)p->staging_block + per * (size_t)k;
             p->staging[k].mels = (float *)base;
@@ -157,7 +157,7 @@ static tandem_status create_parts(tandem_pipeline *p) {
     TANDEM_TRY(make_events(p));
     p->peer = !o->force_staged &&
               (o->data_dev == o->model_dev ||
-               (o->data_dev->ops == o->model_dev->ops && tandem_device_can_access_peer(o->model_dev, o->data_dev)));
+               (tandem_dev_same_backend(o->data_dev, o->model_dev) && tandem_device_can_access_peer(o->model_dev, o->data_dev)));
     TANDEM_TRY(make_staging(p));
     int workers = c->num_workers > 0 ? c->num_workers : tandem_cpu_count();
     if (workers < 1) workers = 1;
@@ -219,7 +219,7 @@ void tandem_pipeline_destroy(tandem_pipeline *p) {
         for (int j = 0; j < 6; j++)
             if (ev[j]) tandem_event_destroy(ev[j]);
     }
-    if (p->staging_block) p->o.data_dev->ops->host_free_pinned(p->o.data_dev, p->staging_block);
+    tandem_dev_pinned_free(p->o.data_dev, p->staging_block);
     for (int k = 0; k < TANDEM_CONFIG_MAX_PREFETCH; k++) {
         tandem_free(p->meta[k].utt);
         tandem_free(p->meta[k].pos);

@@ -1,12 +1,13 @@
-/* attention.c — attention forward/backward as kernels + batched GEMMs (see attention.h). */
+/* attention.c — attention forward/backward as kernels + batched GEMMs, in fp32 or with bf16
+ * operands (see attention.h). */
 #include "runtime/model/attention.h"
 
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
-#include "runtime/core/launch.h"
 #include "platform/os/log.h"
+#include "runtime/model/launchers.h"
 
 tandem_status tandem_attention_sizes_of(const tandem_attention_shape *sh,
                                         tandem_attention_sizes *out) {
@@ -32,7 +33,8 @@ tandem_status tandem_attention_sizes_of(const tandem_attention_shape *sh,
     return TANDEM_OK;
 }
 
-/* The three GEMM shapes, each batched over the B*H heads (dense per-head matrices):
+/* The three GEMM shapes, each batched over the B*H heads (dense per-head matrices), operands of
+ * the shape's precision and an f32 C:
  *   nt: [T, dh] x [T, dh]^T -> [T, T]    S = Q K^T, dP = dO V^T
  *   nn: [T, T] x [T, dh]    -> [T, dh]   O = P V, dQ = dS K
  *   tn: [T, T]^T x [T, dh]  -> [T, dh]   dV = P^T dO, dK = dS^T Q
@@ -42,9 +44,10 @@ typedef struct attn_gemms {
     tandem_gemm_desc nt, nn, tn;
 } attn_gemms;
 
-static void set_desc(tandem_gemm_desc *g, int ta, int tb, int64_t m, int64_t n, int64_t k,
-                     int64_t batch) {
+static void set_desc(tandem_gemm_desc *g, tandem_dtype op, int ta, int tb, int64_t m, int64_t n,
+                     int64_t k, int64_t batch) {
     memset(g, 0, sizeof *g);
+    g->a_type = g->b_type = op;
     g->trans_a = ta;
     g->trans_b = tb;
     g->m = m;
@@ -58,143 +61,149 @@ static void set_desc(tandem_gemm_desc *g, int ta, int tb, int64_t m, int64_t n, 
     }
 }
 
+static tandem_dtype operand_dtype(const tandem_attention_shape *sh) {
+    return sh->bf16 ? TANDEM_BF16 : TANDEM_F32;
+}
+
 static void attn_gemm_descs(const tandem_attention_shape *sh, attn_gemms *g) {
     const int64_t T = sh->seq, dh = sh->head_dim, bh = (int64_t)sh->batch * sh->heads;
-    set_desc(&g->nt, 0, 1, T, T, dh, bh);
-    set_desc(&g->nn, 0, 0, T, dh, T, bh);
-    set_desc(&g->tn, 1, 0, T, dh, T, bh);
+    const tandem_dtype op = operand_dtype(sh);
+    set_desc(&g->nt, op, 0, 1, T, T, dh, bh);
+    set_desc(&g->nn, op, 0, 0, T, dh, T, bh);
+    set_desc(&g->tn, op, 1, 0, T, dh, T, bh);
 }
 
 tandem_status tandem_attention_prepare(tandem_device *dev, const tandem_attention_shape *sh) {
-    if (!dev || !dev->ops) return tandem_fail(TANDEM_E_INVALID, "attention prepare: device is NULL");
+    if (!dev) return tandem_fail(TANDEM_E_INVALID, "attention prepare: device is NULL");
     TANDEM_TRY(tandem_attention_sizes_of(sh, NULL));
-    if (!dev->ops->gemm_prepare) return TANDEM_OK; /* nothing to resolve on this backend */
     attn_gemms g;
     attn_gemm_descs(sh, &g);
-    TANDEM_TRY(dev->ops->gemm_prepare(dev, &g.nt));
-    TANDEM_TRY(dev->ops->gemm_prepare(dev, &g.nn));
-    TANDEM_TRY(dev->ops->gemm_prepare(dev, &g.tn));
+    TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g.nt));
+    TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g.nn));
+    return tandem_dev_gemm_prepare(dev, &g.tn);
+}
+
+/* ---- argument checks ------------------------------------------------------------------------ */
+
+typedef struct io_check {
+    const char *name;
+    const tandem_tensor *t;
+    tandem_dtype dtype;
+    int64_t min; /* elements */
+} io_check;
+
+static tandem_status check_io(const char *op, const tandem_stream *s, const io_check *c, int n) {
+    for (int i = 0; i < n; i++, c++)
+        TANDEM_TRY(tandem_dev_check_tensor(op, c->name, s, c->t, c->dtype, c->min));
     return TANDEM_OK;
 }
 
-/* Common checks of fwd/bwd: stream, shape, GEMM op, and that no address is 0. */
-static tandem_status check_call(const char *op, tandem_stream *s, const tandem_attention_shape *sh,
-                                const char *const *names, const tandem_dptr *addrs, int n) {
-    if (!s || !s->dev || !s->dev->ops)
+/* The io, the stream and the shape (→ *n); the tensors follow once their sizes are known. */
+static tandem_status check_call(const char *op, const void *io, tandem_stream *s,
+                                const tandem_attention_shape *sh, tandem_attention_sizes *n) {
+    if (!io) return tandem_fail(TANDEM_E_INVALID, "%s: io is NULL", op);
+    if (!s || !s->dev)
         return tandem_fail(TANDEM_E_INVALID, "%s: stream is NULL or has no device", op);
-    TANDEM_TRY(tandem_attention_sizes_of(sh, NULL));
-    if (!s->dev->ops->gemm)
-        return tandem_fail(TANDEM_E_UNSUPPORTED, "%s: the %s backend has no GEMM", op,
-                           s->dev->ops->name);
-    for (int i = 0; i < n; i++)
-        if (addrs[i] == 0)
-            return tandem_fail(TANDEM_E_INVALID,
-                               "%s: buffer '%s' has address 0; expected a committed tensor's "
-                               "device address",
-                               op, names[i]);
-    return TANDEM_OK;
+    return tandem_attention_sizes_of(sh, n);
 }
 
-#define F32(addr) ((float *)(uintptr_t)(addr))
+/* The checks of a pass: its n_all tensors, and in bf16 mode the 2 bf16 scratch ones after. */
+#define CHECK_IO(op, s, sh, c, n_all) check_io(op, s, c, (sh)->bf16 ? (n_all) + 2 : (n_all))
 
-static void fill_dims(const tandem_attention_shape *sh, int *batch, int *seq, int *heads,
-                      int *head_dim) {
-    *batch = sh->batch;
-    *seq = sh->seq;
-    *heads = sh->heads;
-    *head_dim = sh->head_dim;
+#define F32(t) tandem_tensor_f32(t)
+#define VIEW(t) tandem_view_of(t)
+
+/* What both passes derive from the shape. */
+typedef struct attn_pass {
+    tandem_heads_dims hd; /* the kernels' sizes */
+    float scale;          /* 1 / sqrt(dh) */
+    attn_gemms g;
+} attn_pass;
+
+static attn_pass pass_of(const tandem_attention_shape *sh) {
+    attn_pass a;
+    a.hd.batch = sh->batch, a.hd.seq = sh->seq, a.hd.heads = sh->heads;
+    a.hd.head_dim = sh->head_dim;
+    a.scale = (float)(1.0 / sqrt((double)sh->head_dim));
+    attn_gemm_descs(sh, &a.g);
+    return a;
 }
+
+/* ---- passes --------------------------------------------------------------------------------- */
 
 tandem_status tandem_attention_fwd(tandem_stream *s, const tandem_attention_shape *sh,
                                    const tandem_attention_fwd_io *io) {
     static const char op[] = "attention forward";
-    if (!io) return tandem_fail(TANDEM_E_INVALID, "%s: io is NULL", op);
-    static const char *const names[] = {"qkv", "key_mask", "q", "k", "v", "p", "o", "y"};
-    const tandem_dptr addrs[] = {io->qkv, io->key_mask, io->q, io->k, io->v, io->p, io->o, io->y};
-    TANDEM_TRY(check_call(op, s, sh, names, addrs, (int)(sizeof addrs / sizeof addrs[0])));
-    const float scale = (float)(1.0 / sqrt((double)sh->head_dim));
-    attn_gemms g;
-    attn_gemm_descs(sh, &g);
-    const tandem_backend_ops *ops = s->dev->ops;
+    tandem_attention_sizes n;
+    TANDEM_TRY(check_call(op, io, s, sh, &n));
+    const tandem_dtype o16 = operand_dtype(sh);
+    const io_check c[] = {
+        {"qkv", io->qkv, TANDEM_F32, n.qkv},       {"key_mask", io->key_mask, TANDEM_U8, n.mask},
+        {"q", io->q, o16, n.heads},                {"k", io->k, o16, n.heads},
+        {"v", io->v, o16, n.heads},                {"p", io->p, o16, n.scores},
+        {"o", io->o, TANDEM_F32, n.heads},         {"y", io->y, o16, n.model},
+        {"stage", io->stage, TANDEM_F32, n.qkv},   {"scores", io->scores, TANDEM_F32, n.scores},
+    };
+    TANDEM_TRY(CHECK_IO(op, s, sh, c, 8));
+    const attn_pass a = pass_of(sh);
+    const int bf = sh->bf16;
+    tandem_tensor *sc = bf ? io->scores : io->p; /* S, then P: f32 */
 
-    tandem_k_qkv_split_args split;
-    memset(&split, 0, sizeof split);
-    split.qkv = F32(io->qkv);
-    split.q = F32(io->q);
-    split.k = F32(io->k);
-    split.v = F32(io->v);
-    fill_dims(sh, &split.batch, &split.seq, &split.heads, &split.head_dim);
-    TANDEM_TRY(TANDEM_LAUNCH(s, qkv_split, &split));
-
-    /* S [BH, T, T] = Q K^T / sqrt(dh), into p */
-    TANDEM_TRY(ops->gemm(s, &g.nt, scale, io->q, io->k, 0.0f, io->p));
-
-    tandem_k_softmax_causal_fwd_args sm;
-    memset(&sm, 0, sizeof sm);
-    sm.s = F32(io->p);
-    sm.key_mask = (const uint8_t *)(uintptr_t)io->key_mask;
-    sm.p = F32(io->p);
-    sm.batch = sh->batch;
-    sm.heads = sh->heads;
-    sm.seq = sh->seq;
-    TANDEM_TRY(TANDEM_LAUNCH(s, softmax_causal_fwd, &sm));
-
-    /* O [BH, T, dh] = P V */
-    TANDEM_TRY(ops->gemm(s, &g.nn, 1.0f, io->p, io->v, 0.0f, io->o));
-
-    tandem_k_heads_merge_args merge;
-    memset(&merge, 0, sizeof merge);
-    merge.o = F32(io->o);
-    merge.y = F32(io->y);
-    fill_dims(sh, &merge.batch, &merge.seq, &merge.heads, &merge.head_dim);
-    return TANDEM_LAUNCH(s, heads_merge, &merge);
+    /* q, k, v [BH, T, dh] = qkv [B, T, 3d] split by head */
+    float *q = tandem_seam_out(bf, io->q, io->stage, 0);
+    float *k = tandem_seam_out(bf, io->k, io->stage, n.heads);
+    float *v = tandem_seam_out(bf, io->v, io->stage, 2 * n.heads);
+    TANDEM_TRY(tandem_qkv_split(s, F32(io->qkv), q, k, v, &a.hd));
+    TANDEM_TRY(tandem_seam_publish(s, bf, q, io->q, n.heads));
+    TANDEM_TRY(tandem_seam_publish(s, bf, k, io->k, n.heads));
+    TANDEM_TRY(tandem_seam_publish(s, bf, v, io->v, n.heads));
+    /* S [BH, T, T] = Q K^T / sqrt(dh);  P = softmax_causal(S, key_mask) in place */
+    TANDEM_TRY(tandem_dev_gemm(s, &a.g.nt, a.scale, VIEW(io->q), VIEW(io->k), 0.0f, VIEW(sc)));
+    TANDEM_TRY(tandem_softmax_causal_fwd(s, F32(sc), tandem_tensor_u8(io->key_mask), F32(sc),
+                                         &a.hd));
+    TANDEM_TRY(tandem_seam_publish(s, bf, F32(sc), io->p, n.scores));
+    /* O [BH, T, dh] = P V;  y [B, T, d] = O with the heads merged */
+    TANDEM_TRY(tandem_dev_gemm(s, &a.g.nn, 1.0f, VIEW(io->p), VIEW(io->v), 0.0f, VIEW(io->o)));
+    float *y = tandem_seam_out(bf, io->y, io->stage, 0);
+    TANDEM_TRY(tandem_heads_merge(s, F32(io->o), y, &a.hd));
+    return tandem_seam_publish(s, bf, y, io->y, n.model);
 }
 
 tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shape *sh,
                                    const tandem_attention_bwd_io *io) {
     static const char op[] = "attention backward";
-    if (!io) return tandem_fail(TANDEM_E_INVALID, "%s: io is NULL", op);
-    static const char *const names[] = {"dy", "q", "k", "v", "p", "d_o", "dp", "dq", "dk", "dv", "dqkv"};
-    const tandem_dptr addrs[] = {io->dy, io->q,  io->k,  io->v,  io->p,   io->d_o,
-                                 io->dp, io->dq, io->dk, io->dv, io->dqkv};
-    TANDEM_TRY(check_call(op, s, sh, names, addrs, (int)(sizeof addrs / sizeof addrs[0])));
-    const float scale = (float)(1.0 / sqrt((double)sh->head_dim));
-    attn_gemms g;
-    attn_gemm_descs(sh, &g);
-    const tandem_backend_ops *ops = s->dev->ops;
+    tandem_attention_sizes n;
+    TANDEM_TRY(check_call(op, io, s, sh, &n));
+    const tandem_dtype o16 = operand_dtype(sh);
+    const int64_t nop = n.heads > n.scores ? n.heads : n.scores; /* dO, then dS */
+    const io_check c[] = {
+        {"dy", io->dy, TANDEM_F32, n.model},       {"q", io->q, o16, n.heads},
+        {"k", io->k, o16, n.heads},                {"v", io->v, o16, n.heads},
+        {"p", io->p, o16, n.scores},               {"d_o", io->d_o, TANDEM_F32, n.heads},
+        {"dp", io->dp, TANDEM_F32, n.scores},      {"dq", io->dq, TANDEM_F32, n.heads},
+        {"dk", io->dk, TANDEM_F32, n.heads},       {"dv", io->dv, TANDEM_F32, n.heads},
+        {"dqkv", io->dqkv, TANDEM_F32, n.qkv},     {"operand", io->operand, TANDEM_BF16, nop},
+        {"p32", io->p32, TANDEM_F32, n.scores},
+    };
+    TANDEM_TRY(CHECK_IO(op, s, sh, c, 11));
+    const attn_pass a = pass_of(sh);
+    tandem_view d_o, ds;
 
-    tandem_k_heads_split_grad_args split;
-    memset(&split, 0, sizeof split);
-    split.dy = F32(io->dy);
-    split.d_o = F32(io->d_o);
-    fill_dims(sh, &split.batch, &split.seq, &split.heads, &split.head_dim);
-    TANDEM_TRY(TANDEM_LAUNCH(s, heads_split_grad, &split));
-
+    /* dO [BH, T, dh] = dy [B, T, d] split by head */
+    TANDEM_TRY(tandem_heads_split_grad(s, F32(io->dy), F32(io->d_o), &a.hd));
+    TANDEM_TRY(tandem_seam_operand(s, sh->bf16, io->d_o, io->operand, n.heads, &d_o));
     /* dP [BH, T, T] = dO V^T;  dV [BH, T, dh] = P^T dO */
-    TANDEM_TRY(ops->gemm(s, &g.nt, 1.0f, io->d_o, io->v, 0.0f, io->dp));
-    TANDEM_TRY(ops->gemm(s, &g.tn, 1.0f, io->p, io->d_o, 0.0f, io->dv));
-
-    tandem_k_softmax_causal_bwd_args sm;
-    memset(&sm, 0, sizeof sm);
-    sm.dp = F32(io->dp);
-    sm.p = F32(io->p);
-    sm.ds = F32(io->dp);
-    sm.batch = sh->batch;
-    sm.heads = sh->heads;
-    sm.seq = sh->seq;
-    TANDEM_TRY(TANDEM_LAUNCH(s, softmax_causal_bwd, &sm));
-
+    TANDEM_TRY(tandem_dev_gemm(s, &a.g.nt, 1.0f, d_o, VIEW(io->v), 0.0f, VIEW(io->dp)));
+    TANDEM_TRY(tandem_dev_gemm(s, &a.g.tn, 1.0f, VIEW(io->p), d_o, 0.0f, VIEW(io->dv)));
+    /* dS = softmax_bwd(dP, P) in place; bf16: P widened from the kept bf16 p */
+    const float *p = sh->bf16 ? F32(io->p32) : F32(io->p);
+    if (sh->bf16)
+        TANDEM_TRY(tandem_cast_bf16_f32(s, tandem_tensor_bf16(io->p), F32(io->p32), n.scores));
+    TANDEM_TRY(tandem_softmax_causal_bwd(s, F32(io->dp), p, F32(io->dp), &a.hd));
+    TANDEM_TRY(tandem_seam_operand(s, sh->bf16, io->dp, io->operand, n.scores, &ds));
     /* The 1/sqrt(dh) of S = Q K^T / sqrt(dh) lands on both of its factors' gradients:
      * dQ = dS K / sqrt(dh);  dK = dS^T Q / sqrt(dh) */
-    TANDEM_TRY(ops->gemm(s, &g.nn, scale, io->dp, io->k, 0.0f, io->dq));
-    TANDEM_TRY(ops->gemm(s, &g.tn, scale, io->dp, io->q, 0.0f, io->dk));
-
-    tandem_k_qkv_merge_grad_args merge;
-    memset(&merge, 0, sizeof merge);
-    merge.dq = F32(io->dq);
-    merge.dk = F32(io->dk);
-    merge.dv = F32(io->dv);
-    merge.dqkv = F32(io->dqkv);
-    fill_dims(sh, &merge.batch, &merge.seq, &merge.heads, &merge.head_dim);
-    return TANDEM_LAUNCH(s, qkv_merge_grad, &merge);
+    TANDEM_TRY(tandem_dev_gemm(s, &a.g.nn, a.scale, ds, VIEW(io->k), 0.0f, VIEW(io->dq)));
+    TANDEM_TRY(tandem_dev_gemm(s, &a.g.tn, a.scale, ds, VIEW(io->q), 0.0f, VIEW(io->dk)));
+    return tandem_qkv_merge_grad(s, F32(io->dq), F32(io->dk), F32(io->dv), F32(io->dqkv), &a.hd);
 }

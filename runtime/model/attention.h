@@ -1,38 +1,46 @@
 /* attention.h — causal multi-head self-attention with a key padding mask, forward and
- * backward, queued on a stream: the attention kernels (kernels/attention.h) around batched
- * GEMMs of the device's GEMM op (batch = B*H, one dense [T, dh] matrix per head).
+ * backward, queued on a stream: the attention kernels (runtime/model/launchers.h) around
+ * batched GEMMs (runtime/core/dev.h; batch = B*H, one dense [T, dh] matrix per head). One
+ * driver serves both precisions of the model (runtime/model/model.h, "Precision"):
  *
  *   forward:  q, k, v = split(qkv);  S = Q K^T / sqrt(dh);  P = softmax_causal(S, key_mask);
  *             O = P V;  y = merge_heads(O)
  *   backward: dO = split_heads(dy);  dP = dO V^T;  dV = P^T dO;  dS = softmax_bwd(dP, P);
  *             dQ = dS K / sqrt(dh);  dK = dS^T Q / sqrt(dh);  dqkv = merge(dQ, dK, dV)
  *
- * The QKV projection before and the output projection after are the caller's GEMMs.
- * Everything is on raw device addresses (tandem_dptr, f32 unless named) of tensors the caller
- * declared in its pool; nothing here allocates. Call tandem_attention_prepare before the pool
- * is committed (the cuda backend resolves each GEMM shape once, then).
- * Owns nothing.
+ *   fp32: every tensor f32; each kernel writes its output tensor itself.
+ *   bf16: the GEMM operands kept for the backward (q, k, v, p, and the output y) are bf16. The
+ *         kernels still compute in f32, into an f32 stage (q, k, v, y) or the f32 scores (S, P),
+ *         and a cast writes the bf16 tensor; in the backward dO and dS are cast into a bf16
+ *         operand scratch before their GEMMs, and softmax's backward reads p widened into p32
+ *         (the bf16-rounded P that P V used, so the gradient is that of what ran).
+ *
+ * The QKV projection before and the output projection after are the caller's GEMMs. Tensors
+ * are the caller's, committed on the stream's device; each is checked (dtype, at least the
+ * elements named below); nothing here allocates. Call tandem_attention_prepare before the pool
+ * is committed (the cuda backend resolves each GEMM shape once, then). Owns nothing.
  */
 #ifndef TANDEM_RUNTIME_ATTENTION_H
 #define TANDEM_RUNTIME_ATTENTION_H
 
 #include <stdint.h>
 
-#include "platform/device.h"
+#include "runtime/core/dev.h"
 
 typedef struct tandem_attention_shape {
     int batch;    /* B */
     int seq;      /* T: query and key positions */
     int heads;    /* H */
     int head_dim; /* dh; the model width is d = H * dh */
+    int bf16;     /* 0: fp32; 1: bf16 GEMM operands (see above) */
 } tandem_attention_shape;
 
 /* Element counts of the tensors below, for declaring them. */
 typedef struct tandem_attention_sizes {
-    int64_t qkv;    /* B * T * 3d   qkv, dqkv */
+    int64_t qkv;    /* B * T * 3d   qkv, dqkv, the bf16 stage */
     int64_t model;  /* B * T * d    y, dy */
     int64_t heads;  /* B * H * T * dh   q, k, v, o and their gradients */
-    int64_t scores; /* B * H * T * T    p, dp */
+    int64_t scores; /* B * H * T * T    p, dp, the bf16 scores and p32 */
     int64_t mask;   /* B * T  (bytes: key_mask is u8) */
 } tandem_attention_sizes;
 
@@ -43,32 +51,38 @@ tandem_status tandem_attention_sizes_of(const tandem_attention_shape *sh,
 /* Resolve the three GEMM shapes the forward and backward use on dev (before pool commit). */
 tandem_status tandem_attention_prepare(tandem_device *dev, const tandem_attention_shape *sh);
 
+/* "op" below: the operand dtype, f32 in fp32 mode and bf16 in bf16 mode. */
 typedef struct tandem_attention_fwd_io {
-    tandem_dptr qkv;      /* in  [B, T, 3d]: columns [0, d) q, [d, 2d) k, [2d, 3d) v */
-    tandem_dptr key_mask; /* in  [B, T] u8: 1 = real key position, 0 = padding */
-    tandem_dptr q, k, v;  /* out [B, H, T, dh], kept for the backward */
-    tandem_dptr p;        /* out [B, H, T, T]: the scores, then in place the probabilities
-                             (kept for the backward) */
-    tandem_dptr o;        /* scratch [B, H, T, dh] */
-    tandem_dptr y;        /* out [B, T, d]: heads merged, before the output projection */
+    const tandem_tensor *qkv;      /* in  [B, T, 3d] f32: columns [0, d) q, [d, 2d) k, [2d, 3d) v */
+    const tandem_tensor *key_mask; /* in  [B, T] u8: 1 = real key position, 0 = padding */
+    tandem_tensor *q, *k, *v;      /* out [B, H, T, dh] op, kept for the backward */
+    tandem_tensor *p;              /* out [B, H, T, T] op: the probabilities, kept (fp32: the
+                                      scores first, softmax in place) */
+    tandem_tensor *o;              /* scratch [B, H, T, dh] f32 */
+    tandem_tensor *y;              /* out [B, T, d] op: heads merged (before the out projection) */
+    tandem_tensor *stage;          /* bf16 only: scratch f32 [3 * B*H*T*dh] (q, k, v, then y) */
+    tandem_tensor *scores;         /* bf16 only: scratch [B, H, T, T] f32 (S, then P) */
 } tandem_attention_fwd_io;
 
-/* All buffers distinct (q, k, v, o, p must not overlap one another: they meet in GEMMs). */
+/* All tensors distinct (they meet in GEMMs). The bf16-only ones are ignored in fp32 mode. */
 tandem_status tandem_attention_fwd(tandem_stream *s, const tandem_attention_shape *sh,
                                    const tandem_attention_fwd_io *io);
 
 typedef struct tandem_attention_bwd_io {
-    tandem_dptr dy;         /* in  [B, T, d]: gradient of the forward's y */
-    tandem_dptr q, k, v;    /* in  [B, H, T, dh] from the forward */
-    tandem_dptr p;          /* in  [B, H, T, T] from the forward */
-    tandem_dptr d_o;        /* scratch [B, H, T, dh] */
-    tandem_dptr dp;         /* scratch [B, H, T, T]: dP, then in place dS */
-    tandem_dptr dq, dk, dv; /* scratch [B, H, T, dh] */
-    tandem_dptr dqkv;       /* out [B, T, 3d]: written, not accumulated */
+    const tandem_tensor *dy;          /* in  [B, T, d] f32: gradient of the forward's y */
+    const tandem_tensor *q, *k, *v;   /* in  [B, H, T, dh] op from the forward */
+    const tandem_tensor *p;           /* in  [B, H, T, T] op from the forward */
+    tandem_tensor *d_o;               /* scratch [B, H, T, dh] f32 */
+    tandem_tensor *dp;                /* scratch [B, H, T, T] f32: dP, then in place dS */
+    tandem_tensor *dq, *dk, *dv;      /* scratch [B, H, T, dh] f32 */
+    tandem_tensor *dqkv;              /* out [B, T, 3d] f32: written, not accumulated */
+    tandem_tensor *operand;           /* bf16 only: scratch bf16 [max(B*H*T*dh, B*H*T*T)]: dO,
+                                         then dS as GEMM operands */
+    tandem_tensor *p32;               /* bf16 only: scratch [B, H, T, T] f32: p widened */
 } tandem_attention_bwd_io;
 
 /* No key mask is needed: the forward's P is exactly 0 at masked and future keys, so dS is too.
- * All buffers distinct. */
+ * All tensors distinct. */
 tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shape *sh,
                                    const tandem_attention_bwd_io *io);
 

@@ -12,9 +12,10 @@
 #include <string.h>
 
 #include "kernels/layers.h"
+#include "kernels/train.h"
 #include "platform/os/log.h"
 #include "platform/os/os.h"
-#include "kernels/train.h"
+#include "runtime/core/launch.h"
 
 #define PARAM_ALIGN 64 /* elements: 256 bytes, the device arena alignment */
 
@@ -111,18 +112,6 @@ tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_
                                              int64_t out) {
     return desc(dm, 1, 0, out, in, rows);
 }
-tandem_gemm_desc tandem_model_desc_attn(const tandem_model_dims *dm, int ta, int tb) {
-    const int64_t T = dm->seq, dh = dm->head_dim;
-    /* nt: m T, n T, k dh;  nn and tn: m T, n dh, k T */
-    tandem_gemm_desc g = tb ? desc(dm, ta, tb, T, T, dh) : desc(dm, ta, tb, T, dh, T);
-    g.batch = (int64_t)dm->batch * dm->heads;
-    if (g.batch > 1) { /* dense per-head matrices, as runtime/model/attention.c has them */
-        g.stride_a = g.m * g.k;
-        g.stride_b = g.k * g.n;
-        g.stride_c = g.m * g.n;
-    }
-    return g;
-}
 tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out) {
     tandem_gemm_desc g = desc(dm, 0, 1, dm->mel_len, out, dm->d);
     g.batch = dm->batch;
@@ -142,7 +131,6 @@ tandem_gemm_desc tandem_model_desc_head_dx(const tandem_model_dims *dm, int64_t 
 
 static tandem_status prepare_gemms(tandem_model *m) {
     tandem_device *dev = m->dev;
-    if (!dev->ops->gemm_prepare) return TANDEM_OK;
     const tandem_model_dims *d = &m->dims;
     const int64_t N = (int64_t)d->batch * d->seq, Np = (int64_t)d->batch * d->mel_len;
     /* (rows, in, out) of every linear layer */
@@ -155,30 +143,24 @@ static tandem_status prepare_gemms(tandem_model *m) {
     };
     for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
         tandem_gemm_desc g = tandem_model_desc_linear(d, lin[i][0], lin[i][1], lin[i][2]);
-        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         g = tandem_model_desc_linear_dw(d, lin[i][0], lin[i][1], lin[i][2]);
-        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         if (i == 0) continue; /* the prenet's input is data: no dx */
         g = tandem_model_desc_linear_dx(d, lin[i][0], lin[i][1], lin[i][2]);
-        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
     }
     const int64_t heads[2] = {d->group, d->r};
     for (int i = 0; i < 2; i++) {
         tandem_gemm_desc g = tandem_model_desc_head(d, heads[i]);
-        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         g = tandem_model_desc_head_dx(d, heads[i]);
-        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         /* the head weight gradient, one item at a time (rows Tm of each item) */
         g = tandem_model_desc_linear_dw(d, d->mel_len, d->d, heads[i]);
-        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
+        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
     }
-    if (!d->bf16) return tandem_attention_prepare(dev, &m->attn);
-    static const int t[3][2] = {{0, 1}, {0, 0}, {1, 0}}; /* nt, nn, tn */
-    for (int i = 0; i < 3; i++) {
-        tandem_gemm_desc g = tandem_model_desc_attn(d, t[i][0], t[i][1]);
-        TANDEM_TRY(dev->ops->gemm_prepare(dev, &g));
-    }
-    return TANDEM_OK;
+    return tandem_attention_prepare(dev, &m->attn); /* its three batched shapes, either precision */
 }
 
 /* ---- parameter table --------------------------------------------------------------------------- */
@@ -264,16 +246,19 @@ int tandem_model_find_param(const tandem_model *m, const char *name) {
     return -1;
 }
 
-tandem_dptr tandem_model_param_addr(const tandem_model *m, int idx) {
-    return tandem_tensor_addr(m->params) + (tandem_dptr)m->param[idx].offset * sizeof(float);
+float *tandem_model_param_f32(const tandem_model *m, int idx) {
+    return tandem_tensor_f32_at(m->params, m->param[idx].offset);
 }
-tandem_dptr tandem_model_grad_addr(const tandem_model *m, int idx) {
-    return tandem_tensor_addr(m->grads) + (tandem_dptr)m->param[idx].offset * sizeof(float);
+float *tandem_model_grad_f32(const tandem_model *m, int idx) {
+    return tandem_tensor_f32_at(m->grads, m->param[idx].offset);
 }
-tandem_dptr tandem_model_weight_addr(const tandem_model *m, int idx) {
-    if (!m->dims.bf16) return tandem_model_param_addr(m, idx);
+tandem_view tandem_model_weight(const tandem_model *m, int idx) {
+    if (!m->dims.bf16) return tandem_view_at(m->params, m->param[idx].offset);
     assert(m->param[idx].offset + m->param[idx].numel <= m->decay_end); /* a linear weight */
-    return tandem_tensor_addr(m->wcopy) + (tandem_dptr)m->param[idx].offset * sizeof(tandem_bf16);
+    return tandem_view_at(m->wcopy, m->param[idx].offset);
+}
+tandem_view tandem_model_grad_view(const tandem_model *m, int idx) {
+    return tandem_view_at(m->grads, m->param[idx].offset);
 }
 
 void tandem_model_params_changed(tandem_model *m) {
@@ -283,8 +268,8 @@ void tandem_model_params_changed(tandem_model *m) {
 tandem_status tandem_model_cast_weights(tandem_model *m, tandem_stream *s) {
     if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "model cast weights: NULL argument");
     if (!m->dims.bf16) return TANDEM_OK;
-    TANDEM_TRY(tandem_model_cast_bf16(s, tandem_tensor_addr(m->params), tandem_tensor_addr(m->wcopy),
-                                      m->decay_end));
+    TANDEM_TRY(tandem_cast_f32_bf16(s, tandem_tensor_f32(m->params), tandem_tensor_bf16(m->wcopy),
+                                    m->decay_end));
     m->wcopy_stale = 0;
     return TANDEM_OK;
 }
@@ -317,20 +302,33 @@ static decl_ctx per_step(tandem_pool *pool, int first, int last) {
     return c;
 }
 
-static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
-    const tandem_model_dims *d = &m->dims;
-    const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, dh = d->head_dim;
-    const int64_t N = B * T, Np = B * d->mel_len, L = d->layers;
-    const int in_f = tandem_model_phase_in_fwd(m), out_f = tandem_model_phase_out_fwd(m);
-    const int out_b = tandem_model_phase_out_bwd(m), in_b = tandem_model_phase_in_bwd(m);
-    const int opt = tandem_model_phase_opt(m);
-    const int lf0 = tandem_model_phase_layer_fwd(m, 0);
-    const int lf_last = tandem_model_phase_layer_fwd(m, (int)L - 1);
-    const int lb0 = tandem_model_phase_layer_bwd(m, 0);
-    const int lb_last = tandem_model_phase_layer_bwd(m, (int)L - 1);
-    /* GEMM-only activations: bf16 in bf16 mode (model.h, "Precision") */
-    const tandem_dtype ga = d->bf16 ? TANDEM_BF16 : TANDEM_F32;
+/* The phases per-step tensors live between, and the dtype of GEMM-only activations. */
+typedef struct decl_phases {
+    int in_f, out_f, out_b, in_b, opt; /* tandem_model_phase_* */
+    int lf0, lf_last, lb0, lb_last;    /* the first and last block's forward and backward */
+    tandem_dtype ga; /* GEMM-only activations: bf16 in bf16 mode (model.h, "Precision") */
+} decl_phases;
 
+static decl_phases phases_of(const tandem_model *m) {
+    const int L = m->dims.layers;
+    decl_phases ph;
+    ph.in_f = tandem_model_phase_in_fwd(m);
+    ph.out_f = tandem_model_phase_out_fwd(m);
+    ph.out_b = tandem_model_phase_out_bwd(m);
+    ph.in_b = tandem_model_phase_in_bwd(m);
+    ph.opt = tandem_model_phase_opt(m);
+    ph.lf0 = tandem_model_phase_layer_fwd(m, 0);
+    ph.lf_last = tandem_model_phase_layer_fwd(m, L - 1);
+    ph.lb0 = tandem_model_phase_layer_bwd(m, 0);
+    ph.lb_last = tandem_model_phase_layer_bwd(m, L - 1);
+    ph.ga = m->dims.bf16 ? TANDEM_BF16 : TANDEM_F32;
+    return ph;
+}
+
+/* Parameters, optimizer state, loss and norm slots, host-length slots. */
+static tandem_status declare_persistent(tandem_model *m, tandem_pool *pool) {
+    const tandem_model_dims *d = &m->dims;
+    const int64_t B = d->batch;
     decl_ctx pc = {pool, TANDEM_PERSISTENT, 0, 0};
     TANDEM_TRY(decl(&pc, &m->params, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.params"));
     if (d->bf16)
@@ -344,48 +342,69 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     TANDEM_TRY(decl(&pc, &m->losses, TANDEM_F32, 2, d->micro_batches + 1, 2, 0, 0, "model.losses"));
     TANDEM_TRY(decl(&pc, &m->norm_sq, TANDEM_F32, 1, 1, 0, 0, 0, "model.norm_sq"));
     TANDEM_TRY(decl(&pc, &m->skip, TANDEM_I32, 1, 1, 0, 0, 0, "model.skip"));
-    TANDEM_TRY(decl(&pc, &m->lengths, TANDEM_I32, 3, d->micro_batches + 1, 2, B, 0, "model.lengths"));
+    return decl(&pc, &m->lengths, TANDEM_I32, 3, d->micro_batches + 1, 2, B, 0, "model.lengths");
+}
 
-    decl_ctx c = per_step(pool, in_f, lf_last);
-    TANDEM_TRY(decl(&c, &m->key_mask, TANDEM_U8, 2, B, T, 0, 0, "model.key_mask"));
-    c = per_step(pool, in_f, out_f);
+/* The batch-derived inputs and the prenet. */
+static tandem_status declare_inputs(tandem_model *m, tandem_pool *pool, const decl_phases *ph) {
+    const tandem_model_dims *d = &m->dims;
+    const int64_t B = d->batch, Np = B * d->mel_len;
+    decl_ctx c = per_step(pool, ph->in_f, ph->lf_last);
+    TANDEM_TRY(decl(&c, &m->key_mask, TANDEM_U8, 2, B, d->seq, 0, 0, "model.key_mask"));
+    c = per_step(pool, ph->in_f, ph->out_f);
     TANDEM_TRY(decl(&c, &m->l1_weight, TANDEM_F32, 2, B, d->frames, 0, 0, "model.l1_weight"));
-    c = per_step(pool, in_f, in_b);
-    TANDEM_TRY(decl(&c, &m->groups, ga, 3, B, d->mel_len, d->group, 0, "model.prenet_in"));
-    TANDEM_TRY(decl(&c, &m->pre, TANDEM_F32, 2, Np, D, 0, 0, "model.prenet_pre"));
-    c = per_step(pool, in_f, in_f);
-    TANDEM_TRY(decl(&c, &m->pre_act, TANDEM_F32, 2, Np, D, 0, 0, "model.prenet_act"));
+    c = per_step(pool, ph->in_f, ph->in_b);
+    TANDEM_TRY(decl(&c, &m->groups, ph->ga, 3, B, d->mel_len, d->group, 0, "model.prenet_in"));
+    TANDEM_TRY(decl(&c, &m->pre, TANDEM_F32, 2, Np, d->d, 0, 0, "model.prenet_pre"));
+    c = per_step(pool, ph->in_f, ph->in_f);
+    return decl(&c, &m->pre_act, TANDEM_F32, 2, Np, d->d, 0, 0, "model.prenet_act");
+}
 
-    for (int l = 0; l < L; l++) {
-        tandem_model_layer *ly = &m->layer[l];
-        /* the block's input: made by the embedding (l = 0) or the previous block */
-        c = per_step(pool, l == 0 ? in_f : tandem_model_phase_layer_fwd(m, l - 1),
-                     tandem_model_phase_layer_bwd(m, l));
-        TANDEM_TRY(decl(&c, &ly->x, TANDEM_F32, 3, B, T, D, 0, "l%d.x", l));
-        c = per_step(pool, tandem_model_phase_layer_fwd(m, l), tandem_model_phase_layer_bwd(m, l));
-        TANDEM_TRY(decl(&c, &ly->h1, ga, 3, B, T, D, 0, "l%d.ln1", l));
-        TANDEM_TRY(decl(&c, &ly->mean1, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln1_mean", l));
-        TANDEM_TRY(decl(&c, &ly->rstd1, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln1_rstd", l));
-        TANDEM_TRY(decl(&c, &ly->q, ga, 4, B, H, T, dh, "l%d.q", l));
-        TANDEM_TRY(decl(&c, &ly->k, ga, 4, B, H, T, dh, "l%d.k", l));
-        TANDEM_TRY(decl(&c, &ly->v, ga, 4, B, H, T, dh, "l%d.v", l));
-        TANDEM_TRY(decl(&c, &ly->p, ga, 4, B, H, T, T, "l%d.attn_p", l));
-        TANDEM_TRY(decl(&c, &ly->att, ga, 3, B, T, D, 0, "l%d.attn_heads", l));
-        TANDEM_TRY(decl(&c, &ly->x_mid, TANDEM_F32, 3, B, T, D, 0, "l%d.x_mid", l));
-        TANDEM_TRY(decl(&c, &ly->h2, ga, 3, B, T, D, 0, "l%d.ln2", l));
-        TANDEM_TRY(decl(&c, &ly->mean2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_mean", l));
-        TANDEM_TRY(decl(&c, &ly->rstd2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_rstd", l));
-        TANDEM_TRY(decl(&c, &ly->f, TANDEM_F32, 3, B, T, d->ff, 0, "l%d.mlp_fc", l));
-        TANDEM_TRY(decl(&c, &ly->g, ga, 3, B, T, d->ff, 0, "l%d.mlp_act", l));
-    }
-    c = per_step(pool, lf_last, out_b);
+/* Block l's input and what its forward keeps for its backward. */
+static tandem_status declare_layer(tandem_model *m, tandem_pool *pool, int l,
+                                   const decl_phases *ph) {
+    const tandem_model_dims *d = &m->dims;
+    const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, dh = d->head_dim, N = B * T;
+    const tandem_dtype ga = ph->ga;
+    tandem_model_layer *ly = &m->layer[l];
+    /* the block's input: made by the embedding (l = 0) or the previous block */
+    decl_ctx c = per_step(pool, l == 0 ? ph->in_f : tandem_model_phase_layer_fwd(m, l - 1),
+                          tandem_model_phase_layer_bwd(m, l));
+    TANDEM_TRY(decl(&c, &ly->x, TANDEM_F32, 3, B, T, D, 0, "l%d.x", l));
+    c = per_step(pool, tandem_model_phase_layer_fwd(m, l), tandem_model_phase_layer_bwd(m, l));
+    TANDEM_TRY(decl(&c, &ly->h1, ga, 3, B, T, D, 0, "l%d.ln1", l));
+    TANDEM_TRY(decl(&c, &ly->mean1, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln1_mean", l));
+    TANDEM_TRY(decl(&c, &ly->rstd1, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln1_rstd", l));
+    TANDEM_TRY(decl(&c, &ly->q, ga, 4, B, H, T, dh, "l%d.q", l));
+    TANDEM_TRY(decl(&c, &ly->k, ga, 4, B, H, T, dh, "l%d.k", l));
+    TANDEM_TRY(decl(&c, &ly->v, ga, 4, B, H, T, dh, "l%d.v", l));
+    TANDEM_TRY(decl(&c, &ly->p, ga, 4, B, H, T, T, "l%d.attn_p", l));
+    TANDEM_TRY(decl(&c, &ly->att, ga, 3, B, T, D, 0, "l%d.attn_heads", l));
+    TANDEM_TRY(decl(&c, &ly->x_mid, TANDEM_F32, 3, B, T, D, 0, "l%d.x_mid", l));
+    TANDEM_TRY(decl(&c, &ly->h2, ga, 3, B, T, D, 0, "l%d.ln2", l));
+    TANDEM_TRY(decl(&c, &ly->mean2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_mean", l));
+    TANDEM_TRY(decl(&c, &ly->rstd2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_rstd", l));
+    TANDEM_TRY(decl(&c, &ly->f, TANDEM_F32, 3, B, T, d->ff, 0, "l%d.mlp_fc", l));
+    return decl(&c, &ly->g, ga, 3, B, T, d->ff, 0, "l%d.mlp_act", l);
+}
+
+/* The largest operand a producer stages or a gradient is cast into (bf16 mode). */
+static int64_t staged_floats(const tandem_model_dims *d) {
+    const int64_t N = (int64_t)d->batch * d->seq, Np = (int64_t)d->batch * d->mel_len;
+    return N * d->ff > Np * d->group ? N * d->ff : Np * d->group;
+}
+
+/* The blocks' shared scratch, the final LN, the heads, the loss and the bf16 forward stage. */
+static tandem_status declare_outputs(tandem_model *m, tandem_pool *pool, const decl_phases *ph) {
+    const tandem_model_dims *d = &m->dims;
+    const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, dh = d->head_dim, N = B * T;
+    decl_ctx c = per_step(pool, ph->lf_last, ph->out_b);
     TANDEM_TRY(decl(&c, &m->x_out, TANDEM_F32, 3, B, T, D, 0, "model.x_out"));
-    c = per_step(pool, lf0, lf_last);
+    c = per_step(pool, ph->lf0, ph->lf_last);
     TANDEM_TRY(decl(&c, &m->qkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.qkv"));
     TANDEM_TRY(decl(&c, &m->o, TANDEM_F32, 4, B, H, T, dh, "model.attn_o"));
-
-    c = per_step(pool, out_f, out_b);
-    TANDEM_TRY(decl(&c, &m->hf, ga, 3, B, T, D, 0, "model.ln_f"));
+    c = per_step(pool, ph->out_f, ph->out_b);
+    TANDEM_TRY(decl(&c, &m->hf, ph->ga, 3, B, T, D, 0, "model.ln_f"));
     TANDEM_TRY(decl(&c, &m->meanf, TANDEM_F32, 1, N, 0, 0, 0, "model.ln_f_mean"));
     TANDEM_TRY(decl(&c, &m->rstdf, TANDEM_F32, 1, N, 0, 0, 0, "model.ln_f_rstd"));
     TANDEM_TRY(decl(&c, &m->mel_out, TANDEM_F32, 3, B, d->mel_len, d->group, 0, "model.mel_out"));
@@ -394,27 +413,30 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     TANDEM_TRY(decl(&c, &m->dstop, TANDEM_F32, 2, B, d->frames, 0, 0, "model.d_stop_out"));
     int64_t np_l1 = tandem_k_train_partials(B * d->frames * d->n_mels);
     int64_t np_bce = tandem_k_train_partials(B * d->frames);
-    c = per_step(pool, out_f, out_f);
+    c = per_step(pool, ph->out_f, ph->out_f);
     TANDEM_TRY(decl(&c, &m->loss_partials, TANDEM_F32, 1, np_l1 > np_bce ? np_l1 : np_bce, 0, 0, 0,
                     "model.loss_partials"));
-    /* the largest operand a producer stages or a gradient is cast into */
-    int64_t staged = N * d->ff > Np * d->group ? N * d->ff : Np * d->group;
-    if (d->bf16) {
-        c = per_step(pool, in_f, out_f);
-        TANDEM_TRY(decl(&c, &m->fwd32, TANDEM_F32, 1, staged, 0, 0, 0, "model.bf16_stage_f32"));
-        c = per_step(pool, lf0, lf_last);
-        TANDEM_TRY(decl(&c, &m->scores, TANDEM_F32, 4, B, H, T, T, "model.attn_scores_f32"));
-    }
+    if (!d->bf16) return TANDEM_OK;
+    c = per_step(pool, ph->in_f, ph->out_f);
+    TANDEM_TRY(decl(&c, &m->fwd32, TANDEM_F32, 1, staged_floats(d), 0, 0, 0,
+                    "model.bf16_stage_f32"));
+    c = per_step(pool, ph->lf0, ph->lf_last);
+    return decl(&c, &m->scores, TANDEM_F32, 4, B, H, T, T, "model.attn_scores_f32");
+}
 
-    if (d->forward_only) return TANDEM_OK; /* inference: nothing of the backward */
-    c = per_step(pool, out_b, out_b);
+/* Gradients of activations and the backward's scratch (none for a forward-only model). */
+static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const decl_phases *ph) {
+    const tandem_model_dims *d = &m->dims;
+    const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, dh = d->head_dim, N = B * T;
+    decl_ctx c = per_step(pool, ph->out_b, ph->out_b);
     TANDEM_TRY(decl(&c, &m->dhf, TANDEM_F32, 3, B, T, D, 0, "model.d_ln_f"));
-    c = per_step(pool, out_b, in_b);
+    c = per_step(pool, ph->out_b, ph->in_b);
     TANDEM_TRY(decl(&c, &m->dres, TANDEM_F32, 3, B, T, D, 0, "model.d_residual"));
-    c = per_step(pool, out_b, lb0);
-    TANDEM_TRY(decl(&c, &m->ln_scratch, TANDEM_F32, 1, tandem_layernorm_bwd_scratch_floats((int)N, (int)D),
-                    0, 0, 0, "model.ln_bwd_scratch"));
-    c = per_step(pool, lb_last, lb0);
+    c = per_step(pool, ph->out_b, ph->lb0);
+    TANDEM_TRY(decl(&c, &m->ln_scratch, TANDEM_F32, 1,
+                    tandem_layernorm_bwd_scratch_floats((int)N, (int)D), 0, 0, 0,
+                    "model.ln_bwd_scratch"));
+    c = per_step(pool, ph->lb_last, ph->lb0);
     TANDEM_TRY(decl(&c, &m->da, TANDEM_F32, 3, B, T, D, 0, "model.bwd_a"));
     TANDEM_TRY(decl(&c, &m->db, TANDEM_F32, 3, B, T, D, 0, "model.bwd_b"));
     TANDEM_TRY(decl(&c, &m->dff, TANDEM_F32, 3, B, T, d->ff, 0, "model.bwd_ff"));
@@ -424,19 +446,30 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     TANDEM_TRY(decl(&c, &m->dk, TANDEM_F32, 4, B, H, T, dh, "model.bwd_k"));
     TANDEM_TRY(decl(&c, &m->dv, TANDEM_F32, 4, B, H, T, dh, "model.bwd_v"));
     TANDEM_TRY(decl(&c, &m->dp, TANDEM_F32, 4, B, H, T, T, "model.bwd_p"));
-    c = per_step(pool, in_b, in_b);
-    TANDEM_TRY(decl(&c, &m->dpre, TANDEM_F32, 2, Np, D, 0, 0, "model.d_prenet"));
+    c = per_step(pool, ph->in_b, ph->in_b);
+    TANDEM_TRY(decl(&c, &m->dpre, TANDEM_F32, 2, B * d->mel_len, D, 0, 0, "model.d_prenet"));
     if (d->bf16) {
-        c = per_step(pool, out_b, in_b);
-        int64_t nbf = staged > B * H * T * T ? staged : B * H * T * T;
+        c = per_step(pool, ph->out_b, ph->in_b);
+        const int64_t staged = staged_floats(d), scores = B * H * T * T;
+        const int64_t nbf = staged > scores ? staged : scores;
         TANDEM_TRY(decl(&c, &m->gbf, TANDEM_BF16, 1, nbf, 0, 0, 0, "model.bf16_grad_operand"));
-        c = per_step(pool, lb_last, lb0);
+        c = per_step(pool, ph->lb_last, ph->lb0);
         TANDEM_TRY(decl(&c, &m->p32, TANDEM_F32, 4, B, H, T, T, "model.attn_p_f32"));
     }
-    c = per_step(pool, opt, opt);
-    TANDEM_TRY(decl(&c, &m->norm_partials, TANDEM_F32, 1, tandem_k_train_partials(m->n_flat), 0, 0,
-                    0, "model.norm_partials"));
-    return TANDEM_OK;
+    c = per_step(pool, ph->opt, ph->opt);
+    return decl(&c, &m->norm_partials, TANDEM_F32, 1, tandem_k_train_partials(m->n_flat), 0, 0, 0,
+                "model.norm_partials");
+}
+
+/* Every tensor, in one fixed order (the plan follows declaration order). */
+static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
+    const decl_phases ph = phases_of(m);
+    TANDEM_TRY(declare_persistent(m, pool));
+    TANDEM_TRY(declare_inputs(m, pool, &ph));
+    for (int l = 0; l < m->dims.layers; l++) TANDEM_TRY(declare_layer(m, pool, l, &ph));
+    TANDEM_TRY(declare_outputs(m, pool, &ph));
+    if (m->dims.forward_only) return TANDEM_OK; /* inference: nothing of the backward */
+    return declare_backward(m, pool, &ph);
 }
 
 static tandem_status alloc_pinned(tandem_model *m) {
@@ -447,10 +480,7 @@ static tandem_status alloc_pinned(tandem_model *m) {
     size_t lens = (size_t)(d->micro_batches + 1) * 2 * (size_t)d->batch * sizeof(int32_t);
     out = (out + 63) / 64 * 64;
     m->pinned_bytes = stage + out + skip + lens;
-    if (!m->dev->ops->host_alloc_pinned)
-        return tandem_fail(TANDEM_E_UNSUPPORTED, "model: the %s backend has no pinned host memory",
-                           m->dev->ops->name);
-    TANDEM_TRY(m->dev->ops->host_alloc_pinned(m->dev, m->pinned_bytes, &m->pinned));
+    TANDEM_TRY(tandem_dev_pinned_alloc(m->dev, m->pinned_bytes, &m->pinned));
     char *p = m->pinned;
     m->stage = (float *)p;
     m->host_out = (float *)(p + stage);
@@ -473,6 +503,7 @@ static tandem_status declare_common(tandem_model *m, tandem_backend backend, tan
     m->attn.seq = dims->seq;
     m->attn.heads = dims->heads;
     m->attn.head_dim = dims->head_dim;
+    m->attn.bf16 = dims->bf16;
 
     build_table(m); /* count */
     m->param = tandem_calloc((size_t)m->n_params, sizeof *m->param);
@@ -488,7 +519,7 @@ static tandem_status declare_common(tandem_model *m, tandem_backend backend, tan
 
 tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_pool *pool,
                                    const tandem_model_dims *dims) {
-    if (!m || !dev || !dev->ops || !pool || !dims)
+    if (!m || !dev || !pool || !dims)
         return tandem_fail(TANDEM_E_INVALID, "tandem_model_declare: NULL argument");
     TANDEM_TRY(declare_common(m, dev->info.backend, pool, dims));
     m->dev = dev;
@@ -510,8 +541,7 @@ tandem_status tandem_model_declare_plan(tandem_model *m, tandem_backend backend,
 
 void tandem_model_free(tandem_model *m) {
     if (!m) return;
-    if (m->pinned && m->dev && m->dev->ops->host_free_pinned)
-        m->dev->ops->host_free_pinned(m->dev, m->pinned);
+    if (m->pinned) tandem_dev_pinned_free(m->dev, m->pinned);
     tandem_free(m->param);
     tandem_free(m->lp);
     tandem_free(m->layer);
@@ -557,8 +587,8 @@ tandem_status tandem_model_init_params(tandem_model *m, tandem_stream *s, uint64
                 }
                 m->stage[j] = v;
             }
-            tandem_dptr dst = tandem_model_param_addr(m, i) + (tandem_dptr)done * sizeof(float);
-            TANDEM_TRY(s->dev->ops->copy_h2d(s, dst, m->stage, (size_t)n * sizeof(float)));
+            const size_t at = (size_t)(p->offset + done) * sizeof(float);
+            TANDEM_TRY(tandem_dev_upload(s, m->params, at, m->stage, (size_t)n * sizeof(float)));
             TANDEM_TRY(tandem_stream_sync(s)); /* the stage is reused by the next chunk */
             done += n;
         }

@@ -56,9 +56,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/model/attention.h"
 #include "runtime/core/config.h"
-#include "platform/device.h"
+#include "runtime/core/dev.h"
+#include "runtime/model/attention.h"
 #include "tandem.h"
 
 typedef struct tandem_model_dims {
@@ -243,12 +243,15 @@ void tandem_model_free(tandem_model *m);
  * zero), gradients and moments zero, stop weights one. Synchronises s. */
 tandem_status tandem_model_init_params(tandem_model *m, tandem_stream *s, uint64_t seed);
 
-/* Parameter lookup by name (-1 if none) and device address of a parameter's view. */
+/* Parameter lookup by name (-1 if none). */
 int tandem_model_find_param(const tandem_model *m, const char *name);
-tandem_dptr tandem_model_param_addr(const tandem_model *m, int idx);
-/* A linear weight as GEMM operand: its bf16 copy in bf16 mode, else its f32 master. */
-tandem_dptr tandem_model_weight_addr(const tandem_model *m, int idx);
-tandem_dptr tandem_model_grad_addr(const tandem_model *m, int idx);
+/* A parameter's f32 master and its gradient [numel], as kernel arguments (after commit). */
+float *tandem_model_param_f32(const tandem_model *m, int idx);
+float *tandem_model_grad_f32(const tandem_model *m, int idx);
+/* As GEMM operands: a linear weight (its bf16 copy in bf16 mode, else its f32 master) and a
+ * parameter's gradient. */
+tandem_view tandem_model_weight(const tandem_model *m, int idx);
+tandem_view tandem_model_grad_view(const tandem_model *m, int idx);
 
 /* Check a batch's tensors against the dims (shapes, dtypes, device) and, when it gives host
  * lengths, their range (device lengths are clamped by the kernel: reading them would sync). */
@@ -281,18 +284,6 @@ tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_
 /* dW [out, in] += dy^T [out, rows] x [rows, in] */
 tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out);
-/* Attention's batched products over B*H heads (bf16 mode; fp32 uses runtime/model/attention.c):
- *   nt: [T, dh] x [T, dh]^T -> [T, T];  nn: [T, T] x [T, dh];  tn: [T, T]^T x [T, dh] */
-tandem_gemm_desc tandem_model_desc_attn(const tandem_model_dims *dm, int ta, int tb);
-
-/* bf16-mode attention (model_attn.c): the kernels of runtime/model/attention.c around bf16 GEMMs,
- * with the seams described under "Precision". Block l's tensors; qkv [N, 3d] f32 in,
- * att (bf16) out; the backward reads da (d att, f32) and writes dqkv (f32). */
-tandem_status tandem_model_attention_fwd_bf16(tandem_model *m, tandem_stream *s, int l);
-tandem_status tandem_model_attention_bwd_bf16(tandem_model *m, tandem_stream *s, int l);
-/* dst (bf16) = bf16(src) for n elements (the cast seam). */
-tandem_status tandem_model_cast_bf16(tandem_stream *s, tandem_dptr src, tandem_dptr dst, int64_t n);
-
 /* A head on the mel rows of the final LN output: per batch item, y [Tm, out] =
  * hf[b, Tt:T, :] W^T (A stride T*d, W shared, C stride Tm*out). */
 tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out);

@@ -4,11 +4,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "runtime/core/launch.h"
 #include "platform/os/log.h"
+#include "runtime/model/launchers.h"
 
-#define ADDR(t) tandem_tensor_addr(t)
-#define F32(addr) ((float *)(uintptr_t)(addr))
+#define F32(t) tandem_tensor_f32(t)
 
 void tandem_optim_from_config(const tandem_config *cfg, tandem_optim *o) {
     memset(o, 0, sizeof *o);
@@ -57,35 +56,21 @@ tandem_status tandem_train_micro(tandem_model *m, tandem_stream *s, const tandem
 /* norm_sq = sum of grads^2 (one partial per chunk, reduced in a fixed order); skip = 1 when it
  * is not finite or a micro-batch loss is not. */
 static tandem_status grad_norm(tandem_model *m, tandem_stream *s) {
-    tandem_k_sum_squares_args sq;
-    memset(&sq, 0, sizeof sq);
-    sq.x = F32(ADDR(m->grads));
-    sq.partials = F32(ADDR(m->norm_partials));
-    sq.n = m->n_flat;
-    TANDEM_TRY(TANDEM_LAUNCH(s, sum_squares, &sq));
-    tandem_k_reduce_sum_args red;
-    memset(&red, 0, sizeof red);
-    red.partials = F32(ADDR(m->norm_partials));
-    red.out = F32(ADDR(m->norm_sq));
-    red.nonfinite = (int *)(uintptr_t)ADDR(m->skip);
-    red.n = tandem_k_train_partials(m->n_flat);
-    red.scale = 1.0f;
-    TANDEM_TRY(TANDEM_LAUNCH(s, reduce_sum, &red));
-    tandem_k_nonfinite_check_args nf;
-    memset(&nf, 0, sizeof nf);
-    nf.x = F32(ADDR(m->losses));
-    nf.flag = (int *)(uintptr_t)ADDR(m->skip);
-    nf.n = 2 * (int64_t)m->dims.micro_batches;
-    return TANDEM_LAUNCH(s, nonfinite_check, &nf);
+    int *skip = tandem_tensor_i32(m->skip); /* [1] */
+    /* norm_sq [1] = sum of grads [P]^2 */
+    TANDEM_TRY(tandem_sum_squares(s, F32(m->grads), F32(m->norm_partials), m->n_flat));
+    TANDEM_TRY(tandem_reduce_sum(s, F32(m->norm_partials), F32(m->norm_sq), skip,
+                                 tandem_k_train_partials(m->n_flat), 1.0f));
+    /* the micro-batches' losses [A, 2] (not the evaluation row) */
+    return tandem_nonfinite_check(s, F32(m->losses), skip, 2 * (int64_t)m->dims.micro_batches);
 }
 
 /* Copy losses, norm_sq and skip to the pinned host block and wait for them. */
 static tandem_status read_back(tandem_model *m, tandem_stream *s) {
     const int nl = 2 * (m->dims.micro_batches + 1);
-    const tandem_backend_ops *ops = s->dev->ops;
-    TANDEM_TRY(ops->copy_d2h(s, m->host_out, ADDR(m->losses), (size_t)nl * sizeof(float)));
-    TANDEM_TRY(ops->copy_d2h(s, m->host_out + nl, ADDR(m->norm_sq), sizeof(float)));
-    TANDEM_TRY(ops->copy_d2h(s, m->host_skip, ADDR(m->skip), sizeof(int32_t)));
+    TANDEM_TRY(tandem_dev_download(s, m->host_out, m->losses, 0, (size_t)nl * sizeof(float)));
+    TANDEM_TRY(tandem_dev_download(s, m->host_out + nl, m->norm_sq, 0, sizeof(float)));
+    TANDEM_TRY(tandem_dev_download(s, m->host_skip, m->skip, 0, sizeof(int32_t)));
     return tandem_stream_sync(s);
 }
 
@@ -107,25 +92,13 @@ static tandem_status adamw_span(tandem_model *m, tandem_stream *s, const tandem_
                                 int64_t begin, int64_t end, float lr, float wd, float bias1,
                                 float bias2) {
     if (end <= begin) return TANDEM_OK;
-    const size_t off = (size_t)begin * sizeof(float);
-    tandem_k_adamw_args a;
-    memset(&a, 0, sizeof a);
-    a.param = F32(ADDR(m->params) + off);
-    a.grad = F32(ADDR(m->grads) + off);
-    a.m = F32(ADDR(m->adam_m) + off);
-    a.v = F32(ADDR(m->adam_v) + off);
-    a.norm_sq = F32(ADDR(m->norm_sq));
-    a.skip = (const int *)(uintptr_t)ADDR(m->skip);
-    a.n = end - begin;
-    a.lr = lr;
-    a.beta1 = o->beta1;
-    a.beta2 = o->beta2;
-    a.eps = o->eps;
-    a.weight_decay = wd;
-    a.bias1 = bias1;
-    a.bias2 = bias2;
-    a.max_norm = o->clip_norm;
-    return TANDEM_LAUNCH(s, adamw, &a);
+    const tandem_adamw_hyper h = {lr, o->beta1, o->beta2, o->eps, wd, bias1, bias2, o->clip_norm};
+    /* params, m, v [begin, end) from grads [begin, end) */
+    return tandem_adamw(s, tandem_tensor_f32_at(m->params, begin),
+                        tandem_tensor_f32_at(m->grads, begin),
+                        tandem_tensor_f32_at(m->adam_m, begin),
+                        tandem_tensor_f32_at(m->adam_v, begin), F32(m->norm_sq),
+                        tandem_tensor_i32(m->skip), end - begin, &h);
 }
 
 tandem_status tandem_train_update(tandem_model *m, tandem_stream *s, const tandem_optim *o,

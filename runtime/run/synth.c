@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "runtime/formats/checkpoint.h"
-#include "platform/device.h"
+#include "runtime/core/dev.h"
 #include "runtime/audio/griffinlim.h"
 #include "platform/os/log.h"
 #include "runtime/model/model.h"
@@ -125,7 +125,7 @@ static tandem_status alloc_host(tandem_synth *s) {
     size_t ids_b = ((size_t)d->text_len * sizeof(int32_t) + 63) / 64 * 64;
     size_t io_b = (mel * sizeof(float) + 63) / 64 * 64;
     size_t step_b = (size_t)(d->group + d->r) * sizeof(float);
-    TANDEM_TRY(s->dev->ops->host_alloc_pinned(s->dev, ids_b + io_b + step_b, &s->pinned));
+    TANDEM_TRY(tandem_dev_pinned_alloc(s->dev, ids_b + io_b + step_b, &s->pinned));
     s->ids = (int32_t *)s->pinned;
     s->io = (float *)((char *)s->pinned + ids_b);
     s->step_out = (float *)((char *)s->pinned + ids_b + io_b);
@@ -202,7 +202,7 @@ tandem_status tandem_synth_open(const tandem_synth_options *o, tandem_synth **ou
 void tandem_synth_close(tandem_synth *s) {
     if (!s) return;
     if (s->model_declared) tandem_model_free(&s->model);
-    if (s->pinned) s->dev->ops->host_free_pinned(s->dev, s->pinned);
+    tandem_dev_pinned_free(s->dev, s->pinned);
     if (s->pool) tandem_pool_destroy(s->pool);
     if (s->s) tandem_stream_destroy(s->s);
     if (s->dev) tandem_device_close(s->dev);
@@ -282,8 +282,7 @@ tandem_status tandem_synth_encode(tandem_synth *s, const char *text, size_t len,
 static tandem_status set_text(tandem_synth *s, const char *text, size_t len, int lang,
                               int *count, tandem_lang *used) {
     TANDEM_TRY(tandem_synth_encode(s, text, len, lang, s->ids, count, used));
-    return s->dev->ops->copy_h2d(s->s, tandem_tensor_addr(s->tokens), s->ids,
-                                 (size_t)s->dims.text_len * sizeof(int32_t));
+    return tandem_dev_upload(s->s, s->tokens, 0, s->ids, (size_t)s->dims.text_len * sizeof(int32_t));
 }
 
 static tandem_status forward(tandem_synth *s, int text_count) {
@@ -317,20 +316,16 @@ tandem_status tandem_synth_run(tandem_synth *s, const char *text, size_t len, in
 
     const int max_steps = (max_frames + d->r - 1) / d->r;
     const size_t gbytes = (size_t)d->group * sizeof(float);
-    const tandem_dptr mel_out = tandem_tensor_addr(s->model.mel_out);
-    const tandem_dptr stop_out = tandem_tensor_addr(s->model.stop_out);
-    const tandem_dptr mels = tandem_tensor_addr(s->mels);
     int frames = 0, steps = 0;
     tandem_synth_stop why = TANDEM_SYNTH_STOP_MAX_FRAMES;
     for (int j = 0; j < max_steps; j++) {
         TANDEM_TRY(forward(s, count));
         /* mel_out [1, Tm, r*80] position j is frames j*r .. j*r+r-1 of mels [1, F, 80] */
-        const tandem_dptr off = (tandem_dptr)j * gbytes;
-        TANDEM_TRY(s->dev->ops->copy_d2d(s->s, mels + off, mel_out + off, gbytes));
-        TANDEM_TRY(s->dev->ops->copy_d2h(s->s, s->step_out, mel_out + off, gbytes));
-        TANDEM_TRY(s->dev->ops->copy_d2h(s->s, s->step_out + d->group,
-                                         stop_out + (tandem_dptr)j * d->r * sizeof(float),
-                                         (size_t)d->r * sizeof(float)));
+        const size_t off = (size_t)j * gbytes;
+        TANDEM_TRY(tandem_dev_copy(s->s, s->mels, off, s->model.mel_out, off, gbytes));
+        TANDEM_TRY(tandem_dev_download(s->s, s->step_out, s->model.mel_out, off, gbytes));
+        TANDEM_TRY(tandem_dev_download(s->s, s->step_out + d->group, s->model.stop_out,
+                                       (size_t)j * d->r * sizeof(float), (size_t)d->r * sizeof(float)));
         TANDEM_TRY(tandem_stream_sync(s->s));
         memcpy(s->mel + (size_t)j * d->group, s->step_out, gbytes);
         memcpy(s->stop_logit + (size_t)j * d->r, s->step_out + d->group, (size_t)d->r * sizeof(float));
@@ -370,10 +365,9 @@ tandem_status tandem_synth_teacher_forced(tandem_synth *s, const char *text, siz
     const size_t n = (size_t)frames * d->n_mels, all = (size_t)d->frames * d->n_mels;
     memcpy(s->io, target, n * sizeof(float));
     memset(s->io + n, 0, (all - n) * sizeof(float));
-    TANDEM_TRY(s->dev->ops->copy_h2d(s->s, tandem_tensor_addr(s->mels), s->io, all * sizeof(float)));
+    TANDEM_TRY(tandem_dev_upload(s->s, s->mels, 0, s->io, all * sizeof(float)));
     TANDEM_TRY(forward(s, count));
-    TANDEM_TRY(s->dev->ops->copy_d2h(s->s, s->io, tandem_tensor_addr(s->model.mel_out),
-                                     n * sizeof(float)));
+    TANDEM_TRY(tandem_dev_download(s->s, s->io, s->model.mel_out, 0, n * sizeof(float)));
     TANDEM_TRY(tandem_stream_sync(s->s));
     memcpy(pred, s->io, n * sizeof(float));
     return TANDEM_OK;

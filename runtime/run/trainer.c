@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "runtime/formats/checkpoint.h"
-#include "platform/device.h"
+#include "runtime/core/dev.h"
 #include "runtime/report/figures.h"
 #include "platform/os/log.h"
 #include "runtime/report/metrics.h"
@@ -369,8 +369,7 @@ tandem_status tandem_trainer_create(const tandem_trainer_options *o, tandem_trai
             size_t bytes = (size_t)numel * sizeof(float);
             TANDEM_TRY(tandem_st_read_tensor(t->resume_file, e->name, TANDEM_F32, e->ndim, e->shape,
                                              t->load_buf, bytes));
-            tandem_dptr dst = tandem_tensor_addr(ce->flat) + (tandem_dptr)ce->off * sizeof(float);
-            TANDEM_TRY(t->s->dev->ops->copy_h2d(t->s, dst, t->load_buf, bytes));
+            TANDEM_TRY(tandem_dev_upload(t->s, ce->flat, (size_t)ce->off * sizeof(float), t->load_buf, bytes));
             TANDEM_TRY(tandem_stream_sync(t->s));
         }
         tandem_st_close(t->resume_file);
@@ -440,12 +439,10 @@ static tandem_status get_batch(tandem_pipeline *p, tandem_batch_view *v, tandem_
  * utterance), target from the slot and teacher-forced prediction from the forward just run
  * (eval synchronised the stream; the slot is still held). */
 static tandem_status take_mel(tandem_trainer *t, const tandem_batch_view *v, int64_t step) {
-    const tandem_backend_ops *ops = t->s->dev->ops;
     const size_t bytes = (size_t)t->model.dims.frames * TANDEM_FIGURES_N_MELS * sizeof(float);
-    TANDEM_TRY(ops->copy_d2h(t->s, tandem_figures_mel_target(t->fig), tandem_tensor_addr(v->t->mels), bytes));
-    TANDEM_TRY(ops->copy_d2h(t->s, tandem_figures_mel_pred(t->fig), tandem_tensor_addr(t->model.mel_out),
-                             bytes));
-    TANDEM_TRY(ops->copy_d2h(t->s, &t->fig_len, tandem_tensor_addr(v->t->frame_lengths), sizeof t->fig_len));
+    TANDEM_TRY(tandem_dev_download(t->s, tandem_figures_mel_target(t->fig), v->t->mels, 0, bytes));
+    TANDEM_TRY(tandem_dev_download(t->s, tandem_figures_mel_pred(t->fig), t->model.mel_out, 0, bytes));
+    TANDEM_TRY(tandem_dev_download(t->s, &t->fig_len, v->t->frame_lengths, 0, sizeof t->fig_len));
     TANDEM_TRY(tandem_stream_sync(t->s));
     if (t->fig_len < 1 || t->fig_len > t->model.dims.frames)
         return tandem_fail(TANDEM_E_INTERNAL, "validation batch: frame length %d of row 0, expected "
@@ -475,8 +472,7 @@ static tandem_status validate(tandem_trainer *t, int64_t step, double *l1, doubl
 static tandem_status ck_fetch(void *ctx, void *user, void *dst, size_t offset, size_t bytes) {
     tandem_trainer *t = ctx;
     const ck_entry *e = user;
-    tandem_dptr src = tandem_tensor_addr(e->flat) + (tandem_dptr)e->off * sizeof(float) + offset;
-    TANDEM_TRY(t->s->dev->ops->copy_d2h(t->s, dst, src, bytes));
+    TANDEM_TRY(tandem_dev_download(t->s, dst, e->flat, (size_t)e->off * sizeof(float) + offset, bytes));
     return tandem_stream_sync(t->s);
 }
 

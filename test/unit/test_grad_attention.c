@@ -194,32 +194,16 @@ static void poison(env *e, attn_run *r) {
 }
 
 static void run_forward(env *e, attn_run *r) {
-    tandem_attention_fwd_io io;
-    io.qkv = tandem_tensor_addr(r->qkv);
-    io.key_mask = tandem_tensor_addr(r->mask);
-    io.q = tandem_tensor_addr(r->q);
-    io.k = tandem_tensor_addr(r->k);
-    io.v = tandem_tensor_addr(r->v);
-    io.p = tandem_tensor_addr(r->p);
-    io.o = tandem_tensor_addr(r->o);
-    io.y = tandem_tensor_addr(r->y);
+    const tandem_attention_fwd_io io = {.qkv = r->qkv, .key_mask = r->mask, .q = r->q, .k = r->k,
+                                        .v = r->v, .p = r->p, .o = r->o, .y = r->y};
     if (tandem_attention_fwd(e->s, &r->sh, &io) != TANDEM_OK)
         fail_msg("attention forward: %s", tandem_last_error());
 }
 
 static void run_backward(env *e, attn_run *r) {
-    tandem_attention_bwd_io io;
-    io.dy = tandem_tensor_addr(r->dy);
-    io.q = tandem_tensor_addr(r->q);
-    io.k = tandem_tensor_addr(r->k);
-    io.v = tandem_tensor_addr(r->v);
-    io.p = tandem_tensor_addr(r->p);
-    io.d_o = tandem_tensor_addr(r->d_o);
-    io.dp = tandem_tensor_addr(r->dp);
-    io.dq = tandem_tensor_addr(r->dq);
-    io.dk = tandem_tensor_addr(r->dk);
-    io.dv = tandem_tensor_addr(r->dv);
-    io.dqkv = tandem_tensor_addr(r->dqkv);
+    const tandem_attention_bwd_io io = {.dy = r->dy, .q = r->q, .k = r->k, .v = r->v, .p = r->p,
+                                        .d_o = r->d_o, .dp = r->dp, .dq = r->dq, .dk = r->dk,
+                                        .dv = r->dv, .dqkv = r->dqkv};
     if (tandem_attention_bwd(e->s, &r->sh, &io) != TANDEM_OK)
         fail_msg("attention backward: %s", tandem_last_error());
 }
@@ -256,6 +240,7 @@ static tandem_attention_shape random_shape(void) {
     sh.seq = (int)tandem_rng_int(&rng, 1, 9);
     sh.heads = (int)tandem_rng_int(&rng, 1, 3);
     sh.head_dim = (int)tandem_rng_int(&rng, 1, 6);
+    sh.bf16 = 0; /* fp32: what the host backend runs */
     return sh;
 }
 
@@ -291,7 +276,7 @@ static void check_forward(env *e, const tandem_attention_shape *sh, int mode) {
 
 static void test_forward_vs_reference(void **state) {
     env *e = *state;
-    const tandem_attention_shape fixed[] = {{1, 1, 1, 1}, {2, 7, 3, 5}, {3, 40, 2, 33}};
+    const tandem_attention_shape fixed[] = {{1, 1, 1, 1, 0}, {2, 7, 3, 5, 0}, {3, 40, 2, 33, 0}};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         for (int mode = 0; mode < 2; mode++) check_forward(e, &fixed[i], mode);
     for (int rep = 0; rep < 4; rep++) {
@@ -349,7 +334,7 @@ static void check_gradients(env *e, const tandem_attention_shape *sh, int mode) 
 
 static void test_gradients_vs_finite_differences(void **state) {
     env *e = *state;
-    const tandem_attention_shape fixed[] = {{1, 1, 1, 1}, {2, 5, 2, 3}, {1, 9, 3, 4}};
+    const tandem_attention_shape fixed[] = {{1, 1, 1, 1, 0}, {2, 5, 2, 3, 0}, {1, 9, 3, 4, 0}};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         for (int mode = 0; mode < 2; mode++) check_gradients(e, &fixed[i], mode);
     for (int rep = 0; rep < 4; rep++) {
@@ -362,7 +347,7 @@ static void test_gradients_vs_finite_differences(void **state) {
  * (L(x + h u) - L(x - h u)) / 2h for random directions u. */
 static void test_tiny_model_shape(void **state) {
     env *e = *state;
-    const tandem_attention_shape sh = {2, 128 + 512 / 4, 4, 64};
+    const tandem_attention_shape sh = {2, 128 + 512 / 4, 4, 64, 0};
     attn_run r;
     run_open(e, &sh, &r);
     const int64_t nq = r.n.qkv, ny = r.n.model;
@@ -418,26 +403,19 @@ static void expect_invalid(tandem_status st, const char *name) {
 
 static void test_bad_arguments(void **state) {
     env *e = *state;
-    const tandem_attention_shape good = {1, 4, 2, 3}, zero_heads = {1, 4, 0, 3};
+    const tandem_attention_shape good = {1, 4, 2, 3, 0}, zero_heads = {1, 4, 0, 3, 0};
     expect_invalid(tandem_attention_prepare(e->dev, &zero_heads), "heads=0");
     expect_invalid(tandem_attention_sizes_of(NULL, NULL), "shape");
 
     attn_run r;
     run_open(e, &good, &r);
-    tandem_attention_fwd_io f;
-    f.qkv = tandem_tensor_addr(r.qkv);
-    f.key_mask = 0; /* forgotten */
-    f.q = tandem_tensor_addr(r.q);
-    f.k = tandem_tensor_addr(r.k);
-    f.v = tandem_tensor_addr(r.v);
-    f.p = tandem_tensor_addr(r.p);
-    f.o = tandem_tensor_addr(r.o);
-    f.y = tandem_tensor_addr(r.y);
+    const tandem_attention_fwd_io f = {.qkv = r.qkv, .key_mask = NULL /* forgotten */, .q = r.q,
+                                       .k = r.k, .v = r.v, .p = r.p, .o = r.o, .y = r.y};
     expect_invalid(tandem_attention_fwd(e->s, &good, &f), "key_mask");
     expect_invalid(tandem_attention_fwd(e->s, &zero_heads, &f), "heads=0");
     tandem_attention_bwd_io b;
     memset(&b, 0, sizeof b);
-    b.dy = tandem_tensor_addr(r.dy);
+    b.dy = r.dy;
     expect_invalid(tandem_attention_bwd(e->s, &good, &b), "'q'");
     expect_invalid(tandem_attention_bwd(NULL, &good, &b), "stream");
     run_close(&r);

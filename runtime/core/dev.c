@@ -1,0 +1,259 @@
+/* dev.c — the internal device API (see dev.h): checks, then the backend's table. */
+#include "runtime/core/dev.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "platform/os/log.h"
+#include "runtime/core/pool_internal.h"
+
+/* ---- devices ------------------------------------------------------------------------------- */
+
+const char *tandem_dev_backend_name(const tandem_device *dev) {
+    return dev && dev->ops ? dev->ops->name : "no";
+}
+
+int tandem_dev_same_backend(const tandem_device *a, const tandem_device *b) {
+    return a && b && a->ops == b->ops;
+}
+
+static tandem_status check_stream(const char *op, const tandem_stream *s) {
+    if (!s || !s->dev || !s->dev->ops)
+        return tandem_fail(TANDEM_E_INVALID, "%s: stream is NULL or has no device", op);
+    return TANDEM_OK;
+}
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+tandem_status tandem_dev_mem_alloc(tandem_device *dev, size_t bytes, tandem_dptr *out) {
+    if (!dev || !dev->ops || !out)
+        return tandem_fail(TANDEM_E_INVALID, "device memory: NULL device or output");
+    return dev->ops->mem_alloc(dev, bytes, out);
+}
+
+void tandem_dev_mem_free(tandem_device *dev, tandem_dptr p) {
+    if (dev && p) dev->ops->mem_free(dev, p);
+}
+
+tandem_status tandem_dev_pinned_alloc(tandem_device *dev, size_t bytes, void **out) {
+    if (!dev || !dev->ops || !out)
+        return tandem_fail(TANDEM_E_INVALID, "pinned host memory: NULL device or output");
+    *out = NULL;
+    if (!dev->ops->host_alloc_pinned)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "pinned host memory: the %s backend has none",
+                           dev->ops->name);
+    return dev->ops->host_alloc_pinned(dev, bytes, out);
+}
+
+void tandem_dev_pinned_free(tandem_device *dev, void *p) {
+    if (dev && p && dev->ops->host_free_pinned) dev->ops->host_free_pinned(dev, p);
+}
+
+/* ---- copies -------------------------------------------------------------------------------- */
+
+/* t committed on s's device, [offset, offset + bytes) inside it. */
+static tandem_status check_range(const char *op, const char *role, const tandem_stream *s,
+                                 const tandem_tensor *t, size_t offset, size_t bytes) {
+    if (!t) return tandem_fail(TANDEM_E_INVALID, "%s: %s tensor is NULL", op, role);
+    if (tandem_tensor_addr(t) == 0)
+        return tandem_fail(TANDEM_E_STATE, "%s: %s '%s' has no device address; commit its pool "
+                           "first", op, role, tandem_tensor_name(t));
+    const tandem_device *td = tandem_tensor_device(t);
+    if (td != s->dev)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "%s: %s '%s' lives on %s device %d but the stream is on %s device %d; "
+                           "expected a stream of the tensor's device", op, role,
+                           tandem_tensor_name(t), tandem_dev_backend_name(td),
+                           td ? td->info.ordinal : -1, s->dev->ops->name, s->dev->info.ordinal);
+    const size_t size = tandem_tensor_bytes(t);
+    if (offset > size || bytes > size - offset)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "%s: bytes [%zu, %zu) of %s '%s', which has %zu; expected a range "
+                           "inside the tensor", op, offset, offset + bytes, role,
+                           tandem_tensor_name(t), size);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_dev_check_tensor(const char *op, const char *role, const tandem_stream *s,
+                                      const tandem_tensor *t, tandem_dtype dt, int64_t min_elems) {
+    TANDEM_TRY(check_stream(op, s));
+    if (!t) return tandem_fail(TANDEM_E_INVALID, "%s: tensor '%s' is NULL", op, role);
+    TANDEM_TRY(check_range(op, role, s, t, 0, 0));
+    if (tandem_tensor_dtype(t) != dt || tandem_tensor_numel(t) < min_elems)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "%s: '%s' ('%s') is %s with %" PRId64 " elements; expected %s with at "
+                           "least %" PRId64, op, role, tandem_tensor_name(t),
+                           tandem_dtype_name(tandem_tensor_dtype(t)), tandem_tensor_numel(t),
+                           tandem_dtype_name(dt), min_elems);
+    return TANDEM_OK;
+}
+
+static tandem_dptr at(const tandem_tensor *t, size_t offset) {
+    return tandem_tensor_addr(t) + (tandem_dptr)offset;
+}
+
+tandem_status tandem_dev_upload(tandem_stream *s, const tandem_tensor *dst, size_t offset,
+                                const void *src, size_t bytes) {
+    static const char op[] = "upload";
+    TANDEM_TRY(check_stream(op, s));
+    if (!src) return tandem_fail(TANDEM_E_INVALID, "%s: host source is NULL", op);
+    TANDEM_TRY(check_range(op, "destination", s, dst, offset, bytes));
+    return s->dev->ops->copy_h2d(s, at(dst, offset), src, bytes);
+}
+
+tandem_status tandem_dev_download(tandem_stream *s, void *dst, const tandem_tensor *src,
+                                  size_t offset, size_t bytes) {
+    static const char op[] = "download";
+    TANDEM_TRY(check_stream(op, s));
+    if (!dst) return tandem_fail(TANDEM_E_INVALID, "%s: host destination is NULL", op);
+    TANDEM_TRY(check_range(op, "source", s, src, offset, bytes));
+    return s->dev->ops->copy_d2h(s, dst, at(src, offset), bytes);
+}
+
+tandem_status tandem_dev_copy(tandem_stream *s, const tandem_tensor *dst, size_t dst_offset,
+                              const tandem_tensor *src, size_t src_offset, size_t bytes) {
+    static const char op[] = "device copy";
+    TANDEM_TRY(check_stream(op, s));
+    TANDEM_TRY(check_range(op, "destination", s, dst, dst_offset, bytes));
+    TANDEM_TRY(check_range(op, "source", s, src, src_offset, bytes));
+    if (!s->dev->ops->copy_d2d)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "%s: the %s backend has no device copy", op,
+                           s->dev->ops->name);
+    return s->dev->ops->copy_d2d(s, at(dst, dst_offset), at(src, src_offset), bytes);
+}
+
+tandem_status tandem_dev_copy_peer(tandem_stream *s, const tandem_tensor *dst,
+                                   const tandem_tensor *src) {
+    static const char op[] = "peer copy";
+    TANDEM_TRY(check_stream(op, s));
+    if (!dst || !src) return tandem_fail(TANDEM_E_INVALID, "%s: NULL tensor", op);
+    TANDEM_TRY(check_range(op, "source", s, src, 0, tandem_tensor_bytes(src)));
+    tandem_device *dd = tandem_tensor_device(dst);
+    if (tandem_tensor_addr(dst) == 0 || tandem_tensor_bytes(dst) != tandem_tensor_bytes(src))
+        return tandem_fail(TANDEM_E_INVALID, "%s '%s' -> '%s': the destination must be committed "
+                           "and of the source's size (%zu bytes)", op, tandem_tensor_name(src),
+                           tandem_tensor_name(dst), tandem_tensor_bytes(src));
+    if (!tandem_device_can_access_peer(dd, s->dev))
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "%s '%s' -> '%s': %s device %d cannot access "
+                           "%s device %d", op, tandem_tensor_name(src), tandem_tensor_name(dst),
+                           tandem_dev_backend_name(dd), dd ? dd->info.ordinal : -1,
+                           s->dev->ops->name, s->dev->info.ordinal);
+    return s->dev->ops->copy_peer(s, dd, tandem_tensor_addr(dst), tandem_tensor_addr(src),
+                                  tandem_tensor_bytes(src));
+}
+
+/* ---- GEMM ---------------------------------------------------------------------------------- */
+
+static tandem_status check_desc(const char *op, const tandem_gemm_desc *g) {
+    if (!g) return tandem_fail(TANDEM_E_INVALID, "%s: descriptor is NULL", op);
+    if (g->m < 0 || g->n < 0 || g->k < 0 || g->batch < 1 || g->stride_a < 0 || g->stride_b < 0 ||
+        g->stride_c < 0)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "%s: bad shape m=%" PRId64 " n=%" PRId64 " k=%" PRId64
+                           " batch=%" PRId64 "; expected m, n, k >= 0, batch >= 1 and strides "
+                           ">= 0", op, g->m, g->n, g->k, g->batch);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_dev_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *g) {
+    static const char op[] = "GEMM prepare";
+    if (!dev || !dev->ops) return tandem_fail(TANDEM_E_INVALID, "%s: device is NULL", op);
+    TANDEM_TRY(check_desc(op, g));
+    if (!dev->ops->gemm_prepare) return TANDEM_OK; /* nothing to resolve on this backend */
+    return dev->ops->gemm_prepare(dev, g);
+}
+
+/* The operand is a committed tensor of s's device and dtype dt holding elements
+ * [off, off + (batch - 1) * stride + rows * cols). */
+static tandem_status check_operand(const tandem_gemm_desc *g, const char *role,
+                                   const tandem_stream *s, tandem_view v, tandem_dtype dt, int64_t elems, int64_t stride) {
+    const tandem_tensor *t = v.t;
+    char op[96];
+    snprintf(op, sizeof op, "GEMM m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " batch=%" PRId64, g->m,
+             g->n, g->k, g->batch);
+    TANDEM_TRY(check_range(op, role, s, t, 0, 0));
+    if (tandem_tensor_dtype(t) != dt)
+        return tandem_fail(TANDEM_E_INVALID, "%s: %s '%s' is %s, the descriptor says %s", op, role,
+                           tandem_tensor_name(t), tandem_dtype_name(tandem_tensor_dtype(t)),
+                           tandem_dtype_name(dt));
+    const int64_t need = (g->batch - 1) * stride + elems, numel = tandem_tensor_numel(t);
+    if (v.off < 0 || v.off > numel || need > numel - v.off)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "%s: %s '%s' has %" PRId64 " elements but the product reaches elements "
+                           "[%" PRId64 ", %" PRId64 ")", op, role, tandem_tensor_name(t), numel,
+                           v.off, v.off + need);
+    return TANDEM_OK;
+}
+
+static tandem_dptr view_addr(tandem_view v) {
+    return tandem_tensor_addr(v.t) +
+           (tandem_dptr)v.off * tandem_dtype_size(tandem_tensor_dtype(v.t));
+}
+
+tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
+                              tandem_view a, tandem_view b, float beta, tandem_view c) {
+    static const char op[] = "GEMM";
+    TANDEM_TRY(check_stream(op, s));
+    if (!g) return tandem_fail(TANDEM_E_INVALID, "%s: descriptor is NULL", op);
+    if (!s->dev->ops->gemm)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "%s: the %s backend has no GEMM", op,
+                           s->dev->ops->name);
+    if (g->m == 0 || g->n == 0 || g->batch == 0) return TANDEM_OK; /* nothing to compute */
+    TANDEM_TRY(check_desc(op, g));
+    TANDEM_TRY(check_operand(g, "A", s, a, g->a_type, g->m * g->k, g->stride_a));
+    TANDEM_TRY(check_operand(g, "B", s, b, g->b_type, g->k * g->n, g->stride_b));
+    TANDEM_TRY(check_operand(g, "C", s, c, g->c_type, g->m * g->n, g->stride_c));
+    return s->dev->ops->gemm(s, g, alpha, view_addr(a), view_addr(b), beta, view_addr(c));
+}
+
+/* ---- launches ------------------------------------------------------------------------------ */
+
+tandem_status tandem_launch(tandem_stream *s, tandem_kernel_id id, const void *args,
+                            size_t args_size) {
+    if ((int)id < 0 || id >= TANDEM_KERNEL_COUNT)
+        return tandem_fail(TANDEM_E_INVALID, "launch: kernel id %d is not in the registry (0..%d)",
+                           (int)id, TANDEM_KERNEL_COUNT - 1);
+    const tandem_kernel_info *k = &tandem_kernel_table[id];
+    if (!s || !s->dev || !s->dev->ops)
+        return tandem_fail(TANDEM_E_INVALID, "launch %s: stream is NULL or has no device", k->name);
+    if (!args)
+        return tandem_fail(TANDEM_E_INVALID, "launch %s: argument struct is NULL", k->name);
+    if (args_size != k->args_size)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "launch %s: argument struct is %zu bytes, the registry expects %zu",
+                           k->name, args_size, k->args_size);
+    if (!s->dev->ops->launch)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "launch %s: the %s backend cannot launch kernels",
+                           k->name, s->dev->ops->name);
+    tandem_launch_dims dims;
+    k->geom(args, &dims);
+    return s->dev->ops->launch(s, (int)id, &dims, args, args_size);
+}
+
+/* ---- pointer accessors --------------------------------------------------------------------- */
+
+static uintptr_t typed(const tandem_tensor *t, tandem_dtype dt) {
+    assert(t && tandem_tensor_dtype(t) == dt);
+    return (uintptr_t)tandem_tensor_addr(t);
+}
+
+/* Element off of a 4-byte tensor of dtype dt (asserted inside it). */
+static uintptr_t typed_at(const tandem_tensor *t, tandem_dtype dt, int64_t off) {
+    const uintptr_t base = typed(t, dt);
+    assert(off >= 0 && off <= tandem_tensor_numel(t));
+    return base + (uintptr_t)off * 4;
+}
+
+float *tandem_tensor_f32(const tandem_tensor *t) { return (float *)typed(t, TANDEM_F32); }
+float *tandem_tensor_f32_at(const tandem_tensor *t, int64_t off) {
+    return (float *)typed_at(t, TANDEM_F32, off);
+}
+tandem_bf16 *tandem_tensor_bf16(const tandem_tensor *t) {
+    return (tandem_bf16 *)typed(t, TANDEM_BF16);
+}
+int32_t *tandem_tensor_i32(const tandem_tensor *t) { return (int32_t *)typed(t, TANDEM_I32); }
+int32_t *tandem_tensor_i32_at(const tandem_tensor *t, int64_t off) {
+    return (int32_t *)typed_at(t, TANDEM_I32, off);
+}
+uint8_t *tandem_tensor_u8(const tandem_tensor *t) { return (uint8_t *)typed(t, TANDEM_U8); }

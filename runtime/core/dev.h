@@ -1,0 +1,105 @@
+/* dev.h — the internal device API: with the public device/stream/event API of device.c, the
+ * only code that calls a backend's table (platform/device.h). The rest of the library reaches
+ * a device through these typed, checked wrappers — arena and pinned host memory, copies on byte
+ * ranges of committed tensors, GEMMs on tensor views, kernel launches — so a tensor that is
+ * uncommitted, on another device, of the wrong dtype or too small for the access is an error
+ * naming it (or, for the pointer accessors, an assertion), never a silent fault in a kernel or
+ * a driver. test/check_device_api.sh (make test) fails on any other caller of the table.
+ *
+ * Threads: whoever owns the stream (or, for memory, the device) passed in, as for the table.
+ * Allocates: only tandem_dev_mem_alloc (the pool's arena) and tandem_dev_pinned_alloc (pinned
+ * staging), both before a pool is committed; nothing else allocates.
+ */
+#ifndef TANDEM_RUNTIME_CORE_DEV_H
+#define TANDEM_RUNTIME_CORE_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/registry.h"
+#include "platform/device.h"
+#include "tandem.h"
+
+/* ---- devices ------------------------------------------------------------------------------- */
+
+/* The device's backend name for messages ("host", "cuda"; "no" for NULL). */
+const char *tandem_dev_backend_name(const tandem_device *dev);
+/* 1 when both devices run on one backend (the only case a peer copy can exist). */
+int tandem_dev_same_backend(const tandem_device *a, const tandem_device *b);
+
+/* A tensor a caller is about to hand to a kernel on s: present, committed on s's device, of
+ * dtype dt, with at least min_elems elements. Errors name op, the role and the tensor. */
+tandem_status tandem_dev_check_tensor(const char *op, const char *role, const tandem_stream *s,
+                                      const tandem_tensor *t, tandem_dtype dt, int64_t min_elems);
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+/* A pool's arena (one per pool, at commit). */
+tandem_status tandem_dev_mem_alloc(tandem_device *dev, size_t bytes, tandem_dptr *out);
+void tandem_dev_mem_free(tandem_device *dev, tandem_dptr p);
+/* Pinned host memory for staging copies (before commit). A backend without it:
+ * TANDEM_E_UNSUPPORTED naming the backend. Free: NULL p is a no-op. */
+tandem_status tandem_dev_pinned_alloc(tandem_device *dev, size_t bytes, void **out);
+void tandem_dev_pinned_free(tandem_device *dev, void *p);
+
+/* ---- copies on committed tensors ------------------------------------------------------------
+ * Queued on s, which must be a stream of the tensor's device; [offset, offset + bytes) must lie
+ * inside the tensor. Asynchronous on cuda (host memory must stay valid until s reaches the copy;
+ * pinned for overlap), synchronous on host. Errors name the tensor and the range. */
+
+tandem_status tandem_dev_upload(tandem_stream *s, const tandem_tensor *dst, size_t offset,
+                                const void *src, size_t bytes);
+tandem_status tandem_dev_download(tandem_stream *s, void *dst, const tandem_tensor *src,
+                                  size_t offset, size_t bytes);
+/* Between two tensors of s's device (ranges may be of one tensor; they must not overlap). */
+tandem_status tandem_dev_copy(tandem_stream *s, const tandem_tensor *dst, size_t dst_offset,
+                              const tandem_tensor *src, size_t src_offset, size_t bytes);
+/* A whole tensor into an equally sized one on another device with peer access to it; s is a
+ * stream of the source's device (the backend's copy_peer contract). */
+tandem_status tandem_dev_copy_peer(tandem_stream *s, const tandem_tensor *dst,
+                                   const tandem_tensor *src);
+
+/* ---- GEMM on tensor views --------------------------------------------------------------------
+ * An operand is a committed tensor from element `off` on; the descriptor's strides say how far
+ * a batched operand reaches. tandem_dev_gemm checks each operand's device, dtype (a_type,
+ * b_type, c_type) and that the elements the descriptor reads or writes lie inside it. */
+typedef struct tandem_view {
+    const tandem_tensor *t;
+    int64_t off; /* elements */
+} tandem_view;
+
+static inline tandem_view tandem_view_of(const tandem_tensor *t) {
+    tandem_view v = {t, 0};
+    return v;
+}
+static inline tandem_view tandem_view_at(const tandem_tensor *t, int64_t off) {
+    tandem_view v = {t, off};
+    return v;
+}
+
+/* Resolve the algorithm for a shape once, before commit (a no-op where the backend has
+ * nothing to resolve). */
+tandem_status tandem_dev_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *g);
+/* C = alpha op(A) op(B) + beta C in the row-major convention of tandem_gemm_desc. */
+tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
+                              tandem_view a, tandem_view b, float beta, tandem_view c);
+
+/* ---- kernel launches -------------------------------------------------------------------------
+ * args points at a tandem_k_<name>_args of exactly args_size bytes. An unknown id or a size
+ * that differs from the registry's → TANDEM_E_INVALID naming the kernel. Callers use the typed
+ * launchers (runtime/core/launch.h, runtime/model/launchers.h, runtime/audio/mel_device.c),
+ * each the one place its argument struct is filled. */
+tandem_status tandem_launch(tandem_stream *s, tandem_kernel_id id, const void *args,
+                            size_t args_size);
+
+/* Device pointers of committed tensors, for the typed launchers' arguments. The dtype is
+ * asserted: a mismatch is a programming error (the tensor tables are fixed at declaration). */
+float *tandem_tensor_f32(const tandem_tensor *t);
+/* From element off on (asserted inside the tensor): a view's pointer, for a launcher. */
+float *tandem_tensor_f32_at(const tandem_tensor *t, int64_t off);
+tandem_bf16 *tandem_tensor_bf16(const tandem_tensor *t);
+int32_t *tandem_tensor_i32(const tandem_tensor *t);
+int32_t *tandem_tensor_i32_at(const tandem_tensor *t, int64_t off);
+uint8_t *tandem_tensor_u8(const tandem_tensor *t);
+
+#endif

@@ -1,0 +1,231 @@
+/* launchers.c — the typed launchers of the model's kernels (see launchers.h). */
+#include "runtime/model/launchers.h"
+
+/* ---- layers --------------------------------------------------------------------------------- */
+
+tandem_status tandem_layernorm_fwd(tandem_stream *s, const float *x, const float *gamma,
+                                   const float *beta, float *y, float *mean, float *rstd, int rows,
+                                   int d) {
+    TANDEM_KARGS(layernorm_fwd, a);
+    a.x = x, a.gamma = gamma, a.beta = beta, a.y = y, a.mean = mean, a.rstd = rstd;
+    a.rows = rows, a.d = d, a.eps = TANDEM_LAYERNORM_EPS;
+    return TANDEM_LAUNCH(s, layernorm_fwd, &a);
+}
+
+tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const float *x,
+                                   const float *mean, const float *rstd, const float *gamma,
+                                   float *dx, float *scratch, int rows, int d) {
+    TANDEM_KARGS(layernorm_bwd, a);
+    a.dy = dy, a.x = x, a.mean = mean, a.rstd = rstd, a.gamma = gamma, a.dx = dx;
+    a.scratch = scratch, a.rows = rows, a.d = d;
+    return TANDEM_LAUNCH(s, layernorm_bwd, &a);
+}
+
+tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch, float *dgamma,
+                                          float *dbeta, int rows, int d) {
+    TANDEM_KARGS(layernorm_bwd_params, a);
+    a.scratch = scratch, a.dgamma = dgamma, a.dbeta = dbeta, a.rows = rows, a.d = d;
+    return TANDEM_LAUNCH(s, layernorm_bwd_params, &a);
+}
+
+tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, int64_t n) {
+    TANDEM_KARGS(gelu_fwd, a);
+    a.x = x, a.y = y, a.n = n;
+    return TANDEM_LAUNCH(s, gelu_fwd, &a);
+}
+
+tandem_status tandem_gelu_bwd(tandem_stream *s, const float *dy, const float *x, float *dx,
+                              int64_t n) {
+    TANDEM_KARGS(gelu_bwd, a);
+    a.dy = dy, a.x = x, a.dx = dx, a.n = n;
+    return TANDEM_LAUNCH(s, gelu_bwd, &a);
+}
+
+tandem_status tandem_bias_add(tandem_stream *s, float *y, const float *b, int rows, int d) {
+    TANDEM_KARGS(bias_add, a);
+    a.y = y, a.b = b, a.rows = rows, a.d = d;
+    return TANDEM_LAUNCH(s, bias_add, &a);
+}
+
+tandem_status tandem_col_sum_acc(tandem_stream *s, const float *dy, float *db, int rows, int d) {
+    TANDEM_KARGS(col_sum_acc, a);
+    a.dy = dy, a.db = db, a.rows = rows, a.d = d;
+    return TANDEM_LAUNCH(s, col_sum_acc, &a);
+}
+
+tandem_status tandem_seq_embed_fwd(tandem_stream *s, const int32_t *tokens, const float *sym_emb,
+                                   const float *prenet_out, const float *pos_emb, float *x,
+                                   const tandem_seq_dims *sd) {
+    TANDEM_KARGS(seq_embed_fwd, a);
+    a.tokens = tokens, a.sym_emb = sym_emb, a.prenet_out = prenet_out, a.pos_emb = pos_emb;
+    a.x = x, a.batch = sd->batch, a.text_len = sd->text_len, a.mel_len = sd->mel_len;
+    a.vocab = sd->vocab, a.d = sd->d;
+    return TANDEM_LAUNCH(s, seq_embed_fwd, &a);
+}
+
+tandem_status tandem_seq_embed_bwd(tandem_stream *s, const float *dx, const int32_t *tokens,
+                                   float *d_sym_emb, float *d_pos_emb, float *d_prenet_out,
+                                   const tandem_seq_dims *sd) {
+    TANDEM_KARGS(seq_embed_bwd, a);
+    a.dx = dx, a.tokens = tokens, a.d_sym_emb = d_sym_emb, a.d_pos_emb = d_pos_emb;
+    a.d_prenet_out = d_prenet_out, a.batch = sd->batch, a.text_len = sd->text_len;
+    a.mel_len = sd->mel_len, a.vocab = sd->vocab, a.d = sd->d;
+    return TANDEM_LAUNCH(s, seq_embed_bwd, &a);
+}
+
+tandem_status tandem_prenet_input(tandem_stream *s, const float *mels, float *groups, int batch,
+                                  int mel_len, int r, int n_mels) {
+    TANDEM_KARGS(prenet_input, a);
+    a.mels = mels, a.groups = groups, a.batch = batch, a.mel_len = mel_len, a.r = r;
+    a.n_mels = n_mels;
+    return TANDEM_LAUNCH(s, prenet_input, &a);
+}
+
+/* ---- batch preparation ---------------------------------------------------------------------- */
+
+tandem_status tandem_batch_prep(tandem_stream *s, const int32_t *text_lengths,
+                                const int32_t *frame_lengths, const float *frame_mask,
+                                uint8_t *key_mask, float *l1_weight, const tandem_batch_dims *bd) {
+    TANDEM_KARGS(batch_prep, a);
+    a.text_lengths = text_lengths, a.frame_lengths = frame_lengths, a.frame_mask = frame_mask;
+    a.key_mask = key_mask, a.l1_weight = l1_weight, a.batch = bd->batch;
+    a.text_len = bd->text_len, a.mel_len = bd->mel_len, a.r = bd->r, a.frames = bd->frames;
+    a.channels = bd->channels;
+    return TANDEM_LAUNCH(s, batch_prep, &a);
+}
+
+/* ---- losses, norm, optimizer ---------------------------------------------------------------- */
+
+tandem_status tandem_l1_masked_fwd(tandem_stream *s, const float *pred, const float *target,
+                                   const float *mask, float *partials, int batch, int frames,
+                                   int channels) {
+    TANDEM_KARGS(l1_masked_fwd, a);
+    a.pred = pred, a.target = target, a.mask = mask, a.partials = partials;
+    a.batch = batch, a.frames = frames, a.channels = channels;
+    return TANDEM_LAUNCH(s, l1_masked_fwd, &a);
+}
+
+tandem_status tandem_l1_masked_bwd(tandem_stream *s, const float *pred, const float *target,
+                                   const float *mask, float *dpred, int batch, int frames,
+                                   int channels, float scale) {
+    TANDEM_KARGS(l1_masked_bwd, a);
+    a.pred = pred, a.target = target, a.mask = mask, a.dpred = dpred;
+    a.batch = batch, a.frames = frames, a.channels = channels, a.scale = scale;
+    return TANDEM_LAUNCH(s, l1_masked_bwd, &a);
+}
+
+tandem_status tandem_bce_stop_fwd(tandem_stream *s, const float *logits, const float *target,
+                                  const float *weight, float *partials, int batch, int frames) {
+    TANDEM_KARGS(bce_stop_fwd, a);
+    a.logits = logits, a.target = target, a.weight = weight, a.partials = partials;
+    a.batch = batch, a.frames = frames;
+    return TANDEM_LAUNCH(s, bce_stop_fwd, &a);
+}
+
+tandem_status tandem_bce_stop_bwd(tandem_stream *s, const float *logits, const float *target,
+                                  const float *weight, float *dlogits, int batch, int frames,
+                                  float scale) {
+    TANDEM_KARGS(bce_stop_bwd, a);
+    a.logits = logits, a.target = target, a.weight = weight, a.dlogits = dlogits;
+    a.batch = batch, a.frames = frames, a.scale = scale;
+    return TANDEM_LAUNCH(s, bce_stop_bwd, &a);
+}
+
+tandem_status tandem_sum_squares(tandem_stream *s, const float *x, float *partials, int64_t n) {
+    TANDEM_KARGS(sum_squares, a);
+    a.x = x, a.partials = partials, a.n = n;
+    return TANDEM_LAUNCH(s, sum_squares, &a);
+}
+
+tandem_status tandem_reduce_sum(tandem_stream *s, const float *partials, float *out, int *nonfinite,
+                                int64_t n, float scale) {
+    TANDEM_KARGS(reduce_sum, a);
+    a.partials = partials, a.out = out, a.nonfinite = nonfinite, a.n = n, a.scale = scale;
+    return TANDEM_LAUNCH(s, reduce_sum, &a);
+}
+
+tandem_status tandem_nonfinite_check(tandem_stream *s, const float *x, int *flag, int64_t n) {
+    TANDEM_KARGS(nonfinite_check, a);
+    a.x = x, a.flag = flag, a.n = n;
+    return TANDEM_LAUNCH(s, nonfinite_check, &a);
+}
+
+tandem_status tandem_adamw(tandem_stream *s, float *param, const float *grad, float *m, float *v,
+                           const float *norm_sq, const int *skip, int64_t n,
+                           const tandem_adamw_hyper *h) {
+    TANDEM_KARGS(adamw, a);
+    a.param = param, a.grad = grad, a.m = m, a.v = v, a.norm_sq = norm_sq, a.skip = skip;
+    a.n = n, a.lr = h->lr, a.beta1 = h->beta1, a.beta2 = h->beta2, a.eps = h->eps;
+    a.weight_decay = h->weight_decay, a.bias1 = h->bias1, a.bias2 = h->bias2;
+    a.max_norm = h->max_norm;
+    return TANDEM_LAUNCH(s, adamw, &a);
+}
+
+/* ---- attention ------------------------------------------------------------------------------ */
+
+/* The four sizes every head-layout kernel takes, in its own argument struct. */
+#define HEADS_DIMS(a, hd)                                                                 \
+    ((a).batch = (hd)->batch, (a).seq = (hd)->seq, (a).heads = (hd)->heads,               \
+     (a).head_dim = (hd)->head_dim)
+
+tandem_status tandem_qkv_split(tandem_stream *s, const float *qkv, float *q, float *k, float *v,
+                               const tandem_heads_dims *hd) {
+    TANDEM_KARGS(qkv_split, a);
+    a.qkv = qkv, a.q = q, a.k = k, a.v = v, HEADS_DIMS(a, hd);
+    return TANDEM_LAUNCH(s, qkv_split, &a);
+}
+
+tandem_status tandem_qkv_merge_grad(tandem_stream *s, const float *dq, const float *dk,
+                                    const float *dv, float *dqkv, const tandem_heads_dims *hd) {
+    TANDEM_KARGS(qkv_merge_grad, a);
+    a.dq = dq, a.dk = dk, a.dv = dv, a.dqkv = dqkv, HEADS_DIMS(a, hd);
+    return TANDEM_LAUNCH(s, qkv_merge_grad, &a);
+}
+
+tandem_status tandem_heads_merge(tandem_stream *s, const float *o, float *y,
+                                 const tandem_heads_dims *hd) {
+    TANDEM_KARGS(heads_merge, a);
+    a.o = o, a.y = y, HEADS_DIMS(a, hd);
+    return TANDEM_LAUNCH(s, heads_merge, &a);
+}
+
+tandem_status tandem_heads_split_grad(tandem_stream *s, const float *dy, float *d_o,
+                                      const tandem_heads_dims *hd) {
+    TANDEM_KARGS(heads_split_grad, a);
+    a.dy = dy, a.d_o = d_o, HEADS_DIMS(a, hd);
+    return TANDEM_LAUNCH(s, heads_split_grad, &a);
+}
+
+tandem_status tandem_softmax_causal_fwd(tandem_stream *s, const float *scores,
+                                        const uint8_t *key_mask, float *p,
+                                        const tandem_heads_dims *hd) {
+    TANDEM_KARGS(softmax_causal_fwd, a);
+    a.s = scores, a.key_mask = key_mask, a.p = p;
+    a.batch = hd->batch, a.heads = hd->heads, a.seq = hd->seq;
+    return TANDEM_LAUNCH(s, softmax_causal_fwd, &a);
+}
+
+tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const float *p,
+                                        float *ds, const tandem_heads_dims *hd) {
+    TANDEM_KARGS(softmax_causal_bwd, a);
+    a.dp = dp, a.p = p, a.ds = ds, a.batch = hd->batch, a.heads = hd->heads, a.seq = hd->seq;
+    return TANDEM_LAUNCH(s, softmax_causal_bwd, &a);
+}
+
+/* ---- the bf16 seams ------------------------------------------------------------------------- */
+
+float *tandem_seam_out(int bf16, tandem_tensor *t, const tandem_tensor *stage, int64_t off) {
+    return bf16 ? tandem_tensor_f32_at(stage, off) : tandem_tensor_f32(t);
+}
+
+tandem_status tandem_seam_publish(tandem_stream *s, int bf16, const float *from, tandem_tensor *t,
+                                  int64_t n) {
+    return bf16 ? tandem_cast_f32_bf16(s, from, tandem_tensor_bf16(t), n) : TANDEM_OK;
+}
+
+tandem_status tandem_seam_operand(tandem_stream *s, int bf16, const tandem_tensor *g,
+                                  tandem_tensor *scratch, int64_t n, tandem_view *out) {
+    *out = tandem_view_of(bf16 ? scratch : g);
+    return bf16 ? tandem_cast_f32_bf16(s, tandem_tensor_f32(g), tandem_tensor_bf16(scratch), n)
+                : TANDEM_OK;
+}

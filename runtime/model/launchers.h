@@ -1,0 +1,158 @@
+/* launchers.h — the typed launchers of the model's kernels (kernels/layers.h, train.h,
+ * attention.h, batch_prep.h): one C function per kernel, the one place its argument struct is
+ * filled, so the passes (model_fwd.c, model_bwd.c, attention.c, train_step.c) read as maths.
+ *
+ * Arguments are device pointers (tandem_tensor_f32 and friends, runtime/core/dev.h) with their
+ * shapes in the comments, then the sizes; each launcher queues its kernel on s and returns the
+ * launch's status. Semantics (aliasing, accumulation) are the kernel's, restated in one line.
+ * Owns nothing; allocates nothing; called by whoever drives s.
+ */
+#ifndef TANDEM_RUNTIME_MODEL_LAUNCHERS_H
+#define TANDEM_RUNTIME_MODEL_LAUNCHERS_H
+
+#include <stdint.h>
+
+#include "runtime/core/launch.h"
+
+/* ---- layers --------------------------------------------------------------------------------- */
+
+/* y [rows, d] = LN(x [rows, d]) * gamma [d] + beta [d]; mean, rstd [rows] saved (eps
+ * TANDEM_LAYERNORM_EPS). y may not alias x. */
+tandem_status tandem_layernorm_fwd(tandem_stream *s, const float *x, const float *gamma,
+                                   const float *beta, float *y, float *mean, float *rstd, int rows,
+                                   int d);
+/* dx [rows, d] = LN backward of dy [rows, d] at x [rows, d] (mean, rstd [rows], gamma [d]);
+ * scratch [tandem_layernorm_bwd_scratch_floats(rows, d)] receives the parameter partials. */
+tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const float *x,
+                                   const float *mean, const float *rstd, const float *gamma,
+                                   float *dx, float *scratch, int rows, int d);
+/* dgamma, dbeta [d] += the partials in scratch of the layernorm_bwd with the same rows, d. */
+tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch, float *dgamma,
+                                          float *dbeta, int rows, int d);
+/* y [n] = GELU(x [n]) (tanh form); y may alias x. */
+tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, int64_t n);
+/* dx [n] = dy [n] * GELU'(x [n]); dx may alias dy. */
+tandem_status tandem_gelu_bwd(tandem_stream *s, const float *dy, const float *x, float *dx,
+                              int64_t n);
+/* y [rows, d] += b [d] */
+tandem_status tandem_bias_add(tandem_stream *s, float *y, const float *b, int rows, int d);
+/* db [d] += sum over rows of dy [rows, d] (fixed order) */
+tandem_status tandem_col_sum_acc(tandem_stream *s, const float *dy, float *db, int rows, int d);
+
+/* The sizes of the input sequence: B items of Tt text tokens then Tm mel positions. */
+typedef struct tandem_seq_dims {
+    int batch, text_len, mel_len, vocab, d; /* B, Tt, Tm, V, d */
+} tandem_seq_dims;
+
+/* x [B, Tt + Tm, d] = [sym_emb [V, d] at tokens [B, Tt]; prenet_out [B, Tm, d]] + pos_emb
+ * [Tt + Tm, d] */
+tandem_status tandem_seq_embed_fwd(tandem_stream *s, const int32_t *tokens, const float *sym_emb,
+                                   const float *prenet_out, const float *pos_emb, float *x,
+                                   const tandem_seq_dims *sd);
+/* From dx [B, Tt + Tm, d]: d_sym_emb [V, d] +=, d_pos_emb [Tt + Tm, d] +=, d_prenet_out
+ * [B, Tm, d] = (overwritten). */
+tandem_status tandem_seq_embed_bwd(tandem_stream *s, const float *dx, const int32_t *tokens,
+                                   float *d_sym_emb, float *d_pos_emb, float *d_prenet_out,
+                                   const tandem_seq_dims *sd);
+/* groups [B, Tm, r * n_mels]: group j = frames of group j - 1 of mels [B, Tm * r, n_mels],
+ * zeros for j = 0 (teacher forcing). */
+tandem_status tandem_prenet_input(tandem_stream *s, const float *mels, float *groups, int batch,
+                                  int mel_len, int r, int n_mels);
+
+/* ---- batch preparation ---------------------------------------------------------------------- */
+
+/* The sizes of a micro-batch's masks: B items, Tt text positions, Tm mel positions of r frames,
+ * F = Tm * r frames of `channels` bands. */
+typedef struct tandem_batch_dims {
+    int batch, text_len, mel_len, r, frames, channels;
+} tandem_batch_dims;
+
+/* key_mask [B, Tt + Tm] u8 and l1_weight [B, F] from text_lengths, frame_lengths [B] and
+ * frame_mask [B, F] (kernels/batch_prep.h). */
+tandem_status tandem_batch_prep(tandem_stream *s, const int32_t *text_lengths,
+                                const int32_t *frame_lengths, const float *frame_mask,
+                                uint8_t *key_mask, float *l1_weight, const tandem_batch_dims *bd);
+
+/* ---- losses, norm, optimizer -----------------------------------------------------------------
+ * Partial sums: tandem_k_train_partials(n) floats for n input elements, then reduce_sum. */
+
+/* partials = chunk sums of |pred - target| * mask [B, F] over pred, target [B, F, channels] */
+tandem_status tandem_l1_masked_fwd(tandem_stream *s, const float *pred, const float *target,
+                                   const float *mask, float *partials, int batch, int frames,
+                                   int channels);
+/* dpred [B, F, channels] = scale * sign(pred - target) * mask (overwritten) */
+tandem_status tandem_l1_masked_bwd(tandem_stream *s, const float *pred, const float *target,
+                                   const float *mask, float *dpred, int batch, int frames,
+                                   int channels, float scale);
+/* partials = chunk sums of weight * BCE-with-logits(logits, target), all [B, F] */
+tandem_status tandem_bce_stop_fwd(tandem_stream *s, const float *logits, const float *target,
+                                  const float *weight, float *partials, int batch, int frames);
+/* dlogits [B, F] = scale * (sigmoid(logits) - target) * weight (overwritten) */
+tandem_status tandem_bce_stop_bwd(tandem_stream *s, const float *logits, const float *target,
+                                  const float *weight, float *dlogits, int batch, int frames,
+                                  float scale);
+/* partials = chunk sums of x [n]^2 */
+tandem_status tandem_sum_squares(tandem_stream *s, const float *x, float *partials, int64_t n);
+/* out [1] = scale * sum of partials [n] in a fixed order; nonfinite [1] (or NULL) = 1 when out
+ * is NaN or ±Inf, else 0. */
+tandem_status tandem_reduce_sum(tandem_stream *s, const float *partials, float *out, int *nonfinite,
+                                int64_t n, float scale);
+/* flag [1] = 1 when any of x [n] is NaN or ±Inf (left as it is otherwise) */
+tandem_status tandem_nonfinite_check(tandem_stream *s, const float *x, int *flag, int64_t n);
+
+/* AdamW's scalars for one span (kernels/train.h). */
+typedef struct tandem_adamw_hyper {
+    float lr, beta1, beta2, eps, weight_decay;
+    float bias1, bias2; /* 1 - beta1^t, 1 - beta2^t */
+    float max_norm;     /* clip the global norm to this; <= 0: no clipping */
+} tandem_adamw_hyper;
+
+/* One AdamW step on param, m, v [n] from grad [n], clipped by norm_sq [1], skipped when
+ * skip [1] != 0 (either pointer may be NULL). */
+tandem_status tandem_adamw(tandem_stream *s, float *param, const float *grad, float *m, float *v,
+                           const float *norm_sq, const int *skip, int64_t n,
+                           const tandem_adamw_hyper *h);
+
+/* ---- attention -------------------------------------------------------------------------------
+ * Heads layout [B, H, T, dh]; the model width d = H * dh. */
+
+typedef struct tandem_heads_dims {
+    int batch, seq, heads, head_dim; /* B, T, H, dh */
+} tandem_heads_dims;
+
+/* q, k, v [B, H, T, dh] = the three column blocks of qkv [B, T, 3d], split by head */
+tandem_status tandem_qkv_split(tandem_stream *s, const float *qkv, float *q, float *k, float *v,
+                               const tandem_heads_dims *hd);
+/* dqkv [B, T, 3d] = dq, dk, dv [B, H, T, dh] merged back (the backward of qkv_split) */
+tandem_status tandem_qkv_merge_grad(tandem_stream *s, const float *dq, const float *dk,
+                                    const float *dv, float *dqkv, const tandem_heads_dims *hd);
+/* y [B, T, d] = o [B, H, T, dh] with the heads side by side */
+tandem_status tandem_heads_merge(tandem_stream *s, const float *o, float *y,
+                                 const tandem_heads_dims *hd);
+/* d_o [B, H, T, dh] = dy [B, T, d] split by head (the backward of heads_merge) */
+tandem_status tandem_heads_split_grad(tandem_stream *s, const float *dy, float *d_o,
+                                      const tandem_heads_dims *hd);
+/* p [B, H, T, T] = softmax over the keys j <= i with key_mask [B, T] != 0 of scores [B, H, T, T]
+ * (p may alias scores) */
+tandem_status tandem_softmax_causal_fwd(tandem_stream *s, const float *scores,
+                                        const uint8_t *key_mask, float *p,
+                                        const tandem_heads_dims *hd);
+/* ds [B, H, T, T] = softmax backward of dp at p (ds may alias dp) */
+tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const float *p,
+                                        float *ds, const tandem_heads_dims *hd);
+
+/* ---- the bf16 seams (model.h, "Precision") ---------------------------------------------------
+ * In bf16 mode an f32 kernel whose output only feeds GEMMs writes into an f32 stage and a cast
+ * publishes the bf16 tensor; an f32 gradient that is a GEMM operand is cast into a bf16
+ * scratch. In fp32 mode each is the tensor itself and no cast runs. */
+
+/* Where an f32 kernel writes the GEMM operand t: t (fp32), or stage from element off (bf16). */
+float *tandem_seam_out(int bf16, tandem_tensor *t, const tandem_tensor *stage, int64_t off);
+/* bf16: t [n] = bf16(from [n]) (from is what tandem_seam_out gave); fp32: nothing. */
+tandem_status tandem_seam_publish(tandem_stream *s, int bf16, const float *from, tandem_tensor *t,
+                                  int64_t n);
+/* The f32 gradient g [n] as a GEMM operand *out: g (fp32), or scratch = bf16(g) (bf16). */
+tandem_status tandem_seam_operand(tandem_stream *s, int bf16, const tandem_tensor *g,
+                                  tandem_tensor *scratch, int64_t n, tandem_view *out);
+
+#endif
