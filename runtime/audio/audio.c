@@ -30,6 +30,8 @@ struct tandem_audio_decoder {
 };
 
 tandem_status tandem_audio_decoder_create(tandem_audio_decoder **out) {
+    if (!out) return tandem_fail(TANDEM_E_INVALID, "tandem_audio_decoder_create: out is NULL");
+    *out = NULL;
     tandem_audio_decoder *d = (tandem_audio_decoder *)tandem_calloc(1, sizeof *d);
     if (!d) return tandem_fail(TANDEM_E_NOMEM, "audio decoder: %zu bytes", sizeof *d);
     int err = 0;

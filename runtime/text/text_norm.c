@@ -21,6 +21,7 @@ const char *tandem_lang_name(tandem_lang lang) {
 void tandem_text_norm_init(tandem_text_norm *n) { memset(n, 0, sizeof *n); }
 
 void tandem_text_norm_free(tandem_text_norm *n) {
+    if (!n) return;
     tandem_free(n->buf_[0]);
     tandem_free(n->buf_[1]);
     memset(n, 0, sizeof *n);
