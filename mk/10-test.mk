@@ -29,3 +29,10 @@ $(BUILD)/test/bin/check_layering: test/check_layering.sh
 	@mkdir -p $(dir $@)
 	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath $<)' '$(abspath .)' > $@
 	@chmod +x $@
+
+# Source rules: no function in runtime/ over 80 lines (test/check_function_length.sh, fnlen.awk).
+TEST_BINS += $(BUILD)/test/bin/check_function_length
+$(BUILD)/test/bin/check_function_length: test/check_function_length.sh test/fnlen.awk
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath $<)' '$(abspath .)' > $@
+	@chmod +x $@

@@ -5,6 +5,12 @@
  * with fixed-shape tensors, the GEMM op and the element-wise kernels. Every call returns a
  * tandem_status; on failure tandem_last_error() holds a message for the calling thread.
  * Library code never exits and never prints except through the log hook.
+ *
+ * Failure contract: a function that hands back an object it builds (tandem_*_create, _open,
+ * _init) either returns TANDEM_OK with the object complete, or returns the failure having
+ * released everything it acquired (memory, files, mappings, threads, device objects) and set
+ * *out to NULL (an _init into the caller's struct leaves it holding nothing). The caller
+ * never destroys a half-built object; destroying NULL is always a no-op.
  */
 #ifndef TANDEM_H
 #define TANDEM_H
