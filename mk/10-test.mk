@@ -7,10 +7,15 @@ TEST_CFLAGS   = $(CFLAGS) -DTANDEM_TEST_BUILD_DIR='"$(abspath $(BUILD))"' \
                 -DTANDEM_SOURCE_DIR='"$(abspath .)"'
 TEST_LIBS     = -lcmocka $(DEP_LIBS)
 TEST_BINS    += $(UNIT_BINS)
+# Linked into every test binary that links $(LIB): the TANDEM_* environment becomes the runtime
+# options before main, as in the CLI (the library itself reads no environment).
+TEST_ENV_OBJ := $(BUILD)/obj/tools/env_options.o $(BUILD)/obj/test/env_options_ctor.o
 
-$(TEST_BIN_DIR)/test_%: test/unit/test_%.c $(LIB) $(wildcard test/*.h)
+$(TEST_BIN_DIR)/test_%: test/unit/test_%.c $(TEST_ENV_OBJ) $(LIB) $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(TEST_LIBS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_ENV_OBJ) $(LIB) $(LDFLAGS) $(TEST_LIBS)
+
+-include $(TEST_ENV_OBJ:.o=.d)
 
 .PHONY: deps
 deps:
