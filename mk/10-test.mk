@@ -34,3 +34,10 @@ $(BUILD)/test/bin/check_layering: test/check_layering.sh
 	@mkdir -p $(dir $@)
 	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath $<)' '$(abspath .)' > $@
 	@chmod +x $@
+
+# Library code neither prints nor reads the environment (test/check_sources.sh).
+TEST_BINS += $(BUILD)/test/bin/check_sources
+$(BUILD)/test/bin/check_sources: test/check_sources.sh
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath $<)' '$(abspath .)' > $@
+	@chmod +x $@
