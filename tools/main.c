@@ -105,8 +105,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "tandem: '%s' is not part of this build yet\n", cmds[i].name);
             return 2;
         }
-        char err[512];
-        if (cli_env_apply(err, sizeof err) != TANDEM_OK) { /* the library reads no environment */
+        char err[512]; /* the library reads no environment: it gets the TANDEM_* variables here */
+        if (!cli_wants_help(argc - 1, argv + 1) && cli_env_apply(err, sizeof err) != TANDEM_OK) {
             fprintf(stderr, "tandem: %s (see tandem --help, \"environment\")\n", err);
             return 2;
         }
