@@ -7,10 +7,15 @@ TEST_CFLAGS   = $(CFLAGS) -DTANDEM_TEST_BUILD_DIR='"$(abspath $(BUILD))"' \
                 -DTANDEM_SOURCE_DIR='"$(abspath .)"'
 TEST_LIBS     = -lcmocka $(DEP_LIBS)
 TEST_BINS    += $(UNIT_BINS)
+# Linked into every test binary that links $(LIB): the TANDEM_* environment becomes the runtime
+# options before main, as in the CLI (the library itself reads no environment).
+TEST_ENV_OBJ := $(BUILD)/obj/tools/env_options.o $(BUILD)/obj/test/env_options_ctor.o
 
-$(TEST_BIN_DIR)/test_%: test/unit/test_%.c $(LIB) $(wildcard test/*.h)
+$(TEST_BIN_DIR)/test_%: test/unit/test_%.c $(TEST_ENV_OBJ) $(LIB) $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(TEST_LIBS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_ENV_OBJ) $(LIB) $(LDFLAGS) $(TEST_LIBS)
+
+-include $(TEST_ENV_OBJ:.o=.d)
 
 .PHONY: deps
 deps:
@@ -23,9 +28,14 @@ $(BUILD)/test/bin/check_archive: test/check_archive.sh
 	@printf '#!/bin/sh\nTANDEM_TEST_BUILD_DIR=%s exec bash %s\n' '$(abspath $(BUILD))' '$(abspath $<)' > $@
 	@chmod +x $@
 
-# Source rules: the dependency rule of docs/ARCHITECTURE.md (test/check_layering.sh).
-TEST_BINS += $(BUILD)/test/bin/check_layering
-$(BUILD)/test/bin/check_layering: test/check_layering.sh
+# Source rules, each a script run from the repository root: the dependency rule of
+# docs/ARCHITECTURE.md (check_layering.sh), no function in runtime/ over 80 lines
+# (check_function_length.sh + fnlen.awk), library code neither prints nor reads the
+# environment (check_sources.sh).
+SOURCE_CHECKS := layering function_length sources
+TEST_BINS += $(SOURCE_CHECKS:%=$(BUILD)/test/bin/check_%)
+$(BUILD)/test/bin/check_function_length: test/fnlen.awk
+$(SOURCE_CHECKS:%=$(BUILD)/test/bin/check_%): $(BUILD)/test/bin/check_%: test/check_%.sh
 	@mkdir -p $(dir $@)
 	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath $<)' '$(abspath .)' > $@
 	@chmod +x $@

@@ -20,10 +20,10 @@ FUZZ_HDRS    := test/fuzz/fuzz_common.h
 FUZZ_REPLAY_BINS := $(FUZZ_NAMES:%=$(TEST_BIN_DIR)/fuzz_%)
 TEST_BINS += $(FUZZ_REPLAY_BINS)
 
-$(TEST_BIN_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/replay_main.c $(FUZZ_HDRS) $(LIB)
+$(TEST_BIN_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/replay_main.c $(FUZZ_HDRS) $(TEST_ENV_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -DFUZZ_NAME='"$*"' -DFUZZ_CORPUS='"$(abspath test/fuzz/corpus/$*)"' \
-	  -o $@ test/fuzz/replay_main.c $< $(LIB) $(LDFLAGS) $(DEP_LIBS)
+	  -o $@ test/fuzz/replay_main.c $< $(TEST_ENV_OBJ) $(LIB) $(LDFLAGS) $(DEP_LIBS)
 
 # ---- libFuzzer build: the library again, instrumented, with clang ----------------------------
 # No fatbin is embedded (none of the targets needs it, and it would pull in the nvcc build).

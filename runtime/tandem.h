@@ -5,6 +5,12 @@
  * with fixed-shape tensors, the GEMM op and the element-wise kernels. Every call returns a
  * tandem_status; on failure tandem_last_error() holds a message for the calling thread.
  * Library code never exits and never prints except through the log hook.
+ *
+ * Failure contract: a function that hands back an object it builds (tandem_*_create, _open,
+ * _init) either returns TANDEM_OK with the object complete, or returns the failure having
+ * released everything it acquired (memory, files, mappings, threads, device objects) and set
+ * *out to NULL (an _init into the caller's struct leaves it holding nothing). The caller
+ * never destroys a half-built object; destroying NULL is always a no-op.
  */
 #ifndef TANDEM_H
 #define TANDEM_H
@@ -60,6 +66,64 @@ void tandem_log_set_level(tandem_log_level level);
 /* Number of heap/device allocations the runtime itself has made since start. Tests read it
  * before and after a region to prove that nothing is allocated after the plan is committed. */
 uint64_t tandem_alloc_count(void);
+
+/* ---- runtime options (process-wide) ------------------------------------------------------ */
+
+/* What the library would otherwise have to find out from the environment: which driver
+ * libraries to load, which fatbin, how many host devices and threads, where the text cache
+ * lives. The library reads no environment variable; the `tandem` CLI maps its TANDEM_*
+ * variables onto these fields (README.md, "Environment"), an embedding program sets them
+ * itself or keeps the defaults. A zero field (0, NULL or "") selects the built-in default.
+ * Owns: nothing (the library copies the strings into its own fixed storage). */
+
+#define TANDEM_RUNTIME_PATH_MAX 4096 /* bytes of a path option, terminating NUL included */
+#define TANDEM_MAX_HOST_DEVICES 64   /* largest host_devices */
+#define TANDEM_MAX_HOST_THREADS 256  /* largest host_threads */
+#define TANDEM_HOST_DEVICES_NONE (-1) /* host_devices: no host device at all */
+
+typedef struct tandem_runtime_options {
+    /* CUDA driver library to dlopen. NULL = "libcuda.so.1". Loaded once, at the first CUDA
+     * call of the process: later changes do not reach it. CLI: TANDEM_CUDA_DRIVER. */
+    const char *cuda_driver;
+    /* cuBLASLt library for CUDA GEMMs. NULL = "libcublasLt.so.13", else "libcublasLt.so.12";
+     * "none", "off" or "0" = the fatbin's own GEMM kernels. Loaded once, at the first CUDA
+     * GEMM of the process. CLI: TANDEM_CUBLASLT. */
+    const char *cublaslt;
+    /* NVML library for utilisation/power/clock sampling. NULL = "libnvidia-ml.so.1"; "none" =
+     * no sampling. Loaded once, at the first NVML use of the process. CLI: TANDEM_NVML. */
+    const char *nvml;
+    /* Fatbin file each CUDA device opened afterwards loads instead of the one embedded in
+     * libtandem.a. NULL = the embedded fatbin. CLI: TANDEM_FATBIN. */
+    const char *fatbin;
+    /* Directory of the persistent text cache (created when missing), read by text indexes
+     * opened afterwards. NULL = no persistent cache: each run normalises the corpus text in
+     * memory (logged at INFO). CLI: TANDEM_CACHE_DIR, else $XDG_CACHE_HOME/tandem (absolute
+     * values only), else $HOME/.cache/tandem. */
+    const char *cache_dir;
+    /* Host devices tandem_device_count reports: 1 to TANDEM_MAX_HOST_DEVICES;
+     * TANDEM_HOST_DEVICES_NONE = none; 0 = 2. CLI: TANDEM_HOST_DEVICES. */
+    int host_devices;
+    /* Worker threads of each host device opened afterwards: 1 to TANDEM_MAX_HOST_THREADS;
+     * 0 = the CPUs this process may run on (at most TANDEM_MAX_HOST_THREADS). Results are
+     * bit-identical for any count. CLI: TANDEM_HOST_THREADS. */
+    int host_threads;
+} tandem_runtime_options;
+
+/* Every field to its default (all zero). */
+void tandem_runtime_options_init(tandem_runtime_options *o);
+/* Check *o and make it the process's options; no allocation (strings are copied into fixed
+ * storage of TANDEM_RUNTIME_PATH_MAX bytes each). A bad value — a path that does not fit, a
+ * count out of range, o NULL — is TANDEM_E_INVALID naming the field and the accepted range,
+ * and leaves the options as they were. Applies to what is opened afterwards (devices, text
+ * indexes; the driver libraries only until their first use, see above); objects already
+ * open keep what they were opened with. Threads: meant for start-up, from the thread that
+ * sets up the library, before devices are opened; library internals read the options under
+ * a lock, so a later call from any thread is safe, but it overwrites the strings that an
+ * earlier tandem_runtime_get_options handed out. */
+tandem_status tandem_runtime_set_options(const tandem_runtime_options *o);
+/* The options in effect (the defaults until set). Strings point into the library's storage
+ * (NULL where unset) and stay valid until the next tandem_runtime_set_options. Any thread. */
+void tandem_runtime_get_options(tandem_runtime_options *out);
 
 /* ---- devices ----------------------------------------------------------------------------- */
 

@@ -1,8 +1,10 @@
-/* main.c — the `tandem` command: dispatches to subcommands (tools/cmd_*.c). */
+/* main.c — the `tandem` command: applies the TANDEM_* environment to the runtime options
+ * (tools/env_options.c), then dispatches to subcommands (tools/cmd_*.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "tools/cli.h"
+#include "tools/env_options.h"
 #include "tandem.h"
 
 /* Subcommands not built yet resolve to NULL (weak), so the table can list the whole plan. */
@@ -85,6 +87,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: tandem <command> [options]   (tandem <command> --help for details)\n\n");
     for (int i = 0; i < NCMDS; i++)
         if (cmds[i].fn) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+    cli_env_usage(f);
 }
 
 int main(int argc, char **argv) {
@@ -100,6 +103,11 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], cmds[i].name) != 0) continue;
         if (!cmds[i].fn) {
             fprintf(stderr, "tandem: '%s' is not part of this build yet\n", cmds[i].name);
+            return 2;
+        }
+        char err[512]; /* the library reads no environment: it gets the TANDEM_* variables here */
+        if (!cli_wants_help(argc - 1, argv + 1) && cli_env_apply(err, sizeof err) != TANDEM_OK) {
+            fprintf(stderr, "tandem: %s (see tandem --help, \"environment\")\n", err);
             return 2;
         }
         return cmds[i].fn(argc - 1, argv + 1);

@@ -27,6 +27,7 @@
 
 #include "platform/cuda/cuda_internal.h"
 #include "platform/os/log.h"
+#include "platform/os/settings.h"
 
 /* ---- loading ---- */
 
@@ -65,13 +66,14 @@ static int lt_try(const char *path, char *why, size_t cap) {
 }
 
 static void lt_load(void) {
-    const char *env = getenv("TANDEM_CUBLASLT");
-    if (env && (!strcasecmp(env, "none") || !strcmp(env, "0") || !strcasecmp(env, "off"))) {
-        snprintf(lt_info, sizeof lt_info, "disabled by TANDEM_CUBLASLT=%s", env);
+    char opt[TANDEM_RUNTIME_PATH_MAX];
+    const char *path = tandem_settings_path(TANDEM_SETTING_CUBLASLT, opt);
+    if (!strcasecmp(path, "none") || !strcmp(path, "0") || !strcasecmp(path, "off")) {
+        snprintf(lt_info, sizeof lt_info, "disabled by runtime option cublaslt \"%s\" (TANDEM_CUBLASLT in the CLI)", path);
         return;
     }
-    if (env && env[0]) {
-        lt_ok = lt_try(env, lt_info, sizeof lt_info);
+    if (path[0]) {
+        lt_ok = lt_try(path, lt_info, sizeof lt_info);
         return;
     }
     char why13[240], why12[240];

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/os/settings.h"
+
 tandem_cuda_fns tandem_cu;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -75,8 +77,9 @@ static tandem_status resolve(const char *lib, const char *name, void **out) {
 }
 
 static tandem_status load(void) {
-    const char *env = getenv("TANDEM_CUDA_DRIVER");
-    const char *lib = env && env[0] ? env : "libcuda.so.1";
+    char opt[TANDEM_RUNTIME_PATH_MAX];
+    const char *lib = tandem_settings_path(TANDEM_SETTING_CUDA_DRIVER, opt);
+    if (!lib[0]) lib = "libcuda.so.1";
     dlerror();
     driver_lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!driver_lib) {

@@ -24,6 +24,7 @@
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
+#include "platform/os/settings.h"
 
 #define FATBIN_MAGIC 0xBA55ED50u
 #define FATBIN_HEADER_MIN 16u
@@ -264,15 +265,17 @@ int tandem_fatbin_runs_on(const tandem_fatbin_summary *s, int cc_major, int cc_m
 
 tandem_status tandem_fatbin_load(const void **data, size_t *len, void **owned) {
     *owned = NULL;
-    const char *path = getenv("TANDEM_FATBIN");
-    if (path && path[0]) {
+    char opt[TANDEM_RUNTIME_PATH_MAX];
+    const char *path = tandem_settings_path(TANDEM_SETTING_FATBIN, opt);
+    if (path[0]) {
         char *buf = NULL;
         size_t n = 0;
         tandem_status st = tandem_file_read_all(path, &buf, &n);
         if (st != TANDEM_OK) {
             char why[256]; /* the message is rewritten below: copy it first */
             snprintf(why, sizeof why, "%s", tandem_last_error());
-            return tandem_fail(st, "TANDEM_FATBIN=%s: %s", path, why);
+            return tandem_fail(st, "fatbin %s (runtime option fatbin; TANDEM_FATBIN in the CLI): %s",
+                               path, why);
         }
         *data = buf;
         *len = n;

@@ -12,6 +12,7 @@
 #include "platform/cuda/cuda_driver.h"
 #include "platform/device.h"
 #include "platform/os/log.h"
+#include "platform/os/settings.h"
 #include "platform/cuda/nvml_api.h"
 
 typedef struct nvml_fns {
@@ -96,10 +97,11 @@ static void match_device(int i) {
 }
 
 static tandem_status open_nvml(void) {
-    const char *env = getenv("TANDEM_NVML");
-    const char *lib = env && env[0] ? env : "libnvidia-ml.so.1";
+    char opt[TANDEM_RUNTIME_PATH_MAX];
+    const char *lib = tandem_settings_path(TANDEM_SETTING_NVML, opt);
+    if (!lib[0]) lib = "libnvidia-ml.so.1";
     if (strcmp(lib, "none") == 0)
-        return set_text(TANDEM_E_UNSUPPORTED, "disabled (TANDEM_NVML=none)");
+        return set_text(TANDEM_E_UNSUPPORTED, "disabled (runtime option nvml \"none\"; in the CLI: TANDEM_NVML=none)");
     dlerror();
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL); /* kept for the life of the process */
     if (!h) {

@@ -17,7 +17,6 @@
  * threads on the cores; the model device's step dominates (the data device is busy 1-2 %).
  * Owns: each device's struct, pool and event state; no global state (but see OpenBLAS above).
  */
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,12 +29,12 @@
 #include "platform/host/host_pool.h"
 #include "platform/os/log.h"
 #include "platform/os/os.h"
+#include "platform/os/settings.h"
 #include "kernels/registry.h"
 
 /* Page alignment: above the 64 B the planner needs, and what pinned staging would get. */
 #define HOST_ALIGN 4096
 #define HOST_DEFAULT_DEVICES 2
-#define HOST_MAX_DEVICES 64
 
 typedef struct host_device {
     atomic_long live_allocs; /* mem + pinned allocations not yet freed (leak report at close) */
@@ -58,19 +57,8 @@ static int dev_ordinal(const tandem_device *dev) { return dev->info.ordinal; }
 
 tandem_status tandem_host_device_count(int *count) {
     if (!count) return tandem_fail(TANDEM_E_INVALID, "tandem_host_device_count: count is NULL");
-    *count = HOST_DEFAULT_DEVICES;
-    const char *env = getenv("TANDEM_HOST_DEVICES");
-    if (!env || !env[0]) return TANDEM_OK;
-    char *end = NULL;
-    errno = 0;
-    long n = strtol(env, &end, 10);
-    if (errno != 0 || *end != '\0' || n < 0 || n > HOST_MAX_DEVICES) {
-        *count = 0;
-        return tandem_fail(TANDEM_E_INVALID,
-                           "TANDEM_HOST_DEVICES='%s': expected an integer from 0 to %d", env,
-                           HOST_MAX_DEVICES);
-    }
-    *count = (int)n;
+    int n = tandem_settings_host_devices(); /* validated when set */
+    *count = n == 0 ? HOST_DEFAULT_DEVICES : n == TANDEM_HOST_DEVICES_NONE ? 0 : n;
     return TANDEM_OK;
 }
 
@@ -121,8 +109,8 @@ tandem_status tandem_host_device_open(int ordinal, tandem_device **out) {
     TANDEM_TRY(tandem_host_device_count(&count));
     if (ordinal < 0 || ordinal >= count)
         return tandem_fail(TANDEM_E_INVALID,
-                           "host device %d does not exist: %d host devices (set TANDEM_HOST_DEVICES "
-                           "for more)",
+                           "host device %d does not exist: %d host devices (for more: runtime option "
+                           "host_devices, TANDEM_HOST_DEVICES in the CLI)",
                            ordinal, count);
     tandem_device *dev = tandem_calloc(1, sizeof *dev);
     host_device *h = tandem_calloc(1, sizeof *h);
@@ -135,8 +123,8 @@ tandem_status tandem_host_device_open(int ordinal, tandem_device **out) {
     int threads = 0;
     char pool_name[16];
     snprintf(pool_name, sizeof pool_name, "host%d", ordinal);
-    tandem_status st = tandem_host_pool_default_threads(&threads);
-    if (st == TANDEM_OK) st = tandem_host_pool_create(threads, pool_name, &h->pool);
+    threads = tandem_host_pool_default_threads();
+    tandem_status st = tandem_host_pool_create(threads, pool_name, &h->pool);
     if (st != TANDEM_OK) {
         tandem_free(dev);
         tandem_free(h);

@@ -12,15 +12,15 @@
  */
 #include "platform/host/host_pool.h"
 
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
+#include "platform/os/settings.h"
 
-enum { POOL_MAX_THREADS = 256, PARTS_PER_THREAD = 4 };
+enum { POOL_MAX_THREADS = TANDEM_MAX_HOST_THREADS, PARTS_PER_THREAD = 4 };
 
 struct tandem_host_pool {
     int threads;
@@ -105,21 +105,11 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-tandem_status tandem_host_pool_default_threads(int *threads) {
-    const char *env = getenv("TANDEM_HOST_THREADS");
-    *threads = tandem_cpu_count();
-    if (*threads > POOL_MAX_THREADS) *threads = POOL_MAX_THREADS;
-    if (!env || !env[0]) return TANDEM_OK;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(env, &end, 10);
-    if (errno != 0 || *end != '\0' || v < 1 || v > POOL_MAX_THREADS) {
-        *threads = 0;
-        return tandem_fail(TANDEM_E_INVALID, "TANDEM_HOST_THREADS='%s': expected an integer from 1 to %d",
-                           env, POOL_MAX_THREADS);
-    }
-    *threads = (int)v;
-    return TANDEM_OK;
+int tandem_host_pool_default_threads(void) {
+    int threads = tandem_settings_host_threads(); /* validated when set */
+    if (threads > 0) return threads;
+    threads = tandem_cpu_count();
+    return threads < POOL_MAX_THREADS ? threads : POOL_MAX_THREADS;
 }
 
 tandem_status tandem_host_pool_create(int threads, const char *name, tandem_host_pool **out) {

@@ -1,8 +1,8 @@
 /* host_pool.h — the host backend's worker pool: a fixed set of threads per host device that
  * runs the parallel loops of the kernels' host implementations and of the host GEMM.
  *
- * A pool is created with its device (threads = TANDEM_HOST_THREADS or the CPUs this process
- * may use) and allocates nothing afterwards. The host backend *enters* the device's pool
+ * A pool is created with its device (threads = the runtime option host_threads or the CPUs
+ * this process may use) and allocates nothing afterwards. The host backend *enters* the device's pool
  * around each launch and GEMM; inside, tandem_host_parallel_for splits an index range over
  * the pool. Called with no pool entered (tests calling a host implementation directly, the
  * kernel emulator's reference runs) the same loop runs on the calling thread alone.
@@ -34,9 +34,9 @@ int tandem_host_pool_threads(const tandem_host_pool *p);
  * any loop into, ignoring the grain, so range boundaries fall everywhere. Default 0. */
 void tandem_host_pool_set_fine(tandem_host_pool *p, int fine);
 
-/* Threads a host device's pool gets: TANDEM_HOST_THREADS (1..256) when set, else the number of
- * CPUs this process may run on. TANDEM_E_INVALID (with *threads = 0) for a bad value. */
-tandem_status tandem_host_pool_default_threads(int *threads);
+/* Threads a host device's pool gets: the runtime option host_threads (1..TANDEM_MAX_HOST_THREADS)
+ * when set, else the number of CPUs this process may run on (at most TANDEM_MAX_HOST_THREADS). */
+int tandem_host_pool_default_threads(void);
 
 /* Threads of a host device's pool; 0 for a device of another backend (host_device.c). */
 int tandem_host_device_threads(const tandem_device *dev);

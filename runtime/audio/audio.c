@@ -30,6 +30,8 @@ struct tandem_audio_decoder {
 };
 
 tandem_status tandem_audio_decoder_create(tandem_audio_decoder **out) {
+    if (!out) return tandem_fail(TANDEM_E_INVALID, "tandem_audio_decoder_create: out is NULL");
+    *out = NULL;
     tandem_audio_decoder *d = (tandem_audio_decoder *)tandem_calloc(1, sizeof *d);
     if (!d) return tandem_fail(TANDEM_E_NOMEM, "audio decoder: %zu bytes", sizeof *d);
     int err = 0;
@@ -180,6 +182,102 @@ static void downmix(const float *in, int64_t n, int ch, float *mono) {
     }
 }
 
+/* One decode in progress: the open file, where its samples go and how far it got. */
+typedef struct decode_job {
+    tandem_audio_decoder *d;
+    SNDFILE *f;
+    const char *path;
+    float *out;          /* [max_samples] */
+    int64_t max_samples;
+    int64_t cap;         /* output limit: round(frames * ratio) when resampling a known length */
+    int known, resample; /* the header states the length; the rate is not 22050 Hz */
+    SRC_DATA sd;
+    int64_t produced, read_total;
+} decode_job;
+
+static tandem_status too_long(const decode_job *j) {
+    return tandem_fail(TANDEM_E_BUDGET, "audio %s: too long: more than %lld samples at 22050 Hz", j->path,
+                       (long long)j->max_samples);
+}
+
+/* Feeds one downmixed chunk [left] to the resampler; at the end, flushes the filter's tail. */
+static tandem_status resample_chunk(decode_job *j, const float *src_in, long left, int at_end) {
+    SRC_DATA *sd = &j->sd;
+    while (left > 0 || at_end) {
+        int64_t room = j->cap - j->produced;
+        if (room <= 0) {
+            if (!j->known) return too_long(j);
+            break; /* the rest is the filter's tail past round(frames * ratio) */
+        }
+        sd->data_in = src_in;
+        sd->input_frames = left;
+        sd->data_out = j->out + j->produced;
+        sd->output_frames = room > (1L << 30) ? (1L << 30) : (long)room;
+        sd->end_of_input = at_end;
+        const uint64_t t0 = tandem_now_ns();
+        int err = src_process(j->d->src, sd);
+        j->d->resample_ns += tandem_now_ns() - t0;
+        if (err)
+            return tandem_fail(TANDEM_E_INTERNAL, "audio %s: libsamplerate: %s", j->path, src_strerror(err));
+        src_in += sd->input_frames_used;
+        left -= sd->input_frames_used;
+        j->produced += sd->output_frames_gen;
+        if (left == 0 && (!at_end || sd->output_frames_gen == 0)) break;
+    }
+    return TANDEM_OK;
+}
+
+/* Reads the file to its end in chunks, downmixed and (when the rate differs) resampled. */
+static tandem_status read_all(decode_job *j, int ch) {
+    tandem_audio_decoder *d = j->d;
+    const int64_t chunk_frames = CHUNK_FLOATS / ch;
+    int at_end = 0;
+    while (!at_end) {
+        sf_count_t got = sf_readf_float(j->f, d->in, chunk_frames);
+        if (got < 0) got = 0;
+        j->read_total += got;
+        at_end = got == 0;
+        downmix(d->in, got, ch, d->mono);
+        if (!j->resample) {
+            if (j->produced + got > j->max_samples) return too_long(j);
+            memcpy(j->out + j->produced, d->mono, sizeof(float) * (size_t)got);
+            j->produced += got;
+            continue;
+        }
+        TANDEM_TRY(resample_chunk(j, d->mono, (long)got, at_end));
+    }
+    return TANDEM_OK;
+}
+
+/* After the last read: errors libsndfile noticed, a short read, the resampler's short tail
+ * (padded to the probed count), and samples that are empty or not finite. */
+static tandem_status finish_decode(decode_job *j, const SF_INFO *sfi, int64_t expect) {
+    const char *path = j->path;
+    if (sf_error(j->f) != SF_ERR_NO_ERROR)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: decoding failed after %lld frames: %s", path,
+                           (long long)j->read_total, sf_strerror(j->f));
+    char why[160];
+    if (log_reports_error(j->f, why, sizeof why))
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: corrupt data: %s", path, why);
+    if (j->known && j->read_total < sfi->frames)
+        return tandem_fail(TANDEM_E_FORMAT,
+                           "audio %s: truncated or corrupt: decoded %lld of the %lld frames its header declares",
+                           path, (long long)j->read_total, (long long)sfi->frames);
+    if (j->resample && j->known && j->produced < expect) {
+        /* the sinc filter's flush can end a sample or two short of round(frames * ratio);
+         * the count probe() reported is the contract, so the tail is padded with silence */
+        memset(j->out + j->produced, 0, sizeof(float) * (size_t)(expect - j->produced));
+        j->produced = expect;
+    }
+    /* an Ogg stream cut after its headers, or fewer frames than one output sample */
+    if (j->produced == 0)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: no audio samples decoded (empty or truncated stream)", path);
+    for (int64_t i = 0; i < j->produced; i++)
+        if (!isfinite(j->out[i]))
+            return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample %lld is not finite", path, (long long)i);
+    return TANDEM_OK;
+}
+
 /* Everything after a successful open; the caller closes f. */
 static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_INFO *sfi,
                                  const char *path, float *out, int64_t max_samples, int64_t *n_out) {
@@ -197,85 +295,19 @@ static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_I
                            path, (long long)expect, (long long)max_samples);
 
     sf_command(f, SFC_SET_NORM_FLOAT, NULL, SF_TRUE); /* the default, stated: ints / 2^(bits-1) */
-    const int ch = sfi->channels;
-    const int64_t chunk_frames = CHUNK_FLOATS / ch;
-    const int resample = sfi->samplerate != TANDEM_AUDIO_RATE;
+    decode_job j = {.d = d, .f = f, .path = path, .out = out, .max_samples = max_samples,
+                    .known = known, .resample = sfi->samplerate != TANDEM_AUDIO_RATE};
     /* with a known length the resampler's output is cut at round(frames * ratio) */
-    const int64_t cap = known && resample ? expect : max_samples;
-    SRC_DATA sd;
-    memset(&sd, 0, sizeof sd);
-    if (resample) {
-        sd.src_ratio = (double)TANDEM_AUDIO_RATE / sfi->samplerate;
+    j.cap = known && j.resample ? expect : max_samples;
+    if (j.resample) {
+        j.sd.src_ratio = (double)TANDEM_AUDIO_RATE / sfi->samplerate;
         src_reset(d->src);
-        src_set_ratio(d->src, sd.src_ratio); /* no ramp from the previous file's ratio */
+        src_set_ratio(d->src, j.sd.src_ratio); /* no ramp from the previous file's ratio */
     }
-    int64_t produced = 0, read_total = 0;
-    int at_end = 0;
-    while (!at_end) {
-        sf_count_t got = sf_readf_float(f, d->in, chunk_frames);
-        if (got < 0) got = 0;
-        read_total += got;
-        at_end = got == 0;
-        downmix(d->in, got, ch, d->mono);
-        if (!resample) {
-            if (produced + got > max_samples) goto too_long;
-            memcpy(out + produced, d->mono, sizeof(float) * (size_t)got);
-            produced += got;
-            continue;
-        }
-        /* feed the chunk; at the end, flush the filter's tail */
-        const float *src_in = d->mono;
-        long left = (long)got;
-        while (left > 0 || at_end) {
-            int64_t room = cap - produced;
-            if (room <= 0) {
-                if (!known) goto too_long;
-                break; /* the rest is the filter's tail past round(frames * ratio) */
-            }
-            sd.data_in = src_in;
-            sd.input_frames = left;
-            sd.data_out = out + produced;
-            sd.output_frames = room > (1L << 30) ? (1L << 30) : (long)room;
-            sd.end_of_input = at_end;
-            const uint64_t t0 = tandem_now_ns();
-            int err = src_process(d->src, &sd);
-            d->resample_ns += tandem_now_ns() - t0;
-            if (err)
-                return tandem_fail(TANDEM_E_INTERNAL, "audio %s: libsamplerate: %s", path, src_strerror(err));
-            src_in += sd.input_frames_used;
-            left -= sd.input_frames_used;
-            produced += sd.output_frames_gen;
-            if (left == 0 && (!at_end || sd.output_frames_gen == 0)) break;
-        }
-    }
-    if (sf_error(f) != SF_ERR_NO_ERROR)
-        return tandem_fail(TANDEM_E_FORMAT, "audio %s: decoding failed after %lld frames: %s", path,
-                           (long long)read_total, sf_strerror(f));
-    char why[160];
-    if (log_reports_error(f, why, sizeof why))
-        return tandem_fail(TANDEM_E_FORMAT, "audio %s: corrupt data: %s", path, why);
-    if (known && read_total < sfi->frames)
-        return tandem_fail(TANDEM_E_FORMAT,
-                           "audio %s: truncated or corrupt: decoded %lld of the %lld frames its header declares",
-                           path, (long long)read_total, (long long)sfi->frames);
-    if (resample && known && produced < expect) {
-        /* the sinc filter's flush can end a sample or two short of round(frames * ratio);
-         * the count probe() reported is the contract, so the tail is padded with silence */
-        memset(out + produced, 0, sizeof(float) * (size_t)(expect - produced));
-        produced = expect;
-    }
-    /* an Ogg stream cut after its headers, or fewer frames than one output sample */
-    if (produced == 0)
-        return tandem_fail(TANDEM_E_FORMAT, "audio %s: no audio samples decoded (empty or truncated stream)", path);
-    for (int64_t i = 0; i < produced; i++)
-        if (!isfinite(out[i]))
-            return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample %lld is not finite", path, (long long)i);
-    *n_out = produced;
+    TANDEM_TRY(read_all(&j, sfi->channels));
+    TANDEM_TRY(finish_decode(&j, sfi, expect));
+    *n_out = j.produced;
     return TANDEM_OK;
-
-too_long:
-    return tandem_fail(TANDEM_E_BUDGET, "audio %s: too long: more than %lld samples at 22050 Hz", path,
-                       (long long)max_samples);
 }
 
 tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, float *out,

@@ -33,9 +33,9 @@ struct tandem_griffinlim {
 static const double two_pi = 6.283185307179586476925286766559;
 
 tandem_status tandem_griffinlim_create(int max_frames, tandem_griffinlim **out) {
+    if (out) *out = NULL;
     if (!out || max_frames < 1 || max_frames > (1 << 22))
         return tandem_fail(TANDEM_E_INVALID, "griffinlim: max_frames %d, expected 1..%d", max_frames, 1 << 22);
-    *out = NULL;
     tandem_griffinlim *g = tandem_calloc(1, sizeof *g);
     if (!g) return tandem_fail(TANDEM_E_NOMEM, "griffinlim: out of memory");
     g->max_frames = max_frames;

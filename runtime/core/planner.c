@@ -55,39 +55,44 @@ static int live_together(const tandem_plan_item *a, const tandem_plan_item *b) {
     return a->first_use <= b->last_use && b->first_use <= a->last_use;
 }
 
-tandem_status tandem_planner_place(const tandem_plan_item *items, int n, size_t *offsets,
-                                   int *scratch, tandem_plan_totals *out) {
-    assert(n >= 0 && out && (n == 0 || (items && offsets && scratch)));
-    *out = (tandem_plan_totals){.max_alignment = 1};
-
-    size_t m = 1; /* the largest alignment: both regions are rounded to it */
+/* The largest alignment (both regions are rounded to it); checks each item's invariants. */
+static size_t max_alignment(const tandem_plan_item *items, int n) {
+    size_t m = 1;
     for (int i = 0; i < n; i++) {
         assert(is_pow2(items[i].alignment));
         assert(items[i].lifetime == TANDEM_PERSISTENT || items[i].lifetime == TANDEM_PER_STEP);
         assert(items[i].lifetime == TANDEM_PERSISTENT || items[i].first_use <= items[i].last_use);
         if (items[i].alignment > m) m = items[i].alignment;
     }
+    return m;
+}
 
-    /* Sum of per-step items, each rounded to m: bounds every per-step end (see below), so
-     * once it fits in size_t no offset arithmetic below can overflow. */
-    size_t sum = 0;
-    int *order = scratch, *placed = scratch + n;
-    int n_step = 0, n_placed = 0;
+/* Lists the per-step items in order[0..*n_step) and sums them, each rounded to m: the sum bounds
+ * every per-step end (see place_per_step), so once it fits in size_t no offset arithmetic there
+ * can overflow. */
+static tandem_status collect_per_step(const tandem_plan_item *items, int n, size_t m, int *order,
+                                      int *n_step, size_t *sum) {
+    *sum = 0;
+    *n_step = 0;
     for (int i = 0; i < n; i++) {
         if (items[i].lifetime != TANDEM_PER_STEP) continue;
         size_t r;
-        if (!align_up(items[i].size, m, &r) || !add_ok(sum, r, &sum))
+        if (!align_up(items[i].size, m, &r) || !add_ok(*sum, r, sum))
             return tandem_fail(TANDEM_E_INVALID,
                                "memory plan: per-step tensors total more than %zu bytes "
                                "(item %d is %zu bytes)", (size_t)SIZE_MAX, i, items[i].size);
-        order[n_step++] = i;
+        order[(*n_step)++] = i;
     }
-    sort_order(items, order, n_step);
+    return TANDEM_OK;
+}
 
-    /* Greedy: each item goes to the lowest aligned gap between the already placed items it is
-     * live together with. `placed` is kept sorted by offset so one pass finds the gap.
-     * Every candidate is <= the end of some placed item or 0, so ends stay <= sum. */
+/* Greedy: each item of order[0..n_step) goes to the lowest aligned gap between the already placed
+ * items it is live together with. `placed` is kept sorted by offset so one pass finds the gap.
+ * Every candidate is <= the end of some placed item or 0, so ends stay <= sum. Returns the peak. */
+static size_t place_per_step(const tandem_plan_item *items, const int *order, int n_step, int *placed,
+                             size_t *offsets) {
     size_t peak = 0;
+    int n_placed = 0;
     for (int k = 0; k < n_step; k++) {
         int i = order[k];
         const tandem_plan_item *it = &items[i];
@@ -112,10 +117,13 @@ tandem_status tandem_planner_place(const tandem_plan_item *items, int n, size_t 
         placed[pos] = i;
         n_placed++;
     }
-    size_t peak_r = peak;
-    align_up(peak, m, &peak_r); /* peak <= sum, a multiple of m: cannot overflow */
+    return peak;
+}
 
-    /* Persistent: distance from the top first, converted to offsets once the arena is known. */
+/* Persistent items stack down from the top of the arena, above the per-step region of peak_r
+ * bytes: distance from the top first, converted to offsets once the arena size is known. */
+static tandem_status place_persistent(const tandem_plan_item *items, int n, size_t m, size_t peak_r,
+                                      size_t *offsets, size_t *pers, size_t *arena) {
     size_t top = 0;
     for (int i = 0; i < n; i++) {
         if (items[i].lifetime != TANDEM_PERSISTENT) continue;
@@ -125,13 +133,31 @@ tandem_status tandem_planner_place(const tandem_plan_item *items, int n, size_t 
                                "(item %d is %zu bytes)", (size_t)SIZE_MAX, i, items[i].size);
         offsets[i] = top;
     }
-    size_t pers = 0, arena = 0;
-    if (!align_up(top, m, &pers) || !add_ok(pers, peak_r, &arena))
+    *pers = 0;
+    *arena = 0;
+    if (!align_up(top, m, pers) || !add_ok(*pers, peak_r, arena))
         return tandem_fail(TANDEM_E_INVALID, "memory plan: arena larger than %zu bytes",
                            (size_t)SIZE_MAX);
     for (int i = 0; i < n; i++)
-        if (items[i].lifetime == TANDEM_PERSISTENT) offsets[i] = arena - offsets[i];
+        if (items[i].lifetime == TANDEM_PERSISTENT) offsets[i] = *arena - offsets[i];
+    return TANDEM_OK;
+}
 
+tandem_status tandem_planner_place(const tandem_plan_item *items, int n, size_t *offsets,
+                                   int *scratch, tandem_plan_totals *out) {
+    assert(n >= 0 && out && (n == 0 || (items && offsets && scratch)));
+    *out = (tandem_plan_totals){.max_alignment = 1};
+    size_t m = max_alignment(items, n);
+    int *order = scratch, *placed = scratch + n;
+    int n_step = 0;
+    size_t sum = 0;
+    TANDEM_TRY(collect_per_step(items, n, m, order, &n_step, &sum));
+    sort_order(items, order, n_step);
+    size_t peak = place_per_step(items, order, n_step, placed, offsets);
+    size_t peak_r = peak;
+    align_up(peak, m, &peak_r); /* peak <= sum, a multiple of m: cannot overflow */
+    size_t pers = 0, arena = 0;
+    TANDEM_TRY(place_persistent(items, n, m, peak_r, offsets, &pers, &arena));
     out->persistent_bytes = pers;
     out->per_step_peak = peak_r;
     out->per_step_sum = sum;

@@ -18,10 +18,10 @@ static void tick(tandem_ring *r) {
 }
 
 tandem_status tandem_ring_init(tandem_ring *r, int n_slots, tandem_device *model_dev) {
+    if (r) memset(r, 0, sizeof *r);
     if (!r || !model_dev || n_slots < 1 || n_slots > TANDEM_CONFIG_MAX_PREFETCH)
         return tandem_fail(TANDEM_E_INVALID, "ring: %d slots: expected 1 to %d (and a model device)", n_slots,
                            TANDEM_CONFIG_MAX_PREFETCH);
-    memset(r, 0, sizeof *r);
     r->n_slots = n_slots;
     for (int k = 0; k < n_slots; k++) {
         tandem_status st = tandem_event_create(model_dev, &r->filled[k]);

@@ -50,7 +50,7 @@ typedef struct tandem_ring {
     uint64_t wait_ns, acquires;
 } tandem_ring;
 
-/* n_slots in [1, TANDEM_CONFIG_MAX_PREFETCH]; events on model_dev. */
+/* n_slots in [1, TANDEM_CONFIG_MAX_PREFETCH]; events on model_dev. On failure *r is zeroed. */
 tandem_status tandem_ring_init(tandem_ring *r, int n_slots, tandem_device *model_dev);
 void tandem_ring_destroy(tandem_ring *r);
 

@@ -40,9 +40,9 @@ static void build_perm(const tandem_sampler *s, int64_t epoch, uint32_t *perm) {
 
 tandem_status tandem_sampler_init(tandem_sampler *s, const uint32_t *items, uint32_t count, uint64_t seed,
                                   int shuffle) {
+    if (s) memset(s, 0, sizeof *s);
     if (!s || !items || count == 0)
         return tandem_fail(TANDEM_E_INVALID, "sampler: %s", !s || !items ? "NULL argument" : "no items to sample");
-    memset(s, 0, sizeof *s);
     s->items = tandem_malloc(sizeof(uint32_t) * count);
     s->perm = tandem_malloc(sizeof(uint32_t) * count);
     if (!s->items || !s->perm) {

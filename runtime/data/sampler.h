@@ -29,7 +29,7 @@ typedef struct tandem_sampler {
     tandem_sampler_pos pos;
 } tandem_sampler;
 
-/* items: [count] values to visit (count >= 1). Starts at (0, 0). */
+/* items: [count] values to visit (count >= 1). Starts at (0, 0). On failure *s is zeroed. */
 tandem_status tandem_sampler_init(tandem_sampler *s, const uint32_t *items, uint32_t count,
                                   uint64_t seed, int shuffle);
 void tandem_sampler_free(tandem_sampler *s);

@@ -15,7 +15,9 @@ void tandem_stage_times_init(tandem_stage_times *t) {
     tandem_mutex_init(&t->m);
 }
 
-void tandem_stage_times_destroy(tandem_stage_times *t) { tandem_mutex_destroy(&t->m); }
+void tandem_stage_times_destroy(tandem_stage_times *t) {
+    if (t) tandem_mutex_destroy(&t->m);
+}
 
 void tandem_stage_times_add(tandem_stage_times *t, tandem_stage s, double ms) {
     if ((unsigned)s >= TANDEM_STAGE_COUNT) return;

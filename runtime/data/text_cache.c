@@ -13,6 +13,7 @@
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
+#include "platform/os/settings.h"
 #include "runtime/text/symbols.h"
 
 _Static_assert(sizeof(tandem_text_cache_header) == 128, "cache header is 128 bytes");
@@ -78,21 +79,28 @@ void tandem_text_cache_layout(uint32_t n_utts, uint64_t n_tokens, uint64_t strin
 #undef ALIGN8
 }
 
-tandem_status tandem_text_cache_dir(char *buf, size_t cap) {
-    const char *e = getenv("TANDEM_CACHE_DIR");
-    int k;
-    if (e && e[0]) {
-        k = snprintf(buf, cap, "%s", e);
-    } else if ((e = getenv("XDG_CACHE_HOME")) && e[0] == '/') { /* the XDG spec ignores relative values */
-        k = snprintf(buf, cap, "%s/tandem", e);
-    } else if ((e = getenv("HOME")) && e[0]) {
-        k = snprintf(buf, cap, "%s/.cache/tandem", e);
-    } else {
-        return tandem_fail(TANDEM_E_INVALID,
-                           "text cache: no directory (set TANDEM_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+const char *tandem_text_cache_dir(char buf[TANDEM_RUNTIME_PATH_MAX]) {
+    return tandem_settings_path(TANDEM_SETTING_CACHE_DIR, buf);
+}
+
+/* ix->cache_path for the dataset at real_dir; left "" when there is no cache directory (the
+ * frontend then runs in memory) or it cannot be made. */
+static void cache_path_for(const tandem_text_index_config *cfg, const char *real_dir, tandem_text_index *ix) {
+    char dir[TANDEM_RUNTIME_PATH_MAX];
+    if (cfg->cache_dir) snprintf(dir, sizeof dir, "%s", cfg->cache_dir);
+    else tandem_text_cache_dir(dir);
+    if (!dir[0]) {
+        tandem_logf(TANDEM_LOG_INFO, "text cache: no cache directory (runtime option cache_dir; "
+                                     "TANDEM_CACHE_DIR in the CLI): the text frontend runs in memory");
+        return;
     }
-    if (k < 0 || (size_t)k >= cap) return tandem_fail(TANDEM_E_INVALID, "text cache: directory path too long");
-    return TANDEM_OK;
+    if (tandem_mkdir_p(dir) != TANDEM_OK) {
+        tandem_logf(TANDEM_LOG_WARN, "text cache disabled: %s", tandem_last_error());
+        return;
+    }
+    int k = snprintf(ix->cache_path, sizeof ix->cache_path, "%s/text-%016llx.cache", dir,
+                     (unsigned long long)tandem_hash64(real_dir, strlen(real_dir), 0));
+    if (k < 0 || (size_t)k >= sizeof ix->cache_path) ix->cache_path[0] = 0;
 }
 
 void tandem_text_cache_seal(void *blob, size_t bytes, uint64_t key) {
@@ -215,22 +223,12 @@ tandem_status tandem_text_index_open(const tandem_text_index_config *cfg, tandem
     uint64_t key = compute_key(cfg, meta, meta_len, real_dir);
 
     if (cfg->use_cache) {
-        char dir[PATH_MAX];
-        tandem_status st = cfg->cache_dir ? (snprintf(dir, sizeof dir, "%s", cfg->cache_dir), TANDEM_OK)
-                                          : tandem_text_cache_dir(dir, sizeof dir);
-        if (st == TANDEM_OK) st = tandem_mkdir_p(dir);
-        if (st == TANDEM_OK) {
-            int k = snprintf(ix->cache_path, sizeof ix->cache_path, "%s/text-%016llx.cache", dir,
-                             (unsigned long long)tandem_hash64(real_dir, strlen(real_dir), 0));
-            if (k < 0 || (size_t)k >= sizeof ix->cache_path) ix->cache_path[0] = 0;
-        } else {
-            tandem_logf(TANDEM_LOG_WARN, "text cache disabled: %s", tandem_last_error());
-        }
+        cache_path_for(cfg, real_dir, ix);
         if (ix->cache_path[0]) {
             void *data = NULL;
             size_t bytes = 0;
             int absent;
-            st = map_file(ix->cache_path, &data, &bytes, &absent);
+            tandem_status st = map_file(ix->cache_path, &data, &bytes, &absent);
             if (st == TANDEM_OK) {
                 st = tandem_text_cache_check(data, bytes, key);
                 if (st == TANDEM_OK) {

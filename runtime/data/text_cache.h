@@ -1,7 +1,8 @@
 /* text_cache.h — the persistent text cache (format in docs/FORMATS.md, "text cache").
  *
- * One file per dataset directory in the cache directory ($TANDEM_CACHE_DIR, else
- * $XDG_CACHE_HOME/tandem, else ~/.cache/tandem — never inside the dataset). Its header holds a
+ * One file per dataset directory in the cache directory (the runtime option cache_dir, which
+ * the CLI sets to $TANDEM_CACHE_DIR, else $XDG_CACHE_HOME/tandem, else ~/.cache/tandem — never
+ * inside the dataset; none set: no persistent cache, the frontend runs in memory). Its header holds a
  * key (hash of the metadata bytes, frontend/symbol/format versions and the index settings)
  * and checksums; a file whose size, magic, versions, key or checksums do not match is rebuilt,
  * never trusted. Written atomically, read with mmap. Owns nothing between calls. */
@@ -46,8 +47,8 @@ void tandem_text_cache_layout(uint32_t n_utts, uint64_t n_tokens, uint64_t strin
 /* A fast 64-bit hash of the project's own design (4 multiply-rotate lanes, final avalanche). */
 uint64_t tandem_hash64(const void *data, size_t len, uint64_t seed);
 
-/* Cache directory for this process (see above); TANDEM_E_INVALID if none can be named. */
-tandem_status tandem_text_cache_dir(char *buf, size_t cap);
+/* The cache directory of the runtime options copied into buf; returns buf, "" when none is set. */
+const char *tandem_text_cache_dir(char buf[TANDEM_RUNTIME_PATH_MAX]);
 
 /* Check a mapped/read file against the expected key. Returns TANDEM_OK or TANDEM_E_FORMAT with
  * the reason as the message (size, magic, version, key, checksum). */

@@ -343,6 +343,141 @@ static void report_row(const char *meta_path, const row *r, int max_text) {
     }
 }
 
+/* Worker threads for n_rows rows: the configured count (0 = one per CPU), within [1, 64], and no
+ * more than there are chunks of rows to hand out. */
+static int worker_count(const tandem_text_index_config *cfg, size_t n_rows) {
+    int nw = cfg->num_workers > 0 ? cfg->num_workers : tandem_cpu_count();
+    if (nw < 1) nw = 1;
+    if (nw > 64) nw = 64;
+    if ((size_t)nw > n_rows / CHUNK_ROWS + 1) nw = (int)(n_rows / CHUNK_ROWS + 1);
+    return nw;
+}
+
+/* Check audio, normalise and encode every row on nw threads (the calling thread is worker 0).
+ * Tokens land in sh->vecs[worker] (allocated by the caller, freed by it even on failure). */
+static tandem_status encode_rows(shared *sh, int nw) {
+    tandem_status st = TANDEM_OK;
+    worker_arg *wa = tandem_calloc((size_t)nw, sizeof *wa);
+    tandem_thread *th = tandem_calloc((size_t)nw, sizeof *th);
+    if (!wa || !th) {
+        st = tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+        goto done;
+    }
+    int started = 0;
+    for (int w = 0; w < nw; w++) {
+        wa[w].sh = sh;
+        wa[w].index = w;
+    }
+    for (int w = 1; w < nw; w++) {
+        st = tandem_thread_start(&th[w], worker_main, &wa[w], "tandem-text");
+        if (st != TANDEM_OK) break;
+        started = w;
+    }
+    worker_main(&wa[0]);
+    for (int w = 1; w <= started; w++) tandem_thread_join(&th[w]);
+    for (int w = 0; w < nw && st == TANDEM_OK; w++)
+        if (wa[w].st != TANDEM_OK) st = tandem_fail(wa[w].st, "%s", wa[w].err);
+done:
+    tandem_free(wa);
+    tandem_free(th);
+    return st;
+}
+
+/* What the gathered index will hold, counted in metadata order before it is laid out. */
+typedef struct totals {
+    uint32_t n_utts;
+    uint64_t n_tokens, strings_bytes;
+    uint32_t skipped[TANDEM_SKIP_COUNT];
+} totals;
+
+/* Counts the usable rows and their sizes; reports every skipped row (in metadata order). */
+static void count_rows(const char *meta_path, const row *rows, size_t n_rows, int max_text, totals *t) {
+    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < n_rows; i++) {
+        const row *r = &rows[i];
+        if (r->skip) {
+            t->skipped[r->skip - 1]++;
+            report_row(meta_path, r, max_text);
+            continue;
+        }
+        t->n_utts++;
+        t->n_tokens += r->n_tok;
+        /* id\0 wavs/<id>.<ext>\0 */
+        t->strings_bytes += r->id_len + 1 + 5 + r->id_len + 1 + strlen(audio_exts[r->audio_ext]) + 1;
+    }
+}
+
+/* The index would be empty or too large for its 32-bit offsets: say why, with the skip counts. */
+static tandem_status check_totals(const char *meta_path, size_t n_rows, const totals *t) {
+    if (t->n_utts == 0) {
+        char counts[512];
+        size_t o = 0;
+        for (int k = 0; k < TANDEM_SKIP_COUNT; k++)
+            if (t->skipped[k] && o < sizeof counts)
+                o += (size_t)snprintf(counts + o, sizeof counts - o, "%s%s %u", o ? ", " : "", reason_names[k],
+                                      t->skipped[k]);
+        return tandem_fail(TANDEM_E_INVALID, "%s: no usable utterances in %zu rows%s%s%s", meta_path, n_rows,
+                           o ? " (skipped: " : "", o ? counts : "", o ? ")" : "");
+    }
+    if (t->n_tokens > UINT32_MAX || t->strings_bytes > UINT32_MAX)
+        return tandem_fail(TANDEM_E_INVALID, "%s: too large for the index (%llu tokens, %llu string bytes)",
+                           meta_path, (unsigned long long)t->n_tokens, (unsigned long long)t->strings_bytes);
+    return TANDEM_OK;
+}
+
+/* Copies the usable rows' records, tokens and strings into the blob's sections. */
+static void fill_records(const row *rows, size_t n_rows, const tokvec *vecs, tandem_text_cache_header *h,
+                         tandem_utt *utts, uint16_t *toks, char *strs) {
+    uint32_t u = 0, tk = 0, so = 0;
+    for (size_t i = 0; i < n_rows; i++) {
+        const row *r = &rows[i];
+        if (r->skip) continue;
+        tandem_utt *x = &utts[u++];
+        x->line = r->line;
+        x->n_samples = r->n_samples;
+        x->lang = r->lang;
+        x->tok = tk;
+        x->n_tok = (uint16_t)r->n_tok;
+        memcpy(toks + tk, vecs[r->worker].v + r->tok, r->n_tok * sizeof *toks);
+        tk += r->n_tok;
+        x->id = so;
+        memcpy(strs + so, r->id, r->id_len);
+        so += r->id_len + 1;
+        x->audio = so;
+        so += (uint32_t)sprintf(strs + so, "wavs/%.*s.%s", (int)r->id_len, r->id, audio_exts[r->audio_ext]) + 1;
+        if (r->n_tok > h->max_tok) h->max_tok = r->n_tok;
+        h->lang_count[r->lang]++;
+    }
+}
+
+/* Lays the usable rows out as a text-cache blob (header, records, tokens, strings). */
+static tandem_status gather_blob(const row *rows, size_t n_rows, const tokvec *vecs, const totals *t,
+                                 void **blob, size_t *blob_bytes) {
+    size_t utts_off, tokens_off, strings_off, total;
+    tandem_text_cache_layout(t->n_utts, t->n_tokens, t->strings_bytes, &utts_off, &tokens_off, &strings_off,
+                             &total);
+    char *b = tandem_calloc(1, total);
+    if (!b) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory (%zu bytes)", total);
+    tandem_text_cache_header *h = (tandem_text_cache_header *)b;
+    fill_records(rows, n_rows, vecs, h, (tandem_utt *)(b + utts_off), (uint16_t *)(b + tokens_off),
+                 b + strings_off);
+    memcpy(h->magic, TANDEM_TEXT_CACHE_MAGIC, 8);
+    h->format = TANDEM_TEXT_CACHE_FORMAT;
+    h->header_bytes = sizeof *h;
+    h->frontend_version = TANDEM_TEXT_FRONTEND_VERSION;
+    h->symbols_version = TANDEM_SYMBOLS_VERSION;
+    h->n_utts = t->n_utts;
+    h->utt_bytes = sizeof(tandem_utt);
+    h->n_tokens = t->n_tokens;
+    h->strings_bytes = t->strings_bytes;
+    h->payload_bytes = total - sizeof *h;
+    h->lines = (uint32_t)n_rows;
+    memcpy(h->skipped, t->skipped, sizeof t->skipped);
+    *blob = b;
+    *blob_bytes = total;
+    return TANDEM_OK;
+}
+
 tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, const char *meta_path,
                                            const char *meta, size_t meta_len, void **blob,
                                            size_t *blob_bytes) {
@@ -357,125 +492,21 @@ tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, 
         tandem_free(rows);
         return st;
     }
-
-    int nw = cfg->num_workers > 0 ? cfg->num_workers : tandem_cpu_count();
-    if (nw < 1) nw = 1;
-    if (nw > 64) nw = 64;
-    if ((size_t)nw > n_rows / CHUNK_ROWS + 1) nw = (int)(n_rows / CHUNK_ROWS + 1);
+    int nw = worker_count(cfg, n_rows);
     shared sh = {.cfg = cfg, .meta_path = meta_path, .rows = rows, .n_rows = n_rows};
     atomic_init(&sh.next, 0);
     atomic_init(&sh.failed, 0);
     sh.vecs = tandem_calloc((size_t)nw, sizeof *sh.vecs);
-    worker_arg *wa = tandem_calloc((size_t)nw, sizeof *wa);
-    tandem_thread *th = tandem_calloc((size_t)nw, sizeof *th);
-    if (!sh.vecs || !wa || !th) {
-        st = tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
-        goto done;
+    st = sh.vecs ? encode_rows(&sh, nw) : tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+    totals t;
+    if (st == TANDEM_OK) {
+        count_rows(meta_path, rows, n_rows, cfg->max_text, &t); /* reports skipped rows */
+        st = check_totals(meta_path, n_rows, &t);
     }
-    int started = 0;
-    for (int w = 0; w < nw; w++) {
-        wa[w].sh = &sh;
-        wa[w].index = w;
-    }
-    for (int w = 1; w < nw; w++) { /* the calling thread is worker 0 */
-        st = tandem_thread_start(&th[w], worker_main, &wa[w], "tandem-text");
-        if (st != TANDEM_OK) break;
-        started = w;
-    }
-    worker_main(&wa[0]);
-    for (int w = 1; w <= started; w++) tandem_thread_join(&th[w]);
-    if (st != TANDEM_OK) goto done;
-    for (int w = 0; w < nw; w++) {
-        if (wa[w].st != TANDEM_OK) {
-            st = tandem_fail(wa[w].st, "%s", wa[w].err);
-            goto done;
-        }
-    }
-
-    /* gather in metadata order */
-    uint32_t n_utts = 0;
-    uint64_t n_tokens = 0, strings_bytes = 0;
-    uint32_t skipped[TANDEM_SKIP_COUNT] = {0};
-    for (size_t i = 0; i < n_rows; i++) {
-        row *r = &rows[i];
-        if (r->skip) {
-            skipped[r->skip - 1]++;
-            report_row(meta_path, r, cfg->max_text);
-            continue;
-        }
-        n_utts++;
-        n_tokens += r->n_tok;
-        /* id\0 wavs/<id>.<ext>\0 */
-        strings_bytes += r->id_len + 1 + 5 + r->id_len + 1 + strlen(audio_exts[r->audio_ext]) + 1;
-    }
-    if (n_utts == 0) {
-        char counts[512];
-        size_t o = 0;
-        for (int k = 0; k < TANDEM_SKIP_COUNT; k++)
-            if (skipped[k] && o < sizeof counts)
-                o += (size_t)snprintf(counts + o, sizeof counts - o, "%s%s %u", o ? ", " : "", reason_names[k],
-                                      skipped[k]);
-        st = tandem_fail(TANDEM_E_INVALID, "%s: no usable utterances in %zu rows%s%s%s", meta_path, n_rows,
-                         o ? " (skipped: " : "", o ? counts : "", o ? ")" : "");
-        goto done;
-    }
-    if (n_tokens > UINT32_MAX || strings_bytes > UINT32_MAX) {
-        st = tandem_fail(TANDEM_E_INVALID, "%s: too large for the index (%llu tokens, %llu string bytes)",
-                         meta_path, (unsigned long long)n_tokens, (unsigned long long)strings_bytes);
-        goto done;
-    }
-    size_t utts_off, tokens_off, strings_off, total;
-    tandem_text_cache_layout(n_utts, n_tokens, strings_bytes, &utts_off, &tokens_off, &strings_off, &total);
-    char *b = tandem_calloc(1, total);
-    if (!b) {
-        st = tandem_fail(TANDEM_E_NOMEM, "index: out of memory (%zu bytes)", total);
-        goto done;
-    }
-    tandem_text_cache_header *h = (tandem_text_cache_header *)b;
-    tandem_utt *utts = (tandem_utt *)(b + utts_off);
-    uint16_t *toks = (uint16_t *)(b + tokens_off);
-    char *strs = b + strings_off;
-    uint32_t u = 0, tk = 0, so = 0;
-    for (size_t i = 0; i < n_rows; i++) {
-        row *r = &rows[i];
-        if (r->skip) continue;
-        tandem_utt *x = &utts[u++];
-        x->line = r->line;
-        x->n_samples = r->n_samples;
-        x->lang = r->lang;
-        x->tok = tk;
-        x->n_tok = (uint16_t)r->n_tok;
-        memcpy(toks + tk, sh.vecs[r->worker].v + r->tok, r->n_tok * sizeof *toks);
-        tk += r->n_tok;
-        x->id = so;
-        memcpy(strs + so, r->id, r->id_len);
-        so += r->id_len + 1;
-        x->audio = so;
-        so += (uint32_t)sprintf(strs + so, "wavs/%.*s.%s", (int)r->id_len, r->id, audio_exts[r->audio_ext]) + 1;
-        if (r->n_tok > h->max_tok) h->max_tok = r->n_tok;
-        h->lang_count[r->lang]++;
-    }
-    memcpy(h->magic, TANDEM_TEXT_CACHE_MAGIC, 8);
-    h->format = TANDEM_TEXT_CACHE_FORMAT;
-    h->header_bytes = sizeof *h;
-    h->frontend_version = TANDEM_TEXT_FRONTEND_VERSION;
-    h->symbols_version = TANDEM_SYMBOLS_VERSION;
-    h->n_utts = n_utts;
-    h->utt_bytes = sizeof(tandem_utt);
-    h->n_tokens = n_tokens;
-    h->strings_bytes = strings_bytes;
-    h->payload_bytes = total - sizeof *h;
-    h->lines = (uint32_t)n_rows;
-    memcpy(h->skipped, skipped, sizeof skipped);
-    *blob = b;
-    *blob_bytes = total;
-    st = TANDEM_OK;
-done:
+    if (st == TANDEM_OK) st = gather_blob(rows, n_rows, sh.vecs, &t, blob, blob_bytes);
     if (sh.vecs)
         for (int w = 0; w < nw; w++) tandem_free(sh.vecs[w].v);
     tandem_free(sh.vecs);
-    tandem_free(wa);
-    tandem_free(th);
     tandem_free(rows);
     return st;
 }
@@ -508,59 +539,55 @@ static uint64_t split_rng(uint64_t *s) { /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-tandem_status tandem_text_index_split(const tandem_text_index_config *cfg, tandem_text_index *ix) {
-    uint32_t n = ix->count;
-    /* a cache file can claim zero records (a build never writes one); nothing to split */
-    if (n == 0) return tandem_fail(TANDEM_E_INVALID, "index: no utterances to split into train and val");
-    uint8_t *is_val = tandem_calloc(n ? n : 1, 1);
-    if (!is_val) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
-    uint32_t n_val = 0;
-    if (cfg->n_val_ids) {
-        for (size_t k = 0; k < cfg->n_val_ids; k++) {
-            uint32_t i = 0;
-            for (; i < n; i++)
-                if (strcmp(tandem_utt_id(ix, &ix->utts[i]), cfg->val_ids[k]) == 0) break;
-            if (i == n) {
-                tandem_logf(TANDEM_LOG_WARN, "index: val id '%s' is not among the usable utterances", cfg->val_ids[k]);
-                continue;
-            }
-            if (!is_val[i]) n_val++;
-            is_val[i] = 1;
+/* Marks the val ids named in cfg->val_ids (is_val[i] = 1); unknown ids are warned about. */
+static uint32_t mark_val_ids(const tandem_text_index_config *cfg, const tandem_text_index *ix, uint8_t *is_val) {
+    uint32_t n = ix->count, n_val = 0;
+    for (size_t k = 0; k < cfg->n_val_ids; k++) {
+        uint32_t i = 0;
+        for (; i < n; i++)
+            if (strcmp(tandem_utt_id(ix, &ix->utts[i]), cfg->val_ids[k]) == 0) break;
+        if (i == n) {
+            tandem_logf(TANDEM_LOG_WARN, "index: val id '%s' is not among the usable utterances", cfg->val_ids[k]);
+            continue;
         }
-    } else if (cfg->val_fraction > 0) {
-        if (cfg->val_fraction >= 1) {
-            tandem_free(is_val);
-            return tandem_fail(TANDEM_E_INVALID, "index: val_fraction %g must be in [0, 1)", cfg->val_fraction);
-        }
-        uint32_t want = (uint32_t)(cfg->val_fraction * n + 0.5);
-        if (want == 0 && n > 1) want = 1;
-        if (want >= n) want = n - 1; /* keep at least one training utterance */
-        /* partial Fisher-Yates over indices: the first `want` picks are the val set */
-        uint32_t *perm = tandem_malloc((size_t)n * sizeof *perm);
-        if (!perm) {
-            tandem_free(is_val);
-            return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
-        }
-        for (uint32_t i = 0; i < n; i++) perm[i] = i;
-        uint64_t s = cfg->seed;
-        for (uint32_t i = 0; i < want; i++) {
-            uint32_t j = i + (uint32_t)(split_rng(&s) % (n - i));
-            uint32_t t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-            is_val[perm[i]] = 1;
-        }
-        n_val = want;
-        tandem_free(perm);
+        if (!is_val[i]) n_val++;
+        is_val[i] = 1;
     }
-    if (n_val == n) {
-        tandem_free(is_val);
-        return tandem_fail(TANDEM_E_INVALID, "index: every utterance is in the val set; nothing to train on");
+    return n_val;
+}
+
+/* Marks round(val_fraction * n) seeded random utterances as val (at least one, never all). */
+static tandem_status mark_val_fraction(const tandem_text_index_config *cfg, uint32_t n, uint8_t *is_val,
+                                       uint32_t *n_val) {
+    if (cfg->val_fraction >= 1)
+        return tandem_fail(TANDEM_E_INVALID, "index: val_fraction %g must be in [0, 1)", cfg->val_fraction);
+    uint32_t want = (uint32_t)(cfg->val_fraction * n + 0.5);
+    if (want == 0 && n > 1) want = 1;
+    if (want >= n) want = n - 1; /* keep at least one training utterance */
+    /* partial Fisher-Yates over indices: the first `want` picks are the val set */
+    uint32_t *perm = tandem_malloc((size_t)n * sizeof *perm);
+    if (!perm) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+    for (uint32_t i = 0; i < n; i++) perm[i] = i;
+    uint64_t s = cfg->seed;
+    for (uint32_t i = 0; i < want; i++) {
+        uint32_t j = i + (uint32_t)(split_rng(&s) % (n - i));
+        uint32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+        is_val[perm[i]] = 1;
     }
-    /* duration filter: the split is made first, so the val set does not depend on max_samples */
+    *n_val = want;
+    tandem_free(perm);
+    return TANDEM_OK;
+}
+
+/* Duration filter: an utterance without a length, too long or too short is left out of both
+ * sets (is_val[i] = 2) and counted in ix->audio_*. Counts what each set keeps. */
+static void filter_durations(const tandem_text_index_config *cfg, tandem_text_index *ix, uint8_t *is_val,
+                             uint32_t *n_train_usable, uint32_t *n_val_usable) {
     ix->audio_too_long = ix->audio_too_short = ix->audio_unreadable = 0;
-    uint32_t n_train_usable = 0, n_val_usable = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    *n_train_usable = *n_val_usable = 0;
+    for (uint32_t i = 0; i < ix->count; i++) {
         uint32_t ns = ix->utts[i].n_samples;
         if (cfg->check_audio && cfg->max_samples > 0) {
             if (ns == 0) {
@@ -579,35 +606,58 @@ tandem_status tandem_text_index_split(const tandem_text_index_config *cfg, tande
                 continue;
             }
         }
-        if (is_val[i]) n_val_usable++;
-        else n_train_usable++;
+        if (is_val[i]) (*n_val_usable)++;
+        else (*n_train_usable)++;
     }
-    if (n_train_usable == 0) {
-        tandem_free(is_val);
-        return tandem_fail(TANDEM_E_INVALID,
-                           "index: no training utterance left after the duration filter (%u too long for %lld "
-                           "samples, %u shorter than %d samples, %u unreadable, %u in the val set)",
-                           ix->audio_too_long, (long long)cfg->max_samples, ix->audio_too_short,
-                           TANDEM_INDEX_MIN_SAMPLES, ix->audio_unreadable, n_val_usable);
-    }
-    n_val = n_val_usable;
+}
+
+/* Replaces ix->train / ix->val with the utterances is_val marks 0 / 1 (in index order). */
+static tandem_status fill_split(tandem_text_index *ix, const uint8_t *is_val, uint32_t n_train, uint32_t n_val) {
     tandem_free(ix->train);
     tandem_free(ix->val);
-    ix->train = tandem_malloc((size_t)n_train_usable * sizeof *ix->train);
+    ix->train = tandem_malloc((size_t)n_train * sizeof *ix->train);
     ix->val = tandem_malloc((size_t)(n_val ? n_val : 1) * sizeof *ix->val);
-    if (!ix->train || !ix->val) {
-        tandem_free(is_val);
-        return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
-    }
+    if (!ix->train || !ix->val) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
     ix->n_train = ix->n_val = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < ix->count; i++) {
         if (is_val[i] == 1)
             ix->val[ix->n_val++] = i;
         else if (is_val[i] == 0)
             ix->train[ix->n_train++] = i;
     }
-    tandem_free(is_val);
     return TANDEM_OK;
+}
+
+/* The split proper on the is_val scratch (owned and freed by the caller). */
+static tandem_status split_marked(const tandem_text_index_config *cfg, tandem_text_index *ix, uint8_t *is_val) {
+    uint32_t n = ix->count, n_val = 0;
+    if (cfg->n_val_ids)
+        n_val = mark_val_ids(cfg, ix, is_val);
+    else if (cfg->val_fraction > 0)
+        TANDEM_TRY(mark_val_fraction(cfg, n, is_val, &n_val));
+    if (n_val == n)
+        return tandem_fail(TANDEM_E_INVALID, "index: every utterance is in the val set; nothing to train on");
+    /* duration filter: the split is made first, so the val set does not depend on max_samples */
+    uint32_t n_train_usable = 0, n_val_usable = 0;
+    filter_durations(cfg, ix, is_val, &n_train_usable, &n_val_usable);
+    if (n_train_usable == 0)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "index: no training utterance left after the duration filter (%u too long for %lld "
+                           "samples, %u shorter than %d samples, %u unreadable, %u in the val set)",
+                           ix->audio_too_long, (long long)cfg->max_samples, ix->audio_too_short,
+                           TANDEM_INDEX_MIN_SAMPLES, ix->audio_unreadable, n_val_usable);
+    return fill_split(ix, is_val, n_train_usable, n_val_usable);
+}
+
+tandem_status tandem_text_index_split(const tandem_text_index_config *cfg, tandem_text_index *ix) {
+    uint32_t n = ix->count;
+    /* a cache file can claim zero records (a build never writes one); nothing to split */
+    if (n == 0) return tandem_fail(TANDEM_E_INVALID, "index: no utterances to split into train and val");
+    uint8_t *is_val = tandem_calloc(n, 1);
+    if (!is_val) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+    tandem_status st = split_marked(cfg, ix, is_val);
+    tandem_free(is_val);
+    return st;
 }
 
 void tandem_text_index_free(tandem_text_index *ix) {

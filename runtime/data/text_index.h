@@ -67,7 +67,7 @@ typedef struct tandem_text_index_config {
                                   than TANDEM_INDEX_MIN_SAMPLES or with an unreadable header are
                                   left out of train and val and counted (0 = no filter) */
     int use_cache;             /* 1 (default): read/write the persistent text cache */
-    const char *cache_dir;     /* NULL → $TANDEM_CACHE_DIR, $XDG_CACHE_HOME/tandem, ~/.cache/tandem */
+    const char *cache_dir;     /* NULL → the runtime option cache_dir (tandem.h); none: in memory */
 } tandem_text_index_config;
 
 void tandem_text_index_config_default(tandem_text_index_config *cfg);

@@ -106,8 +106,8 @@ static void remove_stale_temp(void *arg, const char *name) {
 
 tandem_status tandem_checkpoint_create(const char *dir, int keep, const tandem_st_tensor *tensors,
                                        int count, size_t meta_bytes_max, tandem_checkpoint **out) {
+    if (out) *out = NULL;
     if (!dir || !dir[0] || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_checkpoint_create: NULL argument");
-    *out = NULL;
     if (keep < 1) return tandem_fail(TANDEM_E_INVALID, "checkpoint keep = %d, expected >= 1", keep);
     if (strlen(dir) + 40 >= PATH_MAX)
         return tandem_fail(TANDEM_E_INVALID, "checkpoint directory %s: path too long", dir);
@@ -215,6 +215,8 @@ tandem_status tandem_checkpoint_save(tandem_checkpoint *c, int64_t step, const t
 /* ---- finding the newest valid one ---- */
 
 tandem_status tandem_checkpoint_open(const char *path, int64_t expected_step, tandem_st_file **out) {
+    if (!out) return tandem_fail(TANDEM_E_INVALID, "tandem_checkpoint_open: out is NULL");
+    *out = NULL;
     tandem_st_file *f = NULL;
     TANDEM_TRY(tandem_st_open(path, &f));
     const char *ver = tandem_st_meta_find(f, TANDEM_CKPT_KEY_FORMAT_VERSION);

@@ -152,9 +152,9 @@ static tandem_status check_tensor(const tandem_st_tensor *t, int i, uint64_t *by
 tandem_status tandem_st_writer_create(const tandem_st_tensor *tensors, int count,
                                       size_t meta_bytes_max, size_t chunk_bytes,
                                       tandem_st_writer **out) {
+    if (out) *out = NULL;
     if (!out || count < 0 || (count > 0 && !tensors))
         return tandem_fail(TANDEM_E_INVALID, "tandem_st_writer_create: bad arguments");
-    *out = NULL;
     if (!host_is_little_endian())
         return tandem_fail(TANDEM_E_UNSUPPORTED, "safetensors writer: big-endian hosts are not supported");
     if (meta_bytes_max > (SIZE_MAX / 64))

@@ -492,8 +492,8 @@ static tandem_status parse_file(tandem_st_file *f) {
 }
 
 tandem_status tandem_st_open_memory(const void *data, size_t len, const char *label, tandem_st_file **out) {
+    if (out) *out = NULL;
     if (!out || (!data && len)) return tandem_fail(TANDEM_E_INVALID, "tandem_st_open_memory: NULL argument");
-    *out = NULL;
     const uint16_t probe = 1;
     if (*(const uint8_t *)&probe != 1)
         return tandem_fail(TANDEM_E_UNSUPPORTED, "safetensors reader: big-endian hosts are not supported");
@@ -512,8 +512,8 @@ tandem_status tandem_st_open_memory(const void *data, size_t len, const char *la
 }
 
 tandem_status tandem_st_open(const char *path, tandem_st_file **out) {
+    if (out) *out = NULL;
     if (!path || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_st_open: NULL argument");
-    *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return tandem_fail(TANDEM_E_IO, "open %s: %s", path, strerror(errno));
     struct stat sb;

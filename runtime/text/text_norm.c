@@ -21,6 +21,7 @@ const char *tandem_lang_name(tandem_lang lang) {
 void tandem_text_norm_init(tandem_text_norm *n) { memset(n, 0, sizeof *n); }
 
 void tandem_text_norm_free(tandem_text_norm *n) {
+    if (!n) return;
     tandem_free(n->buf_[0]);
     tandem_free(n->buf_[1]);
     memset(n, 0, sizeof *n);
@@ -420,13 +421,9 @@ static size_t parse_number(const uint32_t *in, size_t n, size_t i, number *num) 
 
 /* ---- the three passes ---- */
 
-tandem_status tandem_text_normalize(tandem_text_norm *n, const char *text, size_t len) {
-    n->out = NULL;
-    n->out_len = 0;
-    n->lang = TANDEM_LANG_EN;
-    n->bad_offset = 0;
-
-    /* pass 1: decode + map, count letters per script */
+/* Pass 1: decode + map text into buf_[0]; the letters per script pick the language. */
+static tandem_status pass_decode(tandem_text_norm *n, const char *text, size_t len, size_t *out_len,
+                                 tandem_lang *out_lang) {
     cpb a = {&n->buf_[0], &n->cap_[0], 0, 0};
     if (!cpb_reserve(&a, len + 1)) return tandem_fail(TANDEM_E_NOMEM, "text: out of memory");
     const uint8_t *p = (const uint8_t *)text;
@@ -464,12 +461,16 @@ tandem_status tandem_text_normalize(tandem_text_norm *n, const char *text, size_
         else if (m >= 0x0660 && digit_value(m) >= 0) n_fa_digits++;
     }
     if (a.oom) return tandem_fail(TANDEM_E_NOMEM, "text: out of memory");
-    tandem_lang lang = (n_ar > n_lat || (n_ar == 0 && n_lat == 0 && n_fa_digits > 0))
-                           ? TANDEM_LANG_FA : TANDEM_LANG_EN;
+    *out_lang = (n_ar > n_lat || (n_ar == 0 && n_lat == 0 && n_fa_digits > 0))
+                    ? TANDEM_LANG_FA : TANDEM_LANG_EN;
+    *out_len = a.len;
+    return TANDEM_OK;
+}
 
-    /* pass 2: numbers and & % to words; separated by spaces so pass 3 can tidy up */
+/* Pass 2: buf_[0][0..nin) → buf_[1], numbers and & % as words; separated by spaces so pass 3
+ * can tidy up. */
+static tandem_status pass_words(tandem_text_norm *n, size_t nin, tandem_lang lang, size_t *out_len) {
     const uint32_t *in = n->buf_[0];
-    size_t nin = a.len;
     cpb b = {&n->buf_[1], &n->cap_[1], 0, 0};
     for (size_t i = 0; i < nin && !b.oom;) {
         uint32_t c = in[i];
@@ -505,17 +506,21 @@ tandem_status tandem_text_normalize(tandem_text_norm *n, const char *text, size_
         i++;
     }
     if (b.oom) return tandem_fail(TANDEM_E_NOMEM, "text: out of memory");
+    *out_len = b.len;
+    return TANDEM_OK;
+}
 
-    /* pass 3: whitespace, punctuation, ZWNJ */
-    in = n->buf_[1];
-    nin = b.len;
+#define IS_WORDCH(x) ((x) != ' ' && !is_punct(x) && (x) != ZWNJ)
+
+/* Pass 3: buf_[1][0..nin) → buf_[0], whitespace, punctuation and ZWNJ tidied. */
+static tandem_status pass_tidy(tandem_text_norm *n, size_t nin, size_t *out_len) {
+    const uint32_t *in = n->buf_[1];
     cpb o = {&n->buf_[0], &n->cap_[0], 0, 0};
     /* "a,b" → "a, b": at most one inserted space per consumed separator */
     if (!cpb_reserve(&o, 2 * nin + 1)) return tandem_fail(TANDEM_E_NOMEM, "text: out of memory");
     uint32_t *out = n->buf_[0];
     size_t ol = 0;
     int pending_space = 0;
-#define IS_WORDCH(x) ((x) != ' ' && !is_punct(x) && (x) != ZWNJ)
     for (size_t i = 0; i < nin; i++) {
         uint32_t c = in[i];
         if (c == ' ') {
@@ -551,9 +556,24 @@ tandem_status tandem_text_normalize(tandem_text_norm *n, const char *text, size_
         pending_space = 0;
         out[ol++] = c;
     }
+    *out_len = ol;
+    return TANDEM_OK;
+}
+
 #undef IS_WORDCH
-    n->out = out;
-    n->out_len = ol;
+
+tandem_status tandem_text_normalize(tandem_text_norm *n, const char *text, size_t len) {
+    n->out = NULL;
+    n->out_len = 0;
+    n->lang = TANDEM_LANG_EN;
+    n->bad_offset = 0;
+    tandem_lang lang = TANDEM_LANG_EN;
+    size_t n1 = 0, n2 = 0, n3 = 0;
+    TANDEM_TRY(pass_decode(n, text, len, &n1, &lang));
+    TANDEM_TRY(pass_words(n, n1, lang, &n2));
+    TANDEM_TRY(pass_tidy(n, n2, &n3));
+    n->out = n->buf_[0];
+    n->out_len = n3;
     n->lang = lang;
     return TANDEM_OK;
 }

@@ -46,6 +46,7 @@
 #include "test/model_batch.h"
 #include "test/testutil.h"
 #include "runtime/model/train_step.h"
+#include "tools/env_options.h"
 
 #define FAKECUDA_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
 #define DRIVER FAKECUDA_DIR "/libcuda.so.1"
@@ -348,6 +349,7 @@ int main(void) {
     setenv("TANDEM_CUDA_DRIVER", DRIVER, 1);
     const char *no_lt = getenv("TANDEM_TEST_NO_CUBLASLT");
     setenv("TANDEM_CUBLASLT", no_lt && !strcmp(no_lt, "1") ? "none" : CUBLASLT, 1);
+    if (cli_env_apply(NULL, 0) != TANDEM_OK) return 2;
     unsetenv("TANDEM_FAKECUDA_DEVICES");
     unsetenv("TANDEM_FAKECUDA_ARCH");
     const struct CMUnitTest tests[] = {

@@ -23,6 +23,7 @@
 #include "kernels/registry.h"
 #include "tandem.h"
 #include "test/testutil.h"
+#include "tools/env_options.h"
 
 #define FAKE_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
 #define FAKE_DRIVER FAKE_DIR "/libcuda.so.1"
@@ -40,6 +41,7 @@ static int fake_error_count(void) { return fake_errors ? fake_errors() : 0; }
 static int group_setup(void **state) {
     (void)state;
     setenv("TANDEM_CUDA_DRIVER", FAKE_DRIVER, 1);
+    if (cli_env_apply(NULL, 0) != TANDEM_OK) return -1;
     setenv("TANDEM_FAKECUDA_DEVICES", "2", 1);
     setenv("TANDEM_FAKECUDA_ARCH", "86", 1);
     setenv("TANDEM_FAKECUDA_NO_PEER", "0", 1);
@@ -292,6 +294,7 @@ int main(int argc, char **argv) {
     uint64_t seed = tandem_test_seed(child ? "test_cuda_backend (fatbin GEMM)" : "test_cuda_backend (cuBLASLt)");
     rng.s = seed;
     if (!child) setenv("TANDEM_CUBLASLT", FAKE_LT, 1);
+    if (cli_env_apply(NULL, 0) != TANDEM_OK) return 1;
     int failed = run_group();
     if (child) return failed;
     /* again in a child process, GEMMs through the fatbin kernel */

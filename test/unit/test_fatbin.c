@@ -17,6 +17,7 @@
 #include "kernels/registry.h"
 #include "tandem.h"
 #include "test/testutil.h"
+#include "tools/env_options.h"
 
 #define FATBIN_PATH TANDEM_TEST_BUILD_DIR "/tandem.fatbin"
 
@@ -373,21 +374,25 @@ static void test_load(void **state) {
     size_t len = 0;
     void *owned = NULL;
     unsetenv("TANDEM_FATBIN");
+    assert_int_equal(cli_env_apply(NULL, 0), TANDEM_OK);
     assert_int_equal(tandem_fatbin_load(&data, &len, &owned), TANDEM_OK);
     assert_null(owned);
     assert_int_equal(len, g_len); /* the archive embeds the build's fatbin */
     if (len) assert_memory_equal(data, g_bin, len);
 
     setenv("TANDEM_FATBIN", FATBIN_PATH, 1);
+    assert_int_equal(cli_env_apply(NULL, 0), TANDEM_OK);
     assert_int_equal(tandem_fatbin_load(&data, &len, &owned), TANDEM_OK);
     assert_int_equal(len, g_len);
     if (len) assert_memory_equal(data, g_bin, len);
     tandem_free(owned);
 
     setenv("TANDEM_FATBIN", "/nonexistent/tandem.fatbin", 1);
+    assert_int_equal(cli_env_apply(NULL, 0), TANDEM_OK);
     assert_int_not_equal(tandem_fatbin_load(&data, &len, &owned), TANDEM_OK);
     assert_non_null(strstr(tandem_last_error(), "/nonexistent/tandem.fatbin"));
     unsetenv("TANDEM_FATBIN");
+    assert_int_equal(cli_env_apply(NULL, 0), TANDEM_OK);
 }
 
 int main(void) {

@@ -17,6 +17,7 @@
 #include "platform/os/os.h"
 #include "kernels/registry.h"
 #include "test/testutil.h"
+#include "tools/env_options.h"
 
 static tandem_rng rng;
 
@@ -27,6 +28,7 @@ typedef struct {
 
 static int open_two(void **state) {
     unsetenv("TANDEM_HOST_DEVICES");
+    if (cli_env_apply(NULL, 0) != TANDEM_OK) return -1;
     two_devs *t = calloc(1, sizeof *t);
     for (int i = 0; i < 2; i++) {
         if (tandem_device_open(TANDEM_BACKEND_HOST, i, &t->dev[i]) != TANDEM_OK) return -1;
@@ -82,17 +84,28 @@ static void test_two_devices_info(void **state) {
 static void test_host_device_count_env(void **state) {
     (void)state;
     int count = -1;
+    char err[256];
     setenv("TANDEM_HOST_DEVICES", "3", 1);
+    assert_int_equal(cli_env_apply(err, sizeof err), TANDEM_OK);
     assert_int_equal(tandem_host_device_count(&count), TANDEM_OK);
     assert_int_equal(count, 3);
     tandem_device *d = NULL;
     assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 2, &d), TANDEM_OK);
     assert_int_equal(d->info.ordinal, 2);
     tandem_device_close(d);
-    setenv("TANDEM_HOST_DEVICES", "two", 1);
-    assert_int_equal(tandem_host_device_count(&count), TANDEM_E_INVALID);
-    assert_non_null(strstr(tandem_last_error(), "TANDEM_HOST_DEVICES='two'"));
+    setenv("TANDEM_HOST_DEVICES", "two", 1); /* rejected: the count stays 3 */
+    assert_int_equal(cli_env_apply(err, sizeof err), TANDEM_E_INVALID);
+    assert_non_null(strstr(err, "TANDEM_HOST_DEVICES='two'"));
+    assert_int_equal(tandem_host_device_count(&count), TANDEM_OK);
+    assert_int_equal(count, 3);
+    setenv("TANDEM_HOST_DEVICES", "0", 1); /* none */
+    assert_int_equal(cli_env_apply(err, sizeof err), TANDEM_OK);
+    assert_int_equal(tandem_host_device_count(&count), TANDEM_OK);
+    assert_int_equal(count, 0);
+    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 0, &d), TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "host_devices"));
     unsetenv("TANDEM_HOST_DEVICES");
+    assert_int_equal(cli_env_apply(err, sizeof err), TANDEM_OK);
     assert_int_equal(tandem_host_device_count(&count), TANDEM_OK);
     assert_int_equal(count, 2);
 }

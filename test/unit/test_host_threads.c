@@ -3,7 +3,8 @@
  * 1 thread and on a pool of 3 threads that splits every loop as finely as it can
  * (tandem_host_pool_set_fine), on the random cases of the kernel test (test/kernels/cases_*.c)
  * and on the tiny model's GEMM shapes. Also the pool itself: each index exactly once, nested
- * and concurrent loops, TANDEM_HOST_THREADS, and a host device's thread count. */
+ * and concurrent loops, the host_threads runtime option (and TANDEM_HOST_THREADS, which the
+ * CLI and tests map onto it), and a host device's thread count. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -22,6 +23,7 @@
 #include "platform/os/os.h"
 #include "kernels/registry.h"
 #include "test/testutil.h"
+#include "tools/env_options.h"
 
 static const tandem_kcase_spec *const specs[TANDEM_KERNEL_COUNT] = {
 #define HT_SPEC(name, group) &tandem_kcase_##name,
@@ -248,28 +250,61 @@ static void test_pool_shared_by_two_threads(void **state) {
     }
 }
 
-static void test_pool_threads_setting(void **state) {
-    (void)state;
-    int threads = -1;
-    setenv("TANDEM_HOST_THREADS", "3", 1);
-    assert_int_equal(tandem_host_pool_default_threads(&threads), TANDEM_OK);
-    assert_int_equal(threads, 3);
+/* A device opened now gets `threads` workers. */
+static void expect_device_threads(int threads) {
+    assert_int_equal(tandem_host_pool_default_threads(), threads);
     tandem_device *dev = NULL;
     assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 0, &dev), TANDEM_OK);
-    assert_int_equal(tandem_host_device_threads(dev), 3);
+    assert_int_equal(tandem_host_device_threads(dev), threads);
 #if defined(TANDEM_HAVE_CBLAS)
     assert_int_equal(tandem_host_blas_threads(), 1); /* the pool splits GEMMs, not OpenBLAS */
 #endif
     tandem_device_close(dev);
+}
+
+static void test_pool_threads_setting(void **state) {
+    (void)state;
+    tandem_runtime_options o;
+    tandem_runtime_options_init(&o);
+    o.host_threads = 3;
+    assert_int_equal(tandem_runtime_set_options(&o), TANDEM_OK);
+    expect_device_threads(3);
+    const int bad[] = {-1, -2, TANDEM_MAX_HOST_THREADS + 1, 100000};
+    char range[32];
+    snprintf(range, sizeof range, "expected 1 to %d", TANDEM_MAX_HOST_THREADS);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.host_threads = bad[i];
+        assert_int_equal(tandem_runtime_set_options(&o), TANDEM_E_INVALID);
+        assert_non_null(strstr(tandem_last_error(), "host_threads"));
+        assert_non_null(strstr(tandem_last_error(), range));
+        expect_device_threads(3); /* a rejected value changes nothing */
+    }
+    o.host_threads = 0; /* the default */
+    assert_int_equal(tandem_runtime_set_options(&o), TANDEM_OK);
+    int cpus = tandem_cpu_count();
+    expect_device_threads(cpus < TANDEM_MAX_HOST_THREADS ? cpus : TANDEM_MAX_HOST_THREADS);
+}
+
+/* The same through the environment, as the CLI and the test binaries read it. */
+static void test_pool_threads_env(void **state) {
+    (void)state;
+    char err[256];
+    setenv("TANDEM_HOST_THREADS", "3", 1);
+    assert_int_equal(cli_env_apply(err, sizeof err), TANDEM_OK);
+    expect_device_threads(3);
     const char *bad[] = {"0", "-2", "x", "3x", "100000"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("TANDEM_HOST_THREADS", bad[i], 1);
-        assert_int_equal(tandem_host_pool_default_threads(&threads), TANDEM_E_INVALID);
-        assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 0, &dev), TANDEM_E_INVALID);
+        assert_int_equal(cli_env_apply(err, sizeof err), TANDEM_E_INVALID);
+        char want[64];
+        snprintf(want, sizeof want, "TANDEM_HOST_THREADS='%s': expected an integer from 1 to %d", bad[i],
+                 TANDEM_MAX_HOST_THREADS);
+        assert_string_equal(err, want);
+        expect_device_threads(3);
     }
     unsetenv("TANDEM_HOST_THREADS");
-    assert_int_equal(tandem_host_pool_default_threads(&threads), TANDEM_OK);
-    assert_int_equal(threads, tandem_cpu_count());
+    assert_int_equal(cli_env_apply(err, sizeof err), TANDEM_OK);
+    assert_int_equal(tandem_host_pool_default_threads(), tandem_cpu_count());
 }
 
 int main(void) {
@@ -287,6 +322,7 @@ int main(void) {
         cmocka_unit_test(test_pool_covers_each_index_once),
         cmocka_unit_test(test_pool_shared_by_two_threads),
         cmocka_unit_test(test_pool_threads_setting),
+        cmocka_unit_test(test_pool_threads_env),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tandem_host_pool_destroy(pool1);

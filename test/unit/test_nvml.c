@@ -28,6 +28,7 @@
 #include "platform/cuda/nvml_api.h"
 #include "tandem.h"
 #include "test/testutil.h"
+#include "tools/env_options.h"
 
 #define FAKE_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
 #define FAKE_DRIVER FAKE_DIR "/libcuda.so.1"
@@ -412,6 +413,7 @@ int main(int argc, char **argv) {
     snprintf(mem, sizeof mem, "%zu", mem_mb);
     setenv("TANDEM_NVML", FAKE_NVML, 1);
     setenv("TANDEM_CUDA_DRIVER", FAKE_DRIVER, 1);
+    if (cli_env_apply(NULL, 0) != TANDEM_OK) return 2;
     setenv("TANDEM_FAKECUDA_DEVICES", "2", 1);
     setenv("TANDEM_FAKECUDA_MEM_MB", mem, 1);
     unsetenv("TANDEM_FAKECUDA_NVML_NO_POWER");

@@ -33,6 +33,7 @@
 #include "runtime/data/pipeline.h"
 #include "test/testutil.h"
 #include "runtime/data/text_index.h"
+#include "tools/env_options.h"
 
 enum { N_UTTS = 9, BATCH = 3, FRAMES = 32, MAX_TEXT = 16, M = 80 };
 #define SAMPLES (FRAMES * 256)
@@ -378,6 +379,7 @@ static void test_stand_in_without_peer_access(void **state) {
 
 int main(void) {
     setenv("TANDEM_HOST_DEVICES", "3", 1); /* data, model, and the reference's own device */
+    if (cli_env_apply(NULL, 0) != TANDEM_OK) return 2;
     const char *be = getenv("TANDEM_TEST_BACKEND"), *real = getenv("TANDEM_TEST_REAL_GPU"),
                *no_peer = getenv("TANDEM_FAKECUDA_NO_PEER");
     if (be && strcmp(be, "cuda") == 0) {

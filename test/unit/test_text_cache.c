@@ -1,6 +1,7 @@
 /* test_text_cache.c — the persistent text cache: miss then hit, corruption and truncation
  * detected and rebuilt, a changed transcript changes the key, the directory is created, the
- * hash reacts to every single-bit change. TANDEM_CACHE_DIR points into a temp dir. */
+ * hash reacts to every single-bit change, no cache directory means no persistent cache.
+ * TANDEM_CACHE_DIR (applied as the CLI does) points into a temp dir. */
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include "test/testutil.h"
 #include "runtime/data/text_cache.h"
 #include "runtime/data/text_index.h"
+#include "tools/env_options.h"
 
 static char logbuf[1 << 15];
 static size_t loglen;
@@ -57,6 +59,7 @@ static int setup(void **state) {
         fclose(f);
     }
     setenv("TANDEM_CACHE_DIR", cachedir, 1);
+    if (cli_env_apply(NULL, 0) != TANDEM_OK) return -1;
     tandem_log_set_hook(capture, NULL);
     return 0;
 }
@@ -65,7 +68,7 @@ static int teardown(void **state) {
     tandem_log_set_hook(NULL, NULL);
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     unsetenv("TANDEM_CACHE_DIR");
-    return 0;
+    return cli_env_apply(NULL, 0) == TANDEM_OK ? 0 : -1;
 }
 
 static char meta[16384];
@@ -180,6 +183,36 @@ static void test_hit_corrupt_stale(void **state) {
     tandem_text_index_free(&a);
 }
 
+/* No cache directory in the runtime options: the index is built in memory every time, nothing
+ * is written, and the log says so at INFO. */
+static void test_no_cache_dir(void **state) {
+    (void)state;
+    make_meta(NULL);
+    tandem_runtime_options o;
+    tandem_runtime_get_options(&o);
+    assert_string_equal(o.cache_dir, cachedir);
+    o.cache_dir = NULL;
+    assert_int_equal(tandem_runtime_set_options(&o), TANDEM_OK);
+    tandem_text_index_config c;
+    tandem_text_index_config_default(&c);
+    c.data_dir = datadir;
+    for (int run = 0; run < 2; run++) {
+        tandem_text_index ix;
+        loglen = 0;
+        logbuf[0] = 0;
+        tandem_log_set_level(TANDEM_LOG_INFO);
+        assert_int_equal(tandem_text_index_open(&c, &ix), TANDEM_OK);
+        assert_int_equal(ix.cache_hit, 0);
+        assert_string_equal(ix.cache_path, "");
+        assert_int_equal(ix.count, 40);
+        if (!strstr(logbuf, "no cache directory") || !strstr(logbuf, "runs in memory"))
+            fail_msg("no INFO line about the in-memory frontend; log:\n%s", logbuf);
+        tandem_text_index_free(&ix);
+    }
+    struct stat sb;
+    assert_int_not_equal(stat(cachedir, &sb), 0); /* nothing created */
+}
+
 static void test_check_rejects_garbage(void **state) {
     (void)state;
     char junk[4096];
@@ -215,6 +248,7 @@ static void test_hash(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hit_corrupt_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_cache_dir, setup, teardown),
         cmocka_unit_test(test_check_rejects_garbage),
         cmocka_unit_test(test_hash),
     };

@@ -41,6 +41,7 @@
 #include "test/model_batch.h"
 #include "test/testutil.h"
 #include "runtime/model/train_step.h"
+#include "tools/env_options.h"
 
 #define FAKECUDA_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
 #define DRIVER FAKECUDA_DIR "/libcuda.so.1"
@@ -326,6 +327,7 @@ int main(void) {
     /* The cuda backend loads the driver once per process: point it at the stand-in first. */
     setenv("TANDEM_CUDA_DRIVER", DRIVER, 1);
     setenv("TANDEM_CUBLASLT", CUBLASLT, 1);
+    if (cli_env_apply(NULL, 0) != TANDEM_OK) return 2;
     unsetenv("TANDEM_FAKECUDA_DEVICES");
     unsetenv("TANDEM_FAKECUDA_ARCH");
     const struct CMUnitTest tests[] = {

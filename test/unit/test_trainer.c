@@ -62,6 +62,7 @@
 #include "tandem.h"
 #include "test/testutil.h"
 #include "runtime/run/trainer.h"
+#include "tools/env_options.h"
 
 #define MAX_FRAMES 32
 #define MAX_STEPS 8
@@ -851,6 +852,7 @@ int main(void) {
     char cache[300];
     snprintf(cache, sizeof cache, "%s/cache", root);
     setenv("XDG_CACHE_HOME", cache, 1); /* the text cache stays inside the test's directory */
+    if (cli_env_apply(NULL, 0) != TANDEM_OK) return 2;
     const struct CMUnitTest host_tests[] = {
         cmocka_unit_test(test_resume_bit_identical),
         cmocka_unit_test(test_nonfinite),
