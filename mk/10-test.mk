@@ -31,18 +31,12 @@ $(BUILD)/test/bin/check_archive: test/check_archive.sh
 # Source rules, each a script run from the repository root: the dependency rule of
 # docs/ARCHITECTURE.md (check_layering.sh), no function in runtime/ over 80 lines
 # (check_function_length.sh + fnlen.awk), library code neither prints nor reads the
-# environment (check_sources.sh).
-SOURCE_CHECKS := layering function_length sources
+# environment (check_sources.sh), only the device API of runtime/core calls the backend table
+# (check_device_api.sh).
+SOURCE_CHECKS := layering function_length sources device_api
 TEST_BINS += $(SOURCE_CHECKS:%=$(BUILD)/test/bin/check_%)
 $(BUILD)/test/bin/check_function_length: test/fnlen.awk
 $(SOURCE_CHECKS:%=$(BUILD)/test/bin/check_%): $(BUILD)/test/bin/check_%: test/check_%.sh
-	@mkdir -p $(dir $@)
-	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath $<)' '$(abspath .)' > $@
-	@chmod +x $@
-
-# Source rule: only the device API of runtime/core calls the backend table (test/check_device_api.sh).
-TEST_BINS += $(BUILD)/test/bin/check_device_api
-$(BUILD)/test/bin/check_device_api: test/check_device_api.sh
 	@mkdir -p $(dir $@)
 	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath $<)' '$(abspath .)' > $@
 	@chmod +x $@

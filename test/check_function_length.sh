@@ -19,7 +19,6 @@ MAX=80
 exempt=(
   "runtime/run/trainer.c tandem_trainer_run"
   "runtime/run/trainer.c tandem_trainer_create"
-  "runtime/model/model.c declare_tensors"
 )
 
 fx=$(mktemp -d) || exit 2

@@ -167,7 +167,8 @@ tandem_status tandem_dev_gemm_prepare(tandem_device *dev, const tandem_gemm_desc
 /* The operand is a committed tensor of s's device and dtype dt holding elements
  * [off, off + (batch - 1) * stride + rows * cols). */
 static tandem_status check_operand(const tandem_gemm_desc *g, const char *role,
-                                   const tandem_stream *s, tandem_view v, tandem_dtype dt, int64_t elems, int64_t stride) {
+                                   const tandem_stream *s, tandem_view v, tandem_dtype dt,
+                                   int64_t elems, int64_t stride) {
     const tandem_tensor *t = v.t;
     char op[96];
     snprintf(op, sizeof op, "GEMM m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " batch=%" PRId64, g->m,

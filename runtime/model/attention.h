@@ -18,7 +18,8 @@
  * The QKV projection before and the output projection after are the caller's GEMMs. Tensors
  * are the caller's, committed on the stream's device; each is checked (dtype, at least the
  * elements named below); nothing here allocates. Call tandem_attention_prepare before the pool
- * is committed (the cuda backend resolves each GEMM shape once, then). Owns nothing.
+ * is committed (the cuda backend resolves each GEMM shape once, then). Called by the thread that
+ * drives the stream. Owns nothing.
  */
 #ifndef TANDEM_RUNTIME_ATTENTION_H
 #define TANDEM_RUNTIME_ATTENTION_H

@@ -67,21 +67,23 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     tandem_model_layer *ly = &m->layer[l];
     const int64_t N = (int64_t)d->batch * d->seq, D = d->d;
 
-    /* MLP: out = x_mid + GELU(f) Wproj^T + bproj,  f = h2 Wfc^T + bfc,  h2 = LN2(x_mid) */
+    /* MLP: out = x_mid + GELU(f) Wproj^T + bproj,  f = h2 Wfc^T + bfc,  h2 = LN2(x_mid)
+     * dff [N, 4d] = dg, then df;  da [N, d] = dh2;  dres += d x_mid through LN2 (db) */
     TANDEM_TRY(linear_bwd(m, s, lp->proj_w, lp->proj_b, N, d->ff, D, m->dres, ly->g, m->dff));
-    TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dff), F32(ly->f), F32(m->dff), N * d->ff)); /* df */
-    TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, N, D, d->ff, m->dff, ly->h2, m->da)); /* dh2 */
+    TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dff), F32(ly->f), F32(m->dff), N * d->ff));
+    TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, N, D, d->ff, m->dff, ly->h2, m->da));
     TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x_mid, ly->mean2, ly->rstd2, lp->ln2_g, lp->ln2_b,
                              m->db));
-    TANDEM_TRY(tandem_op_axpy(s, 1.0f, m->db, m->dres));                  /* dres = d x_mid */
+    TANDEM_TRY(tandem_op_axpy(s, 1.0f, m->db, m->dres));
 
-    /* Attention: x_mid = x + att Wo^T + bo,  att = MHA(qkv),  qkv = h1 Wqkv^T + bqkv */
-    TANDEM_TRY(linear_bwd(m, s, lp->out_w, lp->out_b, N, D, D, m->dres, ly->att, m->da)); /* datt */
-    TANDEM_TRY(attention_bwd(m, s, ly));                                  /* dqkv [N, 3d] */
-    TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, m->dqkv, ly->h1, m->da)); /* dh1*/
+    /* Attention: x_mid = x + att Wo^T + bo,  att = MHA(qkv),  qkv = h1 Wqkv^T + bqkv
+     * da [N, d] = d att;  dqkv [N, 3d];  da = dh1;  dres = d x through LN1 (db) */
+    TANDEM_TRY(linear_bwd(m, s, lp->out_w, lp->out_b, N, D, D, m->dres, ly->att, m->da));
+    TANDEM_TRY(attention_bwd(m, s, ly));
+    TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, m->dqkv, ly->h1, m->da));
     TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b,
                              m->db));
-    return tandem_op_axpy(s, 1.0f, m->db, m->dres);                       /* dres = d x */
+    return tandem_op_axpy(s, 1.0f, m->db, m->dres);
 }
 
 /* Heads: mel_out = hf_mel Wmel^T + bmel, stop_out = hf_mel Wstop^T + bstop on the mel rows
@@ -117,7 +119,8 @@ static tandem_status heads_bwd(tandem_model *m, tandem_stream *s) {
     return TANDEM_OK;
 }
 
-tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b) {
+tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
+                                    const tandem_model_batch *b) {
     if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "model backward: NULL argument");
     if (m->dims.forward_only)
         return tandem_fail(TANDEM_E_STATE, "model backward: the model was declared forward_only");
