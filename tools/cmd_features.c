@@ -92,7 +92,7 @@ int cli_features(int argc, char **argv) {
     }
     /* the resampler's count may differ by a sample; a stream that does not state its length
      * gets room for an hour (the decoder stops with a clear error beyond) */
-    int64_t cap = info.samples_22050 >= 0 ? info.samples_22050 + 16 : (int64_t)3600 * 22050;
+    int64_t cap = info.samples_22050 >= 0 ? info.samples_22050 + 16 : (int64_t)3600 * TANDEM_FEATURE_SAMPLE_RATE;
     float *audio = (float *)malloc(sizeof(float) * (size_t)cap);
     if (!audio) {
         fprintf(stderr, "tandem features: %s: out of memory for %lld samples\n", in, (long long)cap);
@@ -142,7 +142,7 @@ int cli_features(int argc, char **argv) {
         printf("file      %s\n", in);
         printf("format    %s, %d Hz, %d channel%s, %.3f s\n", info.format, info.sample_rate, info.channels,
                info.channels == 1 ? "" : "s", info.seconds);
-        printf("samples   %lld at 22050 Hz%s\n", (long long)n, info.sample_rate != 22050 ? " (resampled)" : "");
+        printf("samples   %lld at 22050 Hz%s\n", (long long)n, info.sample_rate != TANDEM_FEATURE_SAMPLE_RATE ? " (resampled)" : "");
         printf("features  [%d, %d] on %s\n", frames, TANDEM_MEL_N_MELS, devname);
         printf("log-mel   min %.4f  max %.4f  mean %.4f\n", lo, hi, sum / ((double)frames * TANDEM_MEL_N_MELS));
     }

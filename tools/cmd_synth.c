@@ -111,9 +111,9 @@ int cli_synth(int argc, char **argv) {
         st = tandem_synth_vocode(s, r.mel, r.frames, (int)iters, (uint64_t)seed, &audio, &samples);
         gl_s = (double)(tandem_now_ns() - t0) * 1e-9;
     }
-    if (st == TANDEM_OK) st = tandem_wav_write_pcm16(out, audio, samples, 22050);
+    if (st == TANDEM_OK) st = tandem_wav_write_pcm16(out, audio, samples, TANDEM_FEATURE_SAMPLE_RATE);
     if (st == TANDEM_OK && mel_out) {
-        const int64_t shape[2] = {r.frames, 80};
+        const int64_t shape[2] = {r.frames, TANDEM_FEATURE_N_MELS};
         st = tandem_npy_write_f32(mel_out, r.mel, 2, shape);
     }
     if (st != TANDEM_OK) {
@@ -121,7 +121,7 @@ int cli_synth(int argc, char **argv) {
         tandem_synth_close(s);
         return exit_code(st);
     }
-    const double dur = (double)samples / 22050.0;
+    const double dur = (double)samples / TANDEM_FEATURE_SAMPLE_RATE;
     printf("text: %d tokens (%s)\n", r.tokens, tandem_lang_name(r.lang));
     printf("generated %d frames in %d steps; stop: %s\n", r.frames, r.steps,
            r.stop == TANDEM_SYNTH_STOP_HEAD ? "stop head (probability > 0.5)"

@@ -168,7 +168,7 @@ static tandem_status create_parts(tandem_pipeline *p) {
         .n_items = o->ix->n_train,
         .batch = c->batch_size,
         .max_text = c->max_text,
-        .max_samples = (int64_t)c->max_frames * TANDEM_HOP,
+        .max_samples = (int64_t)c->max_frames * TANDEM_MEL_HOP,
         .num_workers = workers,
         .seed = (uint64_t)c->seed,
         .shuffle = c->shuffle,

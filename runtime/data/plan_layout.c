@@ -39,7 +39,7 @@ static tandem_status declare_ring(const tandem_config *cfg, tandem_pool *p, tand
 
 static tandem_status declare_data(const tandem_config *cfg, tandem_pool *p, tandem_layout *l) {
     /* the pipeline's own declaration of the feature path; per-step ops start at 0 */
-    const int64_t samples = (int64_t)cfg->max_frames * TANDEM_HOP;
+    const int64_t samples = (int64_t)cfg->max_frames * TANDEM_MEL_HOP;
     return tandem_mel_plan_declare(p, NULL, "mel", cfg->batch_size, cfg->max_frames, samples, 0, &l->mel);
 }
 
@@ -58,7 +58,7 @@ tandem_status tandem_layout_declare(const tandem_config *cfg, tandem_pool *data_
     const size_t b = (size_t)cfg->batch_size, t = (size_t)cfg->max_text, f = (size_t)cfg->max_frames;
     const size_t m = (size_t)cfg->n_mels;
     out->n_staging = TANDEM_LAYOUT_STAGING;
-    out->pinned_batch_bytes = round64(b * f * TANDEM_HOP * 4) + round64(b * 4) + round64(b * t * 4) + round64(b * 4);
+    out->pinned_batch_bytes = round64(b * f * TANDEM_MEL_HOP * 4) + round64(b * 4) + round64(b * t * 4) + round64(b * 4);
     out->pinned_slot_bytes = round64(b * f * m * 4) + round64(b * f * 4) + round64(b * f * 4) + round64(b * 4);
     out->pinned_bytes = (size_t)out->n_staging * out->pinned_batch_bytes + (size_t)out->n_slots * out->pinned_slot_bytes;
     return TANDEM_OK;

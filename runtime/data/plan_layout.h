@@ -18,10 +18,6 @@
 #include "runtime/audio/mel_device.h"
 #include "tandem.h"
 
-#define TANDEM_HOP 256   /* samples per mel frame at 22050 Hz */
-#define TANDEM_N_FFT 1024
-#define TANDEM_N_BINS 513 /* n_fft / 2 + 1 */
-
 /* One batch as the model device receives it. B = batch_size, T = max_text, F = max_frames. */
 typedef struct tandem_ring_slot {
     tandem_tensor *tokens;        /* [B, T] i32 */

@@ -9,6 +9,7 @@
 #include "runtime/formats/checkpoint.h"
 #include "platform/device.h"
 #include "runtime/audio/griffinlim.h"
+#include "kernels/mel.h" /* the recipe's hop */
 #include "platform/os/log.h"
 #include "runtime/model/model.h"
 #include "platform/os/os.h"
@@ -131,7 +132,7 @@ static tandem_status alloc_host(tandem_synth *s) {
     s->step_out = (float *)((char *)s->pinned + ids_b + io_b);
     s->mel = tandem_calloc(mel, sizeof(float));
     s->stop_logit = tandem_calloc((size_t)d->frames, sizeof(float));
-    s->audio = tandem_calloc((size_t)d->frames * 256, sizeof(float));
+    s->audio = tandem_calloc((size_t)d->frames * TANDEM_MEL_HOP, sizeof(float));
     if (!s->mel || !s->stop_logit || !s->audio)
         return tandem_fail(TANDEM_E_NOMEM, "synth: out of host memory for %d frames", d->frames);
     TANDEM_TRY(tandem_griffinlim_create(d->frames, &s->gl));

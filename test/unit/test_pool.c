@@ -516,8 +516,8 @@ static void test_layout_from_config(void **state) {
         assert_int_equal(tandem_pool_plan(model), TANDEM_OK);
 
         const size_t b = (size_t)cfg.batch_size, f = (size_t)cfg.max_frames, t = (size_t)cfg.max_text;
-        const size_t spec = b * f * 513 * 4, lin = b * f * 80 * 4, mels = b * f * 80 * 4;
-        const size_t audio = b * f * 256 * 4;
+        const size_t spec = b * f * TANDEM_MEL_N_BINS * 4, lin = b * f * TANDEM_MEL_N_MELS * 4;
+        const size_t mels = b * f * TANDEM_MEL_N_MELS * 4, audio = b * f * TANDEM_MEL_HOP * 4;
         /* the data arena is the feature path's own declaration (runtime/audio/mel_device.h) */
         assert_int_equal(tandem_tensor_bytes(l.mel.mag), spec);
         assert_int_equal(tandem_tensor_bytes(l.mel.mel_lin), lin);
