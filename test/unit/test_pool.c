@@ -541,7 +541,7 @@ static void test_layout_from_config(void **state) {
         const size_t parts[6] = {b * t * 4, b * 4, mels, b * f * 4, b * f * 4, b * 4};
         for (int i = 0; i < 6; i++) slot += (parts[i] + r256 - 1) / r256 * r256;
         assert_int_equal(s.persistent_bytes, slot * (size_t)cfg.prefetch_buffer_size);
-        assert_true(l.pinned_bytes >= 2 * (audio + b * t * 4) + (size_t)l.n_slots * mels);
+        assert_true(tandem_staging_total(&l.staging, 0) >= 2 * (audio + b * t * 4) + (size_t)l.n_slots * mels);
         tandem_pool_destroy(data);
         tandem_pool_destroy(model);
     }
