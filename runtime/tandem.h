@@ -27,6 +27,14 @@ extern "C" {
 
 #define TANDEM_VERSION_STRING "0.1.0"
 
+/* The feature recipe's numbers a client needs (log-mel of DESIGN.md §6; the full recipe is in
+ * docs/ARCHITECTURE.md). Audio in and out is mono at TANDEM_FEATURE_SAMPLE_RATE; one log-mel
+ * frame [TANDEM_FEATURE_N_MELS] per TANDEM_FEATURE_HOP samples. Fixed: a checkpoint is trained
+ * on these, and the library fails to build if they differ from its own definition. */
+#define TANDEM_FEATURE_SAMPLE_RATE 22050 /* Hz */
+#define TANDEM_FEATURE_HOP 256           /* samples per frame */
+#define TANDEM_FEATURE_N_MELS 80         /* mel bands per frame */
+
 /* ---- status ------------------------------------------------------------------------- */
 
 typedef enum tandem_status {

@@ -121,7 +121,7 @@ static long check_wav(const char *path, char *msg, size_t cap) {
             if (sz < 16 || fread(fm, 1, 16, f) != 16) break;
             unsigned fmt = fm[0] | fm[1] << 8, chans = fm[2] | fm[3] << 8, bits = fm[14] | fm[15] << 8;
             unsigned long rate = fm[4] | fm[5] << 8 | fm[6] << 16 | (unsigned long)fm[7] << 24;
-            if (fmt != 1 || chans != 1 || rate != 22050 || bits != 16) {
+            if (fmt != 1 || chans != 1 || rate != TANDEM_FEATURE_SAMPLE_RATE || bits != 16) {
                 snprintf(msg, cap, "format %u, %u channels, %lu Hz, %u bit; expected PCM mono 22050 Hz 16 bit",
                          fmt, chans, rate, bits);
                 fclose(f);
@@ -345,7 +345,7 @@ int cli_corpus(int argc, char **argv) {
                 rc = 1;
                 continue;
             }
-            const double secs = (double)bytes / (2.0 * 22050.0);
+            const double secs = (double)bytes / (2.0 * TANDEM_FEATURE_SAMPLE_RATE);
             if (secs > max_seconds) { /* spoken too long: the next draw that fits is spoken instead */
                 u[k].redraws++;
                 redrawn++;

@@ -24,9 +24,10 @@
 
 #include <stdint.h>
 
+#include "kernels/mel.h"
 #include "tandem.h"
 
-#define TANDEM_AUDIO_RATE 22050
+#define TANDEM_AUDIO_RATE TANDEM_MEL_SAMPLE_RATE /* the decoder's output: the feature recipe's rate */
 
 typedef struct tandem_audio_info {
     int64_t frames;         /* frames in the file at its own rate (per channel) */

@@ -123,16 +123,25 @@ static tandem_status declare(tandem_synth *s) {
                                0, 0, &s->stop_targets);
 }
 
+/* The pinned I/O block, its one declaration: ids, io, step_out (in that order). */
+static tandem_status stage_io(const tandem_model_dims *d, tandem_staging_plan *p) {
+    TANDEM_TRY(tandem_staging_begin(p, "synth", "device", TANDEM_STAGING_ALWAYS,
+                                    "token ids in; mel frames, stop logits out", NULL));
+    TANDEM_TRY(tandem_staging_add(p, "ids", TANDEM_I32, 1, d->text_len, 0, 0));
+    TANDEM_TRY(tandem_staging_add(p, "io", TANDEM_F32, 2, d->frames, d->n_mels, 0));
+    return tandem_staging_add(p, "step_out", TANDEM_F32, 1, d->group + d->r, 0, 0);
+}
+
 static tandem_status alloc_host(tandem_synth *s) {
     const tandem_model_dims *d = &s->dims;
     const size_t mel = (size_t)d->frames * d->n_mels;
-    size_t ids_b = ((size_t)d->text_len * sizeof(int32_t) + 63) / 64 * 64;
-    size_t io_b = (mel * sizeof(float) + 63) / 64 * 64;
-    size_t step_b = (size_t)(d->group + d->r) * sizeof(float);
-    TANDEM_TRY(s->dev->ops->host_alloc_pinned(s->dev, ids_b + io_b + step_b, &s->pinned));
-    s->ids = (int32_t *)s->pinned;
-    s->io = (float *)((char *)s->pinned + ids_b);
-    s->step_out = (float *)((char *)s->pinned + ids_b + io_b);
+    tandem_staging_plan sp;
+    tandem_staging_init(&sp);
+    TANDEM_TRY(stage_io(d, &sp));
+    TANDEM_TRY(tandem_staging_alloc(s->dev, &sp, 0, &s->pinned));
+    s->ids = tandem_staging_ptr(&sp, 0, s->pinned, 0);
+    s->io = tandem_staging_ptr(&sp, 0, s->pinned, 1);
+    s->step_out = tandem_staging_ptr(&sp, 0, s->pinned, 2);
     s->mel = tandem_calloc(mel, sizeof(float));
     s->stop_logit = tandem_calloc((size_t)d->frames, sizeof(float));
     s->audio = tandem_calloc((size_t)d->frames * TANDEM_MEL_HOP, sizeof(float));
@@ -233,7 +242,7 @@ tandem_status tandem_synth_open(const char *checkpoint, const tandem_synth_optio
 void tandem_synth_close(tandem_synth *s) {
     if (!s) return;
     if (s->model_declared) tandem_model_free(&s->model);
-    if (s->pinned) s->dev->ops->host_free_pinned(s->dev, s->pinned);
+    tandem_staging_free(s->dev, s->pinned);
     if (s->pool) tandem_pool_destroy(s->pool);
     if (s->s) tandem_stream_destroy(s->s);
     if (s->dev) tandem_device_close(s->dev);
