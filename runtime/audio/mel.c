@@ -108,6 +108,7 @@ struct tandem_mel_host {
 
 tandem_status tandem_mel_host_create(tandem_mel_host **out) {
     if (!out) return tandem_fail(TANDEM_E_INVALID, "tandem_mel_host_create: NULL out");
+    *out = NULL;
     const int n = tandem_mel_bands(NULL, NULL);
     const size_t bytes = sizeof(tandem_mel_host) + sizeof(float) * (size_t)n;
     tandem_mel_host *m = (tandem_mel_host *)tandem_calloc(1, bytes);
