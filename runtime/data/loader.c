@@ -59,6 +59,7 @@ static void fail_locked(tandem_loader *l, tandem_status st, const char *msg) {
 /* ---- create / destroy ---------------------------------------------------------------------- */
 
 tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loader **out) {
+    if (out) *out = NULL;
     if (!cfg || !out || !cfg->ix || !cfg->data_dir || !cfg->items || cfg->n_items == 0 || cfg->batch < 1 ||
         cfg->max_text < 1 || cfg->max_samples < 1 || cfg->num_workers < 1 || !cfg->data_dev || !cfg->model_dev)
         return tandem_fail(TANDEM_E_INVALID, "loader: bad configuration (batch %d, max_text %d, max_samples %lld, "
