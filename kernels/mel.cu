@@ -25,18 +25,18 @@ DEVICE_FN int mel_k_bitrev9(int i) {
  * frame index, so the whole block takes it together. */
 KERNEL tandem_k_mel_stft(tandem_k_mel_stft_args a) {
     __shared__ double zr[512], zi[512];        /* the complex sequence */
-    __shared__ double win[TANDEM_K_MEL_N_FFT]; /* periodic Hann */
+    __shared__ double win[TANDEM_MEL_N_FFT];   /* periodic Hann */
     __shared__ double tw_re[256], tw_im[256];  /* e^{-2 pi i j / 512} */
-    __shared__ double sp_re[513], sp_im[513];  /* e^{-2 pi i k / 1024} */
+    __shared__ double sp_re[TANDEM_MEL_N_BINS], sp_im[TANDEM_MEL_N_BINS]; /* e^{-2 pi i k / 1024} */
     const double two_pi = 6.283185307179586476925286766559;
     const int tid = (int)threadIdx.x;
-    for (int n = tid; n < TANDEM_K_MEL_N_FFT; n += TANDEM_K_MEL_STFT_THREADS)
-        win[n] = 0.5 - 0.5 * cos(two_pi * n / TANDEM_K_MEL_N_FFT);
+    for (int n = tid; n < TANDEM_MEL_N_FFT; n += TANDEM_K_MEL_STFT_THREADS)
+        win[n] = 0.5 - 0.5 * cos(two_pi * n / TANDEM_MEL_N_FFT);
     tw_re[tid] = cos(two_pi * tid / 512.0);
     tw_im[tid] = -sin(two_pi * tid / 512.0);
-    for (int k = tid; k <= 512; k += TANDEM_K_MEL_STFT_THREADS) {
-        sp_re[k] = cos(two_pi * k / TANDEM_K_MEL_N_FFT);
-        sp_im[k] = -sin(two_pi * k / TANDEM_K_MEL_N_FFT);
+    for (int k = tid; k < TANDEM_MEL_N_BINS; k += TANDEM_K_MEL_STFT_THREADS) {
+        sp_re[k] = cos(two_pi * k / TANDEM_MEL_N_FFT);
+        sp_im[k] = -sin(two_pi * k / TANDEM_MEL_N_FFT);
     }
     __syncthreads();
 
@@ -46,13 +46,13 @@ KERNEL tandem_k_mel_stft(tandem_k_mel_stft_args a) {
         int b = (int)(row / a.max_frames);
         int64_t len = 0;
         int frames = tandem_k_mel_item_frames(a.lengths, b, a.max_samples, a.max_frames, &len);
-        float *out = a.mag + row * TANDEM_K_MEL_N_BINS;
+        float *out = a.mag + row * TANDEM_MEL_N_BINS;
         if (t >= frames) { /* padded frame */
-            for (int k = tid; k < TANDEM_K_MEL_N_BINS; k += TANDEM_K_MEL_STFT_THREADS) out[k] = 0.0f;
+            for (int k = tid; k < TANDEM_MEL_N_BINS; k += TANDEM_K_MEL_STFT_THREADS) out[k] = 0.0f;
             continue;
         }
         const float *x = a.audio + (int64_t)b * a.max_samples;
-        int64_t start = (int64_t)t * TANDEM_K_MEL_HOP - TANDEM_K_MEL_PAD;
+        int64_t start = (int64_t)t * TANDEM_MEL_HOP - TANDEM_MEL_PAD;
         for (int i = tid; i < 512; i += TANDEM_K_MEL_STFT_THREADS) {
             int r = mel_k_bitrev9(i);
             zr[r] = win[2 * i] * (double)x[tandem_k_mel_reflect(start + 2 * i, len)];
@@ -72,14 +72,14 @@ KERNEL tandem_k_mel_stft(tandem_k_mel_stft_args a) {
             zi[p] = pi + xi;
             __syncthreads();
         }
-        for (int k = tid; k <= 512; k += TANDEM_K_MEL_STFT_THREADS) {
+        for (int k = tid; k < TANDEM_MEL_N_BINS; k += TANDEM_K_MEL_STFT_THREADS) {
             int ka = k % 512, kb = (512 - k) % 512;
             /* even part (Z[k] + conj Z[-k]) / 2, odd part (Z[k] - conj Z[-k]) / 2i */
             double er = 0.5 * (zr[ka] + zr[kb]), ei = 0.5 * (zi[ka] - zi[kb]);
             double orr = 0.5 * (zi[ka] + zi[kb]), oi = -0.5 * (zr[ka] - zr[kb]);
             double re = er + sp_re[k] * orr - sp_im[k] * oi;
             double im = ei + sp_re[k] * oi + sp_im[k] * orr;
-            out[k] = sqrtf((float)(re * re + im * im + 1e-9)); /* as the host: kernels/mel.h */
+            out[k] = sqrtf((float)(re * re + im * im + TANDEM_MEL_MAG_EPS)); /* as the host: kernels/mel.h */
         }
         __syncthreads(); /* zr/zi are reused by the next frame */
     }
@@ -88,17 +88,17 @@ KERNEL tandem_k_mel_stft(tandem_k_mel_stft_args a) {
 /* One thread per (frame, band): the band's contiguous bins against its packed weights, in
  * double. The band table is copied from the argument struct to shared memory once per block. */
 KERNEL tandem_k_mel_project(tandem_k_mel_project_args a) {
-    __shared__ int32_t lo[TANDEM_K_MEL_N_MELS], len[TANDEM_K_MEL_N_MELS], off[TANDEM_K_MEL_N_MELS];
-    for (int m = (int)threadIdx.x; m < TANDEM_K_MEL_N_MELS; m += (int)blockDim.x) {
+    __shared__ int32_t lo[TANDEM_MEL_N_MELS], len[TANDEM_MEL_N_MELS], off[TANDEM_MEL_N_MELS];
+    for (int m = (int)threadIdx.x; m < TANDEM_MEL_N_MELS; m += (int)blockDim.x) {
         lo[m] = a.bands.lo[m];
         len[m] = a.bands.len[m];
         off[m] = a.bands.off[m];
     }
     __syncthreads();
-    int64_t n_total = (int64_t)a.batch * a.max_frames * TANDEM_K_MEL_N_MELS;
+    int64_t n_total = (int64_t)a.batch * a.max_frames * TANDEM_MEL_N_MELS;
     for (int64_t i = mel_k_first(); i < n_total; i += mel_k_stride()) {
-        int64_t row = i / TANDEM_K_MEL_N_MELS;
-        int m = (int)(i % TANDEM_K_MEL_N_MELS);
+        int64_t row = i / TANDEM_MEL_N_MELS;
+        int m = (int)(i % TANDEM_MEL_N_MELS);
         int t = (int)(row % a.max_frames);
         int b = (int)(row / a.max_frames);
         int64_t n_len = 0;
@@ -108,7 +108,7 @@ KERNEL tandem_k_mel_project(tandem_k_mel_project_args a) {
             continue;
         }
         const float *w = a.weights + off[m];
-        const float *x = a.mag + row * TANDEM_K_MEL_N_BINS + lo[m];
+        const float *x = a.mag + row * TANDEM_MEL_N_BINS + lo[m];
         double acc = 0.0;
         for (int j = 0; j < len[m]; j++) acc += (double)w[j] * (double)x[j];
         a.mel[i] = (float)acc;
@@ -116,14 +116,14 @@ KERNEL tandem_k_mel_project(tandem_k_mel_project_args a) {
 }
 
 KERNEL tandem_k_mel_log(tandem_k_mel_log_args a) {
-    int64_t n_total = (int64_t)a.batch * a.max_frames * TANDEM_K_MEL_N_MELS;
+    int64_t n_total = (int64_t)a.batch * a.max_frames * TANDEM_MEL_N_MELS;
     for (int64_t i = mel_k_first(); i < n_total; i += mel_k_stride()) {
-        int64_t row = i / TANDEM_K_MEL_N_MELS;
+        int64_t row = i / TANDEM_MEL_N_MELS;
         int t = (int)(row % a.max_frames);
         int b = (int)(row / a.max_frames);
         int64_t len = 0;
         int frames = tandem_k_mel_item_frames(a.lengths, b, a.max_samples, a.max_frames, &len);
-        a.out[i] = t < frames ? logf(fmaxf(a.mel[i], 1e-5f)) : 0.0f;
+        a.out[i] = t < frames ? logf(fmaxf(a.mel[i], TANDEM_MEL_LOG_FLOOR)) : 0.0f;
     }
 }
 

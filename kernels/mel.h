@@ -21,11 +21,20 @@
 
 #include "kernels/ktypes.h"
 
-#define TANDEM_K_MEL_N_FFT 1024
-#define TANDEM_K_MEL_HOP 256
-#define TANDEM_K_MEL_PAD 384
-#define TANDEM_K_MEL_N_BINS 513
-#define TANDEM_K_MEL_N_MELS 80
+/* The feature recipe (DESIGN.md §6): its one definition. Device code, the host implementations
+ * and the runtime (runtime/audio/mel.h, the config's n_mels, the pipeline's shapes, the plan)
+ * all use these; the public header's TANDEM_FEATURE_* repeat the three a client needs, checked
+ * equal at compile time in runtime/audio/mel.c. */
+#define TANDEM_MEL_SAMPLE_RATE 22050 /* Hz, mono; every input is resampled to it */
+#define TANDEM_MEL_N_FFT 1024
+#define TANDEM_MEL_HOP 256
+#define TANDEM_MEL_PAD ((TANDEM_MEL_N_FFT - TANDEM_MEL_HOP) / 2)  /* 384 reflected samples each side */
+#define TANDEM_MEL_N_BINS (TANDEM_MEL_N_FFT / 2 + 1)              /* 513 */
+#define TANDEM_MEL_N_MELS 80
+#define TANDEM_MEL_FMIN 0.0    /* Hz, lowest band edge */
+#define TANDEM_MEL_FMAX 8000.0 /* Hz, highest band edge */
+#define TANDEM_MEL_MAG_EPS 1e-9    /* added to the power re^2 + im^2 (double) before the sqrt */
+#define TANDEM_MEL_LOG_FLOOR 1e-5f /* ln(max(mel, floor)) */
 
 /* mag[b * F + t, k] = sqrtf((float)(re^2 + im^2 + 1e-9)) of DFT_1024(w * frame_t)[k] for
  * t < T_b, else 0;
@@ -45,9 +54,9 @@ typedef struct tandem_k_mel_stft_args {
  * j < len[m] (its nonzero range, 0 <= lo, lo + len <= 513), packed one band after another.
  * Small enough (960 bytes) to travel in the argument struct. */
 typedef struct tandem_k_mel_bands {
-    int32_t lo[TANDEM_K_MEL_N_MELS];
-    int32_t len[TANDEM_K_MEL_N_MELS];
-    int32_t off[TANDEM_K_MEL_N_MELS];
+    int32_t lo[TANDEM_MEL_N_MELS];
+    int32_t len[TANDEM_MEL_N_MELS];
+    int32_t off[TANDEM_MEL_N_MELS];
 } tandem_k_mel_bands;
 
 /* mel[b * F + t, m] = sum_{j < len[m]} weights[off[m] + j] * mag[b * F + t, lo[m] + j] for
@@ -88,7 +97,7 @@ TANDEM_HD int tandem_k_mel_item_frames(const int32_t *lengths, int b, int64_t ma
     int64_t len = lengths[b];
     if (len < 0) len = 0;
     if (len > max_samples) len = max_samples;
-    int64_t t = len / TANDEM_K_MEL_HOP;
+    int64_t t = len / TANDEM_MEL_HOP;
     *len_out = len;
     return (int)(t < max_frames ? t : max_frames);
 }
@@ -127,7 +136,9 @@ void tandem_mel_frame_magnitude(const float *x, int64_t len, int64_t start, floa
 
 /* logf(fmaxf(v, 1e-5f)) with the maximum written out (libm's fmaxf is a call here, not an
  * instruction); a NaN v gives ln(1e-5) as fmaxf's does. */
-static inline float tandem_mel_log_floor(float v) { return logf(v > 1e-5f ? v : 1e-5f); }
+static inline float tandem_mel_log_floor(float v) {
+    return logf(v > TANDEM_MEL_LOG_FLOOR ? v : TANDEM_MEL_LOG_FLOOR);
+}
 
 /* One frame's projection: mel[m] = sum_j weights[off[m] + j] * mag[lo[m] + j] (double
  * accumulation, rounded to float), m < 80. */

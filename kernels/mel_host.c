@@ -23,9 +23,12 @@
 #include "kernels/registry.h"
 
 enum { MEL_THREADS = 256, MEL_MAX_BLOCKS = 4096 };
-#define N_FFT TANDEM_K_MEL_N_FFT
-#define N_BINS TANDEM_K_MEL_N_BINS
-#define N_MELS TANDEM_K_MEL_N_MELS
+#define N_FFT TANDEM_MEL_N_FFT
+#define N_BINS TANDEM_MEL_N_BINS
+#define N_MELS TANDEM_MEL_N_MELS
+/* the built-in FFT here and the STFT kernel (kernels/mel.cu: 9-bit bit reversal, one butterfly
+ * per thread) are written for 1024 points */
+_Static_assert(N_FFT == 1024 && TANDEM_K_MEL_STFT_THREADS * 4 == N_FFT, "the radix-2 FFTs expect n_fft 1024");
 /* Frame buffers: FFTW requires the arrays it executes on to be aligned as the ones it planned
  * with (fftw_malloc's, SIMD-aligned); 64 bytes covers every SIMD width. */
 #define MEL_ALIGN 64
@@ -102,7 +105,7 @@ const char *tandem_mel_fft_name(void) {
 static void mel_magnitude(const double *spec, float *mag) {
     int k = 0;
 #if defined(__SSE2__)
-    const __m128d eps = _mm_set1_pd(1e-9);
+    const __m128d eps = _mm_set1_pd(TANDEM_MEL_MAG_EPS);
     for (; k + 4 <= N_BINS; k += 4) {
         __m128d a = _mm_loadu_pd(spec + 2 * k), b = _mm_loadu_pd(spec + 2 * k + 2);
         __m128d c = _mm_loadu_pd(spec + 2 * k + 4), d = _mm_loadu_pd(spec + 2 * k + 6);
@@ -118,7 +121,7 @@ static void mel_magnitude(const double *spec, float *mag) {
 #endif
     for (; k < N_BINS; k++) {
         double re = spec[2 * k], im = spec[2 * k + 1];
-        mag[k] = sqrtf((float)(re * re + im * im + 1e-9));
+        mag[k] = sqrtf((float)(re * re + im * im + TANDEM_MEL_MAG_EPS));
     }
 }
 
@@ -226,7 +229,7 @@ void tandem_k_mel_stft_host(const tandem_k_mel_stft_args *a) {
         const float *x = a->audio + (int64_t)b * a->max_samples;
         float *item = a->mag + (int64_t)b * a->max_frames * N_BINS;
         for (int t = 0; t < frames; t++)
-            tandem_mel_frame_magnitude(x, len, (int64_t)t * TANDEM_K_MEL_HOP - TANDEM_K_MEL_PAD,
+            tandem_mel_frame_magnitude(x, len, (int64_t)t * TANDEM_MEL_HOP - TANDEM_MEL_PAD,
                                        item + (int64_t)t * N_BINS);
         memset(item + (int64_t)frames * N_BINS, 0, sizeof(float) * (size_t)(a->max_frames - frames) * N_BINS);
     }

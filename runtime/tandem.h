@@ -2,9 +2,12 @@
  *
  * Tandem trains a TTS acoustic model on two devices (data + model). This header exposes the
  * runtime's building blocks: status and logging, devices and streams, the planned memory pool
- * with fixed-shape tensors, the GEMM op and the element-wise kernels. Every call returns a
- * tandem_status; on failure tandem_last_error() holds a message for the calling thread.
- * Library code never exits and never prints except through the log hook.
+ * with fixed-shape tensors, the GEMM op and the element-wise kernels; the sub-headers included
+ * at the end add the text frontend (tandem_text.h), file writers (tandem_files.h), log-mel
+ * features (tandem_features.h), synthesis (tandem_synth.h), a run's figures (tandem_plot.h) and
+ * device discovery (tandem_system.h). Every call returns a tandem_status; on failure
+ * tandem_last_error() holds a message for the calling thread. Library code never exits and
+ * never prints except through the log hook.
  *
  * Failure contract: a function that hands back an object it builds (tandem_*_create, _open,
  * _init) either returns TANDEM_OK with the object complete, or returns the failure having
@@ -23,6 +26,14 @@ extern "C" {
 #endif
 
 #define TANDEM_VERSION_STRING "0.1.0"
+
+/* The feature recipe's numbers a client needs (log-mel of DESIGN.md §6; the full recipe is in
+ * docs/ARCHITECTURE.md). Audio in and out is mono at TANDEM_FEATURE_SAMPLE_RATE; one log-mel
+ * frame [TANDEM_FEATURE_N_MELS] per TANDEM_FEATURE_HOP samples. Fixed: a checkpoint is trained
+ * on these, and the library fails to build if they differ from its own definition. */
+#define TANDEM_FEATURE_SAMPLE_RATE 22050 /* Hz */
+#define TANDEM_FEATURE_HOP 256           /* samples per frame */
+#define TANDEM_FEATURE_N_MELS 80         /* mel bands per frame */
 
 /* ---- status ------------------------------------------------------------------------- */
 
@@ -267,4 +278,13 @@ tandem_status tandem_op_row_sum(tandem_stream *s, const tandem_tensor *x, tandem
 #ifdef __cplusplus
 }
 #endif
+
+/* The public sub-headers: one area each, all part of this API. */
+#include "tandem_text.h"
+#include "tandem_files.h"
+#include "tandem_features.h"
+#include "tandem_synth.h"
+#include "tandem_plot.h"
+#include "tandem_system.h"
+
 #endif /* TANDEM_H */

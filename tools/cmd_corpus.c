@@ -15,14 +15,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "tandem.h"
 #include "tools/cli.h"
 #include "tools/corpus_text.h"
-#include "platform/os/os.h"
-#include "tandem.h"
-#include "runtime/text/symbols.h"
-#include "runtime/text/text_norm.h"
 
 /* Sentences fit the tiny model's max_text (DESIGN.md §7), framing tokens included. */
 #define CORPUS_MAX_TOKENS 128
@@ -50,6 +48,29 @@ static void usage(FILE *f) {
             "                   fits configs/tiny.yaml's max_frames, 512 frames = 5.94 s; no effect\n"
             "                   with --text-only)\n"
             "  --text-only    write metadata.csv only, no audio (for text frontend benchmarks)\n");
+}
+
+static uint64_t now_ns(void) { /* monotonic */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* text normalised by the frontend (tandem_text.h) into a new string (free it); NULL on failure
+ * (tandem_last_error says why). */
+static char *normalize(const char *text, tandem_lang *lang) {
+    char small[1024];
+    size_t need = 0;
+    tandem_status st = tandem_text_normalize_into(text, strlen(text), small, sizeof small, &need, lang);
+    if (st != TANDEM_OK && need < sizeof small) return NULL; /* not a matter of room */
+    char *out = malloc(need + 1);
+    if (!out) return NULL;
+    if (st == TANDEM_OK) memcpy(out, small, need + 1);
+    else if (tandem_text_normalize_into(text, strlen(text), out, need + 1, NULL, lang) != TANDEM_OK) {
+        free(out);
+        return NULL;
+    }
+    return out;
 }
 
 static int dir_is_nonempty(const char *path) {
@@ -100,7 +121,7 @@ static long check_wav(const char *path, char *msg, size_t cap) {
             if (sz < 16 || fread(fm, 1, 16, f) != 16) break;
             unsigned fmt = fm[0] | fm[1] << 8, chans = fm[2] | fm[3] << 8, bits = fm[14] | fm[15] << 8;
             unsigned long rate = fm[4] | fm[5] << 8 | fm[6] << 16 | (unsigned long)fm[7] << 24;
-            if (fmt != 1 || chans != 1 || rate != 22050 || bits != 16) {
+            if (fmt != 1 || chans != 1 || rate != TANDEM_FEATURE_SAMPLE_RATE || bits != 16) {
                 snprintf(msg, cap, "format %u, %u channels, %lu Hz, %u bit; expected PCM mono 22050 Hz 16 bit",
                          fmt, chans, rate, bits);
                 fclose(f);
@@ -137,7 +158,7 @@ typedef struct utt {
 /* Utterance i's next sentence whose normalised text fits CORPUS_MAX_TOKENS (draws attempt,
  * attempt + 1, ...). Returns 0, or -1 with a message printed. */
 static int draw_sentence(utt *u, long i, unsigned long long seed) {
-    tandem_free(u->norm);
+    free(u->norm);
     u->norm = NULL;
     for (;;) {
         if (u->attempt >= CORPUS_MAX_DRAWS) {
@@ -148,7 +169,7 @@ static int draw_sentence(utt *u, long i, unsigned long long seed) {
         const uint64_t attempt = u->attempt++;
         tandem_lang got;
         corpus_text_sentence(seed, (uint64_t)i | attempt << 40, u->lang, u->raw);
-        if (tandem_text_normalize_utf8(u->raw, strlen(u->raw), &u->norm, &got) != TANDEM_OK) {
+        if (!(u->norm = normalize(u->raw, &got))) {
             fprintf(stderr, "tandem corpus: normalising sentence %ld: %s\n", i + 1, tandem_last_error());
             return -1;
         }
@@ -160,7 +181,7 @@ static int draw_sentence(utt *u, long i, unsigned long long seed) {
                         tandem_lang_name(got), tandem_lang_name(u->lang));
             return 0;
         }
-        tandem_free(u->norm);
+        free(u->norm);
         u->norm = NULL;
     }
 }
@@ -254,12 +275,12 @@ int cli_corpus(int argc, char **argv) {
     }
     char wavs[4096];
     snprintf(wavs, sizeof wavs, "%s/wavs", out);
-    if (tandem_mkdir_p(text_only ? out : wavs) != TANDEM_OK) {
+    if (tandem_files_mkdir_p(text_only ? out : wavs) != TANDEM_OK) {
         fprintf(stderr, "tandem corpus: %s\n", tandem_last_error());
         return 1;
     }
 
-    uint64_t t0 = tandem_now_ns();
+    uint64_t t0 = now_ns();
     utt *u = calloc((size_t)count, sizeof *u);
     if (!u) {
         fprintf(stderr, "tandem corpus: out of memory\n");
@@ -324,7 +345,7 @@ int cli_corpus(int argc, char **argv) {
                 rc = 1;
                 continue;
             }
-            const double secs = (double)bytes / (2.0 * 22050.0);
+            const double secs = (double)bytes / (2.0 * TANDEM_FEATURE_SAMPLE_RATE);
             if (secs > max_seconds) { /* spoken too long: the next draw that fits is spoken instead */
                 u[k].redraws++;
                 redrawn++;
@@ -350,13 +371,13 @@ int cli_corpus(int argc, char **argv) {
             o += (size_t)sprintf(meta + o, "%s|%s|%s\n", u[i].id, u[i].raw, u[i].norm);
         char path[4200];
         snprintf(path, sizeof path, "%s/metadata.csv", out);
-        if (!meta || tandem_file_write_atomic(path, meta, o) != TANDEM_OK) {
+        if (!meta || tandem_files_write_atomic(path, meta, o) != TANDEM_OK) {
             fprintf(stderr, "tandem corpus: writing %s: %s\n", path, meta ? tandem_last_error() : "out of memory");
             rc = 1;
         }
         free(meta);
     }
-    double secs = (double)(tandem_now_ns() - t0) * 1e-9;
+    double secs = (double)(now_ns() - t0) * 1e-9;
     if (rc == 0) {
         printf("corpus: %ld utterances (en %d, fa %d) in %s, seed %llu\n", count, n_lang[TANDEM_LANG_EN],
                n_lang[TANDEM_LANG_FA], out, seed);
@@ -368,7 +389,7 @@ int cli_corpus(int argc, char **argv) {
                    max_seconds, redrawn, redrawn == 1 ? "" : "s");
         printf("time: %.2f s\n", secs);
     }
-    for (long i = 0; i < count; i++) tandem_free(u[i].norm);
+    for (long i = 0; i < count; i++) free(u[i].norm);
     free(u);
     return rc;
 }

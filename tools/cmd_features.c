@@ -1,18 +1,15 @@
 /* cmd_features.c — `tandem features IN [OUT.npy]`: the log-mel features of one audio file,
- * computed exactly as training computes them (decoder → feature kernels + GEMM on a device,
- * runtime/audio/mel_device.h), written as a float32 NumPy array [frames, 80] or summarised. */
+ * computed exactly as training computes them (decoder → feature kernels + GEMM on a device),
+ * through the public features API (tandem_features.h), written as a float32 NumPy array
+ * [frames, 80] or summarised. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/audio/audio.h"
-#include "tools/cli.h"
-#include "runtime/audio/mel.h"
-#include "runtime/audio/mel_device.h"
-#include "runtime/formats/npy.h"
 #include "tandem.h"
+#include "tools/cli.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -23,38 +20,48 @@ static void usage(FILE *f) {
             "summary without OUT. --backend picks the device (default auto: cuda if present).\n");
 }
 
-/* Runs the device path for one signal of n samples into mel [n / 256, 80]. */
-static tandem_status device_features(tandem_backend backend, const float *audio, int64_t n, float *mel,
-                                     int frames, char *devname, size_t devname_cap) {
-    tandem_device *dev = NULL;
-    tandem_pool *pool = NULL;
-    tandem_stream *s = NULL;
-    tandem_mel_plan plan;
-    memset(&plan, 0, sizeof plan);
-    tandem_status st = tandem_device_open(backend, 0, &dev);
-    if (st != TANDEM_OK) return st;
+/* The summary of r (no OUT). */
+static void summarise(const char *in, const tandem_features_result *r, const char *devname) {
+    double lo = INFINITY, hi = -INFINITY, sum = 0.0;
+    const size_t n = (size_t)r->frames * (size_t)r->n_mels;
+    for (size_t i = 0; i < n; i++) {
+        double v = r->mel[i];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        sum += v;
+    }
+    printf("file      %s\n", in);
+    printf("format    %s, %d Hz, %d channel%s, %.3f s\n", r->format, r->sample_rate, r->channels,
+           r->channels == 1 ? "" : "s", r->seconds);
+    printf("samples   %lld at 22050 Hz%s\n", (long long)r->samples, r->sample_rate != 22050 ? " (resampled)" : "");
+    printf("features  [%d, %d] on %s\n", r->frames, r->n_mels, devname);
+    printf("log-mel   min %.4f  max %.4f  mean %.4f\n", lo, hi, sum / (double)n);
+}
+
+/* Features of in → out (NULL: the summary); the exit code. */
+static int features(tandem_backend backend, const char *in, const char *out) {
+    tandem_features_options o;
+    tandem_features_options_init(&o);
+    o.backend = backend;
+    tandem_features *f = NULL;
+    tandem_status st = tandem_features_open(&o, &f);
+    if (st != TANDEM_OK) return cli_fail("features", st);
+    tandem_features_result r;
+    st = tandem_features_from_file(f, in, NULL, 0, &r);
     tandem_device_info info;
-    if (tandem_device_get_info(dev, &info) == TANDEM_OK)
-        snprintf(devname, devname_cap, "%s (%s)", info.name,
+    char devname[160] = "?";
+    if (st == TANDEM_OK && tandem_features_get_device(f, &info) == TANDEM_OK)
+        snprintf(devname, sizeof devname, "%s (%s)", info.name,
                  info.backend == TANDEM_BACKEND_CUDA ? "cuda" : "host");
-    int32_t len32 = (int32_t)n;
-    if ((st = tandem_pool_create(dev, "features", 0, &pool)) != TANDEM_OK) goto out;
-    if ((st = tandem_mel_plan_declare(pool, dev, "mel", 1, frames, n, 0, &plan)) != TANDEM_OK) goto out;
-    if ((st = tandem_pool_commit(pool)) != TANDEM_OK) goto out;
-    if ((st = tandem_stream_create(dev, &s)) != TANDEM_OK) goto out;
-    if ((st = tandem_mel_upload_constants(&plan, s)) != TANDEM_OK) goto out;
-    if ((st = tandem_tensor_upload(s, plan.audio, audio, sizeof(float) * (size_t)n)) != TANDEM_OK) goto out;
-    if ((st = tandem_tensor_upload(s, plan.lengths, &len32, sizeof len32)) != TANDEM_OK) goto out;
-    if ((st = tandem_mel_batch(&plan, s)) != TANDEM_OK) goto out;
-    if ((st = tandem_tensor_download(s, mel, plan.mel, sizeof(float) * (size_t)frames * TANDEM_MEL_N_MELS)) != TANDEM_OK)
-        goto out;
-    st = tandem_stream_sync(s);
-out:
-    if (s) tandem_stream_destroy(s);
-    tandem_mel_plan_release(&plan);
-    if (pool) tandem_pool_destroy(pool);
-    tandem_device_close(dev);
-    return st;
+    if (st == TANDEM_OK && out) {
+        const int64_t shape[2] = {r.frames, r.n_mels};
+        st = tandem_npy_write_f32(out, r.mel, 2, shape);
+        if (st == TANDEM_OK) printf("%s: [%d, %d] float32 log-mel on %s\n", out, r.frames, r.n_mels, devname);
+    } else if (st == TANDEM_OK) {
+        summarise(in, &r, devname);
+    }
+    tandem_features_close(f);
+    return cli_fail("features", st);
 }
 
 int cli_features(int argc, char **argv) {
@@ -85,67 +92,5 @@ int cli_features(int argc, char **argv) {
         return 2;
     }
 
-    tandem_audio_info info;
-    if (tandem_audio_probe(in, &info) != TANDEM_OK) {
-        fprintf(stderr, "tandem features: %s\n", tandem_last_error());
-        return 2;
-    }
-    /* the resampler's count may differ by a sample; a stream that does not state its length
-     * gets room for an hour (the decoder stops with a clear error beyond) */
-    int64_t cap = info.samples_22050 >= 0 ? info.samples_22050 + 16 : (int64_t)3600 * 22050;
-    float *audio = (float *)malloc(sizeof(float) * (size_t)cap);
-    if (!audio) {
-        fprintf(stderr, "tandem features: %s: out of memory for %lld samples\n", in, (long long)cap);
-        return 1;
-    }
-    int64_t n = 0;
-    if (tandem_audio_load(in, audio, cap, &n, &info) != TANDEM_OK) {
-        fprintf(stderr, "tandem features: %s\n", tandem_last_error());
-        free(audio);
-        return 2;
-    }
-    int64_t frames64 = tandem_mel_frame_count(n);
-    if (frames64 < 1 || frames64 > INT32_MAX) {
-        fprintf(stderr, "tandem features: %s: %lld samples at 22050 Hz %s\n", in, (long long)n,
-                frames64 < 1 ? "is shorter than one hop (256): no frames" : "is too long");
-        free(audio);
-        return 2;
-    }
-    int frames = (int)frames64;
-    float *mel = (float *)malloc(sizeof(float) * (size_t)frames * TANDEM_MEL_N_MELS);
-    char devname[160] = "?";
-    tandem_status st = mel ? device_features(backend, audio, n, mel, frames, devname, sizeof devname)
-                           : TANDEM_E_NOMEM;
-    free(audio);
-    if (st != TANDEM_OK) {
-        fprintf(stderr, "tandem features: %s: %s\n", in, mel ? tandem_last_error() : "out of memory");
-        free(mel);
-        return 1;
-    }
-
-    int rc = 0;
-    if (out) {
-        const int64_t shape[2] = {frames, TANDEM_MEL_N_MELS};
-        if (tandem_npy_write_f32(out, mel, 2, shape) != TANDEM_OK) {
-            fprintf(stderr, "tandem features: %s\n", tandem_last_error());
-            rc = 1;
-        }
-        if (rc == 0) printf("%s: [%d, %d] float32 log-mel on %s\n", out, frames, TANDEM_MEL_N_MELS, devname);
-    } else {
-        double lo = INFINITY, hi = -INFINITY, sum = 0.0;
-        for (size_t i = 0; i < (size_t)frames * TANDEM_MEL_N_MELS; i++) {
-            double v = mel[i];
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-            sum += v;
-        }
-        printf("file      %s\n", in);
-        printf("format    %s, %d Hz, %d channel%s, %.3f s\n", info.format, info.sample_rate, info.channels,
-               info.channels == 1 ? "" : "s", info.seconds);
-        printf("samples   %lld at 22050 Hz%s\n", (long long)n, info.sample_rate != 22050 ? " (resampled)" : "");
-        printf("features  [%d, %d] on %s\n", frames, TANDEM_MEL_N_MELS, devname);
-        printf("log-mel   min %.4f  max %.4f  mean %.4f\n", lo, hi, sum / ((double)frames * TANDEM_MEL_N_MELS));
-    }
-    free(mel);
-    return rc;
+    return features(backend, in, out);
 }

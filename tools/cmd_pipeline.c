@@ -165,7 +165,7 @@ int cli_pipeline(int argc, char **argv) {
     tandem_text_index_config_default(&icfg);
     icfg.data_dir = data_dir;
     icfg.max_text = cfg.max_text;
-    icfg.max_samples = (int64_t)cfg.max_frames * 256;
+    icfg.max_samples = (int64_t)cfg.max_frames * TANDEM_FEATURE_HOP;
     icfg.seed = (uint64_t)cfg.seed;
     tandem_text_index ix;
     if ((st = tandem_text_index_open(&icfg, &ix)) != TANDEM_OK) {
@@ -207,7 +207,7 @@ int cli_pipeline(int argc, char **argv) {
     const int B = cfg.batch_size, F = cfg.max_frames, T = cfg.max_text, M = cfg.n_mels;
     printf("plan: batch %d x %d frames (%.2f s) x %d mels, %d tokens; data arena %.1f MiB, model arena %.1f MiB "
            "(ring of %d slots); ring copies %s; %d loader threads\n",
-           B, F, F * 256 / 22050.0, M, T, ds.arena_bytes / 1048576.0, ms.arena_bytes / 1048576.0,
+           B, F, F * TANDEM_FEATURE_HOP / (double)TANDEM_FEATURE_SAMPLE_RATE, M, T, ds.arena_bytes / 1048576.0, ms.arena_bytes / 1048576.0,
            cfg.prefetch_buffer_size, tandem_pipeline_peer(pipe) ? "device to device" : "staged through pinned memory",
            cfg.num_workers > 0 ? cfg.num_workers : tandem_cpu_count());
 

@@ -108,6 +108,7 @@ int cli_plan(int argc, char **argv) {
     memset(&mdl, 0, sizeof mdl);
     if (st == TANDEM_OK) st = tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &dims);
     if (st == TANDEM_OK) st = tandem_model_declare_plan(&mdl, backend, model, &dims);
+    if (st == TANDEM_OK) st = tandem_model_staging_declare(&dims, &layout.staging); /* its pinned block */
     if (st != TANDEM_OK) {
         fprintf(stderr, "tandem plan: %s\n", tandem_last_error());
         tandem_model_free(&mdl);
@@ -147,7 +148,7 @@ int cli_plan(int argc, char **argv) {
         tandem_pool_get_stats(pools[i], &s);
         total += s.arena_bytes;
     }
-    char pinned[512];
+    static char pinned[16384];
     tandem_layout_pinned_report(&layout, pinned, sizeof pinned);
     printf("%s\n", pinned);
     printf("one GPU in both roles needs both arenas on it: %.2f MiB\n", (double)total / (1 << 20));

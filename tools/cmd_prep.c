@@ -93,7 +93,7 @@ int cli_prep(int argc, char **argv) {
         return 2;
     }
 
-    cfg.max_samples = (int64_t)max_frames * 256; /* one hop per mel frame */
+    cfg.max_samples = (int64_t)max_frames * TANDEM_FEATURE_HOP; /* one hop per mel frame */
     uint64_t t0 = tandem_now_ns();
     tandem_text_index ix;
     tandem_status st = tandem_text_index_open(&cfg, &ix);
@@ -129,14 +129,15 @@ int cli_prep(int argc, char **argv) {
         if (ns > hi) hi = ns;
     }
     if (scanned)
-        printf("duration: %.1f s total, %.2f s mean, %.2f .. %.2f s (%u files)\n", (double)samples / 22050.0,
-               (double)samples / 22050.0 / scanned, lo / 22050.0, hi / 22050.0, scanned);
+        printf("duration: %.1f s total, %.2f s mean, %.2f .. %.2f s (%u files)\n", (double)samples / TANDEM_FEATURE_SAMPLE_RATE,
+               (double)samples / TANDEM_FEATURE_SAMPLE_RATE / scanned, (double)lo / TANDEM_FEATURE_SAMPLE_RATE,
+               (double)hi / TANDEM_FEATURE_SAMPLE_RATE, scanned);
     else
         printf("duration: (audio not scanned)\n");
     if (cfg.check_audio)
         printf("audio: %u too long for max_frames %ld (%.2f s), %u shorter than one hop, %u unreadable "
                "(left out of train/val)\n",
-               ix.audio_too_long, max_frames, (double)cfg.max_samples / 22050.0, ix.audio_too_short,
+               ix.audio_too_long, max_frames, (double)cfg.max_samples / TANDEM_FEATURE_SAMPLE_RATE, ix.audio_too_short,
                ix.audio_unreadable);
 
     printf("tokens: %llu total, %.1f mean, %u max (max_text %d, framing <lang> BOS EOS included)\n",

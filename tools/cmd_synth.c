@@ -1,17 +1,12 @@
 /* cmd_synth.c — `tandem synth`: checkpoint + text → WAV (Griffin-Lim) and optionally the log-mel
- * as .npy (runtime/run/synth.h). Exit codes: 0 done, 2 bad usage, bad text or a bad checkpoint,
- * 1 any other failure. */
+ * as .npy, through the public synthesis API (tandem_synth.h). Exit codes: cli_exit_code (0
+ * done, 2 bad usage, bad text or a bad checkpoint, 1 any other failure). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/cli.h"
-#include "runtime/audio/griffinlim.h"
-#include "runtime/formats/npy.h"
-#include "platform/os/os.h"
-#include "runtime/run/synth.h"
 #include "tandem.h"
-#include "runtime/formats/wav.h"
+#include "tools/cli.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -23,11 +18,7 @@ static void usage(FILE *f) {
             "max_frames),\nthen Griffin-Lim (default %d iterations) → 22050 Hz 16-bit WAV. "
             "--mel-out writes the\nlog-mel [frames, 80] (float32) for an external neural "
             "vocoder.\n--lang forces the language tag (default: detected from the script).\n",
-            TANDEM_GL_DEFAULT_ITERS);
-}
-
-static int exit_code(tandem_status st) {
-    return st == TANDEM_E_INVALID || st == TANDEM_E_FORMAT || st == TANDEM_E_UNSUPPORTED ? 2 : 1;
+            TANDEM_SYNTH_DEFAULT_GL_ITERS);
 }
 
 static int parse_int(const char *flag, const char *v, long lo, long hi, long *out) {
@@ -41,14 +32,54 @@ static int parse_int(const char *flag, const char *v, long lo, long hi, long *ou
     return 1;
 }
 
+/* The summary lines of a finished run. */
+static void report(const tandem_synth_result *r, const char *out, const char *mel_out, int iters) {
+    const double dur = (double)r->samples / r->sample_rate;
+    printf("text: %d tokens (%s)\n", r->tokens, tandem_lang_name(r->lang));
+    printf("generated %d frames in %d steps; stop: %s\n", r->frames, r->steps,
+           r->stop == TANDEM_SYNTH_STOP_HEAD ? "stop head (probability > 0.5)"
+                                             : "frame limit reached (the stop head never fired)");
+    printf("audio: %.2f s at %d Hz → %s%s%s\n", dur, r->sample_rate, out, mel_out ? "; mel → " : "",
+           mel_out ? mel_out : "");
+    printf("time: generation %.2f s (%.1f ms/step), Griffin-Lim %.2f s (%d iterations); "
+           "real-time factor %.2f (time / audio duration)\n", r->seconds,
+           r->steps ? 1e3 * r->seconds / r->steps : 0.0, r->vocode_seconds, iters,
+           dur > 0 ? (r->seconds + r->vocode_seconds) / dur : 0.0);
+}
+
+/* Open, run, write; the exit code. */
+static int synthesize(const char *ckpt, const tandem_synth_options *o, const char *text,
+                      tandem_lang lang, const char *out, const char *mel_out) {
+    tandem_synth *s = NULL;
+    tandem_status st = tandem_synth_open(ckpt, o, &s);
+    if (st != TANDEM_OK) return cli_fail("synth", st);
+    tandem_synth_info info;
+    st = tandem_synth_get_info(s, &info);
+    if (st == TANDEM_OK)
+        printf("checkpoint: %s (d %d, layers %d, r %d, max_text %d, max_frames %d) on %s device %d "
+               "(%s)\n", ckpt, info.d_model, info.layers, info.reduction, info.max_text,
+               info.max_frames, info.device.backend == TANDEM_BACKEND_CUDA ? "CUDA" : "host",
+               info.device.ordinal, info.device.name);
+    tandem_synth_result r;
+    if (st == TANDEM_OK) st = tandem_synth_run(s, text, lang, NULL, &r);
+    if (st == TANDEM_OK) st = tandem_wav_write_pcm16(out, r.audio, r.samples, r.sample_rate);
+    if (st == TANDEM_OK && mel_out) {
+        const int64_t shape[2] = {r.frames, info.n_mels};
+        st = tandem_npy_write_f32(mel_out, r.mel, 2, shape);
+    }
+    if (st == TANDEM_OK) report(&r, out, mel_out, o->gl_iters);
+    tandem_synth_close(s);
+    return cli_fail("synth", st);
+}
+
 int cli_synth(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
     }
     const char *ckpt = NULL, *text = NULL, *out = NULL, *mel_out = NULL;
-    long max_frames = 0, iters = TANDEM_GL_DEFAULT_ITERS, seed = 1;
-    int lang = -1;
+    long max_frames = 0, iters = TANDEM_SYNTH_DEFAULT_GL_ITERS, seed = 1;
+    tandem_lang lang = TANDEM_LANG_AUTO;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -85,52 +116,11 @@ int cli_synth(int argc, char **argv) {
         fprintf(stderr, "tandem synth: --checkpoint, --text and --out are required (see --help)\n");
         return 2;
     }
-
     tandem_synth_options o;
-    memset(&o, 0, sizeof o);
-    o.checkpoint = ckpt;
+    tandem_synth_options_init(&o);
     o.backend = backend;
-    tandem_synth *s = NULL;
-    tandem_status st = tandem_synth_open(&o, &s);
-    if (st != TANDEM_OK) {
-        fprintf(stderr, "tandem synth: %s\n", tandem_last_error());
-        return exit_code(st);
-    }
-    const tandem_config *cfg = tandem_synth_config(s);
-    printf("checkpoint: %s (d %d, layers %d, r %d, max_text %d, max_frames %d) on %s\n", ckpt,
-           cfg->d_model, cfg->layers, cfg->reduction, cfg->max_text, cfg->max_frames,
-           tandem_synth_device(s));
-
-    tandem_synth_result r;
-    st = tandem_synth_run(s, text, strlen(text), lang, (int)max_frames, &r);
-    const float *audio = NULL;
-    int64_t samples = 0;
-    double gl_s = 0;
-    if (st == TANDEM_OK) {
-        uint64_t t0 = tandem_now_ns();
-        st = tandem_synth_vocode(s, r.mel, r.frames, (int)iters, (uint64_t)seed, &audio, &samples);
-        gl_s = (double)(tandem_now_ns() - t0) * 1e-9;
-    }
-    if (st == TANDEM_OK) st = tandem_wav_write_pcm16(out, audio, samples, 22050);
-    if (st == TANDEM_OK && mel_out) {
-        const int64_t shape[2] = {r.frames, 80};
-        st = tandem_npy_write_f32(mel_out, r.mel, 2, shape);
-    }
-    if (st != TANDEM_OK) {
-        fprintf(stderr, "tandem synth: %s\n", tandem_last_error());
-        tandem_synth_close(s);
-        return exit_code(st);
-    }
-    const double dur = (double)samples / 22050.0;
-    printf("text: %d tokens (%s)\n", r.tokens, tandem_lang_name(r.lang));
-    printf("generated %d frames in %d steps; stop: %s\n", r.frames, r.steps,
-           r.stop == TANDEM_SYNTH_STOP_HEAD ? "stop head (probability > 0.5)"
-                                            : "frame limit reached (the stop head never fired)");
-    printf("audio: %.2f s at 22050 Hz → %s%s%s\n", dur, out, mel_out ? "; mel → " : "",
-           mel_out ? mel_out : "");
-    printf("time: generation %.2f s (%.1f ms/step), Griffin-Lim %.2f s (%ld iterations); "
-           "real-time factor %.2f (time / audio duration)\n", r.seconds, r.steps ? 1e3 * r.seconds / r.steps : 0.0, gl_s, iters,
-           dur > 0 ? (r.seconds + gl_s) / dur : 0.0);
-    tandem_synth_close(s);
-    return 0;
+    o.max_frames = (int)max_frames;
+    o.gl_iters = (int)iters;
+    o.seed = (uint64_t)seed;
+    return synthesize(ckpt, &o, text, lang, out, mel_out);
 }

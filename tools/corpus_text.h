@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/text/text_norm.h"
+#include "tandem.h" /* tandem_lang */
 
 /* Longest sentence the generator writes, in bytes, NUL included. */
 #define CORPUS_TEXT_MAX 512

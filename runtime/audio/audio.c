@@ -92,6 +92,11 @@ static int64_t resampled_count(int64_t frames, int rate) {
     return (int64_t)llround((double)frames * TANDEM_AUDIO_RATE / rate);
 }
 
+int64_t tandem_audio_resampled_count(int64_t frames, int rate) {
+    if (frames < 0 || rate < MIN_RATE || rate > MAX_RATE) return -1;
+    return resampled_count(frames, rate);
+}
+
 static tandem_status check_header(const char *path, const SF_INFO *info) {
     if (info->channels < 1 || info->channels > CHUNK_FLOATS)
         return tandem_fail(TANDEM_E_FORMAT, "audio %s: %d channels (expected 1..%d)", path,
@@ -182,99 +187,92 @@ static void downmix(const float *in, int64_t n, int ch, float *mono) {
     }
 }
 
-/* One decode in progress: the open file, where its samples go and how far it got. */
-typedef struct decode_job {
+/* Where mono samples go, as they are decoded (or given): straight into out when they are at
+ * 22050 Hz, else through the decoder's converter. known: the input's length is known, so the
+ * converter's output is cut at expect = round(frames * ratio) (and padded up to it at the end). */
+typedef struct sink {
     tandem_audio_decoder *d;
-    SNDFILE *f;
-    const char *path;
-    float *out;          /* [max_samples] */
-    int64_t max_samples;
-    int64_t cap;         /* output limit: round(frames * ratio) when resampling a known length */
-    int known, resample; /* the header states the length; the rate is not 22050 Hz */
+    const char *what; /* the file, for messages */
+    float *out;
+    int64_t max_samples, cap, expect, produced;
+    int known, resample;
     SRC_DATA sd;
-    int64_t produced, read_total;
-} decode_job;
+} sink;
 
-static tandem_status too_long(const decode_job *j) {
-    return tandem_fail(TANDEM_E_BUDGET, "audio %s: too long: more than %lld samples at 22050 Hz", j->path,
-                       (long long)j->max_samples);
+static void sink_init(sink *k, tandem_audio_decoder *d, const char *what, int rate, int64_t frames,
+                      float *out, int64_t max_samples) {
+    memset(k, 0, sizeof *k);
+    k->d = d;
+    k->what = what;
+    k->out = out;
+    k->max_samples = max_samples;
+    k->known = frames != SF_COUNT_MAX;
+    k->expect = resampled_count(frames, rate);
+    k->resample = rate != TANDEM_AUDIO_RATE;
+    k->cap = k->known && k->resample ? k->expect : max_samples;
+    if (k->resample) {
+        k->sd.src_ratio = (double)TANDEM_AUDIO_RATE / rate;
+        src_reset(d->src);
+        src_set_ratio(d->src, k->sd.src_ratio); /* no ramp from the previous file's ratio */
+    }
 }
 
-/* Feeds one downmixed chunk [left] to the resampler; at the end, flushes the filter's tail. */
-static tandem_status resample_chunk(decode_job *j, const float *src_in, long left, int at_end) {
-    SRC_DATA *sd = &j->sd;
+static tandem_status sink_too_long(const sink *k) {
+    return tandem_fail(TANDEM_E_BUDGET, "audio %s: too long: more than %lld samples at 22050 Hz",
+                       k->what, (long long)k->max_samples);
+}
+
+/* Pass n mono samples on; at_end: the input is complete (the converter's tail is flushed). */
+static tandem_status sink_put(sink *k, const float *mono, long n, int at_end) {
+    if (!k->resample) {
+        if (k->produced + n > k->max_samples) return sink_too_long(k);
+        memcpy(k->out + k->produced, mono, sizeof(float) * (size_t)n);
+        k->produced += n;
+        return TANDEM_OK;
+    }
+    SRC_DATA *sd = &k->sd;
+    const float *src_in = mono;
+    long left = n;
     while (left > 0 || at_end) {
-        int64_t room = j->cap - j->produced;
+        int64_t room = k->cap - k->produced;
         if (room <= 0) {
-            if (!j->known) return too_long(j);
+            if (!k->known) return sink_too_long(k);
             break; /* the rest is the filter's tail past round(frames * ratio) */
         }
         sd->data_in = src_in;
         sd->input_frames = left;
-        sd->data_out = j->out + j->produced;
+        sd->data_out = k->out + k->produced;
         sd->output_frames = room > (1L << 30) ? (1L << 30) : (long)room;
         sd->end_of_input = at_end;
         const uint64_t t0 = tandem_now_ns();
-        int err = src_process(j->d->src, sd);
-        j->d->resample_ns += tandem_now_ns() - t0;
+        int err = src_process(k->d->src, sd);
+        k->d->resample_ns += tandem_now_ns() - t0;
         if (err)
-            return tandem_fail(TANDEM_E_INTERNAL, "audio %s: libsamplerate: %s", j->path, src_strerror(err));
+            return tandem_fail(TANDEM_E_INTERNAL, "audio %s: libsamplerate: %s", k->what, src_strerror(err));
         src_in += sd->input_frames_used;
         left -= sd->input_frames_used;
-        j->produced += sd->output_frames_gen;
+        k->produced += sd->output_frames_gen;
         if (left == 0 && (!at_end || sd->output_frames_gen == 0)) break;
     }
     return TANDEM_OK;
 }
 
-/* Reads the file to its end in chunks, downmixed and (when the rate differs) resampled. */
-static tandem_status read_all(decode_job *j, int ch) {
-    tandem_audio_decoder *d = j->d;
-    const int64_t chunk_frames = CHUNK_FLOATS / ch;
-    int at_end = 0;
-    while (!at_end) {
-        sf_count_t got = sf_readf_float(j->f, d->in, chunk_frames);
-        if (got < 0) got = 0;
-        j->read_total += got;
-        at_end = got == 0;
-        downmix(d->in, got, ch, d->mono);
-        if (!j->resample) {
-            if (j->produced + got > j->max_samples) return too_long(j);
-            memcpy(j->out + j->produced, d->mono, sizeof(float) * (size_t)got);
-            j->produced += got;
-            continue;
-        }
-        TANDEM_TRY(resample_chunk(j, d->mono, (long)got, at_end));
-    }
-    return TANDEM_OK;
-}
-
-/* After the last read: errors libsndfile noticed, a short read, the resampler's short tail
- * (padded to the probed count), and samples that are empty or not finite. */
-static tandem_status finish_decode(decode_job *j, const SF_INFO *sfi, int64_t expect) {
-    const char *path = j->path;
-    if (sf_error(j->f) != SF_ERR_NO_ERROR)
-        return tandem_fail(TANDEM_E_FORMAT, "audio %s: decoding failed after %lld frames: %s", path,
-                           (long long)j->read_total, sf_strerror(j->f));
-    char why[160];
-    if (log_reports_error(j->f, why, sizeof why))
-        return tandem_fail(TANDEM_E_FORMAT, "audio %s: corrupt data: %s", path, why);
-    if (j->known && j->read_total < sfi->frames)
-        return tandem_fail(TANDEM_E_FORMAT,
-                           "audio %s: truncated or corrupt: decoded %lld of the %lld frames its header declares",
-                           path, (long long)j->read_total, (long long)sfi->frames);
-    if (j->resample && j->known && j->produced < expect) {
+/* After the last sink_put: the length contract and the checks every signal ends with. */
+static tandem_status sink_finish(sink *k, int64_t *n_out) {
+    if (k->resample && k->known && k->produced < k->expect) {
         /* the sinc filter's flush can end a sample or two short of round(frames * ratio);
          * the count probe() reported is the contract, so the tail is padded with silence */
-        memset(j->out + j->produced, 0, sizeof(float) * (size_t)(expect - j->produced));
-        j->produced = expect;
+        memset(k->out + k->produced, 0, sizeof(float) * (size_t)(k->expect - k->produced));
+        k->produced = k->expect;
     }
     /* an Ogg stream cut after its headers, or fewer frames than one output sample */
-    if (j->produced == 0)
-        return tandem_fail(TANDEM_E_FORMAT, "audio %s: no audio samples decoded (empty or truncated stream)", path);
-    for (int64_t i = 0; i < j->produced; i++)
-        if (!isfinite(j->out[i]))
-            return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample %lld is not finite", path, (long long)i);
+    if (k->produced == 0)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: no audio samples decoded (empty or truncated stream)",
+                           k->what);
+    for (int64_t i = 0; i < k->produced; i++)
+        if (!isfinite(k->out[i]))
+            return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample %lld is not finite", k->what, (long long)i);
+    *n_out = k->produced;
     return TANDEM_OK;
 }
 
@@ -295,19 +293,31 @@ static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_I
                            path, (long long)expect, (long long)max_samples);
 
     sf_command(f, SFC_SET_NORM_FLOAT, NULL, SF_TRUE); /* the default, stated: ints / 2^(bits-1) */
-    decode_job j = {.d = d, .f = f, .path = path, .out = out, .max_samples = max_samples,
-                    .known = known, .resample = sfi->samplerate != TANDEM_AUDIO_RATE};
-    /* with a known length the resampler's output is cut at round(frames * ratio) */
-    j.cap = known && j.resample ? expect : max_samples;
-    if (j.resample) {
-        j.sd.src_ratio = (double)TANDEM_AUDIO_RATE / sfi->samplerate;
-        src_reset(d->src);
-        src_set_ratio(d->src, j.sd.src_ratio); /* no ramp from the previous file's ratio */
+    const int ch = sfi->channels;
+    const int64_t chunk_frames = CHUNK_FLOATS / ch;
+    sink k;
+    sink_init(&k, d, path, sfi->samplerate, sfi->frames, out, max_samples);
+    int64_t read_total = 0;
+    int at_end = 0;
+    while (!at_end) {
+        sf_count_t got = sf_readf_float(f, d->in, chunk_frames);
+        if (got < 0) got = 0;
+        read_total += got;
+        at_end = got == 0;
+        downmix(d->in, got, ch, d->mono);
+        TANDEM_TRY(sink_put(&k, d->mono, (long)got, at_end));
     }
-    TANDEM_TRY(read_all(&j, sfi->channels));
-    TANDEM_TRY(finish_decode(&j, sfi, expect));
-    *n_out = j.produced;
-    return TANDEM_OK;
+    if (sf_error(f) != SF_ERR_NO_ERROR)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: decoding failed after %lld frames: %s", path,
+                           (long long)read_total, sf_strerror(f));
+    char why[160];
+    if (log_reports_error(f, why, sizeof why))
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: corrupt data: %s", path, why);
+    if (known && read_total < sfi->frames)
+        return tandem_fail(TANDEM_E_FORMAT,
+                           "audio %s: truncated or corrupt: decoded %lld of the %lld frames its header declares",
+                           path, (long long)read_total, (long long)sfi->frames);
+    return sink_finish(&k, n_out);
 }
 
 tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, float *out,
@@ -336,4 +346,31 @@ tandem_status tandem_audio_load(const char *path, float *out, int64_t max_sample
     tandem_status st = tandem_audio_decode(d, path, out, max_samples, n_samples, info);
     tandem_audio_decoder_free(d);
     return st;
+}
+
+tandem_status tandem_audio_resample(tandem_audio_decoder *d, const float *in, int64_t n, int rate,
+                                    float *out, int64_t max_samples, int64_t *n_samples) {
+    if (!d || (!in && n > 0) || !out || !n_samples || max_samples < 0)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_audio_resample: bad arguments");
+    *n_samples = 0;
+    d->resample_ns = 0;
+    if (n < 1 || rate < MIN_RATE || rate > MAX_RATE)
+        return tandem_fail(TANDEM_E_INVALID, "audio samples: %lld samples at %d Hz (expected >= 1 "
+                           "sample at %d..%d Hz)", (long long)n, rate, MIN_RATE, MAX_RATE);
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(in[i]))
+            return tandem_fail(TANDEM_E_INVALID, "audio samples: sample %lld is not finite", (long long)i);
+    const int64_t expect = resampled_count(n, rate);
+    if (expect > max_samples)
+        return tandem_fail(TANDEM_E_BUDGET, "audio samples: too long: %lld samples at 22050 Hz, limit %lld",
+                           (long long)expect, (long long)max_samples);
+    sink k;
+    sink_init(&k, d, "samples", rate, n, out, max_samples);
+    /* the chunks a mono file's decode feeds, so both give the same samples */
+    for (int64_t at = 0; at < n; at += CHUNK_FLOATS) {
+        const int64_t got = n - at < CHUNK_FLOATS ? n - at : CHUNK_FLOATS;
+        TANDEM_TRY(sink_put(&k, in + at, (long)got, 0));
+    }
+    TANDEM_TRY(sink_put(&k, in, 0, 1));
+    return sink_finish(&k, n_samples);
 }

@@ -24,9 +24,10 @@
 
 #include <stdint.h>
 
+#include "kernels/mel.h"
 #include "tandem.h"
 
-#define TANDEM_AUDIO_RATE 22050
+#define TANDEM_AUDIO_RATE TANDEM_MEL_SAMPLE_RATE /* the decoder's output: the feature recipe's rate */
 
 typedef struct tandem_audio_info {
     int64_t frames;         /* frames in the file at its own rate (per channel) */
@@ -57,6 +58,18 @@ tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, flo
  * nanoseconds; 0 when that file was already at 22050 Hz. The rest of the call is reading,
  * decoding and downmixing, so a loader can time the two stages apart. */
 uint64_t tandem_audio_decoder_resample_ns(const tandem_audio_decoder *d);
+
+/* Samples at 22050 Hz that `frames` frames at `rate` Hz decode to (what tandem_audio_resample
+ * yields); -1 for a rate the decoder does not take or frames < 0. */
+int64_t tandem_audio_resampled_count(int64_t frames, int rate);
+
+/* A signal already in memory: in[0..n) mono at rate Hz → out[0 .. *n_samples) at 22050 Hz
+ * (*n_samples <= max_samples), exactly what decoding a mono float file of these samples at
+ * that rate gives (the same chunks through the same converter, the same length rule). At
+ * 22050 Hz a copy. n < 1, a rate outside the decoder's range or a non-finite sample →
+ * TANDEM_E_INVALID; more than max_samples → TANDEM_E_BUDGET. */
+tandem_status tandem_audio_resample(tandem_audio_decoder *d, const float *in, int64_t n, int rate,
+                                    float *out, int64_t max_samples, int64_t *n_samples);
 
 /* One-shot convenience: create a decoder, decode, free it. */
 tandem_status tandem_audio_load(const char *path, float *out, int64_t max_samples,

@@ -10,6 +10,11 @@
 #include "platform/os/os.h"
 #include "kernels/registry.h" /* kernels/mel.h: the per-frame STFT and projection */
 
+/* the public header's copy of the recipe (TANDEM_FEATURE_*) is the recipe */
+_Static_assert(TANDEM_FEATURE_SAMPLE_RATE == TANDEM_MEL_SAMPLE_RATE && TANDEM_FEATURE_HOP == TANDEM_MEL_HOP &&
+                   TANDEM_FEATURE_N_MELS == TANDEM_MEL_N_MELS,
+               "tandem.h's TANDEM_FEATURE_* must equal kernels/mel.h's TANDEM_MEL_*");
+
 #define N_FFT TANDEM_MEL_N_FFT
 #define N_BINS TANDEM_MEL_N_BINS
 #define N_MELS TANDEM_MEL_N_MELS
@@ -73,7 +78,7 @@ void tandem_mel_filterbank_f32(float *fb) {
 }
 
 /* Nonzero range of each float row, packed. */
-int tandem_mel_bands(struct tandem_k_mel_bands *bands, float *weights) {
+int tandem_mel_bands(tandem_k_mel_bands *bands, float *weights) {
     double pts[N_MELS + 2], row[N_BINS];
     mel_points(pts);
     int total = 0;
@@ -103,6 +108,7 @@ struct tandem_mel_host {
 
 tandem_status tandem_mel_host_create(tandem_mel_host **out) {
     if (!out) return tandem_fail(TANDEM_E_INVALID, "tandem_mel_host_create: NULL out");
+    *out = NULL;
     const int n = tandem_mel_bands(NULL, NULL);
     const size_t bytes = sizeof(tandem_mel_host) + sizeof(float) * (size_t)n;
     tandem_mel_host *m = (tandem_mel_host *)tandem_calloc(1, bytes);

@@ -1,7 +1,7 @@
 /* mel.h — the log-mel recipe of DESIGN.md §6 and its host implementation.
  *
- * Owns: the recipe's constants, the Slaney filterbank (built in double) and its sparse band
- * form, the reflect padding rule, and a host log-mel path made of the same per-frame pieces as
+ * Owns: the Slaney filterbank (built in double) and its sparse band form, the reflect padding
+ * rule, and a host log-mel path made of the same per-frame pieces as
  * the kernels' host implementations (kernels/mel_host.c: window and FFT in double, FFTW or the
  * built-in radix-2 FFT; projection over each band's nonzero bins). The device path (kernels on
  * a stream) is runtime/audio/mel_device.h; both compute this recipe:
@@ -24,24 +24,18 @@
  *   out[t, m] = ln(max(M[t, m], 1e-5))
  *
  * Batches are fixed-shape: out [max_frames, 80] per item, rows t >= T are zero.
+ *
+ * The numbers above are the TANDEM_MEL_* constants of kernels/mel.h (their one definition,
+ * shared with the device code); the public header repeats the sample rate, hop and band count
+ * as TANDEM_FEATURE_* for clients, checked equal in mel.c.
  */
 #ifndef TANDEM_RUNTIME_MEL_H
 #define TANDEM_RUNTIME_MEL_H
 
 #include <stdint.h>
 
+#include "kernels/mel.h" /* the recipe's constants (TANDEM_MEL_*), defined once, and the band form */
 #include "tandem.h"
-
-#define TANDEM_MEL_SAMPLE_RATE 22050
-#define TANDEM_MEL_N_FFT 1024
-#define TANDEM_MEL_HOP 256
-#define TANDEM_MEL_PAD 384 /* (n_fft - hop) / 2 */
-#define TANDEM_MEL_N_BINS 513 /* n_fft / 2 + 1 */
-#define TANDEM_MEL_N_MELS 80
-#define TANDEM_MEL_FMIN 0.0
-#define TANDEM_MEL_FMAX 8000.0
-#define TANDEM_MEL_MAG_EPS 1e-9f
-#define TANDEM_MEL_LOG_FLOOR 1e-5f
 
 /* Frames of a signal of len samples: floor(len / 256) (0 for len < 256). */
 static inline int64_t tandem_mel_frame_count(int64_t len) {
@@ -75,8 +69,7 @@ void tandem_mel_filterbank_f32(float *fb); /* [80, 513] */
  * [lo[m], lo[m] + len[m]), its weights packed at weights[off[m] ...], bands in order. Fills
  * bands (if non-NULL) and weights (if non-NULL; room for the returned count) and returns the
  * number of packed weights, the same on every call (about 740 of the 41,040). */
-struct tandem_k_mel_bands;
-int tandem_mel_bands(struct tandem_k_mel_bands *bands, float *weights);
+int tandem_mel_bands(tandem_k_mel_bands *bands, float *weights);
 
 /* ---- host path ---- */
 

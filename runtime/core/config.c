@@ -17,6 +17,7 @@
 #include "platform/os/strbuf.h"
 #include "platform/os/os.h"
 #include "runtime/core/utf8.h"
+#include "kernels/mel.h" /* the feature recipe: n_mels is fixed by it */
 
 typedef enum key_type { K_INT, K_INT64, K_FLOAT, K_STRING, K_BOOL, K_ENUM } key_type;
 
@@ -38,6 +39,10 @@ typedef struct key_spec {
 #define KSTR(k, d, doc) {#k, K_STRING, FIELD(k), d, 0, 0, 0, 0, NULL, doc}
 #define KBOOL(k, d, doc) {#k, K_BOOL, FIELD(k), d, 0, 1, 0, 0, NULL, doc}
 #define KENUM(k, d, ch, doc) {#k, K_ENUM, FIELD(k), d, 0, 0, 0, 0, ch, doc}
+/* A key whose only accepted value is v (the recipe's, e.g.): default and range from one number. */
+#define KFIXED(k, v, doc) KINT(k, VALUE_TEXT(v), v, v, doc)
+#define VALUE_TEXT(v) VALUE_TEXT_(v)
+#define VALUE_TEXT_(v) #v
 
 static const key_spec schema[] = {
     KENUM(model_size, "tiny", "tiny|base|custom",
@@ -48,7 +53,7 @@ static const key_spec schema[] = {
     KINT(reduction, "4", 1, 16, "r: mel frames predicted per position (must divide max_frames)"),
     KINT(max_text, "128", 8, 4096, "token positions incl. language, BOS, EOS"),
     KINT(max_frames, "512", 16, 16384, "mel frames per utterance; longer ones are skipped"),
-    KINT(n_mels, "80", 80, 80, "mel bands (fixed by the feature recipe)"),
+    KFIXED(n_mels, TANDEM_MEL_N_MELS, "mel bands, fixed by the feature recipe"),
     KINT(batch_size, "8", 1, 4096, "utterances per batch"),
     KINT(grad_accum, "1", 1, 1024, "batches per optimizer step"),
     KINT(prefetch_buffer_size, "3", 2, TANDEM_CONFIG_MAX_PREFETCH,
@@ -148,11 +153,14 @@ typedef struct origin {
 static tandem_status fail_value(const origin *o, const key_spec *k, const char *value) {
     char what[96];
     expected_text(k, what, sizeof what);
+    char fixed[160] = ""; /* a key with one accepted value says why it cannot change */
+    if ((k->type == K_INT || k->type == K_INT64) && k->imin == k->imax)
+        snprintf(fixed, sizeof fixed, " (%s: leave the key out or set %lld)", k->doc, (long long)k->imin);
     if (o->line > 0)
-        return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': expected %s, got '%.100s'", o->name,
-                           o->line, k->key, what, value);
-    return tandem_fail(TANDEM_E_INVALID, "%s: key '%s': expected %s, got '%.100s'", o->name, k->key,
-                       what, value);
+        return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': expected %s, got '%.100s'%s", o->name,
+                           o->line, k->key, what, value, fixed);
+    return tandem_fail(TANDEM_E_INVALID, "%s: key '%s': expected %s, got '%.100s'%s", o->name, k->key,
+                       what, value, fixed);
 }
 
 static tandem_status fail_unknown(const origin *o, const char *key) {

@@ -40,7 +40,7 @@ typedef struct tandem_config {
     int reduction;  /* r: mel frames predicted per position */
     int max_text;   /* token positions, incl. language, BOS and EOS */
     int max_frames; /* mel frames per utterance (a multiple of reduction) */
-    int n_mels;     /* 80, fixed by the feature recipe */
+    int n_mels;     /* TANDEM_MEL_N_MELS (80), fixed by the feature recipe */
     /* data pipeline */
     int batch_size, grad_accum;
     int prefetch_buffer_size; /* ring slots on the model device */

@@ -245,6 +245,12 @@ static const char *human(size_t b, char *buf, size_t cap) {
     return buf;
 }
 
+const char *tandem_shape_text(int ndim, const int64_t *shape, char *buf, size_t cap) {
+    return shape_text(ndim, shape, buf, cap);
+}
+
+const char *tandem_bytes_text(size_t bytes, char *buf, size_t cap) { return human(bytes, buf, cap); }
+
 /* The REPORT_LARGEST largest tensors, largest first (ties: declaration order). */
 static int largest(const tandem_pool *pool, const tandem_tensor **top) {
     int n = 0;

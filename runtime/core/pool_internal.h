@@ -23,4 +23,9 @@ tandem_status tandem_pool_create_offline(const char *name, tandem_backend backen
 /* The device the tensor's pool lives on (NULL for a planning-only pool). */
 tandem_device *tandem_tensor_device(const tandem_tensor *t);
 
+/* Report text shared by the pool and the pinned staging plan (runtime/core/staging.h); both
+ * write into buf and return it. */
+const char *tandem_shape_text(int ndim, const int64_t *shape, char *buf, size_t cap); /* "[8, 512, 80]" */
+const char *tandem_bytes_text(size_t bytes, char *buf, size_t cap);                  /* "1.25 MiB", "32 B" */
+
 #endif

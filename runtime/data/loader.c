@@ -42,8 +42,6 @@ struct tandem_loader {
     tandem_loader_stats stats;
 };
 
-static size_t r64(size_t x) { return (x + 63) & ~(size_t)63; }
-
 static void stage_add(tandem_loader *l, tandem_stage s, uint64_t t0, uint64_t t1) {
     if (l->cfg.times) tandem_stage_times_add(l->cfg.times, s, (double)(t1 - t0) / 1e6);
 }
@@ -61,6 +59,7 @@ static void fail_locked(tandem_loader *l, tandem_status st, const char *msg) {
 /* ---- create / destroy ---------------------------------------------------------------------- */
 
 tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loader **out) {
+    if (out) *out = NULL;
     if (!cfg || !out || !cfg->ix || !cfg->data_dir || !cfg->items || cfg->n_items == 0 || cfg->batch < 1 ||
         cfg->max_text < 1 || cfg->max_samples < 1 || cfg->num_workers < 1 || !cfg->data_dev || !cfg->model_dev)
         return tandem_fail(TANDEM_E_INVALID, "loader: bad configuration (batch %d, max_text %d, max_samples %lld, "
@@ -73,19 +72,19 @@ tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loade
     tandem_mutex_init(&l->m);
     tandem_cond_init(&l->cv);
     tandem_status st = tandem_sampler_init(&l->sampler, cfg->items, cfg->n_items, cfg->seed, cfg->shuffle);
-    const size_t B = (size_t)cfg->batch, S = (size_t)cfg->max_samples, T = (size_t)cfg->max_text;
-    const size_t o_len = r64(B * S * 4), o_tok = o_len + r64(B * 4), o_tl = o_tok + r64(B * T * 4);
-    const size_t bytes = o_tl + r64(B * 4);
+    const size_t B = (size_t)cfg->batch;
+    /* the staged batches as the plan declares them (runtime/data/plan_layout.h) */
+    tandem_staging_plan sp;
+    tandem_staging_init(&sp);
+    if (st == TANDEM_OK) st = tandem_layout_stage_batches(&sp, cfg->batch, cfg->max_text, cfg->max_samples);
     for (int i = 0; st == TANDEM_OK && i < TANDEM_LAYOUT_STAGING; i++) {
         tandem_staged_batch *b = &l->bufs[i];
-        st = tandem_dev_pinned_alloc(cfg->data_dev, bytes, &l->pinned[i]);
+        st = tandem_staging_alloc(cfg->data_dev, &sp, i, &l->pinned[i]);
         if (st != TANDEM_OK) break;
-        char *p = l->pinned[i];
-        memset(p, 0, bytes);
-        b->audio = (float *)p;
-        b->lengths = (int32_t *)(p + o_len);
-        b->tokens = (int32_t *)(p + o_tok);
-        b->text_lengths = (int32_t *)(p + o_tl);
+        b->audio = tandem_staging_ptr(&sp, i, l->pinned[i], TANDEM_STAGED_AUDIO);
+        b->lengths = tandem_staging_ptr(&sp, i, l->pinned[i], TANDEM_STAGED_LENGTHS);
+        b->tokens = tandem_staging_ptr(&sp, i, l->pinned[i], TANDEM_STAGED_TOKENS);
+        b->text_lengths = tandem_staging_ptr(&sp, i, l->pinned[i], TANDEM_STAGED_TEXT_LENGTHS);
         b->utt = tandem_calloc(B, sizeof *b->utt);
         b->pos = tandem_calloc(B, sizeof *b->pos);
         if (!b->utt || !b->pos) st = tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
@@ -134,7 +133,7 @@ void tandem_loader_destroy(tandem_loader *l) {
             if (b->ever_recorded_) tandem_event_sync(b->text_sent);
             tandem_event_destroy(b->text_sent);
         }
-        tandem_dev_pinned_free(l->cfg.data_dev, l->pinned[i]);
+        tandem_staging_free(l->cfg.data_dev, l->pinned[i]);
         tandem_free(b->utt);
         tandem_free(b->pos);
     }

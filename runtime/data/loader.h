@@ -13,8 +13,9 @@
  * An event that was never recorded is never waited on (a driver reports that as misuse).
  * Stages timed here, per file: read (file bytes through the OS), decode (libsndfile + downmix,
  * every file), resample (libsamplerate, files at other rates only).
- * Owns: the threads, decoders, pinned buffers (host_alloc_pinned of the data device; all
- * allocated at create, before any pool is committed), their events and the sampler.
+ * Owns: the threads, decoders, pinned buffers (the staged batch blocks "loader.<i>" of
+ * runtime/data/plan_layout.h, on the data device; all allocated at create, before any pool is
+ * committed), their events and the sampler.
  */
 #ifndef TANDEM_RUNTIME_LOADER_H
 #define TANDEM_RUNTIME_LOADER_H

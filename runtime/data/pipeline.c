@@ -115,20 +115,19 @@ static tandem_status make_events(tandem_pipeline *p) {
 }
 
 static tandem_status make_staging(tandem_pipeline *p) {
-    const size_t B = (size_t)p->cfg.batch_size, F = (size_t)p->cfg.max_frames, M = (size_t)p->cfg.n_mels;
-    const size_t a = (B * F * M * 4 + 63) & ~(size_t)63, b = (B * F * 4 + 63) & ~(size_t)63;
-    const size_t c = (B * 4 + 63) & ~(size_t)63;
-    const size_t per = a + 2 * b + c;
+    const size_t B = (size_t)p->cfg.batch_size;
     const int n = p->layout.n_slots;
-    if (!p->peer) {
-        tandem_device *d = p->o.data_dev;
-        TANDEM_TRY(tandem_dev_pinned_alloc(d, per * (size_t)n, &p->staging_block));
+    if (!p->peer) { /* the plan's ring staging block (runtime/data/plan_layout.h) */
+        const tandem_staging_plan *sp = &p->layout.staging;
+        const int blk = tandem_staging_find(sp, TANDEM_LAYOUT_RING_STAGING);
+        TANDEM_TRY(tandem_staging_alloc(p->o.data_dev, sp, blk, &p->staging_block));
+        void *base = p->staging_block;
         for (int k = 0; k < n; k++) {
-            char *base = (char *)p->staging_block + per * (size_t)k;
-            p->staging[k].mels = (float *)base;
-            p->staging[k].mask = (float *)(base + a);
-            p->staging[k].stop = (float *)(base + a + b);
-            p->staging[k].frames = (int32_t *)(base + a + 2 * b);
+            const int i = k * TANDEM_RING_STAGED_BUFS;
+            p->staging[k].mels = tandem_staging_ptr(sp, blk, base, i + TANDEM_RING_STAGED_MELS);
+            p->staging[k].mask = tandem_staging_ptr(sp, blk, base, i + TANDEM_RING_STAGED_MASK);
+            p->staging[k].stop = tandem_staging_ptr(sp, blk, base, i + TANDEM_RING_STAGED_STOP);
+            p->staging[k].frames = tandem_staging_ptr(sp, blk, base, i + TANDEM_RING_STAGED_FRAMES);
         }
     }
     for (int k = 0; k < n; k++) {
@@ -168,7 +167,7 @@ static tandem_status create_parts(tandem_pipeline *p) {
         .n_items = o->ix->n_train,
         .batch = c->batch_size,
         .max_text = c->max_text,
-        .max_samples = (int64_t)c->max_frames * TANDEM_HOP,
+        .max_samples = (int64_t)c->max_frames * TANDEM_MEL_HOP,
         .num_workers = workers,
         .seed = (uint64_t)c->seed,
         .shuffle = c->shuffle,
@@ -219,7 +218,7 @@ void tandem_pipeline_destroy(tandem_pipeline *p) {
         for (int j = 0; j < 6; j++)
             if (ev[j]) tandem_event_destroy(ev[j]);
     }
-    tandem_dev_pinned_free(p->o.data_dev, p->staging_block);
+    tandem_staging_free(p->o.data_dev, p->staging_block);
     for (int k = 0; k < TANDEM_CONFIG_MAX_PREFETCH; k++) {
         tandem_free(p->meta[k].utt);
         tandem_free(p->meta[k].pos);

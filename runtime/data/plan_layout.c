@@ -1,14 +1,11 @@
-/* plan_layout.c — declares the arenas' tensors from a config (see plan_layout.h). */
+/* plan_layout.c — declares the arenas' tensors and the data side's pinned staging from a config
+ * (see plan_layout.h). */
 #include "runtime/data/plan_layout.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "platform/os/log.h"
-
-#define PINNED_ALIGN 64
-
-static size_t round64(size_t x) { return (x + PINNED_ALIGN - 1) / PINNED_ALIGN * PINNED_ALIGN; }
 
 static tandem_status decl(tandem_pool *p, const char *name, tandem_dtype dt, int ndim,
                           int64_t d0, int64_t d1, int64_t d2, tandem_lifetime lt, int first,
@@ -39,8 +36,43 @@ static tandem_status declare_ring(const tandem_config *cfg, tandem_pool *p, tand
 
 static tandem_status declare_data(const tandem_config *cfg, tandem_pool *p, tandem_layout *l) {
     /* the pipeline's own declaration of the feature path; per-step ops start at 0 */
-    const int64_t samples = (int64_t)cfg->max_frames * TANDEM_HOP;
+    const int64_t samples = (int64_t)cfg->max_frames * TANDEM_MEL_HOP;
     return tandem_mel_plan_declare(p, NULL, "mel", cfg->batch_size, cfg->max_frames, samples, 0, &l->mel);
+}
+
+tandem_status tandem_layout_stage_batches(tandem_staging_plan *p, int batch, int max_text,
+                                          int64_t max_samples) {
+    for (int i = 0; i < TANDEM_LAYOUT_STAGING; i++) {
+        char name[TANDEM_STAGING_NAME_MAX];
+        snprintf(name, sizeof name, "loader.%d", i);
+        TANDEM_TRY(tandem_staging_begin(p, name, "data device", TANDEM_STAGING_ALWAYS,
+                                        "staged batch: loader threads fill one while one uploads", NULL));
+        /* in the order of TANDEM_STAGED_* */
+        TANDEM_TRY(tandem_staging_add(p, "audio", TANDEM_F32, 2, batch, max_samples, 0));
+        TANDEM_TRY(tandem_staging_add(p, "lengths", TANDEM_I32, 1, batch, 0, 0));
+        TANDEM_TRY(tandem_staging_add(p, "tokens", TANDEM_I32, 2, batch, max_text, 0));
+        TANDEM_TRY(tandem_staging_add(p, "text_lengths", TANDEM_I32, 1, batch, 0, 0));
+    }
+    return TANDEM_OK;
+}
+
+/* One block for every slot's staged features (the pipeline copies a slot through them when the
+ * data device cannot write the model device's memory). */
+static tandem_status stage_ring(const tandem_config *cfg, int n_slots, tandem_staging_plan *p) {
+    const int64_t b = cfg->batch_size, f = cfg->max_frames, m = cfg->n_mels;
+    TANDEM_TRY(tandem_staging_begin(p, TANDEM_LAYOUT_RING_STAGING, "data device", TANDEM_STAGING_NO_PEER,
+                                    "ring slots' features on their way to the model device", NULL));
+    for (int k = 0; k < n_slots; k++) {
+        static const char *const what[TANDEM_RING_STAGED_BUFS] = {"mels", "frame_mask", "stop_targets",
+                                                                  "frame_lengths"};
+        char n[TANDEM_RING_STAGED_BUFS][TANDEM_STAGING_NAME_MAX];
+        for (int i = 0; i < TANDEM_RING_STAGED_BUFS; i++) snprintf(n[i], sizeof n[i], "%d.%s", k, what[i]);
+        TANDEM_TRY(tandem_staging_add(p, n[TANDEM_RING_STAGED_MELS], TANDEM_F32, 3, b, f, m));
+        TANDEM_TRY(tandem_staging_add(p, n[TANDEM_RING_STAGED_MASK], TANDEM_F32, 2, b, f, 0));
+        TANDEM_TRY(tandem_staging_add(p, n[TANDEM_RING_STAGED_STOP], TANDEM_F32, 2, b, f, 0));
+        TANDEM_TRY(tandem_staging_add(p, n[TANDEM_RING_STAGED_FRAMES], TANDEM_I32, 1, b, 0, 0));
+    }
+    return TANDEM_OK;
 }
 
 tandem_status tandem_layout_declare(const tandem_config *cfg, tandem_pool *data_pool,
@@ -54,34 +86,17 @@ tandem_status tandem_layout_declare(const tandem_config *cfg, tandem_pool *data_
     if (model_pool) TANDEM_TRY(declare_ring(cfg, model_pool, out));
     if (data_pool) TANDEM_TRY(declare_data(cfg, data_pool, out));
 
-    /* Pinned staging, from the shapes (the same whether or not a pool was given). */
-    const size_t b = (size_t)cfg->batch_size, t = (size_t)cfg->max_text, f = (size_t)cfg->max_frames;
-    const size_t m = (size_t)cfg->n_mels;
-    out->n_staging = TANDEM_LAYOUT_STAGING;
-    out->pinned_batch_bytes = round64(b * f * TANDEM_HOP * 4) + round64(b * 4) + round64(b * t * 4) + round64(b * 4);
-    out->pinned_slot_bytes = round64(b * f * m * 4) + round64(b * f * 4) + round64(b * f * 4) + round64(b * 4);
-    out->pinned_bytes = (size_t)out->n_staging * out->pinned_batch_bytes + (size_t)out->n_slots * out->pinned_slot_bytes;
-    return TANDEM_OK;
+    /* pinned staging, from the shapes (the same whether or not a pool was given) */
+    tandem_staging_init(&out->staging);
+    TANDEM_TRY(tandem_layout_stage_batches(&out->staging, cfg->batch_size, cfg->max_text,
+                                           (int64_t)cfg->max_frames * TANDEM_MEL_HOP));
+    return stage_ring(cfg, out->n_slots, &out->staging);
 }
 
 void tandem_layout_release(tandem_layout *l) {
     if (l) tandem_mel_plan_release(&l->mel);
 }
 
-static const char *mib(size_t b, char *buf, size_t cap) {
-    snprintf(buf, cap, "%.2f MiB", (double)b / (1 << 20));
-    return buf;
-}
-
 size_t tandem_layout_pinned_report(const tandem_layout *l, char *buf, size_t cap) {
-    char a[32], s[32], tot[32];
-    int n = snprintf(buf, cap,
-                     "pinned host staging: %s\n"
-                     "  staged batches     %d x %s  (audio + tokens: loader threads fill one while one "
-                     "uploads)\n"
-                     "  ring slots         %d x %s  (features staged when the devices have no peer "
-                     "access; not allocated otherwise)\n",
-                     mib(l->pinned_bytes, tot, sizeof tot), l->n_staging, mib(l->pinned_batch_bytes, a, sizeof a),
-                     l->n_slots, mib(l->pinned_slot_bytes, s, sizeof s));
-    return n > 0 ? (size_t)n : 0;
+    return tandem_staging_report(l ? &l->staging : NULL, buf, cap);
 }

@@ -1,13 +1,18 @@
-/* plan_layout.h — which tensors live in which arena, derived from a config. Shared by the
- * pipeline (which commits and uses them) and `tandem plan` (which only prints the plan).
+/* plan_layout.h — which tensors live in which arena, and which pinned host buffers the data
+ * side stages through, derived from a config. Shared by the pipeline and loader (which allocate
+ * and use them) and `tandem plan` (which only prints the plan).
  *
  * Model device arena: the ring of prefetch_buffer_size batch slots (persistent).
  * Data device arena: the log-mel path's own declarations (runtime/audio/mel_device.h: the audio
  * batch, features and targets persistent, |STFT| and linear mels per step, the filterbank),
  * so the plan printed is the plan the pipeline commits.
- * Pinned host staging: described here (bytes), allocated by the pipeline.
- * The model itself (parameters, optimizer state, activations) joins the model arena in the
- * model-device issue.
+ * Pinned host staging (runtime/core/staging.h): the loader's TANDEM_LAYOUT_STAGING staged
+ * batches ("loader.<i>") and the ring slots' feature staging ("ring", allocated only when the
+ * devices have no peer access), declared here once; the loader and the pipeline allocate
+ * exactly these blocks. The model's own block is declared by the model
+ * (tandem_model_staging_declare) and joins this plan in `tandem plan`.
+ * The model itself (parameters, optimizer state, activations) is declared by the caller into the
+ * model arena (runtime/model/model.h).
  */
 #ifndef TANDEM_RUNTIME_PLAN_LAYOUT_H
 #define TANDEM_RUNTIME_PLAN_LAYOUT_H
@@ -15,12 +20,9 @@
 #include <stddef.h>
 
 #include "runtime/core/config.h"
+#include "runtime/core/staging.h"
 #include "runtime/audio/mel_device.h"
 #include "tandem.h"
-
-#define TANDEM_HOP 256   /* samples per mel frame at 22050 Hz */
-#define TANDEM_N_FFT 1024
-#define TANDEM_N_BINS 513 /* n_fft / 2 + 1 */
 
 /* One batch as the model device receives it. B = batch_size, T = max_text, F = max_frames. */
 typedef struct tandem_ring_slot {
@@ -38,15 +40,37 @@ typedef struct tandem_layout {
     tandem_ring_slot slot[TANDEM_CONFIG_MAX_PREFETCH];
     /* data device: the feature path (mel.audio [B, F * 256] f32 in, mel.mel [B, F, 80] out) */
     tandem_mel_plan mel;
-    /* pinned host staging (not a pool: page-locked host memory the pipeline allocates) */
-    int n_staging;             /* audio batches the loader threads fill while one uploads */
-    size_t pinned_batch_bytes; /* one staged batch: audio, lengths, tokens, text lengths */
-    size_t pinned_slot_bytes;  /* one ring slot's features (mels, mask, stop, frame lengths),
-                                * used only when the devices have no peer access */
-    size_t pinned_bytes;       /* n_staging * batch + n_slots * slot */
+    /* pinned host staging (page-locked host memory, not a pool): blocks "loader.0",
+     * "loader.1" (TANDEM_STAGED_*) and "ring" (TANDEM_RING_STAGED_*, only without peer access) */
+    tandem_staging_plan staging;
 } tandem_layout;
 
 #define TANDEM_LAYOUT_STAGING 2 /* staged audio batches: loaders fill one while one uploads */
+#define TANDEM_LAYOUT_RING_STAGING "ring" /* the ring slots' feature staging block */
+
+/* The buffers of a staged batch block "loader.<i>", in order. B = batch, S = max_samples,
+ * T = max_text. */
+enum {
+    TANDEM_STAGED_AUDIO,        /* f32 [B, S] */
+    TANDEM_STAGED_LENGTHS,      /* i32 [B] */
+    TANDEM_STAGED_TOKENS,       /* i32 [B, T] */
+    TANDEM_STAGED_TEXT_LENGTHS, /* i32 [B] */
+    TANDEM_STAGED_BUFS
+};
+/* The buffers of ring slot k in block "ring": k * TANDEM_RING_STAGED_BUFS + one of these. */
+enum {
+    TANDEM_RING_STAGED_MELS,   /* f32 [B, F, n_mels] */
+    TANDEM_RING_STAGED_MASK,   /* f32 [B, F] */
+    TANDEM_RING_STAGED_STOP,   /* f32 [B, F] */
+    TANDEM_RING_STAGED_FRAMES, /* i32 [B] */
+    TANDEM_RING_STAGED_BUFS
+};
+
+/* Declare the TANDEM_LAYOUT_STAGING staged batch blocks "loader.<i>" (data device) into p.
+ * tandem_layout_declare does it from the config; the loader does it from its own sizes (the
+ * same numbers), so both hold the one declaration. */
+tandem_status tandem_layout_stage_batches(tandem_staging_plan *p, int batch, int max_text,
+                                          int64_t max_samples);
 
 /* Declare the tensors above into the two pools (either may be NULL to skip that device).
  * Declares only: the data device's FFT plan and constants are prepared by
@@ -57,7 +81,8 @@ tandem_status tandem_layout_declare(const tandem_config *cfg, tandem_pool *data_
 /* Free what preparing the data part allocated (the filterbank's host copy, if not uploaded). */
 void tandem_layout_release(tandem_layout *l);
 
-/* "pinned host staging: ..." lines; snprintf contract (returns the length it needs). */
+/* The pinned host staging section of the plan: every block of l->staging with its buffers and
+ * the totals (tandem_staging_report); snprintf contract (returns the length it needs). */
 size_t tandem_layout_pinned_report(const tandem_layout *l, char *buf, size_t cap);
 
 #endif

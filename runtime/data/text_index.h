@@ -12,11 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/mel.h"
 #include "tandem.h"
 #include "runtime/text/text_norm.h"
 
 /* Shortest usable audio: one hop, so that an utterance has at least one mel frame. */
-#define TANDEM_INDEX_MIN_SAMPLES 256
+#define TANDEM_INDEX_MIN_SAMPLES TANDEM_MEL_HOP
 
 typedef enum tandem_text_column {
     TANDEM_TEXT_COLUMN_NORMALIZED = 0, /* third column (LJSpeech's normalized transcript) */

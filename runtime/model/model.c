@@ -472,20 +472,27 @@ static tandem_status declare_tensors(tandem_model *m, tandem_pool *pool) {
     return declare_backward(m, pool, &ph);
 }
 
+tandem_status tandem_model_staging_declare(const tandem_model_dims *d, tandem_staging_plan *p) {
+    if (!d || !p) return tandem_fail(TANDEM_E_INVALID, "tandem_model_staging_declare: NULL argument");
+    const int64_t slots = d->micro_batches + 1;
+    TANDEM_TRY(tandem_staging_begin(p, "model", "model device", TANDEM_STAGING_ALWAYS,
+                                    "parameter upload chunks, step results, host lengths", NULL));
+    TANDEM_TRY(tandem_staging_add(p, "stage", TANDEM_F32, 1, TANDEM_MODEL_STAGE_FLOATS, 0, 0));
+    TANDEM_TRY(tandem_staging_add(p, "losses_norm", TANDEM_F32, 1, 2 * slots + 1, 0, 0));
+    TANDEM_TRY(tandem_staging_add(p, "skip", TANDEM_I32, 1, 1, 0, 0));
+    return tandem_staging_add(p, "lengths", TANDEM_I32, 3, slots, 2, d->batch);
+}
+
 static tandem_status alloc_pinned(tandem_model *m) {
-    const tandem_model_dims *d = &m->dims;
-    size_t stage = TANDEM_MODEL_STAGE_FLOATS * sizeof(float);
-    size_t out = (size_t)(2 * (d->micro_batches + 1) + 1) * sizeof(float);
-    size_t skip = 64; /* keeps the lengths 64-byte aligned */
-    size_t lens = (size_t)(d->micro_batches + 1) * 2 * (size_t)d->batch * sizeof(int32_t);
-    out = (out + 63) / 64 * 64;
-    m->pinned_bytes = stage + out + skip + lens;
-    TANDEM_TRY(tandem_dev_pinned_alloc(m->dev, m->pinned_bytes, &m->pinned));
-    char *p = m->pinned;
-    m->stage = (float *)p;
-    m->host_out = (float *)(p + stage);
-    m->host_skip = (int32_t *)(p + stage + out);
-    m->host_len = (int32_t *)(p + stage + out + skip);
+    tandem_staging_plan sp;
+    tandem_staging_init(&sp);
+    TANDEM_TRY(tandem_model_staging_declare(&m->dims, &sp));
+    TANDEM_TRY(tandem_staging_alloc(m->dev, &sp, 0, &m->pinned));
+    m->pinned_bytes = sp.block[0].bytes;
+    m->stage = tandem_staging_ptr(&sp, 0, m->pinned, 0);
+    m->host_out = tandem_staging_ptr(&sp, 0, m->pinned, 1);
+    m->host_skip = tandem_staging_ptr(&sp, 0, m->pinned, 2);
+    m->host_len = tandem_staging_ptr(&sp, 0, m->pinned, 3);
     return TANDEM_OK;
 }
 
@@ -541,7 +548,7 @@ tandem_status tandem_model_declare_plan(tandem_model *m, tandem_backend backend,
 
 void tandem_model_free(tandem_model *m) {
     if (!m) return;
-    if (m->pinned) tandem_dev_pinned_free(m->dev, m->pinned);
+    tandem_staging_free(m->dev, m->pinned);
     tandem_free(m->param);
     tandem_free(m->lp);
     tandem_free(m->layer);

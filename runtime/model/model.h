@@ -58,6 +58,7 @@
 
 #include "runtime/core/config.h"
 #include "runtime/core/dev.h"
+#include "runtime/core/staging.h"
 #include "runtime/model/attention.h"
 #include "tandem.h"
 
@@ -210,6 +211,11 @@ typedef struct tandem_model {
 } tandem_model;
 
 #define TANDEM_MODEL_STAGE_FLOATS 16384
+
+/* The model's pinned host block "model" (model device), its one declaration: stage, host_out,
+ * host_skip, host_len above, in that order. The model allocates exactly this block; `tandem
+ * plan` adds it to the plan's pinned staging section. */
+tandem_status tandem_model_staging_declare(const tandem_model_dims *d, tandem_staging_plan *p);
 
 /* Phases of a step: the op indices per-step tensors are declared with. */
 int tandem_model_phase_in_fwd(const tandem_model *m);           /* prenet, embedding */

@@ -28,6 +28,7 @@
 
 #include <stdint.h>
 
+#include "kernels/mel.h"
 #include "tandem.h"
 
 #define TANDEM_FIGURES_LOSS_FILE "loss.png"
@@ -35,7 +36,7 @@
 #define TANDEM_FIGURES_LOSS_W 800
 #define TANDEM_FIGURES_LOSS_H 480
 #define TANDEM_FIGURES_HISTORY 4096 /* default points per series */
-#define TANDEM_FIGURES_N_MELS 80
+#define TANDEM_FIGURES_N_MELS TANDEM_MEL_N_MELS /* the mel figure shows the recipe's bands */
 
 typedef struct tandem_figures tandem_figures;
 

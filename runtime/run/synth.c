@@ -9,6 +9,7 @@
 #include "runtime/formats/checkpoint.h"
 #include "runtime/core/dev.h"
 #include "runtime/audio/griffinlim.h"
+#include "runtime/audio/mel.h"
 #include "platform/os/log.h"
 #include "runtime/model/model.h"
 #include "platform/os/os.h"
@@ -21,6 +22,9 @@ struct tandem_synth {
     tandem_config cfg;      /* as stored in the checkpoint */
     tandem_model_dims dims; /* B = 1, one micro-batch */
     char device_desc[256];
+    int frame_limit;   /* frames a public run generates at most */
+    int gl_iters;      /* 0: no waveform */
+    uint64_t seed;
     tandem_device *dev;
     tandem_stream *s;
     tandem_pool *pool;
@@ -119,19 +123,28 @@ static tandem_status declare(tandem_synth *s) {
                                0, 0, &s->stop_targets);
 }
 
+/* The pinned I/O block, its one declaration: ids, io, step_out (in that order). */
+static tandem_status stage_io(const tandem_model_dims *d, tandem_staging_plan *p) {
+    TANDEM_TRY(tandem_staging_begin(p, "synth", "device", TANDEM_STAGING_ALWAYS,
+                                    "token ids in; mel frames, stop logits out", NULL));
+    TANDEM_TRY(tandem_staging_add(p, "ids", TANDEM_I32, 1, d->text_len, 0, 0));
+    TANDEM_TRY(tandem_staging_add(p, "io", TANDEM_F32, 2, d->frames, d->n_mels, 0));
+    return tandem_staging_add(p, "step_out", TANDEM_F32, 1, d->group + d->r, 0, 0);
+}
+
 static tandem_status alloc_host(tandem_synth *s) {
     const tandem_model_dims *d = &s->dims;
     const size_t mel = (size_t)d->frames * d->n_mels;
-    size_t ids_b = ((size_t)d->text_len * sizeof(int32_t) + 63) / 64 * 64;
-    size_t io_b = (mel * sizeof(float) + 63) / 64 * 64;
-    size_t step_b = (size_t)(d->group + d->r) * sizeof(float);
-    TANDEM_TRY(tandem_dev_pinned_alloc(s->dev, ids_b + io_b + step_b, &s->pinned));
-    s->ids = (int32_t *)s->pinned;
-    s->io = (float *)((char *)s->pinned + ids_b);
-    s->step_out = (float *)((char *)s->pinned + ids_b + io_b);
+    tandem_staging_plan sp;
+    tandem_staging_init(&sp);
+    TANDEM_TRY(stage_io(d, &sp));
+    TANDEM_TRY(tandem_staging_alloc(s->dev, &sp, 0, &s->pinned));
+    s->ids = tandem_staging_ptr(&sp, 0, s->pinned, 0);
+    s->io = tandem_staging_ptr(&sp, 0, s->pinned, 1);
+    s->step_out = tandem_staging_ptr(&sp, 0, s->pinned, 2);
     s->mel = tandem_calloc(mel, sizeof(float));
     s->stop_logit = tandem_calloc((size_t)d->frames, sizeof(float));
-    s->audio = tandem_calloc((size_t)d->frames * 256, sizeof(float));
+    s->audio = tandem_calloc((size_t)d->frames * TANDEM_MEL_HOP, sizeof(float));
     if (!s->mel || !s->stop_logit || !s->audio)
         return tandem_fail(TANDEM_E_NOMEM, "synth: out of host memory for %d frames", d->frames);
     TANDEM_TRY(tandem_griffinlim_create(d->frames, &s->gl));
@@ -165,7 +178,7 @@ static tandem_status load_params(tandem_synth *s, const tandem_st_file *f) {
 
 static tandem_status open_all(tandem_synth *s, const tandem_synth_options *o) {
     tandem_st_file *f = NULL;
-    TANDEM_TRY(tandem_checkpoint_open(o->checkpoint, -1, &f));
+    TANDEM_TRY(tandem_checkpoint_open(s->path, -1, &f));
     tandem_status st = read_config(s, f);
     if (st == TANDEM_OK) st = check_symbols(s, f);
     if (st == TANDEM_OK) st = open_device(s, o->backend);
@@ -181,17 +194,44 @@ static tandem_status open_all(tandem_synth *s, const tandem_synth_options *o) {
     return tandem_stream_sync(s->s);
 }
 
-tandem_status tandem_synth_open(const tandem_synth_options *o, tandem_synth **out) {
-    if (!o || !o->checkpoint || !out) return tandem_fail(TANDEM_E_INVALID, "synth: NULL argument");
+void tandem_synth_options_init(tandem_synth_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->backend = TANDEM_BACKEND_AUTO;
+    o->gl_iters = TANDEM_SYNTH_DEFAULT_GL_ITERS;
+    o->seed = 1;
+}
+
+static tandem_status check_options(const char *checkpoint, const tandem_synth_options *o) {
+    if (o->max_frames < 0)
+        return tandem_fail(TANDEM_E_INVALID, "synth %s: max_frames %d; expected 0 (the trained "
+                           "limit) or more", checkpoint, o->max_frames);
+    if (o->gl_iters < 0 || o->gl_iters > 10000)
+        return tandem_fail(TANDEM_E_INVALID, "synth %s: gl_iters %d; expected 0 (no waveform) "
+                           "to 10000", checkpoint, o->gl_iters);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_synth_open(const char *checkpoint, const tandem_synth_options *o,
+                                tandem_synth **out) {
+    if (!out) return tandem_fail(TANDEM_E_INVALID, "synth: out is NULL");
     *out = NULL;
+    if (!checkpoint) return tandem_fail(TANDEM_E_INVALID, "synth: checkpoint path is NULL");
+    tandem_synth_options defaults;
+    tandem_synth_options_init(&defaults);
+    if (!o) o = &defaults;
+    TANDEM_TRY(check_options(checkpoint, o));
     tandem_synth *s = tandem_calloc(1, sizeof *s);
     if (!s) return tandem_fail(TANDEM_E_NOMEM, "synth: out of memory");
-    snprintf(s->path, sizeof s->path, "%s", o->checkpoint);
+    snprintf(s->path, sizeof s->path, "%s", checkpoint);
     tandem_status st = open_all(s, o);
     if (st != TANDEM_OK) {
         tandem_synth_close(s);
         return st;
     }
+    s->frame_limit = o->max_frames > 0 && o->max_frames < s->dims.frames ? o->max_frames : s->dims.frames;
+    s->gl_iters = o->gl_iters;
+    s->seed = o->seed;
     tandem_logf(TANDEM_LOG_DEBUG, "synth: %s on %s: d %d, layers %d, r %d, max_text %d, "
                 "max_frames %d", s->path, s->device_desc, s->dims.d, s->dims.layers, s->dims.r,
                 s->dims.text_len, s->dims.frames);
@@ -202,7 +242,7 @@ tandem_status tandem_synth_open(const tandem_synth_options *o, tandem_synth **ou
 void tandem_synth_close(tandem_synth *s) {
     if (!s) return;
     if (s->model_declared) tandem_model_free(&s->model);
-    tandem_dev_pinned_free(s->dev, s->pinned);
+    tandem_staging_free(s->dev, s->pinned);
     if (s->pool) tandem_pool_destroy(s->pool);
     if (s->s) tandem_stream_destroy(s->s);
     if (s->dev) tandem_device_close(s->dev);
@@ -215,7 +255,24 @@ void tandem_synth_close(tandem_synth *s) {
 }
 
 const tandem_config *tandem_synth_config(const tandem_synth *s) { return &s->cfg; }
-const char *tandem_synth_device(const tandem_synth *s) { return s->device_desc; }
+
+tandem_status tandem_synth_get_info(const tandem_synth *s, tandem_synth_info *out) {
+    if (!s || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_synth_get_info: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->d_model = s->cfg.d_model;
+    out->layers = s->cfg.layers;
+    out->heads = s->cfg.heads;
+    out->reduction = s->cfg.reduction;
+    out->max_text = s->cfg.max_text;
+    out->max_frames = s->cfg.max_frames;
+    out->frame_limit = s->frame_limit;
+    out->n_mels = TANDEM_MEL_N_MELS;
+    out->hop = TANDEM_MEL_HOP;
+    out->sample_rate = TANDEM_MEL_SAMPLE_RATE;
+    out->mel_floats = (size_t)s->frame_limit * TANDEM_MEL_N_MELS;
+    out->audio_samples = (size_t)s->frame_limit * TANDEM_MEL_HOP;
+    return tandem_device_get_info(s->dev, &out->device);
+}
 
 /* ---- text --------------------------------------------------------------------------------------- */
 
@@ -302,9 +359,9 @@ static tandem_status forward(tandem_synth *s, int text_count) {
 
 static float sigmoidf_(float z) { return 1.0f / (1.0f + expf(-z)); }
 
-tandem_status tandem_synth_run(tandem_synth *s, const char *text, size_t len, int lang,
-                               int max_frames, tandem_synth_result *res) {
-    if (!s || !text || !res) return tandem_fail(TANDEM_E_INVALID, "synth run: NULL argument");
+tandem_status tandem_synth_generate(tandem_synth *s, const char *text, size_t len, int lang,
+                                    int max_frames, tandem_synth_result *res) {
+    if (!s || !text || !res) return tandem_fail(TANDEM_E_INVALID, "synth generate: NULL argument");
     memset(res, 0, sizeof *res);
     const tandem_model_dims *d = &s->dims;
     if (max_frames <= 0 || max_frames > d->frames) max_frames = d->frames;
@@ -348,6 +405,7 @@ tandem_status tandem_synth_run(tandem_synth *s, const char *text, size_t len, in
     res->tokens = count;
     res->mel = s->mel;
     res->stop_logit = s->stop_logit;
+    res->sample_rate = TANDEM_MEL_SAMPLE_RATE;
     res->seconds = (double)(tandem_now_ns() - t0) * 1e-9;
     return TANDEM_OK;
 }
@@ -381,6 +439,48 @@ tandem_status tandem_synth_vocode(tandem_synth *s, const float *mel, int frames,
                            s->dims.frames);
     TANDEM_TRY(tandem_griffinlim_synthesize(s->gl, mel, frames, iters, seed, s->audio));
     *audio = s->audio;
-    *samples = (int64_t)frames * 256;
+    *samples = (int64_t)frames * TANDEM_MEL_HOP;
+    return TANDEM_OK;
+}
+
+/* ---- the public run -------------------------------------------------------------------------------- */
+
+/* A caller's buffer must hold the worst case of the frame limit (checked before any work). */
+static tandem_status check_buffers(const tandem_synth *s, const tandem_synth_buffers *b) {
+    if (!b) return TANDEM_OK;
+    const size_t mel = (size_t)s->frame_limit * TANDEM_MEL_N_MELS;
+    const size_t audio = (size_t)s->frame_limit * TANDEM_MEL_HOP;
+    if (b->mel && b->mel_capacity < mel)
+        return tandem_fail(TANDEM_E_INVALID, "synth run: the mel buffer holds %zu floats; the "
+                           "frame limit %d x %d bands needs %zu", b->mel_capacity, s->frame_limit,
+                           TANDEM_MEL_N_MELS, mel);
+    if (b->audio && s->gl_iters > 0 && b->audio_capacity < audio)
+        return tandem_fail(TANDEM_E_INVALID, "synth run: the audio buffer holds %zu samples; the "
+                           "frame limit %d x %d samples needs %zu", b->audio_capacity,
+                           s->frame_limit, TANDEM_MEL_HOP, audio);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_synth_run(tandem_synth *s, const char *text, tandem_lang lang,
+                               const tandem_synth_buffers *into, tandem_synth_result *out) {
+    if (!out) return tandem_fail(TANDEM_E_INVALID, "synth run: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!s || !text) return tandem_fail(TANDEM_E_INVALID, "synth run: NULL argument");
+    TANDEM_TRY(check_buffers(s, into));
+    tandem_synth_result r;
+    TANDEM_TRY(tandem_synth_generate(s, text, strlen(text), (int)lang, s->frame_limit, &r));
+    if (into && into->mel) {
+        memcpy(into->mel, r.mel, (size_t)r.frames * TANDEM_MEL_N_MELS * sizeof(float));
+        r.mel = into->mel;
+    }
+    if (s->gl_iters > 0) {
+        float *audio = into && into->audio ? into->audio : s->audio;
+        const uint64_t t0 = tandem_now_ns();
+        TANDEM_TRY(tandem_griffinlim_synthesize(s->gl, r.mel, r.frames, s->gl_iters, s->seed, audio));
+        r.vocode_seconds = (double)(tandem_now_ns() - t0) * 1e-9;
+        r.audio = audio;
+        r.samples = (int64_t)r.frames * TANDEM_MEL_HOP;
+    }
+    *out = r;
     return TANDEM_OK;
 }

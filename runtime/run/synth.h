@@ -26,42 +26,14 @@
 #include <stdint.h>
 
 #include "runtime/core/config.h"
-#include "tandem.h"
 #include "runtime/text/text_norm.h"
+#include "tandem.h"
 
-typedef struct tandem_synth tandem_synth;
-
-typedef struct tandem_synth_options {
-    const char *checkpoint;  /* a ckpt-*.safetensors file written by the trainer */
-    tandem_backend backend;  /* AUTO: the first CUDA device when present, else the host */
-} tandem_synth_options;
-
-typedef enum tandem_synth_stop {
-    TANDEM_SYNTH_STOP_HEAD = 0,   /* a frame's stop probability passed 0.5 */
-    TANDEM_SYNTH_STOP_MAX_FRAMES, /* the frame limit came first */
-} tandem_synth_stop;
-
-typedef struct tandem_synth_result {
-    int frames;            /* frames kept (<= steps * r) */
-    int steps;             /* mel positions generated (forward passes) */
-    tandem_synth_stop stop;
-    tandem_lang lang;      /* the language tag used */
-    int tokens;            /* encoded tokens incl. <lang>, BOS, EOS */
-    double seconds;        /* wall time of the generation */
-    const float *mel;      /* [frames, 80] natural-log mel; valid until the next run */
-    const float *stop_logit; /* [steps * r] stop logits of every generated frame */
-} tandem_synth_result;
-
-/* Open the checkpoint (format, metadata, symbol table, every parameter tensor by name and shape),
- * open the device and build the B = 1 model with the parameters uploaded. Errors name the file
- * and what is wrong with it. */
-tandem_status tandem_synth_open(const tandem_synth_options *o, tandem_synth **out);
-void tandem_synth_close(tandem_synth *s);
+/* The public part (options, open, info, run with caller or library buffers, close) is
+ * tandem_synth.h; below are the pieces `tandem plot` and the tests use. */
 
 /* The run's config as stored in the checkpoint (sizes; batch_size etc. as trained). */
 const tandem_config *tandem_synth_config(const tandem_synth *s);
-/* The device description ("host 0 (...)" / "CUDA device 0 (...)"). */
-const char *tandem_synth_device(const tandem_synth *s);
 
 /* Normalise and encode text (UTF-8, len bytes). lang < 0: the frontend's detected language; else
  * a tandem_lang forcing the tag. Characters outside the symbol table → TANDEM_E_INVALID naming
@@ -69,10 +41,11 @@ const char *tandem_synth_device(const tandem_synth *s);
 tandem_status tandem_synth_encode(tandem_synth *s, const char *text, size_t len, int lang,
                                   int32_t *ids, int *count, tandem_lang *used);
 
-/* Generate from text. max_frames <= 0: the trained max_frames; else at most that many frames
- * (at most the trained max_frames). */
-tandem_status tandem_synth_run(tandem_synth *s, const char *text, size_t len, int lang,
-                               int max_frames, tandem_synth_result *res);
+/* Generate the mel from text (len bytes). max_frames <= 0: the trained max_frames; else at
+ * most that many frames (at most the trained max_frames). res->mel is the handle's buffer;
+ * res->audio stays NULL (tandem_synth_vocode makes it). */
+tandem_status tandem_synth_generate(tandem_synth *s, const char *text, size_t len, int lang,
+                                    int max_frames, tandem_synth_result *res);
 
 /* Teacher forcing (for the target-vs-predicted figure): one forward with target [frames, 80]
  * (frames <= max_frames) as the input mels; pred [frames, 80] gets the predicted frames. */

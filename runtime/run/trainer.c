@@ -82,7 +82,7 @@ static tandem_status open_index(const tandem_config *cfg, const char *dir, tande
     tandem_text_index_config_default(&icfg);
     icfg.data_dir = dir;
     icfg.max_text = cfg->max_text;
-    icfg.max_samples = (int64_t)cfg->max_frames * 256;
+    icfg.max_samples = (int64_t)cfg->max_frames * TANDEM_MEL_HOP;
     icfg.seed = (uint64_t)cfg->seed;
     icfg.val_fraction = 0.0; /* the held-out set is its own directory */
     return tandem_text_index_open(&icfg, ix);

@@ -13,8 +13,7 @@
 #include "tandem.h"
 #include "runtime/text/text_norm.h"
 
-#define TANDEM_SYMBOLS_VERSION 1
-
+/* TANDEM_SYMBOLS_VERSION, TANDEM_SYMBOLS_FRAMING and tandem_symbols_count: tandem_text.h. */
 enum {
     TANDEM_SYM_PAD = 0,
     TANDEM_SYM_BOS = 1,
@@ -24,11 +23,6 @@ enum {
     TANDEM_SYM_FIRST_CHAR = 5,
 };
 
-/* Tokens an encoded utterance adds around its characters: <lang> BOS ... EOS. */
-#define TANDEM_SYMBOLS_FRAMING 3
-
-/* Number of ids (the embedding table's rows). */
-int tandem_symbols_count(void);
 /* Id of a normalised code point, or -1 if it has none. */
 int tandem_symbols_id(uint32_t cp);
 /* The code point of a character id, or 0 for the special ids and out-of-range ids. */

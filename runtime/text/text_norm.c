@@ -578,6 +578,21 @@ tandem_status tandem_text_normalize(tandem_text_norm *n, const char *text, size_
     return TANDEM_OK;
 }
 
+/* Bytes of n's output as UTF-8 (no NUL). */
+static size_t utf8_bytes(const tandem_text_norm *n) {
+    char tmp[4];
+    size_t k = 0;
+    for (size_t i = 0; i < n->out_len; i++) k += (size_t)tandem_utf8_encode(n->out[i], tmp);
+    return k;
+}
+
+/* n's output as UTF-8 into s (room for utf8_bytes(n) + 1), NUL-terminated. */
+static void utf8_write(const tandem_text_norm *n, char *s) {
+    size_t k = 0;
+    for (size_t i = 0; i < n->out_len; i++) k += (size_t)tandem_utf8_encode(n->out[i], s + k);
+    s[k] = 0;
+}
+
 tandem_status tandem_text_normalize_utf8(const char *text, size_t len, char **out, tandem_lang *lang) {
     tandem_text_norm n;
     tandem_text_norm_init(&n);
@@ -591,11 +606,28 @@ tandem_status tandem_text_normalize_utf8(const char *text, size_t len, char **ou
         tandem_text_norm_free(&n);
         return tandem_fail(TANDEM_E_NOMEM, "text: out of memory");
     }
-    size_t k = 0;
-    for (size_t i = 0; i < n.out_len; i++) k += (size_t)tandem_utf8_encode(n.out[i], s + k);
-    s[k] = 0;
+    utf8_write(&n, s);
     *out = s;
     if (lang) *lang = n.lang;
     tandem_text_norm_free(&n);
     return TANDEM_OK;
+}
+
+tandem_status tandem_text_normalize_into(const char *text, size_t len, char *out, size_t cap,
+                                         size_t *needed, tandem_lang *lang) {
+    if (needed) *needed = 0;
+    if (!text && len > 0) return tandem_fail(TANDEM_E_INVALID, "text normalize: text is NULL");
+    if (out && cap > 0) out[0] = 0;
+    tandem_text_norm n;
+    tandem_text_norm_init(&n);
+    tandem_status st = tandem_text_normalize(&n, text ? text : "", len);
+    const size_t bytes = st == TANDEM_OK ? utf8_bytes(&n) : 0;
+    if (st == TANDEM_OK && needed) *needed = bytes;
+    if (st == TANDEM_OK && lang) *lang = n.lang;
+    if (st == TANDEM_OK && (!out || cap <= bytes))
+        st = tandem_fail(TANDEM_E_INVALID, "text normalize: the result needs %zu bytes and its NUL; "
+                         "the buffer holds %zu", bytes, out ? cap : 0);
+    if (st == TANDEM_OK) utf8_write(&n, out);
+    tandem_text_norm_free(&n);
+    return st;
 }

@@ -21,14 +21,7 @@
 /* Bump when any normalisation rule changes: it is part of the text cache key. */
 #define TANDEM_TEXT_FRONTEND_VERSION 1
 
-typedef enum tandem_lang {
-    TANDEM_LANG_EN = 0,
-    TANDEM_LANG_FA = 1,
-    TANDEM_LANG_COUNT
-} tandem_lang;
-
-/* "en" / "fa". */
-const char *tandem_lang_name(tandem_lang lang);
+/* tandem_lang, tandem_lang_name and the public tandem_text_normalize_into: tandem_text.h. */
 
 typedef struct tandem_text_norm {
     const uint32_t *out; /* normalised code points, valid until the next call */

@@ -27,7 +27,7 @@ typedef struct mel_shape {
 } mel_shape;
 
 static const mel_shape shapes[] = {
-    {1, 1, 300}, {3, 4, 1100}, {5, 13, 3500}, {5, 210, 210 * 256 + 100}, {0, 0, 0},
+    {1, 1, 300}, {3, 4, 1100}, {5, 13, 3500}, {5, 210, 210 * TANDEM_MEL_HOP + 100}, {0, 0, 0},
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
@@ -36,7 +36,7 @@ static mel_shape pick_shape(int idx, tandem_rng *rng) {
     if (s.batch == 0) { /* random */
         s.batch = (int)tandem_rng_int(rng, 1, 7);
         s.max_frames = (int)tandem_rng_int(rng, 1, 37);
-        s.max_samples = tandem_rng_int(rng, 1, (int64_t)(s.max_frames + 2) * 256);
+        s.max_samples = tandem_rng_int(rng, 1, (int64_t)(s.max_frames + 2) * TANDEM_MEL_HOP);
     }
     return s;
 }
@@ -56,14 +56,14 @@ static void set_lengths(tandem_kcase *c, int j, const mel_shape *s) {
 
 /* ---- mel_stft: audio [B, S], lengths [B] → mag [B * F, 513] ---- */
 /* Block-per-frame with 9 barriers per frame: shapes kept small for the emulator. */
-static const mel_shape stft_shapes[] = {{1, 1, 300}, {3, 4, 1100}, {5, 13, 3500}, {2, 45, 45 * 256 + 50}, {0, 0, 0}};
+static const mel_shape stft_shapes[] = {{1, 1, 300}, {3, 4, 1100}, {5, 13, 3500}, {2, 45, 45 * TANDEM_MEL_HOP + 50}, {0, 0, 0}};
 static void stft_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     mel_shape s = stft_shapes[idx];
     if (s.batch == 0) s = pick_shape(N_SHAPES - 1, rng);
     shape_to_case(&s, c);
     tandem_kcase_set_buf(c, 0, "audio", TANDEM_F32, (int64_t)s.batch * s.max_samples, TANDEM_KB_IN, -1.0f, 1.0f);
     set_lengths(c, 1, &s);
-    tandem_kcase_set_buf(c, 2, "mag", TANDEM_F32, (int64_t)s.batch * s.max_frames * TANDEM_K_MEL_N_BINS, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 2, "mag", TANDEM_F32, (int64_t)s.batch * s.max_frames * TANDEM_MEL_N_BINS, TANDEM_KB_OUT, 0, 0);
     /* the same double FFT on both sides; only the float rounding of the result may differ */
     c->tol = 1e-12;
 }
@@ -86,13 +86,13 @@ static int project_bands(uint64_t seed, tandem_k_mel_bands *bands) {
     if (seed == 0) return tandem_mel_bands(bands, NULL);
     tandem_rng r = {seed};
     int total = 0;
-    for (int m = 0; m < TANDEM_K_MEL_N_MELS; m++) {
-        int lo = (int)tandem_rng_int(&r, 0, TANDEM_K_MEL_N_BINS - 1);
+    for (int m = 0; m < TANDEM_MEL_N_MELS; m++) {
+        int lo = (int)tandem_rng_int(&r, 0, TANDEM_MEL_N_BINS - 1);
         int len = (int)tandem_rng_int(&r, 0, 40);
         if (m == 0) len = 0;                                           /* empty band */
         if (m == 1) len = 1;                                           /* one bin */
-        if (m == TANDEM_K_MEL_N_MELS - 1) lo = TANDEM_K_MEL_N_BINS - 7; /* up to the last bin */
-        if (len > TANDEM_K_MEL_N_BINS - lo) len = TANDEM_K_MEL_N_BINS - lo;
+        if (m == TANDEM_MEL_N_MELS - 1) lo = TANDEM_MEL_N_BINS - 7; /* up to the last bin */
+        if (len > TANDEM_MEL_N_BINS - lo) len = TANDEM_MEL_N_BINS - lo;
         bands->lo[m] = lo;
         bands->len[m] = len;
         bands->off[m] = total;
@@ -107,10 +107,10 @@ static void project_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     tandem_k_mel_bands bands;
     int n_weights = project_bands((uint64_t)c->i[3], &bands);
     int64_t rows = (int64_t)s.batch * s.max_frames;
-    tandem_kcase_set_buf(c, 0, "mag", TANDEM_F32, rows * TANDEM_K_MEL_N_BINS, TANDEM_KB_IN, 0.0f, 2.0f);
+    tandem_kcase_set_buf(c, 0, "mag", TANDEM_F32, rows * TANDEM_MEL_N_BINS, TANDEM_KB_IN, 0.0f, 2.0f);
     tandem_kcase_set_buf(c, 1, "weights", TANDEM_F32, n_weights, TANDEM_KB_IN, 0.0f, 0.05f);
     set_lengths(c, 2, &s);
-    tandem_kcase_set_buf(c, 3, "mel", TANDEM_F32, rows * TANDEM_K_MEL_N_MELS, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 3, "mel", TANDEM_F32, rows * TANDEM_MEL_N_MELS, TANDEM_KB_OUT, 0, 0);
     c->tol = 1e-12;
 }
 static void project_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -130,7 +130,7 @@ const tandem_kcase_spec tandem_kcase_mel_project = {N_SHAPES, project_make, proj
 static void log_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     mel_shape s = pick_shape(idx, rng);
     shape_to_case(&s, c);
-    int64_t n = (int64_t)s.batch * s.max_frames * TANDEM_K_MEL_N_MELS;
+    int64_t n = (int64_t)s.batch * s.max_frames * TANDEM_MEL_N_MELS;
     /* negative and tiny values exercise the 1e-5 floor */
     tandem_kcase_set_buf(c, 0, "mel", TANDEM_F32, n, TANDEM_KB_IN, -0.5f, 3.0f);
     set_lengths(c, 1, &s);

@@ -85,24 +85,24 @@ static void expect_exact(const char *what, const float *got, int64_t n_got, cons
 static void check_pcm16(const char *name, int major) {
     char path[128];
     path_of(path, sizeof path, name);
-    const int n = 22050 + 321;
+    const int n = TANDEM_AUDIO_RATE + 321;
     short *q = (short *)malloc(sizeof(short) * n);
     float *want = (float *)malloc(sizeof(float) * n);
     for (int i = 0; i < n; i++) {
-        double v = 0.6 * sin(2.0 * M_PI * 440.0 * i / 22050.0) + tandem_rng_uniform(&rng, -0.3f, 0.3f);
+        double v = 0.6 * sin(2.0 * M_PI * 440.0 * i / (double)TANDEM_AUDIO_RATE) + tandem_rng_uniform(&rng, -0.3f, 0.3f);
         q[i] = (short)lrint(v * 32767.0);
         want[i] = (float)(q[i] / 32768.0);
     }
     q[7] = -32768; /* full negative scale → exactly -1 */
     want[7] = -1.0f;
-    SNDFILE *f = open_write(path, major | SF_FORMAT_PCM_16, 22050, 1);
+    SNDFILE *f = open_write(path, major | SF_FORMAT_PCM_16, TANDEM_AUDIO_RATE, 1);
     assert_int_equal(sf_write_short(f, q, n), n);
     sf_close(f);
 
     tandem_audio_info info;
     assert_int_equal(tandem_audio_probe(path, &info), TANDEM_OK);
     assert_int_equal(info.frames, n);
-    assert_int_equal(info.sample_rate, 22050);
+    assert_int_equal(info.sample_rate, TANDEM_AUDIO_RATE);
     assert_int_equal(info.samples_22050, n);
     int64_t got_n = 0;
     float *got = decode_ok(path, n, &got_n, &info); /* exactly enough room */
@@ -134,7 +134,7 @@ static void test_wav24(void **state) {
         v[i] = (int)((unsigned)s24 << 8); /* sf_write_int takes 32-bit; PCM_24 keeps the top 24 */
         want[i] = (float)(s24 / 8388608.0);
     }
-    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_PCM_24, 22050, 1);
+    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_PCM_24, TANDEM_AUDIO_RATE, 1);
     assert_int_equal(sf_write_int(f, v, n), n);
     sf_close(f);
     int64_t got_n = 0;
@@ -152,7 +152,7 @@ static void test_float_wav(void **state) {
     const int n = 4000;
     float *x = (float *)malloc(sizeof(float) * n);
     for (int i = 0; i < n; i++) x[i] = tandem_rng_uniform(&rng, -1.5f, 1.5f); /* past full scale: kept */
-    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 22050, 1);
+    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, TANDEM_AUDIO_RATE, 1);
     assert_int_equal(sf_write_float(f, x, n), n);
     sf_close(f);
     int64_t got_n = 0;
@@ -174,7 +174,7 @@ static void test_stereo_downmix(void **state) {
         q[2 * i + 1] = (short)tandem_rng_int(&rng, -32768, 32767);
         want[i] = (float)((q[2 * i] / 32768.0 + q[2 * i + 1] / 32768.0) / 2.0);
     }
-    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 22050, 2);
+    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, TANDEM_AUDIO_RATE, 2);
     assert_int_equal(sf_writef_short(f, q, n), n);
     sf_close(f);
     int64_t got_n = 0;
@@ -210,7 +210,7 @@ static void check_rate(int rate) {
     assert_int_equal(sf_write_float(f, x, n_in), n_in);
     sf_close(f);
 
-    int64_t want_n = llround((double)n_in * 22050.0 / rate);
+    int64_t want_n = llround((double)n_in * (double)TANDEM_AUDIO_RATE / rate);
     int64_t n = 0;
     tandem_audio_info info;
     float *y = decode_ok(path, want_n + 100, &n, &info);
@@ -219,7 +219,7 @@ static void check_rate(int rate) {
     if (n != want_n) fail_msg("%s: %lld samples after resampling, expected round(%d * 22050 / %d) = %lld", name,
                               (long long)n, n_in, rate, (long long)want_n);
     float *ref = (float *)malloc(sizeof(float) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) ref[i] = (float)tones((double)i / 22050.0);
+    for (int64_t i = 0; i < n; i++) ref[i] = (float)tones((double)i / (double)TANDEM_AUDIO_RATE);
 
     const int edge = 64;
     double worst = 0.0;
@@ -230,9 +230,9 @@ static void check_rate(int rate) {
     /* log-mel on frames whose 1024-sample window lies in the interior */
     tandem_mel_host *m = NULL;
     assert_int_equal(tandem_mel_host_create(&m), TANDEM_OK);
-    int max_frames = (int)(n / 256);
-    float *my = (float *)malloc(sizeof(float) * (size_t)max_frames * 80);
-    float *mr = (float *)malloc(sizeof(float) * (size_t)max_frames * 80);
+    int max_frames = (int)(n / TANDEM_MEL_HOP);
+    float *my = (float *)malloc(sizeof(float) * (size_t)max_frames * TANDEM_MEL_N_MELS);
+    float *mr = (float *)malloc(sizeof(float) * (size_t)max_frames * TANDEM_MEL_N_MELS);
     int fy = 0, fr = 0;
     assert_int_equal(tandem_mel_host_compute(m, y, n, my, max_frames, &fy), TANDEM_OK);
     assert_int_equal(tandem_mel_host_compute(m, ref, n, mr, max_frames, &fr), TANDEM_OK);
@@ -240,11 +240,11 @@ static void check_rate(int rate) {
     double worst_mel = 0.0;
     int frames_checked = 0;
     for (int t = 0; t < fy; t++) {
-        int64_t first = (int64_t)t * 256 - 384, last = first + 1023;
+        int64_t first = (int64_t)t * TANDEM_MEL_HOP - TANDEM_MEL_PAD, last = first + TANDEM_MEL_N_FFT - 1;
         if (first < edge || last >= n - edge) continue;
         frames_checked++;
-        for (int b = 0; b < 80; b++) {
-            double d = fabs((double)my[t * 80 + b] - mr[t * 80 + b]);
+        for (int b = 0; b < TANDEM_MEL_N_MELS; b++) {
+            double d = fabs((double)my[t * TANDEM_MEL_N_MELS + b] - mr[t * TANDEM_MEL_N_MELS + b]);
             if (d > worst_mel) worst_mel = d;
         }
     }

@@ -26,6 +26,8 @@
 #include "platform/os/os.h"
 #include "runtime/audio/audio.h"
 #include "runtime/audio/griffinlim.h"
+#include "runtime/audio/mel.h"
+#include "runtime/data/loader.h"
 #include "runtime/data/ring.h"
 #include "runtime/data/sampler.h"
 #include "runtime/data/text_index.h"
@@ -264,6 +266,31 @@ static int all_zero(const void *p, size_t n) {
 }
 
 /* ---- audio decoder, Griffin-Lim, plot, figures ---- */
+static tandem_status loader_attempt(subject *s, void **held) {
+    return tandem_loader_create((const tandem_loader_config *)s->ctx, (tandem_loader **)held);
+}
+RELEASE(loader, tandem_loader_destroy)
+static void test_loader_create_bad_config(void **state) {
+    (void)state;
+    tandem_loader_config cfg;
+    memset(&cfg, 0, sizeof cfg); /* no index, no devices, batch 0 */
+    subject s = {"tandem_loader_create", loader_attempt, loader_release, &cfg};
+    check_failure(&s, "an empty configuration");
+    s.ctx = NULL;
+    check_failure(&s, "a NULL configuration");
+}
+
+static tandem_status mel_host_attempt(subject *s, void **held) {
+    (void)s;
+    return tandem_mel_host_create((tandem_mel_host **)held);
+}
+RELEASE(mel_host, tandem_mel_host_free)
+static void test_mel_host_create(void **state) {
+    (void)state;
+    subject s = {"tandem_mel_host_create", mel_host_attempt, mel_host_release, NULL};
+    check_allocation_failures(&s);
+}
+
 
 static tandem_status decoder_attempt(subject *s, void **held) {
     (void)s;
@@ -498,7 +525,7 @@ static void test_text_index_open(void **state) {
 int main(void) {
     tandem_log_set_level(TANDEM_LOG_ERROR); /* the forced failures warn on purpose */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_audio_decoder_create), cmocka_unit_test(test_griffinlim_create),
+        cmocka_unit_test(test_audio_decoder_create), cmocka_unit_test(test_mel_host_create), cmocka_unit_test(test_loader_create_bad_config), cmocka_unit_test(test_griffinlim_create),
         cmocka_unit_test(test_plot_and_figures_create), cmocka_unit_test(test_st_writer_create),
         cmocka_unit_test(test_st_open), cmocka_unit_test(test_checkpoint_open),
         cmocka_unit_test(test_checkpoint_create), cmocka_unit_test(test_atomic_open),

@@ -31,10 +31,11 @@ static int64_t reflect_ref(int64_t j, int64_t len) {
 static void test_stft_matches_dft(void **state) {
     (void)state;
     int frames = (int)tandem_rng_int(&rng, 3, 12);
-    int64_t len = (int64_t)frames * 256;
+    int64_t len = (int64_t)frames * TANDEM_MEL_HOP;
     float *x = malloc(sizeof(float) * (size_t)len);
     for (int64_t i = 0; i < len; i++) x[i] = tandem_rng_uniform(&rng, -1, 1);
-    float *re = malloc(sizeof(float) * (size_t)frames * 513), *im = malloc(sizeof(float) * (size_t)frames * 513);
+    float *re = malloc(sizeof(float) * (size_t)frames * TANDEM_MEL_N_BINS);
+    float *im = malloc(sizeof(float) * (size_t)frames * TANDEM_MEL_N_BINS);
     tandem_griffinlim *g = NULL;
     assert_int_equal(tandem_griffinlim_create(frames, &g), TANDEM_OK);
     assert_int_equal(tandem_griffinlim_stft(g, x, frames, re, im), TANDEM_OK);
@@ -42,15 +43,15 @@ static void test_stft_matches_dft(void **state) {
     const int check_frames[] = {0, frames / 2, frames - 1};
     for (int c = 0; c < 3; c++) {
         int t = check_frames[c];
-        for (int k = 0; k < 513; k += (int)tandem_rng_int(&rng, 1, 40)) {
+        for (int k = 0; k < TANDEM_MEL_N_BINS; k += (int)tandem_rng_int(&rng, 1, 40)) {
             double sr = 0, si = 0;
-            for (int n = 0; n < 1024; n++) {
-                double w = 0.5 - 0.5 * cos(2 * PI * n / 1024.0);
-                double v = w * x[reflect_ref((int64_t)t * 256 + n - 384, len)];
-                sr += v * cos(2 * PI * k * n / 1024.0);
-                si -= v * sin(2 * PI * k * n / 1024.0);
+            for (int n = 0; n < TANDEM_MEL_N_FFT; n++) {
+                double w = 0.5 - 0.5 * cos(2 * PI * n / (double)TANDEM_MEL_N_FFT);
+                double v = w * x[reflect_ref((int64_t)t * TANDEM_MEL_HOP + n - TANDEM_MEL_PAD, len)];
+                sr += v * cos(2 * PI * k * n / (double)TANDEM_MEL_N_FFT);
+                si -= v * sin(2 * PI * k * n / (double)TANDEM_MEL_N_FFT);
             }
-            double e = fmax(fabs(sr - re[t * 513 + k]), fabs(si - im[t * 513 + k]));
+            double e = fmax(fabs(sr - re[t * TANDEM_MEL_N_BINS + k]), fabs(si - im[t * TANDEM_MEL_N_BINS + k]));
             if (e > worst) worst = e;
         }
     }
@@ -71,22 +72,24 @@ static void test_stft_matches_dft(void **state) {
 static void test_mel_inversion(void **state) {
     (void)state;
     enum { T = 8 };
-    double *fb = malloc(sizeof(double) * 80 * 513);
+    double *fb = malloc(sizeof(double) * TANDEM_MEL_N_MELS * TANDEM_MEL_N_BINS);
     tandem_mel_filterbank_f64(fb);
-    float *s0 = calloc(T * 513, sizeof(float)), *s = malloc(sizeof(float) * T * 513), *logmel = malloc(sizeof(float) * T * 80);
+    float *s0 = calloc(T * TANDEM_MEL_N_BINS, sizeof(float)), *s = malloc(sizeof(float) * T * TANDEM_MEL_N_BINS);
+    float *logmel = malloc(sizeof(float) * T * TANDEM_MEL_N_MELS);
     for (int t = 0; t < T; t++) {
         /* a smooth positive spectrum with peaks, zero above 8 kHz (bin 372) */
         double f0 = tandem_rng_uniform(&rng, 100, 300);
         for (int k = 0; k < 372; k++) {
-            double hz = k * 22050.0 / 1024;
+            double hz = k * (double)TANDEM_MEL_SAMPLE_RATE / TANDEM_MEL_N_FFT;
             double v = 0.05;
-            for (int h = 1; h * f0 < 8000; h++) v += 3.0 / h * exp(-pow((hz - h * f0) / 60.0, 2));
-            s0[t * 513 + k] = (float)v;
+            for (int h = 1; h * f0 < TANDEM_MEL_FMAX; h++) v += 3.0 / h * exp(-pow((hz - h * f0) / 60.0, 2));
+            s0[t * TANDEM_MEL_N_BINS + k] = (float)v;
         }
-        for (int m = 0; m < 80; m++) {
+        for (int m = 0; m < TANDEM_MEL_N_MELS; m++) {
             double acc = 0;
-            for (int k = 0; k < 513; k++) acc += fb[m * 513 + k] * s0[t * 513 + k];
-            logmel[t * 80 + m] = (float)log(acc);
+            for (int k = 0; k < TANDEM_MEL_N_BINS; k++)
+                acc += fb[m * TANDEM_MEL_N_BINS + k] * s0[t * TANDEM_MEL_N_BINS + k];
+            logmel[t * TANDEM_MEL_N_MELS + m] = (float)log(acc);
         }
     }
     tandem_griffinlim *g = NULL;
@@ -94,13 +97,13 @@ static void test_mel_inversion(void **state) {
     assert_int_equal(tandem_griffinlim_mel_to_linear(g, logmel, T, s), TANDEM_OK);
     double num = 0, den = 0;
     for (int t = 0; t < T; t++)
-        for (int m = 0; m < 80; m++) {
+        for (int m = 0; m < TANDEM_MEL_N_MELS; m++) {
             double acc = 0;
-            for (int k = 0; k < 513; k++) {
-                assert_true(s[t * 513 + k] >= 0.0f);
-                acc += fb[m * 513 + k] * s[t * 513 + k];
+            for (int k = 0; k < TANDEM_MEL_N_BINS; k++) {
+                assert_true(s[t * TANDEM_MEL_N_BINS + k] >= 0.0f);
+                acc += fb[m * TANDEM_MEL_N_BINS + k] * s[t * TANDEM_MEL_N_BINS + k];
             }
-            double want = exp(logmel[t * 80 + m]);
+            double want = exp(logmel[t * TANDEM_MEL_N_MELS + m]);
             num += (acc - want) * (acc - want);
             den += want * want;
         }
@@ -131,36 +134,38 @@ static void test_griffinlim_round_trip(void **state) {
     float *x = malloc(sizeof(float) * len);
     double f0 = tandem_rng_uniform(&rng, 110, 240), phase = 0;
     for (int64_t i = 0; i < len; i++) {
-        double t = (double)i / 22050.0;
+        double t = (double)i / (double)TANDEM_MEL_SAMPLE_RATE;
         double f = f0 * (1.0 + 0.03 * sin(2 * PI * 5.0 * t)); /* vibrato */
-        phase += 2 * PI * f / 22050.0;
+        phase += 2 * PI * f / (double)TANDEM_MEL_SAMPLE_RATE;
         double env = 0.5 * (1 - cos(2 * PI * fmin(t / 1.2, 1.0)));
         double v = 0;
-        for (int h = 1; h <= 12 && h * f < 8000; h++) v += 0.3 / h * sin(h * phase);
+        for (int h = 1; h <= 12 && h * f < TANDEM_MEL_FMAX; h++) v += 0.3 / h * sin(h * phase);
         x[i] = (float)(env * v);
     }
     int frames = (int)tandem_mel_frame_count(len), got = 0;
     tandem_mel_host *mh = NULL;
     assert_int_equal(tandem_mel_host_create(&mh), TANDEM_OK);
-    float *mel_in = malloc(sizeof(float) * frames * 80), *mel_out = malloc(sizeof(float) * frames * 80);
+    float *mel_in = malloc(sizeof(float) * frames * TANDEM_MEL_N_MELS);
+    float *mel_out = malloc(sizeof(float) * frames * TANDEM_MEL_N_MELS);
     assert_int_equal(tandem_mel_host_compute(mh, x, len, mel_in, frames, &got), TANDEM_OK);
     assert_int_equal(got, frames);
 
     tandem_griffinlim *g = NULL;
     assert_int_equal(tandem_griffinlim_create(frames, &g), TANDEM_OK);
-    float *y = malloc(sizeof(float) * (size_t)frames * 256);
+    float *y = malloc(sizeof(float) * (size_t)frames * TANDEM_MEL_HOP);
     double sc[2];
     const int iters[2] = {1, TANDEM_GL_DEFAULT_ITERS};
     for (int r = 0; r < 2; r++) {
         uint64_t allocs = tandem_alloc_count();
         assert_int_equal(tandem_griffinlim_synthesize(g, mel_in, frames, iters[r], 1234, y), TANDEM_OK);
         assert_int_equal(tandem_alloc_count(), allocs);
-        for (int64_t i = 0; i < (int64_t)frames * 256; i++) assert_true(isfinite(y[i]));
-        assert_int_equal(tandem_mel_host_compute(mh, y, (int64_t)frames * 256, mel_out, frames, &got), TANDEM_OK);
-        sc[r] = spectral_convergence(mel_in, mel_out, frames * 80);
+        for (int64_t i = 0; i < (int64_t)frames * TANDEM_MEL_HOP; i++) assert_true(isfinite(y[i]));
+        assert_int_equal(tandem_mel_host_compute(mh, y, (int64_t)frames * TANDEM_MEL_HOP, mel_out, frames, &got),
+                         TANDEM_OK);
+        sc[r] = spectral_convergence(mel_in, mel_out, frames * TANDEM_MEL_N_MELS);
         double mae = 0;
         int n = 0;
-        for (int i = 0; i < frames * 80; i++)
+        for (int i = 0; i < frames * TANDEM_MEL_N_MELS; i++)
             if (mel_in[i] > -6.0f) { /* bands with energy (the floor is ln 1e-5 = -11.5) */
                 mae += fabs(mel_in[i] - mel_out[i]);
                 n++;

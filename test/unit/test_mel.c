@@ -32,12 +32,14 @@
 #include "tandem.h"
 #include "test/testutil.h"
 
-#define N_FFT 1024
-#define HOP 256
-#define PAD 384
-#define N_BINS 513
-#define N_MELS 80
-#define SR 22050
+/* the recipe's numbers (kernels/mel.h); the reference below computes the recipe on its own */
+#define N_FFT TANDEM_MEL_N_FFT
+#define HOP TANDEM_MEL_HOP
+#define PAD TANDEM_MEL_PAD
+#define N_BINS TANDEM_MEL_N_BINS
+#define N_MELS TANDEM_MEL_N_MELS
+#define SR TANDEM_MEL_SAMPLE_RATE
+#define LOG_FLOOR ((double)TANDEM_MEL_LOG_FLOOR)
 #define TOL 1e-3
 
 /* ---- golden filterbank ---- */
@@ -113,7 +115,7 @@ static int reference_logmel(const float *x, long len, double *out) {
         for (int m = 0; m < N_MELS; m++) {
             double acc = 0.0;
             for (int k = 0; k < N_BINS; k++) acc += golden_fb[m][k] * mag[k];
-            out[(size_t)t * N_MELS + m] = log(acc > 1e-5 ? acc : 1e-5);
+            out[(size_t)t * N_MELS + m] = log(acc > LOG_FLOOR ? acc : LOG_FLOOR);
         }
     }
     return frames;

@@ -35,8 +35,8 @@
 #include "runtime/data/text_index.h"
 #include "tools/env_options.h"
 
-enum { N_UTTS = 9, BATCH = 3, FRAMES = 32, MAX_TEXT = 16, M = 80 };
-#define SAMPLES (FRAMES * 256)
+enum { N_UTTS = 9, BATCH = 3, FRAMES = 32, MAX_TEXT = 16, M = TANDEM_MEL_N_MELS };
+#define SAMPLES (FRAMES * TANDEM_MEL_HOP)
 
 static tandem_backend backend = TANDEM_BACKEND_HOST; /* TANDEM_TEST_BACKEND=cuda: TANDEM_BACKEND_CUDA */
 static int64_t acquire_ms = 10000;                  /* per batch; longer on the (emulating) stand-in */
@@ -159,7 +159,7 @@ static void ref_batch(reference *r, const corpus *c, const tandem_text_index *ix
     assert_int_equal(tandem_tensor_download(r->s, h->stop, r->plan.stop, sizeof h->stop), TANDEM_OK);
     assert_int_equal(tandem_tensor_download(r->s, h->frames, r->plan.frames, sizeof h->frames), TANDEM_OK);
     assert_int_equal(tandem_stream_sync(r->s), TANDEM_OK);
-    for (int b = 0; b < BATCH; b++) assert_int_equal(h->frames[b], r->lengths[b] / 256);
+    for (int b = 0; b < BATCH; b++) assert_int_equal(h->frames[b], r->lengths[b] / TANDEM_MEL_HOP);
 }
 
 typedef struct run {

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "kernels/mel.h" /* the feature chain's sizes in the overlay case */
 #include "runtime/core/planner.h"
 #include "test/testutil.h"
 
@@ -144,7 +145,8 @@ static void test_disjoint_share(void **state) {
  * feature pipeline on the data device looks like this. */
 static void test_chain(void **state) {
     (void)state;
-    const size_t f = 8 * 512 * 1024 * 4, s = 8 * 512 * 513 * 4, m = 8 * 512 * 80 * 4;
+    const size_t f = 8 * 512 * TANDEM_MEL_N_FFT * 4, s = 8 * 512 * TANDEM_MEL_N_BINS * 4,
+                 m = 8 * 512 * TANDEM_MEL_N_MELS * 4;
     tandem_plan_item it[3] = {
         {.size = f, .alignment = 256, .lifetime = TANDEM_PER_STEP, .first_use = 0, .last_use = 1},
         {.size = s, .alignment = 256, .lifetime = TANDEM_PER_STEP, .first_use = 1, .last_use = 2},

@@ -32,7 +32,7 @@
 #include "runtime/data/text_index.h"
 
 enum { N_UTTS = 7, BATCH = 2, FRAMES = 16, MAX_TEXT = 16 };
-#define SAMPLES (FRAMES * 256)
+#define SAMPLES (FRAMES * TANDEM_MEL_HOP)
 
 static tandem_backend backend = TANDEM_BACKEND_HOST; /* TANDEM_TEST_BACKEND=cuda: TANDEM_BACKEND_CUDA */
 static int64_t acquire_ms = 5000;                   /* per batch; longer on the (emulating) stand-in */
@@ -206,7 +206,7 @@ typedef struct consumer {
     uint32_t got_utt[64 * BATCH];
     tandem_sampler_pos got_pos[64 * BATCH];
     int32_t tokens[BATCH * MAX_TEXT], text_len[BATCH], frames[BATCH];
-    float mels[BATCH * FRAMES * 80], again[BATCH * FRAMES * 80];
+    float mels[BATCH * FRAMES * TANDEM_MEL_N_MELS], again[BATCH * FRAMES * TANDEM_MEL_N_MELS];
 } consumer;
 
 #define CHECK(cond, ...)                                          \
@@ -248,11 +248,11 @@ static void *consume(void *arg) {
                 CHECK(c->tokens[b * MAX_TEXT + i] == want, "batch %d row %d token %d", n, b, i);
             }
             int idx = atoi(tandem_utt_id(&fx->ix, utt) + 1);
-            CHECK(c->frames[b] == fx->c.n_samples[idx] / 256, "batch %d row %d: %d frames, expected %d", n, b,
-                  c->frames[b], fx->c.n_samples[idx] / 256);
+            CHECK(c->frames[b] == fx->c.n_samples[idx] / TANDEM_MEL_HOP, "batch %d row %d: %d frames, expected %d", n, b,
+                  c->frames[b], fx->c.n_samples[idx] / TANDEM_MEL_HOP);
         }
         /* a fresh batch holds no poison: its slot was fully rewritten after the last release */
-        for (size_t i = 0; i < BATCH * FRAMES * 80; i++)
+        for (size_t i = 0; i < BATCH * FRAMES * TANDEM_MEL_N_MELS; i++)
             CHECK(isfinite(c->mels[i]), "batch %d: NaN at %zu (a poisoned slot was not rewritten)", n, i);
         /* hold the slot while the producer runs ahead: it must not be touched */
         usleep(3000);

@@ -186,13 +186,22 @@ static void test_set_while_reading(void **state) {
         r[i] = (race){a, b, 0, 0, 0};
         assert_int_equal(tandem_thread_start(&t[i], reader_main, &r[i], "reader"), TANDEM_OK);
     }
-    for (int k = 0; k < 20000; k++) {
+    /* Keep writing until both readers have overlapped many writes: on a loaded machine a
+     * reader thread may not be scheduled during a fixed number of writes (bounded: 30 s). */
+    const uint64_t t_end = tandem_now_ns() + 30ull * 1000000000ull;
+    tandem_status st = TANDEM_OK;
+    for (int k = 0; st == TANDEM_OK; k++) {
         o.cache_dir = k % 2 ? a : b;
-        assert_int_equal(tandem_runtime_set_options(&o), TANDEM_OK);
+        st = tandem_runtime_set_options(&o);
+        if (k >= 20000 && ((volatile race *)&r[0])->reads > 1000 && ((volatile race *)&r[1])->reads > 1000) break;
+        if ((k & 1023) == 0 && tandem_now_ns() > t_end) break;
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2; i++) { /* join both before any assertion can return early */
         r[i].stop = 1;
         tandem_thread_join(&t[i]);
+    }
+    assert_int_equal(st, TANDEM_OK);
+    for (int i = 0; i < 2; i++) {
         assert_int_equal(r[i].torn, 0);
         assert_true(r[i].reads > 0);
     }

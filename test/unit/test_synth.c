@@ -1,6 +1,6 @@
 /* test_synth.c — inference from a checkpoint (runtime/run/synth.h), no training:
  *   * a small random model is written as a trainer-style checkpoint (parameters under their
- *     table names, config YAML and symbol table in the metadata);
+ *     table names, config YAML and symbol table in the metadata; test/synth_checkpoint.h);
  *   * the first generated groups equal an independent double-precision forward of the same
  *     parameters run autoregressively (group 0 from the zero prenet input);
  *   * stop logic: constant stop logits stop at the first frame above 0.5; a stop bias chosen from
@@ -31,6 +31,7 @@
 #include "runtime/formats/safetensors.h"
 #include "runtime/text/symbols.h"
 #include "runtime/run/synth.h"
+#include "test/synth_checkpoint.h"
 #include "test/testutil.h"
 #include "runtime/formats/wav.h"
 
@@ -42,60 +43,6 @@ static uint64_t g_seed;
 static tandem_backend g_backend = TANDEM_BACKEND_HOST;
 
 /* ---- a random checkpoint ------------------------------------------------------------------ */
-
-typedef struct model_file {
-    tandem_model_param *param; /* the model's table (names, shapes, offsets) */
-    int n_params;
-    int64_t n_flat;
-    float *flat; /* [n_flat] values */
-    char yaml[8192];
-} model_file;
-
-static void make_config(tandem_config *cfg) {
-    tandem_config_init(cfg);
-    const char *kv[][2] = {{"model_size", "custom"}, {"d_model", "16"}, {"layers", "2"},
-                           {"heads", "2"},           {"reduction", "2"}, {"max_text", "16"},
-                           {"max_frames", "16"}};
-    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
-        assert_int_equal(tandem_config_set(cfg, kv[i][0], kv[i][1]), TANDEM_OK);
-    assert_int_equal(tandem_config_check(cfg), TANDEM_OK);
-}
-
-/* The parameter table comes from the model itself (names and shapes are its contract); the
- * values are drawn here. Stop biases are set by the caller. */
-static void make_model(model_file *mf, uint64_t seed) {
-    memset(mf, 0, sizeof *mf);
-    tandem_config cfg;
-    make_config(&cfg);
-    tandem_config_dump(&cfg, mf->yaml, sizeof mf->yaml);
-    cfg.batch_size = 1;
-    cfg.grad_accum = 1;
-    tandem_model_dims dims;
-    assert_int_equal(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &dims), TANDEM_OK);
-    tandem_device *dev = NULL;
-    tandem_pool *pool = NULL;
-    assert_int_equal(tandem_device_open(TANDEM_BACKEND_HOST, 0, &dev), TANDEM_OK);
-    assert_int_equal(tandem_pool_create(dev, "table", 0, &pool), TANDEM_OK);
-    tandem_model m;
-    assert_int_equal(tandem_model_declare(&m, dev, pool, &dims), TANDEM_OK);
-    mf->n_params = m.n_params;
-    mf->n_flat = m.n_flat;
-    mf->param = malloc(sizeof *mf->param * (size_t)m.n_params);
-    memcpy(mf->param, m.param, sizeof *mf->param * (size_t)m.n_params);
-    tandem_model_free(&m);
-    tandem_pool_destroy(pool);
-    tandem_device_close(dev);
-
-    mf->flat = calloc((size_t)mf->n_flat, sizeof(float));
-    tandem_rng r = {seed};
-    for (int i = 0; i < mf->n_params; i++) {
-        const tandem_model_param *p = &mf->param[i];
-        const int gain = strstr(p->name, "ln") && strstr(p->name, ".weight");
-        for (int64_t k = 0; k < p->numel; k++)
-            mf->flat[p->offset + k] = gain ? tandem_rng_uniform(&r, 0.8f, 1.2f)
-                                           : tandem_rng_uniform(&r, -0.3f, 0.3f);
-    }
-}
 
 static float *pview(const model_file *mf, const char *name) {
     for (int i = 0; i < mf->n_params; i++)
@@ -115,18 +62,7 @@ static void set_stop_bias(model_file *mf, const float *b /* [R] */, int zero_wei
 static void write_file(const model_file *mf, const char *path, const tandem_st_meta *meta, int nmeta,
                        const char *skip) {
     tandem_st_tensor *ts = calloc((size_t)mf->n_params, sizeof *ts);
-    int n = 0;
-    for (int i = 0; i < mf->n_params; i++) {
-        const tandem_model_param *p = &mf->param[i];
-        if (skip && !strcmp(skip, p->name)) continue;
-        ts[n].name = p->name;
-        ts[n].dtype = TANDEM_F32;
-        ts[n].ndim = p->ndim;
-        ts[n].shape[0] = p->shape[0];
-        ts[n].shape[1] = p->shape[1];
-        ts[n].data = mf->flat + p->offset;
-        n++;
-    }
+    const int n = synth_ckpt_tensors(mf, skip, ts);
     tandem_st_writer *w = NULL;
     assert_int_equal(tandem_st_writer_create(ts, n, 65536, 0, &w), TANDEM_OK);
     assert_int_equal(tandem_st_write(w, path, meta, nmeta, NULL, NULL), TANDEM_OK);
@@ -134,41 +70,19 @@ static void write_file(const model_file *mf, const char *path, const tandem_st_m
     free(ts);
 }
 
-/* A checkpoint as the trainer writes it (checkpoint writer: format_version and step added)
- * into <g_dir>/<sub>; its path into path. */
+/* A checkpoint as the trainer writes it into <g_dir>/<sub>; its path into path. */
 static void write_ckpt(const model_file *mf, const char *sub, char *path, size_t cap) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/%s", g_dir, sub);
-    tandem_st_tensor *ts = calloc((size_t)mf->n_params, sizeof *ts);
-    for (int i = 0; i < mf->n_params; i++) {
-        const tandem_model_param *p = &mf->param[i];
-        ts[i].name = p->name;
-        ts[i].dtype = TANDEM_F32;
-        ts[i].ndim = p->ndim;
-        ts[i].shape[0] = p->shape[0];
-        ts[i].shape[1] = p->shape[1];
-        ts[i].data = mf->flat + p->offset;
-    }
-    char *sym = NULL;
-    size_t sl = 0;
-    assert_int_equal(tandem_symbols_to_json(&sym, &sl), TANDEM_OK);
-    tandem_checkpoint *c = NULL;
-    assert_int_equal(tandem_checkpoint_create(dir, 1, ts, mf->n_params, 65536, &c), TANDEM_OK);
-    const tandem_st_meta meta[] = {{TANDEM_CKPT_KEY_CONFIG, mf->yaml}, {TANDEM_CKPT_KEY_SYMBOLS, sym}};
-    assert_int_equal(tandem_checkpoint_save(c, 7, meta, 2, NULL, NULL), TANDEM_OK);
-    snprintf(path, cap, "%s", tandem_checkpoint_last_path(c));
-    tandem_checkpoint_free(c);
-    tandem_free(sym);
-    free(ts);
+    synth_ckpt_write(mf, dir, path, cap);
 }
 
 static tandem_synth *open_synth(const char *path) {
     tandem_synth_options o;
-    memset(&o, 0, sizeof o);
-    o.checkpoint = path;
+    tandem_synth_options_init(&o);
     o.backend = g_backend;
     tandem_synth *s = NULL;
-    tandem_status st = tandem_synth_open(&o, &s);
+    tandem_status st = tandem_synth_open(path, &o, &s);
     if (st != TANDEM_OK) fail_msg("synth open %s: %s", path, tandem_last_error());
     return s;
 }
@@ -261,7 +175,7 @@ static int ref_tokens(const char *text, int32_t *tok) {
 static void test_matches_reference(void **state) {
     (void)state;
     model_file mf;
-    make_model(&mf, g_seed);
+    synth_ckpt_make(&mf, g_seed);
     const float never[R] = {-1e4f, -1e4f};
     set_stop_bias(&mf, never, 0);
     char path[1200];
@@ -269,7 +183,7 @@ static void test_matches_reference(void **state) {
     tandem_synth *s = open_synth(path);
     const char *text = "hi there.";
     tandem_synth_result r;
-    assert_int_equal(tandem_synth_run(s, text, strlen(text), -1, 0, &r), TANDEM_OK);
+    assert_int_equal(tandem_synth_generate(s, text, strlen(text), -1, 0, &r), TANDEM_OK);
     assert_int_equal(r.stop, TANDEM_SYNTH_STOP_MAX_FRAMES);
     assert_int_equal(r.frames, F);
     assert_int_equal(r.steps, TM);
@@ -311,7 +225,7 @@ static void test_matches_reference(void **state) {
 static void test_stop_constant(void **state) {
     (void)state;
     model_file mf;
-    make_model(&mf, g_seed + 1);
+    synth_ckpt_make(&mf, g_seed + 1);
     const float cases[2][R] = {{-5.0f, 5.0f}, {5.0f, -5.0f}};
     const int want[2] = {2, 1};
     for (int c = 0; c < 2; c++) {
@@ -321,7 +235,7 @@ static void test_stop_constant(void **state) {
         write_ckpt(&mf, sub, path, sizeof path);
         tandem_synth *s = open_synth(path);
         tandem_synth_result r;
-        assert_int_equal(tandem_synth_run(s, "ok", 2, -1, 0, &r), TANDEM_OK);
+        assert_int_equal(tandem_synth_generate(s, "ok", 2, -1, 0, &r), TANDEM_OK);
         assert_int_equal(r.stop, TANDEM_SYNTH_STOP_HEAD);
         assert_int_equal(r.steps, 1);
         assert_int_equal(r.frames, want[c]);
@@ -336,14 +250,14 @@ static void test_stop_at_step(void **state) {
     (void)state;
     for (uint64_t tries = 0; tries < 20; tries++) {
         model_file mf;
-        make_model(&mf, g_seed + 100 + tries);
+        synth_ckpt_make(&mf, g_seed + 100 + tries);
         const float b0[R] = {-20.0f, -20.0f};
         set_stop_bias(&mf, b0, 0);
         char path[1200];
         write_ckpt(&mf, "stopk", path, sizeof path);
         tandem_synth *s = open_synth(path);
         tandem_synth_result r;
-        assert_int_equal(tandem_synth_run(s, "a b", 3, -1, 0, &r), TANDEM_OK);
+        assert_int_equal(tandem_synth_generate(s, "a b", 3, -1, 0, &r), TANDEM_OK);
         assert_int_equal(r.stop, TANDEM_SYNTH_STOP_MAX_FRAMES);
         float lg[F];
         memcpy(lg, r.stop_logit, sizeof lg);
@@ -379,13 +293,13 @@ static void test_stop_at_step(void **state) {
         set_stop_bias(&mf, b1, 0);
         write_ckpt(&mf, "stopk", path, sizeof path);
         s = open_synth(path);
-        assert_int_equal(tandem_synth_run(s, "a b", 3, -1, 0, &r), TANDEM_OK);
+        assert_int_equal(tandem_synth_generate(s, "a b", 3, -1, 0, &r), TANDEM_OK);
         printf("  forced stop at step %d: frames %d (expected %d)\n", k, r.frames, want);
         assert_int_equal(r.stop, TANDEM_SYNTH_STOP_HEAD);
         assert_int_equal(r.steps, k + 1);
         assert_int_equal(r.frames, want);
         /* a frame limit before step k ends it first: whole groups, then trimmed */
-        assert_int_equal(tandem_synth_run(s, "a b", 3, -1, k * R - 1, &r), TANDEM_OK);
+        assert_int_equal(tandem_synth_generate(s, "a b", 3, -1, k * R - 1, &r), TANDEM_OK);
         assert_int_equal(r.stop, TANDEM_SYNTH_STOP_MAX_FRAMES);
         assert_int_equal(r.steps, k);
         assert_int_equal(r.frames, k * R - 1);
@@ -442,14 +356,14 @@ static void check_wav(const char *path, int frames) {
 static void test_outputs(void **state) {
     (void)state;
     model_file mf;
-    make_model(&mf, g_seed + 2);
+    synth_ckpt_make(&mf, g_seed + 2);
     const float never[R] = {-1e4f, -1e4f};
     set_stop_bias(&mf, never, 0);
     char path[1200];
     write_ckpt(&mf, "out", path, sizeof path);
     tandem_synth *s = open_synth(path);
     tandem_synth_result r;
-    assert_int_equal(tandem_synth_run(s, "hello", 5, -1, 11, &r), TANDEM_OK);
+    assert_int_equal(tandem_synth_generate(s, "hello", 5, -1, 11, &r), TANDEM_OK);
     assert_int_equal(r.frames, 11);
     const float *audio = NULL;
     int64_t samples = 0;
@@ -490,11 +404,10 @@ static void test_outputs(void **state) {
 
 static void expect_open_error(const char *path, tandem_status want, const char *needle) {
     tandem_synth_options o;
-    memset(&o, 0, sizeof o);
-    o.checkpoint = path;
+    tandem_synth_options_init(&o);
     o.backend = g_backend;
     tandem_synth *s = NULL;
-    tandem_status st = tandem_synth_open(&o, &s);
+    tandem_status st = tandem_synth_open(path, &o, &s);
     printf("  %s → %s: %s\n", path, tandem_status_name(st), tandem_last_error());
     assert_int_equal(st, want);
     assert_null(s);
@@ -504,7 +417,7 @@ static void expect_open_error(const char *path, tandem_status want, const char *
 static void test_bad_checkpoints(void **state) {
     (void)state;
     model_file mf;
-    make_model(&mf, g_seed + 3);
+    synth_ckpt_make(&mf, g_seed + 3);
     char path[1300];
     /* missing file */
     snprintf(path, sizeof path, "%s/none.safetensors", g_dir);
@@ -549,22 +462,22 @@ static void test_bad_checkpoints(void **state) {
 static void test_bad_text(void **state) {
     (void)state;
     model_file mf;
-    make_model(&mf, g_seed + 4);
+    synth_ckpt_make(&mf, g_seed + 4);
     char path[1200];
     write_ckpt(&mf, "text", path, sizeof path);
     tandem_synth *s = open_synth(path);
     tandem_synth_result r;
     const char *bad = "hello \xe4\xbd\xa0 world \xe2\x82\xac\xe4\xbd\xa0"; /* 你 and € */
-    assert_int_equal(tandem_synth_run(s, bad, strlen(bad), -1, 0, &r), TANDEM_E_INVALID);
+    assert_int_equal(tandem_synth_generate(s, bad, strlen(bad), -1, 0, &r), TANDEM_E_INVALID);
     printf("  unknown characters: %s\n", tandem_last_error());
     assert_non_null(strstr(tandem_last_error(), "\xe4\xbd\xa0"));
     assert_non_null(strstr(tandem_last_error(), "U+4F60"));
     /* too long for max_text 16 */
     const char *lng = "this sentence is far too long";
-    assert_int_equal(tandem_synth_run(s, lng, strlen(lng), -1, 0, &r), TANDEM_E_INVALID);
+    assert_int_equal(tandem_synth_generate(s, lng, strlen(lng), -1, 0, &r), TANDEM_E_INVALID);
     assert_non_null(strstr(tandem_last_error(), "max_text"));
     /* invalid UTF-8 */
-    assert_int_equal(tandem_synth_run(s, "ab\xff", 3, -1, 0, &r), TANDEM_E_INVALID);
+    assert_int_equal(tandem_synth_generate(s, "ab\xff", 3, -1, 0, &r), TANDEM_E_INVALID);
     assert_non_null(strstr(tandem_last_error(), "UTF-8"));
     /* the language tag can be forced */
     int32_t ids[TT];
