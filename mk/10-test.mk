@@ -8,9 +8,16 @@ TEST_CFLAGS   = $(CFLAGS) -DTANDEM_TEST_BUILD_DIR='"$(abspath $(BUILD))"' \
 TEST_LIBS     = -lcmocka $(DEP_LIBS)
 TEST_BINS    += $(UNIT_BINS)
 
-$(TEST_BIN_DIR)/test_%: test/unit/test_%.c $(LIB) $(wildcard test/*.h)
+# The shared fixtures (test/fixtures.h): one object linked into every cmocka test binary,
+# here and in the other mk/*.mk that build tests.
+TEST_FIXTURES := $(BUILD)/test/obj/fixtures.o
+$(TEST_FIXTURES): test/fixtures.c $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(TEST_LIBS)
+	$(CC) $(TEST_CFLAGS) -c $< -o $@
+
+$(TEST_BIN_DIR)/test_%: test/unit/test_%.c $(TEST_FIXTURES) $(LIB) $(wildcard test/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)
 
 .PHONY: deps
 deps:
