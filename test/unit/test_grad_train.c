@@ -19,6 +19,7 @@
  *     the double central difference (step 1e-3 for L1, where it is exact away from the kinks,
  *     and 1e-4 for BCE, truncation ~1e-9) adds far less; a wrong sign, scale or mask is O(1).
  */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -281,9 +282,19 @@ static void test_bce_gradient(void **state) {
         tandem_k_bce_stop_bwd_host(&a);
         double err = tandem_test_rel_err(dlogits, num, n);
         printf("  BCE gradient: %lld logits, error %.3g\n", (long long)n, err);
-        assert_true(err <= 1e-5);
-        for (int64_t i = 0; i < n; i++)
+        /* The kernel computes k w (s - t) with s = sigmoid(x) in float: s carries up to half an
+         * ulp of 1 (6e-8), so where s is close to t (|x| > 5 with a matching hard target) the
+         * difference loses its relative precision. Each element is therefore held to 1e-5
+         * relative plus that float floor; with one logit (B = F = 1) nothing dilutes it, which
+         * a vector-wide relative error of 1e-5 could not allow (seen: 4.5e-5 at x ≈ 7). */
+        for (int64_t i = 0; i < n; i++) {
+            const double floor_abs = 4.0 * FLT_EPSILON * fabs(k * c.weight[i]);
+            if (!(fabs(dlogits[i] - num[i]) <= 1e-5 * fabs(num[i]) + floor_abs))
+                fail_msg("BCE gradient %lld: %.9g vs %.9g (logit %g, target %g, weight %g)", (long long)i,
+                         dlogits[i], num[i], c.logits[i], c.target[i], c.weight[i]);
             if (c.weight[i] == 0.0f) assert_true(dlogits[i] == 0.0f);
+        }
+        if (n >= 8) assert_true(err <= 1e-5); /* many logits: the vector-wide bound still holds */
         free(xd);
         free(num);
         free(dlogits);
