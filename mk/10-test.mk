@@ -11,9 +11,18 @@ TEST_BINS    += $(UNIT_BINS)
 # options before main, as in the CLI (the library itself reads no environment).
 TEST_ENV_OBJ := $(BUILD)/obj/tools/env_options.o $(BUILD)/obj/test/env_options_ctor.o
 
-$(TEST_BIN_DIR)/test_%: test/unit/test_%.c $(TEST_ENV_OBJ) $(LIB) $(wildcard test/*.h)
+# The shared fixtures (test/fixtures.h): one object linked into every cmocka test binary,
+# here and in the other mk/*.mk that build tests.
+# (TEST_FIXTURES also carries the environment → runtime options object, TEST_ENV_OBJ.)
+TEST_FIXTURES_OBJ := $(BUILD)/test/obj/fixtures.o
+TEST_FIXTURES := $(TEST_FIXTURES_OBJ) $(TEST_ENV_OBJ)
+$(TEST_FIXTURES_OBJ): test/fixtures.c $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_ENV_OBJ) $(LIB) $(LDFLAGS) $(TEST_LIBS)
+	$(CC) $(TEST_CFLAGS) -c $< -o $@
+
+$(TEST_BIN_DIR)/test_%: test/unit/test_%.c $(TEST_FIXTURES) $(LIB) $(wildcard test/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)
 
 -include $(TEST_ENV_OBJ:.o=.d)
 

@@ -45,9 +45,9 @@ $(BUILD)/test/kernels/%.o: test/kernels/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
-$(TEST_BIN_DIR)/test_kernels: $(KTEST_OBJ) $(TEST_ENV_OBJ) $(EMU_LIB) $(LIB)
+$(TEST_BIN_DIR)/test_kernels: $(KTEST_OBJ) $(TEST_FIXTURES) $(EMU_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(KTEST_OBJ) $(TEST_ENV_OBJ) $(EMU_LIB) $(LIB) $(TEST_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(KTEST_OBJ) $(TEST_FIXTURES) $(EMU_LIB) $(LIB) $(TEST_LIBS)
 
 TEST_BINS += $(TEST_BIN_DIR)/test_emu_self $(TEST_BIN_DIR)/test_kernels
 

@@ -3,6 +3,7 @@
 # explicit rule replaces mk/10-test.mk's pattern rule for that one binary.
 HT_CASES_OBJ := $(filter-out %/test_kernels.o,$(KTEST_OBJ))
 
-$(TEST_BIN_DIR)/test_host_threads: test/unit/test_host_threads.c $(HT_CASES_OBJ) $(TEST_ENV_OBJ) $(LIB) $(wildcard test/*.h)
+$(TEST_BIN_DIR)/test_host_threads: test/unit/test_host_threads.c $(HT_CASES_OBJ) $(TEST_FIXTURES) $(LIB) \
+                                   $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(HT_CASES_OBJ) $(TEST_ENV_OBJ) $(LIB) $(LDFLAGS) $(TEST_LIBS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(HT_CASES_OBJ) $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)

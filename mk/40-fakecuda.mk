@@ -44,19 +44,19 @@ FAKECUDA_TEST_CFLAGS = $(TEST_CFLAGS) -Wno-comment -DTANDEM_FAKECUDA_DIR='"$(abs
                        -DTANDEM_FATBIN_FILE='"$(abspath $(FATBIN))"'
 
 ifneq ($(wildcard test/fakecuda/test_fakecuda.c),)
-$(TEST_BIN_DIR)/test_fakecuda: test/fakecuda/test_fakecuda.c test/fakecuda/fakecuda.h $(TEST_ENV_OBJ) $(LIB) \
-                               $(FAKECUDA_LIB) $(FAKECUBLAS_LIB) $(wildcard test/*.h)
+$(TEST_BIN_DIR)/test_fakecuda: test/fakecuda/test_fakecuda.c test/fakecuda/fakecuda.h $(LIB) \
+                               $(FAKECUDA_LIB) $(FAKECUBLAS_LIB) $(TEST_FIXTURES) $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(FAKECUDA_TEST_CFLAGS) -o $@ $< $(TEST_ENV_OBJ) $(LIB) $(LDFLAGS) $(TEST_LIBS)
+	$(CC) $(FAKECUDA_TEST_CFLAGS) -o $@ $< $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)
 TEST_BINS += $(TEST_BIN_DIR)/test_fakecuda
 endif
 
 # The end-to-end test needs the cuda backend, the pool and the ops (written in parallel).
 ifneq ($(and $(wildcard platform/cuda/cuda_device.c),$(wildcard runtime/core/pool.c),$(wildcard test/fakecuda/test_cuda_e2e.c)),)
-$(TEST_BIN_DIR)/test_cuda_e2e: test/fakecuda/test_cuda_e2e.c $(TEST_ENV_OBJ) $(LIB) $(FAKECUDA_LIB) \
-                               $(FAKECUBLAS_LIB) $(wildcard test/*.h)
+$(TEST_BIN_DIR)/test_cuda_e2e: test/fakecuda/test_cuda_e2e.c $(LIB) $(FAKECUDA_LIB) \
+                               $(FAKECUBLAS_LIB) $(TEST_FIXTURES) $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(FAKECUDA_TEST_CFLAGS) -o $@ $< $(TEST_ENV_OBJ) $(LIB) $(LDFLAGS) $(TEST_LIBS)
+	$(CC) $(FAKECUDA_TEST_CFLAGS) -o $@ $< $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)
 TEST_BINS += $(TEST_BIN_DIR)/test_cuda_e2e
 endif
 

@@ -89,9 +89,9 @@ fuzz: fuzz-build
 	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (inputs in $(FUZZ_DIR)/artifacts/; replay one with $(TEST_BIN_DIR)/fuzz_<name> FILE)"; exit 1; fi; \
 	echo "fuzz: all targets ran $(FUZZ_SECONDS) s without a failure"
 
-$(FUZZ_DIR)/gen_corpus: test/fuzz/gen_corpus.c $(LIB)
+$(FUZZ_DIR)/gen_corpus: test/fuzz/gen_corpus.c $(TEST_FIXTURES) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(DEP_LIBS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)
 
 fuzz-corpus: $(FUZZ_DIR)/gen_corpus
 	$(FUZZ_DIR)/gen_corpus test/fuzz/corpus

@@ -1,6 +1,6 @@
-/* model_batch.h — a synthetic host-side training batch for the model tests (test_train,
- * test_bf16): random tokens and lengths, smooth fake log-mels on the real frames, the frame mask
- * and stop targets (1 from the last real frame on). Header-only, test code. */
+/* model_batch.h — the small model and a synthetic host-side training batch for the model tests
+ * (test_train, test_bf16): random tokens and lengths, smooth fake log-mels on the real frames,
+ * the frame mask and stop targets (1 from the last real frame on). Header-only, test code. */
 #ifndef TANDEM_TEST_MODEL_BATCH_H
 #define TANDEM_TEST_MODEL_BATCH_H
 
@@ -8,8 +8,20 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "runtime/core/config.h"
 #include "runtime/model/model.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
+
+/* cfg = the defaults with the small model both tests train: custom, d_model 32, 2 layers,
+ * 2 heads, reduction 2, max_text 12, max_frames 24, batch 3 (callers add their own keys). */
+static inline void model_batch_small_config(tandem_config *cfg) {
+    static const char *const kv[][2] = {
+        {"model_size", "custom"}, {"d_model", "32"},  {"layers", "2"},     {"heads", "2"},
+        {"reduction", "2"},       {"max_text", "12"}, {"max_frames", "24"}, {"batch_size", "3"},
+    };
+    tandem_config_init(cfg);
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) CHECK(tandem_config_set(cfg, kv[i][0], kv[i][1]));
+}
 
 typedef struct host_batch {
     int B, TT, F;

@@ -1,4 +1,6 @@
-/* testutil.h — small helpers shared by tests: a seeded RNG and paths. Header-only. */
+/* testutil.h — small helpers shared by tests: a seeded RNG, the replayable seed, whether a
+ * fatbin was built. Header-only (the emulator and fuzz code use it too); the fixtures that
+ * need cmocka or libraries are in test/fixtures.h. */
 #ifndef TANDEM_TEST_UTIL_H
 #define TANDEM_TEST_UTIL_H
 
@@ -20,6 +22,15 @@ static inline float tandem_rng_uniform(tandem_rng *r, float lo, float hi) {
 }
 static inline int64_t tandem_rng_int(tandem_rng *r, int64_t lo, int64_t hi) { /* [lo, hi] */
     return lo + (int64_t)(tandem_rng_next(r) % (uint64_t)(hi - lo + 1));
+}
+/* p[0 .. n) uniform in [lo, hi), drawn in index order. */
+static inline void tandem_rng_fill(tandem_rng *r, float *p, int64_t n, float lo, float hi) {
+    for (int64_t i = 0; i < n; i++) p[i] = tandem_rng_uniform(r, lo, hi);
+}
+/* n random bytes (the low byte of one draw each). */
+static inline void tandem_rng_fill_bytes(tandem_rng *r, void *p, size_t n) {
+    unsigned char *b = (unsigned char *)p;
+    for (size_t i = 0; i < n; i++) b[i] = (unsigned char)tandem_rng_next(r);
 }
 /* Seed from $TANDEM_TEST_SEED or the clock; printed so a failure can be replayed. */
 static inline uint64_t tandem_test_seed(const char *what) {

@@ -76,7 +76,7 @@ static void expect_ok(int rc) {
 static float *rand_floats(size_t n, float lo, float hi) {
     float *p = (float *)tandem_emu_buf_alloc(n * sizeof *p);
     assert_non_null(p);
-    for (size_t i = 0; i < n; i++) p[i] = tandem_rng_uniform(&rng, lo, hi);
+    tandem_rng_fill(&rng, p, (int64_t)n, lo, hi);
     return p;
 }
 

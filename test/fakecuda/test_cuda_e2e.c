@@ -93,14 +93,10 @@ static tandem_status decl(tandem_pool *p, const char *name, tandem_dtype dt, int
     return tandem_pool_declare(p, name, dt, nd, shape, TANDEM_PERSISTENT, 0, 0, out);
 }
 
-static void fill_rand(tandem_rng *r, float *p, int64_t n) {
-    for (int64_t i = 0; i < n; i++) p[i] = tandem_rng_uniform(r, -1, 1);
-}
-
 static tandem_status upload_rand(tandem_rng *r, tandem_stream *s, tandem_tensor *t) {
     int64_t n = tandem_tensor_numel(t);
     float *buf = malloc((size_t)n * 4);
-    fill_rand(r, buf, n);
+    tandem_rng_fill(r, buf, n, -1, 1);
     tandem_status st = tandem_tensor_upload(s, t, buf, (size_t)n * 4);
     /* The copy may be asynchronous: keep the buffer alive until the stream is done. */
     if (st == TANDEM_OK) st = tandem_stream_sync(s);

@@ -20,7 +20,7 @@
 
 #include "platform/cuda/cuda_api.h"
 #include "kernels/registry.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 #define LIBCUDA TANDEM_FAKECUDA_DIR "/libcuda.so.1"
 #define LIBLT TANDEM_FAKECUDA_DIR "/libcublasLt.so.13"
@@ -336,19 +336,14 @@ static void test_events_threads_peer(void **state) {
 
 /* ------------------------------------------------------------------ modules, launches ---- */
 
+/* The fatbin's bytes, or NULL when there is none (a host-only build leaves it empty). */
 static void *read_fatbin(size_t *len) {
-    FILE *f = fopen(TANDEM_FATBIN_FILE, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *p = n > 0 ? malloc((size_t)n) : NULL;
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+    *len = 0;
+    void *p = tandem_test_read_file(TANDEM_FATBIN_FILE, len);
+    if (p && *len == 0) {
         free(p);
         p = NULL;
     }
-    fclose(f);
-    *len = p ? (size_t)n : 0;
     return p;
 }
 

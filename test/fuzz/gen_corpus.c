@@ -8,7 +8,6 @@
  *
  * Regenerate after a format change (text cache format, safetensors writer). */
 #include <math.h>
-#include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +17,9 @@
 #include "runtime/formats/safetensors.h"
 #include "runtime/data/text_cache.h"
 #include "runtime/data/text_index.h"
+#include "test/fixtures.h"
 
-static int fail(const char *what) {
+static int report_failure(const char *what) {
     fprintf(stderr, "gen_corpus: %s: %s\n", what, tandem_last_error());
     return 1;
 }
@@ -45,7 +45,7 @@ static int gen_cache(const char *dir, const char *name, const char *meta, int ma
     void *blob = NULL;
     size_t bytes = 0;
     if (tandem_text_index_build_blob(&cfg, "metadata.csv", meta, strlen(meta), &blob, &bytes) != TANDEM_OK)
-        return fail("build_blob");
+        return report_failure("build_blob");
     tandem_text_cache_seal(blob, bytes, tandem_hash64(meta, strlen(meta), 1));
     char path[1024];
     snprintf(path, sizeof path, "%s/text_cache/%s", dir, name);
@@ -59,24 +59,13 @@ static int gen_cache(const char *dir, const char *name, const char *meta, int ma
 static int gen_audio(const char *dir, const char *name, int format, int rate, int channels, int frames) {
     char path[1024];
     snprintf(path, sizeof path, "%s/audio/%s", dir, name);
-    SF_INFO info;
-    memset(&info, 0, sizeof info);
-    info.samplerate = rate;
-    info.channels = channels;
-    info.format = format;
-    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
-    if (!f) {
-        fprintf(stderr, "gen_corpus: %s: %s\n", path, sf_strerror(NULL));
-        return 1;
-    }
     float *x = calloc((size_t)frames * (size_t)channels, sizeof *x);
     for (int i = 0; i < frames; i++)
         for (int c = 0; c < channels; c++)
             x[i * channels + c] = 0.5f * sinf(6.2831853f * 440.0f * (float)(c + 1) * (float)i / (float)rate);
-    sf_count_t w = sf_writef_float(f, x, frames);
+    tandem_test_write_audio(path, x, frames, rate, channels, format); /* exits on failure */
     free(x);
-    sf_close(f);
-    return w == frames ? 0 : 1;
+    return 0;
 }
 
 /* ---- safetensors ---- */
@@ -84,12 +73,12 @@ static int gen_audio(const char *dir, const char *name, int format, int rate, in
 static int gen_st(const char *dir, const char *name, const tandem_st_tensor *t, int n, const tandem_st_meta *meta,
                   int n_meta) {
     tandem_st_writer *w = NULL;
-    if (tandem_st_writer_create(t, n, 512, 0, &w) != TANDEM_OK) return fail("st_writer_create");
+    if (tandem_st_writer_create(t, n, 512, 0, &w) != TANDEM_OK) return report_failure("st_writer_create");
     char path[1024];
     snprintf(path, sizeof path, "%s/safetensors/%s", dir, name);
     tandem_status st = tandem_st_write(w, path, meta, n_meta, NULL, NULL);
     tandem_st_writer_free(w);
-    return st == TANDEM_OK ? 0 : fail("st_write");
+    return st == TANDEM_OK ? 0 : report_failure("st_write");
 }
 
 int main(int argc, char **argv) {

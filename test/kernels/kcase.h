@@ -13,6 +13,7 @@
 #ifndef TANDEM_TEST_KCASE_H
 #define TANDEM_TEST_KCASE_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,32 @@ static inline void tandem_kcase_set_buf(tandem_kcase *c, int j, const char *name
     b->lo = lo;
     b->hi = hi;
     c->nbufs = j + 1;
+}
+
+/* Bytes per element of a case buffer's dtype; 0 for a dtype cases do not use. */
+static inline size_t tandem_kcase_dtype_bytes(tandem_dtype dt) {
+    switch (dt) {
+    case TANDEM_F32: return 4;
+    case TANDEM_BF16: return 2;
+    case TANDEM_I32: return 4;
+    case TANDEM_U8: return 1; /* masks; inputs only (an unwritten u8 output is not detectable) */
+    default: return 0;
+    }
+}
+
+/* Random inputs for buffer b (p holds b->count elements): floats uniform in [lo, hi), integers
+ * uniform over the integers in [lo, hi], drawn in index order. */
+static inline void tandem_kcase_fill_random(void *p, const tandem_kcase_buf *b, tandem_rng *rng) {
+    const int integral = b->dtype != TANDEM_F32 && b->dtype != TANDEM_BF16;
+    const int64_t ilo = integral ? (int64_t)ceilf(b->lo) : 0, ihi = integral ? (int64_t)floorf(b->hi) : 0;
+    for (int64_t i = 0; i < b->count; i++) {
+        switch (b->dtype) {
+        case TANDEM_F32: ((float *)p)[i] = tandem_rng_uniform(rng, b->lo, b->hi); break;
+        case TANDEM_BF16: ((tandem_bf16 *)p)[i] = tandem_f32_to_bf16(tandem_rng_uniform(rng, b->lo, b->hi)); break;
+        case TANDEM_U8: ((uint8_t *)p)[i] = (uint8_t)tandem_rng_int(rng, ilo, ihi); break;
+        default: ((int32_t *)p)[i] = (int32_t)tandem_rng_int(rng, ilo, ihi); break;
+        }
+    }
 }
 
 #define TANDEM_KCASE_DECL(name, group) extern const tandem_kcase_spec tandem_kcase_##name;

@@ -21,6 +21,7 @@
 #include "test/emu/emu.h"
 #include "platform/cuda/fatbin.h"
 #include "test/kernels/kcase.h"
+#include "test/fixtures.h"
 #include "kernels/registry.h"
 
 static const tandem_kcase_spec *const specs[TANDEM_KERNEL_COUNT] = {
@@ -38,16 +39,6 @@ static int emulated_ok[TANDEM_KERNEL_COUNT];
 #define POISON_HOST_I32 0x7F7F7F7F
 #define POISON_EMU_I32 ((int32_t)0xFEFEFEFE)
 
-static size_t dtype_bytes(tandem_dtype dt) {
-    switch (dt) {
-    case TANDEM_F32: return 4;
-    case TANDEM_BF16: return 2;
-    case TANDEM_I32: return 4;
-    case TANDEM_U8: return 1; /* masks; inputs only (an unwritten u8 output is not detectable) */
-    default: return 0; /* not used by kernel cases */
-    }
-}
-
 static double element(const void *p, tandem_dtype dt, int64_t i) {
     switch (dt) {
     case TANDEM_F32: return ((const float *)p)[i];
@@ -57,28 +48,11 @@ static double element(const void *p, tandem_dtype dt, int64_t i) {
     }
 }
 
-static void fill_random(void *p, const tandem_kcase_buf *b, tandem_rng *rng) {
-    for (int64_t i = 0; i < b->count; i++) {
-        switch (b->dtype) {
-        case TANDEM_F32: ((float *)p)[i] = tandem_rng_uniform(rng, b->lo, b->hi); break;
-        case TANDEM_BF16:
-            ((tandem_bf16 *)p)[i] = tandem_f32_to_bf16(tandem_rng_uniform(rng, b->lo, b->hi));
-            break;
-        case TANDEM_U8:
-            ((uint8_t *)p)[i] = (uint8_t)tandem_rng_int(rng, (int64_t)ceilf(b->lo), (int64_t)floorf(b->hi));
-            break;
-        default:
-            ((int32_t *)p)[i] = (int32_t)tandem_rng_int(rng, (int64_t)ceilf(b->lo), (int64_t)floorf(b->hi));
-            break;
-        }
-    }
-}
-
 static void poison(void *p, const tandem_kcase_buf *b, int32_t i32_pattern) {
     if (b->dtype == TANDEM_I32)
         for (int64_t i = 0; i < b->count; i++) ((int32_t *)p)[i] = i32_pattern;
     else
-        memset(p, 0xFF, (size_t)b->count * dtype_bytes(b->dtype)); /* NaN in f32 and bf16 */
+        memset(p, 0xFF, (size_t)b->count * tandem_kcase_dtype_bytes(b->dtype)); /* NaN in f32 and bf16 */
 }
 
 /* Compare one output buffer; on failure write why into msg and return nonzero. */
@@ -127,8 +101,8 @@ static int run_case(int id, const tandem_kcase *c, tandem_rng *rng, char *msg, s
     }
     for (int j = 0; !bad && j < c->nbufs; j++) {
         const tandem_kcase_buf *b = &c->bufs[j];
-        size_t bytes = (size_t)b->count * dtype_bytes(b->dtype);
-        if (b->count < 0 || !dtype_bytes(b->dtype)) {
+        size_t bytes = (size_t)b->count * tandem_kcase_dtype_bytes(b->dtype);
+        if (b->count < 0 || !tandem_kcase_dtype_bytes(b->dtype)) {
             snprintf(msg, cap, "buffer %s: count %lld of dtype %d", b->name, (long long)b->count, (int)b->dtype);
             bad = 1;
             break;
@@ -139,7 +113,7 @@ static int run_case(int id, const tandem_kcase *c, tandem_rng *rng, char *msg, s
             poison(hb[j], b, POISON_HOST_I32);
             poison(eb[j], b, POISON_EMU_I32);
         } else {
-            fill_random(hb[j], b, rng);
+            tandem_kcase_fill_random(hb[j], b, rng);
             memcpy(eb[j], hb[j], bytes);
         }
     }
@@ -199,17 +173,11 @@ static void test_kernel(void **state) {
 static void test_fatbin_coverage(void **state) {
     (void)state;
     const char *path = TANDEM_TEST_BUILD_DIR "/tandem.fatbin";
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s (build it with make first)", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *data = (unsigned char *)malloc(len > 0 ? (size_t)len : 1);
-    size_t got = fread(data, 1, (size_t)len, f);
-    fclose(f);
-    assert_int_equal(got, (size_t)len);
+    size_t len = 0;
+    unsigned char *data = tandem_test_read_file(path, &len);
+    if (!data) fail_msg("cannot open %s (build it with make first)", path);
     static tandem_fatbin_summary s;
-    tandem_status st = tandem_fatbin_parse(data, (size_t)len, &s);
+    tandem_status st = tandem_fatbin_parse(data, len, &s);
     free(data);
     if (st != TANDEM_OK) fail_msg("%s: %s", path, tandem_last_error());
     if (s.image_count == 0) {

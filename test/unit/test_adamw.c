@@ -34,26 +34,9 @@
 #include <cmocka.h>
 
 #include "kernels/registry.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 static tandem_rng rng;
-
-static float *falloc(int64_t n) {
-    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    assert_non_null(p);
-    for (int64_t i = 0; i < n; i++) p[i] = NAN;
-    return p;
-}
-
-static double rel_err(const float *got, const double *ref, int64_t n) {
-    double e = 0.0, r = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)got[i] - ref[i];
-        e += d * d;
-        r += ref[i] * ref[i];
-    }
-    return r > 0.0 ? sqrt(e / r) : sqrt(e);
-}
 
 /* ---- AdamW against the double reference ------------------------------------------------ */
 
@@ -76,12 +59,12 @@ static float norm_sq_and_flag(const float *g, int64_t n, float *partials, int *f
 static void run_adamw_cfg(const adamw_cfg *cfg) {
     const int steps = 12;
     const int64_t n = tandem_rng_int(&rng, 50, 3000);
-    float *p = falloc(n), *m = falloc(n), *v = falloc(n), *g = falloc(n), *p0 = falloc(n);
-    float *partials = falloc(tandem_k_train_partials(n));
-    float *sp = falloc(n), *sm = falloc(n), *sv = falloc(n); /* state before a skipped step */
+    float *p = tandem_test_falloc_nan(n), *m = tandem_test_falloc_nan(n), *v = tandem_test_falloc_nan(n), *g = tandem_test_falloc_nan(n), *p0 = tandem_test_falloc_nan(n);
+    float *partials = tandem_test_falloc_nan(tandem_k_train_partials(n));
+    float *sp = tandem_test_falloc_nan(n), *sm = tandem_test_falloc_nan(n), *sv = tandem_test_falloc_nan(n); /* state before a skipped step */
     double *pd = malloc(sizeof(double) * (size_t)n), *md = malloc(sizeof(double) * (size_t)n),
            *vd = malloc(sizeof(double) * (size_t)n), *dd = malloc(sizeof(double) * (size_t)n);
-    float *df = falloc(n);
+    float *df = tandem_test_falloc_nan(n);
     const double lr = cfg->lr, b1 = cfg->beta1, b2 = cfg->beta2, eps = cfg->eps,
                  wd = cfg->weight_decay, max_norm = cfg->max_norm;
     for (int64_t i = 0; i < n; i++) {
@@ -136,7 +119,7 @@ static void run_adamw_cfg(const adamw_cfg *cfg) {
             dd[i] = pd[i] - p0[i];
             df[i] = (float)((double)p[i] - p0[i]);
         }
-        double em = rel_err(m, md, n), ev = rel_err(v, vd, n), ep = rel_err(df, dd, n);
+        double em = tandem_test_rel_err(m, md, n), ev = tandem_test_rel_err(v, vd, n), ep = tandem_test_rel_err(df, dd, n);
         if (!(em <= 1e-5 && ev <= 1e-5 && ep <= 1e-4))
             fail_msg("%s step %d (t=%d, norm %.4g, clip %.4g): error m %.3g v %.3g displacement %.3g",
                      cfg->name, s, t - 1, norm, c, em, ev, ep);
@@ -226,7 +209,7 @@ static void test_sum_squares_and_reduce(void **state) {
     for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
         int64_t n = ns[k] >= 0 ? ns[k] : tandem_rng_int(&rng, 2, 100000);
         int64_t parts = tandem_k_train_partials(n);
-        float *x = falloc(n), *partials = falloc(parts), out = NAN;
+        float *x = tandem_test_falloc_nan(n), *partials = tandem_test_falloc_nan(parts), out = NAN;
         for (int64_t i = 0; i < n; i++) x[i] = tandem_rng_uniform(&rng, -3.0f, 3.0f);
         tandem_k_sum_squares_args ss = {x, partials, n};
         tandem_k_sum_squares_host(&ss);

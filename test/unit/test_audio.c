@@ -33,9 +33,9 @@
 #include "runtime/audio/audio.h"
 #include "runtime/audio/mel.h"
 #include "tandem.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
-static char dir[64];
+static char dir[256];
 static tandem_rng rng;
 
 static void path_of(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", dir, name); }
@@ -43,26 +43,12 @@ static void path_of(char *buf, size_t cap, const char *name) { snprintf(buf, cap
 static int setup(void **state) {
     (void)state;
     rng.s = tandem_test_seed("test_audio");
-    snprintf(dir, sizeof dir, "/tmp/tandem_test_audio_XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return tandem_test_mkdtemp(dir, sizeof dir, "test_audio");
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static SNDFILE *open_write(const char *path, int format, int rate, int channels) {
-    SF_INFO info;
-    memset(&info, 0, sizeof info);
-    info.samplerate = rate;
-    info.channels = channels;
-    info.format = format;
-    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
-    if (!f) fail_msg("test cannot write %s: %s", path, sf_strerror(NULL));
-    return f;
+    return tandem_test_rmtree(dir);
 }
 
 /* Decode path into a buffer of cap samples; returns the samples (caller frees). */
@@ -83,7 +69,7 @@ static void expect_exact(const char *what, const float *got, int64_t n_got, cons
 /* ---- 22050 Hz: exact ---- */
 
 static void check_pcm16(const char *name, int major) {
-    char path[128];
+    char path[320];
     path_of(path, sizeof path, name);
     const int n = TANDEM_AUDIO_RATE + 321;
     short *q = (short *)malloc(sizeof(short) * n);
@@ -95,7 +81,7 @@ static void check_pcm16(const char *name, int major) {
     }
     q[7] = -32768; /* full negative scale → exactly -1 */
     want[7] = -1.0f;
-    SNDFILE *f = open_write(path, major | SF_FORMAT_PCM_16, TANDEM_AUDIO_RATE, 1);
+    SNDFILE *f = tandem_test_sf_create(path, major | SF_FORMAT_PCM_16, TANDEM_AUDIO_RATE, 1);
     assert_int_equal(sf_write_short(f, q, n), n);
     sf_close(f);
 
@@ -124,7 +110,7 @@ static void test_flac16(void **state) {
 
 static void test_wav24(void **state) {
     (void)state;
-    char path[128];
+    char path[320];
     path_of(path, sizeof path, "pcm24.wav");
     const int n = 5000;
     int *v = (int *)malloc(sizeof(int) * n);
@@ -134,7 +120,7 @@ static void test_wav24(void **state) {
         v[i] = (int)((unsigned)s24 << 8); /* sf_write_int takes 32-bit; PCM_24 keeps the top 24 */
         want[i] = (float)(s24 / 8388608.0);
     }
-    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_PCM_24, TANDEM_AUDIO_RATE, 1);
+    SNDFILE *f = tandem_test_sf_create(path, SF_FORMAT_WAV | SF_FORMAT_PCM_24, TANDEM_AUDIO_RATE, 1);
     assert_int_equal(sf_write_int(f, v, n), n);
     sf_close(f);
     int64_t got_n = 0;
@@ -147,12 +133,12 @@ static void test_wav24(void **state) {
 
 static void test_float_wav(void **state) {
     (void)state;
-    char path[128];
+    char path[320];
     path_of(path, sizeof path, "float.wav");
     const int n = 4000;
     float *x = (float *)malloc(sizeof(float) * n);
     for (int i = 0; i < n; i++) x[i] = tandem_rng_uniform(&rng, -1.5f, 1.5f); /* past full scale: kept */
-    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, TANDEM_AUDIO_RATE, 1);
+    SNDFILE *f = tandem_test_sf_create(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, TANDEM_AUDIO_RATE, 1);
     assert_int_equal(sf_write_float(f, x, n), n);
     sf_close(f);
     int64_t got_n = 0;
@@ -164,7 +150,7 @@ static void test_float_wav(void **state) {
 
 static void test_stereo_downmix(void **state) {
     (void)state;
-    char path[128];
+    char path[320];
     path_of(path, sizeof path, "stereo.wav");
     const int n = 3000;
     short *q = (short *)malloc(sizeof(short) * 2 * n);
@@ -174,7 +160,7 @@ static void test_stereo_downmix(void **state) {
         q[2 * i + 1] = (short)tandem_rng_int(&rng, -32768, 32767);
         want[i] = (float)((q[2 * i] / 32768.0 + q[2 * i + 1] / 32768.0) / 2.0);
     }
-    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, TANDEM_AUDIO_RATE, 2);
+    SNDFILE *f = tandem_test_sf_create(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, TANDEM_AUDIO_RATE, 2);
     assert_int_equal(sf_writef_short(f, q, n), n);
     sf_close(f);
     int64_t got_n = 0;
@@ -199,14 +185,14 @@ static double tones(double t) {
 }
 
 static void check_rate(int rate) {
-    char name[64], path[128];
+    char name[64], path[320];
     snprintf(name, sizeof name, "tones_%d.wav", rate);
     path_of(path, sizeof path, name);
     for (int i = 0; i < 5; i++) tone_phase[i] = tandem_rng_uniform(&rng, 0.0f, 6.28f);
     const int n_in = (int)(1.25 * rate) + 17;
     float *x = (float *)malloc(sizeof(float) * n_in);
     for (int i = 0; i < n_in; i++) x[i] = (float)tones((double)i / rate);
-    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, rate, 1);
+    SNDFILE *f = tandem_test_sf_create(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, rate, 1);
     assert_int_equal(sf_write_float(f, x, n_in), n_in);
     sf_close(f);
 
@@ -278,7 +264,7 @@ static void test_resample_48000(void **state) {
 
 static void test_too_long(void **state) {
     (void)state;
-    char path[128];
+    char path[320];
     path_of(path, sizeof path, "pcm16.wav"); /* 22371 samples, from test_wav16 */
     float *out = (float *)malloc(sizeof(float) * 22050);
     int64_t n = 123;
@@ -292,25 +278,6 @@ static void test_too_long(void **state) {
 }
 
 /* ---- broken files ---- */
-
-static void write_bytes(const char *path, const void *data, size_t len) {
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    if (len) assert_int_equal(fwrite(data, 1, len, f), len);
-    fclose(f);
-}
-
-static unsigned char *read_bytes(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *d = (unsigned char *)malloc(*len);
-    assert_int_equal(fread(d, 1, *len, f), *len);
-    fclose(f);
-    return d;
-}
 
 static void expect_error(const char *path, tandem_status want) {
     float *out = (float *)malloc(sizeof(float) * 100000); /* room for every source file */
@@ -326,41 +293,41 @@ static void expect_error(const char *path, tandem_status want) {
 
 static void test_broken_files(void **state) {
     (void)state;
-    char src[128], path[128];
+    char src[320], path[320];
     size_t len = 0;
 
     path_of(path, sizeof path, "random_bytes.wav");
     unsigned char junk[5000];
     for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)tandem_rng_next(&rng);
-    write_bytes(path, junk, sizeof junk);
+    tandem_test_write_file(path, junk, sizeof junk);
     expect_error(path, TANDEM_E_FORMAT);
 
     path_of(path, sizeof path, "empty.wav");
-    write_bytes(path, "", 0);
+    tandem_test_write_file(path, "", 0);
     expect_error(path, TANDEM_E_FORMAT);
 
     path_of(src, sizeof src, "pcm16.wav");
-    unsigned char *wav = read_bytes(src, &len);
+    unsigned char *wav = tandem_test_read_file_ok(src, &len);
     path_of(path, sizeof path, "truncated_data.wav");
-    write_bytes(path, wav, len / 2);
+    tandem_test_write_file(path, wav, len / 2);
     expect_error(path, TANDEM_E_FORMAT);
     path_of(path, sizeof path, "header_only.wav");
-    write_bytes(path, wav, 44);
+    tandem_test_write_file(path, wav, 44);
     expect_error(path, TANDEM_E_FORMAT);
     path_of(path, sizeof path, "truncated_header.wav");
-    write_bytes(path, wav, 30);
+    tandem_test_write_file(path, wav, 30);
     expect_error(path, TANDEM_E_FORMAT);
     path_of(path, sizeof path, "corrupt_fmt.wav");
     wav[20] ^= 0x5a; /* the fmt chunk's format tag */
     wav[22] = 0;     /* zero channels */
-    write_bytes(path, wav, len);
+    tandem_test_write_file(path, wav, len);
     expect_error(path, TANDEM_E_FORMAT);
     free(wav);
 
     path_of(src, sizeof src, "pcm16.flac");
-    unsigned char *flac = read_bytes(src, &len);
+    unsigned char *flac = tandem_test_read_file_ok(src, &len);
     path_of(path, sizeof path, "truncated.flac");
-    write_bytes(path, flac, len / 2);
+    tandem_test_write_file(path, flac, len / 2);
     expect_error(path, TANDEM_E_FORMAT);
     /* damaged audio frames at several places: the FLAC decoder loses sync (which libsndfile
      * only logs) or comes up short; both must be errors, not silently shorter audio */
@@ -372,7 +339,7 @@ static void test_broken_files(void **state) {
         char name[64];
         snprintf(name, sizeof name, "corrupt_frames_%d.flac", k);
         path_of(path, sizeof path, name);
-        write_bytes(path, bad, len);
+        tandem_test_write_file(path, bad, len);
         expect_error(path, TANDEM_E_FORMAT);
         free(bad);
     }
@@ -416,7 +383,7 @@ static void *decode_worker(void *arg) {
 
 static void test_threads(void **state) {
     (void)state;
-    char a[128], b[128];
+    char a[320], b[320];
     path_of(a, sizeof a, "pcm16.flac");
     path_of(b, sizeof b, "tones_44100.wav");
     int64_t na = 0, nb = 0;

@@ -44,7 +44,7 @@
 #include "runtime/core/pool_internal.h"
 #include "tandem.h"
 #include "test/model_batch.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "runtime/model/train_step.h"
 #include "tools/env_options.h"
 
@@ -56,25 +56,10 @@
 #define TOL_LOSS 2e-2
 #define TOL_GRAD 2e-2
 
-#define CHECK(expr)                                                                       \
-    do {                                                                                  \
-        tandem_status st_ = (expr);                                                       \
-        if (st_ != TANDEM_OK) fail_msg("%s: %s: %s", #expr, tandem_status_name(st_),      \
-                                       tandem_last_error());                              \
-    } while (0)
-
 static uint64_t seed;
 
 static void small_config(tandem_config *cfg, const char *precision) {
-    tandem_config_init(cfg);
-    CHECK(tandem_config_set(cfg, "model_size", "custom"));
-    CHECK(tandem_config_set(cfg, "d_model", "32"));
-    CHECK(tandem_config_set(cfg, "layers", "2"));
-    CHECK(tandem_config_set(cfg, "heads", "2"));
-    CHECK(tandem_config_set(cfg, "reduction", "2"));
-    CHECK(tandem_config_set(cfg, "max_text", "12"));
-    CHECK(tandem_config_set(cfg, "max_frames", "24"));
-    CHECK(tandem_config_set(cfg, "batch_size", "3"));
+    model_batch_small_config(cfg);
     CHECK(tandem_config_set(cfg, "lr", "0.003"));
     CHECK(tandem_config_set(cfg, "warmup_steps", "2"));
     CHECK(tandem_config_set(cfg, "max_steps", "100"));

@@ -19,7 +19,7 @@
 #include "runtime/formats/checkpoint.h"
 #include "platform/os/log.h"
 #include "platform/os/os.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 static tandem_rng rng;
 static char scratch[256];
@@ -27,25 +27,11 @@ static int dir_seq;
 
 static int setup(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/tandem_test_ckpt.XXXXXX", t && t[0] ? t : "/tmp");
-    return mkdtemp(scratch) ? 0 : -1;
+    return tandem_test_mkdtemp(scratch, sizeof scratch, "test_ckpt");
 }
 static int teardown(void **state) {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-/* ---- log capture ---- */
-static char warnings[4096];
-static void capture(void *user, tandem_log_level level, const char *msg) {
-    (void)user;
-    if (level <= TANDEM_LOG_WARN && strlen(warnings) + strlen(msg) + 2 < sizeof warnings) {
-        strcat(warnings, msg);
-        strcat(warnings, "\n");
-    }
+    return tandem_test_rmtree(scratch);
 }
 
 /* ---- a small "model" ---- */
@@ -177,18 +163,17 @@ static void corrupt_and_expect(const char *dir, int64_t newest, void (*damage)(c
     char p[400];
     ckpt_path(dir, newest, p, sizeof p);
     damage(p);
-    warnings[0] = 0;
-    tandem_log_set_hook(capture, NULL);
+    tandem_test_log_capture(TANDEM_LOG_WARN);
     char latest[400];
     int64_t step = -1;
     int found = 0;
     assert_int_equal(tandem_checkpoint_find_latest(dir, latest, sizeof latest, &step, &found), TANDEM_OK);
-    tandem_log_set_hook(NULL, NULL);
-    print_message("%s: chose step %lld; warning: %s", what, (long long)step, warnings);
+    tandem_test_log_stop();
+    print_message("%s: chose step %lld; warning: %s", what, (long long)step, tandem_test_log_text());
     assert_int_equal(found, 1);
     assert_int_equal(step, want);
-    assert_non_null(strstr(warnings, p));
-    assert_non_null(strstr(warnings, "skipped"));
+    assert_non_null(strstr(tandem_test_log_text(), p));
+    assert_non_null(strstr(tandem_test_log_text(), "skipped"));
 }
 
 static void truncate_tail(const char *p) {
@@ -227,15 +212,14 @@ static void test_newest_valid_chosen(void **state) {
     char cmd[900];
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", p200, p250);
     assert_int_equal(system(cmd), 0);
-    warnings[0] = 0;
-    tandem_log_set_hook(capture, NULL);
+    tandem_test_log_capture(TANDEM_LOG_WARN);
     char latest[400];
     int64_t step = -1;
     int found = 0;
     assert_int_equal(tandem_checkpoint_find_latest(dir, latest, sizeof latest, &step, &found), TANDEM_OK);
-    tandem_log_set_hook(NULL, NULL);
+    tandem_test_log_stop();
     assert_int_equal(step, 200);
-    assert_non_null(strstr(warnings, "expected 250"));
+    assert_non_null(strstr(tandem_test_log_text(), "expected 250"));
     /* no checkpoint at all; a missing directory */
     char empty[300];
     new_dir(empty, sizeof empty);

@@ -17,24 +17,9 @@
 #include <cmocka.h>
 
 #include "platform/cuda/cuda_api.h"
+#include "test/fixtures.h"
 
 static char *g_text; /* all toolkit headers concatenated */
-
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b) b[n] = '\0';
-    fclose(f);
-    return b;
-}
 
 static int is_ident(int c) { return isalnum(c) || c == '_'; }
 
@@ -124,7 +109,7 @@ static int group_setup(void **state) {
     for (int i = 0; i < 4; i++) {
         char path[600];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        parts[i] = slurp(path);
+        parts[i] = tandem_test_read_file(path, NULL);
         if (!parts[i]) {
             printf("test_cuda_api: %s not found: the CUDA toolkit headers are absent, comparison skipped\n", path);
             for (int j = 0; j < i; j++) free(parts[j]);

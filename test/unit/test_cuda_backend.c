@@ -86,10 +86,6 @@ static void test_info_and_peers(void **state) {
     assert_true(dev0->ops->can_access_peer(dev1, dev0));
 }
 
-static void fill_random(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = tandem_rng_uniform(&rng, -1.0f, 1.0f);
-}
-
 /* Row-major reference in double: C = alpha op(A) op(B) + beta C0. */
 static double ref_at(const float *a, const float *b, const float *c0, const tandem_gemm_desc *g, float alpha,
                      float beta, int64_t q, int64_t i, int64_t j) {
@@ -115,9 +111,9 @@ static void run_gemm(int trans_a, int trans_b, int64_t batch) {
            nc = (size_t)(g.stride_c * (batch - 1) + g.m * g.n);
     float *a = malloc(na * 4), *b = malloc(nb * 4), *c0 = malloc(nc * 4), *c = malloc(nc * 4);
     assert_true(a && b && c0 && c);
-    fill_random(a, na);
-    fill_random(b, nb);
-    fill_random(c0, nc);
+    tandem_rng_fill(&rng, a, (int64_t)na, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, b, (int64_t)nb, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, c0, (int64_t)nc, -1.0f, 1.0f);
     float alpha = tandem_rng_uniform(&rng, -2, 2), beta = tandem_rng_uniform(&rng, -1, 1);
     tandem_dptr da, db, dc;
     assert_int_equal(dev0->ops->mem_alloc(dev0, na * 4, &da), TANDEM_OK);

@@ -16,7 +16,7 @@
 #include "platform/os/os.h"
 #include "kernels/registry.h"
 #include "tandem.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "tools/env_options.h"
 
 #define FATBIN_PATH TANDEM_TEST_BUILD_DIR "/tandem.fatbin"
@@ -24,22 +24,6 @@
 static unsigned char *g_bin;
 static size_t g_len;
 static tandem_fatbin_summary g_sum; /* large: keep off the stack */
-
-static unsigned char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
-    if (b && n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = (size_t)(n > 0 ? n : 0);
-    return b;
-}
 
 /* Parse a heap copy of exactly n bytes, so that any read past the end is caught by ASan. */
 static tandem_status parse_copy(const unsigned char *src, size_t n, tandem_fatbin_summary *out) {
@@ -53,7 +37,7 @@ static tandem_status parse_copy(const unsigned char *src, size_t n, tandem_fatbi
 
 static int group_setup(void **state) {
     (void)state;
-    g_bin = read_file(FATBIN_PATH, &g_len);
+    g_bin = tandem_test_read_file(FATBIN_PATH, &g_len);
     if (!g_bin) {
         fprintf(stderr, "cannot read %s (build it first: make test-build)\n", FATBIN_PATH);
         return -1;

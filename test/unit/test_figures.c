@@ -12,7 +12,6 @@
  *     create; the mel figure refused before set_mel and for too many frames.
  * Seed printed; replay with TANDEM_TEST_SEED. */
 #include <math.h>
-#include <png.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,22 +24,18 @@
 
 #include "runtime/report/figures.h"
 #include "runtime/report/plot.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 static tandem_rng rng;
 static char scratch[256];
 
 static int setup(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/tandem_test_figures.XXXXXX", t && t[0] ? t : "/tmp");
-    return mkdtemp(scratch) ? 0 : -1;
+    return tandem_test_mkdtemp(scratch, sizeof scratch, "test_figures");
 }
 static int teardown(void **state) {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    return system(cmd) == 0 ? 0 : -1;
+    return tandem_test_rmtree(scratch);
 }
 
 static void test_decimation(void **state) {
@@ -189,20 +184,6 @@ static void test_parse(void **state) {
     assert_null(fig);
 }
 
-static unsigned char *read_png(const char *path, int *w, int *h) {
-    png_image img;
-    memset(&img, 0, sizeof img);
-    img.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_file(&img, path)) fail_msg("%s: %s", path, img.message);
-    img.format = PNG_FORMAT_RGB;
-    unsigned char *buf = malloc(PNG_IMAGE_SIZE(img));
-    assert_non_null(buf);
-    if (!png_image_finish_read(&img, NULL, buf, 0, NULL)) fail_msg("%s: %s", path, img.message);
-    *w = (int)img.width;
-    *h = (int)img.height;
-    return buf;
-}
-
 static void test_write(void **state) {
     (void)state;
     const int F = 1200; /* past 1024 frames: 1 px per frame */
@@ -231,12 +212,12 @@ static void test_write(void **state) {
         char path[400];
         int w, h, mw, mh;
         snprintf(path, sizeof path, "%s/%s", scratch, TANDEM_FIGURES_LOSS_FILE);
-        unsigned char *img = read_png(path, &w, &h);
+        unsigned char *img = tandem_test_read_png(path, &w, &h);
         assert_int_equal(w, TANDEM_FIGURES_LOSS_W);
         assert_int_equal(h, TANDEM_FIGURES_LOSS_H);
         free(img);
         snprintf(path, sizeof path, "%s/%s", scratch, TANDEM_FIGURES_MEL_FILE);
-        img = read_png(path, &w, &h);
+        img = tandem_test_read_png(path, &w, &h);
         tandem_plot_mel_size(frames, 80, &mw, &mh);
         printf("mel of %d frames: %d x %d pixels\n", frames, w, h);
         assert_int_equal(w, mw);

@@ -29,7 +29,7 @@ typedef tandem_status (*gemm_fn)(const tandem_gemm_desc *, float, const float *,
 
 static float *random_floats(int64_t n) {
     float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    for (int64_t i = 0; i < n; i++) p[i] = tandem_rng_uniform(&rng, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, p, n, -1.0f, 1.0f);
     return p;
 }
 

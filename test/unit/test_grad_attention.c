@@ -31,7 +31,7 @@
 
 #include "runtime/model/attention.h"
 #include "tandem.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 static tandem_rng rng;
 
@@ -85,18 +85,6 @@ static double ref_loss(const tandem_attention_shape *sh, const double *qkv, cons
     return l;
 }
 
-/* ||got - ref|| / ||ref|| (plain difference norm when ref is 0). */
-static double rel_err_f(const float *got, const double *ref, int64_t n) {
-    double e = 0.0, r = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        double diff = (double)got[i] - ref[i];
-        if (isnan(got[i])) return INFINITY;
-        e += diff * diff;
-        r += ref[i] * ref[i];
-    }
-    return r > 0 ? sqrt(e / r) : sqrt(e);
-}
-
 /* ---- the composed attention on a host device ------------------------------------------ */
 
 typedef struct attn_run {
@@ -116,8 +104,7 @@ typedef struct env {
  * driver through TANDEM_CUDA_DRIVER); the default is a host device. */
 static int setup(void **state) {
     env *e = calloc(1, sizeof *e);
-    const char *be = getenv("TANDEM_TEST_BACKEND");
-    tandem_backend backend = be && strcmp(be, "cuda") == 0 ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST;
+    const tandem_backend backend = tandem_test_backend();
     if (!e || tandem_device_open(backend, 0, &e->dev) != TANDEM_OK) {
         fprintf(stderr, "test_grad_attention: cannot open the %s device: %s\n",
                 backend == TANDEM_BACKEND_CUDA ? "cuda" : "host", tandem_last_error());
@@ -262,7 +249,7 @@ static void check_forward(env *e, const tandem_attention_shape *sh, int mode) {
     download(e, y, r.y);
     download(e, p, r.p);
     ref_forward(sh, qkv_d, mask, y_ref, p_ref);
-    double ey = rel_err_f(y, y_ref, r.n.model), ep = rel_err_f(p, p_ref, r.n.scores);
+    double ey = tandem_test_rel_err(y, y_ref, r.n.model), ep = tandem_test_rel_err(p, p_ref, r.n.scores);
     printf("forward B=%d T=%d H=%d dh=%d mask=%s: y error %.2e, P error %.2e\n", sh->batch,
            sh->seq, sh->heads, sh->head_dim, mode ? "scattered" : "padding", ey, ep);
     if (!(ey <= 1e-5) || !(ep <= 1e-5)) fail_msg("forward differs from the double reference");
@@ -319,7 +306,7 @@ static void check_gradients(env *e, const tandem_attention_shape *sh, int mode) 
         qkv_d[i] = x;
         g_num[i] = (lp - lm) / (2 * h);
     }
-    double err = rel_err_f(g, g_num, nq);
+    double err = tandem_test_rel_err(g, g_num, nq);
     printf("gradient B=%d T=%d H=%d dh=%d mask=%s: dqkv error %.2e over %lld inputs\n", sh->batch,
            sh->seq, sh->heads, sh->head_dim, mode ? "scattered" : "padding", err, (long long)nq);
     if (!(err <= 1e-5)) {
@@ -368,7 +355,7 @@ static void test_tiny_model_shape(void **state) {
     download(e, g, r.dqkv);
 
     ref_forward(&sh, qkv_d, mask, ybuf, NULL);
-    double ey = rel_err_f(y, ybuf, ny);
+    double ey = tandem_test_rel_err(y, ybuf, ny);
     printf("tiny model shape B=%d T=%d H=%d dh=%d: y error %.2e\n", sh.batch, sh.seq, sh.heads,
            sh.head_dim, ey);
     if (!(ey <= 1e-5)) fail_msg("forward differs from the double reference");

@@ -49,9 +49,6 @@ static double *dbuf(int64_t n) {
     assert_non_null(p);
     return p;
 }
-static void frand(tandem_rng *rng, float *p, int64_t n, float lo, float hi) {
-    for (int64_t i = 0; i < n; i++) p[i] = tandem_rng_uniform(rng, lo, hi);
-}
 static void fnan(float *p, int64_t n) {
     for (int64_t i = 0; i < n; i++) p[i] = NAN;
 }
@@ -145,13 +142,13 @@ static void run_layernorm(tandem_rng *rng, int rows, int d) {
      * not a bug to test for. The kernel test covers offset rows in the forward. */
     for (int r = 0; r < rows; r++) {
         float off = tandem_rng_uniform(rng, -1.0f, 1.0f), spread = tandem_rng_uniform(rng, 0.5f, 2.0f);
-        frand(rng, x + (int64_t)r * d, d, off - spread, off + spread);
+        tandem_rng_fill(rng, x + (int64_t)r * d, d, off - spread, off + spread);
     }
-    frand(rng, gamma, d, 0.5f, 1.5f);
-    frand(rng, beta, d, -0.5f, 0.5f);
-    frand(rng, w, n, -1.0f, 1.0f);
-    frand(rng, dgamma0, d, -1.0f, 1.0f);
-    frand(rng, dbeta0, d, -1.0f, 1.0f);
+    tandem_rng_fill(rng, gamma, d, 0.5f, 1.5f);
+    tandem_rng_fill(rng, beta, d, -0.5f, 0.5f);
+    tandem_rng_fill(rng, w, n, -1.0f, 1.0f);
+    tandem_rng_fill(rng, dgamma0, d, -1.0f, 1.0f);
+    tandem_rng_fill(rng, dbeta0, d, -1.0f, 1.0f);
     memcpy(dgamma, dgamma0, (size_t)d * sizeof(float));
     memcpy(dbeta, dbeta0, (size_t)d * sizeof(float));
     fnan(y, n);
@@ -218,11 +215,11 @@ static void test_gelu(void **state) {
     int64_t n = tandem_rng_int(&rng, 50, 400);
     printf("gelu n=%lld\n", (long long)n);
     float *x = fbuf(n), *w = fbuf(n), *y = fbuf(n), *dx = fbuf(n), *inplace = fbuf(n);
-    frand(&rng, x, n, -5.0f, 5.0f);
+    tandem_rng_fill(&rng, x, n, -5.0f, 5.0f);
     /* A few far out, where tanh saturates and the derivative's guard applies. */
     x[0] = 25.0f;
     x[1] = -25.0f;
-    frand(&rng, w, n, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, w, n, -1.0f, 1.0f);
     fnan(y, n);
     fnan(dx, n);
     tandem_k_gelu_fwd_args fa = {x, y, n};
@@ -274,10 +271,10 @@ static void run_bias(tandem_rng *rng, int rows, int d) {
     printf("bias_add / col_sum_acc rows=%d d=%d\n", rows, d);
     int64_t n = (int64_t)rows * d;
     float *y = fbuf(n), *b = fbuf(d), *w = fbuf(n), *db = fbuf(d), *db0 = fbuf(d);
-    frand(rng, y, n, -2.0f, 2.0f);
-    frand(rng, b, d, -1.0f, 1.0f);
-    frand(rng, w, n, -1.0f, 1.0f);
-    frand(rng, db0, d, -1.0f, 1.0f);
+    tandem_rng_fill(rng, y, n, -2.0f, 2.0f);
+    tandem_rng_fill(rng, b, d, -1.0f, 1.0f);
+    tandem_rng_fill(rng, w, n, -1.0f, 1.0f);
+    tandem_rng_fill(rng, db0, d, -1.0f, 1.0f);
     memcpy(db, db0, (size_t)d * sizeof(float));
     bias_ctx c = {rows, d, to_double(y, n), to_double(b, d), to_double(w, n)};
 
@@ -345,12 +342,12 @@ static void test_seq_embed(void **state) {
     for (int i = 0; i < B * Tt; i++) tokens[i] = (int32_t)tandem_rng_int(&rng, 0, V - 1);
     float *sym = fbuf(ns), *prenet = fbuf(np), *pos = fbuf(nq), *w = fbuf(nx), *x = fbuf(nx);
     float *dsym = fbuf(ns), *dsym0 = fbuf(ns), *dpos = fbuf(nq), *dpos0 = fbuf(nq), *dpre = fbuf(np);
-    frand(&rng, sym, ns, -1.0f, 1.0f);
-    frand(&rng, prenet, np, -1.0f, 1.0f);
-    frand(&rng, pos, nq, -1.0f, 1.0f);
-    frand(&rng, w, nx, -1.0f, 1.0f);
-    frand(&rng, dsym0, ns, -1.0f, 1.0f);
-    frand(&rng, dpos0, nq, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, sym, ns, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, prenet, np, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, pos, nq, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, w, nx, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, dsym0, ns, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, dpos0, nq, -1.0f, 1.0f);
     memcpy(dsym, dsym0, (size_t)ns * sizeof(float));
     memcpy(dpos, dpos0, (size_t)nq * sizeof(float));
     fnan(x, nx);
@@ -391,7 +388,7 @@ static void test_prenet_input(void **state) {
     printf("prenet_input B=%d Tm=%d r=%d n_mels=%d\n", B, Tm, r, nm);
     int64_t n = (int64_t)B * F * nm;
     float *mels = fbuf(n), *groups = fbuf(n);
-    frand(&rng, mels, n, -11.5f, 2.0f);
+    tandem_rng_fill(&rng, mels, n, -11.5f, 2.0f);
     fnan(groups, n);
     tandem_k_prenet_input_args a = {mels, groups, B, Tm, r, nm};
     tandem_k_prenet_input_host(&a);

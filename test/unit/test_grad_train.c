@@ -19,6 +19,7 @@
  *     the double central difference (step 1e-3 for L1, where it is exact away from the kinks,
  *     and 1e-4 for BCE, truncation ~1e-9) adds far less; a wrong sign, scale or mask is O(1).
  */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,26 +32,9 @@
 #include <cmocka.h>
 
 #include "kernels/registry.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 static tandem_rng rng;
-
-static double rel_err(const float *got, const double *ref, int64_t n) {
-    double e = 0.0, r = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)got[i] - ref[i];
-        e += d * d;
-        r += ref[i] * ref[i];
-    }
-    return r > 0.0 ? sqrt(e / r) : sqrt(e);
-}
-
-static float *falloc(int64_t n) {
-    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    assert_non_null(p);
-    for (int64_t i = 0; i < n; i++) p[i] = NAN; /* poisoned: an unwritten output shows */
-    return p;
-}
 
 /* Sum of the host partials in double, checking their count matches the documented layout. */
 static double sum_partials(const float *partials, int64_t n_elems) {
@@ -78,9 +62,9 @@ static void l1_case_make(l1_case *c, int prefix) {
     c->F = (int)tandem_rng_int(&rng, 1, 16);
     c->C = tandem_rng_int(&rng, 0, 1) ? 80 : (int)tandem_rng_int(&rng, 1, 90);
     int64_t n = (int64_t)c->B * c->F * c->C;
-    c->pred = falloc(n);
-    c->target = falloc(n);
-    c->mask = falloc((int64_t)c->B * c->F);
+    c->pred = tandem_test_falloc_nan(n);
+    c->target = tandem_test_falloc_nan(n);
+    c->mask = tandem_test_falloc_nan((int64_t)c->B * c->F);
     c->count = 0.0;
     for (int b = 0; b < c->B; b++) {
         int len = b == 0 ? c->F : (int)tandem_rng_int(&rng, 0, c->F);
@@ -131,7 +115,7 @@ static void test_l1_forward(void **state) {
         int64_t n = (int64_t)c.B * c.F * c.C;
         double *pd = malloc(sizeof(double) * (size_t)n);
         for (int64_t i = 0; i < n; i++) pd[i] = c.pred[i];
-        float *partials = falloc(tandem_k_train_partials(n)), out = NAN;
+        float *partials = tandem_test_falloc_nan(tandem_k_train_partials(n)), out = NAN;
         tandem_k_l1_masked_fwd_args a = {c.pred, c.target, c.mask, partials, c.B, c.F, c.C};
         tandem_k_l1_masked_fwd_host(&a);
         double ref = ref_l1_sum(&c, pd);
@@ -167,10 +151,10 @@ static void test_l1_gradient(void **state) {
             pd[i] = p0;
             num[i] = (lp - lm) / (2.0 * h);
         }
-        float *dpred = falloc(n);
+        float *dpred = tandem_test_falloc_nan(n);
         tandem_k_l1_masked_bwd_args a = {c.pred, c.target, c.mask, dpred, c.B, c.F, c.C, (float)k};
         tandem_k_l1_masked_bwd_host(&a);
-        double err = rel_err(dpred, num, n);
+        double err = tandem_test_rel_err(dpred, num, n);
         printf("  L1 gradient: %lld elements, u = %.3f, error %.3g\n", (long long)n, u, err);
         assert_true(err <= 1e-5);
         for (int64_t i = 0; i < n; i++) {
@@ -197,9 +181,9 @@ static void bce_case_make(bce_case *c, int stop_targets, int extreme) {
     c->B = (int)tandem_rng_int(&rng, 1, 4);
     c->F = (int)tandem_rng_int(&rng, 1, 60);
     int64_t n = (int64_t)c->B * c->F;
-    c->logits = falloc(n);
-    c->target = falloc(n);
-    c->weight = falloc(n);
+    c->logits = tandem_test_falloc_nan(n);
+    c->target = tandem_test_falloc_nan(n);
+    c->weight = tandem_test_falloc_nan(n);
     c->wsum = 0.0;
     static const float huge[] = {88.0f, -88.0f, 95.0f, -95.0f, 1e4f, -1e4f, 30.0f, -30.0f};
     for (int b = 0; b < c->B; b++) {
@@ -261,7 +245,7 @@ static void test_bce_forward(void **state) {
             xd[i] = c.logits[i];
             bound += c.weight[i] * (fabs(xd[i]) + 1.0);
         }
-        float *partials = falloc(tandem_k_train_partials(n));
+        float *partials = tandem_test_falloc_nan(tandem_k_train_partials(n));
         tandem_k_bce_stop_fwd_args a = {c.logits, c.target, c.weight, partials, c.B, c.F};
         tandem_k_bce_stop_fwd_host(&a);
         double ref = ref_bce_sum(&c, xd), got = sum_partials(partials, n);
@@ -293,14 +277,24 @@ static void test_bce_gradient(void **state) {
             xd[i] = x0;
             num[i] = (lp - lm) / (2.0 * h);
         }
-        float *dlogits = falloc(n);
+        float *dlogits = tandem_test_falloc_nan(n);
         tandem_k_bce_stop_bwd_args a = {c.logits, c.target, c.weight, dlogits, c.B, c.F, (float)k};
         tandem_k_bce_stop_bwd_host(&a);
-        double err = rel_err(dlogits, num, n);
+        double err = tandem_test_rel_err(dlogits, num, n);
         printf("  BCE gradient: %lld logits, error %.3g\n", (long long)n, err);
-        assert_true(err <= 1e-5);
-        for (int64_t i = 0; i < n; i++)
+        /* The kernel computes k w (s - t) with s = sigmoid(x) in float: s carries up to half an
+         * ulp of 1 (6e-8), so where s is close to t (|x| > 5 with a matching hard target) the
+         * difference loses its relative precision. Each element is therefore held to 1e-5
+         * relative plus that float floor; with one logit (B = F = 1) nothing dilutes it, which
+         * a vector-wide relative error of 1e-5 could not allow (seen: 4.5e-5 at x ≈ 7). */
+        for (int64_t i = 0; i < n; i++) {
+            const double floor_abs = 4.0 * FLT_EPSILON * fabs(k * c.weight[i]);
+            if (!(fabs(dlogits[i] - num[i]) <= 1e-5 * fabs(num[i]) + floor_abs))
+                fail_msg("BCE gradient %lld: %.9g vs %.9g (logit %g, target %g, weight %g)", (long long)i,
+                         dlogits[i], num[i], c.logits[i], c.target[i], c.weight[i]);
             if (c.weight[i] == 0.0f) assert_true(dlogits[i] == 0.0f);
+        }
+        if (n >= 8) assert_true(err <= 1e-5); /* many logits: the vector-wide bound still holds */
         free(xd);
         free(num);
         free(dlogits);

@@ -48,10 +48,6 @@ static int close_two(void **state) {
     return 0;
 }
 
-static void fill_random(unsigned char *p, size_t n) {
-    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)tandem_rng_next(&rng);
-}
-
 static void test_two_devices_info(void **state) {
     two_devs *t = *state;
     int count = 0;
@@ -138,7 +134,7 @@ static void test_copies_round_trip(void **state) {
         size_t n = round == 0 ? 0 : (size_t)tandem_rng_int(&rng, 1, 300000);
         size_t cap = n ? n : 1;
         unsigned char *src = malloc(cap), *back = malloc(cap);
-        fill_random(src, n);
+        tandem_rng_fill_bytes(&rng, src, n);
         memset(back, 0, cap);
         tandem_dptr a0 = 0, b0 = 0, a1 = 0;
         assert_int_equal(o0->mem_alloc(t->dev[0], cap, &a0), TANDEM_OK);

@@ -34,31 +34,6 @@ static const tandem_kcase_spec *const specs[TANDEM_KERNEL_COUNT] = {
 static uint64_t seed;
 static tandem_host_pool *pool1, *pool3;
 
-static size_t dtype_bytes(tandem_dtype dt) {
-    switch (dt) {
-    case TANDEM_F32: return 4;
-    case TANDEM_BF16: return 2;
-    case TANDEM_I32: return 4;
-    case TANDEM_U8: return 1;
-    default: return 0;
-    }
-}
-
-static void fill_random(void *p, const tandem_kcase_buf *b, tandem_rng *rng) {
-    for (int64_t i = 0; i < b->count; i++) {
-        switch (b->dtype) {
-        case TANDEM_F32: ((float *)p)[i] = tandem_rng_uniform(rng, b->lo, b->hi); break;
-        case TANDEM_BF16:
-            ((tandem_bf16 *)p)[i] = tandem_f32_to_bf16(tandem_rng_uniform(rng, b->lo, b->hi));
-            break;
-        case TANDEM_U8:
-            ((uint8_t *)p)[i] = (uint8_t)tandem_rng_int(rng, (int64_t)b->lo, (int64_t)b->hi);
-            break;
-        default: ((int32_t *)p)[i] = (int32_t)tandem_rng_int(rng, (int64_t)b->lo, (int64_t)b->hi);
-        }
-    }
-}
-
 /* Runs the host implementation of kernel id on case c with pool p entered. */
 static void run_host(int id, const tandem_kcase *c, void *const *bufs, tandem_host_pool *p) {
     const tandem_kernel_info *k = &tandem_kernel_table[id];
@@ -87,14 +62,14 @@ static void test_kernels_1_vs_3_threads(void **state) {
             void *b1[TANDEM_KCASE_MAX_BUFS] = {0}, *b3[TANDEM_KCASE_MAX_BUFS] = {0};
             size_t bytes[TANDEM_KCASE_MAX_BUFS] = {0};
             for (int j = 0; j < c.nbufs; j++) {
-                bytes[j] = (size_t)c.bufs[j].count * dtype_bytes(c.bufs[j].dtype);
+                bytes[j] = (size_t)c.bufs[j].count * tandem_kcase_dtype_bytes(c.bufs[j].dtype);
                 b1[j] = malloc(bytes[j] ? bytes[j] : 1);
                 b3[j] = malloc(bytes[j] ? bytes[j] : 1);
                 assert_true(b1[j] && b3[j]);
                 if (c.bufs[j].role == TANDEM_KB_OUT) {
                     for (size_t q = 0; q < bytes[j]; q++) ((uint8_t *)b1[j])[q] = (uint8_t)tandem_rng_next(&rng);
                 } else {
-                    fill_random(b1[j], &c.bufs[j], &rng);
+                    tandem_kcase_fill_random(b1[j], &c.bufs[j], &rng);
                 }
                 memcpy(b3[j], b1[j], bytes[j]);
             }
@@ -126,7 +101,7 @@ typedef tandem_status (*gemm_fn)(const tandem_gemm_desc *, float, const float *,
 static float *rand_floats(int64_t n, tandem_rng *rng) {
     float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
     assert_non_null(p);
-    for (int64_t i = 0; i < n; i++) p[i] = tandem_rng_uniform(rng, -1.0f, 1.0f);
+    tandem_rng_fill(rng, p, n, -1.0f, 1.0f);
     return p;
 }
 

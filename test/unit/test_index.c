@@ -1,7 +1,6 @@
 /* test_index.c — metadata.csv parsing: every bad-row kind reported with its line and reason and
  * skipped, good rows kept and encoded; BOM, CRLF, 2-column rows, column choice, nothing-left,
  * thread-count independence on random metadata, the val split. */
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,57 +14,33 @@
 
 #include "platform/os/os.h"
 #include "runtime/text/symbols.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "runtime/data/text_index.h"
 #include "runtime/text/text_norm.h"
-
-/* ---- captured log ---- */
-static char logbuf[1 << 16];
-static size_t loglen;
-static void capture(void *user, tandem_log_level level, const char *msg) {
-    (void)user;
-    (void)level;
-    int k = snprintf(logbuf + loglen, sizeof logbuf - loglen, "%s\n", msg);
-    if (k > 0 && loglen + (size_t)k < sizeof logbuf) loglen += (size_t)k;
-}
-static void log_reset(void) {
-    loglen = 0;
-    logbuf[0] = 0;
-}
-
-/* ---- temp dirs ---- */
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
-static void rm_rf(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 static char tmpdir[256];
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tandem-test-index-XXXXXX");
-    if (!mkdtemp(tmpdir)) return -1;
+    if (tandem_test_mkdtemp(tmpdir, sizeof tmpdir, "test_index") != 0) return -1;
     char p[512];
     snprintf(p, sizeof p, "%s/wavs", tmpdir);
     tandem_mkdir_p(p);
-    tandem_log_set_hook(capture, NULL);
+    tandem_test_log_capture(TANDEM_LOG_DEBUG);
     tandem_log_set_level(TANDEM_LOG_DEBUG);
     return 0;
 }
 static int teardown(void **state) {
     (void)state;
-    tandem_log_set_hook(NULL, NULL);
+    tandem_test_log_stop();
     tandem_log_set_level(TANDEM_LOG_INFO);
-    rm_rf(tmpdir);
+    tandem_test_rmtree(tmpdir);
     return 0;
 }
 
 static void touch(const char *rel) {
     char p[512];
     snprintf(p, sizeof p, "%s/%s", tmpdir, rel);
-    FILE *f = fopen(p, "wb");
-    assert_non_null(f);
-    fclose(f);
+    tandem_test_write_file(p, "", 0);
 }
 static void write_meta(const char *data, size_t len) {
     char p[512];
@@ -109,7 +84,8 @@ static const tandem_utt *find(const tandem_text_index *ix, const char *id) {
 }
 
 static void expect_log(const char *path_line_reason) {
-    if (!strstr(logbuf, path_line_reason)) fail_msg("log lacks '%s'; log was:\n%s", path_line_reason, logbuf);
+    if (!strstr(tandem_test_log_text(), path_line_reason))
+        fail_msg("log lacks '%s'; log was:\n%s", path_line_reason, tandem_test_log_text());
 }
 
 static void test_bad_rows(void **state) {
@@ -151,7 +127,7 @@ static void test_bad_rows(void **state) {
     cfg_init(&c);
     c.max_text = 64;
     tandem_text_index ix;
-    log_reset();
+    tandem_test_log_clear();
     assert_int_equal(tandem_text_index_open(&c, &ix), TANDEM_OK);
     char path[512];
     snprintf(path, sizeof path, "%s/metadata.csv", tmpdir);
@@ -197,7 +173,7 @@ static void test_bad_rows(void **state) {
 
     /* the raw column */
     c.column = TANDEM_TEXT_COLUMN_RAW;
-    log_reset();
+    tandem_test_log_clear();
     assert_int_equal(tandem_text_index_open(&c, &ix), TANDEM_OK);
     char text[256];
     decode(&ix, find(&ix, "a7"), text, sizeof text);
@@ -222,7 +198,7 @@ static void test_nothing_left(void **state) {
     tandem_text_index_config c;
     cfg_init(&c);
     tandem_text_index ix;
-    log_reset();
+    tandem_test_log_clear();
     assert_int_equal(tandem_text_index_open(&c, &ix), TANDEM_E_INVALID);
     assert_non_null(strstr(tandem_last_error(), "no usable utterances"));
     assert_non_null(strstr(tandem_last_error(), "missing audio 1"));
@@ -286,7 +262,7 @@ static void test_workers_and_split(void **state) {
     const char *ids[] = {"id00003", "id02999", "nope"};
     c.val_ids = ids;
     c.n_val_ids = 3;
-    log_reset();
+    tandem_test_log_clear();
     assert_int_equal(tandem_text_index_open(&c, &b), TANDEM_OK);
     assert_int_equal(b.n_val, 2);
     assert_int_equal(b.val[0], 3);

@@ -30,7 +30,7 @@
 #include "runtime/audio/mel.h"
 #include "runtime/audio/mel_device.h"
 #include "tandem.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 /* the recipe's numbers (kernels/mel.h); the reference below computes the recipe on its own */
 #define N_FFT TANDEM_MEL_N_FFT
@@ -366,8 +366,8 @@ static void test_speech(void **state) {
         printf("  espeak-ng is not installed: speech case skipped\n");
         skip();
     }
-    char dir[] = "/tmp/tandem_test_mel_XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[200];
+    assert_int_equal(tandem_test_mkdtemp(dir, sizeof dir, "test_mel"), 0);
     char wav[256], cmd[512];
     snprintf(wav, sizeof wav, "%s/speech.wav", dir);
     snprintf(cmd, sizeof cmd,
@@ -384,28 +384,18 @@ static void test_speech(void **state) {
     signal both[2] = {sp, sigs[2]}; /* with another item so the batch is not uniform */
     run_device_path(both, 2);
     free(x);
-    remove(wav);
-    rmdir(dir);
+    tandem_test_rmtree(dir);
 }
 
 /* ---- `tandem features` end to end: file formats through the CLI to .npy ---- */
 
 /* Writes x (mono) as `channels` identical channels in the given libsndfile format. */
 static void write_audio(const char *path, const float *x, long len, int rate, int format, int channels) {
-    SF_INFO info;
-    memset(&info, 0, sizeof info);
-    info.samplerate = rate;
-    info.channels = channels;
-    info.format = format;
-    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
-    if (!f) fail_msg("sf_open %s: %s", path, sf_strerror(NULL));
     float *inter = (float *)malloc(sizeof(float) * (size_t)len * (size_t)channels);
     for (long i = 0; i < len; i++)
         for (int c = 0; c < channels; c++) inter[i * channels + c] = x[i];
     /* integer formats: libsndfile writes lrint(x * (2^(bits-1) - 1)); readers divide by 2^(bits-1) */
-    sf_command(f, SFC_SET_NORM_FLOAT, NULL, SF_TRUE);
-    if (sf_writef_float(f, inter, len) != len) fail_msg("write %s: %s", path, sf_strerror(f));
-    sf_close(f);
+    tandem_test_write_audio(path, inter, len, rate, channels, format);
     free(inter);
 }
 
@@ -448,8 +438,8 @@ static double smooth_signal(double t) {
 
 static void test_features_cli(void **state) {
     (void)state;
-    char dir[] = "/tmp/tandem_test_features_XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[200];
+    assert_int_equal(tandem_test_mkdtemp(dir, sizeof dir, "test_features"), 0);
     char in[300], npy[300];
     snprintf(npy, sizeof npy, "%s/out.npy", dir);
     /* 22050 Hz, exact formats: the reference sees exactly the samples the file holds. */
@@ -487,13 +477,7 @@ static void test_features_cli(void **state) {
             q24[i] = (float)((double)s24 / 8388608.0);
         }
         snprintf(in, sizeof in, "%s/in24.wav", dir);
-        SF_INFO info;
-        memset(&info, 0, sizeof info);
-        info.samplerate = SR;
-        info.channels = 1;
-        info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_24;
-        SNDFILE *f24 = sf_open(in, SFM_WRITE, &info);
-        if (!f24) fail_msg("sf_open %s: %s", in, sf_strerror(NULL));
+        SNDFILE *f24 = tandem_test_sf_create(in, SF_FORMAT_WAV | SF_FORMAT_PCM_24, SR, 1);
         if (sf_writef_int(f24, s32, len) != len) fail_msg("write %s: %s", in, sf_strerror(f24));
         sf_close(f24);
         float *mel = NULL;
@@ -546,27 +530,16 @@ static void test_features_cli(void **state) {
     free(ref_x);
     /* unreadable input: non-zero exit naming the file */
     snprintf(in, sizeof in, "%s/not_audio.wav", dir);
-    FILE *f = fopen(in, "wb");
-    fputs("this is not a wav file", f);
-    fclose(f);
+    static const char not_audio[] = "this is not a wav file";
+    tandem_test_write_file(in, not_audio, sizeof not_audio - 1);
     char cmd[1024], outp[300];
     snprintf(outp, sizeof outp, "%s/err.txt", dir);
     snprintf(cmd, sizeof cmd, "'%s/tandem' features '%s' '%s' 2>'%s'", TANDEM_TEST_BUILD_DIR, in, npy, outp);
     assert_int_not_equal(system(cmd), 0);
-    char *msg = NULL;
-    size_t ml = 0;
-    FILE *e = fopen(outp, "r");
-    assert_non_null(e);
-    msg = (char *)calloc(4096, 1);
-    ml = fread(msg, 1, 4095, e);
-    fclose(e);
-    (void)ml;
+    char *msg = tandem_test_read_file_ok(outp, NULL);
     if (!strstr(msg, "not_audio.wav")) fail_msg("error message does not name the file: %s", msg);
     free(msg);
-    remove(in);
-    remove(outp);
-    remove(npy);
-    rmdir(dir);
+    tandem_test_rmtree(dir);
 }
 
 int main(void) {

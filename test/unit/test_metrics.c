@@ -15,22 +15,18 @@
 #include <cmocka.h>
 
 #include "runtime/report/metrics.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 static tandem_rng rng;
 static char scratch[256];
 
 static int setup(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/tandem_test_metrics.XXXXXX", t && t[0] ? t : "/tmp");
-    return mkdtemp(scratch) ? 0 : -1;
+    return tandem_test_mkdtemp(scratch, sizeof scratch, "test_metrics");
 }
 static int teardown(void **state) {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    return system(cmd) == 0 ? 0 : -1;
+    return tandem_test_rmtree(scratch);
 }
 
 static int read_lines(const char *path, char lines[][1024], int max) {

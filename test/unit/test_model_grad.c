@@ -34,7 +34,7 @@
 
 #include "runtime/model/model.h"
 #include "tandem.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "runtime/model/train_step.h"
 
 #define TOL_LOSS 1e-5
@@ -43,13 +43,6 @@
 
 enum { B = 2, D = 16, L = 1, H = 2, R = 2, TT = 8, F = 8, A = 2, NM = 80 };
 enum { TM = F / R, T = TT + TM, DH = D / H, FF = 4 * D, G = R * NM };
-
-#define CHECK(expr)                                                                       \
-    do {                                                                                  \
-        tandem_status st_ = (expr);                                                       \
-        if (st_ != TANDEM_OK) fail_msg("%s: %s: %s", #expr, tandem_status_name(st_),      \
-                                       tandem_last_error());                              \
-    } while (0)
 
 /* ---- one micro-batch on the host ---------------------------------------------------------- */
 typedef struct host_batch {

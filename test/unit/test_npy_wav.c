@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "runtime/formats/npy.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "runtime/formats/wav.h"
 
 static tandem_rng rng;
@@ -23,15 +23,11 @@ static char scratch[256];
 
 static int setup(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/tandem_test_npywav.XXXXXX", t && t[0] ? t : "/tmp");
-    return mkdtemp(scratch) ? 0 : -1;
+    return tandem_test_mkdtemp(scratch, sizeof scratch, "test_npywav");
 }
 static int teardown(void **state) {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    return system(cmd) == 0 ? 0 : -1;
+    return tandem_test_rmtree(scratch);
 }
 
 static void test_npy(void **state) {

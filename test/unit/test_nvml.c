@@ -27,7 +27,7 @@
 #include "platform/cuda/nvml.h"
 #include "platform/cuda/nvml_api.h"
 #include "tandem.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "tools/env_options.h"
 
 #define FAKE_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
@@ -352,15 +352,8 @@ static void test_values_match_installed_header(void **state) {
     snprintf(paths[2], sizeof paths[2], "/usr/include/nvml.h");
     char *text = NULL;
     for (int i = 0; i < 3 && !text; i++) {
-        FILE *f = fopen(paths[i], "rb");
-        if (!f) continue;
-        fseek(f, 0, SEEK_END);
-        long n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        text = calloc(1, (size_t)n + 1);
-        if (text && fread(text, 1, (size_t)n, f) != (size_t)n) text[0] = '\0';
-        fclose(f);
-        printf("comparing with %s\n", paths[i]);
+        text = tandem_test_read_file(paths[i], NULL);
+        if (text) printf("comparing with %s\n", paths[i]);
     }
     if (!text) {
         printf("no nvml.h installed: skipped\n");

@@ -73,9 +73,6 @@ static void put(env *e, tandem_tensor *t, const void *src) {
 static void get(env *e, void *dst, tandem_tensor *t) {
     assert_int_equal(tandem_tensor_download(e->s, dst, t, tandem_tensor_bytes(t)), TANDEM_OK);
 }
-static void random_fill(float *p, int n, float lo, float hi) {
-    for (int i = 0; i < n; i++) p[i] = tandem_rng_uniform(&rng, lo, hi);
-}
 static void expect_error(tandem_status st, tandem_status want, const char *name, const char *also) {
     assert_int_equal(st, want);
     const char *msg = tandem_last_error();
@@ -92,15 +89,15 @@ static void test_fill_scale_axpy(void **state) {
     get(e, got, e->x);
     for (int i = 0; i < N; i++) assert_true(got[i] == v);
 
-    random_fill(x, N, -3.0f, 3.0f);
+    tandem_rng_fill(&rng, x, N, -3.0f, 3.0f);
     put(e, e->x, x);
     float alpha = tandem_rng_uniform(&rng, -2.0f, 2.0f);
     assert_int_equal(tandem_op_scale(e->s, e->x, alpha), TANDEM_OK);
     get(e, got, e->x);
     for (int i = 0; i < N; i++) assert_float_equal(got[i], (double)x[i] * alpha, 1e-6);
 
-    random_fill(x, N, -3.0f, 3.0f);
-    random_fill(y, N, -3.0f, 3.0f);
+    tandem_rng_fill(&rng, x, N, -3.0f, 3.0f);
+    tandem_rng_fill(&rng, y, N, -3.0f, 3.0f);
     put(e, e->x, x);
     put(e, e->y, y);
     alpha = tandem_rng_uniform(&rng, -2.0f, 2.0f);
@@ -124,7 +121,7 @@ static void test_cast(void **state) {
     env *e = *state;
     static float x[N], back[N];
     static uint16_t h[N];
-    random_fill(x, N, -1000.0f, 1000.0f);
+    tandem_rng_fill(&rng, x, N, -1000.0f, 1000.0f);
     x[0] = 1.0f + 1.0f / 256.0f;           /* exactly halfway, even below: rounds down */
     x[1] = 1.0f + 3.0f / 256.0f;           /* exactly halfway, odd below: rounds up */
     x[2] = -0.0f;
@@ -165,13 +162,13 @@ static void check_sums(const float *got, const float *x, int rows, int cols) {
 static void test_row_sum(void **state) {
     env *e = *state;
     static float m[ROWS * COLS], m3[2 * 3 * COLS], got[ROWS];
-    random_fill(m, ROWS * COLS, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, m, ROWS * COLS, -1.0f, 1.0f);
     put(e, e->rows, m);
     assert_int_equal(tandem_op_row_sum(e->s, e->rows, e->sums), TANDEM_OK); /* [6, 301] → [6] */
     get(e, got, e->sums);
     check_sums(got, m, ROWS, COLS);
     /* [2, 3, 301] → [2, 3]: every leading dimension is a row */
-    random_fill(m3, 2 * 3 * COLS, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, m3, 2 * 3 * COLS, -1.0f, 1.0f);
     put(e, e->x3, m3);
     assert_int_equal(tandem_op_row_sum(e->s, e->x3, e->out2d), TANDEM_OK);
     get(e, got, e->out2d);

@@ -18,27 +18,18 @@
 #include "platform/os/log.h"
 #include "platform/os/os.h"
 #include "platform/os/os_file_internal.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 static tandem_rng rng;
 static char scratch[256];
 
 static int setup_scratch(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/tandem_test_os.XXXXXX", t && t[0] ? t : "/tmp");
-    return mkdtemp(scratch) ? 0 : -1;
+    return tandem_test_mkdtemp(scratch, sizeof scratch, "test_os");
 }
-
 static int teardown_scratch(void **state) {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void fill_random(unsigned char *p, size_t n) {
-    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)tandem_rng_next(&rng);
+    return tandem_test_rmtree(scratch);
 }
 
 static void expect_file(const char *path, const void *want, size_t n) {
@@ -75,7 +66,7 @@ static void test_atomic_write_replaces(void **state) {
     for (int round = 0; round < 4; round++) {
         size_t n = (size_t)tandem_rng_int(&rng, 0, 200000);
         unsigned char *buf = malloc(n + 1);
-        fill_random(buf, n);
+        tandem_rng_fill_bytes(&rng, buf, n);
         assert_int_equal(tandem_file_write_atomic(path, buf, n), TANDEM_OK);
         expect_file(path, buf, n);
         free(buf);
@@ -105,8 +96,8 @@ static void test_atomic_write_crash_keeps_old(void **state) {
     size_t n_old = 4096 + (size_t)tandem_rng_int(&rng, 0, 4096);
     size_t n_new = 4096 + (size_t)tandem_rng_int(&rng, 0, 4096);
     unsigned char *old_data = malloc(n_old), *new_data = malloc(n_new);
-    fill_random(old_data, n_old);
-    fill_random(new_data, n_new);
+    tandem_rng_fill_bytes(&rng, old_data, n_old);
+    tandem_rng_fill_bytes(&rng, new_data, n_new);
     assert_int_equal(tandem_file_write_atomic(path, old_data, n_old), TANDEM_OK);
 
     const int stages[] = {TANDEM_FILE_STAGE_TEMP_OPEN, TANDEM_FILE_STAGE_TEMP_PARTIAL,

@@ -17,7 +17,7 @@
 #include "runtime/report/metrics.h"
 #include "runtime/formats/npy.h"
 #include "runtime/report/plot.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define COUNT_LIBC 0
@@ -58,9 +58,7 @@ static tandem_status fetch(void *ctx, void *user, void *dst, size_t offset, size
 
 static void test_outputs_do_not_allocate(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/tandem_test_noalloc.XXXXXX", t && t[0] ? t : "/tmp");
-    assert_non_null(mkdtemp(scratch));
+    assert_int_equal(tandem_test_mkdtemp(scratch, sizeof scratch, "test_noalloc"), 0);
     for (int i = 0; i < 50000; i++) weights[i] = tandem_rng_uniform(&rng, -1, 1);
     char dir[300], png[300], mel[300], jsonl[300], npy[300];
     snprintf(dir, sizeof dir, "%s/ckpt", scratch);
@@ -116,9 +114,7 @@ static void test_outputs_do_not_allocate(void **state) {
     tandem_metrics_close(m);
     tandem_plot_free(p);
     tandem_checkpoint_free(c);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tandem_test_rmtree(scratch), 0);
 }
 
 int main(void) {

@@ -31,7 +31,7 @@
 #include "runtime/audio/mel_device.h"
 #include "platform/os/os.h"
 #include "runtime/data/pipeline.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "runtime/data/text_index.h"
 #include "tools/env_options.h"
 
@@ -51,14 +51,9 @@ typedef struct corpus {
 /* Utterance i: 22050 Hz 16-bit mono, except i % 4 == 1 (16000 Hz, resampled on load) and
  * i % 4 == 2 (stereo float). Lengths random, at most SAMPLES at 22050 Hz. */
 static void write_corpus(corpus *c, tandem_rng *r) {
-    snprintf(c->dir, sizeof c->dir, "/tmp/tandem_test_pipeline_XXXXXX");
-    assert_non_null(mkdtemp(c->dir));
-    char path[512];
-    snprintf(path, sizeof path, "%s/wavs", c->dir);
-    assert_int_equal(tandem_mkdir_p(path), TANDEM_OK);
-    snprintf(path, sizeof path, "%s/metadata.csv", c->dir);
-    FILE *meta = fopen(path, "w");
-    assert_non_null(meta);
+    assert_int_equal(tandem_test_mkdtemp(c->dir, sizeof c->dir, "test_pipeline"), 0);
+    tandem_test_corpus w;
+    tandem_test_corpus_open(&w, c->dir);
     static float buf[2 * SAMPLES];
     for (int i = 0; i < N_UTTS; i++) {
         const int rate = i % 4 == 1 ? 16000 : 22050, ch = i % 4 == 2 ? 2 : 1;
@@ -68,23 +63,15 @@ static void write_corpus(corpus *c, tandem_rng *r) {
             for (int j = 0; j < ch; j++)
                 buf[k * ch + j] = (float)(0.4 * sin(2 * M_PI * (j ? f2 : f) * k / rate) +
                                           0.05 * tandem_rng_uniform(r, -1.0f, 1.0f));
-        snprintf(path, sizeof path, "%s/wavs/u%d.wav", c->dir, i);
-        SF_INFO info = {.samplerate = rate, .channels = ch,
-                        .format = SF_FORMAT_WAV | (ch == 2 ? SF_FORMAT_FLOAT : SF_FORMAT_PCM_16)};
-        SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
-        assert_non_null(sf);
-        assert_int_equal(sf_writef_float(sf, buf, n), n);
-        sf_close(sf);
-        fprintf(meta, "u%d|%s|%s\n", i, texts[i], texts[i]);
+        char id[16];
+        snprintf(id, sizeof id, "u%d", i);
+        tandem_test_corpus_add(&w, id, texts[i], buf, n, rate, ch,
+                               SF_FORMAT_WAV | (ch == 2 ? SF_FORMAT_FLOAT : SF_FORMAT_PCM_16));
     }
-    fclose(meta);
+    tandem_test_corpus_close(&w);
 }
 
-static void remove_corpus(corpus *c) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
-    assert_int_equal(system(cmd), 0);
-}
+static void remove_corpus(corpus *c) { assert_int_equal(tandem_test_rmtree(c->dir), 0); }
 
 static void open_index(const corpus *c, tandem_text_index *ix) {
     tandem_text_index_config ic;

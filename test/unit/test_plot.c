@@ -4,7 +4,6 @@
  * there (band 0 at the bottom, target above prediction), argument errors, and no heap
  * allocation by the runtime while writing. */
 #include <math.h>
-#include <png.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -16,37 +15,18 @@
 #include <cmocka.h>
 
 #include "runtime/report/plot.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 static tandem_rng rng;
 static char scratch[256];
 
 static int setup(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/tandem_test_plot.XXXXXX", t && t[0] ? t : "/tmp");
-    return mkdtemp(scratch) ? 0 : -1;
+    return tandem_test_mkdtemp(scratch, sizeof scratch, "test_plot");
 }
 static int teardown(void **state) {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-/* Read an RGB PNG with libpng's simplified API (validates the file: signature, CRCs, zlib). */
-static unsigned char *read_png(const char *path, int *w, int *h) {
-    png_image img;
-    memset(&img, 0, sizeof img);
-    img.version = PNG_IMAGE_VERSION;
-    assert_true(png_image_begin_read_from_file(&img, path));
-    img.format = PNG_FORMAT_RGB;
-    unsigned char *buf = malloc(PNG_IMAGE_SIZE(img));
-    assert_non_null(buf);
-    assert_true(png_image_finish_read(&img, NULL, buf, 0, NULL));
-    *w = (int)img.width;
-    *h = (int)img.height;
-    return buf;
+    return tandem_test_rmtree(scratch);
 }
 
 static const unsigned char *pix(const unsigned char *b, int w, int x, int y) { return b + ((size_t)y * w + x) * 3; }
@@ -76,7 +56,7 @@ static void test_loss_curve(void **state) {
         assert_int_equal(tandem_plot_loss(p, path, sizes[k][0], sizes[k][1], st, loss, N, vst, vl1, NV), TANDEM_OK);
         assert_int_equal(tandem_alloc_count(), allocs);
         int w, h;
-        unsigned char *img = read_png(path, &w, &h);
+        unsigned char *img = tandem_test_read_png(path, &w, &h);
         assert_int_equal(w, sizes[k][0]);
         assert_int_equal(h, sizes[k][1]);
         assert_true(is_rgb(pix(img, w, w - 1, h - 1), 255, 255, 255));
@@ -145,7 +125,7 @@ static void test_mel_image(void **state) {
     assert_int_equal(tandem_plot_mel(p, path, target, pred, T, M), TANDEM_OK);
     assert_int_equal(tandem_alloc_count(), allocs);
     int rw, rh;
-    unsigned char *img = read_png(path, &rw, &rh);
+    unsigned char *img = tandem_test_read_png(path, &rw, &rh);
     assert_int_equal(rw, w);
     assert_int_equal(rh, h);
     assert_int_equal(w, 2 * T);

@@ -18,7 +18,7 @@
 #include "runtime/data/plan_layout.h"
 #include "runtime/core/pool_internal.h"
 #include "tandem.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 /* ---- malloc interposition ------------------------------------------------------------------
  * Definitions here win over libc's for every caller in the process (the runtime, libyaml,
@@ -77,14 +77,6 @@ void free(void *p) { __libc_free(p); }
 #endif
 
 /* ---- helpers -------------------------------------------------------------------------------- */
-
-static char log_text[16384];
-static size_t log_len;
-static void capture_log(void *user, tandem_log_level level, const char *msg) {
-    (void)user, (void)level;
-    int n = snprintf(log_text + log_len, sizeof log_text - log_len, "%s\n", msg);
-    if (n > 0 && log_len + (size_t)n < sizeof log_text) log_len += (size_t)n;
-}
 
 static tandem_device *open_host(int ordinal) {
     tandem_device *d = NULL;
@@ -379,9 +371,8 @@ static void test_over_budget(void **state) {
     declare(p, "small_b", TANDEM_F32, 2, small, TANDEM_PERSISTENT, 0, 0);
     declare(p, "small_c", TANDEM_F32, 2, small, TANDEM_PER_STEP, 0, 3);
 
-    log_len = 0;
-    log_text[0] = 0;
-    tandem_log_set_hook(capture_log, NULL);
+    tandem_test_log_capture(TANDEM_LOG_DEBUG);
+    const char *log_text = tandem_test_log_text();
     assert_int_equal(tandem_pool_plan(p), TANDEM_E_BUDGET);
     char want[64];
     snprintf(want, sizeof want, "[2, %lld, 32]", (long long)n_big);

@@ -16,36 +16,18 @@
 #include <cmocka.h>
 
 #include "runtime/formats/safetensors.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 static tandem_rng rng;
 static char scratch[256];
 
 static int setup(void **state) {
     (void)state;
-    const char *t = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/tandem_test_st.XXXXXX", t && t[0] ? t : "/tmp");
-    return mkdtemp(scratch) ? 0 : -1;
+    return tandem_test_mkdtemp(scratch, sizeof scratch, "test_st");
 }
 static int teardown(void **state) {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static unsigned char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
+    return tandem_test_rmtree(scratch);
 }
 
 /* ---- an independent minimal JSON reader (a tree of values; enough for a header) ---- */
@@ -212,7 +194,7 @@ static tandem_status fetch_cb(void *ctx, void *user, void *dst, size_t offset, s
 /* Check a file with the independent parser against the cases. */
 static void independent_check(const char *path, case_tensor *c, int n, const tandem_st_meta *meta, int nmeta) {
     size_t len;
-    unsigned char *buf = read_file(path, &len);
+    unsigned char *buf = tandem_test_read_file_ok(path, &len);
     assert_true(len >= 8);
     unsigned long long hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | buf[i];
@@ -369,9 +351,7 @@ static void expect_bad(const char *header, size_t data_len, const char *n1, cons
     unsigned char *buf = make_file(header, data, data_len, &len);
     char path[400];
     snprintf(path, sizeof path, "%s/bad.safetensors", scratch);
-    FILE *f = fopen(path, "wb");
-    fwrite(buf, 1, len, f);
-    fclose(f);
+    tandem_test_write_file(path, buf, len);
     tandem_st_file *sf = NULL;
     tandem_status st = tandem_st_open(path, &sf);
     if (st != TANDEM_E_FORMAT) print_message("header %s: status %d, message %s\n", header, st, tandem_last_error());
@@ -479,7 +459,7 @@ static void test_mutations(void **state) {
     assert_int_equal(tandem_st_write(w, path, meta, 2, NULL, NULL), TANDEM_OK);
     tandem_st_writer_free(w);
     size_t len;
-    unsigned char *orig = read_file(path, &len);
+    unsigned char *orig = tandem_test_read_file_ok(path, &len);
     size_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | orig[i];
     static const char punct[] = "{}[]\",:\\0123456789- eu";

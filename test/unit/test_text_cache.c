@@ -16,24 +16,10 @@
 #include <cmocka.h>
 
 #include "platform/os/os.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "runtime/data/text_cache.h"
 #include "runtime/data/text_index.h"
 #include "tools/env_options.h"
-
-static char logbuf[1 << 15];
-static size_t loglen;
-static void capture(void *user, tandem_log_level level, const char *msg) {
-    (void)user;
-    (void)level;
-    int k = snprintf(logbuf + loglen, sizeof logbuf - loglen, "%s\n", msg);
-    if (k > 0 && loglen + (size_t)k < sizeof logbuf) loglen += (size_t)k;
-}
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(p);
-}
 
 static char tmpdir[256], datadir[300], cachedir[300];
 
@@ -45,8 +31,7 @@ static void write_meta(const char *data) {
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tandem-test-cache-XXXXXX");
-    if (!mkdtemp(tmpdir)) return -1;
+    if (tandem_test_mkdtemp(tmpdir, sizeof tmpdir, "test_cache") != 0) return -1;
     snprintf(datadir, sizeof datadir, "%s/data", tmpdir);
     snprintf(cachedir, sizeof cachedir, "%s/cache/nested/dir", tmpdir); /* does not exist yet */
     char p[512];
@@ -54,19 +39,17 @@ static int setup(void **state) {
     tandem_mkdir_p(p);
     for (int i = 1; i <= 40; i++) {
         snprintf(p, sizeof p, "%s/wavs/u%02d.wav", datadir, i);
-        FILE *f = fopen(p, "wb");
-        if (!f) return -1;
-        fclose(f);
+        tandem_test_write_file(p, "", 0);
     }
     setenv("TANDEM_CACHE_DIR", cachedir, 1);
     if (cli_env_apply(NULL, 0) != TANDEM_OK) return -1;
-    tandem_log_set_hook(capture, NULL);
+    tandem_test_log_capture(TANDEM_LOG_DEBUG);
     return 0;
 }
 static int teardown(void **state) {
     (void)state;
-    tandem_log_set_hook(NULL, NULL);
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tandem_test_log_stop();
+    tandem_test_rmtree(tmpdir);
     unsetenv("TANDEM_CACHE_DIR");
     return cli_env_apply(NULL, 0) == TANDEM_OK ? 0 : -1;
 }
@@ -90,10 +73,9 @@ static void open_ix(tandem_text_index *ix, int want_hit) {
     tandem_text_index_config_default(&c);
     c.data_dir = datadir;
     c.num_workers = 2;
-    loglen = 0;
-    logbuf[0] = 0;
+    tandem_test_log_clear();
     assert_int_equal(tandem_text_index_open(&c, ix), TANDEM_OK);
-    if (ix->cache_hit != want_hit) fail_msg("cache_hit %d, want %d; log:\n%s", ix->cache_hit, want_hit, logbuf);
+    if (ix->cache_hit != want_hit) fail_msg("cache_hit %d, want %d; log:\n%s", ix->cache_hit, want_hit, tandem_test_log_text());
     assert_int_equal(ix->count, 40);
     assert_int_equal(ix->skipped[TANDEM_SKIP_BAD_ID], 1);
     assert_true(strncmp(ix->cache_path, cachedir, strlen(cachedir)) == 0);
@@ -136,7 +118,7 @@ static void test_hit_corrupt_stale(void **state) {
     long at = (long)tandem_rng_int(&r, sizeof(tandem_text_cache_header), (int64_t)sb.st_size - 1);
     flip_byte(a.cache_path, at);
     open_ix(&b, 0);
-    assert_non_null(strstr(logbuf, "payload checksum mismatch; rebuilding"));
+    assert_non_null(strstr(tandem_test_log_text(), "payload checksum mismatch; rebuilding"));
     assert_same(&a, &b);
     tandem_text_index_free(&b);
     open_ix(&b, 1);
@@ -145,17 +127,17 @@ static void test_hit_corrupt_stale(void **state) {
     /* a corrupted header byte */
     flip_byte(a.cache_path, (long)tandem_rng_int(&r, 8, sizeof(tandem_text_cache_header) - 1));
     open_ix(&b, 0);
-    assert_non_null(strstr(logbuf, "rebuilding"));
+    assert_non_null(strstr(tandem_test_log_text(), "rebuilding"));
     tandem_text_index_free(&b);
 
     /* truncated */
     assert_int_equal(truncate(a.cache_path, (off_t)(a.blob_bytes_ - 3)), 0);
     open_ix(&b, 0);
-    assert_non_null(strstr(logbuf, "rebuilding"));
+    assert_non_null(strstr(tandem_test_log_text(), "rebuilding"));
     tandem_text_index_free(&b);
     assert_int_equal(truncate(a.cache_path, 10), 0);
     open_ix(&b, 0);
-    assert_non_null(strstr(logbuf, "truncated"));
+    assert_non_null(strstr(tandem_test_log_text(), "truncated"));
     tandem_text_index_free(&b);
     open_ix(&b, 1);
     tandem_text_index_free(&b);
@@ -165,7 +147,7 @@ static void test_hit_corrupt_stale(void **state) {
     make_meta("Changed words here.");
     open_ix(&b, 0);
     assert_true(b.key != old_key);
-    assert_non_null(strstr(logbuf, "stale: key"));
+    assert_non_null(strstr(tandem_test_log_text(), "stale: key"));
     assert_true(b.utts[6].n_tok != a.utts[6].n_tok ||
                 memcmp(tandem_utt_tokens(&a, &a.utts[6]), tandem_utt_tokens(&b, &b.utts[6]), a.utts[6].n_tok * 2) != 0);
     tandem_text_index_free(&b);
@@ -198,15 +180,14 @@ static void test_no_cache_dir(void **state) {
     c.data_dir = datadir;
     for (int run = 0; run < 2; run++) {
         tandem_text_index ix;
-        loglen = 0;
-        logbuf[0] = 0;
-        tandem_log_set_level(TANDEM_LOG_INFO);
+        tandem_test_log_clear();
         assert_int_equal(tandem_text_index_open(&c, &ix), TANDEM_OK);
         assert_int_equal(ix.cache_hit, 0);
         assert_string_equal(ix.cache_path, "");
         assert_int_equal(ix.count, 40);
-        if (!strstr(logbuf, "no cache directory") || !strstr(logbuf, "runs in memory"))
-            fail_msg("no INFO line about the in-memory frontend; log:\n%s", logbuf);
+        const char *log = tandem_test_log_text();
+        if (!strstr(log, "no cache directory") || !strstr(log, "runs in memory"))
+            fail_msg("no INFO line about the in-memory frontend; log:\n%s", log);
         tandem_text_index_free(&ix);
     }
     struct stat sb;

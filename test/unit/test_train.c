@@ -39,7 +39,7 @@
 #include "runtime/text/symbols.h"
 #include "tandem.h"
 #include "test/model_batch.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "runtime/model/train_step.h"
 #include "tools/env_options.h"
 
@@ -50,13 +50,6 @@
 #define OVERFIT_STEPS 300
 #define CUDA_STEPS 5
 #define TOL_CUDA 1e-5
-
-#define CHECK(expr)                                                                       \
-    do {                                                                                  \
-        tandem_status st_ = (expr);                                                       \
-        if (st_ != TANDEM_OK) fail_msg("%s: %s: %s", #expr, tandem_status_name(st_),      \
-                                       tandem_last_error());                              \
-    } while (0)
 
 static uint64_t seed;
 
@@ -79,15 +72,7 @@ typedef struct run {
 } run;
 
 static void small_config(tandem_config *cfg, int grad_accum) {
-    tandem_config_init(cfg);
-    CHECK(tandem_config_set(cfg, "model_size", "custom"));
-    CHECK(tandem_config_set(cfg, "d_model", "32"));
-    CHECK(tandem_config_set(cfg, "layers", "2"));
-    CHECK(tandem_config_set(cfg, "heads", "2"));
-    CHECK(tandem_config_set(cfg, "reduction", "2"));
-    CHECK(tandem_config_set(cfg, "max_text", "12"));
-    CHECK(tandem_config_set(cfg, "max_frames", "24"));
-    CHECK(tandem_config_set(cfg, "batch_size", "3"));
+    model_batch_small_config(cfg);
     char ga[8];
     snprintf(ga, sizeof ga, "%d", grad_accum);
     CHECK(tandem_config_set(cfg, "grad_accum", ga));

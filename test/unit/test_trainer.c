@@ -50,7 +50,6 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <png.h>
 #include <sndfile.h>
 
 #include "runtime/core/config.h"
@@ -60,7 +59,7 @@
 #include "runtime/report/plot.h"
 #include "runtime/formats/safetensors.h"
 #include "tandem.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "runtime/run/trainer.h"
 #include "tools/env_options.h"
 
@@ -72,13 +71,6 @@
  * and then; 8 levels is a few hundredths of the colour scale (measured: 0 pixels differ) */
 #define MEL_TOL 8
 
-#define CHECK(expr)                                                                       \
-    do {                                                                                  \
-        tandem_status st_ = (expr);                                                       \
-        if (st_ != TANDEM_OK) fail_msg("%s: %s: %s", #expr, tandem_status_name(st_),      \
-                                       tandem_last_error());                              \
-    } while (0)
-
 static uint64_t seed;
 static char root[256];
 static tandem_backend backend = TANDEM_BACKEND_HOST;
@@ -88,12 +80,8 @@ static const char *const texts[] = {"a cat", "the dog ran", "red sun", "blue sea
 
 /* n utterances of 0.1 .. 0.37 s (at most MAX_FRAMES frames). */
 static void write_corpus(const char *dir, int n, tandem_rng *r) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/wavs", dir);
-    CHECK(tandem_mkdir_p(path));
-    snprintf(path, sizeof path, "%s/metadata.csv", dir);
-    FILE *meta = fopen(path, "w");
-    assert_non_null(meta);
+    tandem_test_corpus w;
+    tandem_test_corpus_open(&w, dir);
     static float buf[MAX_FRAMES * 256];
     for (int i = 0; i < n; i++) {
         const int len = (int)tandem_rng_int(r, 2205, MAX_FRAMES * 256 - 300);
@@ -101,16 +89,12 @@ static void write_corpus(const char *dir, int n, tandem_rng *r) {
         for (int k = 0; k < len; k++)
             buf[k] = (float)(0.3 * sin(2 * M_PI * f * k / 22050.0) * (1.0 + sin(k * 0.001)) +
                              0.03 * tandem_rng_uniform(r, -1.0f, 1.0f));
-        snprintf(path, sizeof path, "%s/wavs/u%d.wav", dir, i);
-        SF_INFO info = {.samplerate = 22050, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16};
-        SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
-        assert_non_null(sf);
-        assert_int_equal(sf_writef_float(sf, buf, len), len);
-        sf_close(sf);
-        const char *t = texts[i % (int)(sizeof texts / sizeof texts[0])];
-        fprintf(meta, "u%d|%s|%s\n", i, t, t);
+        char id[16];
+        snprintf(id, sizeof id, "u%d", i);
+        tandem_test_corpus_add(&w, id, texts[i % (int)(sizeof texts / sizeof texts[0])], buf, len, 22050, 1,
+                               SF_FORMAT_WAV | SF_FORMAT_PCM_16);
     }
-    fclose(meta);
+    tandem_test_corpus_close(&w);
 }
 
 static void small_config(tandem_config *cfg, const char *train, const char *out) {
@@ -228,15 +212,9 @@ static int cmp_range(const void *a, const void *b) {
 /* Parses path; returns the number of tensors; fails the test on any inconsistency. Counts
  * the metadata keys that a resume needs in *meta_found. */
 static int check_safetensors(const char *path, int *meta_found) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    const long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)size);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
-    fclose(f);
+    size_t file_len = 0;
+    unsigned char *buf = tandem_test_read_file_ok(path, &file_len);
+    const long size = (long)file_len;
     assert_true(size >= 8);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i]; /* little-endian u64 */
@@ -341,25 +319,12 @@ static void compare_checkpoints(const char *a, const char *b) {
     tandem_st_close(fb);
 }
 
-static unsigned char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, *n, f), *n);
-    fclose(f);
-    return b;
-}
-
 static void compare_files(const char *dir_a, const char *dir_b, const char *name) {
     char pa[400], pb[400];
     snprintf(pa, sizeof pa, "%s/%s", dir_a, name);
     snprintf(pb, sizeof pb, "%s/%s", dir_b, name);
     size_t na, nb;
-    unsigned char *a = read_all(pa, &na), *b = read_all(pb, &nb);
+    unsigned char *a = tandem_test_read_file_ok(pa, &na), *b = tandem_test_read_file_ok(pb, &nb);
     if (na != nb || memcmp(a, b, na)) fail_msg("%s (%zu bytes) and %s (%zu bytes) differ", pa, na, pb, nb);
     printf("%s: the straight and the resumed run wrote the same %zu bytes\n", name, na);
     free(a);
@@ -491,21 +456,6 @@ static void test_validation_fixed_subset(void **state) {
 }
 
 /* ---- figures ---------------------------------------------------------------------------------- */
-
-/* An RGB PNG through libpng's simplified reader (signature, CRCs and zlib stream checked). */
-static unsigned char *read_png(const char *path, int *w, int *h) {
-    png_image img;
-    memset(&img, 0, sizeof img);
-    img.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_file(&img, path)) fail_msg("%s: %s", path, img.message);
-    img.format = PNG_FORMAT_RGB;
-    unsigned char *buf = malloc(PNG_IMAGE_SIZE(img));
-    assert_non_null(buf);
-    if (!png_image_finish_read(&img, NULL, buf, 0, NULL)) fail_msg("%s: %s", path, img.message);
-    *w = (int)img.width;
-    *h = (int)img.height;
-    return buf;
-}
 
 static int file_exists(const char *dir, const char *name) {
     char p[400];
@@ -661,11 +611,11 @@ static void test_figures(void **state) {
 
     int w, h, w2, h2, mw, mh;
     snprintf(path, sizeof path, "%s/loss.png", out);
-    unsigned char *loss = read_png(path, &w, &h);
+    unsigned char *loss = tandem_test_read_png(path, &w, &h);
     assert_int_equal(w, 800);
     assert_int_equal(h, 480);
     snprintf(path, sizeof path, "%s/mel.png", out);
-    unsigned char *mel = read_png(path, &w, &h);
+    unsigned char *mel = tandem_test_read_png(path, &w, &h);
     tandem_plot_mel_size(want_frames, 80, &mw, &mh);
     assert_int_equal(w, mw);
     assert_int_equal(h, mh);
@@ -680,12 +630,12 @@ static void test_figures(void **state) {
     const int rc = system(cmd);
     assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
     snprintf(path, sizeof path, "%s/loss.png", redraw);
-    unsigned char *loss2 = read_png(path, &w2, &h2);
+    unsigned char *loss2 = tandem_test_read_png(path, &w2, &h2);
     assert_int_equal(w2, 800);
     assert_int_equal(h2, 480);
     const long dl = pixels_differing(loss, loss2, 800, 480, 0);
     snprintf(path, sizeof path, "%s/mel.png", redraw);
-    unsigned char *mel2 = read_png(path, &w2, &h2);
+    unsigned char *mel2 = tandem_test_read_png(path, &w2, &h2);
     assert_int_equal(w2, w);
     assert_int_equal(h2, h);
     /* per panel: the top (target) and bottom (prediction) halves */
@@ -750,7 +700,7 @@ static void test_device_roles(void **state) {
     snprintf(pa, sizeof pa, "%s/roles_0/mel.png", root);
     snprintf(pb, sizeof pb, "%s/roles_1/mel.png", root);
     int wa, ha, wb, hb;
-    unsigned char *ma = read_png(pa, &wa, &ha), *mb = read_png(pb, &wb, &hb);
+    unsigned char *ma = tandem_test_read_png(pa, &wa, &ha), *mb = tandem_test_read_png(pb, &wb, &hb);
     assert_int_equal(wa, wb);
     assert_int_equal(ha, hb);
     const long dm = pixels_differing(ma, mb, wa, ha, MEL_TOL);
@@ -847,8 +797,7 @@ int main(void) {
         backend = TANDEM_BACKEND_CUDA;
         if (!getenv("TANDEM_TEST_REAL_GPU")) setenv("TANDEM_FAKECUDA_DEVICES", "2", 1);
     }
-    snprintf(root, sizeof root, "/tmp/tandem_test_trainer_XXXXXX");
-    assert_non_null(mkdtemp(root));
+    if (tandem_test_mkdtemp(root, sizeof root, "test_trainer") != 0) return 1;
     char cache[300];
     snprintf(cache, sizeof cache, "%s/cache", root);
     setenv("XDG_CACHE_HOME", cache, 1); /* the text cache stays inside the test's directory */
@@ -868,8 +817,6 @@ int main(void) {
     const int rc = backend == TANDEM_BACKEND_CUDA
                        ? cmocka_run_group_tests_name("trainer_cuda", cuda_tests, NULL, NULL)
                        : cmocka_run_group_tests_name("trainer", host_tests, NULL, NULL);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    if (tandem_test_rmtree(root) != 0) fprintf(stderr, "could not remove %s\n", root);
     return rc;
 }
