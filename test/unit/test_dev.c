@@ -15,21 +15,14 @@
  * TANDEM_TEST_BACKEND=cuda runs it on cuda devices 0 and 1 (the stand-in driver in make test).
  */
 #include <math.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cmocka.h>
 
 #include "runtime/core/dev.h"
 #include "runtime/core/launch.h"
 #include "runtime/model/attention.h"
 #include "tandem.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 
 enum { N = 64 };
 
@@ -59,9 +52,7 @@ static tandem_gemm_desc desc(int ta, int tb, int64_t m, int64_t n, int64_t k, in
 
 static int setup(void **state) {
     env *e = calloc(1, sizeof *e);
-    const char *be = getenv("TANDEM_TEST_BACKEND");
-    const tandem_backend backend =
-        be && strcmp(be, "cuda") == 0 ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST;
+    const tandem_backend backend = tandem_test_backend();
     if (!e || tandem_device_open(backend, 0, &e->dev) != TANDEM_OK ||
         tandem_device_open(backend, 1, &e->dev2) != TANDEM_OK) {
         fprintf(stderr, "test_dev: cannot open two devices: %s\n", tandem_last_error());
@@ -114,11 +105,11 @@ static void expect(tandem_status st, tandem_status want, const char *name, const
 }
 
 static void put(env *e, tandem_tensor *t, const float *v) {
-    assert_int_equal(tandem_dev_upload(e->s, t, 0, v, N * sizeof(float)), TANDEM_OK);
+    CHECK(tandem_dev_upload(e->s, t, 0, v, N * sizeof(float)));
 }
 static void get(env *e, float *v, const tandem_tensor *t) {
-    assert_int_equal(tandem_dev_download(e->s, v, t, 0, N * sizeof(float)), TANDEM_OK);
-    assert_int_equal(tandem_stream_sync(e->s), TANDEM_OK);
+    CHECK(tandem_dev_download(e->s, v, t, 0, N * sizeof(float)));
+    CHECK(tandem_stream_sync(e->s));
 }
 
 static void test_copies(void **state) {
@@ -128,13 +119,11 @@ static void test_copies(void **state) {
     put(e, e->a, y);
     put(e, e->b, y);
     /* a[8 .. 24) = x[0 .. 16);  b[40 .. 56) = a[8 .. 24);  z = b[36 .. 60) */
-    assert_int_equal(tandem_dev_upload(e->s, e->a, 8 * sizeof(float), x, 16 * sizeof(float)),
-                     TANDEM_OK);
-    assert_int_equal(tandem_dev_copy(e->s, e->b, 40 * sizeof(float), e->a, 8 * sizeof(float),
-                                     16 * sizeof(float)), TANDEM_OK);
-    assert_int_equal(tandem_dev_download(e->s, z, e->b, 36 * sizeof(float), 24 * sizeof(float)),
-                     TANDEM_OK);
-    assert_int_equal(tandem_stream_sync(e->s), TANDEM_OK);
+    CHECK(tandem_dev_upload(e->s, e->a, 8 * sizeof(float), x, 16 * sizeof(float)));
+    CHECK(tandem_dev_copy(e->s, e->b, 40 * sizeof(float), e->a, 8 * sizeof(float),
+                          16 * sizeof(float)));
+    CHECK(tandem_dev_download(e->s, z, e->b, 36 * sizeof(float), 24 * sizeof(float)));
+    CHECK(tandem_stream_sync(e->s));
     for (int i = 0; i < 24; i++) assert_true(z[i] == (i >= 4 && i < 20 ? (float)(i - 4) : -1.0f));
 
     const size_t all = N * sizeof(float);
@@ -185,9 +174,8 @@ static void test_gemm(void **state) {
         put(e, e->c, c);
         memcpy(want, c, sizeof c);
         reference(g, 0.5f, a + 5, b + 11, 2.0f, want + 3);
-        assert_int_equal(tandem_dev_gemm(e->s, g, 0.5f, tandem_view_at(e->a, 5),
-                                         tandem_view_at(e->b, 11), 2.0f, tandem_view_at(e->c, 3)),
-                         TANDEM_OK);
+        CHECK(tandem_dev_gemm(e->s, g, 0.5f, tandem_view_at(e->a, 5), tandem_view_at(e->b, 11),
+                              2.0f, tandem_view_at(e->c, 3)));
         float got[N];
         get(e, got, e->c);
         for (int i = 0; i < N; i++)
@@ -212,14 +200,13 @@ static void test_gemm(void **state) {
            "'ids'", "i32");
     tandem_gemm_desc empty = *g;
     empty.m = 0; /* nothing to compute: no operand is read */
-    assert_int_equal(tandem_dev_gemm(e->s, &empty, 1, tandem_view_of(e->uncommitted), b0, 0, c0),
-                     TANDEM_OK);
+    CHECK(tandem_dev_gemm(e->s, &empty, 1, tandem_view_of(e->uncommitted), b0, 0, c0));
 }
 
 static void test_launch(void **state) {
     env *e = *state;
     float v[N];
-    assert_int_equal(tandem_fill_f32(e->s, tandem_tensor_f32(e->a), N, 2.5f), TANDEM_OK);
+    CHECK(tandem_fill_f32(e->s, tandem_tensor_f32(e->a), N, 2.5f));
     get(e, v, e->a);
     for (int i = 0; i < N; i++) assert_true(v[i] == 2.5f);
     TANDEM_KARGS(fill_f32, args);
@@ -235,7 +222,7 @@ static void test_launch(void **state) {
 static void test_pinned(void **state) {
     env *e = *state;
     void *p = NULL;
-    assert_int_equal(tandem_dev_pinned_alloc(e->dev, 4096, &p), TANDEM_OK);
+    CHECK(tandem_dev_pinned_alloc(e->dev, 4096, &p));
     assert_non_null(p);
     memset(p, 0x5a, 4096);
     tandem_dev_pinned_free(e->dev, p);
