@@ -113,7 +113,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	           $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/tandem
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 runtime/tandem.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 runtime/tandem.h runtime/tandem_*.h $(DESTDIR)$(PREFIX)/include/
 	sed 's|^prefix=.*|prefix=$(PREFIX)|' $(PCFILE) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tandem.pc
 	install -m 644 $(FATBIN) $(DESTDIR)$(PREFIX)/share/tandem/
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/

@@ -2,9 +2,13 @@
  *
  * Tandem trains a TTS acoustic model on two devices (data + model). This header exposes the
  * runtime's building blocks: status and logging, devices and streams, the planned memory pool
- * with fixed-shape tensors, the GEMM op and the element-wise kernels. Every call returns a
- * tandem_status; on failure tandem_last_error() holds a message for the calling thread.
- * Library code never exits and never prints except through the log hook.
+ * with fixed-shape tensors, the GEMM op and the element-wise kernels; the headers it includes at
+ * its end cover what an appliance does with them: the run configuration (tandem_config.h),
+ * training and its memory plan (tandem_train.h), checkpoints (tandem_checkpoint.h), datasets
+ * (tandem_data.h). docs/API.md is the guide. Every call returns a tandem_status; on failure
+ * tandem_last_error() holds a message for the calling thread. Handles follow one contract:
+ * create/open either succeed or set *out = NULL and leave nothing to free; destroy/close accept
+ * NULL. Library code never exits and never prints except through the log hook.
  */
 #ifndef TANDEM_H
 #define TANDEM_H
@@ -203,4 +207,11 @@ tandem_status tandem_op_row_sum(tandem_stream *s, const tandem_tensor *x, tandem
 #ifdef __cplusplus
 }
 #endif
+
+/* The rest of the public API, one header per area (each includes this one first). */
+#include "tandem_config.h"
+#include "tandem_train.h"
+#include "tandem_checkpoint.h"
+#include "tandem_data.h"
+
 #endif /* TANDEM_H */
