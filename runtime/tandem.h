@@ -2,12 +2,14 @@
  *
  * Tandem trains a TTS acoustic model on two devices (data + model). This header exposes the
  * runtime's building blocks: status and logging, devices and streams, the planned memory pool
- * with fixed-shape tensors, the GEMM op and the element-wise kernels; the sub-headers included
- * at the end add the text frontend (tandem_text.h), file writers (tandem_files.h), log-mel
- * features (tandem_features.h), synthesis (tandem_synth.h), a run's figures (tandem_plot.h) and
- * device discovery (tandem_system.h). Every call returns a tandem_status; on failure
- * tandem_last_error() holds a message for the calling thread. Library code never exits and
- * never prints except through the log hook.
+ * with fixed-shape tensors, the GEMM op and the element-wise kernels; the headers it includes at
+ * its end cover what an appliance does with them: the run configuration (tandem_config.h),
+ * training and its memory plan (tandem_train.h), checkpoints (tandem_checkpoint.h), datasets
+ * (tandem_data.h), synthesis (tandem_synth.h), log-mel features (tandem_features.h), the text
+ * frontend (tandem_text.h), file writers (tandem_files.h), a run's figures (tandem_plot.h) and
+ * device discovery (tandem_system.h). docs/API.md is the guide. Every call returns a
+ * tandem_status; on failure tandem_last_error() holds a message for the calling thread.
+ * Library code never exits and never prints except through the log hook.
  *
  * Failure contract: a function that hands back an object it builds (tandem_*_create, _open,
  * _init) either returns TANDEM_OK with the object complete, or returns the failure having
@@ -279,7 +281,11 @@ tandem_status tandem_op_row_sum(tandem_stream *s, const tandem_tensor *x, tandem
 }
 #endif
 
-/* The public sub-headers: one area each, all part of this API. */
+/* The rest of the public API, one header per area (each includes this one first). */
+#include "tandem_config.h"
+#include "tandem_train.h"
+#include "tandem_checkpoint.h"
+#include "tandem_data.h"
 #include "tandem_text.h"
 #include "tandem_files.h"
 #include "tandem_features.h"

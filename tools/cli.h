@@ -31,11 +31,10 @@ int cli_wants_help(int argc, char **argv);
  * "tandem <cmd>: --backend 'v': expected auto, host or cuda" and return 0. */
 int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out);
 
-#include "runtime/core/config.h"
-/* The effective config of a command: FILE (or the defaults when path is NULL), then the n
- * command-line overrides (flag[i] sets key[i] to val[i]; errors name the flag), then the
- * cross-key checks. */
-tandem_status cli_load_config(tandem_config *cfg, const char *path, int n, const char *const *flag,
+/* The effective config of a command, created into *out: FILE (or the defaults when path is
+ * NULL), then the n command-line overrides (flag[i] sets key[i] to val[i]; errors name the
+ * flag), then the cross-key checks. On failure *out = NULL (nothing to destroy). */
+tandem_status cli_load_config(tandem_config **out, const char *path, int n, const char *const *flag,
                               const char *const *key, const char *const *val);
 
 #endif

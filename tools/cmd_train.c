@@ -1,14 +1,15 @@
-/* cmd_train.c — `tandem train`: config (YAML) + command-line overrides → trainer (runtime/run/trainer.h).
- * Exit codes: 0 done (also after SIGINT/SIGTERM: the current step finishes and a checkpoint is
- * written), 2 bad usage, config or a plan over budget, 1 any other failure. */
+/* cmd_train.c — `tandem train`: config (YAML) + command-line overrides → trainer (tandem_train.h),
+ * the progress line drawn from its per-step callback (tools/progress.c).
+ * Exit codes (cli_exit_code): 0 done (also after SIGINT/SIGTERM: the current step finishes and a
+ * checkpoint is written), 2 bad usage, config, data or a plan over budget, 1 any other failure. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "tools/cli.h"
-#include "runtime/core/config.h"
 #include "tandem.h"
-#include "runtime/run/trainer.h"
+#include "tools/cli.h"
+#include "tools/progress.h"
 
 static tandem_trainer *volatile g_trainer;
 
@@ -63,6 +64,24 @@ static void usage(FILE *f) {
     fputs(buf, f);
 }
 
+static void print_summary(const tandem_trainer_summary *sum) {
+    printf("devices: %s\n", sum->devices);
+    printf("steps %lld..%lld (%lld run%s), loss %.4f -> %.4f, l1 %.4f -> %.4f", (long long)sum->first_step,
+           (long long)sum->last_step, (long long)sum->steps_run,
+           sum->stopped_by_request ? ", stopped by signal" : "", sum->loss_first, sum->loss_last,
+           sum->l1_first, sum->l1_last);
+    if (sum->val_l1_first >= 0) printf(", val l1 %.4f -> %.4f", sum->val_l1_first, sum->val_l1_last);
+    if (sum->steps_measured > 0)
+        printf("\n%.1f samples/s, data wait %.2f %% of step time, model busy %.1f %%, data busy %.1f %%, "
+               "step-time CV %.1f %% (%lld steps past warm-up), skipped steps %lld\n", sum->samples_per_s,
+               sum->data_wait_pct, sum->model_busy_pct, sum->data_busy_pct, 100.0 * sum->step_cv,
+               (long long)sum->steps_measured, (long long)sum->skipped);
+    else
+        printf("\nrates not measured: the first 2 steps are warm-up and this run had no more; "
+               "skipped steps %lld\n", (long long)sum->skipped);
+    if (sum->checkpoint[0]) printf("checkpoint: %s\n", sum->checkpoint);
+}
+
 int cli_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         usage(stdout);
@@ -102,33 +121,35 @@ int cli_train(int argc, char **argv) {
         }
     }
 
-    tandem_config cfg;
+    tandem_config *cfg = NULL;
     tandem_status st = cli_load_config(&cfg, config_path, n_over, over_flag, over_key, over_val);
-    if (st != TANDEM_OK) {
-        fprintf(stderr, "tandem train: %s\n", tandem_last_error());
-        return st == TANDEM_E_IO ? 1 : 2;
+    if (st != TANDEM_OK) return cli_fail("train", st);
+    char train_data[TANDEM_CONFIG_VALUE_MAX], log_every[TANDEM_CONFIG_VALUE_MAX];
+    if ((st = tandem_config_get(cfg, "train_data", train_data, sizeof train_data)) != TANDEM_OK ||
+        (st = tandem_config_get(cfg, "log_every", log_every, sizeof log_every)) != TANDEM_OK) {
+        tandem_config_destroy(cfg);
+        return cli_fail("train", st);
     }
-    if (!cfg.train_data[0]) {
+    if (!train_data[0]) {
         fprintf(stderr, "tandem train: no training data: give --train-data DIR or train_data in the "
                         "config\n");
+        tandem_config_destroy(cfg);
         return 2;
     }
+    cli_progress progress; /* on a terminal a bar, else a plain line every log_every steps */
+    cli_progress_init(&progress, stdout, (int)strtoll(log_every, NULL, 10), 0);
     tandem_trainer_options o;
-    memset(&o, 0, sizeof o);
-    o.cfg = &cfg;
+    tandem_trainer_options_init(&o);
     o.backend = backend;
     o.resume_dir = resume;
-    o.quiet = quiet;
-    tandem_trainer *t = NULL;
-    st = tandem_trainer_create(&o, &t);
-    if (st != TANDEM_OK) {
-        fprintf(stderr, "tandem train: %s\n", tandem_last_error());
-        tandem_trainer_destroy(t);
-        return st == TANDEM_E_INVALID || st == TANDEM_E_BUDGET || st == TANDEM_E_FORMAT ||
-                       st == TANDEM_E_UNSUPPORTED
-                   ? 2
-                   : 1;
+    if (!quiet) {
+        o.on_step = cli_progress_on_step;
+        o.on_step_user = &progress;
     }
+    tandem_trainer *t = NULL;
+    st = tandem_trainer_create(cfg, &o, &t);
+    tandem_config_destroy(cfg);
+    if (st != TANDEM_OK) return cli_fail("train", st);
     g_trainer = t;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -142,22 +163,9 @@ int cli_train(int argc, char **argv) {
     g_trainer = NULL;
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
-    if (st != TANDEM_OK) fprintf(stderr, "tandem train: %s\n", tandem_last_error());
-    printf("devices: %s\n", sum.devices);
-    printf("steps %lld..%lld (%lld run%s), loss %.4f -> %.4f, l1 %.4f -> %.4f", (long long)sum.first_step,
-           (long long)sum.last_step, (long long)sum.steps_run,
-           sum.stopped_by_request ? ", stopped by signal" : "", sum.loss_first, sum.loss_last,
-           sum.l1_first, sum.l1_last);
-    if (sum.val_l1_first >= 0) printf(", val l1 %.4f -> %.4f", sum.val_l1_first, sum.val_l1_last);
-    if (sum.steps_measured > 0)
-        printf("\n%.1f samples/s, data wait %.2f %% of step time, model busy %.1f %%, data busy %.1f %%, "
-               "step-time CV %.1f %% (%lld steps past warm-up), skipped steps %lld\n", sum.samples_per_s,
-               sum.data_wait_pct, sum.model_busy_pct, sum.data_busy_pct, 100.0 * sum.step_cv,
-               (long long)sum.steps_measured, (long long)sum.skipped);
-    else
-        printf("\nrates not measured: the first 2 steps are warm-up and this run had no more; "
-               "skipped steps %lld\n", (long long)sum.skipped);
-    if (sum.checkpoint[0]) printf("checkpoint: %s\n", sum.checkpoint);
+    cli_progress_finish(&progress);
+    const int rc = cli_fail("train", st);
+    print_summary(&sum);
     tandem_trainer_destroy(t);
-    return st == TANDEM_OK ? 0 : 1;
+    return rc;
 }

@@ -72,13 +72,18 @@ int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out) {
     return 0;
 }
 
-tandem_status cli_load_config(tandem_config *cfg, const char *path, int n, const char *const *flag,
+tandem_status cli_load_config(tandem_config **out, const char *path, int n, const char *const *flag,
                               const char *const *key, const char *const *val) {
-    tandem_status st = TANDEM_OK;
-    if (path) st = tandem_config_load(cfg, path);
-    else tandem_config_init(cfg);
+    tandem_config *cfg = NULL;
+    tandem_status st = tandem_config_create(&cfg);
+    if (st == TANDEM_OK && path) st = tandem_config_load(cfg, path);
     for (int i = 0; st == TANDEM_OK && i < n; i++) st = tandem_config_set_from(cfg, flag[i], key[i], val[i]);
     if (st == TANDEM_OK) st = tandem_config_check(cfg);
+    if (st != TANDEM_OK) {
+        tandem_config_destroy(cfg);
+        cfg = NULL;
+    }
+    *out = cfg;
     return st;
 }
 

@@ -531,6 +531,35 @@ size_t tandem_config_dump(const tandem_config *cfg, char *buf, size_t cap) {
     return o.len;
 }
 
+tandem_status tandem_config_get(const tandem_config *cfg, const char *key, char *buf, size_t cap) {
+    if (!cfg || !key || !buf || !cap) return tandem_fail(TANDEM_E_INVALID, "tandem_config_get: NULL argument");
+    buf[0] = 0;
+    const origin o = {"config", 0};
+    const int ki = find_key(key);
+    if (ki < 0) return fail_unknown(&o, key);
+    const key_spec *k = &schema[ki];
+    char text[TANDEM_CONFIG_PATH_MAX + 64];
+    tandem_strbuf sb = {text, sizeof text, 0};
+    /* strings as they are (what set takes back); everything else as the dump writes it */
+    if (k->type == K_STRING) tandem_strbuf_printf(&sb, "%s", (const char *)cfg + k->offset);
+    else dump_value(&sb, cfg, k);
+    if (sb.len >= cap)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_config_get: the value of '%s' needs %zu bytes, "
+                           "the buffer has %zu (TANDEM_CONFIG_VALUE_MAX always fits)", key, sb.len + 1, cap);
+    memcpy(buf, text, sb.len + 1);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_config_create(tandem_config **out) {
+    if (!out) return tandem_fail(TANDEM_E_INVALID, "tandem_config_create: NULL argument");
+    *out = tandem_malloc(sizeof **out);
+    if (!*out) return tandem_fail(TANDEM_E_NOMEM, "config: out of memory (%zu bytes)", sizeof **out);
+    tandem_config_init(*out);
+    return TANDEM_OK;
+}
+
+void tandem_config_destroy(tandem_config *cfg) { tandem_free(cfg); }
+
 size_t tandem_config_describe(char *buf, size_t cap) {
     tandem_strbuf o = {buf, cap, 0};
     if (cap) buf[0] = 0;

@@ -7,6 +7,8 @@
  * max_frames — except those given explicitly (in the file or by an override), whatever the
  * order. `custom` fills nothing: unset keys keep their defaults (the tiny values).
  *
+ * The public face is runtime/tandem_config.h (an opaque handle, create / destroy / get); this
+ * header gives the runtime the fields, which the typedef there names.
  * Owns nothing on the heap: strings live in fixed fields, so a config can be copied by value.
  * Errors: TANDEM_E_INVALID with "<file>:<line>: key '<k>': expected <what>, got '<v>'";
  * a missing file is TANDEM_E_IO.
@@ -67,24 +69,7 @@ typedef struct tandem_config {
 
 /* Defaults (model_size tiny). */
 void tandem_config_init(tandem_config *cfg);
-/* init, then read `path` (the keys it gives replace defaults), then tandem_config_check. */
-tandem_status tandem_config_load(tandem_config *cfg, const char *path);
-/* Same, from YAML text; `origin` names it in messages (e.g. the file name). */
-tandem_status tandem_config_load_string(tandem_config *cfg, const char *yaml, size_t len,
-                                        const char *origin);
-/* Set one key from its text, validated like the file ("batch_size", "16"). Messages name
- * the origin "override". Call tandem_config_check after the last override. */
-tandem_status tandem_config_set(tandem_config *cfg, const char *key, const char *value);
-/* Same, naming the origin in messages (e.g. the command-line flag "--batch-size"). */
-tandem_status tandem_config_set_from(tandem_config *cfg, const char *origin, const char *key,
-                                     const char *value);
-/* Rules across keys (d_model divisible by heads, max_frames by reduction, ...). */
-tandem_status tandem_config_check(const tandem_config *cfg);
-
-/* The effective config as YAML (every key, one per line). Returns the length it needs
- * (excluding NUL), writing at most cap bytes (NUL-terminated when cap > 0), like snprintf. */
-size_t tandem_config_dump(const tandem_config *cfg, char *buf, size_t cap);
-/* Every key with type, default, range and doc, one per line (for --help); same contract. */
-size_t tandem_config_describe(char *buf, size_t cap);
+/* The rest — load, load_string, set, set_from, get, check, dump, describe, create, destroy — is
+ * the public API, declared and documented in runtime/tandem_config.h (included by tandem.h). */
 
 #endif

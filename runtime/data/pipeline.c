@@ -48,6 +48,7 @@
 #include "runtime/audio/mel_device.h"
 #include "platform/os/os.h"
 #include "runtime/data/ring.h"
+#include "runtime/data/roles.h"
 
 #define NSTAGE TANDEM_LAYOUT_STAGING
 
@@ -468,61 +469,13 @@ void tandem_pipeline_get_stats(tandem_pipeline *p, tandem_pipeline_stats *out) {
     tandem_stage_times_get(&p->times, out->stages);
 }
 
-/* ---- device roles ------------------------------------------------------------------------------ */
+/* ---- device roles (roles.c) ------------------------------------------------------------------- */
 
 tandem_status tandem_pipeline_open_devices(tandem_backend backend, tandem_device **data, tandem_device **model,
                                            char *desc, size_t cap) {
-    *data = *model = NULL;
-    int n = 0;
-    if (backend != TANDEM_BACKEND_HOST) {
-        tandem_status st = tandem_device_count(backend, &n);
-        if (st != TANDEM_OK && !(st == TANDEM_E_NODRIVER && backend == TANDEM_BACKEND_AUTO)) return st;
-        tandem_backend resolved = backend;
-        if (backend == TANDEM_BACKEND_AUTO) {
-            /* auto resolves to cuda only when a driver reports devices */
-            int cuda_n = 0;
-            if (tandem_cuda_device_count(&cuda_n) != TANDEM_OK || cuda_n == 0) {
-                resolved = TANDEM_BACKEND_HOST;
-            } else {
-                resolved = TANDEM_BACKEND_CUDA;
-                n = cuda_n;
-            }
-        }
-        if (resolved == TANDEM_BACKEND_CUDA) {
-            if (n == 0) return tandem_fail(TANDEM_E_DEVICE, "no CUDA device found");
-            TANDEM_TRY(tandem_device_open(TANDEM_BACKEND_CUDA, 0, data));
-            if (n >= 2) {
-                tandem_status st2 = tandem_device_open(TANDEM_BACKEND_CUDA, 1, model);
-                if (st2 != TANDEM_OK) {
-                    tandem_device_close(*data);
-                    *data = NULL;
-                    return st2;
-                }
-                snprintf(desc, cap, "two CUDA devices: data device 0 (%s), model device 1 (%s); ring copies %s",
-                         (*data)->info.name, (*model)->info.name,
-                         tandem_device_can_access_peer(*model, *data) ? "peer to peer"
-                                                                      : "staged through pinned host memory");
-            } else {
-                *model = *data;
-                snprintf(desc, cap, "one CUDA device in both roles: device 0 (%s), separate arenas and streams",
-                         (*data)->info.name);
-            }
-            return TANDEM_OK;
-        }
-    }
-    TANDEM_TRY(tandem_device_open(TANDEM_BACKEND_HOST, 0, data));
-    tandem_status st = tandem_device_open(TANDEM_BACKEND_HOST, 1, model);
-    if (st != TANDEM_OK) {
-        tandem_device_close(*data);
-        *data = NULL;
-        return st;
-    }
-    snprintf(desc, cap, "no CUDA device: two host devices, data = host 0, model = host 1 (%s)",
-             (*data)->info.name);
-    return TANDEM_OK;
+    return tandem_roles_open(backend, -1, -1, data, model, desc, cap);
 }
 
 void tandem_pipeline_close_devices(tandem_device *data, tandem_device *model) {
-    if (model && model != data) tandem_device_close(model);
-    if (data) tandem_device_close(data);
+    tandem_roles_close(data, model);
 }

@@ -98,9 +98,10 @@ typedef struct tandem_pipeline_stats {
 } tandem_pipeline_stats;
 void tandem_pipeline_get_stats(tandem_pipeline *p, tandem_pipeline_stats *out);
 
-/* Device roles per DESIGN.md §3: two CUDA devices → data 0, model 1; one → both roles on it
- * (the same handle); none (or backend HOST) → two host devices. desc receives the choice in
- * words. Close with tandem_pipeline_close_devices. */
+/* The automatic device roles of runtime/data/roles.h (tandem_roles_open with no ordinals): two
+ * CUDA devices → data 0, model 1; one → both roles on it (the same handle); none (or backend
+ * HOST) → two host devices. desc receives the choice in words. Close with
+ * tandem_pipeline_close_devices. */
 tandem_status tandem_pipeline_open_devices(tandem_backend backend, tandem_device **data, tandem_device **model,
                                            char *desc, size_t cap);
 void tandem_pipeline_close_devices(tandem_device *data, tandem_device *model);

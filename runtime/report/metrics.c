@@ -1,11 +1,10 @@
-/* metrics.c — metrics.jsonl lines and the terminal progress line (see metrics.h). */
+/* metrics.c — metrics.jsonl lines (see metrics.h). */
 #include "runtime/report/metrics.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
@@ -139,67 +138,4 @@ tandem_status tandem_metrics_end(tandem_metrics *m) {
     if (fwrite(m->line, 1, n, m->f) != n || fflush(m->f) != 0)
         return tandem_fail(TANDEM_E_IO, "metrics %s: write: %s", m->path, strerror(errno));
     return TANDEM_OK;
-}
-
-/* ---- terminal progress ---- */
-
-void tandem_progress_init(tandem_progress *p, FILE *out, int plain_every, int force_plain) {
-    p->out = out;
-    p->tty = !force_plain && out && isatty(fileno(out));
-    p->plain_every = plain_every > 0 ? plain_every : 1;
-    p->open_line = 0;
-}
-
-static size_t fmt_duration(double s, char *buf, size_t cap) {
-    if (!(s >= 0) || !isfinite(s)) return (size_t)snprintf(buf, cap, "?");
-    long long t = (long long)(s + 0.5);
-    if (t >= 3600) return (size_t)snprintf(buf, cap, "%lldh%02lldm", t / 3600, t / 60 % 60);
-    if (t >= 60) return (size_t)snprintf(buf, cap, "%lldm%02llds", t / 60, t % 60);
-    return (size_t)snprintf(buf, cap, "%llds", t);
-}
-
-size_t tandem_progress_format(const tandem_progress_fields *v, char *buf, size_t cap) {
-    if (!cap) return 0;
-    char eta[24];
-    fmt_duration(v->eta_s, eta, sizeof eta);
-    int n = snprintf(buf, cap,
-                     "step %" PRId64 "/%" PRId64 "  loss %.4f  %.1f samples/s  %.1fx RT  wait %.1f ms  "
-                     "busy %.0f/%.0f%%  ETA %s",
-                     v->step, v->total, v->loss, v->samples_per_s, v->x_realtime, v->data_wait_ms,
-                     v->model_busy_pct, v->data_busy_pct, eta);
-    if (n < 0) {
-        buf[0] = '\0';
-        return 0;
-    }
-    return (size_t)n < cap ? (size_t)n : cap - 1;
-}
-
-void tandem_progress_update(tandem_progress *p, const tandem_progress_fields *v) {
-    if (!p->out) return;
-    char line[256];
-    tandem_progress_format(v, line, sizeof line);
-    if (p->tty) {
-        /* \033[K clears what a longer previous line left behind */
-        fprintf(p->out, "\r%s\033[K", line);
-        p->open_line = 1;
-    } else if (v->step % p->plain_every == 0 || v->step == v->total) {
-        fprintf(p->out, "%s\n", line);
-    }
-    fflush(p->out);
-}
-
-void tandem_progress_message(tandem_progress *p, const char *msg) {
-    if (!p->out) return;
-    if (p->open_line) fprintf(p->out, "\r\033[K");
-    fprintf(p->out, "%s\n", msg);
-    p->open_line = 0; /* redrawn at the next update */
-    fflush(p->out);
-}
-
-void tandem_progress_finish(tandem_progress *p) {
-    if (p->out && p->open_line) {
-        fputc('\n', p->out);
-        fflush(p->out);
-    }
-    p->open_line = 0;
 }

@@ -1,5 +1,9 @@
 /* trainer.h — the training loop (DESIGN.md §7, §8): data pipeline → model steps → metrics,
- * validation and checkpoints.
+ * validation and checkpoints. The API is public (runtime/tandem_train.h: options, per-step
+ * metrics, summary, create / run / request_stop / destroy); this header adds what the runtime's
+ * own tests see (the figures' state). The loop's parts live beside it: device roles
+ * (runtime/data/roles.h), the checkpoint table and resume (run_ckpt.h), step measurement
+ * (step_timer.h), NVML fields (nvml_fields.h), validation (validation.h).
  *
  * Per step: grad_accum micro-batches are acquired from the ring (the model stream waits for
  * each slot), forward + backward queued on the slot's tensors (the key mask and the loss
@@ -42,63 +46,25 @@
  *
  * Stop: tandem_trainer_request_stop (async-signal-safe) ends the loop after the current step;
  * a checkpoint is written and run returns TANDEM_OK. Non-finite steps are skipped; max_nonfinite
- * in a row is an error.
+ * in a row is an error (the step that reaches it still goes to on_step, then run fails).
+ * Progress: every step's numbers go to the on_step callback (tandem_step_metrics) after its
+ * metrics line and validation, before its checkpoint; the library prints nothing.
  * Read-back: the step's scalars (losses, gradient norm, skip flag) are read back every step,
  * not only on logged steps: AdamW's bias correction uses the count of applied updates, which
  * depends on whether the previous step was skipped, and max_nonfinite stops on a run of
  * skipped steps; moving both onto the device would change the AdamW kernel and train_step.
  * The read-back is also the step's one synchronisation, which the event timings rely on.
  * Owns: devices, pools, pipelines (train and optional validation), model, checkpoint writer,
- * metrics file, figures; everything allocated in create, nothing in run's loop.
+ * metrics file, figures; everything allocated in create, nothing in run's loop. create either
+ * returns a whole trainer or frees what it built.
  */
 #ifndef TANDEM_RUNTIME_TRAINER_H
 #define TANDEM_RUNTIME_TRAINER_H
 
-#include <stdint.h>
-
-#include "runtime/core/config.h"
 #include "runtime/report/figures.h"
 #include "tandem.h"
-#include "runtime/model/train_step.h"
 
-typedef struct tandem_trainer tandem_trainer;
-
-typedef struct tandem_trainer_options {
-    const tandem_config *cfg;   /* train_data required; val_data optional; out = run directory */
-    tandem_backend backend;     /* AUTO: cuda when present, else two host devices */
-    const char *resume_dir;     /* NULL: fresh start */
-    int quiet;                  /* no progress output */
-    int64_t run_steps;          /* > 0: stop (and checkpoint) after this many steps of this run,
-                                   leaving the schedule (max_steps) as it is; 0: no limit */
-    /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) get NaN gradients
-       (written over the gradients before the update), as a diverging run would */
-    int64_t nonfinite_from, nonfinite_count;
-    /* optional: called after every step with its result (loss, skipped, ...), on the thread
-       that runs the loop; for embedding programs and tests */
-    void (*on_step)(void *ctx, const tandem_step_result *r);
-    void *on_step_ctx;
-} tandem_trainer_options;
-
-typedef struct tandem_trainer_summary {
-    int64_t first_step, steps_run, last_step;
-    double loss_first, loss_last, l1_first, l1_last;
-    double val_l1_first, val_l1_last; /* < 0: never validated */
-    double samples_per_s, data_wait_pct, model_busy_pct, data_busy_pct, step_cv;
-    int64_t skipped;
-    char devices[512];
-    char checkpoint[1100]; /* last checkpoint written */
-    int busy_from_events;  /* 1: model_busy_pct measured with device events */
-    int64_t steps_measured; /* steps behind the rates above (the first 2 are warm-up, left out) */
-    int stopped_by_request;
-} tandem_trainer_summary;
-
-tandem_status tandem_trainer_create(const tandem_trainer_options *o, tandem_trainer **out);
-/* Train until max_steps or a stop request. */
-tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *summary);
-void tandem_trainer_destroy(tandem_trainer *t);
-/* Async-signal-safe: finish the current step, checkpoint, return. */
-void tandem_trainer_request_stop(tandem_trainer *t);
-/* The figures' state (loss history, last mel), for embedding programs and tests. */
+/* The figures' state (loss history, last mel), for tests. */
 const tandem_figures *tandem_trainer_figures(const tandem_trainer *t);
 
 #endif

@@ -1,9 +1,8 @@
 /* test_metrics.c — metrics.jsonl lines (fields by name, exact round trip of the numbers,
  * NaN/Inf as null, escaping, one flushed line per step, append vs truncate, over-long lines
- * and repeated fields refused without writing), and the progress line: plain lines every N
- * steps on a file, a carriage-return line on a pseudo-terminal. */
+ * and repeated fields refused without writing). The progress line moved to tools/
+ * (test_progress.c). */
 #include <math.h>
-#include <pty.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -126,115 +125,10 @@ static void test_jsonl(void **state) {
     assert_int_equal(tandem_metrics_open(bad, 0, &m), TANDEM_E_IO);
 }
 
-static tandem_progress_fields fields(int64_t step, int64_t total) {
-    tandem_progress_fields v = {step, total, 0.8123, 41.25, 12.5, 0.31, 97.2, 64.0, 192.0};
-    return v;
-}
-
-static void test_progress_format(void **state) {
-    (void)state;
-    char buf[256];
-    tandem_progress_fields v = fields(120, 2000);
-    tandem_progress_format(&v, buf, sizeof buf);
-    print_message("progress: %s\n", buf);
-    assert_non_null(strstr(buf, "step 120/2000"));
-    assert_non_null(strstr(buf, "loss 0.8123"));
-    assert_non_null(strstr(buf, "41.2 samples/s"));
-    assert_non_null(strstr(buf, "12.5x RT"));
-    assert_non_null(strstr(buf, "wait 0.3 ms"));
-    assert_non_null(strstr(buf, "busy 97/64%"));
-    assert_non_null(strstr(buf, "ETA 3m12s"));
-    v.eta_s = 3 * 3600 + 5 * 60;
-    tandem_progress_format(&v, buf, sizeof buf);
-    assert_non_null(strstr(buf, "ETA 3h05m"));
-    v.eta_s = -1;
-    tandem_progress_format(&v, buf, sizeof buf);
-    assert_non_null(strstr(buf, "ETA ?"));
-    char tiny[10];
-    assert_int_equal(tandem_progress_format(&v, tiny, sizeof tiny), 9);
-    assert_int_equal(strlen(tiny), 9);
-}
-
-static void test_progress_plain(void **state) {
-    (void)state;
-    FILE *f = tmpfile();
-    assert_non_null(f);
-    tandem_progress p;
-    tandem_progress_init(&p, f, 25, 0);
-    assert_int_equal(p.tty, 0);
-    for (int s = 1; s <= 110; s++) {
-        tandem_progress_fields v = fields(s, 110);
-        tandem_progress_update(&p, &v);
-    }
-    tandem_progress_message(&p, "checkpoint written");
-    tandem_progress_finish(&p);
-    rewind(f);
-    char line[512];
-    int n = 0;
-    const int want[] = {25, 50, 75, 100, 110};
-    while (fgets(line, sizeof line, f)) {
-        assert_null(strchr(line, '\r'));
-        if (n < 5) {
-            char expect[32];
-            snprintf(expect, sizeof expect, "step %d/110 ", want[n]);
-            assert_non_null(strstr(line, expect));
-        } else {
-            assert_string_equal(line, "checkpoint written\n");
-        }
-        n++;
-    }
-    assert_int_equal(n, 6);
-    fclose(f);
-}
-
-static void test_progress_tty(void **state) {
-    (void)state;
-    int master, slave;
-    if (openpty(&master, &slave, NULL, NULL, NULL) != 0) {
-        print_message("no pseudo-terminal here; skipped\n");
-        skip();
-    }
-    FILE *out = fdopen(slave, "w");
-    assert_non_null(out);
-    tandem_progress p;
-    tandem_progress_init(&p, out, 25, 0);
-    assert_int_equal(p.tty, 1);
-    for (int s = 1; s <= 3; s++) {
-        tandem_progress_fields v = fields(s, 3);
-        tandem_progress_update(&p, &v);
-    }
-    tandem_progress_message(&p, "note");
-    tandem_progress_finish(&p);
-    fclose(out);
-    char buf[4096];
-    size_t got = 0;
-    for (ssize_t n; got < sizeof buf - 1 && (n = read(master, buf + got, sizeof buf - 1 - got)) > 0;)
-        got += (size_t)n; /* ends with EIO once the slave side is closed and drained */
-    assert_true(got > 0);
-    buf[got] = 0;
-    close(master);
-    /* every update is a carriage-return line, cleared to its end; the message gets its own line */
-    assert_non_null(strstr(buf, "\rstep 1/3 "));
-    assert_non_null(strstr(buf, "\rstep 2/3 "));
-    assert_non_null(strstr(buf, "\rstep 3/3 "));
-    assert_non_null(strstr(buf, "\033[K"));
-    assert_non_null(strstr(buf, "note"));
-    /* force_plain overrides the terminal */
-    assert_int_equal(openpty(&master, &slave, NULL, NULL, NULL), 0);
-    out = fdopen(slave, "w");
-    tandem_progress_init(&p, out, 25, 1);
-    assert_int_equal(p.tty, 0);
-    fclose(out);
-    close(master);
-}
-
 int main(void) {
     rng.s = tandem_test_seed("test_metrics");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jsonl),
-        cmocka_unit_test(test_progress_format),
-        cmocka_unit_test(test_progress_plain),
-        cmocka_unit_test(test_progress_tty),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

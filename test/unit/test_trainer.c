@@ -60,6 +60,7 @@
 #include "runtime/formats/safetensors.h"
 #include "tandem.h"
 #include "test/fixtures.h"
+#include "test/tiny_corpus.h"
 #include "runtime/run/trainer.h"
 #include "tools/env_options.h"
 
@@ -75,27 +76,8 @@ static uint64_t seed;
 static char root[256];
 static tandem_backend backend = TANDEM_BACKEND_HOST;
 
-static const char *const texts[] = {"a cat", "the dog ran", "red sun", "blue sea and sky",
-                                    "one tree", "big hill", "so far away", "we go", "in time"};
-
 /* n utterances of 0.1 .. 0.37 s (at most MAX_FRAMES frames). */
-static void write_corpus(const char *dir, int n, tandem_rng *r) {
-    tandem_test_corpus w;
-    tandem_test_corpus_open(&w, dir);
-    static float buf[MAX_FRAMES * 256];
-    for (int i = 0; i < n; i++) {
-        const int len = (int)tandem_rng_int(r, 2205, MAX_FRAMES * 256 - 300);
-        const double f = tandem_rng_uniform(r, 150.0f, 3000.0f);
-        for (int k = 0; k < len; k++)
-            buf[k] = (float)(0.3 * sin(2 * M_PI * f * k / 22050.0) * (1.0 + sin(k * 0.001)) +
-                             0.03 * tandem_rng_uniform(r, -1.0f, 1.0f));
-        char id[16];
-        snprintf(id, sizeof id, "u%d", i);
-        tandem_test_corpus_add(&w, id, texts[i % (int)(sizeof texts / sizeof texts[0])], buf, len, 22050, 1,
-                               SF_FORMAT_WAV | SF_FORMAT_PCM_16);
-    }
-    tandem_test_corpus_close(&w);
-}
+static void write_corpus(const char *dir, int n, tandem_rng *r) { tiny_corpus_write(dir, n, MAX_FRAMES, r); }
 
 static void small_config(tandem_config *cfg, const char *train, const char *out) {
     tandem_config_init(cfg);
@@ -122,7 +104,7 @@ typedef struct step_log {
     int skipped[64];
 } step_log;
 
-static void on_step(void *ctx, const tandem_step_result *r) {
+static void on_step(void *ctx, const tandem_step_metrics *r) {
     step_log *l = ctx;
     if (l->n < 64) {
         l->loss[l->n] = r->loss;
@@ -136,18 +118,16 @@ static tandem_status train(const tandem_config *cfg, const char *resume, int64_t
                            int64_t nan_from, int64_t nan_count, step_log *log,
                            tandem_trainer_summary *sum) {
     tandem_trainer_options o;
-    memset(&o, 0, sizeof o);
-    o.cfg = cfg;
+    tandem_trainer_options_init(&o);
     o.backend = backend;
     o.resume_dir = resume;
-    o.quiet = 1;
     o.run_steps = run_steps;
     o.nonfinite_from = nan_from;
     o.nonfinite_count = nan_count;
     o.on_step = on_step;
-    o.on_step_ctx = log;
+    o.on_step_user = log;
     tandem_trainer *t = NULL;
-    tandem_status st = tandem_trainer_create(&o, &t);
+    tandem_status st = tandem_trainer_create(cfg, &o, &t);
     if (st == TANDEM_OK) st = tandem_trainer_run(t, sum);
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", tandem_last_error());
@@ -471,7 +451,7 @@ typedef struct fig_log {
     const char *out;
 } fig_log;
 
-static void on_step_fig(void *ctx, const tandem_step_result *r) {
+static void on_step_fig(void *ctx, const tandem_step_metrics *r) {
     fig_log *l = ctx;
     const int i = l->steps.n;
     if (i < 64) {
@@ -517,16 +497,13 @@ static void test_figures(void **state) {
     memset(&l, 0, sizeof l);
     l.out = out;
     tandem_trainer_options o;
-    memset(&o, 0, sizeof o);
-    o.cfg = &cfg;
+    tandem_trainer_options_init(&o);
     o.backend = backend;
-    o.quiet = 1;
-    o.nonfinite_from = -1;
     o.on_step = on_step_fig;
-    o.on_step_ctx = &l;
+    o.on_step_user = &l;
     tandem_trainer *t = NULL;
     tandem_trainer_summary sum;
-    CHECK(tandem_trainer_create(&o, &t));
+    CHECK(tandem_trainer_create(&cfg, &o, &t));
     CHECK(tandem_trainer_run(t, &sum));
     /* the history as the trainer drew it, copied before destroy */
     tandem_figures_series tr, va;

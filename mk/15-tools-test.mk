@@ -1,0 +1,3 @@
+# Unit tests of tools/ sources (not part of libtandem.a): each compiles its tools/*.c in (see the
+# test's #include), so the source is a prerequisite here besides the generic rule's.
+$(TEST_BIN_DIR)/test_progress: tools/progress.c tools/progress.h

@@ -1,0 +1,101 @@
+/* roles.c — device roles (see roles.h). */
+#include "runtime/data/roles.h"
+
+#include <stdio.h>
+
+#include "platform/device.h"
+#include "platform/os/log.h"
+
+/* Open a pair of devices of one backend (ordinals a and b; a == b: one device in both roles). */
+static tandem_status open_pair(tandem_backend backend, int a, int b, tandem_device **data,
+                               tandem_device **model) {
+    TANDEM_TRY(tandem_device_open(backend, a, data));
+    if (a == b) {
+        *model = *data;
+        return TANDEM_OK;
+    }
+    tandem_status st = tandem_device_open(backend, b, model);
+    if (st != TANDEM_OK) {
+        tandem_device_close(*data);
+        *data = NULL;
+    }
+    return st;
+}
+
+/* Two CUDA devices → data 0, model 1; one → both roles; none (or HOST) → two host devices. */
+static tandem_status open_auto(tandem_backend backend, tandem_device **data, tandem_device **model,
+                               char *desc, size_t cap) {
+    int n = 0;
+    if (backend != TANDEM_BACKEND_HOST) {
+        tandem_status st = tandem_device_count(backend, &n);
+        if (st != TANDEM_OK && !(st == TANDEM_E_NODRIVER && backend == TANDEM_BACKEND_AUTO)) return st;
+        int cuda = backend == TANDEM_BACKEND_CUDA;
+        if (backend == TANDEM_BACKEND_AUTO) { /* cuda only when a driver reports devices */
+            int cuda_n = 0;
+            cuda = tandem_cuda_device_count(&cuda_n) == TANDEM_OK && cuda_n > 0;
+            if (cuda) n = cuda_n;
+        }
+        if (cuda) {
+            if (n == 0) return tandem_fail(TANDEM_E_DEVICE, "no CUDA device found");
+            TANDEM_TRY(open_pair(TANDEM_BACKEND_CUDA, 0, n >= 2 ? 1 : 0, data, model));
+            if (n >= 2)
+                snprintf(desc, cap, "two CUDA devices: data device 0 (%s), model device 1 (%s); ring copies %s",
+                         (*data)->info.name, (*model)->info.name,
+                         tandem_device_can_access_peer(*model, *data) ? "peer to peer"
+                                                                      : "staged through pinned host memory");
+            else
+                snprintf(desc, cap, "one CUDA device in both roles: device 0 (%s), separate arenas and streams",
+                         (*data)->info.name);
+            return TANDEM_OK;
+        }
+    }
+    TANDEM_TRY(open_pair(TANDEM_BACKEND_HOST, 0, 1, data, model));
+    snprintf(desc, cap, "no CUDA device: two host devices, data = host 0, model = host 1 (%s)",
+             (*data)->info.name);
+    return TANDEM_OK;
+}
+
+/* Explicit ordinals on n CUDA devices: the role not given takes the other device when there are
+ * two, else the same one. */
+static tandem_status open_ordinals(int n, int dg, int mg, tandem_device **data, tandem_device **model,
+                                   char *desc, size_t cap) {
+    if (dg < 0) dg = n >= 2 && mg == 0 ? 1 : 0;
+    if (mg < 0) mg = n >= 2 ? (dg == 1 ? 0 : 1) : dg;
+    if (dg >= n || mg >= n)
+        return tandem_fail(TANDEM_E_DEVICE, "config: %s %d: only %d CUDA device%s (ordinals 0..%d)",
+                           dg >= n ? "data_gpu" : "model_gpu", dg >= n ? dg : mg, n, n == 1 ? "" : "s",
+                           n - 1);
+    TANDEM_TRY(open_pair(TANDEM_BACKEND_CUDA, dg, mg, data, model));
+    if (mg == dg)
+        snprintf(desc, cap, "CUDA device %d (%s) in both roles (data_gpu = model_gpu), separate arenas "
+                 "and streams", dg, (*data)->info.name);
+    else
+        snprintf(desc, cap, "data device: CUDA %d (%s), model device: CUDA %d (%s); ring copies %s", dg,
+                 (*data)->info.name, mg, (*model)->info.name,
+                 tandem_device_can_access_peer(*model, *data) ? "peer to peer"
+                                                              : "staged through pinned host memory");
+    return TANDEM_OK;
+}
+
+tandem_status tandem_roles_open(tandem_backend backend, int data_gpu, int model_gpu,
+                                tandem_device **data, tandem_device **model, char *desc, size_t cap) {
+    if (!data || !model || !desc || !cap) return tandem_fail(TANDEM_E_INVALID, "tandem_roles_open: NULL argument");
+    *data = *model = NULL;
+    const int explicit_ = data_gpu >= 0 || model_gpu >= 0;
+    int n = 0;
+    if (!explicit_ || backend == TANDEM_BACKEND_HOST || tandem_cuda_device_count(&n) != TANDEM_OK || n == 0) {
+        if (explicit_ && backend == TANDEM_BACKEND_CUDA)
+            return tandem_fail(TANDEM_E_DEVICE, "config: data_gpu %d / model_gpu %d: no CUDA device "
+                               "found", data_gpu, model_gpu);
+        if (explicit_)
+            tandem_logf(TANDEM_LOG_WARN, "data_gpu / model_gpu ignored: no CUDA device (two host "
+                        "devices are used)");
+        return open_auto(backend, data, model, desc, cap);
+    }
+    return open_ordinals(n, data_gpu, model_gpu, data, model, desc, cap);
+}
+
+void tandem_roles_close(tandem_device *data, tandem_device *model) {
+    if (model && model != data) tandem_device_close(model);
+    if (data) tandem_device_close(data);
+}

@@ -1,0 +1,25 @@
+/* dataset.h — what the trainer, its validation and the data-side run share about data: the index
+ * of a dataset opened with a config's duration filter, and a ring batch described for the model.
+ * Owns nothing; opening an index allocates (before any pool commit). One thread (the caller's). */
+#ifndef TANDEM_RUNTIME_RUN_DATASET_H
+#define TANDEM_RUNTIME_RUN_DATASET_H
+
+#include "runtime/core/config.h"
+#include "runtime/data/pipeline.h"
+#include "runtime/data/text_index.h"
+#include "runtime/model/model.h"
+#include "tandem.h"
+
+/* Index dir (text cache in cache_dir, NULL = the index's default) with cfg's max_text, the
+ * duration filter of max_frames and cfg's seed; no held-out split (validation has its own
+ * directory). Free with tandem_text_index_free. */
+tandem_status tandem_run_open_index(const tandem_config *cfg, const char *dir, const char *cache_dir,
+                                    tandem_text_index *ix);
+
+/* Acquire the next batch of p (the consumer stream waits for it), describe its slot's tensors for
+ * the model (lengths included: the model builds its key mask and loss normalisers from them on the
+ * device) and add the time acquire blocked to *wait_ms. */
+tandem_status tandem_run_acquire(tandem_pipeline *p, tandem_batch_view *v, tandem_model_batch *mb,
+                                 double *wait_ms);
+
+#endif

@@ -1,0 +1,108 @@
+/* plan.c — the memory plan of a training run without a device (tandem_plan_report,
+ * runtime/tandem_train.h): planning-only pools (runtime/core/pool_internal.h) that know the
+ * target backend's alignment but own no memory, the arenas' tensors declared exactly as a run
+ * declares them (runtime/data/plan_layout.h for the feature path, the ring and the pinned
+ * staging; runtime/model/model.h for the model), then each pool's report. */
+#include <stdio.h>
+#include <string.h>
+
+#include "platform/os/log.h"
+#include "platform/os/strbuf.h"
+#include "runtime/core/config.h"
+#include "runtime/core/pool_internal.h"
+#include "runtime/data/plan_layout.h"
+#include "runtime/model/model.h"
+#include "runtime/text/symbols.h"
+#include "tandem.h"
+
+void tandem_plan_options_init(tandem_plan_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->backend = TANDEM_BACKEND_CUDA;
+}
+
+typedef struct plan_parts {
+    tandem_pool *pool[2]; /* data, model */
+    tandem_layout layout;
+    tandem_model model;
+} plan_parts;
+
+/* Both arenas declared: the data device's feature path, the model device's ring and model. */
+static tandem_status declare(const tandem_config *cfg, tandem_backend backend, plan_parts *p) {
+    TANDEM_TRY(tandem_pool_create_offline("data", backend, (size_t)cfg->data_gpu_memory << 20, &p->pool[0]));
+    TANDEM_TRY(tandem_pool_create_offline("model", backend, (size_t)cfg->model_gpu_memory << 20, &p->pool[1]));
+    TANDEM_TRY(tandem_layout_declare(cfg, p->pool[0], p->pool[1], &p->layout));
+    /* the model joins its arena: parameters, optimizer state, activations at cfg.precision */
+    tandem_model_dims dims;
+    TANDEM_TRY(tandem_model_dims_from_config(cfg, tandem_symbols_count(), &dims));
+    TANDEM_TRY(tandem_model_declare_plan(&p->model, backend, p->pool[1], &dims));
+    return tandem_model_staging_declare(&dims, &p->layout.staging); /* the model's pinned block */
+}
+
+static void heading(tandem_strbuf *o, const tandem_config *cfg, tandem_backend backend, const char *name) {
+    static const char *const sizes[] = {"tiny", "base", "custom"};
+    tandem_strbuf_printf(o,
+        "plan for %s: model_size %s (d_model %d, layers %d, heads %d, r %d), batch %d,\n"
+        "  max_text %d, max_frames %d, ring of %d slots, %s; target %s (alignment %zu B)\n\n",
+        name, sizes[cfg->model_size], cfg->d_model, cfg->layers, cfg->heads, cfg->reduction, cfg->batch_size,
+        cfg->max_text, cfg->max_frames, cfg->prefetch_buffer_size,
+        cfg->precision == TANDEM_PRECISION_BF16 ? "bf16" : "fp32",
+        backend == TANDEM_BACKEND_HOST ? "host devices" : "CUDA devices", tandem_pool_backend_alignment(backend));
+}
+
+/* Plan both arenas (an arena over budget is reported, not fatal: its error joins *errors) and
+ * write every report. Returns TANDEM_E_BUDGET when an arena does not fit. */
+static tandem_status report(const tandem_config *cfg, plan_parts *p, tandem_strbuf *o) {
+    static const char *const roles[2] = {"data device", "model device"};
+    char errors[2][1024];
+    tandem_status st = TANDEM_OK;
+    for (int i = 0; i < 2; i++) {
+        errors[i][0] = 0;
+        if (tandem_pool_plan(p->pool[i]) != TANDEM_OK) {
+            snprintf(errors[i], sizeof errors[i], "%s", tandem_last_error());
+            st = TANDEM_E_BUDGET;
+        }
+    }
+    size_t total = 0;
+    for (int i = 0; i < 2; i++) {
+        char rep[4096];
+        tandem_pool_report(p->pool[i], rep, sizeof rep);
+        tandem_strbuf_printf(o, "[%s] %s\n", roles[i], rep);
+        tandem_pool_stats s;
+        tandem_pool_get_stats(p->pool[i], &s);
+        total += s.arena_bytes;
+    }
+    char pinned[16384]; /* every staging block and buffer: about 8 KiB for a 16-slot ring */
+    tandem_layout_pinned_report(&p->layout, pinned, sizeof pinned);
+    tandem_strbuf_printf(o, "%s\n", pinned);
+    tandem_strbuf_printf(o, "one GPU in both roles needs both arenas on it: %.2f MiB\n", (double)total / (1 << 20));
+    tandem_strbuf_printf(o, "(the model arena holds the ring and the model: parameters, optimizer state, %s "
+                         "activations)\n", cfg->precision == TANDEM_PRECISION_BF16 ? "bf16/f32" : "f32");
+    if (st == TANDEM_OK) return TANDEM_OK;
+    return tandem_fail(st, "%s%s%s", errors[0], errors[0][0] && errors[1][0] ? "\n" : "", errors[1]);
+}
+
+tandem_status tandem_plan_report(const tandem_config *cfg, const tandem_plan_options *o, char *buf,
+                                 size_t cap, size_t *len) {
+    if (len) *len = 0;
+    if (buf && cap) buf[0] = 0;
+    if (!cfg || (!buf && cap)) return tandem_fail(TANDEM_E_INVALID, "tandem_plan_report: NULL argument");
+    tandem_plan_options def;
+    tandem_plan_options_init(&def);
+    if (!o) o = &def;
+    const tandem_backend backend = o->backend == TANDEM_BACKEND_HOST ? TANDEM_BACKEND_HOST : TANDEM_BACKEND_CUDA;
+    plan_parts p;
+    memset(&p, 0, sizeof p);
+    tandem_status st = declare(cfg, backend, &p);
+    tandem_strbuf text = {buf, cap, 0};
+    if (st == TANDEM_OK) {
+        heading(&text, cfg, backend, o->config_name ? o->config_name : "config");
+        st = report(cfg, &p, &text);
+        if (len) *len = text.len;
+    }
+    tandem_model_free(&p.model);
+    tandem_layout_release(&p.layout);
+    tandem_pool_destroy(p.pool[0]);
+    tandem_pool_destroy(p.pool[1]);
+    return st;
+}

@@ -1,0 +1,158 @@
+/* run_ckpt.c — a training run's checkpoints (see run_ckpt.h). */
+#include "runtime/run/run_ckpt.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+#include "runtime/core/dev.h"
+#include "runtime/text/symbols.h"
+
+#define NAME_CAP (TANDEM_MODEL_PARAM_NAME_MAX + 8)
+
+static int64_t meta_int(const tandem_st_file *f, const char *key, int64_t def) {
+    const char *v = tandem_st_meta_find(f, key);
+    return v ? strtoll(v, NULL, 10) : def;
+}
+
+tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, tandem_st_file **out,
+                                   tandem_train_state *st, tandem_sampler_pos *next) {
+    char path[1100];
+    int64_t step = 0;
+    int found = 0;
+    *out = NULL;
+    TANDEM_TRY(tandem_checkpoint_find_latest(dir, path, sizeof path, &step, &found));
+    if (!found) return tandem_fail(TANDEM_E_INVALID, "resume: no valid checkpoint in '%s'", dir);
+    TANDEM_TRY(tandem_checkpoint_open(path, step, out));
+    const tandem_st_file *f = *out;
+    st->step = step;
+    st->updates = meta_int(f, "updates", step);
+    st->skipped = meta_int(f, "skipped", 0);
+    st->skipped_in_row = meta_int(f, "skipped_in_row", 0);
+    const int64_t rng = meta_int(f, TANDEM_CKPT_KEY_RNG, cfg->seed);
+    if (rng != cfg->seed)
+        tandem_logf(TANDEM_LOG_WARN, "resume: the checkpoint's seed is %" PRId64 ", the config's %"
+                    PRId64 "; the sampler continues with the config's", rng, cfg->seed);
+    next->epoch = meta_int(f, TANDEM_CKPT_KEY_SAMPLER_EPOCH, 0);
+    next->index = meta_int(f, TANDEM_CKPT_KEY_SAMPLER_POSITION, 0);
+    tandem_logf(TANDEM_LOG_INFO, "resume: %s (step %" PRId64 ", sampler epoch %" PRId64
+                ", position %" PRId64 ")", path, step, next->epoch, next->index);
+    return TANDEM_OK;
+}
+
+/* The table: one entry per parameter, then per adam_m, then per adam_v; returns the largest
+ * parameter's element count. */
+static int64_t build_table(tandem_run_ckpt *c, const tandem_model *m) {
+    static const char *const prefix[3] = {"", "adam_m.", "adam_v."};
+    tandem_tensor *flat[3] = {m->params, m->adam_m, m->adam_v};
+    int64_t biggest = 1;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < m->n_params; i++) {
+            const int j = k * m->n_params + i;
+            char *name = c->names + (size_t)j * NAME_CAP;
+            snprintf(name, NAME_CAP, "%s%s", prefix[k], m->param[i].name);
+            tandem_st_tensor *e = &c->tensors[j];
+            e->name = name;
+            e->dtype = TANDEM_F32;
+            e->ndim = m->param[i].ndim;
+            e->shape[0] = m->param[i].shape[0];
+            e->shape[1] = m->param[i].shape[1];
+            e->user = &c->entries[j];
+            c->entries[j].flat = flat[k];
+            c->entries[j].off = m->param[i].offset;
+            if (m->param[i].numel > biggest) biggest = m->param[i].numel;
+        }
+    return biggest;
+}
+
+static tandem_status create_parts(tandem_run_ckpt *c, const tandem_model *m, const tandem_config *cfg,
+                                  int resume) {
+    c->count = 3 * m->n_params;
+    c->tensors = tandem_calloc((size_t)c->count, sizeof *c->tensors);
+    c->entries = tandem_calloc((size_t)c->count, sizeof *c->entries);
+    c->names = tandem_calloc((size_t)c->count, NAME_CAP);
+    if (!c->tensors || !c->entries || !c->names)
+        return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory for the checkpoint table");
+    const int64_t biggest = build_table(c, m);
+    size_t len = 0;
+    TANDEM_TRY(tandem_symbols_to_json(&c->symbols_json, &len));
+    const size_t cl = tandem_config_dump(cfg, NULL, 0) + 1;
+    c->cfg_yaml = tandem_malloc(cl);
+    if (!c->cfg_yaml) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
+    tandem_config_dump(cfg, c->cfg_yaml, cl);
+    if (resume) {
+        c->load_buf = tandem_malloc((size_t)biggest * sizeof(float));
+        if (!c->load_buf) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
+    }
+    return tandem_checkpoint_create(cfg->out, cfg->keep, c->tensors, c->count, cl + len + 1024, &c->writer);
+}
+
+tandem_status tandem_run_ckpt_create(tandem_run_ckpt *c, const tandem_model *m, const tandem_config *cfg,
+                                     tandem_stream *s, int resume) {
+    memset(c, 0, sizeof *c);
+    c->s = s;
+    c->seed = cfg->seed;
+    tandem_status st = create_parts(c, m, cfg, resume);
+    if (st != TANDEM_OK) tandem_run_ckpt_free(c);
+    return st;
+}
+
+tandem_status tandem_run_ckpt_restore(tandem_run_ckpt *c, const tandem_st_file *f) {
+    for (int j = 0; j < c->count; j++) {
+        const tandem_st_tensor *e = &c->tensors[j];
+        const tandem_run_ckpt_entry *ce = &c->entries[j];
+        int64_t numel = e->ndim > 1 ? e->shape[0] * e->shape[1] : e->shape[0];
+        size_t bytes = (size_t)numel * sizeof(float);
+        TANDEM_TRY(tandem_st_read_tensor(f, e->name, TANDEM_F32, e->ndim, e->shape, c->load_buf, bytes));
+        TANDEM_TRY(tandem_dev_upload(c->s, ce->flat, (size_t)ce->off * sizeof(float), c->load_buf,
+                                     bytes));
+        TANDEM_TRY(tandem_stream_sync(c->s));
+    }
+    return TANDEM_OK;
+}
+
+static tandem_status fetch(void *ctx, void *user, void *dst, size_t offset, size_t bytes) {
+    tandem_run_ckpt *c = ctx;
+    const tandem_run_ckpt_entry *e = user;
+    TANDEM_TRY(tandem_dev_download(c->s, dst, e->flat, (size_t)e->off * sizeof(float) + offset,
+                                   bytes));
+    return tandem_stream_sync(c->s);
+}
+
+tandem_status tandem_run_ckpt_save(tandem_run_ckpt *c, const tandem_train_state *st,
+                                   tandem_sampler_pos next) {
+    char upd[32], skp[32], row[32], rng[32], ep[32], pos[32];
+    snprintf(upd, sizeof upd, "%" PRId64, st->updates);
+    snprintf(skp, sizeof skp, "%" PRId64, st->skipped);
+    snprintf(row, sizeof row, "%" PRId64, st->skipped_in_row);
+    /* The run's only random state: initialisation and the sampler's permutations are pure
+     * functions of the seed (no dropout), so the seed is the RNG state. */
+    snprintf(rng, sizeof rng, "%" PRId64, c->seed);
+    snprintf(ep, sizeof ep, "%" PRId64, next.epoch);
+    snprintf(pos, sizeof pos, "%" PRId64, next.index);
+    const tandem_st_meta meta[] = {
+        {TANDEM_CKPT_KEY_CONFIG, c->cfg_yaml},
+        {TANDEM_CKPT_KEY_SYMBOLS, c->symbols_json},
+        {TANDEM_CKPT_KEY_SAMPLER_EPOCH, ep},
+        {TANDEM_CKPT_KEY_SAMPLER_POSITION, pos},
+        {"updates", upd},
+        {"skipped", skp},
+        {"skipped_in_row", row},
+        {TANDEM_CKPT_KEY_RNG, rng},
+    };
+    return tandem_checkpoint_save(c->writer, st->step, meta, (int)(sizeof meta / sizeof meta[0]), fetch, c);
+}
+
+void tandem_run_ckpt_free(tandem_run_ckpt *c) {
+    if (c->writer) tandem_checkpoint_free(c->writer);
+    tandem_free(c->tensors);
+    tandem_free(c->entries);
+    tandem_free(c->names);
+    tandem_free(c->cfg_yaml);
+    tandem_free(c->symbols_json);
+    tandem_free(c->load_buf);
+    memset(c, 0, sizeof *c);
+}

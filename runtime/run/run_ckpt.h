@@ -1,0 +1,59 @@
+/* run_ckpt.h — a training run's checkpoints: the table that names every parameter and AdamW
+ * moment as a checkpoint tensor (a view of the model's flat params / adam_m / adam_v at the
+ * parameter's element offset), the metadata a resume needs, writing a checkpoint and restoring one.
+ *
+ * Tensor names: the parameter table's names, AdamW moments as adam_m.<name> / adam_v.<name>.
+ * Metadata: config (YAML), symbols (JSON), sampler_epoch / sampler_position (of the next utterance
+ * the model consumes), updates, skipped, skipped_in_row, rng_state (the seed: initialisation and
+ * the sampler's permutations are pure functions of it, there is no dropout), plus format_version
+ * and step from runtime/formats/checkpoint.h.
+ * Owns: the table, the checkpoint writer (sized at create: save allocates nothing), the config and
+ * symbol texts and, for a resume, a host buffer of the largest parameter. One thread: the
+ * trainer's. */
+#ifndef TANDEM_RUNTIME_RUN_CKPT_H
+#define TANDEM_RUNTIME_RUN_CKPT_H
+
+#include <stdint.h>
+
+#include "runtime/core/config.h"
+#include "runtime/data/sampler.h"
+#include "runtime/formats/checkpoint.h"
+#include "runtime/model/model.h"
+#include "runtime/model/train_step.h"
+#include "tandem.h"
+
+typedef struct tandem_run_ckpt_entry {
+    tandem_tensor *flat; /* params, adam_m or adam_v */
+    int64_t off;         /* elements */
+} tandem_run_ckpt_entry;
+
+typedef struct tandem_run_ckpt {
+    tandem_checkpoint *writer;
+    int count;                      /* 3 * n_params */
+    tandem_st_tensor *tensors;      /* [count] */
+    tandem_run_ckpt_entry *entries; /* [count], the tensors' user pointers */
+    char *names;                    /* [count][TANDEM_MODEL_PARAM_NAME_MAX + 8] */
+    char *cfg_yaml, *symbols_json;
+    float *load_buf;                /* the largest parameter (resume only) */
+    tandem_stream *s;               /* model stream: downloads and uploads */
+    int64_t seed;
+} tandem_run_ckpt;
+
+/* The newest valid checkpoint of dir, opened (before the pool commit: opening allocates), and the
+ * counters it carries: *st (step, updates, skipped, skipped_in_row) and *next (sampler position).
+ * A seed other than cfg's is a warning (the sampler continues with the config's). No checkpoint is
+ * TANDEM_E_INVALID naming dir. */
+tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, tandem_st_file **out,
+                                   tandem_train_state *st, tandem_sampler_pos *next);
+/* Build the table for m's parameters and the writer into cfg->out (keeping cfg->keep files); with
+ * resume, the load buffer too. On failure everything is freed (c zeroed). */
+tandem_status tandem_run_ckpt_create(tandem_run_ckpt *c, const tandem_model *m, const tandem_config *cfg,
+                                     tandem_stream *s, int resume);
+/* Copy every table tensor of f into the model's committed tensors (synchronously). */
+tandem_status tandem_run_ckpt_restore(tandem_run_ckpt *c, const tandem_st_file *f);
+/* Write ckpt-<st->step>.safetensors with the metadata above. No heap allocation. */
+tandem_status tandem_run_ckpt_save(tandem_run_ckpt *c, const tandem_train_state *st,
+                                   tandem_sampler_pos next);
+void tandem_run_ckpt_free(tandem_run_ckpt *c);
+
+#endif

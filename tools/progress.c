@@ -1,0 +1,69 @@
+/* progress.c — the progress line of `tandem train` (see progress.h). */
+#include "tools/progress.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <unistd.h>
+
+void cli_progress_init(cli_progress *p, FILE *out, int plain_every, int force_plain) {
+    p->out = out;
+    p->tty = !force_plain && out && isatty(fileno(out));
+    p->plain_every = plain_every > 0 ? plain_every : 1;
+    p->open_line = 0;
+}
+
+static size_t fmt_duration(double s, char *buf, size_t cap) {
+    if (!(s >= 0) || !isfinite(s)) return (size_t)snprintf(buf, cap, "?");
+    long long t = (long long)(s + 0.5);
+    if (t >= 3600) return (size_t)snprintf(buf, cap, "%lldh%02lldm", t / 3600, t / 60 % 60);
+    if (t >= 60) return (size_t)snprintf(buf, cap, "%lldm%02llds", t / 60, t % 60);
+    return (size_t)snprintf(buf, cap, "%llds", t);
+}
+
+size_t cli_progress_format(const tandem_step_metrics *m, char *buf, size_t cap) {
+    if (!cap) return 0;
+    char eta[24];
+    fmt_duration(m->eta_s, eta, sizeof eta);
+    int n = snprintf(buf, cap,
+                     "step %" PRId64 "/%" PRId64 "  loss %.4f  %.1f samples/s  %.1fx RT  wait %.1f ms  "
+                     "busy %.0f/%.0f%%  ETA %s",
+                     m->step, m->total_steps, m->loss, m->samples_per_s, m->x_realtime, m->data_wait_ms,
+                     m->model_busy_pct, m->data_busy_pct, eta);
+    if (n < 0) {
+        buf[0] = '\0';
+        return 0;
+    }
+    return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+void cli_progress_update(cli_progress *p, const tandem_step_metrics *m) {
+    if (!p->out) return;
+    char line[256];
+    cli_progress_format(m, line, sizeof line);
+    if (p->tty) {
+        /* \033[K clears what a longer previous line left behind */
+        fprintf(p->out, "\r%s\033[K", line);
+        p->open_line = 1;
+    } else if (m->step % p->plain_every == 0 || m->step == m->total_steps) {
+        fprintf(p->out, "%s\n", line);
+    }
+    fflush(p->out);
+}
+
+void cli_progress_on_step(void *user, const tandem_step_metrics *m) { cli_progress_update(user, m); }
+
+void cli_progress_message(cli_progress *p, const char *msg) {
+    if (!p->out) return;
+    if (p->open_line) fprintf(p->out, "\r\033[K");
+    fprintf(p->out, "%s\n", msg);
+    p->open_line = 0; /* redrawn at the next update */
+    fflush(p->out);
+}
+
+void cli_progress_finish(cli_progress *p) {
+    if (p->out && p->open_line) {
+        fputc('\n', p->out);
+        fflush(p->out);
+    }
+    p->open_line = 0;
+}
