@@ -80,8 +80,6 @@ while IFS= read -r f; do
   files=$((files + 1))
   m=$(module_of "$f")
   [ "$m" = other ] && continue
-  # TEMPORARY while the public API grows (issue 8, item 3): tools/ still reaches inside.
-  [ "$m" = tools ] && [ -z "${TANDEM_LAYERING_STRICT_TOOLS-}" ] && continue
   while IFS=: read -r line inc; do
     [ -z "$inc" ] && continue
     includes=$((includes + 1))

@@ -26,12 +26,7 @@ cd "$root" || exit 2
 PERMANENT=(
   "platform/os/log.c|default_hook||the log hook's default writer (stderr), DESIGN.md §10"
 )
-# TEMPORARY (issue 8 item 4): the terminal progress line moves to tools/, fed by the step
-# callback, on another branch. When that lands, empty this list.
-TEMPORARY=(
-  "runtime/report/metrics.c|tandem_progress_*||TEMPORARY: the progress printer writes the caller's stream (stdout) until it moves to tools/"
-  "runtime/run/*.c|*|tandem_progress_init.*stdout|TEMPORARY: hands stdout to metrics.c's progress printer until it moves to tools/"
-)
+TEMPORARY=() # none left: empty it again should one be needed
 
 list_files() {
   { git ls-files --cached --others --exclude-standard -- runtime platform kernels 2>/dev/null ||

@@ -6,7 +6,7 @@
  *   2. trains the tiny model (configs/tiny.yaml's preset, batch 2) for a few steps on the host
  *      backend, printing each step from the per-step callback;
  *   3. inspects the checkpoint the run wrote;
- *   4. synthesizes a sentence from it (see synthesize() below).
+ *   4. synthesizes a sentence from it and writes the waveform.
  *
  * It prints the loss before and after training and the synthesized length; the exit status is 0
  * when everything succeeded and the loss went down. docs/API.md walks through it.
@@ -24,7 +24,7 @@
 
 #include <tandem.h>
 
-enum { UTTERANCES = 6, RATE = 22050, STEPS = 5 };
+enum { UTTERANCES = 6, RATE = TANDEM_FEATURE_SAMPLE_RATE, STEPS = 5 };
 
 /* Print the runtime's message for a failed call and leave main. */
 #define CHECK(call)                                                                              \
@@ -108,16 +108,28 @@ static void on_step(void *user, const tandem_step_metrics *m) {
            (long long)m->total_steps, m->loss, m->l1, m->samples_per_s, m->model_busy_pct);
 }
 
-/* ---- synthesis: FOR THE LEAD TO COMPLETE --------------------------------------------------------
- * The synthesis half of the public API (runtime/tandem_synth.h: open a checkpoint + options,
- * text → log-mel and waveform, close) is written in parallel with this example. Once tandem.h
- * includes it, this function opens `checkpoint`, synthesizes `text` and returns TANDEM_OK with the
- * log-mel's frame count and the waveform's sample count. Until then it says so and returns
- * TANDEM_E_UNSUPPORTED, which main reports without failing. */
-static tandem_status synthesize(const char *checkpoint, const char *text, long *frames, long *samples) {
-    (void)checkpoint, (void)text;
-    *frames = *samples = 0;
-    return TANDEM_E_UNSUPPORTED;
+/* ---- synthesis ------------------------------------------------------------------------------ */
+
+/* Opens the checkpoint, synthesizes `text` into the handle's own buffers (valid until the next run
+ * or close), writes the waveform next to it and returns the log-mel's frames and the samples. A
+ * few Griffin-Lim iterations are enough to show the path; listening quality wants the default. */
+static tandem_status synthesize(const char *checkpoint, const char *text, const char *wav, long *frames,
+                                long *samples, int *stopped) {
+    tandem_synth_options o;
+    tandem_synth_options_init(&o);
+    o.backend = TANDEM_BACKEND_HOST;
+    o.gl_iters = 4;
+    tandem_synth *s = NULL;
+    tandem_status st = tandem_synth_open(checkpoint, &o, &s);
+    if (st != TANDEM_OK) return st; /* s is NULL: nothing to close */
+    tandem_synth_result r;
+    st = tandem_synth_run(s, text, TANDEM_LANG_AUTO, NULL, &r);
+    if (st == TANDEM_OK) st = tandem_wav_write_pcm16(wav, r.audio, r.samples, r.sample_rate);
+    *frames = r.frames;
+    *samples = (long)r.samples;
+    *stopped = r.stop == TANDEM_SYNTH_STOP_HEAD;
+    tandem_synth_close(s);
+    return st;
 }
 
 int main(void) {
@@ -164,14 +176,17 @@ int main(void) {
            tandem_ckpt_format_version(ckpt), tandem_ckpt_tensor_count(ckpt));
 
     long frames = 0, samples = 0;
-    tandem_status st = synthesize(tandem_ckpt_path(ckpt), sentences[1], &frames, &samples);
-    if (st == TANDEM_OK)
-        printf("synthesized \"%s\": %ld mel frames, %ld samples (%.2f s)\n", sentences[1], frames, samples,
-               (double)samples / RATE);
-    else if (st == TANDEM_E_UNSUPPORTED)
-        printf("synthesized length: not available (synthesize() awaits runtime/tandem_synth.h)\n");
-    else
-        CHECK(st);
+    int stopped = 0;
+    char wav[700];
+    snprintf(wav, sizeof wav, "%s/synth.wav", out);
+    CHECK(synthesize(tandem_ckpt_path(ckpt), sentences[1], wav, &frames, &samples, &stopped));
+    printf("synthesized \"%s\": %ld mel frames, %ld samples (%.2f s; %s)\n", sentences[1], frames, samples,
+           (double)samples / RATE, stopped ? "the stop head fired" : "frame limit: a 5-step model has not learned to stop");
+    if (frames < 1 || samples != frames * (long)TANDEM_FEATURE_HOP) {
+        fprintf(stderr, "train_embed: synthesized %ld frames and %ld samples; expected >= 1 frame, one hop of samples each\n",
+                frames, samples);
+        goto out;
+    }
     rc = sum.loss_last < sum.loss_first ? 0 : 1;
     if (rc) fprintf(stderr, "train_embed: the loss did not go down\n");
 out:

@@ -182,6 +182,7 @@ static tandem_status create_parts(tandem_pipeline *p) {
 }
 
 tandem_status tandem_pipeline_create(const tandem_pipeline_options *o, tandem_pipeline **out) {
+    if (out) *out = NULL;
     if (!o || !out || !o->cfg || !o->ix || !o->data_dir || !o->data_dev || !o->model_dev || !o->data_pool ||
         !o->model_pool)
         return tandem_fail(TANDEM_E_INVALID, "pipeline: config, index, data dir, both devices and both pools "

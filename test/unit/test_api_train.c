@@ -38,18 +38,11 @@
 #include <cmocka.h>
 
 #include "tandem.h"
-#include "test/testutil.h"
+#include "test/fixtures.h"
 #include "test/tiny_corpus.h"
 
 #define MAX_FRAMES 32
 #define STEPS 6
-
-#define CHECK(expr)                                                                       \
-    do {                                                                                  \
-        tandem_status st_ = (expr);                                                       \
-        if (st_ != TANDEM_OK) fail_msg("%s: %s: %s", #expr, tandem_status_name(st_),      \
-                                       tandem_last_error());                              \
-    } while (0)
 
 static uint64_t seed;
 static char root[256], data[300], val[300], cache[300];
@@ -477,8 +470,7 @@ static void test_data_run(void **state) {
 
 int main(void) {
     seed = tandem_test_seed("test_api_train");
-    snprintf(root, sizeof root, "/tmp/tandem_test_api_train_XXXXXX");
-    assert_non_null(mkdtemp(root));
+    if (tandem_test_mkdtemp(root, sizeof root, "test_api_train") != 0) return 1;
     snprintf(data, sizeof data, "%s/data", root);
     snprintf(val, sizeof val, "%s/val", root);
     snprintf(cache, sizeof cache, "%s/cache", root);
@@ -492,8 +484,6 @@ int main(void) {
         cmocka_unit_test(test_data_run),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    if (tandem_test_rmtree(root) != 0) fprintf(stderr, "could not remove %s\n", root);
     return rc;
 }

@@ -28,6 +28,7 @@
 #include "runtime/audio/griffinlim.h"
 #include "runtime/audio/mel.h"
 #include "runtime/data/loader.h"
+#include "runtime/data/pipeline.h"
 #include "runtime/data/ring.h"
 #include "runtime/data/sampler.h"
 #include "runtime/data/text_index.h"
@@ -266,6 +267,20 @@ static int all_zero(const void *p, size_t n) {
 }
 
 /* ---- audio decoder, Griffin-Lim, plot, figures ---- */
+static tandem_status pipeline_attempt(subject *s, void **held) {
+    return tandem_pipeline_create((const tandem_pipeline_options *)s->ctx, (tandem_pipeline **)held);
+}
+RELEASE(pipeline, tandem_pipeline_destroy)
+static void test_pipeline_create_bad_options(void **state) {
+    (void)state;
+    tandem_pipeline_options o;
+    tandem_pipeline_options_init(&o); /* no config, index, devices or pools */
+    subject s = {"tandem_pipeline_create", pipeline_attempt, pipeline_release, &o};
+    check_failure(&s, "options without config, index, devices or pools");
+    s.ctx = NULL;
+    check_failure(&s, "NULL options");
+}
+
 static tandem_status loader_attempt(subject *s, void **held) {
     return tandem_loader_create((const tandem_loader_config *)s->ctx, (tandem_loader **)held);
 }
@@ -525,7 +540,7 @@ static void test_text_index_open(void **state) {
 int main(void) {
     tandem_log_set_level(TANDEM_LOG_ERROR); /* the forced failures warn on purpose */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_audio_decoder_create), cmocka_unit_test(test_mel_host_create), cmocka_unit_test(test_loader_create_bad_config), cmocka_unit_test(test_griffinlim_create),
+        cmocka_unit_test(test_audio_decoder_create), cmocka_unit_test(test_mel_host_create), cmocka_unit_test(test_loader_create_bad_config), cmocka_unit_test(test_pipeline_create_bad_options), cmocka_unit_test(test_griffinlim_create),
         cmocka_unit_test(test_plot_and_figures_create), cmocka_unit_test(test_st_writer_create),
         cmocka_unit_test(test_st_open), cmocka_unit_test(test_checkpoint_open),
         cmocka_unit_test(test_checkpoint_create), cmocka_unit_test(test_atomic_open),
