@@ -275,10 +275,8 @@ int cli_corpus(int argc, char **argv) {
     }
     char wavs[4096];
     snprintf(wavs, sizeof wavs, "%s/wavs", out);
-    if (tandem_files_mkdir_p(text_only ? out : wavs) != TANDEM_OK) {
-        fprintf(stderr, "tandem corpus: %s\n", tandem_last_error());
-        return 1;
-    }
+    tandem_status mk = tandem_files_mkdir_p(text_only ? out : wavs);
+    if (mk != TANDEM_OK) return cli_fail("corpus", mk);
 
     uint64_t t0 = now_ns();
     utt *u = calloc((size_t)count, sizeof *u);
@@ -371,9 +369,10 @@ int cli_corpus(int argc, char **argv) {
             o += (size_t)sprintf(meta + o, "%s|%s|%s\n", u[i].id, u[i].raw, u[i].norm);
         char path[4200];
         snprintf(path, sizeof path, "%s/metadata.csv", out);
-        if (!meta || tandem_files_write_atomic(path, meta, o) != TANDEM_OK) {
+        tandem_status wst = meta ? tandem_files_write_atomic(path, meta, o) : TANDEM_E_NOMEM;
+        if (wst != TANDEM_OK) {
             fprintf(stderr, "tandem corpus: writing %s: %s\n", path, meta ? tandem_last_error() : "out of memory");
-            rc = 1;
+            rc = cli_exit_code(wst);
         }
         free(meta);
     }
