@@ -18,7 +18,9 @@
  * only characters of the symbol table. The checkpoint's own config sizes the model, and its
  * symbol table must equal this build's (the embedding rows are token ids). Generation keeps the
  * trained shapes (batch 1, max_text tokens, max_frames frames) and stops at the first frame
- * whose stop probability passes 0.5 (that frame is kept) or at the frame limit.
+ * whose stop probability passes 0.5 (that frame is kept) or at the frame limit. Each step runs
+ * the newest position only, with the keys and values of the earlier positions cached
+ * (options.recompute = 1: the whole forward per step, for comparison).
  *
  * Output buffers (tandem_synth_buffers): a NULL pointer → the handle's own buffer, valid until
  * the next run or close; else the caller's buffer, which must hold the worst case of this
@@ -26,7 +28,8 @@
  * audio — checked before any work (TANDEM_E_INVALID saying how many are needed). Both kinds
  * give identical values.
  *
- * Owns: the device, a memory pool with the model (parameters and activations, no gradients),
+ * Owns: the device, a memory pool with the model (parameters and activations, no gradients,
+ * the key/value cache),
  * pinned staging memory, host buffers for the mel, stop logits and audio, and Griffin-Lim's
  * tables, all made at open; a run allocates nothing on the device (the text normaliser may grow
  * its scratch for a longer text). One handle serves one thread at a time; handles are
@@ -62,6 +65,10 @@ typedef struct tandem_synth_options {
                                (the mel alone, e.g. for an external vocoder) */
     uint64_t seed;          /* Griffin-Lim's initial random phases (default 1): the same seed
                                gives the same waveform */
+    int recompute;          /* 0 (default): each step runs only the newest position, reusing
+                               the cached keys and values of the earlier ones; 1: each step
+                               reruns the whole causal forward (the reference the cache is
+                               tested against: equal outputs to f32 rounding, much slower) */
 } tandem_synth_options;
 
 /* The defaults above. */
@@ -110,6 +117,10 @@ typedef struct tandem_synth_result {
     int frames;               /* frames kept (<= steps * reduction, <= the frame limit) */
     int steps;                /* forward passes (one per group of `reduction` frames) */
     tandem_synth_stop stop;   /* why generation ended */
+    int stop_frame;           /* TANDEM_SYNTH_STOP_HEAD: the frame whose stop probability passed
+                                 0.5 (= frames - 1; at stop_frame * hop / sample_rate seconds);
+                                 else -1. stop_logit has every generated frame's logit, so the
+                                 probabilities near the end are sigmoid(stop_logit[i]). */
     tandem_lang lang;         /* the language tag used */
     int tokens;               /* encoded tokens, <lang>, BOS and EOS included */
     const float *mel;         /* [frames, 80] natural-log mel (the caller's buffer or the handle's) */

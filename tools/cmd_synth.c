@@ -1,6 +1,7 @@
 /* cmd_synth.c — `tandem synth`: checkpoint + text → WAV (Griffin-Lim) and optionally the log-mel
  * as .npy, through the public synthesis API (tandem_synth.h). Exit codes: cli_exit_code (0
  * done, 2 bad usage, bad text or a bad checkpoint, 1 any other failure). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +13,15 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem synth --checkpoint FILE --text \"...\" --out x.wav [--lang en|fa]\n"
             "                    [--mel-out x.npy] [--max-frames N] [--gl-iters N] [--seed N]\n"
-            "                    [--backend auto|host|cuda]\n\n"
+            "                    [--backend auto|host|cuda] [--kv-cache on|off]\n\n"
             "Generates log-mel frames autoregressively from a training checkpoint until the stop\n"
             "head fires (stop probability > 0.5) or --max-frames (default: the trained "
             "max_frames),\nthen Griffin-Lim (default %d iterations) → 22050 Hz 16-bit WAV. "
             "--mel-out writes the\nlog-mel [frames, 80] (float32) for an external neural "
-            "vocoder.\n--lang forces the language tag (default: detected from the script).\n",
+            "vocoder.\n--lang forces the language tag (default: detected from the script).\n"
+            "--kv-cache off reruns the whole causal forward per step instead of caching the\n"
+            "earlier positions' keys and values (same output, slower; for comparison).\n"
+            "Prints where the stop fired and the stop probability of the last frames.\n",
             TANDEM_SYNTH_DEFAULT_GL_ITERS);
 }
 
@@ -32,13 +36,38 @@ static int parse_int(const char *flag, const char *v, long lo, long hi, long *ou
     return 1;
 }
 
+static double sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+
+/* Where the stop fired (or the highest stop probability when it did not), and the stop
+ * probabilities of the last frames generated. */
+static void report_stop(const tandem_synth_result *r, int hop) {
+    const int last = r->stop == TANDEM_SYNTH_STOP_HEAD ? r->stop_frame : r->frames - 1;
+    if (r->stop == TANDEM_SYNTH_STOP_HEAD) {
+        printf("stop: fired at frame %d (%.2f s)\n", r->stop_frame,
+               (double)r->stop_frame * hop / r->sample_rate);
+    } else {
+        int best = 0;
+        for (int i = 1; i < r->frames; i++)
+            if (r->stop_logit[i] > r->stop_logit[best]) best = i;
+        printf("stop: never fired in %d frames (%.2f s); highest stop probability %.3f at frame "
+               "%d\n", r->frames, (double)r->frames * hop / r->sample_rate,
+               r->frames ? sigmoid(r->stop_logit[best]) : 0.0, best);
+    }
+    const int k0 = last - 7 < 0 ? 0 : last - 7;
+    printf("stop probability, frames %d..%d:", k0, last);
+    for (int i = k0; i <= last; i++) printf(" %.3f", sigmoid(r->stop_logit[i]));
+    printf("\n");
+}
+
 /* The summary lines of a finished run. */
-static void report(const tandem_synth_result *r, const char *out, const char *mel_out, int iters) {
+static void report(const tandem_synth_result *r, const char *out, const char *mel_out, int iters,
+                   int hop) {
     const double dur = (double)r->samples / r->sample_rate;
     printf("text: %d tokens (%s)\n", r->tokens, tandem_lang_name(r->lang));
     printf("generated %d frames in %d steps; stop: %s\n", r->frames, r->steps,
            r->stop == TANDEM_SYNTH_STOP_HEAD ? "stop head (probability > 0.5)"
                                              : "frame limit reached (the stop head never fired)");
+    report_stop(r, hop);
     printf("audio: %.2f s at %d Hz → %s%s%s\n", dur, r->sample_rate, out, mel_out ? "; mel → " : "",
            mel_out ? mel_out : "");
     printf("time: generation %.2f s (%.1f ms/step), Griffin-Lim %.2f s (%d iterations); "
@@ -67,7 +96,7 @@ static int synthesize(const char *ckpt, const tandem_synth_options *o, const cha
         const int64_t shape[2] = {r.frames, info.n_mels};
         st = tandem_npy_write_f32(mel_out, r.mel, 2, shape);
     }
-    if (st == TANDEM_OK) report(&r, out, mel_out, o->gl_iters);
+    if (st == TANDEM_OK) report(&r, out, mel_out, o->gl_iters, info.hop);
     tandem_synth_close(s);
     return cli_fail("synth", st);
 }
@@ -81,6 +110,7 @@ int cli_synth(int argc, char **argv) {
     long max_frames = 0, iters = TANDEM_SYNTH_DEFAULT_GL_ITERS, seed = 1;
     tandem_lang lang = TANDEM_LANG_AUTO;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
+    int recompute = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (i + 1 >= argc) {
@@ -105,6 +135,12 @@ int cli_synth(int argc, char **argv) {
                 fprintf(stderr, "tandem synth: --lang '%s': expected en or fa\n", v);
                 return 2;
             }
+        } else if (!strcmp(a, "--kv-cache")) {
+            if (strcmp(v, "on") && strcmp(v, "off")) {
+                fprintf(stderr, "tandem synth: --kv-cache '%s': expected on or off\n", v);
+                return 2;
+            }
+            recompute = !strcmp(v, "off");
         } else if (!strcmp(a, "--backend")) {
             if (!cli_parse_backend("synth", v, &backend)) return 2;
         } else {
@@ -122,5 +158,6 @@ int cli_synth(int argc, char **argv) {
     o.max_frames = (int)max_frames;
     o.gl_iters = (int)iters;
     o.seed = (uint64_t)seed;
+    o.recompute = recompute;
     return synthesize(ckpt, &o, text, lang, out, mel_out);
 }

@@ -12,6 +12,7 @@
 #include "runtime/audio/mel.h"
 #include "platform/os/log.h"
 #include "runtime/model/model.h"
+#include "runtime/model/model_kv.h"
 #include "platform/os/os.h"
 #include "runtime/formats/safetensors.h"
 #include "runtime/text/symbols.h"
@@ -30,6 +31,8 @@ struct tandem_synth {
     tandem_pool *pool;
     tandem_model model;
     int model_declared;
+    tandem_model_kv kv; /* the one-position forward with cached keys and values */
+    int recompute;      /* 1: the whole causal forward per step instead (options.recompute) */
     /* the B = 1 batch the forward reads */
     tandem_tensor *tokens;       /* [1, Tt] i32 */
     tandem_tensor *mels;         /* [1, F, 80] f32: generated frames, zeros beyond */
@@ -111,6 +114,7 @@ static tandem_status declare(tandem_synth *s) {
     TANDEM_TRY(tandem_pool_create(s->dev, "synth", 0, &s->pool));
     TANDEM_TRY(tandem_model_declare(&s->model, s->dev, s->pool, d));
     s->model_declared = 1;
+    TANDEM_TRY(tandem_model_kv_declare(&s->kv, &s->model, s->pool));
     const int64_t tok[2] = {1, d->text_len}, mel[3] = {1, d->frames, d->n_mels},
                   fr[2] = {1, d->frames};
     TANDEM_TRY(tandem_pool_declare(s->pool, "synth.tokens", TANDEM_I32, 2, tok, TANDEM_PERSISTENT,
@@ -232,6 +236,7 @@ tandem_status tandem_synth_open(const char *checkpoint, const tandem_synth_optio
     s->frame_limit = o->max_frames > 0 && o->max_frames < s->dims.frames ? o->max_frames : s->dims.frames;
     s->gl_iters = o->gl_iters;
     s->seed = o->seed;
+    s->recompute = o->recompute != 0;
     tandem_logf(TANDEM_LOG_DEBUG, "synth: %s on %s: d %d, layers %d, r %d, max_text %d, "
                 "max_frames %d", s->path, s->device_desc, s->dims.d, s->dims.layers, s->dims.r,
                 s->dims.text_len, s->dims.frames);
@@ -241,6 +246,7 @@ tandem_status tandem_synth_open(const char *checkpoint, const tandem_synth_optio
 
 void tandem_synth_close(tandem_synth *s) {
     if (!s) return;
+    tandem_model_kv_free(&s->kv);
     if (s->model_declared) tandem_model_free(&s->model);
     tandem_staging_free(s->dev, s->pinned);
     if (s->pool) tandem_pool_destroy(s->pool);
@@ -357,6 +363,31 @@ static tandem_status forward(tandem_synth *s, int text_count) {
     return tandem_model_forward(&s->model, s->s, &b, 0);
 }
 
+/* Step j by the whole causal forward: mel_out[j] (r frames) and its r stop logits into
+ * step_out; the group is copied into the input mels so that step j + 1's prenet sees it. */
+static tandem_status step_recompute(tandem_synth *s, int count, int j) {
+    const tandem_model_dims *d = &s->dims;
+    const size_t gbytes = (size_t)d->group * sizeof(float), off = (size_t)j * gbytes;
+    TANDEM_TRY(forward(s, count));
+    /* mel_out [1, Tm, r*80] position j is frames j*r .. j*r+r-1 of mels [1, F, 80] */
+    TANDEM_TRY(tandem_dev_copy(s->s, s->mels, off, s->model.mel_out, off, gbytes));
+    TANDEM_TRY(tandem_dev_download(s->s, s->step_out, s->model.mel_out, off, gbytes));
+    TANDEM_TRY(tandem_dev_download(s->s, s->step_out + d->group, s->model.stop_out,
+                                   (size_t)j * d->r * sizeof(float), (size_t)d->r * sizeof(float)));
+    return tandem_stream_sync(s->s);
+}
+
+/* Step j with the key/value cache (runtime/model/model_kv.h): the same outputs into step_out. */
+static tandem_status step_kv(tandem_synth *s, int j) {
+    const tandem_model_dims *d = &s->dims;
+    TANDEM_TRY(tandem_model_kv_step(&s->kv, s->s, j));
+    TANDEM_TRY(tandem_dev_download(s->s, s->step_out, s->kv.mel, 0,
+                                   (size_t)d->group * sizeof(float)));
+    TANDEM_TRY(tandem_dev_download(s->s, s->step_out + d->group, s->kv.stop, 0,
+                                   (size_t)d->r * sizeof(float)));
+    return tandem_stream_sync(s->s);
+}
+
 static float sigmoidf_(float z) { return 1.0f / (1.0f + expf(-z)); }
 
 tandem_status tandem_synth_generate(tandem_synth *s, const char *text, size_t len, int lang,
@@ -372,19 +403,12 @@ tandem_status tandem_synth_generate(tandem_synth *s, const char *text, size_t le
     TANDEM_TRY(tandem_op_fill(s->s, s->mels, 0.0f));
 
     const int max_steps = (max_frames + d->r - 1) / d->r;
-    const size_t gbytes = (size_t)d->group * sizeof(float);
     int frames = 0, steps = 0;
     tandem_synth_stop why = TANDEM_SYNTH_STOP_MAX_FRAMES;
+    if (!s->recompute) TANDEM_TRY(tandem_model_kv_begin(&s->kv, s->s, s->ids, count));
     for (int j = 0; j < max_steps; j++) {
-        TANDEM_TRY(forward(s, count));
-        /* mel_out [1, Tm, r*80] position j is frames j*r .. j*r+r-1 of mels [1, F, 80] */
-        const size_t off = (size_t)j * gbytes;
-        TANDEM_TRY(tandem_dev_copy(s->s, s->mels, off, s->model.mel_out, off, gbytes));
-        TANDEM_TRY(tandem_dev_download(s->s, s->step_out, s->model.mel_out, off, gbytes));
-        TANDEM_TRY(tandem_dev_download(s->s, s->step_out + d->group, s->model.stop_out,
-                                       (size_t)j * d->r * sizeof(float), (size_t)d->r * sizeof(float)));
-        TANDEM_TRY(tandem_stream_sync(s->s));
-        memcpy(s->mel + (size_t)j * d->group, s->step_out, gbytes);
+        TANDEM_TRY(s->recompute ? step_recompute(s, count, j) : step_kv(s, j));
+        memcpy(s->mel + (size_t)j * d->group, s->step_out, (size_t)d->group * sizeof(float));
         memcpy(s->stop_logit + (size_t)j * d->r, s->step_out + d->group, (size_t)d->r * sizeof(float));
         steps = j + 1;
         frames = steps * d->r;
@@ -401,6 +425,7 @@ tandem_status tandem_synth_generate(tandem_synth *s, const char *text, size_t le
     res->frames = frames;
     res->steps = steps;
     res->stop = why;
+    res->stop_frame = why == TANDEM_SYNTH_STOP_HEAD ? frames - 1 : -1;
     res->lang = used;
     res->tokens = count;
     res->mel = s->mel;

@@ -7,16 +7,19 @@
  * frontend as training (runtime/text/text_norm.h → runtime/text/symbols.h): [<lang>, BOS, chars, EOS].
  *
  * Generation keeps the trained fixed shapes with B = 1 (max_text tokens, max_frames / r mel
- * positions, so the learned positional table fits) and reruns the whole forward once per mel
- * position j over the fixed sequence: attention is causal, so the outputs at positions <= j do
- * not depend on the later (still zero) groups. Step j reads mel_out[j] (r frames) and the r stop
- * logits; the group is copied into the input mels so that step j + 1's prenet sees it. It stops
- * at the first frame whose stop probability sigmoid(logit) passes 0.5 (that frame is the last one
- * kept: training's stop target is 1 from the last real frame on), or at max_frames.
+ * positions, so the learned positional table fits). By default each step j runs mel position j
+ * alone with the keys and values of the earlier positions cached (runtime/model/model_kv.h:
+ * the text positions once, then one position per step); with options.recompute it reruns the
+ * whole forward over the fixed sequence instead (attention is causal, so the outputs at
+ * positions <= j do not depend on the later, still zero, groups) — the reference the cache is
+ * tested against. Step j yields r frames and r stop logits; the group is step j + 1's prenet
+ * input. It stops at the first frame whose stop probability sigmoid(logit) passes 0.5 (that
+ * frame is the last one kept: training's stop target is 1 from the last real frame on), or at
+ * max_frames.
  *
  * Owns: the device, its pool (the model of runtime/model/model.h declared with B = 1 and
  * forward_only — parameters and activations, no gradients or optimizer state — plus the
- * batch tensors), host buffers for the generated mel, the stop logits and the audio, and a
+ * key/value cache and the batch tensors), host buffers for the generated mel, the stop logits and the audio, and a
  * Griffin-Lim handle, all made at open; run allocates nothing on the device side (the text
  * normaliser may grow its scratch for a longer text). Not thread-safe per handle. */
 #ifndef TANDEM_RUNTIME_SYNTH_H

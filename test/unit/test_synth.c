@@ -77,15 +77,18 @@ static void write_ckpt(const model_file *mf, const char *sub, char *path, size_t
     synth_ckpt_write(mf, dir, path, cap);
 }
 
-static tandem_synth *open_synth(const char *path) {
+static tandem_synth *open_synth_mode(const char *path, int recompute) {
     tandem_synth_options o;
     tandem_synth_options_init(&o);
     o.backend = g_backend;
+    o.recompute = recompute;
     tandem_synth *s = NULL;
     tandem_status st = tandem_synth_open(path, &o, &s);
     if (st != TANDEM_OK) fail_msg("synth open %s: %s", path, tandem_last_error());
     return s;
 }
+
+static tandem_synth *open_synth(const char *path) { return open_synth_mode(path, 0); }
 
 /* ---- double reference ------------------------------------------------------------------------ */
 
@@ -221,6 +224,44 @@ static void test_matches_reference(void **state) {
     free(mf.flat);
 }
 
+/* The key/value cache (the default) against the whole forward per step (options.recompute):
+ * every frame and stop logit of a free-running generation within 1e-5, for texts of several
+ * lengths (the text positions run one by one into the cache, padded text keys masked). */
+static void test_kv_matches_recompute(void **state) {
+    (void)state;
+    model_file mf;
+    synth_ckpt_make(&mf, g_seed + 7);
+    const float never[R] = {-1e4f, -1e4f};
+    set_stop_bias(&mf, never, 0);
+    char path[1200];
+    write_ckpt(&mf, "kv", path, sizeof path);
+    tandem_synth *kv = open_synth_mode(path, 0), *full = open_synth_mode(path, 1);
+    const char *texts[] = {"a", "hi there.", "a longer one?"};
+    static float mel[F * NM], stop[F];
+    for (int t = 0; t < 3; t++) {
+        tandem_synth_result a, b;
+        const size_t n = strlen(texts[t]);
+        assert_int_equal(tandem_synth_generate(full, texts[t], n, -1, 0, &b), TANDEM_OK);
+        memcpy(mel, b.mel, sizeof mel);
+        memcpy(stop, b.stop_logit, sizeof stop);
+        assert_int_equal(tandem_synth_generate(kv, texts[t], n, -1, 0, &a), TANDEM_OK);
+        assert_int_equal(a.frames, F);
+        assert_int_equal(b.frames, F);
+        double worst = 0;
+        for (int i = 0; i < F * NM; i++)
+            worst = fmax(worst, fabs((double)a.mel[i] - mel[i]) / (1.0 + fabs(mel[i])));
+        for (int i = 0; i < F; i++)
+            worst = fmax(worst, fabs((double)a.stop_logit[i] - stop[i]) / (1.0 + fabs(stop[i])));
+        printf("  \"%s\": kv cache vs recompute, worst relative difference %.2e\n", texts[t],
+               worst);
+        assert_true(worst < 1e-5);
+    }
+    tandem_synth_close(kv);
+    tandem_synth_close(full);
+    free(mf.param);
+    free(mf.flat);
+}
+
 /* Constant stop logits (weights zero): the first frame above 0.5 ends generation at step 0. */
 static void test_stop_constant(void **state) {
     (void)state;
@@ -239,6 +280,7 @@ static void test_stop_constant(void **state) {
         assert_int_equal(r.stop, TANDEM_SYNTH_STOP_HEAD);
         assert_int_equal(r.steps, 1);
         assert_int_equal(r.frames, want[c]);
+        assert_int_equal(r.stop_frame, want[c] - 1);
         tandem_synth_close(s);
     }
     free(mf.param);
@@ -298,9 +340,11 @@ static void test_stop_at_step(void **state) {
         assert_int_equal(r.stop, TANDEM_SYNTH_STOP_HEAD);
         assert_int_equal(r.steps, k + 1);
         assert_int_equal(r.frames, want);
+        assert_int_equal(r.stop_frame, want - 1);
         /* a frame limit before step k ends it first: whole groups, then trimmed */
         assert_int_equal(tandem_synth_generate(s, "a b", 3, -1, k * R - 1, &r), TANDEM_OK);
         assert_int_equal(r.stop, TANDEM_SYNTH_STOP_MAX_FRAMES);
+        assert_int_equal(r.stop_frame, -1);
         assert_int_equal(r.steps, k);
         assert_int_equal(r.frames, k * R - 1);
         tandem_synth_close(s);
@@ -498,7 +542,8 @@ int main(void) {
     if (be && !strcmp(be, "cuda")) g_backend = TANDEM_BACKEND_CUDA;
     snprintf(g_dir, sizeof g_dir, "/tmp/tandem_test_synth_%d", (int)getpid());
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matches_reference), cmocka_unit_test(test_stop_constant),
+        cmocka_unit_test(test_matches_reference), cmocka_unit_test(test_kv_matches_recompute),
+        cmocka_unit_test(test_stop_constant),
         cmocka_unit_test(test_stop_at_step),      cmocka_unit_test(test_outputs),
         cmocka_unit_test(test_bad_checkpoints),   cmocka_unit_test(test_bad_text),
     };
