@@ -8,7 +8,15 @@ $(BENCH_BIN): bench/features_bench.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(DEP_LIBS)
 
-.PHONY: bench bench-build bench-data bench-train
+# make bench-speak: train tiny on 16 and 64 demo utterances and judge free-running synthesis
+# (bench/speak_bench.sh; figures in docs/BENCHMARKS-training.md). nice'd: it is CPU-heavy.
+SPEAK_BENCH_BIN := $(BUILD)/bench/speak_bench
+
+$(SPEAK_BENCH_BIN): bench/speak_bench.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(DEP_LIBS)
+
+.PHONY: bench bench-build bench-data bench-train bench-speak
 bench-build: all $(BENCH_BIN)
 
 bench-data:
@@ -20,3 +28,7 @@ bench-train:
 	@bash bench/train_bench.sh "$(BUILD)"
 
 bench: bench-data bench-train
+
+bench-speak:
+	@$(MAKE) --no-print-directory all $(SPEAK_BENCH_BIN)
+	@nice bash bench/speak_bench.sh "$(BUILD)"
