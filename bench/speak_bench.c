@@ -7,6 +7,7 @@
  *   compared with its recording; teacher-forced L1 with its own text and with the next row's.
  * Prints one line per utterance and a summary line starting with LABEL. Exit 0 unless
  * something failed to run (the figures are judged by the calling script). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@ enum { MAX_ROWS = 256 };
 typedef struct row {
     char id[64];
     char text[1024];
+    int32_t ids[4096]; /* token ids (max_text of them used) */
+    int count;
 } row;
 
 static int read_rows(const char *dir, row *rows, int max) {
@@ -54,14 +57,21 @@ static int run(tandem_synth *s, const char *dir, const char *label, row *rows, i
     tandem_speak_utt *u = calloc((size_t)n, sizeof *u);
     if (!audio || !truth || !scratch || !u) return 1;
     int rc = 0;
+    for (int i = 0; i < n && !rc; i++)
+        if (tandem_synth_encode(s, rows[i].text, strlen(rows[i].text), -1, rows[i].ids,
+                                &rows[i].count, NULL) != TANDEM_OK) {
+            fprintf(stderr, "speak_bench: %s: %s\n", rows[i].id, tandem_last_error());
+            rc = 1;
+        }
     for (int i = 0; i < n && !rc; i++) {
         char wav[2200];
         snprintf(wav, sizeof wav, "%.2048s/wavs/%.63s.wav", dir, rows[i].id);
         int frames = 0;
         tandem_status st = tandem_speak_eval_true_mel(wav, F, audio, truth, &frames);
         if (st == TANDEM_OK)
-            st = tandem_speak_eval_utt(s, rows[i].text, n > 1 ? rows[(i + 1) % n].text : NULL, truth,
-                                       frames, scratch, &u[i]);
+            st = tandem_speak_eval_utt(s, rows[i].ids, rows[i].count,
+                                       n > 1 ? rows[(i + 1) % n].ids : NULL,
+                                       rows[(i + 1) % n].count, truth, frames, scratch, &u[i]);
         if (st != TANDEM_OK) {
             fprintf(stderr, "speak_bench: %s: %s\n", rows[i].id, tandem_last_error());
             rc = 1;

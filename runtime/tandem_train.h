@@ -56,6 +56,14 @@ typedef struct tandem_step_metrics {
     double x_realtime;     /* seconds of audio trained per wall second */
     double step_cv;        /* coefficient of variation of step_ms over the last 50 steps */
     double val_l1, val_stop_bce; /* validation after this step; both < 0 when it did not validate */
+    /* free-running evaluation at that validation (docs/TRAINING.md, "Free-running evaluation");
+       all < 0 when it did not run (no validation this step, or no validation set) */
+    double eval_stop_within;  /* fraction of the evaluated utterances whose stop fired within
+                                 ±20 % of the true length */
+    double eval_len_ratio;    /* median generated / true length */
+    double eval_dtw_l1;       /* mean DTW-aligned L1 of the generated against the true mel */
+    double eval_text_dep;     /* teacher-forced L1 with shuffled texts / with the right texts */
+    double eval_ms;           /* wall time of the evaluation */
     double eta_s;          /* estimated seconds to max_steps; < 0 when unknown */
     int logged;            /* 1: this step wrote a metrics.jsonl line */
 } tandem_step_metrics;

@@ -50,17 +50,17 @@ static double mean_l1(const float *a, const float *b, size_t n) {
     return n ? s / (double)n : 0.0;
 }
 
-tandem_status tandem_speak_eval_utt(tandem_synth *s, const char *text, const char *other,
-                                    const float *truth, int frames, float *scratch,
-                                    tandem_speak_utt *out) {
-    if (!s || !text || !truth || !scratch || !out)
+tandem_status tandem_speak_eval_utt(tandem_synth *s, const int32_t *ids, int count,
+                                    const int32_t *other, int other_count, const float *truth,
+                                    int frames, float *scratch, tandem_speak_utt *out) {
+    if (!s || !ids || !truth || !scratch || !out)
         return tandem_fail(TANDEM_E_INVALID, "speak eval: NULL argument");
     memset(out, 0, sizeof *out);
     const int F = tandem_synth_config(s)->max_frames, C = TANDEM_MEL_N_MELS;
     if (frames < 1 || frames > F)
         return tandem_fail(TANDEM_E_INVALID, "speak eval: %d true frames; expected 1..%d", frames, F);
     tandem_synth_result r;
-    TANDEM_TRY(tandem_synth_generate(s, text, strlen(text), -1, 0, &r));
+    TANDEM_TRY(tandem_synth_generate_ids(s, ids, count, 0, &r));
     out->true_frames = frames;
     out->gen_frames = r.frames;
     out->stopped = r.stop == TANDEM_SYNTH_STOP_HEAD;
@@ -72,10 +72,10 @@ tandem_status tandem_speak_eval_utt(tandem_synth *s, const char *text, const cha
     double *row = (double *)(void *)(scratch + (size_t)F * C + ((size_t)F * C & 1));
     out->dtw_l1 = tandem_speak_dtw_l1(r.mel, r.frames, truth, frames, C, row);
     const size_t n = (size_t)frames * C;
-    TANDEM_TRY(tandem_synth_teacher_forced(s, text, strlen(text), -1, truth, frames, pred));
+    TANDEM_TRY(tandem_synth_teacher_forced_ids(s, ids, count, truth, frames, pred));
     out->tf_l1 = mean_l1(pred, truth, n);
     if (!other) return TANDEM_OK;
-    TANDEM_TRY(tandem_synth_teacher_forced(s, other, strlen(other), -1, truth, frames, pred));
+    TANDEM_TRY(tandem_synth_teacher_forced_ids(s, other, other_count, truth, frames, pred));
     out->tf_l1_other = mean_l1(pred, truth, n);
     return TANDEM_OK;
 }

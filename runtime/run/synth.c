@@ -27,6 +27,7 @@ struct tandem_synth {
     int gl_iters;      /* 0: no waveform */
     uint64_t seed;
     tandem_device *dev;
+    int dev_borrowed;  /* 1: the caller's device (tandem_synth_open_device): not closed here */
     tandem_stream *s;
     tandem_pool *pool;
     tandem_model model;
@@ -90,6 +91,8 @@ static tandem_status check_symbols(const tandem_synth *s, const tandem_st_file *
     return TANDEM_OK;
 }
 
+static tandem_status dims_of(tandem_synth *s);
+
 static tandem_status read_config(tandem_synth *s, const tandem_st_file *f) {
     const char *yaml = tandem_st_meta_find(f, TANDEM_CKPT_KEY_CONFIG);
     if (!yaml)
@@ -100,6 +103,11 @@ static tandem_status read_config(tandem_synth *s, const tandem_st_file *f) {
     char origin[1200];
     snprintf(origin, sizeof origin, "%s (metadata '%s')", s->path, TANDEM_CKPT_KEY_CONFIG);
     TANDEM_TRY(tandem_config_load_string(&s->cfg, yaml, strlen(yaml), origin));
+    return dims_of(s);
+}
+
+/* The inference sizes of s->cfg: batch 1, fp32 (the master weights), forward only. */
+static tandem_status dims_of(tandem_synth *s) {
     tandem_config icfg = s->cfg;
     icfg.batch_size = 1;
     icfg.grad_accum = 1;
@@ -244,6 +252,53 @@ tandem_status tandem_synth_open(const char *checkpoint, const tandem_synth_optio
     return TANDEM_OK;
 }
 
+tandem_status tandem_synth_open_device(tandem_device *dev, const tandem_config *cfg, int gl_iters,
+                                       tandem_synth **out) {
+    if (!out) return tandem_fail(TANDEM_E_INVALID, "synth: out is NULL");
+    *out = NULL;
+    if (!dev || !cfg) return tandem_fail(TANDEM_E_INVALID, "synth open on a device: NULL argument");
+    tandem_synth *s = tandem_calloc(1, sizeof *s);
+    if (!s) return tandem_fail(TANDEM_E_NOMEM, "synth: out of memory");
+    snprintf(s->path, sizeof s->path, "(the training run's parameters)");
+    s->cfg = *cfg;
+    s->dev = dev;
+    s->dev_borrowed = 1;
+    tandem_device_info info;
+    tandem_status st = dims_of(s);
+    if (st == TANDEM_OK) st = tandem_device_get_info(dev, &info);
+    if (st == TANDEM_OK)
+        snprintf(s->device_desc, sizeof s->device_desc, "%s", info.name);
+    if (st == TANDEM_OK) st = tandem_stream_create(s->dev, &s->s);
+    if (st == TANDEM_OK) st = declare(s);
+    if (st == TANDEM_OK) st = alloc_host(s);
+    if (st == TANDEM_OK) st = tandem_pool_commit(s->pool);
+    if (st == TANDEM_OK) st = tandem_op_fill(s->s, s->frame_mask, 1.0f);
+    if (st == TANDEM_OK) st = tandem_op_fill(s->s, s->stop_targets, 0.0f);
+    if (st == TANDEM_OK) st = tandem_stream_sync(s->s);
+    if (st != TANDEM_OK) {
+        tandem_synth_close(s);
+        return st;
+    }
+    s->frame_limit = s->dims.frames;
+    s->gl_iters = gl_iters;
+    s->seed = 1;
+    *out = s;
+    return TANDEM_OK;
+}
+
+tandem_status tandem_synth_copy_params(tandem_synth *s, tandem_stream *from, const tandem_tensor *params) {
+    if (!s || !from || !params) return tandem_fail(TANDEM_E_INVALID, "synth copy params: NULL argument");
+    const int64_t n = tandem_tensor_numel(params);
+    if (n != s->model.n_flat || tandem_tensor_dtype(params) != TANDEM_F32)
+        return tandem_fail(TANDEM_E_INVALID, "synth copy params: %lld elements; the inference model "
+                           "has %lld f32 parameters (another model's tensor?)", (long long)n,
+                           (long long)s->model.n_flat);
+    TANDEM_TRY(tandem_stream_sync(from)); /* the update that wrote them has finished */
+    TANDEM_TRY(tandem_dev_copy(s->s, s->model.params, 0, params, 0, (size_t)n * sizeof(float)));
+    tandem_model_params_changed(&s->model);
+    return tandem_stream_sync(s->s);
+}
+
 void tandem_synth_close(tandem_synth *s) {
     if (!s) return;
     tandem_model_kv_free(&s->kv);
@@ -251,7 +306,7 @@ void tandem_synth_close(tandem_synth *s) {
     tandem_staging_free(s->dev, s->pinned);
     if (s->pool) tandem_pool_destroy(s->pool);
     if (s->s) tandem_stream_destroy(s->s);
-    if (s->dev) tandem_device_close(s->dev);
+    if (s->dev && !s->dev_borrowed) tandem_device_close(s->dev);
     if (s->gl) tandem_griffinlim_free(s->gl);
     if (s->norm_init) tandem_text_norm_free(&s->norm);
     tandem_free(s->mel);
@@ -390,16 +445,10 @@ static tandem_status step_kv(tandem_synth *s, int j) {
 
 static float sigmoidf_(float z) { return 1.0f / (1.0f + expf(-z)); }
 
-tandem_status tandem_synth_generate(tandem_synth *s, const char *text, size_t len, int lang,
-                                    int max_frames, tandem_synth_result *res) {
-    if (!s || !text || !res) return tandem_fail(TANDEM_E_INVALID, "synth generate: NULL argument");
-    memset(res, 0, sizeof *res);
+/* Generation from the uploaded ids (s->ids, count real), into res (lang and timing: the caller's). */
+static tandem_status generate(tandem_synth *s, int count, int max_frames, tandem_synth_result *res) {
     const tandem_model_dims *d = &s->dims;
     if (max_frames <= 0 || max_frames > d->frames) max_frames = d->frames;
-    const uint64_t t0 = tandem_now_ns();
-    int count = 0;
-    tandem_lang used = TANDEM_LANG_EN;
-    TANDEM_TRY(set_text(s, text, len, lang, &count, &used));
     TANDEM_TRY(tandem_op_fill(s->s, s->mels, 0.0f));
 
     const int max_steps = (max_frames + d->r - 1) / d->r;
@@ -426,25 +475,62 @@ tandem_status tandem_synth_generate(tandem_synth *s, const char *text, size_t le
     res->steps = steps;
     res->stop = why;
     res->stop_frame = why == TANDEM_SYNTH_STOP_HEAD ? frames - 1 : -1;
-    res->lang = used;
     res->tokens = count;
     res->mel = s->mel;
     res->stop_logit = s->stop_logit;
     res->sample_rate = TANDEM_MEL_SAMPLE_RATE;
+    return TANDEM_OK;
+}
+
+tandem_status tandem_synth_generate(tandem_synth *s, const char *text, size_t len, int lang,
+                                    int max_frames, tandem_synth_result *res) {
+    if (!s || !text || !res) return tandem_fail(TANDEM_E_INVALID, "synth generate: NULL argument");
+    memset(res, 0, sizeof *res);
+    const uint64_t t0 = tandem_now_ns();
+    int count = 0;
+    tandem_lang used = TANDEM_LANG_EN;
+    TANDEM_TRY(set_text(s, text, len, lang, &count, &used));
+    TANDEM_TRY(generate(s, count, max_frames, res));
+    res->lang = used;
     res->seconds = (double)(tandem_now_ns() - t0) * 1e-9;
     return TANDEM_OK;
 }
 
-tandem_status tandem_synth_teacher_forced(tandem_synth *s, const char *text, size_t len, int lang,
-                                          const float *target, int frames, float *pred) {
-    if (!s || !text || !target || !pred)
-        return tandem_fail(TANDEM_E_INVALID, "synth teacher forcing: NULL argument");
+/* ids [count] → s->ids padded, uploaded. */
+static tandem_status set_ids(tandem_synth *s, const int32_t *ids, int count) {
     const tandem_model_dims *d = &s->dims;
-    if (frames < 1 || frames > d->frames)
-        return tandem_fail(TANDEM_E_INVALID, "synth teacher forcing: %d frames; expected 1..%d",
-                           frames, d->frames);
-    int count = 0;
-    TANDEM_TRY(set_text(s, text, len, lang, &count, NULL));
+    if (!ids || count < 1 || count > d->text_len)
+        return tandem_fail(TANDEM_E_INVALID, "synth: %d token ids; expected 1..%d (max_text)", count,
+                           d->text_len);
+    for (int i = 0; i < d->text_len; i++) {
+        const int32_t id = i < count ? ids[i] : TANDEM_SYM_PAD;
+        if (id < 0 || id >= d->vocab)
+            return tandem_fail(TANDEM_E_INVALID, "synth: token id %d at %d; expected 0..%d", id, i,
+                               d->vocab - 1);
+        s->ids[i] = id;
+    }
+    return tandem_dev_upload(s->s, s->tokens, 0, s->ids, (size_t)d->text_len * sizeof(int32_t));
+}
+
+tandem_status tandem_synth_generate_ids(tandem_synth *s, const int32_t *ids, int count,
+                                        int max_frames, tandem_synth_result *res) {
+    if (!s || !res) return tandem_fail(TANDEM_E_INVALID, "synth generate: NULL argument");
+    memset(res, 0, sizeof *res);
+    const uint64_t t0 = tandem_now_ns();
+    TANDEM_TRY(set_ids(s, ids, count));
+    TANDEM_TRY(generate(s, count, max_frames, res));
+    res->lang = ids[0] == TANDEM_SYM_LANG_FA ? TANDEM_LANG_FA : TANDEM_LANG_EN;
+    res->seconds = (double)(tandem_now_ns() - t0) * 1e-9;
+    return TANDEM_OK;
+}
+
+/* One forward with target [frames, 80] as the input mels (ids uploaded, count real). */
+static tandem_status teacher_forced(tandem_synth *s, int count, const float *target, int frames,
+                                    float *pred) {
+    const tandem_model_dims *d = &s->dims;
+    if (!target || !pred || frames < 1 || frames > d->frames)
+        return tandem_fail(TANDEM_E_INVALID, "synth teacher forcing: %d frames%s; expected 1..%d",
+                           frames, target && pred ? "" : " (or a NULL buffer)", d->frames);
     const size_t n = (size_t)frames * d->n_mels, all = (size_t)d->frames * d->n_mels;
     memcpy(s->io, target, n * sizeof(float));
     memset(s->io + n, 0, (all - n) * sizeof(float));
@@ -454,6 +540,21 @@ tandem_status tandem_synth_teacher_forced(tandem_synth *s, const char *text, siz
     TANDEM_TRY(tandem_stream_sync(s->s));
     memcpy(pred, s->io, n * sizeof(float));
     return TANDEM_OK;
+}
+
+tandem_status tandem_synth_teacher_forced(tandem_synth *s, const char *text, size_t len, int lang,
+                                          const float *target, int frames, float *pred) {
+    if (!s || !text) return tandem_fail(TANDEM_E_INVALID, "synth teacher forcing: NULL argument");
+    int count = 0;
+    TANDEM_TRY(set_text(s, text, len, lang, &count, NULL));
+    return teacher_forced(s, count, target, frames, pred);
+}
+
+tandem_status tandem_synth_teacher_forced_ids(tandem_synth *s, const int32_t *ids, int count,
+                                              const float *target, int frames, float *pred) {
+    if (!s) return tandem_fail(TANDEM_E_INVALID, "synth teacher forcing: NULL argument");
+    TANDEM_TRY(set_ids(s, ids, count));
+    return teacher_forced(s, count, target, frames, pred);
 }
 
 tandem_status tandem_synth_vocode(tandem_synth *s, const float *mel, int frames, int iters,

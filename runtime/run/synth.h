@@ -35,6 +35,16 @@
 /* The public part (options, open, info, run with caller or library buffers, close) is
  * tandem_synth.h; below are the pieces `tandem plot` and the tests use. */
 
+/* Inference beside training (validation's free-running evaluation): a handle on the caller's
+ * device (not closed by tandem_synth_close) sized by cfg, with its own stream and pool, all
+ * made here (call before training starts: nothing is allocated afterwards). No parameters
+ * yet: tandem_synth_copy_params brings the training model's flat f32 parameters [P] (a tensor
+ * of the same device; `from` is the stream that last wrote them, synchronised first). */
+tandem_status tandem_synth_open_device(tandem_device *dev, const tandem_config *cfg, int gl_iters,
+                                       tandem_synth **out);
+tandem_status tandem_synth_copy_params(tandem_synth *s, tandem_stream *from,
+                                       const tandem_tensor *params);
+
 /* The run's config as stored in the checkpoint (sizes; batch_size etc. as trained). */
 const tandem_config *tandem_synth_config(const tandem_synth *s);
 
@@ -54,6 +64,13 @@ tandem_status tandem_synth_generate(tandem_synth *s, const char *text, size_t le
  * (frames <= max_frames) as the input mels; pred [frames, 80] gets the predicted frames. */
 tandem_status tandem_synth_teacher_forced(tandem_synth *s, const char *text, size_t len, int lang,
                                           const float *target, int frames, float *pred);
+
+/* The same two from token ids [count] (framed: <lang>, BOS, ..., EOS; count <= max_text), as a
+ * text index holds them (validation's free-running evaluation). */
+tandem_status tandem_synth_generate_ids(tandem_synth *s, const int32_t *ids, int count,
+                                        int max_frames, tandem_synth_result *res);
+tandem_status tandem_synth_teacher_forced_ids(tandem_synth *s, const int32_t *ids, int count,
+                                              const float *target, int frames, float *pred);
 
 /* mel [frames, 80] → Griffin-Lim (iters) → audio [frames * 256] into the handle's buffer
  * (*audio, valid until the next call). */

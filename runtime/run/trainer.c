@@ -286,6 +286,7 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
     m->x_realtime = audio_s / (step_ms * 1e-3);
     m->ring_slots = t->cfg.prefetch_buffer_size;
     m->val_l1 = m->val_stop_bce = m->eta_s = -1;
+    m->eval_stop_within = m->eval_len_ratio = m->eval_dtw_l1 = m->eval_text_dep = m->eval_ms = -1;
     return tandem_step_timer_busy(&t->timer, step_ms, wait, &m->model_busy_pct);
 }
 
@@ -342,6 +343,27 @@ static tandem_status check_nonfinite(tandem_trainer *t, const run_totals *r, tan
                        t->st.skipped_in_row, m->loss, m->grad_norm, m->step - 1, t->cfg.max_nonfinite);
 }
 
+/* The free-running evaluation's fields of the validation just run (runtime/run/val_speak.h). */
+static void eval_fields(const tandem_trainer *t, tandem_metrics *x) {
+    const tandem_val_speak *e = &t->val.speak;
+    if (!e->syn) return;
+    tandem_metrics_set(x, "eval_stop_within", e->last.within_frac);
+    tandem_metrics_set(x, "eval_len_ratio", e->last.median_ratio);
+    tandem_metrics_set(x, "eval_dtw_l1", e->last.dtw_l1);
+    tandem_metrics_set(x, "eval_text_dep", e->last.text_dependence);
+    tandem_metrics_set(x, "eval_ms", e->seconds * 1e3);
+}
+
+static void eval_metrics(const tandem_trainer *t, tandem_step_metrics *m) {
+    const tandem_val_speak *e = &t->val.speak;
+    if (!e->syn) return;
+    m->eval_stop_within = e->last.within_frac;
+    m->eval_len_ratio = e->last.median_ratio;
+    m->eval_dtw_l1 = e->last.dtw_l1;
+    m->eval_text_dep = e->last.text_dependence;
+    m->eval_ms = e->seconds * 1e3;
+}
+
 /* A metrics.jsonl line for the step (NVML fields of both devices when present). */
 static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics *m, int validated) {
     tandem_metrics *x = t->metrics;
@@ -362,6 +384,7 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     if (validated) {
         tandem_metrics_set(x, "val_l1", m->val_l1);
         tandem_metrics_set(x, "val_stop_bce", m->val_stop_bce);
+        eval_fields(t, x);
     }
     tandem_nvml_fields_add(&t->nvml, x, "model", t->model_dev);
     if (t->data_dev != t->model_dev) tandem_nvml_fields_add(&t->nvml, x, "data", t->data_dev);
@@ -377,6 +400,7 @@ static tandem_status validate_and_log(tandem_trainer *t, run_totals *r, tandem_s
     if (t->val.pipe && (done % t->cfg.val_every == 0 || done == max_steps)) {
         TANDEM_TRY(tandem_validation_run(&t->val, &t->model, t->s, &t->optim, t->fig_mel ? t->fig : NULL,
                                          done, &m->val_l1, &m->val_stop_bce));
+        eval_metrics(t, m);
         validated = 1;
         if (r->S.val_l1_first < 0) r->S.val_l1_first = m->val_l1;
         r->S.val_l1_last = m->val_l1;
@@ -426,6 +450,7 @@ static tandem_status run_begin(tandem_trainer *t, run_totals *r) {
         tandem_metrics_begin(t->metrics, 0);
         tandem_metrics_set(t->metrics, "val_l1", vl1);
         tandem_metrics_set(t->metrics, "val_stop_bce", vbce);
+        eval_fields(t, t->metrics);
         TANDEM_TRY(tandem_metrics_end(t->metrics));
         tandem_figures_add_val(t->fig, 0, vl1);
     }

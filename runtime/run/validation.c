@@ -43,7 +43,8 @@ tandem_status tandem_validation_declare(tandem_validation *v, tandem_device *dat
     po.data_pool = v->data_pool;
     po.model_pool = v->model_pool;
     po.consumer_stream = s;
-    return tandem_pipeline_create(&po, &v->pipe); /* start position {0, 0} */
+    TANDEM_TRY(tandem_pipeline_create(&po, &v->pipe)); /* start position {0, 0} */
+    return tandem_val_speak_create(&v->speak, &v->vix, v->vcfg.val_data, model_dev, &v->vcfg);
 }
 
 tandem_status tandem_validation_commit(tandem_validation *v) {
@@ -92,7 +93,7 @@ tandem_status tandem_validation_run(tandem_validation *v, tandem_model *m, tande
     }
     *l1 = sl / v->batches;
     *stop_bce = sb / v->batches;
-    return TANDEM_OK;
+    return tandem_val_speak_run(&v->speak, s, m->params);
 }
 
 void tandem_validation_stop(tandem_validation *v, tandem_status st, const char *why) {
@@ -103,6 +104,7 @@ void tandem_validation_stop(tandem_validation *v, tandem_status st, const char *
 }
 
 void tandem_validation_free(tandem_validation *v) {
+    tandem_val_speak_free(&v->speak);
     if (v->pipe) {
         if (v->started) tandem_pipeline_stop(v->pipe);
         tandem_pipeline_destroy(v->pipe);

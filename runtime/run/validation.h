@@ -8,6 +8,8 @@
  * ending on a pass boundary, so each one starts at the subset's first utterance. With n < val_
  * batches * B utterances: n / gcd(n, B) batches are (n / gcd(n, B)) * B / n whole passes.
  * Optionally the mel figure's utterance (row 0 of the first batch) is read back for figures.h.
+ * After the losses, the free-running evaluation of runtime/run/val_speak.h runs on the same
+ * parameters (its summary in speak.last).
  *
  * Owns: the held-out index, its two arenas (the ring tensors carry the same names as the training
  * pipeline's, so they get arenas of their own), its pipeline. Everything is allocated by open and
@@ -22,6 +24,7 @@
 #include "runtime/data/text_index.h"
 #include "runtime/model/train_step.h"
 #include "runtime/report/figures.h"
+#include "runtime/run/val_speak.h"
 #include "tandem.h"
 
 typedef struct tandem_validation {
@@ -33,13 +36,15 @@ typedef struct tandem_validation {
     tandem_pipeline *pipe;         /* NULL: no validation */
     int started;
     int32_t fig_len;               /* the figure utterance's real frames, read back with its mel */
+    tandem_val_speak speak;        /* free-running evaluation (val_speak.h); speak.syn NULL: off */
 } tandem_validation;
 
 /* Index cfg->val_data when it is set and val_every > 0 (text cache in cache_dir); no usable
  * utterance leaves validation off. v is zeroed first. */
 tandem_status tandem_validation_index(tandem_validation *v, const tandem_config *cfg, const char *cache_dir);
 /* Create its arenas on the two devices and its pipeline (consumer: the model stream s); declares
- * only — commit with tandem_validation_commit. No-op when validation is off. */
+ * only — commit with tandem_validation_commit. Also the free-running evaluation's model
+ * (committed here: its own pool on the model device). No-op when validation is off. */
 tandem_status tandem_validation_declare(tandem_validation *v, tandem_device *data_dev,
                                         tandem_device *model_dev, tandem_stream *s);
 tandem_status tandem_validation_commit(tandem_validation *v);
