@@ -167,6 +167,13 @@ static void check_step(const tandem_step_metrics *m, int i) {
     const int validated = (i + 1) % 3 == 0 || i + 1 == STEPS;
     assert_int_equal(m->val_l1 >= 0, validated);
     assert_int_equal(m->val_stop_bce >= 0, validated);
+    /* the free-running evaluation runs with every validation */
+    assert_int_equal(m->eval_stop_within >= 0, validated);
+    assert_int_equal(m->eval_len_ratio > 0, validated);
+    assert_int_equal(m->eval_dtw_l1 > 0, validated);
+    assert_int_equal(m->eval_text_dep > 0, validated);
+    assert_int_equal(m->eval_ms > 0, validated);
+    assert_true(m->eval_stop_within <= 1);
 }
 
 static void test_train_callback(void **state) {

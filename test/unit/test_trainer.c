@@ -14,7 +14,8 @@
  *                error naming max_nonfinite.
  *   validation:  with lr 0 (parameters never change) every validation gives the same val_l1,
  *                bit for bit, so every validation saw the same utterances in the same order;
- *                held-out sets of 3 (fewer than val_batches * B = 4) and 6 utterances.
+ *                held-out sets of 3 (fewer than val_batches * B = 4) and 6 utterances; the
+ *                free-running evaluation's figures (eval_*) are likewise the same each time.
  *   devices:     (TANDEM_TEST_BACKEND=cuda, two stand-in devices) data_gpu 1 / model_gpu 0 are
  *                the roles used, busy % comes from device events, and the losses match the
  *                host run's within 1e-5 relative (f32, summation order only); both runs
@@ -381,21 +382,46 @@ static void test_nonfinite(void **state) {
     assert_int_equal(l2.n, 1 + 3);
 }
 
-/* val_l1 of every metrics line that has one, in order. */
-static int read_val_l1(const char *out, double *v, int cap, int64_t *steps) {
-    char path[400], line[4096];
+/* The value of key (e.g. "val_l1") of every metrics line that has it, in order. */
+static int read_key(const char *out, const char *key, double *v, int cap, int64_t *steps) {
+    char path[400], line[4096], pat[64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", out);
+    snprintf(pat, sizeof pat, "\"%s\":", key);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     int n = 0;
     while (fgets(line, sizeof line, f)) {
-        const char *p = strstr(line, "\"val_l1\":");
+        const char *p = strstr(line, pat);
         if (!p || n == cap) continue;
-        v[n] = strtod(p + 9, NULL);
+        v[n] = strtod(p + strlen(pat), NULL);
         steps[n++] = strtoll(strstr(line, "\"step\":") + 7, NULL, 10);
     }
     fclose(f);
     return n;
+}
+
+static int read_val_l1(const char *out, double *v, int cap, int64_t *steps) {
+    return read_key(out, "val_l1", v, cap, steps);
+}
+
+/* With fixed parameters every validation's free-running evaluation gives the same figures
+ * (a fixed subset, deterministic generation), each in its range. */
+static void check_eval_fixed(const char *out, int want) {
+    static const char *const keys[] = {"eval_stop_within", "eval_len_ratio", "eval_dtw_l1",
+                                       "eval_text_dep"};
+    for (int k = 0; k < 4; k++) {
+        double v[8];
+        int64_t steps[8];
+        const int n = read_key(out, keys[k], v, 8, steps);
+        assert_int_equal(n, want);
+        printf("  %s %.6g at every validation\n", keys[k], v[0]);
+        for (int i = 0; i < n; i++) {
+            assert_true(isfinite(v[i]) && v[i] >= 0);
+            assert_memory_equal(&v[i], &v[0], sizeof v[0]);
+        }
+        if (k == 0) assert_true(v[0] <= 1);
+        else assert_true(v[0] > 0);
+    }
 }
 
 static void test_validation_fixed_subset(void **state) {
@@ -432,6 +458,7 @@ static void test_validation_fixed_subset(void **state) {
             assert_memory_equal(&v[i], &v[0], sizeof v[0]);
         }
         assert_true(s.val_l1_first == s.val_l1_last);
+        check_eval_fixed(out, n);
     }
 }
 
