@@ -68,6 +68,9 @@ static const key_spec schema[] = {
     KSTR(train_data, "", "training dataset directory (LJSpeech layout)"),
     KSTR(val_data, "", "validation dataset directory (empty = none)"),
     KSTR(out, "runs/tandem", "output directory (checkpoints, metrics)"),
+    KSTR(test_sentences, "",
+         "sentences synthesized at every validation, WAVs under out/samples (a YAML list; "
+         "on the command line joined by '|')"),
     KINT64(max_steps, "10000", 1, (int64_t)1000000000000, "optimizer steps to run"),
     KFLOAT(lr, "0.0003", 0.0, 1.0, "peak learning rate"),
     KINT64(warmup_steps, "200", 0, (int64_t)1000000000000, "linear learning-rate warm-up steps"),
@@ -332,6 +335,31 @@ static tandem_status next_event(yaml_parser_t *p, yaml_event_t *ev, const char *
                        p->context ? p->context : "");
 }
 
+/* A list of strings (test_sentences) into the key's string, joined by '|'. */
+static tandem_status read_list(yaml_parser_t *p, tandem_config *cfg, int ki, const origin *o) {
+    char joined[TANDEM_CONFIG_SENTENCES_MAX];
+    tandem_strbuf b = {joined, sizeof joined, 0};
+    joined[0] = 0;
+    for (int n = 0;; n++) {
+        yaml_event_t ev;
+        TANDEM_TRY(next_event(p, &ev, o->name));
+        if (ev.type == YAML_SEQUENCE_END_EVENT) {
+            yaml_event_delete(&ev);
+            return set_key(cfg, ki, joined, o);
+        }
+        const int scalar = ev.type == YAML_SCALAR_EVENT;
+        const int line = (int)ev.start_mark.line + 1;
+        const char *v = scalar ? (const char *)ev.data.scalar.value : "";
+        const int bad = !scalar || !*v || strchr(v, TANDEM_CONFIG_SENTENCE_SEP);
+        if (!bad) tandem_strbuf_printf(&b, "%s%s", n ? "|" : "", v);
+        yaml_event_delete(&ev);
+        if (bad)
+            return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': expected a list of non-empty "
+                               "sentences without '|', got %s", o->name, line, schema[ki].key,
+                               scalar ? "an empty one or one with '|'" : "a nested value");
+    }
+}
+
 /* The top-level mapping, one `key: scalar` pair at a time. */
 static tandem_status read_mapping(yaml_parser_t *p, tandem_config *cfg, const char *name) {
     int seen_line[N_KEYS] = {0};
@@ -361,6 +389,11 @@ static tandem_status read_mapping(yaml_parser_t *p, tandem_config *cfg, const ch
 
         TANDEM_TRY(next_event(p, &vev, name));
         o.line = (int)vev.start_mark.line + 1;
+        if (vev.type == YAML_SEQUENCE_START_EVENT && strcmp(key, "test_sentences") == 0) {
+            yaml_event_delete(&vev);
+            TANDEM_TRY(read_list(p, cfg, ki, &o));
+            continue;
+        }
         if (vev.type != YAML_SCALAR_EVENT) {
             char what[96], got[32];
             expected_text(&schema[ki], what, sizeof what);

@@ -22,6 +22,8 @@
 #include "tandem.h"
 
 #define TANDEM_CONFIG_PATH_MAX 1024
+#define TANDEM_CONFIG_SENTENCES_MAX 1024
+#define TANDEM_CONFIG_SENTENCE_SEP '|'
 #define TANDEM_CONFIG_MAX_PREFETCH 16 /* most ring slots prefetch_buffer_size allows */
 
 typedef enum tandem_model_size {
@@ -55,6 +57,9 @@ typedef struct tandem_config {
     double lr;
     char train_data[TANDEM_CONFIG_PATH_MAX], val_data[TANDEM_CONFIG_PATH_MAX];
     char out[TANDEM_CONFIG_PATH_MAX];
+    /* sentences synthesized free-running at every validation (WAVs under out/samples): a YAML
+       list of strings, stored joined by '|' (TANDEM_CONFIG_SENTENCE_SEP); "" = none */
+    char test_sentences[TANDEM_CONFIG_SENTENCES_MAX];
     /* optimizer and schedule (train_step.h) */
     int64_t warmup_steps;
     double min_lr_ratio, weight_decay, adam_beta1, adam_beta2, adam_eps, grad_clip;

@@ -7,6 +7,7 @@
 #include "platform/os/log.h"
 #include "platform/os/os.h"
 #include "runtime/audio/mel.h"
+#include "runtime/formats/wav.h"
 
 static tandem_status alloc_host(tandem_val_speak *e, int n) {
     const size_t F = (size_t)e->frames;
@@ -36,6 +37,32 @@ static tandem_status load_utt(tandem_val_speak *e, const tandem_text_index *vix,
                                       &e->true_frames[i]);
 }
 
+/* The config's test_sentences ('|'-joined) encoded, and the samples directory. */
+static tandem_status load_tests(tandem_val_speak *e, const tandem_config *cfg) {
+    const char *p = cfg->test_sentences;
+    if (!*p) return TANDEM_OK;
+    e->test_ids = tandem_calloc((size_t)TANDEM_VAL_SPEAK_TESTS * e->text_len, sizeof *e->test_ids);
+    if (!e->test_ids) return tandem_fail(TANDEM_E_NOMEM, "validation: out of host memory");
+    while (*p) {
+        const char *end = strchr(p, TANDEM_CONFIG_SENTENCE_SEP);
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (e->n_tests == TANDEM_VAL_SPEAK_TESTS)
+            return tandem_fail(TANDEM_E_INVALID, "config: key 'test_sentences': more than %d "
+                               "sentences; give at most %d", TANDEM_VAL_SPEAK_TESTS,
+                               TANDEM_VAL_SPEAK_TESTS);
+        tandem_status st = tandem_synth_encode(e->syn, p, len, -1,
+                                               e->test_ids + (size_t)e->n_tests * e->text_len,
+                                               &e->test_counts[e->n_tests], NULL);
+        if (st != TANDEM_OK)
+            return tandem_fail(st, "config: key 'test_sentences', sentence %d ('%.*s'): %s",
+                               e->n_tests + 1, (int)(len < 60 ? len : 60), p, tandem_last_error());
+        e->n_tests++;
+        p += len + (end != NULL);
+    }
+    snprintf(e->samples_dir, sizeof e->samples_dir, "%s/samples", cfg->out);
+    return tandem_mkdir_p(e->samples_dir);
+}
+
 tandem_status tandem_val_speak_create(tandem_val_speak *e, const tandem_text_index *vix,
                                       const char *data_dir, tandem_device *dev,
                                       const tandem_config *cfg) {
@@ -52,11 +79,34 @@ tandem_status tandem_val_speak_create(tandem_val_speak *e, const tandem_text_ind
     tandem_free(audio);
     TANDEM_TRY(st);
     e->n = n;
-    return tandem_synth_open_device(dev, cfg, 0, &e->syn);
+    TANDEM_TRY(tandem_synth_open_device(dev, cfg, TANDEM_VAL_SPEAK_GL_ITERS, &e->syn));
+    return load_tests(e, cfg);
+}
+
+/* Test sentence k: free-running, where the stop fired into the log, the WAV into samples/. */
+static tandem_status run_test(tandem_val_speak *e, int k, int64_t step) {
+    tandem_synth_result r;
+    TANDEM_TRY(tandem_synth_generate_ids(e->syn, e->test_ids + (size_t)k * e->text_len,
+                                         e->test_counts[k], 0, &r));
+    const float *audio = NULL;
+    int64_t samples = 0;
+    TANDEM_TRY(tandem_synth_vocode(e->syn, r.mel, r.frames, TANDEM_VAL_SPEAK_GL_ITERS, 1, &audio,
+                                   &samples));
+    char path[1200];
+    snprintf(path, sizeof path, "%s/step-%08lld-%d.wav", e->samples_dir, (long long)step, k + 1);
+    TANDEM_TRY(tandem_wav_write_pcm16(path, audio, samples, TANDEM_MEL_SAMPLE_RATE));
+    if (r.stop == TANDEM_SYNTH_STOP_HEAD)
+        tandem_logf(TANDEM_LOG_INFO, "step %lld: test sentence %d: stop fired at frame %d (%.2f s) "
+                    "→ %s", (long long)step, k + 1, r.stop_frame,
+                    (double)r.stop_frame * TANDEM_MEL_HOP / TANDEM_MEL_SAMPLE_RATE, path);
+    else
+        tandem_logf(TANDEM_LOG_INFO, "step %lld: test sentence %d: no stop within %d frames → %s",
+                    (long long)step, k + 1, r.frames, path);
+    return TANDEM_OK;
 }
 
 tandem_status tandem_val_speak_run(tandem_val_speak *e, tandem_stream *s,
-                                   const tandem_tensor *params) {
+                                   const tandem_tensor *params, int64_t step) {
     if (!e->syn) return TANDEM_OK;
     const uint64_t t0 = tandem_now_ns();
     TANDEM_TRY(tandem_synth_copy_params(e->syn, s, params));
@@ -69,6 +119,7 @@ tandem_status tandem_val_speak_run(tandem_val_speak *e, tandem_stream *s,
             &e->u[i]));
     }
     tandem_speak_eval_summarize(e->u, e->n, &e->last);
+    for (int k = 0; k < e->n_tests; k++) TANDEM_TRY(run_test(e, k, step));
     e->seconds = (double)(tandem_now_ns() - t0) * 1e-9;
     return TANDEM_OK;
 }
@@ -81,5 +132,6 @@ void tandem_val_speak_free(tandem_val_speak *e) {
     tandem_free(e->truth);
     tandem_free(e->true_frames);
     tandem_free(e->scratch);
+    tandem_free(e->test_ids);
     memset(e, 0, sizeof *e);
 }

@@ -7,7 +7,9 @@
  *
  * The copy is a synthesis handle on the model device (tandem_synth_open_device) that receives
  * the training parameters by one device copy per validation; the true mels are computed once,
- * on the host, from the utterances' audio. Everything is made by create, before the trainer's
+ * on the host, from the utterances' audio. The config's test_sentences (no recording) are
+ * generated too and written as <out>/samples/step-<step>-<k>.wav (Griffin-Lim, 32 iterations);
+ * where their stop fired is logged (INFO). Everything is made by create, before the trainer's
  * pools are committed; run allocates nothing. One thread: the trainer's. */
 #ifndef TANDEM_RUNTIME_RUN_VAL_SPEAK_H
 #define TANDEM_RUNTIME_RUN_VAL_SPEAK_H
@@ -22,6 +24,9 @@
 
 /* Utterances evaluated per validation (fewer when the subset is smaller). */
 #define TANDEM_VAL_SPEAK_COUNT 4
+/* At most this many test_sentences (config); Griffin-Lim iterations of their WAVs. */
+#define TANDEM_VAL_SPEAK_TESTS 8
+#define TANDEM_VAL_SPEAK_GL_ITERS 32
 
 typedef struct tandem_val_speak {
     tandem_synth *syn;     /* NULL: off */
@@ -33,6 +38,10 @@ typedef struct tandem_val_speak {
     int *true_frames;      /* [n] */
     float *scratch;        /* tandem_speak_eval_scratch_floats(max_frames) */
     tandem_speak_utt u[TANDEM_VAL_SPEAK_COUNT];
+    int n_tests;           /* test_sentences */
+    int32_t *test_ids;     /* [n_tests, max_text] */
+    int test_counts[TANDEM_VAL_SPEAK_TESTS];
+    char samples_dir[1100]; /* <out>/samples */
     tandem_speak_summary last; /* of the last run */
     double seconds;        /* wall time of the last run */
 } tandem_val_speak;
@@ -42,9 +51,10 @@ typedef struct tandem_val_speak {
 tandem_status tandem_val_speak_create(tandem_val_speak *e, const tandem_text_index *vix,
                                       const char *data_dir, tandem_device *dev,
                                       const tandem_config *cfg);
-/* Evaluate the parameters params (the training model's flat f32 [P], last written on s). */
+/* Evaluate the parameters params (the training model's flat f32 [P], last written on s) after
+ * `step` steps. */
 tandem_status tandem_val_speak_run(tandem_val_speak *e, tandem_stream *s,
-                                   const tandem_tensor *params);
+                                   const tandem_tensor *params, int64_t step);
 void tandem_val_speak_free(tandem_val_speak *e);
 
 #endif

@@ -93,7 +93,7 @@ tandem_status tandem_validation_run(tandem_validation *v, tandem_model *m, tande
     }
     *l1 = sl / v->batches;
     *stop_bce = sb / v->batches;
-    return tandem_val_speak_run(&v->speak, s, m->params);
+    return tandem_val_speak_run(&v->speak, s, m->params, step);
 }
 
 void tandem_validation_stop(tandem_validation *v, tandem_status st, const char *why) {

@@ -197,6 +197,28 @@ static void test_presets(void **state) {
 }
 
 /* dump → load gives back the same values, for random configs */
+/* test_sentences: a YAML list joined by '|' (what an override gives directly); the dump loads
+ * back equal; bad items are named. */
+static void test_sentence_list(void **state) {
+    (void)state;
+    const char *yaml = "test_sentences:\n  - Hello there.\n  - \"second, one\"\nseed: 3\n";
+    tandem_config a, b;
+    assert_int_equal(tandem_config_load_string(&a, yaml, strlen(yaml), "list.yaml"), TANDEM_OK);
+    assert_string_equal(a.test_sentences, "Hello there.|second, one");
+    assert_int_equal(a.seed, 3);
+    tandem_config_init(&b);
+    assert_int_equal(tandem_config_set(&b, "test_sentences", "Hello there.|second, one"), TANDEM_OK);
+    assert_string_equal(b.test_sentences, a.test_sentences);
+    char text[8192];
+    const size_t need = tandem_config_dump(&a, text, sizeof text);
+    assert_true(need < sizeof text);
+    assert_int_equal(tandem_config_load_string(&b, text, need, "dump"), TANDEM_OK);
+    assert_string_equal(b.test_sentences, a.test_sentences);
+    expect_error("test_sentences:\n  - a|b\n", ":2: key 'test_sentences'", "without '|'");
+    expect_error("test_sentences:\n  - ''\n", ":2: key 'test_sentences'", "non-empty");
+    expect_error("test_sentences:\n  - [a]\n", ":2: key 'test_sentences'", "nested");
+}
+
 static void test_dump_roundtrip(void **state) {
     (void)state;
     tandem_rng r = {tandem_test_seed("test_config dump")};
@@ -321,7 +343,7 @@ int main(void) {
         cmocka_unit_test(test_out_of_range),   cmocka_unit_test(test_override),
         cmocka_unit_test(test_presets),        cmocka_unit_test(test_dump_roundtrip),
         cmocka_unit_test(test_example_configs), cmocka_unit_test(test_garbage),
-        cmocka_unit_test(test_docs_list_every_key),
+        cmocka_unit_test(test_docs_list_every_key), cmocka_unit_test(test_sentence_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -520,6 +520,9 @@ static void test_figures(void **state) {
     CHECK(tandem_config_set(&cfg, "val_batches", "1"));
     CHECK(tandem_config_set(&cfg, "log_every", "3"));
     CHECK(tandem_config_set(&cfg, "checkpoint_every", "3"));
+    /* free-running evaluation of two test sentences at every validation, WAVs under samples/
+     * (inside the allocation-free window checked below) */
+    CHECK(tandem_config_set(&cfg, "test_sentences", "a test.|another one"));
     static fig_log l;
     memset(&l, 0, sizeof l);
     l.out = out;
@@ -555,6 +558,13 @@ static void test_figures(void **state) {
         assert_int_equal(l.have_mel[i], i >= 3);
         assert_true(l.allocs[i] == l.allocs[0]);
     }
+
+    for (int step = 0; step <= MAX_STEPS; step += 2)
+        for (int k = 1; k <= 2; k++) {
+            char wav[64];
+            snprintf(wav, sizeof wav, "samples/step-%08d-%d.wav", step, k);
+            assert_true(file_exists(out, wav));
+        }
 
     /* the logged steps, independently: metrics.jsonl */
     snprintf(path, sizeof path, "%s/metrics.jsonl", out);
