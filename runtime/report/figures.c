@@ -25,7 +25,8 @@ struct tandem_figures {
     hist train, val;
     int max_frames;
     float *target, *pred; /* [max_frames, 80] */
-    int mel_frames;
+    float *gen;           /* [max_frames, 80] the free-running generation of the same text */
+    int mel_frames, gen_frames;
     int64_t mel_step;
     tandem_plot *plot;
 };
@@ -89,12 +90,14 @@ tandem_status tandem_figures_create(int history_cap, int max_frames, tandem_figu
         const size_t bytes = (size_t)max_frames * TANDEM_FIGURES_N_MELS * sizeof(float);
         f->target = tandem_malloc(bytes);
         f->pred = tandem_malloc(bytes);
-        if (!f->target || !f->pred) st = tandem_fail(TANDEM_E_NOMEM, "figures: out of memory");
+        f->gen = tandem_malloc(bytes);
+        if (!f->target || !f->pred || !f->gen)
+            st = tandem_fail(TANDEM_E_NOMEM, "figures: out of memory");
         /* the widest mel image: 2 px per frame up to 1024 frames, 1 px beyond */
         const int probe[2] = {max_frames < 1024 ? max_frames : 1024, max_frames};
         for (int k = 0; k < 2; k++) {
             int mw = 0, mh = 0;
-            tandem_plot_mel_size(probe[k], TANDEM_FIGURES_N_MELS, &mw, &mh);
+            tandem_plot_mel_size_n(probe[k], TANDEM_FIGURES_N_MELS, 3, &mw, &mh);
             if (mw > w) w = mw;
             if (mh > h) h = mh;
         }
@@ -116,6 +119,7 @@ void tandem_figures_free(tandem_figures *f) {
     tandem_free(f->val.value);
     tandem_free(f->target);
     tandem_free(f->pred);
+    tandem_free(f->gen);
     tandem_plot_free(f->plot);
     tandem_free(f);
 }
@@ -210,6 +214,17 @@ tandem_status tandem_figures_set_mel(tandem_figures *f, int frames, int64_t step
                            frames, f->max_frames);
     f->mel_frames = frames;
     f->mel_step = step;
+    f->gen_frames = 0; /* a new utterance: a free-running panel only when set again */
+    return TANDEM_OK;
+}
+
+float *tandem_figures_mel_gen(tandem_figures *f) { return f->gen; }
+
+tandem_status tandem_figures_set_gen(tandem_figures *f, int frames) {
+    if (frames < 0 || frames > f->max_frames)
+        return tandem_fail(TANDEM_E_INVALID, "figures: free-running mel of %d frames, expected "
+                           "0..%d (max_frames)", frames, f->max_frames);
+    f->gen_frames = frames;
     return TANDEM_OK;
 }
 
@@ -242,5 +257,7 @@ tandem_status tandem_figures_write_mel(tandem_figures *f, const char *dir) {
         return tandem_fail(TANDEM_E_INVALID, "figures: no mel to draw yet (set_mel not called)");
     char path[PATH_MAX];
     TANDEM_TRY(join(path, sizeof path, dir, TANDEM_FIGURES_MEL_FILE));
-    return tandem_plot_mel(f->plot, path, f->target, f->pred, f->mel_frames, TANDEM_FIGURES_N_MELS);
+    return tandem_plot_mel_gen(f->plot, path, f->target, f->pred, f->mel_frames,
+                               f->gen_frames > 0 ? f->gen : NULL, f->gen_frames,
+                               TANDEM_FIGURES_N_MELS);
 }

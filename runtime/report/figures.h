@@ -5,7 +5,9 @@
  *                   (tandem_plot_loss), from the history below;
  *   <dir>/mel.png   target above predicted (teacher-forced) log-mel of one utterance
  *                   (tandem_plot_mel), from the mel buffers below; its size is
- *                   tandem_plot_mel_size(frames, 80).
+ *                   tandem_plot_mel_size(frames, 80); when a free-running generation of the
+ *                   same text was set (set_gen), a third panel below shows it
+ *                   (tandem_plot_mel_gen).
  * Both are replaced atomically (runtime/formats/atomic_file.h); no per-step copies are kept.
  *
  * History: the points of the logged steps, two series (train loss; validation L1), each a
@@ -20,7 +22,7 @@
  * paths (the trainer calls tandem_figures_rewind(resume step + 1) after loading the run's
  * metrics.jsonl on resume).
  *
- * Owns: the history buffers, the mel buffers (target, pred [max_frames, 80]) and a plot canvas
+ * Owns: the history buffers, the mel buffers (target, pred, gen [max_frames, 80]) and a plot canvas
  * that fits both figures, all made at create; nothing allocated afterwards (the metrics file is
  * read with stdio, before the trainer's pool commit). Not thread-safe. */
 #ifndef TANDEM_RUNTIME_FIGURES_H
@@ -72,6 +74,10 @@ float *tandem_figures_mel_target(tandem_figures *f);
 float *tandem_figures_mel_pred(tandem_figures *f);
 int tandem_figures_max_frames(const tandem_figures *f);
 tandem_status tandem_figures_set_mel(tandem_figures *f, int frames, int64_t step);
+/* The free-running panel: fill gen [max_frames, 80], then set_gen(frames) (0: none). set_mel
+ * clears it (a new utterance). */
+float *tandem_figures_mel_gen(tandem_figures *f);
+tandem_status tandem_figures_set_gen(tandem_figures *f, int frames);
 /* frames of the mel set last (0: none yet) and its step. */
 int tandem_figures_mel_frames(const tandem_figures *f, int64_t *step);
 

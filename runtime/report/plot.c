@@ -316,23 +316,47 @@ void tandem_plot_colormap(float v, uint8_t rgb[3]) {
 enum { MEL_GAP = 6 };
 
 void tandem_plot_mel_size(int frames, int n_mels, int *width, int *height) {
+    tandem_plot_mel_size_n(frames, n_mels, 2, width, height);
+}
+
+void tandem_plot_mel_size_n(int frames, int n_mels, int panels, int *width, int *height) {
     int fx = frames <= 1024 ? 2 : 1;
     *width = frames * fx;
-    *height = 2 * n_mels * 2 + MEL_GAP;
+    *height = panels * 2 * n_mels + (panels - 1) * MEL_GAP;
+}
+
+/* One panel of frames x n_mels from row `top`, fx px per frame, colours over [lo, hi]. */
+static void mel_panel(tandem_plot *p, const float *m, int frames, int n_mels, int top, int fx,
+                      float lo, float hi, const char *label) {
+    for (int t = 0; t < frames; t++)
+        for (int b = 0; b < n_mels; b++) {
+            uint8_t c[3];
+            tandem_plot_colormap((m[(size_t)t * n_mels + b] - lo) / (hi - lo), c);
+            int y = top + 2 * (n_mels - 1 - b); /* band 0 at the bottom */
+            fill(p, t * fx, y, (t + 1) * fx, y + 2, (rgb_color){c[0], c[1], c[2]});
+        }
+    if (p->w >= 48) text(p, 3, top + 3, label, 1, C_WHITE);
 }
 
 tandem_status tandem_plot_mel(tandem_plot *p, const char *path, const float *target, const float *pred,
                               int frames, int n_mels) {
-    if (!p || !path || !target || !pred || frames < 1 || n_mels < 1)
+    return tandem_plot_mel_gen(p, path, target, pred, frames, NULL, 0, n_mels);
+}
+
+tandem_status tandem_plot_mel_gen(tandem_plot *p, const char *path, const float *target,
+                                  const float *pred, int frames, const float *gen, int gen_frames,
+                                  int n_mels) {
+    if (!p || !path || !target || !pred || frames < 1 || n_mels < 1 || (gen && gen_frames < 1))
         return tandem_fail(TANDEM_E_INVALID, "tandem_plot_mel: bad arguments (frames %d, n_mels %d)", frames, n_mels);
+    const int panels = gen ? 3 : 2, wide = gen && gen_frames > frames ? gen_frames : frames;
     int w, h;
-    tandem_plot_mel_size(frames, n_mels, &w, &h);
+    tandem_plot_mel_size_n(wide, n_mels, panels, &w, &h);
     if (w > p->max_w || h > p->max_h || w < 1)
         return tandem_fail(TANDEM_E_INVALID, "plot %s: %d frames x %d mels need %d x %d pixels, the canvas is %d x %d",
-                           path, frames, n_mels, w, h, p->max_w, p->max_h);
+                           path, wide, n_mels, w, h, p->max_w, p->max_h);
     p->w = w;
     p->h = h;
-    int fx = w / frames;
+    int fx = w / wide;
     float lo = INFINITY, hi = -INFINITY;
     for (size_t i = 0; i < (size_t)frames * n_mels; i++)
         if (isfinite(target[i])) {
@@ -341,17 +365,9 @@ tandem_status tandem_plot_mel(tandem_plot *p, const char *path, const float *tar
         }
     if (!(lo < hi)) lo = 0.0f, hi = 1.0f;
     fill(p, 0, 0, w, h, C_WHITE);
-    for (int panel = 0; panel < 2; panel++) {
-        const float *m = panel ? pred : target;
-        int top = panel * (2 * n_mels + MEL_GAP);
-        for (int t = 0; t < frames; t++)
-            for (int b = 0; b < n_mels; b++) {
-                uint8_t c[3];
-                tandem_plot_colormap((m[(size_t)t * n_mels + b] - lo) / (hi - lo), c);
-                int y = top + 2 * (n_mels - 1 - b); /* band 0 at the bottom */
-                fill(p, t * fx, y, (t + 1) * fx, y + 2, (rgb_color){c[0], c[1], c[2]});
-            }
-        if (w >= 48) text(p, 3, top + 3, panel ? "pred" : "target", 1, C_WHITE);
-    }
+    const int step = 2 * n_mels + MEL_GAP;
+    mel_panel(p, target, frames, n_mels, 0, fx, lo, hi, "target");
+    mel_panel(p, pred, frames, n_mels, step, fx, lo, hi, "pred");
+    if (gen) mel_panel(p, gen, gen_frames, n_mels, 2 * step, fx, lo, hi, "free-running");
     return write_png(p, path);
 }

@@ -29,9 +29,17 @@ tandem_status tandem_plot_loss(tandem_plot *p, const char *path, int width, int 
 /* Pixel size of the mel comparison for frames x n_mels (2 px per band; 2 px per frame up to
  * 1024 frames, 1 px beyond). */
 void tandem_plot_mel_size(int frames, int n_mels, int *width, int *height);
+/* The same with `panels` stacked panels (2: target, pred; 3: also the free-running one). */
+void tandem_plot_mel_size_n(int frames, int n_mels, int panels, int *width, int *height);
 /* target, pred: [frames, n_mels] row-major. The image must fit the canvas. */
 tandem_status tandem_plot_mel(tandem_plot *p, const char *path, const float *target, const float *pred,
                               int frames, int n_mels);
+/* A third panel below: gen [gen_frames, n_mels], the free-running generation of the same text
+ * (gen NULL: the two-panel figure above). The width is that of the longer of the two lengths;
+ * one colour scale, the target's. */
+tandem_status tandem_plot_mel_gen(tandem_plot *p, const char *path, const float *target,
+                                  const float *pred, int frames, const float *gen, int gen_frames,
+                                  int n_mels);
 
 /* The colour map (value in [0, 1] → RGB), exposed for tests. */
 void tandem_plot_colormap(float v, uint8_t rgb[3]);

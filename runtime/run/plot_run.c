@@ -97,6 +97,13 @@ static tandem_status plot_mel(tandem_figures *fig, tandem_synth *s, const char *
     int frames = 0;
     tandem_status st = mel_pair(fig, s, data, res->utterance, text, &frames);
     if (st == TANDEM_OK) st = tandem_figures_set_mel(fig, frames, -1);
+    /* the free-running panel, as the trainer draws it (validation's free-running evaluation) */
+    tandem_synth_result r;
+    if (st == TANDEM_OK) st = tandem_synth_generate(s, text, strlen(text), -1, 0, &r);
+    if (st == TANDEM_OK) {
+        memcpy(tandem_figures_mel_gen(fig), r.mel, (size_t)r.frames * TANDEM_MEL_N_MELS * sizeof(float));
+        st = tandem_figures_set_gen(fig, r.frames);
+    }
     if (st == TANDEM_OK) st = tandem_figures_write_mel(fig, out_dir);
     if (st != TANDEM_OK) {
         char why[1024];

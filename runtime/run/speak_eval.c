@@ -52,7 +52,7 @@ static double mean_l1(const float *a, const float *b, size_t n) {
 
 tandem_status tandem_speak_eval_utt(tandem_synth *s, const int32_t *ids, int count,
                                     const int32_t *other, int other_count, const float *truth,
-                                    int frames, float *scratch, tandem_speak_utt *out) {
+                                    int frames, float *scratch, float *gen, tandem_speak_utt *out) {
     if (!s || !ids || !truth || !scratch || !out)
         return tandem_fail(TANDEM_E_INVALID, "speak eval: NULL argument");
     memset(out, 0, sizeof *out);
@@ -71,6 +71,7 @@ tandem_status tandem_speak_eval_utt(tandem_synth *s, const int32_t *ids, int cou
     float *pred = scratch;
     double *row = (double *)(void *)(scratch + (size_t)F * C + ((size_t)F * C & 1));
     out->dtw_l1 = tandem_speak_dtw_l1(r.mel, r.frames, truth, frames, C, row);
+    if (gen) memcpy(gen, r.mel, (size_t)r.frames * C * sizeof(float));
     const size_t n = (size_t)frames * C;
     TANDEM_TRY(tandem_synth_teacher_forced_ids(s, ids, count, truth, frames, pred));
     out->tf_l1 = mean_l1(pred, truth, n);

@@ -57,10 +57,11 @@ size_t tandem_speak_eval_scratch_floats(int max_frames);
 /* Evaluate one utterance: its token ids [count] (framed, tandem_synth_encode's), other ids
  * [other_count] (another utterance's, for the text-dependence ratio; NULL: tf_l1_other = 0),
  * truth [frames, 80] (frames <= the model's max_frames). scratch:
- * tandem_speak_eval_scratch_floats(max_frames) floats. */
+ * tandem_speak_eval_scratch_floats(max_frames) floats. gen: NULL, or [max_frames, 80] that
+ * receives the generated mel (out->gen_frames rows). */
 tandem_status tandem_speak_eval_utt(tandem_synth *s, const int32_t *ids, int count,
                                     const int32_t *other, int other_count, const float *truth,
-                                    int frames, float *scratch, tandem_speak_utt *out);
+                                    int frames, float *scratch, float *gen, tandem_speak_utt *out);
 
 /* The summary of n evaluated utterances (n >= 1). */
 void tandem_speak_eval_summarize(const tandem_speak_utt *u, int n, tandem_speak_summary *out);

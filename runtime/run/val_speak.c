@@ -106,7 +106,8 @@ static tandem_status run_test(tandem_val_speak *e, int k, int64_t step) {
 }
 
 tandem_status tandem_val_speak_run(tandem_val_speak *e, tandem_stream *s,
-                                   const tandem_tensor *params, int64_t step) {
+                                   const tandem_tensor *params, int64_t step, float *gen0,
+                                   int *gen0_frames) {
     if (!e->syn) return TANDEM_OK;
     const uint64_t t0 = tandem_now_ns();
     TANDEM_TRY(tandem_synth_copy_params(e->syn, s, params));
@@ -116,8 +117,9 @@ tandem_status tandem_val_speak_run(tandem_val_speak *e, tandem_stream *s,
             e->syn, e->ids + (size_t)i * e->text_len, e->counts[i],
             e->n > 1 ? e->ids + (size_t)o * e->text_len : NULL, e->counts[o],
             e->truth + (size_t)i * e->frames * TANDEM_MEL_N_MELS, e->true_frames[i], e->scratch,
-            &e->u[i]));
+            i == 0 ? gen0 : NULL, &e->u[i]));
     }
+    if (gen0_frames) *gen0_frames = e->u[0].gen_frames;
     tandem_speak_eval_summarize(e->u, e->n, &e->last);
     for (int k = 0; k < e->n_tests; k++) TANDEM_TRY(run_test(e, k, step));
     e->seconds = (double)(tandem_now_ns() - t0) * 1e-9;

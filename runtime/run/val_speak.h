@@ -52,9 +52,11 @@ tandem_status tandem_val_speak_create(tandem_val_speak *e, const tandem_text_ind
                                       const char *data_dir, tandem_device *dev,
                                       const tandem_config *cfg);
 /* Evaluate the parameters params (the training model's flat f32 [P], last written on s) after
- * `step` steps. */
+ * `step` steps. gen0: NULL, or [max_frames, 80] for the first utterance's generated mel (the
+ * mel figure's utterance), *gen0_frames its rows. */
 tandem_status tandem_val_speak_run(tandem_val_speak *e, tandem_stream *s,
-                                   const tandem_tensor *params, int64_t step);
+                                   const tandem_tensor *params, int64_t step, float *gen0,
+                                   int *gen0_frames);
 void tandem_val_speak_free(tandem_val_speak *e);
 
 #endif

@@ -93,7 +93,11 @@ tandem_status tandem_validation_run(tandem_validation *v, tandem_model *m, tande
     }
     *l1 = sl / v->batches;
     *stop_bce = sb / v->batches;
-    return tandem_val_speak_run(&v->speak, s, m->params, step);
+    /* the mel figure's utterance is the subset's first: its free-running panel */
+    int gen = 0;
+    TANDEM_TRY(tandem_val_speak_run(&v->speak, s, m->params, step,
+                                    fig ? tandem_figures_mel_gen(fig) : NULL, &gen));
+    return fig && v->speak.syn ? tandem_figures_set_gen(fig, gen) : TANDEM_OK;
 }
 
 void tandem_validation_stop(tandem_validation *v, tandem_status st, const char *why) {
