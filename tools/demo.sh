@@ -5,7 +5,9 @@
 #
 # usage: tools/demo.sh BUILD_DIR OUT_DIR
 # Training: configs/tiny.yaml with a short warm-up (20 steps; the config's 200 would last the
-# whole demo), validation every 50 steps on the held-out corpus.
+# whole demo), validation every 50 steps on the held-out corpus (with the free-running
+# evaluation: eval_* in metrics.jsonl, a third panel in mel.png). The summary says whether the
+# synthesized training sentence stopped by itself.
 # env:   DEMO_STEPS (default 200: about 5 minutes of training on a 2-core host at batch 8),
 #        DEMO_TRAIN_SECONDS (default 360: training gets SIGINT after this long — it finishes the
 #        step, writes its checkpoint and exits 0 — so a busy machine still ends the demo in time),
@@ -81,6 +83,19 @@ devices=$(sed -n 's/^devices: //p' "$out/train.log")
 steps_line=$(sed -n 's/^ *\(steps .*\)/\1/p' "$out/train.log" | head -1)
 rates=$(grep -E 'samples/s, data wait' "$out/train.log" || true)
 gen=$(grep -E '^generated' "$out/synth.log" || true)
+# Did the synthesized training sentence stop by itself (tandem synth's "stop:" line)? Its true
+# length: the recording's frames (hop 256 at 22050 Hz).
+stop=$(grep -E '^stop:' "$out/synth.log" || true)
+true_frames=$(( ($(stat -c %s "$corpus/wavs/$id.wav") - 44) / 2 / 256 ))
+if grep -q '^stop: fired' "$out/synth.log"; then
+  speak="stopped by itself: ${stop#stop: } — the recording has about ${true_frames} frames"
+else
+  speak="did NOT stop by itself (${stop#stop: }): $last_step steps on this machine are too few
+             for free-running speech; \`make bench-speak\` (800 steps) measures when it does
+             (docs/BENCHMARKS-training.md, \"Does it speak?\")"
+fi
+eval_line=$(grep '"eval_stop_within"' "$m" | tail -1 |
+  sed -n 's/.*"eval_stop_within":\([-0-9.eE+]*\).*"eval_len_ratio":\([-0-9.eE+]*\).*"eval_dtw_l1":\([-0-9.eE+]*\).*"eval_text_dep":\([-0-9.eE+]*\).*/fraction stopped within ±20 % \1, median length ratio \2, DTW-L1 \3, text dependence \4/p')
 total=$(( $(date +%s) - t0 ))
 
 cat <<EOF
@@ -93,6 +108,8 @@ throughput   ${rates:-see $out/train.log}
 past warm-up $(tail_avg samples_per_s) samples/s, data wait ${wait_pct} % of step time ($(tail_avg data_wait_ms) ms/step),
              model device busy $(tail_avg model_busy_pct) %, data device busy $(tail_avg data_busy_pct) %, step $(tail_avg step_ms) ms
 synthesis    ${gen:-see $out/synth.log}
+             ${speak}
+free-running ${eval_line:-n/a} (last validation; docs/TRAINING.md)
 
 outputs
   corpus        $corpus/ (metadata.csv, wavs/), held-out $val/
