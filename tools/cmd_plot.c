@@ -68,7 +68,8 @@ int cli_plot(int argc, char **argv) {
         printf(")\n");
     }
     if (r.mel_written)
-        printf("mel comparison: %s/mel.png (%s, %d frames; top target, bottom teacher-forced "
-               "prediction)\n", o.out_dir, r.utterance, r.mel_frames);
+        printf("mel comparison: %s/mel.png (%s, %d frames; top target, middle teacher-forced "
+               "prediction, bottom free-running generation)\n", o.out_dir, r.utterance,
+               r.mel_frames);
     return cli_fail("plot", st);
 }

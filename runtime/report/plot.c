@@ -368,6 +368,6 @@ tandem_status tandem_plot_mel_gen(tandem_plot *p, const char *path, const float 
     const int step = 2 * n_mels + MEL_GAP;
     mel_panel(p, target, frames, n_mels, 0, fx, lo, hi, "target");
     mel_panel(p, pred, frames, n_mels, step, fx, lo, hi, "pred");
-    if (gen) mel_panel(p, gen, gen_frames, n_mels, 2 * step, fx, lo, hi, "free-running");
+    if (gen) mel_panel(p, gen, gen_frames, n_mels, 2 * step, fx, lo, hi, "generated");
     return write_png(p, path);
 }

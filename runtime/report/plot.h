@@ -34,8 +34,8 @@ void tandem_plot_mel_size_n(int frames, int n_mels, int panels, int *width, int 
 /* target, pred: [frames, n_mels] row-major. The image must fit the canvas. */
 tandem_status tandem_plot_mel(tandem_plot *p, const char *path, const float *target, const float *pred,
                               int frames, int n_mels);
-/* A third panel below: gen [gen_frames, n_mels], the free-running generation of the same text
- * (gen NULL: the two-panel figure above). The width is that of the longer of the two lengths;
+/* A third panel below, labelled "generated": gen [gen_frames, n_mels], the free-running
+ * generation of the same text (gen NULL: the two-panel figure above). The width is that of the longer of the two lengths;
  * one colour scale, the target's. */
 tandem_status tandem_plot_mel_gen(tandem_plot *p, const char *path, const float *target,
                                   const float *pred, int frames, const float *gen, int gen_frames,
