@@ -215,6 +215,7 @@ static void test_synth_buffers(void **state) {
     poison(&lib, sizeof lib);
     CHECK(tandem_synth_run(s, "hello", TANDEM_LANG_AUTO, NULL, &lib));
     assert_int_equal(lib.stop, TANDEM_SYNTH_STOP_MAX_FRAMES); /* the stop head never fires */
+    assert_int_equal(lib.stop_frame, -1);
     assert_int_equal(lib.frames, 11);
     assert_int_equal(lib.steps, 6);
     assert_int_equal(lib.lang, TANDEM_LANG_EN);
@@ -280,6 +281,7 @@ static void test_synth_stop_and_mel_only(void **state) {
     CHECK(tandem_synth_run(s, "salaam", TANDEM_LANG_FA, NULL, &r));
     assert_int_equal(r.stop, TANDEM_SYNTH_STOP_HEAD);
     assert_int_equal(r.frames, 1); /* the first frame already passes 0.5 */
+    assert_int_equal(r.stop_frame, 0);
     assert_int_equal(r.steps, 1);
     assert_int_equal(r.lang, TANDEM_LANG_FA);
     assert_null(r.audio);
