@@ -433,6 +433,22 @@ static void test_outputs(void **state) {
         snprintf(npy, sizeof npy, "%s/c.npy", g_dir);
         check_wav(wav, 11);
         check_npy(npy, r.mel, 11);
+        /* where the stop fired (here: never) and the last frames' stop probabilities */
+        char log[1300], text[4096] = {0};
+        snprintf(log, sizeof log, "%s/c.log", g_dir);
+        FILE *lf = fopen(log, "r");
+        assert_non_null(lf);
+        const size_t got = fread(text, 1, sizeof text - 1, lf);
+        fclose(lf);
+        text[got] = 0;
+        assert_non_null(strstr(text, "stop: never fired in 11 frames"));
+        assert_non_null(strstr(text, "stop probability, frames 3..10: 0.000"));
+        /* --kv-cache off (the whole forward per step): the same mel */
+        snprintf(cmd, sizeof cmd, "%s synth --checkpoint %s --text hello --out %s/e.wav --mel-out "
+                 "%s/c.npy --max-frames 11 --gl-iters 4 --kv-cache off --backend %s > %s/e.log 2>&1",
+                 bin, path, g_dir, g_dir, g_backend == TANDEM_BACKEND_CUDA ? "cuda" : "host", g_dir);
+        assert_int_equal(system(cmd), 0);
+        check_npy(npy, r.mel, 11);
         /* a bad checkpoint: exit code 2 and a message naming the file */
         snprintf(cmd, sizeof cmd, "%s synth --checkpoint %s/x.wav --text hi --out %s/d.wav "
                  "> %s/d.log 2>&1", bin, g_dir, g_dir, g_dir);
