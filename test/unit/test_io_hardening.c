@@ -1,7 +1,7 @@
 /* test_io_hardening.c — inputs and outputs against careless or hostile paths (issue 10,
  * docs/RELIABILITY.md "Inputs and outputs"); all nodes are made inside a temp dir:
- *   - outputs (class 1): every writer (write_atomic, the streaming atomic file, .npy, WAV, the
- *     public check) refuses a FIFO, a character device, a directory and a symbolic link at the
+ *   - outputs (class 1): every writer (write_atomic, the streaming atomic file, .npy, WAV,
+ *     checkpoint, PNG plot, the public check) refuses a FIFO, a character device, a directory and a symbolic link at the
  *     target with a message naming it, and leaves the node (and a link's target) as it was;
  *   - inputs (class 2): a FIFO as whole-file read, config, metadata.csv, audio, checkpoint and
  *     features input fails fast (under a deadline) naming the file; an endless character device
@@ -41,6 +41,7 @@
 #include "runtime/data/text_index.h"
 #include "runtime/formats/atomic_file.h"
 #include "runtime/formats/safetensors.h"
+#include "runtime/report/plot.h"
 #include "tandem.h"
 #include "test/fixtures.h"
 
@@ -105,6 +106,19 @@ static void expect_writers_refuse(const char *path, const char *what) {
     const int64_t shape[1] = {4};
     expect_fail_naming(tandem_npy_write_f32(path, x, 1, shape), TANDEM_E_IO, path, what);
     expect_fail_naming(tandem_wav_write_pcm16(path, x, 4, 22050), TANDEM_E_IO, path, what);
+    /* a checkpoint */
+    tandem_st_tensor t = {.name = "w", .dtype = TANDEM_F32, .ndim = 1, .shape = {4}, .data = x};
+    tandem_st_writer *w = NULL;
+    CHECK(tandem_st_writer_create(&t, 1, 0, 0, &w));
+    expect_fail_naming(tandem_st_write(w, path, NULL, 0, NULL, NULL), TANDEM_E_IO, path, what);
+    tandem_st_writer_free(w);
+    /* a PNG plot */
+    tandem_plot *plot = NULL;
+    CHECK(tandem_plot_create(160, 120, &plot));
+    const float step[2] = {1, 2}, loss[2] = {1.0f, 0.5f};
+    expect_fail_naming(tandem_plot_loss(plot, path, 160, 120, step, loss, 2, NULL, NULL, 0), TANDEM_E_IO, path,
+                       what);
+    tandem_plot_free(plot);
     assert_int_equal(lstat(path, &after), 0);
     assert_int_equal(before.st_mode, after.st_mode);
     assert_int_equal(before.st_ino, after.st_ino);
