@@ -4,7 +4,8 @@
  *     checkpoint, PNG plot, the public check) refuses a FIFO, a character device, a directory and a symbolic link at the
  *     target with a message naming it, and leaves the node (and a link's target) as it was;
  *   - inputs (class 2): a FIFO as whole-file read, config, metadata.csv, audio, checkpoint and
- *     features input fails fast (under a deadline) naming the file; an endless character device
+ *     features input, and as the newest entry of a run directory that resume searches, fails
+ *     fast (under a deadline) naming the file; an endless character device
  *     is refused (in a child with a 512 MiB address-space limit, so a regression cannot eat the
  *     machine); a config over its size limit is refused naming the limit; a WAV whose header
  *     claims hours (87 Hz) is refused by features before allocating, naming --max-seconds;
@@ -40,6 +41,7 @@
 #include "runtime/core/config.h"
 #include "runtime/data/text_index.h"
 #include "runtime/formats/atomic_file.h"
+#include "runtime/formats/checkpoint.h"
 #include "runtime/formats/safetensors.h"
 #include "runtime/report/plot.h"
 #include "tandem.h"
@@ -258,6 +260,40 @@ static void test_inputs_that_never_open_fail_fast(void **state) {
     assert_int_equal(unlink(meta), 0);
     if (mknod(meta, S_IFCHR | 0600, makedev(1, 5)) == 0) expect_readers_refuse(meta, data, "character device");
     else printf("note: mknod not permitted here; the device case runs in test_endless_input_refused only\n");
+}
+
+/* A FIFO named like the newest checkpoint of a run directory: resume's search skips it (naming
+ * it) instead of blocking on it. */
+typedef struct find_call {
+    char dir[512], path[1024];
+    int64_t step;
+    int found;
+    tandem_status st;
+} find_call;
+
+static void find_main(void *arg) {
+    find_call *c = arg;
+    c->st = tandem_checkpoint_find_latest(c->dir, c->path, sizeof c->path, &c->step, &c->found);
+}
+
+static void test_resume_entry_fifo_skipped(void **state) {
+    (void)state;
+    static find_call c; /* static: a search that hangs keeps its argument */
+    memset(&c, 0, sizeof c);
+    path_in(c.dir, sizeof c.dir, "run");
+    assert_int_equal(mkdir(c.dir, 0700), 0);
+    char fifo[1024];
+    CHECK(tandem_checkpoint_path(c.dir, 10, fifo, sizeof fifo));
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    tandem_test_log_capture(TANDEM_LOG_WARN);
+    double ms = 0;
+    const int done = tandem_test_finishes_within(find_main, &c, 5000, &ms);
+    tandem_test_log_stop();
+    if (!done) fail_msg("the checkpoint search still blocks on %s after %.0f ms", fifo, ms);
+    CHECK(c.st);
+    assert_int_equal(c.found, 0);
+    const char *log = tandem_test_log_text();
+    if (!strstr(log, fifo) || !strstr(log, "FIFO")) fail_msg("the skip does not name the FIFO: %s", log);
 }
 
 /* In a child with a 512 MiB address-space limit: a regression reads /dev/zero until the limit
@@ -482,6 +518,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_outputs_never_replace_what_is_not_theirs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inputs_that_never_open_fail_fast, setup, teardown),
         cmocka_unit_test(test_endless_input_refused),
+        cmocka_unit_test_setup_teardown(test_resume_entry_fifo_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_whole_file_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_huge_claim_refused_before_allocating, setup, teardown),
         cmocka_unit_test_setup_teardown(test_huge_samples_are_an_error, setup, teardown),
