@@ -45,7 +45,12 @@ typedef struct tandem_features tandem_features;
 typedef struct tandem_features_options {
     tandem_backend backend; /* default TANDEM_BACKEND_AUTO: a CUDA device when a driver is there */
     int ordinal;            /* device of that backend; default 0 */
+    double max_seconds;     /* longest input accepted, seconds; default TANDEM_FEATURES_MAX_SECONDS.
+                               A longer file (by its header) is refused before anything is
+                               allocated for it: TANDEM_E_BUDGET naming the file and the limit */
 } tandem_features_options;
+
+#define TANDEM_FEATURES_MAX_SECONDS 600.0
 
 /* The defaults above. */
 void tandem_features_options_init(tandem_features_options *o);
@@ -71,7 +76,9 @@ typedef struct tandem_features_result {
 } tandem_features_result;
 
 /* Features of one audio file. On failure out->mel is NULL (out->frames may say what a too
- * small buffer needed). */
+ * small buffer needed). Not a regular file (a FIFO, a device) → TANDEM_E_IO; longer than
+ * max_seconds → TANDEM_E_BUDGET; samples that are not finite or beyond 1000 x full scale, or
+ * features that come out non-finite → TANDEM_E_FORMAT naming the file. */
 tandem_status tandem_features_from_file(tandem_features *f, const char *path, float *mel,
                                         size_t capacity, tandem_features_result *out);
 /* Features of samples[0..n): mono float in [-1, 1] at sample_rate Hz (87..768000; resampled

@@ -8,6 +8,10 @@
  * .npy writer allocates nothing; the WAV writer goes through libsndfile, which allocates inside
  * its open. Errors name the path: TANDEM_E_INVALID for bad arguments, TANDEM_E_IO for the OS's
  * refusal (with its reason).
+ *
+ * A writer only ever replaces a regular file: when the target is a FIFO, socket, device,
+ * directory or a symbolic link it is refused with TANDEM_E_IO naming the path and what is
+ * there, before anything is written (docs/RELIABILITY.md, "Inputs and outputs").
  */
 /* tandem.h first, outside the guard (see tandem_text.h). */
 #include "tandem.h"
@@ -32,6 +36,10 @@ tandem_status tandem_wav_write_pcm16(const char *path, const float *samples, int
 
 /* data[0..len) → path, replaced atomically. */
 tandem_status tandem_files_write_atomic(const char *path, const void *data, size_t len);
+
+/* TANDEM_OK when a writer above may replace path (nothing there, or a regular file); otherwise
+ * the TANDEM_E_IO those writers would give. Lets a tool refuse a bad --out before working. */
+tandem_status tandem_files_check_output(const char *path);
 
 /* Create directory path and any missing parents (like mkdir -p); an existing directory is fine. */
 tandem_status tandem_files_mkdir_p(const char *path);

@@ -13,11 +13,13 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem features IN [OUT.npy] [--backend auto|host|cuda]\n\n"
+            "usage: tandem features IN [OUT.npy] [--backend auto|host|cuda] [--max-seconds S]\n\n"
             "Decodes IN (any format libsndfile reads; resampled to 22050 Hz mono), computes its\n"
             "log-mel features on a device (80 Slaney bands 0-8000 Hz, n_fft 1024, hop 256,\n"
             "ln(max(x, 1e-5))) and writes them to OUT.npy as float32 [frames, 80], or prints a\n"
-            "summary without OUT. --backend picks the device (default auto: cuda if present).\n");
+            "summary without OUT. --backend picks the device (default auto: cuda if present).\n"
+            "--max-seconds refuses longer inputs before decoding them (default %g).\n",
+            TANDEM_FEATURES_MAX_SECONDS);
 }
 
 /* The summary of r (no OUT). */
@@ -39,12 +41,15 @@ static void summarise(const char *in, const tandem_features_result *r, const cha
 }
 
 /* Features of in → out (NULL: the summary); the exit code. */
-static int features(tandem_backend backend, const char *in, const char *out) {
+static int features(tandem_backend backend, double max_seconds, const char *in, const char *out) {
     tandem_features_options o;
     tandem_features_options_init(&o);
     o.backend = backend;
+    if (max_seconds > 0) o.max_seconds = max_seconds;
+    tandem_status st = out ? tandem_files_check_output(out) : TANDEM_OK;
+    if (st != TANDEM_OK) return cli_fail("features", st);
     tandem_features *f = NULL;
-    tandem_status st = tandem_features_open(&o, &f);
+    st = tandem_features_open(&o, &f);
     if (st != TANDEM_OK) return cli_fail("features", st);
     tandem_features_result r;
     st = tandem_features_from_file(f, in, NULL, 0, &r);
@@ -71,9 +76,17 @@ int cli_features(int argc, char **argv) {
     }
     const char *in = NULL, *out = NULL;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
+    double max_seconds = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             if (!cli_parse_backend("features", argv[++i], &backend)) return 2;
+        } else if (strcmp(argv[i], "--max-seconds") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            max_seconds = strtod(argv[++i], &end);
+            if (!end || *end || !(max_seconds > 0) || max_seconds > 1e6) {
+                fprintf(stderr, "tandem features: --max-seconds %s: expected seconds > 0 and <= 1e6\n", argv[i]);
+                return 2;
+            }
         } else if (argv[i][0] == '-' && argv[i][1] != 0) {
             fprintf(stderr, "tandem features: unknown option %s\n\n", argv[i]);
             usage(stderr);
@@ -92,5 +105,5 @@ int cli_features(int argc, char **argv) {
         return 2;
     }
 
-    return features(backend, in, out);
+    return features(backend, max_seconds, in, out);
 }

@@ -79,8 +79,12 @@ static void report(const tandem_synth_result *r, const char *out, const char *me
 /* Open, run, write; the exit code. */
 static int synthesize(const char *ckpt, const tandem_synth_options *o, const char *text,
                       tandem_lang lang, const char *out, const char *mel_out) {
+    /* refuse a device node, FIFO or link as --out / --mel-out before the work, not after */
+    tandem_status st = tandem_files_check_output(out);
+    if (st == TANDEM_OK && mel_out) st = tandem_files_check_output(mel_out);
+    if (st != TANDEM_OK) return cli_fail("synth", st);
     tandem_synth *s = NULL;
-    tandem_status st = tandem_synth_open(ckpt, o, &s);
+    st = tandem_synth_open(ckpt, o, &s);
     if (st != TANDEM_OK) return cli_fail("synth", st);
     tandem_synth_info info;
     st = tandem_synth_get_info(s, &info);

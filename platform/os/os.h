@@ -46,12 +46,36 @@ uint64_t tandem_now_ns(void); /* monotonic */
 int tandem_cpu_count(void);
 
 /* ---- files ---- */
-/* Read a whole file into a new buffer (NUL-terminated, not counted in *len). */
+/* Read a whole regular file into a new buffer (NUL-terminated, not counted in *len); at most
+ * TANDEM_FILE_READ_MAX bytes (see tandem_file_read_limited for other limits). */
+#define TANDEM_FILE_READ_MAX ((uint64_t)4 << 30)
 tandem_status tandem_file_read_all(const char *path, char **data, size_t *len);
 /* Write atomically: temp file in the same directory, fsync, rename over path, fsync the
  * directory. A crash at any point leaves either the old file or the new one, never a mix. */
 tandem_status tandem_file_write_atomic(const char *path, const void *data, size_t len);
 int tandem_file_exists(const char *path);
+
+/* ---- file types: what Tandem reads and replaces (docs/RELIABILITY.md, "Inputs and outputs") ---- */
+/* "a FIFO", "a character device", "a directory", ... for messages. */
+const char *tandem_file_type_name(unsigned mode);
+/* May path be replaced by an output? OK when nothing is there or a regular file is;
+ * TANDEM_E_IO naming path and what is there for a FIFO, socket, device, directory or a
+ * symbolic link (an output never goes through a link: the rename would replace the link
+ * itself, and writing to its target would write where the user did not name). Only the last
+ * component counts: directories on the way may be links. what names the writer in the
+ * message ("checkpoint", "write_atomic"). Allocates nothing. */
+tandem_status tandem_file_check_output(const char *path, const char *what);
+/* Open path for reading without ever blocking on the open itself (O_NONBLOCK, then fstat):
+ * a FIFO, socket, device or directory is refused (TANDEM_E_IO naming path and its type);
+ * a regular file larger than max_bytes (0 = no limit) is refused with TANDEM_E_BUDGET naming
+ * the size, the limit and raise_hint (how to raise it, may be NULL). On success *fd is open
+ * in blocking mode and *size holds the file's size. Allocates nothing. */
+tandem_status tandem_file_open_input(const char *path, uint64_t max_bytes, const char *raise_hint, int *fd,
+                                     uint64_t *size);
+/* tandem_file_read_all for a regular file of at most max_bytes (the same rules as
+ * tandem_file_open_input; a file that grows past the limit while read is refused too). */
+tandem_status tandem_file_read_limited(const char *path, uint64_t max_bytes, const char *raise_hint,
+                                       char **data, size_t *len);
 /* mkdir -p */
 tandem_status tandem_mkdir_p(const char *path);
 

@@ -15,24 +15,78 @@
 
 #include "platform/os/log.h"
 
-tandem_status tandem_file_read_all(const char *path, char **data, size_t *len) {
+const char *tandem_file_type_name(unsigned mode) {
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO (named pipe)";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+    default: return "not a regular file";
+    }
+}
+
+tandem_status tandem_file_check_output(const char *path, const char *what) {
+    struct stat st;
+    if (!path || lstat(path, &st) != 0) return TANDEM_OK; /* nothing there (or the open will say why) */
+    if (S_ISREG(st.st_mode)) return TANDEM_OK;
+    if (S_ISLNK(st.st_mode))
+        return tandem_fail(TANDEM_E_IO, "%s %s: the path is a symbolic link; outputs are replaced whole and "
+                           "never written through a link: name the link's target itself, or remove the link",
+                           what, path);
+    return tandem_fail(TANDEM_E_IO, "%s %s: the path is %s, not a regular file; an output only replaces a "
+                       "regular file: choose another path", what, path, tandem_file_type_name(st.st_mode));
+}
+
+tandem_status tandem_file_open_input(const char *path, uint64_t max_bytes, const char *raise_hint, int *fd,
+                                     uint64_t *size) {
+    if (!path || !fd) return tandem_fail(TANDEM_E_INVALID, "tandem_file_open_input: NULL argument");
+    *fd = -1;
+    if (size) *size = 0;
+    /* O_NONBLOCK: opening a FIFO without a writer would block for ever; the type is checked
+     * on the descriptor itself, so nothing can swap the file between the check and the read */
+    int f = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (f < 0) return tandem_fail(TANDEM_E_IO, "open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(f, &st) != 0) {
+        int e = errno;
+        close(f);
+        return tandem_fail(TANDEM_E_IO, "fstat %s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(f);
+        return tandem_fail(TANDEM_E_IO, "read %s: the path is %s, expected a regular file (Tandem does not "
+                           "read pipes or devices, which may never end)", path, tandem_file_type_name(st.st_mode));
+    }
+    if (max_bytes && (uint64_t)st.st_size > max_bytes) {
+        close(f);
+        return tandem_fail(TANDEM_E_BUDGET, "read %s: %llu bytes, more than the limit of %llu bytes%s%s", path,
+                           (unsigned long long)st.st_size, (unsigned long long)max_bytes,
+                           raise_hint ? "; " : "", raise_hint ? raise_hint : "");
+    }
+    int fl = fcntl(f, F_GETFL);
+    if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(f);
+        return tandem_fail(TANDEM_E_IO, "fcntl %s: %s", path, strerror(e));
+    }
+    *fd = f;
+    if (size) *size = (uint64_t)st.st_size;
+    return TANDEM_OK;
+}
+
+tandem_status tandem_file_read_limited(const char *path, uint64_t max_bytes, const char *raise_hint,
+                                       char **data, size_t *len) {
     if (!path || !data) return tandem_fail(TANDEM_E_INVALID, "tandem_file_read_all: NULL argument");
     *data = NULL;
     if (len) *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tandem_fail(TANDEM_E_IO, "open %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return tandem_fail(TANDEM_E_IO, "fstat %s: %s", path, strerror(e));
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return tandem_fail(TANDEM_E_IO, "read %s: is a directory, expected a file", path);
-    }
+    int fd = -1;
+    uint64_t size = 0;
+    TANDEM_TRY(tandem_file_open_input(path, max_bytes, raise_hint, &fd, &size));
     /* st_size is a hint only: /proc files report 0 and files may grow while read. */
-    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    size_t cap = size > 0 ? (size_t)size + 1 : 4096;
     size_t n = 0;
     char *buf = tandem_malloc(cap);
     if (!buf) {
@@ -40,6 +94,12 @@ tandem_status tandem_file_read_all(const char *path, char **data, size_t *len) {
         return tandem_fail(TANDEM_E_NOMEM, "read %s: cannot allocate %zu bytes", path, cap);
     }
     for (;;) {
+        if (max_bytes && n > max_bytes) {
+            tandem_free(buf);
+            close(fd);
+            return tandem_fail(TANDEM_E_BUDGET, "read %s: grew past the limit of %llu bytes while read%s%s", path,
+                               (unsigned long long)max_bytes, raise_hint ? "; " : "", raise_hint ? raise_hint : "");
+        }
         if (n + 1 >= cap) {
             size_t ncap = cap * 2;
             char *nb = tandem_realloc(buf, ncap);
@@ -67,6 +127,10 @@ tandem_status tandem_file_read_all(const char *path, char **data, size_t *len) {
     *data = buf;
     if (len) *len = n;
     return TANDEM_OK;
+}
+
+tandem_status tandem_file_read_all(const char *path, char **data, size_t *len) {
+    return tandem_file_read_limited(path, TANDEM_FILE_READ_MAX, NULL, data, len);
 }
 
 int tandem_file_exists(const char *path) {
@@ -166,6 +230,7 @@ tandem_status tandem_file_write_atomic_until(const char *path, const void *data,
     char dir[PATH_MAX], tmp[PATH_MAX];
     const char *base = path;
     TANDEM_TRY(split_path(path, dir, sizeof dir, &base));
+    TANDEM_TRY(tandem_file_check_output(path, "write_atomic"));
 
     int err = 0;
     int fd = open_temp(dir, base, tmp, sizeof tmp, &err);
@@ -195,6 +260,12 @@ tandem_status tandem_file_write_atomic_until(const char *path, const void *data,
     }
     if (stop_stage == TANDEM_FILE_STAGE_TEMP_SYNCED) return TANDEM_OK;
 
+    /* again just before the rename: something may have appeared there while we wrote */
+    st = tandem_file_check_output(path, "write_atomic");
+    if (st != TANDEM_OK) {
+        unlink(tmp);
+        return st;
+    }
     if (rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
@@ -50,19 +51,42 @@ void tandem_audio_decoder_free(tandem_audio_decoder *d) {
     tandem_free(d);
 }
 
-/* Opens path under the lock. On failure returns NULL with the status set. */
-static SNDFILE *open_locked(const char *path, SF_INFO *info, tandem_status *st) {
+/* libsndfile's reason in our words (its own text follows in parentheses): the caller's message
+ * names the file, so no bare library message reaches the user. */
+static const char *sf_reason(int code) {
+    switch (code) {
+    case SF_ERR_UNRECOGNISED_FORMAT: return "not an audio format the decoder reads (WAV, FLAC, Ogg, AIFF, ...)";
+    case SF_ERR_SYSTEM: return "the system refused to read it";
+    case SF_ERR_MALFORMED_FILE: return "malformed or inconsistent header";
+    case SF_ERR_UNSUPPORTED_ENCODING: return "an encoding the decoder does not support";
+    default: return "corrupt or inconsistent header";
+    }
+}
+
+/* Opens path under the lock: our own non-blocking open and type check first (a FIFO or device
+ * would block or never end), then libsndfile on the descriptor. On failure returns NULL with
+ * the status set and *fd = -1; on success the caller closes with close_locked(f, *fd). */
+static SNDFILE *open_locked(const char *path, SF_INFO *info, int *fd, tandem_status *st) {
     memset(info, 0, sizeof *info);
+    *st = tandem_file_open_input(path, 0, NULL, fd, NULL); /* its message names the file */
+    if (*st != TANDEM_OK) return NULL;
     pthread_mutex_lock(&sf_lock);
-    SNDFILE *f = sf_open(path, SFM_READ, info);
+    SNDFILE *f = sf_open_fd(*fd, SFM_READ, info, SF_FALSE /* closed here */);
     if (!f) {
         int code = sf_error(NULL);
         char why[256];
         snprintf(why, sizeof why, "%s", sf_strerror(NULL));
         pthread_mutex_unlock(&sf_lock);
-        /* SF_ERR_SYSTEM: the OS refused (missing file, permissions); anything else is content */
-        *st = tandem_fail(code == SF_ERR_SYSTEM ? TANDEM_E_IO : TANDEM_E_FORMAT,
-                          "audio %s: cannot decode: %s", path, why);
+        close(*fd);
+        *fd = -1;
+        /* SF_ERR_SYSTEM: the OS refused (permissions, I/O error); anything else is content */
+        const tandem_status kind = code == SF_ERR_SYSTEM ? TANDEM_E_IO : TANDEM_E_FORMAT;
+        /* libsndfile calls a header with a zero rate (or format) an internal error of its own */
+        if (strstr(why, "SF_INFO struct incomplete"))
+            *st = tandem_fail(kind, "audio %s: cannot decode: the header gives a sample rate, channel count or "
+                              "format of zero", path);
+        else
+            *st = tandem_fail(kind, "audio %s: cannot decode: %s (libsndfile: %s)", path, sf_reason(code), why);
         return NULL;
     }
     pthread_mutex_unlock(&sf_lock);
@@ -70,10 +94,11 @@ static SNDFILE *open_locked(const char *path, SF_INFO *info, tandem_status *st) 
     return f;
 }
 
-static void close_locked(SNDFILE *f) {
+static void close_locked(SNDFILE *f, int fd) {
     pthread_mutex_lock(&sf_lock);
     sf_close(f);
     pthread_mutex_unlock(&sf_lock);
+    close(fd);
 }
 
 static void format_name(const SF_INFO *info, char *buf, size_t cap) {
@@ -123,11 +148,12 @@ tandem_status tandem_audio_probe(const char *path, tandem_audio_info *out) {
     if (!path || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_audio_probe: NULL argument");
     SF_INFO sfi;
     tandem_status st;
-    SNDFILE *f = open_locked(path, &sfi, &st);
+    int fd = -1;
+    SNDFILE *f = open_locked(path, &sfi, &fd, &st);
     if (!f) return st;
     st = check_header(path, &sfi);
     if (st == TANDEM_OK) fill_info(&sfi, out);
-    close_locked(f);
+    close_locked(f, fd);
     return st;
 }
 
@@ -269,9 +295,15 @@ static tandem_status sink_finish(sink *k, int64_t *n_out) {
     if (k->produced == 0)
         return tandem_fail(TANDEM_E_FORMAT, "audio %s: no audio samples decoded (empty or truncated stream)",
                            k->what);
-    for (int64_t i = 0; i < k->produced; i++)
+    for (int64_t i = 0; i < k->produced; i++) {
         if (!isfinite(k->out[i]))
             return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample %lld is not finite", k->what, (long long)i);
+        /* finite but huge samples overflow the power spectrum to +inf in the features */
+        if (fabsf(k->out[i]) > TANDEM_AUDIO_MAX_ABS)
+            return tandem_fail(TANDEM_E_FORMAT, "audio %s: sample %lld is %g, beyond %g x full scale (expected "
+                               "samples within [-1, 1]): corrupt or unnormalised float audio",
+                               k->what, (long long)i, (double)k->out[i], (double)TANDEM_AUDIO_MAX_ABS);
+    }
     *n_out = k->produced;
     return TANDEM_OK;
 }
@@ -328,12 +360,13 @@ tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, flo
     d->resample_ns = 0;
     SF_INFO sfi;
     tandem_status st;
-    SNDFILE *f = open_locked(path, &sfi, &st);
+    int fd = -1;
+    SNDFILE *f = open_locked(path, &sfi, &fd, &st);
     if (!f) return st;
     if (info) fill_info(&sfi, info);
     st = decode_open(d, f, &sfi, path, out, max_samples, n_samples);
     if (st != TANDEM_OK) *n_samples = 0;
-    close_locked(f);
+    close_locked(f, fd);
     return st;
 }
 
@@ -357,9 +390,14 @@ tandem_status tandem_audio_resample(tandem_audio_decoder *d, const float *in, in
     if (n < 1 || rate < MIN_RATE || rate > MAX_RATE)
         return tandem_fail(TANDEM_E_INVALID, "audio samples: %lld samples at %d Hz (expected >= 1 "
                            "sample at %d..%d Hz)", (long long)n, rate, MIN_RATE, MAX_RATE);
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++) {
         if (!isfinite(in[i]))
             return tandem_fail(TANDEM_E_INVALID, "audio samples: sample %lld is not finite", (long long)i);
+        if (fabsf(in[i]) > TANDEM_AUDIO_MAX_ABS)
+            return tandem_fail(TANDEM_E_INVALID, "audio samples: sample %lld is %g, beyond %g x full scale "
+                               "(expected samples within [-1, 1])", (long long)i, (double)in[i],
+                               (double)TANDEM_AUDIO_MAX_ABS);
+    }
     const int64_t expect = resampled_count(n, rate);
     if (expect > max_samples)
         return tandem_fail(TANDEM_E_BUDGET, "audio samples: too long: %lld samples at 22050 Hz, limit %lld",

@@ -13,11 +13,13 @@
  * passband of 90 % of the output Nyquist (~9.9 kHz), which covers everything the features
  * use (mel bands end at 8 kHz), at a fraction of BEST's cost.
  *
- * Errors: a file that cannot be opened → TANDEM_E_IO (the OS's reason); not audio, corrupt
- * (including errors the decoder only logs, e.g. FLAC's lost sync), truncated (the header
- * promises more than the file holds), zero frames, or non-finite samples →
- * TANDEM_E_FORMAT naming the file and libsndfile's reason; more than max_samples after
- * resampling → TANDEM_E_BUDGET ("too long", so a loader can skip and count it). Never a crash.
+ * Errors: a file that cannot be opened, or is not a regular file (a FIFO or device could block
+ * or never end; checked before libsndfile sees it) → TANDEM_E_IO (the OS's reason); not
+ * audio, corrupt (including errors the decoder only logs, e.g. FLAC's lost sync), truncated
+ * (the header promises more than the file holds), zero frames, non-finite samples or samples
+ * beyond TANDEM_AUDIO_MAX_ABS → TANDEM_E_FORMAT naming the file, the reason in our words and
+ * libsndfile's own in parentheses; more than max_samples after resampling → TANDEM_E_BUDGET
+ * ("too long", so a loader can skip and count it). Never a crash.
  */
 #ifndef TANDEM_RUNTIME_AUDIO_H
 #define TANDEM_RUNTIME_AUDIO_H
@@ -28,6 +30,9 @@
 #include "tandem.h"
 
 #define TANDEM_AUDIO_RATE TANDEM_MEL_SAMPLE_RATE /* the decoder's output: the feature recipe's rate */
+/* Largest sample magnitude accepted (full scale is 1): 60 dB over full scale is no recording,
+ * and far below what overflows the features' power spectrum (|x| ~ 1e16). */
+#define TANDEM_AUDIO_MAX_ABS 1000.0f
 
 typedef struct tandem_audio_info {
     int64_t frames;         /* frames in the file at its own rate (per channel) */

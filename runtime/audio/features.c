@@ -3,6 +3,7 @@
  * the one signal. */
 #include "tandem.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,9 +13,6 @@
 #include "runtime/audio/mel.h"
 #include "runtime/audio/mel_device.h"
 
-/* A stream whose header does not state its length gets room for an hour (the decoder stops
- * with a clear error beyond). */
-#define STREAM_MAX_SECONDS 3600
 /* The resampler's count of a file may differ from the header's by a sample. */
 #define DECODE_SLACK 16
 
@@ -26,12 +24,14 @@ struct tandem_features {
     size_t audio_cap;
     float *mel;   /* [mel_cap] the handle's output buffer */
     size_t mel_cap;
+    double max_seconds; /* longest input taken (tandem_features_options.max_seconds) */
 };
 
 void tandem_features_options_init(tandem_features_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->backend = TANDEM_BACKEND_AUTO;
+    o->max_seconds = TANDEM_FEATURES_MAX_SECONDS;
 }
 
 tandem_status tandem_features_open(const tandem_features_options *o, tandem_features **out) {
@@ -40,8 +40,12 @@ tandem_status tandem_features_open(const tandem_features_options *o, tandem_feat
     tandem_features_options d;
     tandem_features_options_init(&d);
     if (!o) o = &d;
+    if (!(o->max_seconds > 0.0) || o->max_seconds > 1e6)
+        return tandem_fail(TANDEM_E_INVALID, "features: max_seconds %g, expected > 0 and <= 1e6 seconds",
+                           o->max_seconds);
     tandem_features *f = tandem_calloc(1, sizeof *f);
     if (!f) return tandem_fail(TANDEM_E_NOMEM, "features: out of memory");
+    f->max_seconds = o->max_seconds;
     tandem_status st = tandem_device_open(o->backend, o->ordinal, &f->dev);
     if (st == TANDEM_OK) st = tandem_stream_create(f->dev, &f->s);
     if (st == TANDEM_OK) st = tandem_audio_decoder_create(&f->dec);
@@ -119,6 +123,12 @@ static tandem_status compute(tandem_features *f, const char *what, const float *
         mel = f->mel;
     }
     TANDEM_TRY(device_mel(f, audio, n, mel, (int)frames));
+    /* the decoder bounds the samples; this is the last line against an overflow anywhere */
+    for (size_t i = 0; i < need; i++)
+        if (!isfinite(mel[i]))
+            return tandem_fail(TANDEM_E_FORMAT, "%s: log-mel value %zu (frame %zu, band %zu) is %g: the "
+                               "features are not finite (input samples out of range?)", what, i,
+                               i / TANDEM_MEL_N_MELS, i % TANDEM_MEL_N_MELS, (double)mel[i]);
     out->mel = mel;
     return TANDEM_OK;
 }
@@ -134,8 +144,16 @@ tandem_status tandem_features_from_file(tandem_features *f, const char *path, fl
     result_init(out);
     tandem_audio_info info;
     TANDEM_TRY(tandem_audio_probe(path, &info));
-    const int64_t cap = info.samples_22050 >= 0 ? info.samples_22050 + DECODE_SLACK
-                                                : (int64_t)STREAM_MAX_SECONDS * TANDEM_AUDIO_RATE;
+    /* the header's claim is checked before anything is allocated for it: a forged header
+     * claiming hours must not cost hours of memory */
+    const int64_t limit = (int64_t)(f->max_seconds * TANDEM_AUDIO_RATE);
+    if (info.samples_22050 > limit)
+        return tandem_fail(TANDEM_E_BUDGET, "features %s: %.1f s of audio by its header, more than the limit of "
+                           "%g s; raise it with --max-seconds (tandem_features_options.max_seconds)",
+                           path, info.seconds, f->max_seconds);
+    /* a stream whose header does not state its length gets room for the limit (the decoder
+     * stops with a clear error beyond) */
+    const int64_t cap = info.samples_22050 >= 0 ? info.samples_22050 + DECODE_SLACK : limit;
     TANDEM_TRY(reserve((void **)&f->audio, &f->audio_cap, (size_t)cap, sizeof(float), "audio samples"));
     int64_t n = 0;
     TANDEM_TRY(tandem_audio_decode(f->dec, path, f->audio, cap, &n, &info));

@@ -472,7 +472,10 @@ tandem_status tandem_config_load(tandem_config *cfg, const char *path) {
     if (!cfg || !path) return tandem_fail(TANDEM_E_INVALID, "tandem_config_load: NULL argument");
     char *text = NULL;
     size_t len = 0;
-    tandem_status st = tandem_file_read_all(path, &text, &len);
+    /* a config is a page of YAML: anything larger is the wrong file (or an endless one) */
+    tandem_status st = tandem_file_read_limited(path, TANDEM_CONFIG_MAX_BYTES,
+                                                "a config file is at most 1 MiB: is this the right file?",
+                                                &text, &len);
     if (st != TANDEM_OK) {
         char why[512]; /* copied: tandem_fail overwrites the message it would read */
         snprintf(why, sizeof why, "%s", tandem_last_error());

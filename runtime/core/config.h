@@ -25,6 +25,7 @@
 #define TANDEM_CONFIG_SENTENCES_MAX 1024
 #define TANDEM_CONFIG_SENTENCE_SEP '|'
 #define TANDEM_CONFIG_MAX_PREFETCH 16 /* most ring slots prefetch_buffer_size allows */
+#define TANDEM_CONFIG_MAX_BYTES ((uint64_t)1 << 20) /* largest config file read */
 
 typedef enum tandem_model_size {
     TANDEM_MODEL_TINY = 0,

@@ -40,6 +40,7 @@ struct tandem_loader {
     char error[512];
     uint64_t fail_streak;
     tandem_loader_stats stats;
+    uint8_t *reported; /* [ix->count] 1: this utterance's failure was logged (once per file, not per visit) */
 };
 
 static void stage_add(tandem_loader *l, tandem_stage s, uint64_t t0, uint64_t t1) {
@@ -72,6 +73,8 @@ tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loade
     tandem_mutex_init(&l->m);
     tandem_cond_init(&l->cv);
     tandem_status st = tandem_sampler_init(&l->sampler, cfg->items, cfg->n_items, cfg->seed, cfg->shuffle);
+    l->reported = tandem_calloc(cfg->ix->count ? cfg->ix->count : 1, 1);
+    if (st == TANDEM_OK && !l->reported) st = tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
     const size_t B = (size_t)cfg->batch;
     /* the staged batches as the plan declares them (runtime/data/plan_layout.h) */
     tandem_staging_plan sp;
@@ -138,6 +141,7 @@ void tandem_loader_destroy(tandem_loader *l) {
         tandem_free(b->pos);
     }
     tandem_sampler_free(&l->sampler);
+    tandem_free(l->reported);
     tandem_cond_destroy(&l->cv);
     tandem_mutex_destroy(&l->m);
     tandem_free(l);
@@ -156,8 +160,8 @@ tandem_status tandem_loader_set_pos(tandem_loader *l, tandem_sampler_pos pos) {
 /* Pull the file's bytes through the OS (so "read" is measured apart from decoding; the decoder
  * then reads them from the page cache). A failure here is left for the decoder to report. */
 static void read_through(worker *w, const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
+    int fd = -1; /* a FIFO or device is not opened blocking (the decoder refuses it) */
+    if (tandem_file_open_input(path, 0, NULL, &fd, NULL) != TANDEM_OK) return;
     ssize_t n;
     do n = read(fd, w->read_buf, READ_CHUNK);
     while (n > 0 || (n < 0 && errno == EINTR));
@@ -265,8 +269,11 @@ static void *worker_main(void *arg) {
             /* the file is skipped, counted, and the row takes the next utterance */
             if (st == TANDEM_E_BUDGET) l->stats.too_long++;
             else l->stats.decode_failures++;
-            tandem_logf(TANDEM_LOG_WARN, "loader: skipping '%s': %s",
-                        tandem_utt_id(l->cfg.ix, &l->cfg.ix->utts[u]), msg);
+            if (!l->reported[u]) { /* every epoch visits it again: say so once */
+                l->reported[u] = 1;
+                tandem_logf(TANDEM_LOG_WARN, "loader: skipping '%s': %s (said once; skipped on every visit)",
+                            tandem_utt_id(l->cfg.ix, &l->cfg.ix->utts[u]), msg);
+            }
             if (++l->fail_streak > (uint64_t)l->cfg.n_items + (uint64_t)l->cfg.num_workers) {
                 char why[800];
                 snprintf(why, sizeof why, "loader: %llu audio files failed in a row (a whole epoch); last: %s",

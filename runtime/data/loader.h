@@ -5,9 +5,10 @@
  * staged batches in turn. A batch's rows are claimed in sampler order (row r of batch n is the
  * sampler's (n*B + r)-th utterance while no file fails), each row is decoded straight into the
  * pinned buffer and zero-padded; tokens come from the text index. A file that fails to decode
- * (or turns out longer than the row) is logged, counted, and its row takes the next sampler
- * utterance instead — the run goes on; only a whole epoch's worth of failures in a row is an
- * error. The consumer of staged batches (the data-device thread) takes them in sequence and
+ * (not audio, not a regular file, non-finite or out-of-range samples, or longer than the row)
+ * is logged once per file (not on every epoch's visit), counted on every visit, and its row
+ * takes the next sampler utterance instead — the run goes on; only a whole epoch's worth of
+ * failures in a row is an error. The consumer of staged batches (the data-device thread) takes them in sequence and
  * gives each back with two events recorded after its uploads were queued; the loader waits on
  * those (on a loader thread, just before refilling the buffer), so uploads stay asynchronous.
  * An event that was never recorded is never waited on (a driver reports that as misuse).

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -151,30 +150,46 @@ tandem_status tandem_text_cache_check(const void *data, size_t bytes, uint64_t k
     return TANDEM_OK;
 }
 
-/* mmap path read-only; TANDEM_E_IO when it does not exist (*absent = 1) or cannot be read. */
-static tandem_status map_file(const char *path, void **data, size_t *bytes, int *absent) {
+/* Read the cache file into memory the index owns (a mapping would fault with SIGBUS when the file
+ * is truncated or rewritten under a running index). Only the bytes the header's counts give
+ * are read: a file of another size is stale or foreign, not read at all. TANDEM_E_IO when it
+ * does not exist (*absent = 1), is not a regular file or cannot be read. */
+static tandem_status read_cache(const char *path, void **data, size_t *bytes, int *absent) {
     *absent = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        *absent = errno == ENOENT;
-        return tandem_fail(TANDEM_E_IO, "open %s: %s", path, strerror(errno));
+    *data = NULL;
+    int fd = -1;
+    uint64_t size = 0;
+    if (tandem_file_open_input(path, 0, NULL, &fd, &size) != TANDEM_OK) {
+        *absent = access(path, F_OK) != 0 && errno == ENOENT;
+        return TANDEM_E_IO; /* the message is open_input's */
     }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return tandem_fail(TANDEM_E_IO, "stat %s: %s", path, strerror(e));
+    tandem_text_cache_header h;
+    tandem_status st = TANDEM_OK;
+    size_t uo, to, so, total = 0;
+    if (size < sizeof h || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
+        st = tandem_fail(TANDEM_E_FORMAT, "truncated: %llu bytes", (unsigned long long)size);
+    } else {
+        tandem_text_cache_layout(h.n_utts, h.n_tokens, h.strings_bytes, &uo, &to, &so, &total);
+        if (h.n_tokens > UINT32_MAX || h.strings_bytes > UINT32_MAX || total != size)
+            st = tandem_fail(TANDEM_E_FORMAT, "size %llu bytes, the header's counts give %zu",
+                             (unsigned long long)size, total);
     }
-    if (sb.st_size < (off_t)sizeof(tandem_text_cache_header)) {
-        close(fd);
-        return tandem_fail(TANDEM_E_FORMAT, "truncated: %lld bytes", (long long)sb.st_size);
+    char *buf = st == TANDEM_OK ? tandem_malloc(total) : NULL;
+    if (st == TANDEM_OK && !buf) st = tandem_fail(TANDEM_E_NOMEM, "text cache %s: %zu bytes", path, total);
+    for (size_t got = 0; st == TANDEM_OK && got < total;) {
+        ssize_t r = pread(fd, buf + got, total - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) st = tandem_fail(TANDEM_E_IO, "read %s: %s", path, strerror(errno));
+        else if (r == 0) st = tandem_fail(TANDEM_E_FORMAT, "truncated while read: %zu of %zu bytes", got, total);
+        else got += (size_t)r;
     }
-    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
     close(fd);
-    if (p == MAP_FAILED) return tandem_fail(TANDEM_E_IO, "mmap %s: %s", path, strerror(e));
-    *data = p;
-    *bytes = (size_t)sb.st_size;
+    if (st != TANDEM_OK) {
+        tandem_free(buf);
+        return st;
+    }
+    *data = buf;
+    *bytes = total;
     return TANDEM_OK;
 }
 
@@ -219,7 +234,10 @@ tandem_status tandem_text_index_open(const tandem_text_index_config *cfg, tandem
     snprintf(meta_path, sizeof meta_path, "%s/metadata.csv", cfg->data_dir);
     char *meta = NULL;
     size_t meta_len = 0;
-    TANDEM_TRY(tandem_file_read_all(meta_path, &meta, &meta_len));
+    /* the index's offsets are 32-bit: a larger metadata file could not be indexed anyway */
+    TANDEM_TRY(tandem_file_read_limited(meta_path, TANDEM_INDEX_MAX_METADATA_BYTES,
+                                        "an index holds at most 4 GiB of metadata: split the dataset",
+                                        &meta, &meta_len));
     uint64_t key = compute_key(cfg, meta, meta_len, real_dir);
 
     if (cfg->use_cache) {
@@ -228,18 +246,18 @@ tandem_status tandem_text_index_open(const tandem_text_index_config *cfg, tandem
             void *data = NULL;
             size_t bytes = 0;
             int absent;
-            tandem_status st = map_file(ix->cache_path, &data, &bytes, &absent);
+            tandem_status st = read_cache(ix->cache_path, &data, &bytes, &absent);
             if (st == TANDEM_OK) {
                 st = tandem_text_cache_check(data, bytes, key);
                 if (st == TANDEM_OK) {
                     tandem_free(meta);
-                    tandem_text_index_attach(ix, data, bytes, 1);
+                    tandem_text_index_attach(ix, data, bytes);
                     ix->cache_hit = 1;
                     st = tandem_text_index_split(cfg, ix);
                     if (st != TANDEM_OK) tandem_text_index_free(ix);
                     return st;
                 }
-                munmap(data, bytes);
+                tandem_free(data);
             }
             if (!absent)
                 tandem_logf(TANDEM_LOG_INFO, "text cache %s: %s; rebuilding", ix->cache_path, tandem_last_error());
@@ -256,7 +274,7 @@ tandem_status tandem_text_index_open(const tandem_text_index_config *cfg, tandem
         tandem_logf(TANDEM_LOG_WARN, "text cache not written: %s", tandem_last_error());
         ix->cache_path[0] = 0;
     }
-    tandem_text_index_attach(ix, blob, bytes, 0);
+    tandem_text_index_attach(ix, blob, bytes);
     st = tandem_text_index_split(cfg, ix);
     if (st != TANDEM_OK) tandem_text_index_free(ix);
     return st;

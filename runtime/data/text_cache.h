@@ -5,7 +5,9 @@
  * inside the dataset; none set: no persistent cache, the frontend runs in memory). Its header holds a
  * key (hash of the metadata bytes, frontend/symbol/format versions and the index settings)
  * and checksums; a file whose size, magic, versions, key or checksums do not match is rebuilt,
- * never trusted. Written atomically, read with mmap. Owns nothing between calls. */
+ * never trusted. Written atomically; read whole into memory the index owns (only when its size
+ * is what its header's counts give), never mapped, so changes to the file after the read cannot
+ * reach the index. Owns nothing between calls. */
 #ifndef TANDEM_TEXT_CACHE_H
 #define TANDEM_TEXT_CACHE_H
 

@@ -4,7 +4,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "runtime/audio/audio.h"
 #include "platform/os/log.h"
@@ -15,6 +14,9 @@
 
 #define MAX_ID_BYTES 200 /* ids become file names: wavs/<id>.flac must fit NAME_MAX */
 #define CHUNK_ROWS 128   /* rows a worker claims at a time */
+/* Rows of one kind of warning logged one by one; the rest are summarised in one line with the
+ * count (a million bad rows must not print a million lines). */
+#define WARN_ROWS TANDEM_INDEX_WARN_ROWS
 
 static const char *const reason_names[TANDEM_SKIP_COUNT] = {
     "wrong column count", "bad id",         "duplicate id",   "missing audio",
@@ -116,6 +118,7 @@ typedef struct shared {
     tokvec *vecs;        /* [num_workers] */
     tandem_status status; /* first hard failure (out of memory) */
     atomic_int failed;
+    atomic_uint audio_warnings; /* unreadable or unmeasured audio headers seen (the first WARN_ROWS logged) */
 } shared;
 
 typedef struct worker_arg {
@@ -140,12 +143,15 @@ static int audio_lookup(const char *dir, const row *r, uint8_t *ext) {
 /* Duration from the file's header (read once here and cached with the index, so the loader
  * can skip utterances that do not fit without opening them). An unreadable header leaves 0:
  * the row stays in the index (the text is fine) and the split leaves it out of training. */
-static void probe_duration(const char *meta_path, const char *dir, row *r) {
+static void probe_duration(shared *sh, const char *meta_path, const char *dir, row *r) {
     char path[4096];
     int k = snprintf(path, sizeof path, "%s/wavs/%.*s.%s", dir, (int)r->id_len, r->id, audio_exts[r->audio_ext]);
     if (k < 0 || (size_t)k >= sizeof path) return;
     tandem_audio_info info;
-    if (tandem_audio_probe(path, &info) != TANDEM_OK) {
+    tandem_status st = tandem_audio_probe(path, &info);
+    if ((st != TANDEM_OK || info.samples_22050 < 0) && atomic_fetch_add(&sh->audio_warnings, 1) >= WARN_ROWS)
+        return; /* counted; the summary after the build says how many */
+    if (st != TANDEM_OK) {
         tandem_logf(TANDEM_LOG_WARN, "%s:%u: audio unreadable, not used for training: %s", meta_path, r->line,
                     tandem_last_error());
         return;
@@ -208,7 +214,7 @@ static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tok
     r->n_tok = (uint32_t)count;
     r->lang = (uint8_t)norm->lang;
     tv->len += count;
-    if (cfg->check_audio) probe_duration(sh->meta_path, cfg->data_dir, r);
+    if (cfg->check_audio) probe_duration(sh, sh->meta_path, cfg->data_dir, r);
     return TANDEM_OK;
 }
 
@@ -390,14 +396,26 @@ typedef struct totals {
     uint32_t skipped[TANDEM_SKIP_COUNT];
 } totals;
 
-/* Counts the usable rows and their sizes; reports every skipped row (in metadata order). */
+/* "wrong column count 3, bad id 1" from per-reason counts into buf. */
+static void reason_counts(const uint32_t *skipped, char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int k = 0; k < TANDEM_SKIP_COUNT; k++)
+        if (skipped[k] && o < cap)
+            o += (size_t)snprintf(buf + o, cap - o, "%s%s %u", o ? ", " : "", reason_names[k], skipped[k]);
+}
+
+/* Counts the usable rows and their sizes; reports the first WARN_ROWS skipped rows of each
+ * reason (in metadata order) one by one and the rest in one summary line. */
 static void count_rows(const char *meta_path, const row *rows, size_t n_rows, int max_text, totals *t) {
     memset(t, 0, sizeof *t);
+    uint32_t bad = 0, unlisted = 0;
     for (size_t i = 0; i < n_rows; i++) {
         const row *r = &rows[i];
         if (r->skip) {
-            t->skipped[r->skip - 1]++;
-            report_row(meta_path, r, max_text);
+            bad++;
+            if (++t->skipped[r->skip - 1] <= WARN_ROWS) report_row(meta_path, r, max_text);
+            else unlisted++;
             continue;
         }
         t->n_utts++;
@@ -405,17 +423,20 @@ static void count_rows(const char *meta_path, const row *rows, size_t n_rows, in
         /* id\0 wavs/<id>.<ext>\0 */
         t->strings_bytes += r->id_len + 1 + 5 + r->id_len + 1 + strlen(audio_exts[r->audio_ext]) + 1;
     }
+    if (unlisted) {
+        char counts[512];
+        reason_counts(t->skipped, counts, sizeof counts);
+        tandem_logf(TANDEM_LOG_WARN, "%s: %u more skipped rows not listed (the first %d of each reason are "
+                    "above); %u rows skipped in all: %s", meta_path, unlisted, WARN_ROWS, bad, counts);
+    }
 }
 
 /* The index would be empty or too large for its 32-bit offsets: say why, with the skip counts. */
 static tandem_status check_totals(const char *meta_path, size_t n_rows, const totals *t) {
     if (t->n_utts == 0) {
         char counts[512];
-        size_t o = 0;
-        for (int k = 0; k < TANDEM_SKIP_COUNT; k++)
-            if (t->skipped[k] && o < sizeof counts)
-                o += (size_t)snprintf(counts + o, sizeof counts - o, "%s%s %u", o ? ", " : "", reason_names[k],
-                                      t->skipped[k]);
+        reason_counts(t->skipped, counts, sizeof counts);
+        const int o = counts[0] != 0;
         return tandem_fail(TANDEM_E_INVALID, "%s: no usable utterances in %zu rows%s%s%s", meta_path, n_rows,
                            o ? " (skipped: " : "", o ? counts : "", o ? ")" : "");
     }
@@ -496,8 +517,14 @@ tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, 
     shared sh = {.cfg = cfg, .meta_path = meta_path, .rows = rows, .n_rows = n_rows};
     atomic_init(&sh.next, 0);
     atomic_init(&sh.failed, 0);
+    atomic_init(&sh.audio_warnings, 0);
     sh.vecs = tandem_calloc((size_t)nw, sizeof *sh.vecs);
     st = sh.vecs ? encode_rows(&sh, nw) : tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+    const unsigned aw = atomic_load(&sh.audio_warnings);
+    if (aw > WARN_ROWS)
+        tandem_logf(TANDEM_LOG_WARN, "%s: %u more rows with unreadable or unmeasured audio not listed (the "
+                    "first %d are above); %u in all, none used for training", meta_path, aw - WARN_ROWS,
+                    WARN_ROWS, aw);
     totals t;
     if (st == TANDEM_OK) {
         count_rows(meta_path, rows, n_rows, cfg->max_text, &t); /* reports skipped rows */
@@ -511,14 +538,13 @@ tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, 
     return st;
 }
 
-void tandem_text_index_attach(tandem_text_index *ix, void *blob, size_t blob_bytes, int mapped) {
+void tandem_text_index_attach(tandem_text_index *ix, void *blob, size_t blob_bytes) {
     const tandem_text_cache_header *h = blob;
     size_t utts_off, tokens_off, strings_off, total;
     tandem_text_cache_layout(h->n_utts, h->n_tokens, h->strings_bytes, &utts_off, &tokens_off, &strings_off,
                              &total);
     ix->blob_ = blob;
     ix->blob_bytes_ = blob_bytes;
-    ix->blob_mapped_ = mapped;
     ix->utts = (const tandem_utt *)((const char *)blob + utts_off);
     ix->count = h->n_utts;
     ix->tokens = (const uint16_t *)((const char *)blob + tokens_off);
@@ -662,12 +688,7 @@ tandem_status tandem_text_index_split(const tandem_text_index_config *cfg, tande
 
 void tandem_text_index_free(tandem_text_index *ix) {
     if (!ix) return;
-    if (ix->blob_) {
-        if (ix->blob_mapped_)
-            munmap(ix->blob_, ix->blob_bytes_);
-        else
-            tandem_free(ix->blob_);
-    }
+    tandem_free(ix->blob_);
     tandem_free(ix->train);
     tandem_free(ix->val);
     memset(ix, 0, sizeof *ix);

@@ -4,8 +4,10 @@
  * Layout: one contiguous blob that is byte-for-byte the text cache file (docs/FORMATS.md,
  * "text cache"): a 128-byte header, then an array of fixed-size records, one arena of token
  * ids and one arena of NUL-terminated strings (ids, audio paths). The index points into the
- * blob whether it was built in memory or mapped from the cache, so a cache hit costs an mmap
- * and a checksum. Owns: the blob (heap or mapping) and the train/val split arrays. */
+ * blob whether it was built in memory or read from the cache, so a cache hit costs one read
+ * and a checksum. The blob is always heap memory the index owns, never a mapping of the cache
+ * file: a file truncated or rewritten while the index is in use cannot fault it. Owns: the
+ * blob and the train/val split arrays. */
 #ifndef TANDEM_TEXT_INDEX_H
 #define TANDEM_TEXT_INDEX_H
 
@@ -18,6 +20,11 @@
 
 /* Shortest usable audio: one hop, so that an utterance has at least one mel frame. */
 #define TANDEM_INDEX_MIN_SAMPLES TANDEM_MEL_HOP
+/* Skipped rows logged one by one per reason (and rows with unreadable audio); the rest are
+ * summarised in one line with their counts. */
+#define TANDEM_INDEX_WARN_ROWS 10
+/* Largest metadata.csv read: the index's string and token offsets are 32-bit. */
+#define TANDEM_INDEX_MAX_METADATA_BYTES ((uint64_t)4 << 30)
 
 typedef enum tandem_text_column {
     TANDEM_TEXT_COLUMN_NORMALIZED = 0, /* third column (LJSpeech's normalized transcript) */
@@ -94,7 +101,6 @@ typedef struct tandem_text_index {
     /* private */
     void *blob_;
     size_t blob_bytes_;
-    int blob_mapped_;
 } tandem_text_index;
 
 static inline const char *tandem_utt_id(const tandem_text_index *ix, const tandem_utt *u) {
@@ -108,7 +114,8 @@ static inline const uint16_t *tandem_utt_tokens(const tandem_text_index *ix, con
 }
 
 /* Build, or load from the persistent cache when valid (text_cache.c), and split. Rows that
- * cannot be used are logged as "<path>:<line>: <reason>" (on a build) and counted; fails only
+ * cannot be used are counted; the first TANDEM_INDEX_WARN_ROWS of each reason are logged as
+ * "<path>:<line>: <reason>" (on a build), the rest in one summary line; fails only
  * when no utterance is left or on I/O errors. */
 tandem_status tandem_text_index_open(const tandem_text_index_config *cfg, tandem_text_index *ix);
 void tandem_text_index_free(tandem_text_index *ix);
@@ -120,8 +127,8 @@ void tandem_text_index_free(tandem_text_index *ix);
 tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, const char *meta_path,
                                            const char *meta, size_t meta_len, void **blob,
                                            size_t *blob_bytes);
-/* Point ix at a validated blob; takes ownership (mapped: munmap on free, else tandem_free). */
-void tandem_text_index_attach(tandem_text_index *ix, void *blob, size_t blob_bytes, int mapped);
+/* Point ix at a validated heap blob; takes ownership (tandem_free on free). */
+void tandem_text_index_attach(tandem_text_index *ix, void *blob, size_t blob_bytes);
 /* Fill train/val from cfg (val_ids or seeded val_fraction). */
 tandem_status tandem_text_index_split(const tandem_text_index_config *cfg, tandem_text_index *ix);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "platform/os/log.h"
+#include "platform/os/os.h"
 
 static atomic_uint atomic_file_seq;
 
@@ -37,6 +38,7 @@ tandem_status tandem_atomic_open(tandem_atomic_file *f, const char *path) {
         memcpy(f->dir, path, dlen);
         f->dir[dlen] = '\0';
     }
+    TANDEM_TRY(tandem_file_check_output(path, "atomic write"));
     for (int attempt = 0; attempt < 64; attempt++) {
         unsigned seq = atomic_fetch_add(&atomic_file_seq, 1);
         int n = snprintf(f->tmp, sizeof f->tmp, "%s/.%s.tmp.%ld.%u", f->dir, base, (long)getpid(), seq);
@@ -88,6 +90,8 @@ tandem_status tandem_atomic_commit(tandem_atomic_file *f) {
     if (close(f->fd) != 0 && st == TANDEM_OK)
         st = tandem_fail(TANDEM_E_IO, "atomic write %s: close %s: %s", f->path, f->tmp, strerror(errno));
     f->fd = -1;
+    /* again just before the rename: something may have appeared there while we wrote */
+    if (st == TANDEM_OK) st = tandem_file_check_output(f->path, "atomic write");
     if (st == TANDEM_OK && rename(f->tmp, f->path) != 0)
         st = tandem_fail(TANDEM_E_IO, "atomic write %s: rename %s over it: %s", f->path, f->tmp,
                          strerror(errno));

@@ -11,6 +11,11 @@ tandem_status tandem_files_write_atomic(const char *path, const void *data, size
     return tandem_file_write_atomic(path, data, len);
 }
 
+tandem_status tandem_files_check_output(const char *path) {
+    if (!path || !path[0]) return tandem_fail(TANDEM_E_INVALID, "output: empty path");
+    return tandem_file_check_output(path, "output");
+}
+
 tandem_status tandem_files_mkdir_p(const char *path) {
     if (!path || !path[0]) return tandem_fail(TANDEM_E_INVALID, "mkdir: empty path");
     return tandem_mkdir_p(path);

@@ -332,6 +332,11 @@ static tandem_status parse_metadata(parser *p) {
 
 static tandem_status parse_header(parser *p) {
     int have_meta = 0;
+    /* the format: the header begins with '{' itself (no leading space) */
+    if (p->n == 0 || p->s[0] != '{') {
+        char fb[16];
+        return perr(p, "the header must begin with '{', found %s", found(p, fb, sizeof fb));
+    }
     TANDEM_TRY(expect(p, '{'));
     skip_ws(p);
     if (p->pos < p->n && p->s[p->pos] == '}') {
@@ -339,7 +344,14 @@ static tandem_status parse_header(parser *p) {
     } else {
         for (int more = 1; more;) {
             const char *key;
-            TANDEM_TRY(parse_string(p, &key, NULL));
+            size_t klen = 0, key_pos;
+            skip_ws(p);
+            key_pos = p->pos;
+            TANDEM_TRY(parse_string(p, &key, &klen));
+            if (klen == 0) {
+                p->pos = key_pos;
+                return perr(p, "a tensor with an empty name (names must be non-empty)");
+            }
             TANDEM_TRY(expect(p, ':'));
             if (strcmp(key, "__metadata__") == 0) {
                 if (have_meta++) return perr(p, "__metadata__ given twice");
@@ -350,7 +362,8 @@ static tandem_status parse_header(parser *p) {
             TANDEM_TRY(next_or_close(p, '}', &more));
         }
     }
-    skip_ws(p); /* the padding */
+    /* the padding: spaces (0x20) only, as the format says */
+    while (p->pos < p->n && p->s[p->pos] == ' ') p->pos++;
     if (p->pos != p->n) {
         char fb[16];
         return perr(p, "unexpected %s after the header object (only space padding may follow)",
@@ -514,19 +527,11 @@ tandem_status tandem_st_open_memory(const void *data, size_t len, const char *la
 tandem_status tandem_st_open(const char *path, tandem_st_file **out) {
     if (out) *out = NULL;
     if (!path || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_st_open: NULL argument");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tandem_fail(TANDEM_E_IO, "open %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return tandem_fail(TANDEM_E_IO, "fstat %s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return tandem_fail(TANDEM_E_IO, "%s: not a regular file, expected a safetensors file", path);
-    }
-    size_t len = (size_t)sb.st_size;
+    /* a FIFO or device is refused before anything could block on it */
+    int fd = -1;
+    uint64_t size = 0;
+    TANDEM_TRY(tandem_file_open_input(path, 0, NULL, &fd, &size));
+    size_t len = (size_t)size;
     void *map = NULL;
     if (len > 0) {
         map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);

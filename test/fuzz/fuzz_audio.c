@@ -3,7 +3,7 @@
  * picks the format from the content: WAV, FLAC, OGG, AIFF, ...).
  *
  * Checks beyond "no crash, no leak": failures are the documented TANDEM_E_FORMAT (not audio,
- * corrupt, truncated, empty, non-finite), TANDEM_E_BUDGET (too long) or TANDEM_E_IO, with a
+ * corrupt, truncated, empty, non-finite or beyond 1000 x full scale), TANDEM_E_BUDGET (too long) or TANDEM_E_IO, with a
  * message naming the file, and leave *n_samples = 0; a probe that succeeds reports a sane
  * header; a decode that succeeds yields 1..max_samples finite samples, as many as the probe
  * promised when the header gives a length. */
@@ -65,7 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
         FUZZ_ASSERT(pst == TANDEM_OK); /* what decodes must also probe */
         FUZZ_ASSERT(n >= 1 && n <= MAX_SAMPLES);
-        for (int64_t i = 0; i < n; i++) FUZZ_ASSERT(isfinite(samples[i]));
+        for (int64_t i = 0; i < n; i++)
+            FUZZ_ASSERT(isfinite(samples[i]) && fabsf(samples[i]) <= TANDEM_AUDIO_MAX_ABS);
         FUZZ_ASSERT(info.channels == probe.channels && info.sample_rate == probe.sample_rate);
         if (info.frames != probe.frames) fuzz_fail("probe and decode disagree on the header");
         if (probe.frames != INT64_MAX) /* a real length, not "unknown" */

@@ -109,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     tandem_text_index ix;
     memset(&ix, 0, sizeof ix);
-    tandem_text_index_attach(&ix, blob, bytes, 0);
+    tandem_text_index_attach(&ix, blob, bytes);
     fuzz_clear_error();
     st = tandem_text_index_split(&cfg, &ix);
     fuzz_check_status_in(st, "tandem_text_index_split", -1); /* val_fraction < 1 always leaves a train row */

@@ -70,7 +70,7 @@ static void try_blob(const uint8_t *data, size_t size, int reseal) {
 
     tandem_text_index ix;
     memset(&ix, 0, sizeof ix);
-    tandem_text_index_attach(&ix, blob, size, 0);
+    tandem_text_index_attach(&ix, blob, size);
     FUZZ_ASSERT(ix.count == h.n_utts && ix.n_tokens == h.n_tokens && ix.strings_bytes == h.strings_bytes);
     walk(&ix);
     fuzz_clear_error();

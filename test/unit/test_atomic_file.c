@@ -6,8 +6,8 @@
  *     a process that dies before commit leaves the old target and a temp file that
  *     tandem_atomic_is_temp_of recognises;
  *   - bad paths (empty, a directory, a missing directory, longer than PATH_MAX), writes and
- *     commits on a closed file, and a rename that cannot happen give the documented statuses
- *     with the path in the message, and leave no temp file;
+ *     commits on a closed file, and a directory at the target (at open, or made before the
+ *     commit) give the documented statuses with the path in the message, and leave no temp file;
  *   - a bare file name lands in the working directory; threads writing the same target at once
  *     get distinct temp names and the target ends up as one writer's bytes, whole;
  *   - no heap allocation anywhere (tandem_alloc_count).
@@ -217,21 +217,34 @@ static void test_bad_paths(void **state) {
     path[0] = '/';
     path[PATH_MAX + 10] = '\0';
     expect_refused(path, TANDEM_E_INVALID, "atomic write /aaaaaaaa"); /* the message is cut: it names the path */
-    /* the target is a non-empty directory: the rename fails, nothing is left behind */
+    /* the target is a non-empty directory: refused at open (an output only replaces a regular
+     * file), nothing is left behind */
     snprintf(path, sizeof path, "%s/sub", dir);
     assert_int_equal(mkdir(path, 0777), 0);
     char inner[PATH_MAX];
     snprintf(inner, sizeof inner, "%s/file", path);
     tandem_test_write_file(inner, "x", 1);
     tandem_atomic_file f;
-    CHECK(tandem_atomic_open(&f, path));
-    CHECK(tandem_atomic_write(&f, "abc", 3));
-    assert_int_equal(tandem_atomic_commit(&f), TANDEM_E_IO);
+    assert_int_equal(tandem_atomic_open(&f, path), TANDEM_E_IO);
     printf("%s\n", tandem_last_error());
-    assert_non_null(strstr(tandem_last_error(), "rename"));
+    assert_non_null(strstr(tandem_last_error(), "directory"));
     assert_non_null(strstr(tandem_last_error(), path));
     assert_int_equal(list_dir(dir, names, sizeof names), 1); /* only sub/ */
     expect_file(inner, "x", 1);
+    /* the directory appears between open and commit: the commit refuses it, nothing is left */
+    char late[PATH_MAX - 16];
+    snprintf(late, sizeof late, "%s/late", dir);
+    CHECK(tandem_atomic_open(&f, late));
+    CHECK(tandem_atomic_write(&f, "abc", 3));
+    assert_int_equal(mkdir(late, 0777), 0);
+    snprintf(inner, sizeof inner, "%s/file", late);
+    tandem_test_write_file(inner, "y", 1);
+    assert_int_equal(tandem_atomic_commit(&f), TANDEM_E_IO);
+    printf("%s\n", tandem_last_error());
+    assert_non_null(strstr(tandem_last_error(), "directory"));
+    assert_non_null(strstr(tandem_last_error(), late));
+    assert_int_equal(list_dir(dir, names, sizeof names), 2); /* sub/ and late/ */
+    expect_file(inner, "y", 1);
 }
 
 static void test_bare_name(void **state) {

@@ -9,6 +9,7 @@
  *   - files longer than a row, shorter than one hop and not audio are skipped: every delivered
  *     row is a good file in stream order, and too_long / decode_failures / files_ok count
  *     exactly the positions the workers consumed, by kind; each skip is logged naming the file;
+ *   - a bad file (also one of finite but huge float samples) met on every epoch is logged once;
  *   - a whole epoch of bad files is an error naming a file; take times out, and returns at once
  *     when the loader is cancelled or stopped while workers and the consumer block;
  *   - events recorded before give_back are waited on (the buffers are refilled correctly);
@@ -40,7 +41,8 @@
 
 enum { MAX_UTTS = 16, B = 2, MAX_TEXT = 16, S = 4096 /* samples per row: 16 frames */ };
 
-typedef enum kind { GOOD_PCM16, GOOD_FLOAT, GOOD_16K, TOO_LONG, TOO_SHORT, CORRUPT } kind;
+/* HUGE: float samples that are finite but far beyond full scale (1e30) */
+typedef enum kind { GOOD_PCM16, GOOD_FLOAT, GOOD_16K, TOO_LONG, TOO_SHORT, CORRUPT, HUGE } kind;
 static int is_good(kind k) { return k == GOOD_PCM16 || k == GOOD_FLOAT || k == GOOD_16K; }
 
 static const char *const texts[] = {"a cat", "the dog", "red sun", "blue sea", "one tree", "big hill",
@@ -78,6 +80,9 @@ static void write_utt(corpus *c, tandem_test_corpus *w, int i, tandem_rng *r) {
         tandem_rng_fill_bytes(r, junk, sizeof junk);
         memcpy(junk, "RIFF", 4); /* a plausible start, then garbage */
         tandem_test_write_file(path, junk, sizeof junk);
+    } else if (k == HUGE) {
+        for (int64_t j = 0; j < n; j++) x[j] = (float)(1e30 * sin(0.05 * (double)j));
+        tandem_test_write_audio(path, x, n, 22050, 1, SF_FORMAT_WAV | SF_FORMAT_FLOAT);
     } else if (k == GOOD_PCM16 || k == TOO_LONG || k == TOO_SHORT) {
         short *q = malloc(sizeof(short) * (size_t)n);
         for (int64_t j = 0; j < n; j++) {
@@ -414,6 +419,50 @@ static void test_epoch_of_failures(void **state) {
     free_corpus(&c);
 }
 
+/* A bad file met on every epoch is logged once (naming the file and why), counted every time;
+ * huge float samples are such a file. */
+static void test_bad_file_reported_once(void **state) {
+    (void)state;
+    tandem_rng r = {seed ^ 9};
+    static const kind kinds[] = {GOOD_PCM16, HUGE, GOOD_FLOAT, CORRUPT};
+    corpus c;
+    make_corpus(&c, kinds, 4, &r);
+    tandem_text_index ix;
+    open_index(&c, &ix);
+    tandem_loader_config lc = loader_config(&c, &ix, 1, tandem_rng_next(&r), 1, NULL);
+    tandem_loader *l = NULL;
+    CHECK(tandem_loader_create(&lc, &l));
+    tandem_test_log_capture(TANDEM_LOG_WARN);
+    CHECK(tandem_loader_start(l));
+    for (int k = 0; k < 8; k++) { /* 16 good rows: 8 epochs, each visiting both bad files */
+        tandem_staged_batch *b = NULL;
+        CHECK(tandem_loader_take(l, 10000, &b));
+        for (int row = 0; row < B; row++) check_row(&c, &ix, b, row);
+        tandem_loader_give_back(l, b, 0);
+    }
+    tandem_loader_stop(l);
+    tandem_test_log_stop();
+    tandem_loader_stats st;
+    tandem_loader_get_stats(l, &st);
+    assert_true(st.decode_failures >= 2 * 7);
+    const char *log = tandem_test_log_text();
+    for (int i = 1; i < 4; i += 2) {
+        char want[64];
+        snprintf(want, sizeof want, "loader: skipping 'u%d': ", i);
+        int n = 0;
+        for (const char *p = log; (p = strstr(p, want)) != NULL; p++) n++;
+        if (n != 1) fail_msg("u%d: %d skip lines, want 1 (counted %llu failures); log:\n%s", i, n,
+                             (unsigned long long)st.decode_failures, log);
+        const char *line = strstr(log, want), *end = strchr(line, '\n');
+        if (!strstr(line, c.path[i]) || strstr(line, c.path[i]) > end) fail_msg("u%d: the file is not named", i);
+    }
+    const char *huge = strstr(log, "loader: skipping 'u1': ");
+    assert_true(strstr(huge, "full scale") && strstr(huge, "full scale") < strchr(huge, '\n'));
+    tandem_loader_destroy(l);
+    tandem_text_index_free(&ix);
+    free_corpus(&c);
+}
+
 typedef struct blocked_take {
     tandem_loader *l;
     tandem_status st;
@@ -617,6 +666,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_in_sampler_order), cmocka_unit_test(test_resume_position),
         cmocka_unit_test(test_bad_files_skipped),     cmocka_unit_test(test_epoch_of_failures),
+        cmocka_unit_test(test_bad_file_reported_once),
         cmocka_unit_test(test_take_timeout_and_stop), cmocka_unit_test(test_recorded_events),
         cmocka_unit_test(test_stage_times),           cmocka_unit_test(test_bad_config),
     };
