@@ -71,7 +71,8 @@ static int run(tandem_synth *s, const char *dir, const char *label, row *rows, i
         if (st == TANDEM_OK)
             st = tandem_speak_eval_utt(s, rows[i].ids, rows[i].count,
                                        n > 1 ? rows[(i + 1) % n].ids : NULL,
-                                       rows[(i + 1) % n].count, truth, frames, scratch, &u[i]);
+                                       rows[(i + 1) % n].count, truth, frames, scratch, NULL,
+                                       &u[i]);
         if (st != TANDEM_OK) {
             fprintf(stderr, "speak_bench: %s: %s\n", rows[i].id, tandem_last_error());
             rc = 1;
