@@ -76,6 +76,9 @@ typedef struct tandem_trainer_options {
     tandem_step_fn on_step;  /* NULL (default): no callback */
     void *on_step_user;      /* handed to on_step */
     const char *cache_dir;   /* directory of the text cache; NULL (default): the index's default */
+    int new_run;             /* 0 (default): a fresh run refuses a non-empty out directory; 1: start
+                                a new run there, the previous run's files (checkpoints, metrics.jsonl,
+                                figures) moved into out/previous-<n>/ (docs/TRAINING.md) */
     /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) (0-based) get NaN
        gradients before the update, as a diverging run would; default -1, 0 (off) */
     int64_t nonfinite_from, nonfinite_count;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/audio/audio.h"
@@ -36,6 +37,7 @@ struct tandem_loader {
     tandem_cond cv;
     int64_t fill_seq, take_seq;
     int stopped, running;
+    int cancel; /* set (atomically) with stopped: read without the lock between read chunks */
     tandem_status status;
     char error[512];
     uint64_t fail_streak;
@@ -154,14 +156,28 @@ tandem_status tandem_loader_set_pos(tandem_loader *l, tandem_sampler_pos pos) {
 /* ---- one row ------------------------------------------------------------------------------- */
 
 /* Pull the file's bytes through the OS (so "read" is measured apart from decoding; the decoder
- * then reads them from the page cache). A failure here is left for the decoder to report. */
-static void read_through(worker *w, const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    ssize_t n;
-    do n = read(fd, w->read_buf, READ_CHUNK);
-    while (n > 0 || (n < 0 && errno == EINTR));
+ * then reads them from the page cache). No read here can block a stop (loader.h, "Stopping"):
+ * the open is non-blocking and only a regular file is read — a FIFO, device or socket put in
+ * place of an audio file is refused before the decoder could block on it — and the reads are
+ * bounded chunks up to the size fstat reported, with the stop flag looked at between them.
+ * A missing file is left for the decoder to report. */
+static tandem_status read_through(worker *w, const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return TANDEM_OK;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: not a regular file (a FIFO, device or socket?): not read; "
+                           "expected a WAV/FLAC/OGG file", path);
+    }
+    for (off_t left = sb.st_size; left > 0 && !__atomic_load_n(&w->l->cancel, __ATOMIC_RELAXED);) {
+        ssize_t n = read(fd, w->read_buf, left < READ_CHUNK ? (size_t)left : READ_CHUNK);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        left -= n;
+    }
     close(fd);
+    return TANDEM_OK;
 }
 
 /* Decode utterance u into row r of b. TANDEM_E_BUDGET: too long; other errors: unreadable. */
@@ -176,7 +192,9 @@ static tandem_status load_row(worker *w, tandem_staged_batch *b, int r, uint32_t
     const int64_t S = l->cfg.max_samples;
     float *row = b->audio + (size_t)r * (size_t)S;
     uint64_t t0 = tandem_now_ns();
-    read_through(w, path);
+    TANDEM_TRY(read_through(w, path));
+    if (__atomic_load_n(&l->cancel, __ATOMIC_RELAXED))
+        return tandem_fail(TANDEM_E_STATE, "loader stopped"); /* no decode after a stop */
     uint64_t t1 = tandem_now_ns();
     int64_t n = 0;
     tandem_audio_info info;
@@ -309,6 +327,7 @@ tandem_status tandem_loader_start(tandem_loader *l) {
 void tandem_loader_cancel(tandem_loader *l) {
     if (!l) return;
     tandem_mutex_lock(&l->m);
+    __atomic_store_n(&l->cancel, 1, __ATOMIC_RELAXED);
     if (!l->stopped) {
         l->stopped = 1; /* a clean stop: status stays OK */
         snprintf(l->error, sizeof l->error, "loader stopped");
