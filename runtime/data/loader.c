@@ -193,8 +193,6 @@ static tandem_status load_row(worker *w, tandem_staged_batch *b, int r, uint32_t
     float *row = b->audio + (size_t)r * (size_t)S;
     uint64_t t0 = tandem_now_ns();
     TANDEM_TRY(read_through(w, path));
-    if (__atomic_load_n(&l->cancel, __ATOMIC_RELAXED))
-        return tandem_fail(TANDEM_E_STATE, "loader stopped"); /* no decode after a stop */
     uint64_t t1 = tandem_now_ns();
     int64_t n = 0;
     tandem_audio_info info;

@@ -15,7 +15,9 @@
  *                cut short by a file-size limit (child process, RLIMIT_FSIZE) ends the run with
  *                TANDEM_E_IO after a final checkpoint (class 7).
  *   stuck file:  a FIFO put in place of a WAV mid-run is skipped (never read), and a stop request
- *                ends the run with a checkpoint within the deadline (class 3).
+ *                ends the run with a checkpoint within the deadline (class 3); every WAV turned
+ *                into a 64 GiB sparse ("endless") file mid-run: the ring drains, and a stop
+ *                request from another thread still ends the run with a checkpoint within 5 s.
  * Seed printed; replay with TANDEM_TEST_SEED.
  */
 #include <errno.h>
@@ -381,6 +383,78 @@ static void test_fifo_mid_run(void **state) {
     tandem_trainer_destroy(s.t);
 }
 
+/* Every WAV of the corpus becomes a 64 GiB sparse file at step 1 (an "endless" file: reading it
+ * takes many seconds); a second later, with the ring drained, a stop is requested from another
+ * thread. The run must return, with a checkpoint, within 5 s of the request. */
+typedef struct endless_run {
+    tandem_trainer *t;
+    char data[300];
+    int n_wavs;
+    uint64_t t_req, t_end;
+    tandem_status st;
+    tandem_trainer_summary sum;
+    tandem_thread stopper;
+    int stopper_started;
+} endless_run;
+
+static void *stopper_main(void *arg) {
+    endless_run *e = arg;
+    usleep(1000 * 1000);
+    e->t_req = tandem_now_ns();
+    tandem_trainer_request_stop(e->t);
+    return NULL;
+}
+
+static void endless_on_step(void *user, const tandem_step_metrics *m) {
+    endless_run *e = user;
+    if (m->step != 1) return;
+    for (int i = 0; i < 7; i++) {
+        char p[400];
+        snprintf(p, sizeof p, "%s/wavs/u%d.wav", e->data, i);
+        int fd = open(p, O_WRONLY | O_TRUNC);
+        if (fd >= 0 && ftruncate(fd, (off_t)1 << 36) == 0) e->n_wavs++;
+        if (fd >= 0) close(fd);
+    }
+    e->stopper_started = tandem_thread_start(&e->stopper, stopper_main, e, "test-stop") == TANDEM_OK;
+}
+
+static void endless_run_fn(void *arg) {
+    endless_run *e = arg;
+    e->st = tandem_trainer_run(e->t, &e->sum);
+    e->t_end = tandem_now_ns();
+}
+
+static void test_endless_file_stop(void **state) {
+    (void)state;
+    char out[300];
+    static endless_run e; /* static: a hung run's thread (the old code) keeps using it */
+    memset(&e, 0, sizeof e);
+    fresh(e.data, out, sizeof out);
+    tandem_config cfg;
+    small_config(&cfg, e.data, out, 1000, 0);
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    o.on_step = endless_on_step;
+    o.on_step_user = &e;
+    CHECK(tandem_trainer_create(&cfg, &o, &e.t));
+    double took = 0;
+    const int done = tandem_test_finishes_within(endless_run_fn, &e, 60000, &took);
+    if (!done) fail_msg("the run did not end within 60 s of its start");
+    if (e.stopper_started) tandem_thread_join(&e.stopper);
+    assert_int_equal(e.n_wavs, 7);
+    const double after_ms = (double)(e.t_end - e.t_req) * 1e-6;
+    printf("endless files: stop requested at step %lld's wait, run returned %.0f ms later (%s), checkpoint %s\n",
+           (long long)e.sum.last_step, after_ms, tandem_status_name(e.st), e.sum.checkpoint);
+    CHECK(e.st);
+    assert_true(e.t_req > 0 && after_ms <= 5000.0);
+    assert_true(e.sum.stopped_by_request);
+    char ck[64];
+    snprintf(ck, sizeof ck, "ckpt-%08lld.safetensors", (long long)e.sum.last_step);
+    assert_true(exists(out, ck));
+    tandem_trainer_destroy(e.t);
+}
+
 static int setup(void **state) {
     (void)state;
     seed = tandem_test_seed("test_run_dir");
@@ -402,6 +476,7 @@ int main(void) {
         cmocka_unit_test(test_metrics_once_after_kill),
         cmocka_unit_test(test_metrics_full_then_checkpoint),
         cmocka_unit_test(test_fifo_mid_run),
+        cmocka_unit_test(test_endless_file_stop),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
