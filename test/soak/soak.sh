@@ -33,7 +33,7 @@ ARGS=(--train-data "$DATA" --out "$OUT" --model-size custom --batch-size 2 --gra
       --max-steps $MAX --checkpoint-every 3 --keep 2 --log-every 1 --val-every 0 --backend host --quiet)
 EXTRA=(--config "$WORK/tiny.yaml")
 printf 'model_size: custom\nd_model: 16\nlayers: 1\nheads: 2\nreduction: 2\nmax_text: 24\nmax_frames: 32\n' > "$WORK/tiny.yaml"
-fail=0; trials=0; sigtrials=0; steps_total=0
+fail=0; trials=0; sigtrials=0; max_sig_ms=0
 check_metrics() { # every training step at most once ($1 = 1: exactly once in 1..$2), whole lines
     python3 - "$OUT/metrics.jsonl" "$1" "$2" <<'PY'
 import json, sys, collections
@@ -54,12 +54,16 @@ trial() { # $1: KILL, INT or TERM
     { exec "$TANDEM" train "${EXTRA[@]}" "${ARGS[@]}" "${resume[@]}" > "$WORK/out.txt" 2> "$WORK/err.txt"; } &
     local pid=$! ; sleep "0.$((2 + RANDOM % 10))"
     kill -"$1" $pid 2>/dev/null
-    local t0=$SECONDS
+    local t0; t0=$(date +%s%N)
     wait $pid 2>/dev/null; local rc=$?
+    local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     if [ "$1" != KILL ]; then
-        sigtrials=$((sigtrials + 1))
-        if [ $rc -ne 0 ] || [ $((SECONDS - t0)) -gt 5 ]; then
-            echo "trial $trials ($1): exit $rc after $((SECONDS - t0)) s"; tail -3 "$WORK/err.txt"; fail=$((fail + 1))
+        sigtrials=$((sigtrials + 1)); [ $ms -gt "$max_sig_ms" ] && max_sig_ms=$ms
+        local last; last=$(grep '"loss"' "$OUT/metrics.jsonl" 2>/dev/null | tail -1 | sed 's/^{"step":\([0-9]*\).*/\1/')
+        if [ $rc -ne 0 ] || [ $ms -gt 5000 ]; then
+            echo "trial $trials ($1): exit $rc after $ms ms"; tail -3 "$WORK/err.txt"; fail=$((fail + 1))
+        elif [ -n "$last" ] && [ "$(newest)" != "$last" ]; then
+            echo "trial $trials ($1): last logged step $last, newest checkpoint $(newest)"; fail=$((fail + 1))
         fi
     fi
     if [ -n "$(newest)" ] && [ -n "$before" ] && [ "$(newest)" -lt "$before" ]; then
@@ -73,12 +77,19 @@ for ((i = 0; i < KILLS + SIGS; i++)); do
     if [ $sigs -lt $SIGS ] && { [ $((i % 5)) -eq 4 ] || [ $kills -ge $KILLS ]; }; then
         sigs=$((sigs + 1)); [ $((sigs % 2)) -eq 0 ] && trial INT || trial TERM
     else kills=$((kills + 1)); trial KILL; fi
-    [ -n "$(newest)" ] && "$TANDEM" train "${EXTRA[@]}" "${ARGS[@]}" --resume "$OUT" --max-steps $(( $(newest) )) \
-        > /dev/null 2> "$WORK/err2.txt" || true
+    # the resume takes the newest checkpoint (none is corrupt here: they are written atomically)
+    n=$(newest)
+    if [ -n "$n" ]; then
+        "$TANDEM" train "${EXTRA[@]}" "${ARGS[@]}" --resume "$OUT" --max-steps "$n" > "$WORK/out2.txt" 2> "$WORK/err2.txt"
+        if ! grep -q "^steps $n\.\.$n " "$WORK/out2.txt"; then
+            echo "after trial $i: resume did not start at the newest checkpoint $n:"; head -3 "$WORK/out2.txt" "$WORK/err2.txt"
+            fail=$((fail + 1))
+        fi
+    fi
     if [ -f "$OUT/metrics.jsonl" ] && ! check_metrics 0 0; then echo "after trial $i"; fail=$((fail + 1)); fi
 done
 top=$(newest); top=${top:-0}
 "$TANDEM" train "${EXTRA[@]}" "${ARGS[@]}" --resume "$OUT" --max-steps $((top + 3)) > /dev/null 2>&1 || { echo "final resume failed"; fail=$((fail + 1)); }
 check_metrics 1 $((top + 3)) || fail=$((fail + 1))
-echo "soak: $trials trials ($((trials - sigtrials)) kill -9, $sigtrials SIGINT/SIGTERM), reached step $((top + 3)), $fail failures"
+echo "soak: $trials trials ($((trials - sigtrials)) kill -9, $sigtrials SIGINT/SIGTERM), reached step $((top + 3)), slowest signal exit $max_sig_ms ms, $fail failures"
 [ $fail -eq 0 ]
