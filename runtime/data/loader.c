@@ -161,7 +161,8 @@ tandem_status tandem_loader_set_pos(tandem_loader *l, tandem_sampler_pos pos) {
  * place of an audio file is refused before the decoder could block on it — and the reads are
  * bounded chunks up to the size fstat reported, with the stop flag looked at between them.
  * A missing file is left for the decoder to report. */
-static tandem_status read_through(worker *w, const char *path) {
+static tandem_status read_through(worker *w, const char *path, int *out_fd) {
+    *out_fd = -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return TANDEM_OK;
     struct stat sb;
@@ -176,8 +177,26 @@ static tandem_status read_through(worker *w, const char *path) {
         if (n <= 0) break;
         left -= n;
     }
-    close(fd);
+    *out_fd = fd;
     return TANDEM_OK;
+}
+
+/* Decode the file read_through checked, through /proc/self/fd/<fd>: that opens the very inode
+ * fstat found regular, so a FIFO swapped in under the same name since cannot reach the decoder
+ * (a rename race). Messages name the dataset path, not the /proc one. Without /proc: the path. */
+static tandem_status decode_checked(worker *w, const char *path, int fd, float *row, int64_t S, int64_t *n,
+                                    tandem_audio_info *info) {
+    char proc[48];
+    const char *src = path;
+    if (fd >= 0 && snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd) < (int)sizeof proc &&
+        access(proc, R_OK) == 0)
+        src = proc;
+    tandem_status st = tandem_audio_decode(w->dec, src, row, S, n, info);
+    if (st == TANDEM_OK || src == path) return st;
+    char msg[PATH_CAP + 1024];
+    const char *e = tandem_last_error(), *at = strstr(e, proc);
+    if (!at || snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - e), e, path, at + strlen(proc)) < 0) return st;
+    return tandem_fail(st, "%s", msg);
 }
 
 /* Decode utterance u into row r of b. TANDEM_E_BUDGET: too long; other errors: unreadable. */
@@ -192,12 +211,15 @@ static tandem_status load_row(worker *w, tandem_staged_batch *b, int r, uint32_t
     const int64_t S = l->cfg.max_samples;
     float *row = b->audio + (size_t)r * (size_t)S;
     uint64_t t0 = tandem_now_ns();
-    TANDEM_TRY(read_through(w, path));
+    int fd = -1;
+    TANDEM_TRY(read_through(w, path, &fd));
     uint64_t t1 = tandem_now_ns();
     int64_t n = 0;
     tandem_audio_info info;
     info.sample_rate = TANDEM_AUDIO_RATE;
-    TANDEM_TRY(tandem_audio_decode(w->dec, path, row, S, &n, &info));
+    tandem_status dst = decode_checked(w, path, fd, row, S, &n, &info);
+    if (fd >= 0) close(fd);
+    TANDEM_TRY(dst);
     uint64_t t2 = tandem_now_ns();
     const int resampled = info.sample_rate != TANDEM_AUDIO_RATE;
     /* decode = the call minus its time inside libsamplerate, which is the resample stage */

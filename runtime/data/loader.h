@@ -17,7 +17,8 @@
  * non-blocking open whose fstat says "regular file" (a FIFO, device or socket put in place of a
  * dataset file is a failed row: skipped with a warning, like an undecodable file), in bounded
  * chunks up to the size fstat reported, looking at the stop flag between chunks (the row in hand
- * is still decoded, so every claimed position is counted). So cancel + join is bounded by one
+ * is still decoded, so every claimed position is counted); the decoder then opens that same
+ * checked inode through /proc/self/fd, so a FIFO renamed over the file in between never reaches it. So cancel + join is bounded by one
  * chunk's read and one decode of a regular file. (Chosen over detaching threads or timed joins: a detached thread would still write
  * into the pinned batch the loader frees, so ownership could never be handed back cleanly.) The
  * consumer side never waits on an empty ring past a stop either: tandem_run_acquire
