@@ -10,7 +10,9 @@
  * everything else through the log hook.
  *
  * Output in the config's `out` directory: metrics.jsonl (one JSON object per logged step),
- * ckpt-<step>.safetensors (read them with tandem_checkpoint.h), loss.png and mel.png.
+ * ckpt-<step>.safetensors (read them with tandem_checkpoint.h), loss.png and mel.png. The
+ * directory is locked for the trainer's life (a second trainer on it fails naming the holder's
+ * pid); a fresh run refuses a non-empty one unless options.new_run (docs/TRAINING.md).
  *
  * Threads: create, run and destroy on one thread (the loop and the callback run on the thread
  * that calls run); tandem_trainer_request_stop from any thread or a signal handler.
@@ -84,6 +86,9 @@ typedef struct tandem_trainer_options {
     tandem_step_fn on_step;  /* NULL (default): no callback */
     void *on_step_user;      /* handed to on_step */
     const char *cache_dir;   /* directory of the text cache; NULL (default): the index's default */
+    int new_run;             /* 0 (default): a fresh run refuses a non-empty out directory; 1: start
+                                a new run there, the previous run's files (checkpoints, metrics.jsonl,
+                                figures) moved into out/previous-<n>/ (docs/TRAINING.md) */
     /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) (0-based) get NaN
        gradients before the update, as a diverging run would; default -1, 0 (off) */
     int64_t nonfinite_from, nonfinite_count;
@@ -117,7 +122,11 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
  * A stop request ends the run after the current step and returns TANDEM_OK. Call once. */
 tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *summary);
 /* Async-signal-safe and thread-safe: the loop ends after the current step (before the first
- * one when run has not reached it). NULL is ignored. */
+ * one when run has not reached it), then run writes its checkpoint and returns. Bounded even when
+ * a loader thread meets a stuck file: a step waiting for data notices the request within 50 ms
+ * (that step is not counted), no loader read can block (runtime/data/loader.h, "Stopping"), so
+ * run returns within the current step plus about a second (≤ 5 s, docs/TRAINING.md "Run
+ * directory rules"). NULL is ignored. */
 void tandem_trainer_request_stop(tandem_trainer *t);
 /* Stop and join the threads, free everything create allocated; NULL is ignored. */
 void tandem_trainer_destroy(tandem_trainer *t);

@@ -49,7 +49,7 @@ static const struct {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem train [--config FILE.yaml] [--resume DIR] [--backend auto|host|cuda] "
+            "usage: tandem train [--config FILE.yaml] [--resume DIR | --new-run] [--backend auto|host|cuda] "
             "[--quiet] [overrides]\n\n"
             "Trains the acoustic model: the data device fills a ring of fixed-shape batches, the "
             "model device trains on them.\nOutput in --out: metrics.jsonl and "
@@ -58,6 +58,8 @@ static void usage(FILE *f) {
     for (int i = 0; i < N_FLAGS; i++) fprintf(f, "  %-24s %s\n", k_flags[i].flag, k_flags[i].key);
     fprintf(f, "\n  --resume DIR             continue from the newest valid checkpoint in DIR\n"
                "  --backend B              auto (cuda when present, else two host devices), host, cuda\n"
+               "  --new-run                start a new run in a non-empty --out (the previous run's files\n"
+               "                           move to OUT/previous-<n>/; without it such a directory is refused)\n"
                "  --quiet                  no progress line\n\nconfig keys:\n");
     char buf[16384];
     tandem_config_describe(buf, sizeof buf);
@@ -89,14 +91,15 @@ int cli_train(int argc, char **argv) {
     }
     const char *config_path = NULL, *resume = NULL;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
-    int quiet = 0;
+    int quiet = 0, new_run = 0;
     enum { MAX_OVER = 64 };
     const char *over_flag[MAX_OVER], *over_key[MAX_OVER], *over_val[MAX_OVER];
     int n_over = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--quiet")) {
-            quiet = 1;
+        if (!strcmp(a, "--quiet") || !strcmp(a, "--new-run")) {
+            if (a[2] == 'q') quiet = 1;
+            else new_run = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -142,6 +145,7 @@ int cli_train(int argc, char **argv) {
     tandem_trainer_options_init(&o);
     o.backend = backend;
     o.resume_dir = resume;
+    o.new_run = new_run;
     if (!quiet) {
         o.on_step = cli_progress_on_step;
         o.on_step_user = &progress;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/audio/audio.h"
@@ -36,6 +37,7 @@ struct tandem_loader {
     tandem_cond cv;
     int64_t fill_seq, take_seq;
     int stopped, running;
+    int cancel; /* set (atomically) with stopped: read without the lock between read chunks */
     tandem_status status;
     char error[512];
     uint64_t fail_streak;
@@ -158,14 +160,47 @@ tandem_status tandem_loader_set_pos(tandem_loader *l, tandem_sampler_pos pos) {
 /* ---- one row ------------------------------------------------------------------------------- */
 
 /* Pull the file's bytes through the OS (so "read" is measured apart from decoding; the decoder
- * then reads them from the page cache). A failure here is left for the decoder to report. */
-static void read_through(worker *w, const char *path) {
-    int fd = -1; /* a FIFO or device is not opened blocking (the decoder refuses it) */
-    if (tandem_file_open_input(path, 0, NULL, &fd, NULL) != TANDEM_OK) return;
-    ssize_t n;
-    do n = read(fd, w->read_buf, READ_CHUNK);
-    while (n > 0 || (n < 0 && errno == EINTR));
-    close(fd);
+ * then reads them from the page cache). No read here can block a stop (loader.h, "Stopping"):
+ * the open is non-blocking and only a regular file is read — a FIFO, device or socket put in
+ * place of an audio file is refused before the decoder could block on it — and the reads are
+ * bounded chunks up to the size fstat reported, with the stop flag looked at between them.
+ * A missing file is left for the decoder to report. */
+static tandem_status read_through(worker *w, const char *path, int *out_fd) {
+    *out_fd = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return TANDEM_OK;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: not a regular file (a FIFO, device or socket?): not read; "
+                           "expected a WAV/FLAC/OGG file", path);
+    }
+    for (off_t left = sb.st_size; left > 0 && !__atomic_load_n(&w->l->cancel, __ATOMIC_RELAXED);) {
+        ssize_t n = read(fd, w->read_buf, left < READ_CHUNK ? (size_t)left : READ_CHUNK);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        left -= n;
+    }
+    *out_fd = fd;
+    return TANDEM_OK;
+}
+
+/* Decode the file read_through checked, through /proc/self/fd/<fd>: that opens the very inode
+ * fstat found regular, so a FIFO swapped in under the same name since cannot reach the decoder
+ * (a rename race). Messages name the dataset path, not the /proc one. Without /proc: the path. */
+static tandem_status decode_checked(worker *w, const char *path, int fd, float *row, int64_t S, int64_t *n,
+                                    tandem_audio_info *info) {
+    char proc[48];
+    const char *src = path;
+    if (fd >= 0 && snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd) < (int)sizeof proc &&
+        access(proc, R_OK) == 0)
+        src = proc;
+    tandem_status st = tandem_audio_decode(w->dec, src, row, S, n, info);
+    if (st == TANDEM_OK || src == path) return st;
+    char msg[PATH_CAP + 1024];
+    const char *e = tandem_last_error(), *at = strstr(e, proc);
+    if (!at || snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - e), e, path, at + strlen(proc)) < 0) return st;
+    return tandem_fail(st, "%s", msg);
 }
 
 /* Decode utterance u into row r of b. TANDEM_E_BUDGET: too long; other errors: unreadable. */
@@ -180,12 +215,15 @@ static tandem_status load_row(worker *w, tandem_staged_batch *b, int r, uint32_t
     const int64_t S = l->cfg.max_samples;
     float *row = b->audio + (size_t)r * (size_t)S;
     uint64_t t0 = tandem_now_ns();
-    read_through(w, path);
+    int fd = -1;
+    TANDEM_TRY(read_through(w, path, &fd));
     uint64_t t1 = tandem_now_ns();
     int64_t n = 0;
     tandem_audio_info info;
     info.sample_rate = TANDEM_AUDIO_RATE;
-    TANDEM_TRY(tandem_audio_decode(w->dec, path, row, S, &n, &info));
+    tandem_status dst = decode_checked(w, path, fd, row, S, &n, &info);
+    if (fd >= 0) close(fd);
+    TANDEM_TRY(dst);
     uint64_t t2 = tandem_now_ns();
     const int resampled = info.sample_rate != TANDEM_AUDIO_RATE;
     /* decode = the call minus its time inside libsamplerate, which is the resample stage */
@@ -316,6 +354,7 @@ tandem_status tandem_loader_start(tandem_loader *l) {
 void tandem_loader_cancel(tandem_loader *l) {
     if (!l) return;
     tandem_mutex_lock(&l->m);
+    __atomic_store_n(&l->cancel, 1, __ATOMIC_RELAXED);
     if (!l->stopped) {
         l->stopped = 1; /* a clean stop: status stays OK */
         snprintf(l->error, sizeof l->error, "loader stopped");

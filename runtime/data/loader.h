@@ -14,6 +14,16 @@
  * An event that was never recorded is never waited on (a driver reports that as misuse).
  * Stages timed here, per file: read (file bytes through the OS), decode (libsndfile + downmix,
  * every file), resample (libsamplerate, files at other rates only).
+ * Stopping: no read blocks a stop. A loader thread reads an audio file only after a
+ * non-blocking open whose fstat says "regular file" (a FIFO, device or socket put in place of a
+ * dataset file is a failed row: skipped with a warning, like an undecodable file), in bounded
+ * chunks up to the size fstat reported, looking at the stop flag between chunks (the row in hand
+ * is still decoded, so every claimed position is counted); the decoder then opens that same
+ * checked inode through /proc/self/fd, so a FIFO renamed over the file in between never reaches it. So cancel + join is bounded by one
+ * chunk's read and one decode of a regular file. (Chosen over detaching threads or timed joins: a detached thread would still write
+ * into the pinned batch the loader frees, so ownership could never be handed back cleanly.) The
+ * consumer side never waits on an empty ring past a stop either: tandem_run_acquire
+ * (runtime/run/dataset.h) looks at the trainer's stop flag every 50 ms.
  * Owns: the threads, decoders, pinned buffers (the staged batch blocks "loader.<i>" of
  * runtime/data/plan_layout.h, on the data device; all allocated at create, before any pool is
  * committed), their events and the sampler.

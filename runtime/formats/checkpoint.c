@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +21,28 @@
 #define CKPT_PREFIX "ckpt-"
 #define CKPT_SUFFIX ".safetensors"
 
+typedef struct ckpt_tensor {
+    void *user;
+    const void *data;
+    size_t bytes;
+    int f32;
+    const char *name;
+} ckpt_tensor;
+
 struct tandem_checkpoint {
     char dir[PATH_MAX];
     char last[PATH_MAX];
     int keep;
     int64_t *top; /* [keep] scratch for pruning */
     tandem_st_writer *w;
+    ckpt_tensor *tensors; /* [count] what the finite scan needs of the caller's table */
+    char *names;          /* the tensors' names, NUL-separated */
+    int count;
+    int64_t good;      /* the newest step written (or marked) with finite values only; -1: none */
+    int nonfinite;     /* the save in progress met a NaN or Inf in an F32 tensor */
+    const char *nonfinite_name;
+    tandem_st_fetch_fn user_fetch; /* the save in progress's fetch and its ctx */
+    void *user_ctx;
 };
 
 int64_t tandem_checkpoint_parse_name(const char *name) {
@@ -94,6 +111,9 @@ static void remove_stale_temp(void *arg, const char *name) {
     memcpy(base, name + 1, bl);
     base[bl] = '\0';
     if (tandem_checkpoint_parse_name(base) < 0 || !tandem_atomic_is_temp_of(name, base)) return;
+    /* the pid in the name: a live process's temp is its in-flight save, never ours to remove */
+    const long pid = strtol(tmp + strlen(CKPT_SUFFIX ".tmp."), NULL, 10);
+    if (pid > 0 && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) return;
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", s->dir, name) >= (int)sizeof path) return;
     if (unlink(path) == 0) {
@@ -103,6 +123,30 @@ static void remove_stale_temp(void *arg, const char *name) {
 }
 
 /* ---- create / free ---- */
+
+static size_t tensor_bytes(const tandem_st_tensor *t) {
+    size_t n = tandem_dtype_size(t->dtype);
+    for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
+    return n;
+}
+
+static tandem_status copy_table(tandem_checkpoint *c, const tandem_st_tensor *t, int count) {
+    size_t len = 0;
+    for (int i = 0; i < count; i++) len += strlen(t[i].name ? t[i].name : "") + 1;
+    c->tensors = tandem_calloc((size_t)(count > 0 ? count : 1), sizeof *c->tensors);
+    c->names = tandem_malloc(len + 1);
+    if (!c->tensors || !c->names) return TANDEM_E_NOMEM;
+    c->count = count;
+    char *at = c->names;
+    for (int i = 0; i < count; i++) {
+        const char *nm = t[i].name ? t[i].name : "";
+        const size_t n = strlen(nm) + 1;
+        memcpy(at, nm, n);
+        c->tensors[i] = (ckpt_tensor){t[i].user, t[i].data, tensor_bytes(&t[i]), t[i].dtype == TANDEM_F32, at};
+        at += n;
+    }
+    return TANDEM_OK;
+}
 
 tandem_status tandem_checkpoint_create(const char *dir, int keep, const tandem_st_tensor *tensors,
                                        int count, size_t meta_bytes_max, tandem_checkpoint **out) {
@@ -118,6 +162,11 @@ tandem_status tandem_checkpoint_create(const char *dir, int keep, const tandem_s
     if (!c) return tandem_fail(TANDEM_E_NOMEM, "checkpoint: out of memory");
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     c->keep = keep;
+    c->good = -1;
+    if (copy_table(c, tensors, count) != TANDEM_OK) {
+        tandem_checkpoint_free(c);
+        return tandem_fail(TANDEM_E_NOMEM, "checkpoint: out of memory");
+    }
     c->top = tandem_calloc((size_t)keep, sizeof *c->top);
     /* format_version and step ride along with the caller's metadata */
     size_t own = sizeof TANDEM_CKPT_KEY_FORMAT_VERSION + sizeof TANDEM_CKPT_FORMAT_VERSION +
@@ -134,12 +183,43 @@ tandem_status tandem_checkpoint_create(const char *dir, int keep, const tandem_s
 
 void tandem_checkpoint_free(tandem_checkpoint *c) {
     if (!c) return;
+    tandem_free(c->tensors);
+    tandem_free(c->names);
     tandem_st_writer_free(c->w);
     tandem_free(c->top);
     tandem_free(c);
 }
 
 const char *tandem_checkpoint_last_path(const tandem_checkpoint *c) { return c->last; }
+
+void tandem_checkpoint_set_good(tandem_checkpoint *c, int64_t step) {
+    if (c) c->good = step;
+}
+
+/* ---- finite scan: a checkpoint with NaN or Inf is written (it is the state) but never counted
+ * as the newest good one, so rotation cannot delete the last good checkpoint ---- */
+
+static void scan_finite(tandem_checkpoint *c, const ckpt_tensor *t, const void *data, size_t bytes) {
+    if (c->nonfinite || !t->f32) return;
+    const uint32_t *u = data; /* exponent all ones: NaN or Inf (no float traps, no libm) */
+    for (size_t i = 0; i < bytes / 4; i++)
+        if ((u[i] & 0x7f800000u) == 0x7f800000u) {
+            c->nonfinite = 1;
+            c->nonfinite_name = t->name;
+            return;
+        }
+}
+
+static tandem_status scanning_fetch(void *ctx, void *user, void *dst, size_t offset, size_t bytes) {
+    tandem_checkpoint *c = ctx;
+    TANDEM_TRY(c->user_fetch(c->user_ctx, user, dst, offset, bytes));
+    for (int i = 0; i < c->count; i++)
+        if (c->tensors[i].user == user && !c->tensors[i].data) {
+            scan_finite(c, &c->tensors[i], dst, bytes);
+            break;
+        }
+    return TANDEM_OK;
+}
 
 /* ---- pruning ---- */
 
@@ -169,7 +249,7 @@ static void collect_top(void *arg, const char *name) {
 static void delete_old(void *arg, const char *name) {
     prune_scan *s = arg;
     int64_t step = tandem_checkpoint_parse_name(name);
-    if (step < 0 || step >= s->cut) return;
+    if (step < 0 || step >= s->cut || step == s->c->good) return; /* the newest good one stays */
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", s->c->dir, name) >= (int)sizeof path) return;
     if (unlink(path) == 0) s->removed++;
@@ -204,8 +284,19 @@ tandem_status tandem_checkpoint_save(tandem_checkpoint *c, int64_t step, const t
     }
     char path[PATH_MAX];
     TANDEM_TRY(tandem_checkpoint_path(c->dir, step, path, sizeof path));
-    TANDEM_TRY(tandem_st_write(c->w, path, all, meta_count + 2, fetch, ctx));
+    c->nonfinite = 0;
+    c->nonfinite_name = NULL;
+    for (int i = 0; i < c->count; i++)
+        if (c->tensors[i].data) scan_finite(c, &c->tensors[i], c->tensors[i].data, c->tensors[i].bytes);
+    c->user_fetch = fetch;
+    c->user_ctx = ctx;
+    TANDEM_TRY(tandem_st_write(c->w, path, all, meta_count + 2, fetch ? scanning_fetch : NULL, c));
     memcpy(c->last, path, sizeof path);
+    if (!c->nonfinite) c->good = step;
+    else
+        tandem_logf(TANDEM_LOG_WARN, "checkpoint %s holds non-finite values (tensor %s); a resume skips it, and "
+                    "rotation keeps the newest good checkpoint (%s step %" PRId64 ")", path,
+                    c->nonfinite_name ? c->nonfinite_name : "?", c->good >= 0 ? "at" : "none yet:", c->good);
     /* the new file is durable: a failure to delete old ones is only logged */
     if (prune(c, step) != TANDEM_OK)
         tandem_logf(TANDEM_LOG_WARN, "checkpoint: pruning old checkpoints failed: %s", tandem_last_error());
@@ -250,6 +341,11 @@ static int desc_i64(const void *a, const void *b) {
 
 tandem_status tandem_checkpoint_find_latest(const char *dir, char *path, size_t cap, int64_t *step,
                                             int *found) {
+    return tandem_checkpoint_find_usable(dir, NULL, NULL, path, cap, step, found);
+}
+
+tandem_status tandem_checkpoint_find_usable(const char *dir, tandem_checkpoint_accept_fn accept, void *ctx,
+                                            char *path, size_t cap, int64_t *step, int *found) {
     if (!dir || !path || !step || !found)
         return tandem_fail(TANDEM_E_INVALID, "tandem_checkpoint_find_latest: NULL argument");
     *found = 0;
@@ -282,9 +378,11 @@ tandem_status tandem_checkpoint_find_latest(const char *dir, char *path, size_t 
             char p[PATH_MAX];
             if ((st = tandem_checkpoint_path(dir, steps[i], p, sizeof p)) != TANDEM_OK) break;
             tandem_st_file *f = NULL;
-            if (!tandem_file_exists(p) || tandem_checkpoint_open(p, steps[i], &f) != TANDEM_OK) {
+            if (!tandem_file_exists(p) || tandem_checkpoint_open(p, steps[i], &f) != TANDEM_OK ||
+                (accept && accept(ctx, f, p) != TANDEM_OK)) {
                 if (tandem_file_exists(p))
                     tandem_logf(TANDEM_LOG_WARN, "checkpoint %s skipped: %s", p, tandem_last_error());
+                tandem_st_close(f);
                 continue;
             }
             tandem_st_close(f);

@@ -44,6 +44,11 @@ void tandem_checkpoint_free(tandem_checkpoint *c);
  * allocation. fetch/ctx as in tandem_st_write. */
 tandem_status tandem_checkpoint_save(tandem_checkpoint *c, int64_t step, const tandem_st_meta *meta,
                                      int meta_count, tandem_st_fetch_fn fetch, void *ctx);
+/* A checkpoint with a NaN or Inf in an F32 tensor is still written (it is the state) but is not
+ * "good": a warning names it, and pruning never deletes the newest good checkpoint (the newest
+ * step saved with finite values only, or marked with set_good, e.g. the one a run resumed from),
+ * so a diverged run cannot rotate away the last checkpoint a resume can use. */
+void tandem_checkpoint_set_good(tandem_checkpoint *c, int64_t step);
 /* Path of the last file save() wrote ("" before the first). */
 const char *tandem_checkpoint_last_path(const tandem_checkpoint *c);
 
@@ -61,5 +66,11 @@ tandem_status tandem_checkpoint_open(const char *path, int64_t expected_step, ta
  * TANDEM_OK) when dir has none; a missing dir is TANDEM_E_IO. Allocates (run before commit). */
 tandem_status tandem_checkpoint_find_latest(const char *dir, char *path, size_t cap, int64_t *step,
                                             int *found);
+/* The same with the caller's own test: a candidate that opens as a checkpoint is taken only when
+ * accept(ctx, f, path) returns TANDEM_OK (its message goes into the skip warning); accept NULL
+ * takes any. f is closed afterwards either way. */
+typedef tandem_status (*tandem_checkpoint_accept_fn)(void *ctx, const tandem_st_file *f, const char *path);
+tandem_status tandem_checkpoint_find_usable(const char *dir, tandem_checkpoint_accept_fn accept, void *ctx,
+                                            char *path, size_t cap, int64_t *step, int *found);
 
 #endif

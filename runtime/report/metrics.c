@@ -2,9 +2,13 @@
 #include "runtime/report/metrics.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
@@ -12,7 +16,7 @@
 #define METRICS_MAX_FIELDS 64
 
 struct tandem_metrics {
-    FILE *f;
+    int fd;
     char path[512];
     char line[TANDEM_METRICS_LINE_MAX];
     size_t len;
@@ -21,7 +25,7 @@ struct tandem_metrics {
     int dup;
     int nfields;
     size_t field_at[METRICS_MAX_FIELDS]; /* offsets of the names, for the duplicate check */
-    char iobuf[TANDEM_METRICS_LINE_MAX + 64];
+    int64_t step;                         /* of the line being built */
 };
 
 tandem_status tandem_metrics_open(const char *path, int append, tandem_metrics **out) {
@@ -30,22 +34,78 @@ tandem_status tandem_metrics_open(const char *path, int append, tandem_metrics *
     tandem_metrics *m = tandem_calloc(1, sizeof *m);
     if (!m) return tandem_fail(TANDEM_E_NOMEM, "metrics: out of memory");
     snprintf(m->path, sizeof m->path, "%s", path);
-    m->f = fopen(path, append ? "ab" : "wb");
-    if (!m->f) {
-        int e = errno;
+    /* non-blocking open, then a regular file only: a FIFO or device named metrics.jsonl is
+     * refused instead of blocking or being written to */
+    m->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK | (append ? 0 : O_TRUNC), 0644);
+    struct stat sb;
+    const char *why = m->fd < 0 ? strerror(errno)
+                      : fstat(m->fd, &sb) != 0 ? strerror(errno)
+                      : !S_ISREG(sb.st_mode) ? "not a regular file (remove it or choose another --out)"
+                      : fcntl(m->fd, F_SETFL, O_APPEND) != 0 ? strerror(errno) : NULL;
+    if (why) {
+        tandem_status st = tandem_fail(TANDEM_E_IO, "open metrics file %s: %s", path, why);
+        if (m->fd >= 0) close(m->fd);
         tandem_free(m);
-        return tandem_fail(TANDEM_E_IO, "open metrics file %s: %s", path, strerror(e));
+        return st;
     }
-    /* a buffer of our own, so the first write does not make stdio allocate one */
-    setvbuf(m->f, m->iobuf, _IOFBF, sizeof m->iobuf);
     *out = m;
     return TANDEM_OK;
 }
 
 void tandem_metrics_close(tandem_metrics *m) {
     if (!m) return;
-    if (m->f) fclose(m->f);
+    if (m->fd >= 0) close(m->fd);
     tandem_free(m);
+}
+
+/* The step of a line "{"step":N,...": N, or -1 when the line does not start so. */
+static int64_t line_step(const char *s, size_t n) {
+    static const char head[] = "{\"step\":";
+    const size_t hl = sizeof head - 1;
+    if (n <= hl || memcmp(s, head, hl) != 0) return -1;
+    int64_t v = 0;
+    size_t i = hl;
+    for (; i < n && s[i] >= '0' && s[i] <= '9' && v < INT64_MAX / 10; i++) v = v * 10 + (s[i] - '0');
+    return i > hl ? v : -1;
+}
+
+tandem_status tandem_metrics_cut_after(const char *path, int64_t step, int64_t *dropped) {
+    *dropped = 0;
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return errno == ENOENT ? TANDEM_OK : tandem_fail(TANDEM_E_IO, "metrics %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tandem_fail(TANDEM_E_IO, "metrics %s: not a regular file", path);
+    }
+    char buf[TANDEM_METRICS_LINE_MAX + 1];
+    off_t at = 0, cut = -1; /* at: the start of the line in buf[0] */
+    size_t have = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            close(fd);
+            return tandem_fail(TANDEM_E_IO, "metrics %s: read: %s", path, strerror(errno));
+        }
+        have += (size_t)n;
+        char *nl;
+        while ((nl = memchr(buf, '\n', have)) != NULL) {
+            const size_t len = (size_t)(nl - buf) + 1;
+            if (cut < 0 && line_step(buf, len) > step) cut = at;
+            if (cut >= 0) ++*dropped;
+            at += (off_t)len;
+            memmove(buf, nl + 1, have - len);
+            have -= len;
+        }
+        if (n == 0 || have == sizeof buf) break; /* end, or a line longer than any we write */
+    }
+    if (cut < 0 && have > 0) cut = at; /* a partial last line (a write cut short) */
+    tandem_status st = TANDEM_OK;
+    if (cut >= 0 && ftruncate(fd, cut) != 0)
+        st = tandem_fail(TANDEM_E_IO, "metrics %s: truncate to %lld bytes: %s", path, (long long)cut, strerror(errno));
+    close(fd);
+    return st;
 }
 
 static void put(tandem_metrics *m, const char *s, size_t n) {
@@ -98,6 +158,7 @@ void tandem_metrics_begin(tandem_metrics *m, int64_t step) {
     m->overflow = m->dup = 0;
     m->first_bad[0] = '\0';
     m->nfields = 0;
+    m->step = step;
     char buf[48];
     int n = snprintf(buf, sizeof buf, "{\"step\":%" PRId64, step);
     put(m, buf, (size_t)n);
@@ -134,8 +195,19 @@ tandem_status tandem_metrics_end(tandem_metrics *m) {
         return tandem_fail(TANDEM_E_INVALID, "metrics %s: field \"%s\" set twice in one line; not written",
                            m->path, m->first_bad);
     memcpy(m->line + m->len, "}\n", 2);
-    size_t n = m->len + 2;
-    if (fwrite(m->line, 1, n, m->f) != n || fflush(m->f) != 0)
-        return tandem_fail(TANDEM_E_IO, "metrics %s: write: %s", m->path, strerror(errno));
-    return TANDEM_OK;
+    const size_t n = m->len + 2;
+    /* one write() of the whole line: a reader (or a crash) sees it whole or not at all; a short
+     * write (a full disk, a file-size limit) is cut back so no partial line stays */
+    struct stat sb;
+    const off_t before = fstat(m->fd, &sb) == 0 ? sb.st_size : -1;
+    ssize_t w;
+    do w = write(m->fd, m->line, n);
+    while (w < 0 && errno == EINTR);
+    if (w == (ssize_t)n) return TANDEM_OK;
+    const int e = w < 0 ? errno : ENOSPC;
+    int cut = w > 0 && before >= 0 && ftruncate(m->fd, before) == 0;
+    return tandem_fail(TANDEM_E_IO, "metrics %s: writing the line of step %lld failed: %s (%zd of %zu bytes "
+                       "written%s); free space or raise the file-size limit, then resume", m->path,
+                       (long long)m->step, strerror(e), w < 0 ? (ssize_t)0 : w, n,
+                       w > 0 ? (cut ? ", removed again" : ", could not be removed") : "");
 }

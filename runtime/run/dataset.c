@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "platform/os/log.h"
+#include "platform/os/os.h"
 #include "runtime/audio/mel.h"
 #include "runtime/data/plan_layout.h"
 
@@ -21,9 +22,20 @@ tandem_status tandem_run_open_index(const tandem_config *cfg, const char *dir, c
 }
 
 tandem_status tandem_run_acquire(tandem_pipeline *p, tandem_batch_view *v, tandem_model_batch *mb,
-                                 double *wait_ms) {
-    TANDEM_TRY(tandem_pipeline_acquire(p, v, 600000));
-    *wait_ms += v->wait_ms;
+                                 double *wait_ms, const volatile sig_atomic_t *stop) {
+    /* in slices, so a stop request is seen while the ring is empty (a stuck or slow loader) */
+    const int64_t slice_ms = stop ? TANDEM_RUN_ACQUIRE_SLICE_MS : TANDEM_RUN_ACQUIRE_TIMEOUT_MS;
+    const uint64_t t0 = tandem_now_ns();
+    for (int64_t waited = 0;; waited += slice_ms) {
+        tandem_status st = tandem_pipeline_acquire(p, v, slice_ms);
+        if (st == TANDEM_OK) break;
+        if (st != TANDEM_E_STATE || waited + slice_ms >= TANDEM_RUN_ACQUIRE_TIMEOUT_MS) return st;
+        if (stop && *stop) {
+            *wait_ms += (double)(tandem_now_ns() - t0) * 1e-6;
+            return tandem_fail(TANDEM_E_STATE, "stopped while waiting for a batch");
+        }
+    }
+    *wait_ms += (double)(tandem_now_ns() - t0) * 1e-6;
     memset(mb, 0, sizeof *mb);
     mb->tokens = v->t->tokens;
     mb->mels = v->t->mels;

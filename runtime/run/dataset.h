@@ -4,6 +4,8 @@
 #ifndef TANDEM_RUNTIME_RUN_DATASET_H
 #define TANDEM_RUNTIME_RUN_DATASET_H
 
+#include <signal.h>
+
 #include "runtime/core/config.h"
 #include "runtime/data/pipeline.h"
 #include "runtime/data/text_index.h"
@@ -18,8 +20,13 @@ tandem_status tandem_run_open_index(const tandem_config *cfg, const char *dir, c
 
 /* Acquire the next batch of p (the consumer stream waits for it), describe its slot's tensors for
  * the model (lengths included: the model builds its key mask and loss normalisers from them on the
- * device) and add the time acquire blocked to *wait_ms. */
+ * device) and add the time acquire blocked to *wait_ms. Waits at most
+ * TANDEM_RUN_ACQUIRE_TIMEOUT_MS; with stop (may be NULL) it looks at *stop every
+ * TANDEM_RUN_ACQUIRE_SLICE_MS and returns TANDEM_E_STATE once it is set, so an empty ring
+ * (a stuck loader) never holds a stop request up. */
+#define TANDEM_RUN_ACQUIRE_TIMEOUT_MS 600000
+#define TANDEM_RUN_ACQUIRE_SLICE_MS 50
 tandem_status tandem_run_acquire(tandem_pipeline *p, tandem_batch_view *v, tandem_model_batch *mb,
-                                 double *wait_ms);
+                                 double *wait_ms, const volatile sig_atomic_t *stop);
 
 #endif

@@ -1,6 +1,7 @@
 /* run_ckpt.c — a training run's checkpoints (see run_ckpt.h). */
 #include "runtime/run/run_ckpt.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,31 +14,83 @@
 
 #define NAME_CAP (TANDEM_MODEL_PARAM_NAME_MAX + 8)
 
-static int64_t meta_int(const tandem_st_file *f, const char *key, int64_t def) {
-    const char *v = tandem_st_meta_find(f, key);
-    return v ? strtoll(v, NULL, 10) : def;
+/* A metadata counter: digits only, within [lo, hi]; absent: def (older checkpoints). */
+static tandem_status meta_int(const tandem_st_file *f, const char *path, const char *key, int64_t def,
+                              int64_t lo, int64_t hi, int64_t *v) {
+    const char *s = tandem_st_meta_find(f, key);
+    if (!s) {
+        *v = def;
+        return TANDEM_OK;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || end == s || *end || x < lo || x > hi)
+        return tandem_fail(TANDEM_E_FORMAT, "%s: __metadata__ %s is \"%.32s\", expected an integer in [%" PRId64
+                           ", %" PRId64 "]", path, key, s, lo, hi);
+    *v = x;
+    return TANDEM_OK;
 }
 
-tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, tandem_st_file **out,
+typedef struct find_ctx {
+    int64_t n_train;
+    tandem_train_state st;
+    tandem_sampler_pos next;
+} find_ctx;
+
+/* Every F32 value finite (parameters and both moments). */
+static tandem_status check_finite(const tandem_st_file *f, const char *path) {
+    for (int i = 0; i < tandem_st_count(f); i++) {
+        const tandem_st_info *x = tandem_st_get(f, i);
+        if (x->dtype != TANDEM_F32) continue;
+        const unsigned char *b = x->data;
+        for (size_t k = 0; k + 4 <= x->bytes; k += 4) {
+            uint32_t u;
+            memcpy(&u, b + k, 4);
+            if ((u & 0x7f800000u) == 0x7f800000u)
+                return tandem_fail(TANDEM_E_FORMAT, "%s: tensor %s holds a non-finite value (%s at element %zu); "
+                                   "a resume needs finite parameters and moments", path, x->name,
+                                   (u & 0x007fffffu) ? "NaN" : "Inf", k / 4);
+        }
+    }
+    return TANDEM_OK;
+}
+
+/* tandem_checkpoint_find_usable's test: counters and sampler position in range, values finite. */
+static tandem_status accept(void *ctx, const tandem_st_file *f, const char *path) {
+    find_ctx *c = ctx;
+    int64_t step = 0;
+    TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_STEP, 0, 0, INT64_MAX, &step));
+    c->st.step = step;
+    TANDEM_TRY(meta_int(f, path, "updates", step, 0, step, &c->st.updates));
+    TANDEM_TRY(meta_int(f, path, "skipped", 0, 0, step, &c->st.skipped));
+    TANDEM_TRY(meta_int(f, path, "skipped_in_row", 0, 0, step, &c->st.skipped_in_row));
+    TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_EPOCH, 0, 0, INT64_MAX, &c->next.epoch));
+    TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_POSITION, 0, 0, c->n_train - 1, &c->next.index));
+    return check_finite(f, path);
+}
+
+tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, int64_t n_train, tandem_st_file **out,
                                    tandem_train_state *st, tandem_sampler_pos *next) {
     char path[1100];
     int64_t step = 0;
     int found = 0;
     *out = NULL;
-    TANDEM_TRY(tandem_checkpoint_find_latest(dir, path, sizeof path, &step, &found));
-    if (!found) return tandem_fail(TANDEM_E_INVALID, "resume: no valid checkpoint in '%s'", dir);
+    find_ctx c = {.n_train = n_train};
+    TANDEM_TRY(tandem_checkpoint_find_usable(dir, accept, &c, path, sizeof path, &step, &found));
+    if (!found)
+        return tandem_fail(TANDEM_E_INVALID, "resume: no usable checkpoint in '%s' (each one skipped is named in a "
+                           "warning above)", dir);
     TANDEM_TRY(tandem_checkpoint_open(path, step, out));
+    TANDEM_TRY(accept(&c, *out, path)); /* the counters of the one taken */
+    *st = c.st;
     const tandem_st_file *f = *out;
-    st->step = step;
-    st->updates = meta_int(f, "updates", step);
-    st->skipped = meta_int(f, "skipped", 0);
-    st->skipped_in_row = meta_int(f, "skipped_in_row", 0);
-    const int64_t rng = meta_int(f, TANDEM_CKPT_KEY_RNG, cfg->seed);
+    const char *rs = tandem_st_meta_find(f, TANDEM_CKPT_KEY_RNG);
+    const int64_t rng = rs ? strtoll(rs, NULL, 10) : cfg->seed;
     if (rng != cfg->seed)
         tandem_logf(TANDEM_LOG_WARN, "resume: the checkpoint's seed is %" PRId64 ", the config's %"
                     PRId64 "; the sampler continues with the config's", rng, cfg->seed);
-    next->epoch = meta_int(f, TANDEM_CKPT_KEY_SAMPLER_EPOCH, 0);
-    next->index = meta_int(f, TANDEM_CKPT_KEY_SAMPLER_POSITION, 0);
+    *next = c.next;
     tandem_logf(TANDEM_LOG_INFO, "resume: %s (step %" PRId64 ", sampler epoch %" PRId64
                 ", position %" PRId64 ")", path, step, next->epoch, next->index);
     return TANDEM_OK;

@@ -39,11 +39,14 @@ typedef struct tandem_run_ckpt {
     int64_t seed;
 } tandem_run_ckpt;
 
-/* The newest valid checkpoint of dir, opened (before the pool commit: opening allocates), and the
+/* The newest usable checkpoint of dir, opened (before the pool commit: opening allocates), and the
  * counters it carries: *st (step, updates, skipped, skipped_in_row) and *next (sampler position).
- * A seed other than cfg's is a warning (the sampler continues with the config's). No checkpoint is
- * TANDEM_E_INVALID naming dir. */
-tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, tandem_st_file **out,
+ * Usable: valid safetensors and metadata (format_version, step; counters integers in range; the
+ * sampler position inside [0, n_train)) and every F32 value finite (parameters and moments);
+ * newer ones that are not are skipped with a warning naming the file and why, so a resume falls
+ * back to the newest good one. A seed other than cfg's is a warning (the sampler continues with
+ * the config's). None usable is TANDEM_E_INVALID naming dir. */
+tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, int64_t n_train, tandem_st_file **out,
                                    tandem_train_state *st, tandem_sampler_pos *next);
 /* Build the table for m's parameters and the writer into cfg->out (keeping cfg->keep files); with
  * resume, the load buffer too. On failure everything is freed (c zeroed). */

@@ -18,6 +18,7 @@
 #include "runtime/run/dataset.h"
 #include "runtime/run/nvml_fields.h"
 #include "runtime/run/run_ckpt.h"
+#include "runtime/run/run_dir.h"
 #include "runtime/run/step_timer.h"
 #include "runtime/run/validation.h"
 #include "runtime/text/symbols.h"
@@ -47,6 +48,8 @@ struct tandem_trainer {
     /* figures (figures.h), written at every checkpoint: the loss history of the logged steps
        and the mel of the fixed validation subset's first utterance, taken at each validation */
     tandem_figures *fig;
+    tandem_run_dir rd;  /* the run directory's lock, held from create to destroy */
+    int metrics_failed; /* a metrics.jsonl write failed: the run ends after a last checkpoint */
     int fig_mel; /* 1: a validation set and f32 tensors to take the mel from */
     volatile sig_atomic_t stop;
 };
@@ -77,12 +80,13 @@ const tandem_figures *tandem_trainer_figures(const tandem_trainer *t) { return t
 
 /* The resume checkpoint, the training index and the held-out one (before any device). */
 static tandem_status open_data(tandem_trainer *t) {
-    if (t->opt.resume_dir)
-        TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, &t->resume_file, &t->st, &t->next_pos));
     TANDEM_TRY(tandem_run_open_index(&t->cfg, t->cfg.train_data, t->opt.cache_dir, &t->ix));
     t->have_ix = 1;
     if (t->ix.n_train == 0)
         return tandem_fail(TANDEM_E_INVALID, "train data '%s': no usable utterance", t->cfg.train_data);
+    if (t->opt.resume_dir) /* after the index: a checkpoint's sampler position is checked against it */
+        TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, (int64_t)t->ix.n_train, &t->resume_file,
+                                        &t->st, &t->next_pos));
     return tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir);
 }
 
@@ -143,9 +147,18 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     TANDEM_TRY(tandem_model_declare(&t->model, t->model_dev, t->model_pool, dims));
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
     TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, t->s, t->resume_file != NULL));
+    if (t->resume_file) tandem_checkpoint_set_good(t->ck.writer, t->st.step); /* checked finite by find */
     TANDEM_TRY(setup_figures(t));
     char mpath[1100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", t->cfg.out);
+    if (t->opt.resume_dir) { /* rows past the resumed step were logged after that checkpoint: drop them */
+        int64_t dropped = 0;
+        TANDEM_TRY(tandem_metrics_cut_after(mpath, t->st.step, &dropped));
+        if (dropped)
+            tandem_logf(TANDEM_LOG_INFO, "resume: %s: %" PRId64 " line%s past step %" PRId64 " removed (logged "
+                        "after the checkpoint; those steps run again)", mpath, dropped, dropped == 1 ? "" : "s",
+                        t->st.step);
+    }
     TANDEM_TRY(tandem_metrics_open(mpath, t->opt.resume_dir != NULL, &t->metrics));
     tandem_nvml_fields_open(&t->nvml, t->model_dev); /* optional: never fails the run */
     return TANDEM_OK;
@@ -168,7 +181,7 @@ static tandem_status build(tandem_trainer *t) {
     tandem_optim_from_config(&t->cfg, &t->optim);
     tandem_model_dims dims;
     TANDEM_TRY(tandem_model_dims_from_config(&t->cfg, tandem_symbols_count(), &dims));
-    TANDEM_TRY(tandem_mkdir_p(t->cfg.out));
+    TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
     TANDEM_TRY(open_data(t));
     TANDEM_TRY(open_devices(t));
     TANDEM_TRY(declare_model(t, &dims));
@@ -185,6 +198,7 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
     tandem_trainer *t = tandem_calloc(1, sizeof *t);
     if (!t) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
     t->cfg = *cfg;
+    t->rd.fd = -1;
     if (o) t->opt = *o;
     else tandem_trainer_options_init(&t->opt);
     tandem_status st = build(t);
@@ -217,6 +231,7 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     if (t->s) tandem_stream_destroy(t->s);
     tandem_roles_close(t->data_dev, t->model_dev);
     if (t->have_ix) tandem_text_index_free(&t->ix);
+    tandem_run_dir_close(&t->rd);
     tandem_free(t);
 }
 
@@ -239,7 +254,7 @@ static void advance_pos(tandem_trainer *t, const tandem_batch_view *v) {
 static tandem_status micro_batch(tandem_trainer *t, int a, double *wait_ms, double *audio_s) {
     tandem_batch_view v;
     tandem_model_batch mb;
-    TANDEM_TRY(tandem_run_acquire(t->pipe, &v, &mb, wait_ms));
+    TANDEM_TRY(tandem_run_acquire(t->pipe, &v, &mb, wait_ms, &t->stop));
     /* Marked after acquire queued the wait for the slot: the region spans only this
      * micro-batch's work on the model device. */
     tandem_status st = tandem_step_timer_mark(&t->timer, t->s, a, 0);
@@ -261,7 +276,16 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
     const int A = d->micro_batches;
     const uint64_t t0 = tandem_now_ns();
     double wait = 0, audio_s = 0;
-    for (int a = 0; a < A; a++) TANDEM_TRY(micro_batch(t, a, &wait, &audio_s));
+    const tandem_sampler_pos pos0 = t->next_pos;
+    for (int a = 0; a < A; a++) {
+        tandem_status st = micro_batch(t, a, &wait, &audio_s);
+        if (st == TANDEM_OK) continue;
+        if (t->stop && st == TANDEM_E_STATE) { /* a stop while waiting for data: the step never happened */
+            t->next_pos = pos0;
+            return TANDEM_E_STATE;
+        }
+        return st;
+    }
     const int64_t k = t->st.step - t->opt.nonfinite_from;
     if (t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count)
         TANDEM_TRY(tandem_op_fill(t->s, t->model.grads, NAN));
@@ -388,7 +412,9 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     }
     tandem_nvml_fields_add(&t->nvml, x, "model", t->model_dev);
     if (t->data_dev != t->model_dev) tandem_nvml_fields_add(&t->nvml, x, "data", t->data_dev);
-    return tandem_metrics_end(x);
+    tandem_status st = tandem_metrics_end(x);
+    if (st == TANDEM_E_IO) t->metrics_failed = 1;
+    return st;
 }
 
 /* Validation when due (every val_every steps and at the last), then the metrics line when due
@@ -463,7 +489,9 @@ static tandem_status run_loop(tandem_trainer *t, run_totals *r) {
     const int64_t end = t->opt.run_steps > 0 ? t->st.step + t->opt.run_steps : max_steps;
     while (t->st.step < max_steps && t->st.step < end && !t->stop) {
         tandem_step_metrics m;
-        TANDEM_TRY(one_step(t, &m));
+        tandem_status st = one_step(t, &m);
+        if (st == TANDEM_E_STATE && t->stop) break; /* stopped while the ring was empty */
+        TANDEM_TRY(st);
         TANDEM_TRY(check_nonfinite(t, r, &m));
         account(t, r, &m);
         TANDEM_TRY(validate_and_log(t, r, &m));
@@ -478,8 +506,24 @@ static tandem_status run_loop(tandem_trainer *t, run_totals *r) {
 }
 
 /* The final checkpoint, the pipelines stopped (with the run's error, if any), the summary. */
+/* A metrics.jsonl write failed (a full disk): keep the steps trained so far if a checkpoint still
+ * fits, then end with the write's error. */
+static void save_after_metrics_error(tandem_trainer *t, const run_totals *r) {
+    if (!t->metrics_failed || r->saved_at_end || r->S.steps_run == 0) return;
+    char why[1024];
+    snprintf(why, sizeof why, "%s", tandem_last_error());
+    if (save_checkpoint(t) == TANDEM_OK)
+        tandem_logf(TANDEM_LOG_WARN, "metrics write failed; checkpoint of step %" PRId64 " written before stopping",
+                    t->st.step);
+    else
+        tandem_logf(TANDEM_LOG_ERROR, "metrics write failed, and so did the final checkpoint: %s",
+                    tandem_last_error());
+    tandem_fail(TANDEM_E_IO, "%s", why);
+}
+
 static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st, tandem_trainer_summary *sum) {
     if (st == TANDEM_OK && !r->saved_at_end && r->S.steps_run > 0) st = save_checkpoint(t);
+    if (st == TANDEM_E_IO) save_after_metrics_error(t, r);
     char why[1024] = "";
     if (st != TANDEM_OK) {
         snprintf(why, sizeof why, "%s", tandem_last_error());

@@ -83,7 +83,7 @@ tandem_status tandem_validation_run(tandem_validation *v, tandem_model *m, tande
     for (int i = 0; i < v->batches; i++) {
         tandem_batch_view bv;
         tandem_model_batch mb;
-        TANDEM_TRY(tandem_run_acquire(v->pipe, &bv, &mb, &wait));
+        TANDEM_TRY(tandem_run_acquire(v->pipe, &bv, &mb, &wait, NULL));
         double a, b;
         TANDEM_TRY(tandem_train_eval(m, s, o, &mb, &a, &b));
         if (i == 0 && fig) TANDEM_TRY(take_mel(v, m, s, &bv, fig, step));

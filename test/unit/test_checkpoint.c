@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,43 @@ static void save(tandem_checkpoint *c, int64_t step) {
     uint64_t allocs = tandem_alloc_count();
     assert_int_equal(tandem_checkpoint_save(c, step, meta, 5, fetch_moments, NULL), TANDEM_OK);
     assert_int_equal(tandem_alloc_count(), allocs);
+}
+
+/* issue 10, class 6: a checkpoint holding NaN (a diverged run) is written, but rotation keeps the
+ * newest good one: with keep 1, saving a NaN step 20 after a good step 10 leaves both; the next
+ * good save (30) lets both older ones go. Moments (fetched) and weights (data pointer) both count. */
+static void test_rotation_keeps_newest_good(void **state) {
+    (void)state;
+    char dir[300], p10[400], p20[400], p25[400], p30[400];
+    snprintf(dir, sizeof dir, "%s/rot_%d", scratch, dir_seq++);
+    ckpt_path(dir, 10, p10, sizeof p10);
+    ckpt_path(dir, 20, p20, sizeof p20);
+    ckpt_path(dir, 25, p25, sizeof p25);
+    ckpt_path(dir, 30, p30, sizeof p30);
+    tandem_checkpoint *c = make(dir, 1);
+    fill_state(1.0f);
+    save(c, 10);
+    moments[7] = NAN; /* fetched tensor */
+    tandem_test_log_capture(TANDEM_LOG_WARN);
+    save(c, 20);
+    assert_non_null(strstr(tandem_test_log_text(), "non-finite"));
+    assert_non_null(strstr(tandem_test_log_text(), "adam.m.w"));
+    tandem_test_log_stop();
+    assert_true(access(p10, F_OK) == 0); /* the newest good one survives keep = 1 */
+    assert_true(access(p20, F_OK) == 0);
+    moments[7] = 0.5f;
+    weights[3] = INFINITY; /* data-pointer tensor */
+    save(c, 25);
+    assert_true(access(p10, F_OK) == 0);
+    assert_false(access(p20, F_OK) == 0); /* a bad one is rotated like any other */
+    assert_true(access(p25, F_OK) == 0);
+    weights[3] = 1.0f;
+    save(c, 30);
+    assert_false(access(p10, F_OK) == 0);
+    assert_false(access(p25, F_OK) == 0);
+    assert_true(access(p30, F_OK) == 0);
+    tandem_checkpoint_free(c);
+    printf("rotation (keep 1): the good step 10 outlived the NaN steps 20 and 25, went with the good step 30\n");
 }
 
 static void test_names(void **state) {
@@ -326,6 +364,7 @@ int main(void) {
         cmocka_unit_test(test_newest_valid_chosen),
         cmocka_unit_test(test_atomicity),
         cmocka_unit_test(test_newer_files_left_alone),
+        cmocka_unit_test(test_rotation_keeps_newest_good),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -125,10 +129,75 @@ static void test_jsonl(void **state) {
     assert_int_equal(tandem_metrics_open(bad, 0, &m), TANDEM_E_IO);
 }
 
+/* issue 10, class 7: a write the disk cuts short (a file-size limit here: RLIMIT_FSIZE with SIGXFSZ
+ * ignored, in a child so the limit stays there) leaves no partial line: every line in the file is
+ * whole, the failing call returns TANDEM_E_IO naming the file and step. Then cut_after drops the
+ * lines past a step and a partial last line (what a resume does after kill -9). */
+static void test_whole_lines(void **state) {
+    (void)state;
+    char path[400];
+    snprintf(path, sizeof path, "%s/full.jsonl", scratch);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {1000, 1000}; /* bytes: a few lines, the next one cut mid-way */
+        setrlimit(RLIMIT_FSIZE, &rl);
+        tandem_metrics *m = NULL;
+        if (tandem_metrics_open(path, 0, &m) != TANDEM_OK) _exit(10);
+        for (int64_t s = 1; s < 1000; s++) {
+            tandem_metrics_begin(m, s);
+            tandem_metrics_set(m, "loss", 0.123456789 * (double)s);
+            tandem_metrics_set(m, "a_long_field_name_to_make_lines_long", 1e-3 / (double)s);
+            tandem_metrics_set(m, "another_long_field_name_for_the_same", 12345.678);
+            tandem_status st = tandem_metrics_end(m);
+            if (st != TANDEM_OK) {
+                const int ok = st == TANDEM_E_IO && strstr(tandem_last_error(), path) &&
+                               strstr(tandem_last_error(), "step");
+                tandem_metrics_close(m);
+                _exit(ok ? 0 : 11);
+            }
+        }
+        _exit(12); /* never failed */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    size_t n = 0;
+    char *text = tandem_test_read_file_ok(path, &n);
+    assert_true(n > 0 && n <= 1000);
+    assert_int_equal(text[n - 1], '\n'); /* no partial line */
+    int lines = 0;
+    for (char *l = text; *l; l = strchr(l, '\n') + 1, lines++) {
+        assert_true(strncmp(l, "{\"step\":", 8) == 0);
+        assert_true(strchr(l, '\n')[-1] == '}');
+    }
+    printf("file-size limit 1000 bytes: %d whole lines (%zu bytes), the cut one removed\n", lines, n);
+    free(text);
+
+    /* resume at step 2: lines 3.. and a partial tail go */
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    fputs("{\"step\":99,\"lo", f);
+    fclose(f);
+    int64_t dropped = -1;
+    CHECK(tandem_metrics_cut_after(path, 2, &dropped));
+    text = tandem_test_read_file_ok(path, &n);
+    assert_int_equal(dropped, lines - 2);
+    assert_non_null(strstr(text, "{\"step\":2,"));
+    assert_null(strstr(text, "{\"step\":3,"));
+    assert_null(strstr(text, "\"step\":99"));
+    assert_int_equal(text[n - 1], '\n');
+    free(text);
+}
+
 int main(void) {
     rng.s = tandem_test_seed("test_metrics");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jsonl),
+        cmocka_unit_test(test_whole_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

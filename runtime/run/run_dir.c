@@ -1,0 +1,166 @@
+/* run_dir.c — the run directory's lock, emptiness rule and temp sweep (see run_dir.h). */
+#include "runtime/run/run_dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+#include "runtime/formats/atomic_file.h"
+#include "runtime/formats/checkpoint.h"
+
+int tandem_run_pid_alive(long pid) {
+    if (pid <= 0) return 0;
+    return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
+/* The outputs a run writes into its directory (besides the lock). */
+static int is_run_file(const char *name) {
+    return tandem_checkpoint_parse_name(name) >= 0 || !strcmp(name, "metrics.jsonl") ||
+           !strcmp(name, "loss.png") || !strcmp(name, "mel.png");
+}
+
+/* ".<run file>.tmp.<pid>.<n>" → pid; 0 when name is not such a temp file. */
+static long temp_pid(const char *name) {
+    if (name[0] != '.') return 0;
+    const char *t = strstr(name, ".tmp.");
+    if (!t || t == name + 1 || (size_t)(t - name) > NAME_MAX) return 0;
+    char base[NAME_MAX + 1];
+    memcpy(base, name + 1, (size_t)(t - name - 1));
+    base[t - name - 1] = '\0';
+    if (!is_run_file(base) || !tandem_atomic_is_temp_of(name, base)) return 0;
+    char *end = NULL;
+    long pid = strtol(t + 5, &end, 10);
+    return end && *end == '.' ? pid : 0;
+}
+
+static tandem_status take_lock(tandem_run_dir *rd, const char *out) {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/" TANDEM_RUN_LOCK_NAME, out) >= (int)sizeof path)
+        return tandem_fail(TANDEM_E_INVALID, "run directory %s: path too long", out);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd < 0) return tandem_fail(TANDEM_E_IO, "run directory %s: open lock file %s: %s", out, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tandem_fail(TANDEM_E_IO, "run directory %s: lock file %s is not a regular file; remove it", out, path);
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int e = errno;
+        char who[32] = "";
+        ssize_t n = pread(fd, who, sizeof who - 1, 0);
+        who[n > 0 ? n : 0] = '\0';
+        who[strcspn(who, "\n")] = '\0';
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return tandem_fail(TANDEM_E_STATE, "run directory %s is in use by another training run (pid %s, lock "
+                               "%s); wait for it to end or choose another --out", out, who[0] ? who : "unknown", path);
+        return tandem_fail(TANDEM_E_IO, "run directory %s: lock %s: %s", out, path, strerror(e));
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+        tandem_logf(TANDEM_LOG_WARN, "run directory %s: could not record the pid in %s: %s", out, path, strerror(errno));
+    rd->fd = fd;
+    return TANDEM_OK;
+}
+
+typedef struct dir_scan {
+    int run_files, other_files;
+    char first[NAME_MAX + 1];
+} dir_scan;
+
+/* Sweep dead temps; count what a fresh run would mix with. */
+static tandem_status scan(const char *out, dir_scan *s) {
+    DIR *d = opendir(out);
+    if (!d) return tandem_fail(TANDEM_E_IO, "run directory %s: %s", out, strerror(errno));
+    memset(s, 0, sizeof *s);
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *n = e->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, TANDEM_RUN_LOCK_NAME)) continue;
+        long pid = temp_pid(n);
+        if (pid > 0) {
+            char p[PATH_MAX];
+            if (!tandem_run_pid_alive(pid) && snprintf(p, sizeof p, "%s/%s", out, n) < (int)sizeof p &&
+                unlink(p) == 0)
+                tandem_logf(TANDEM_LOG_INFO, "run directory: removed %s, a temp file left by an interrupted "
+                            "write (process %ld is gone)", p, pid);
+            continue;
+        }
+        struct stat sb;
+        char p[PATH_MAX];
+        if (!strcmp(n, "metrics.jsonl") && snprintf(p, sizeof p, "%s/%s", out, n) < (int)sizeof p &&
+            stat(p, &sb) == 0 && sb.st_size == 0)
+            continue; /* an empty log (a create that failed later) holds nothing to lose */
+        if (is_run_file(n)) s->run_files++;
+        else s->other_files++;
+        if (!s->first[0]) snprintf(s->first, sizeof s->first, "%s", n);
+    }
+    closedir(d);
+    return TANDEM_OK;
+}
+
+/* new_run: the previous run's files into <out>/previous-<n>/. */
+static tandem_status move_aside(const char *out) {
+    char dst[PATH_MAX];
+    for (int n = 1;; n++) {
+        if (snprintf(dst, sizeof dst, "%s/previous-%d", out, n) >= (int)sizeof dst)
+            return tandem_fail(TANDEM_E_INVALID, "run directory %s: path too long", out);
+        if (mkdir(dst, 0755) == 0) break;
+        if (errno != EEXIST) return tandem_fail(TANDEM_E_IO, "run directory: mkdir %s: %s", dst, strerror(errno));
+    }
+    DIR *d = opendir(out);
+    if (!d) return tandem_fail(TANDEM_E_IO, "run directory %s: %s", out, strerror(errno));
+    tandem_status st = TANDEM_OK;
+    for (struct dirent *e; st == TANDEM_OK && (e = readdir(d));) {
+        if (!is_run_file(e->d_name)) continue;
+        char a[PATH_MAX], b[PATH_MAX];
+        if (snprintf(a, sizeof a, "%s/%s", out, e->d_name) >= (int)sizeof a ||
+            snprintf(b, sizeof b, "%s/%s", dst, e->d_name) >= (int)sizeof b || rename(a, b) != 0)
+            st = tandem_fail(TANDEM_E_IO, "run directory: move %s into %s: %s", a, dst, strerror(errno));
+    }
+    closedir(d);
+    if (st == TANDEM_OK) tandem_logf(TANDEM_LOG_INFO, "new run in %s: the previous run's files are in %s", out, dst);
+    return st;
+}
+
+static int same_dir(const char *a, const char *b) {
+    struct stat x, y;
+    return b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+static tandem_status check_contents(const char *out, const char *resume_dir, int new_run) {
+    dir_scan s;
+    TANDEM_TRY(scan(out, &s));
+    if (same_dir(out, resume_dir) || s.run_files + s.other_files == 0) return TANDEM_OK;
+    if (!new_run)
+        return tandem_fail(TANDEM_E_INVALID, "run directory %s is not empty (%d file%s of a run, %d other, e.g. "
+                           "'%s'): continue that run with --resume %s, choose an empty --out, or pass --new-run "
+                           "to start a new run there (the previous run's files move to %s/previous-<n>/)",
+                           out, s.run_files, s.run_files == 1 ? "" : "s", s.other_files, s.first, out, out);
+    return s.run_files ? move_aside(out) : TANDEM_OK;
+}
+
+tandem_status tandem_run_dir_open(tandem_run_dir *rd, const char *out, const char *resume_dir, int new_run) {
+    rd->fd = -1;
+    if (!out || !out[0]) return tandem_fail(TANDEM_E_INVALID, "config: key 'out': expected a run directory");
+    TANDEM_TRY(tandem_mkdir_p(out));
+    TANDEM_TRY(take_lock(rd, out));
+    tandem_status st = check_contents(out, resume_dir, new_run);
+    if (st != TANDEM_OK) tandem_run_dir_close(rd);
+    return st;
+}
+
+void tandem_run_dir_close(tandem_run_dir *rd) {
+    if (rd->fd >= 0) close(rd->fd); /* closing drops the flock */
+    rd->fd = -1;
+}

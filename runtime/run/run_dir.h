@@ -1,0 +1,37 @@
+/* run_dir.h — ownership of a training run's directory (the config's `out`).
+ *
+ * One run at a time: open takes an exclusive flock on <out>/.tandem-run.lock (non-blocking) and
+ * holds it until close; the lock file carries the holder's pid, so a second trainer on the same
+ * directory fails at once naming it (the kernel drops the lock when the holder dies, kill -9
+ * included: a stale lock file never blocks a later run).
+ * A fresh run (no resume from this directory) refuses a directory that is not empty, unless
+ * new_run is set: then the files of the previous run (ckpt-*.safetensors, metrics.jsonl,
+ * loss.png, mel.png) are moved into <out>/previous-<n>/ (the first free n) and other files are
+ * left alone. Resuming from the directory itself keeps everything.
+ * Under the lock, temp files of the run's own outputs (".<name>.tmp.<pid>.<n>" of checkpoints,
+ * loss.png, mel.png) whose process is gone are removed; a live process's temp file is never
+ * touched. (The text cache's temps live in the cache directory and are its own.)
+ * Owns: the lock's file descriptor. Allocates only while opening (directory listing). One
+ * thread: the trainer's. */
+#ifndef TANDEM_RUNTIME_RUN_DIR_H
+#define TANDEM_RUNTIME_RUN_DIR_H
+
+#include "tandem.h"
+
+#define TANDEM_RUN_LOCK_NAME ".tandem-run.lock"
+
+typedef struct tandem_run_dir {
+    int fd; /* the locked file; -1 when not held */
+} tandem_run_dir;
+
+/* Create out (mkdir -p), lock it, apply the rules above. resume_dir: the directory a resume reads
+ * (NULL: a fresh run). On failure nothing is held (rd->fd = -1): TANDEM_E_STATE when another
+ * process holds the lock (its pid named), TANDEM_E_INVALID for a non-empty directory. */
+tandem_status tandem_run_dir_open(tandem_run_dir *rd, const char *out, const char *resume_dir, int new_run);
+/* Release the lock (idempotent; the lock file stays). */
+void tandem_run_dir_close(tandem_run_dir *rd);
+
+/* True when pid names a live process (kill(pid, 0) does not report ESRCH). */
+int tandem_run_pid_alive(long pid);
+
+#endif

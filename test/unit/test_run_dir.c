@@ -1,0 +1,482 @@
+/* test_run_dir.c — issue 10's run-side hardening, end to end on the trainer (runtime/run/: run
+ * directory, checkpoints on resume, metrics, stop) with the shrunk model of test_trainer.c:
+ *
+ *   lock:        a second trainer on a run directory fails at once naming the holder's pid;
+ *                after the first is destroyed the second starts (class 5).
+ *   non-empty:   a fresh run refuses a directory holding a run; new_run moves the old files
+ *                into previous-1/ (class 5).
+ *   temp sweep:  a dead process's loss.png temp is removed, a live process's checkpoint temp is
+ *                left alone (class 5).
+ *   fallback:    a newer checkpoint with NaN in a parameter, Inf in a moment, or a sampler
+ *                position past the data is skipped with a warning; the resume continues from the
+ *                older good one (classes 6 and 9).
+ *   metrics:     after a "kill" (the newest checkpoint removed, a partial line appended) the resume
+ *                drops the rows after its step: every step appears once (class 7); a metrics write
+ *                cut short by a file-size limit (child process, RLIMIT_FSIZE) ends the run with
+ *                TANDEM_E_IO after a final checkpoint (class 7).
+ *   stuck file:  a FIFO put in place of a WAV mid-run is skipped (never read), and a stop request
+ *                ends the run with a checkpoint within the deadline (class 3); every WAV turned
+ *                into a 64 GiB sparse ("endless") file mid-run: the ring drains, and a stop
+ *                request from another thread still ends the run with a checkpoint within 5 s.
+ * Seed printed; replay with TANDEM_TEST_SEED.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runtime/core/config.h"
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+#include "tandem.h"
+#include "test/fixtures.h"
+#include "test/tiny_corpus.h"
+
+#define MAX_FRAMES 32
+
+static uint64_t seed;
+static char root[256];
+static int seq;
+
+static void small_config(tandem_config *cfg, const char *train, const char *out, int max_steps, int ckpt_every) {
+    tandem_config_init(cfg);
+    static const char *const kv[][2] = {
+        {"model_size", "custom"}, {"d_model", "16"}, {"layers", "1"}, {"heads", "2"},
+        {"reduction", "2"}, {"max_text", "24"}, {"max_frames", "32"}, {"batch_size", "2"},
+        {"grad_accum", "2"}, {"num_workers", "1"}, {"prefetch_buffer_size", "3"},
+        {"lr", "0.003"}, {"warmup_steps", "2"}, {"log_every", "1"},
+        {"val_every", "0"}, {"keep", "3"},
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) CHECK(tandem_config_set(cfg, kv[i][0], kv[i][1]));
+    char v[32];
+    snprintf(v, sizeof v, "%d", max_steps);
+    CHECK(tandem_config_set(cfg, "max_steps", v));
+    snprintf(v, sizeof v, "%d", ckpt_every);
+    CHECK(tandem_config_set(cfg, "checkpoint_every", v));
+    snprintf(v, sizeof v, "%llu", (unsigned long long)(seed % 1000000));
+    CHECK(tandem_config_set(cfg, "seed", v));
+    snprintf(cfg->train_data, sizeof cfg->train_data, "%s", train);
+    snprintf(cfg->out, sizeof cfg->out, "%s", out);
+}
+
+/* A fresh corpus of 7 utterances and an out path, both new under root. */
+static void fresh(char *data, char *out, size_t cap) {
+    int k = seq++;
+    snprintf(data, cap, "%s/data_%d", root, k);
+    snprintf(out, cap, "%s/run_%d", root, k);
+    tandem_rng r = {seed + (uint64_t)k};
+    tiny_corpus_write(data, 7, MAX_FRAMES, &r);
+}
+
+static tandem_status train(const tandem_config *cfg, const char *resume, int new_run, tandem_trainer_summary *sum) {
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    o.resume_dir = resume;
+    o.new_run = new_run;
+    tandem_trainer *t = NULL;
+    tandem_status st = tandem_trainer_create(cfg, &o, &t);
+    if (st == TANDEM_OK) st = tandem_trainer_run(t, sum);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", tandem_last_error());
+    tandem_trainer_destroy(t);
+    if (st != TANDEM_OK) tandem_fail(st, "%s", msg);
+    return st;
+}
+
+static int exists(const char *dir, const char *name) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+/* ---- class 5 ---- */
+
+static void test_lock(void **state) {
+    (void)state;
+    char data[300], out[300];
+    fresh(data, out, sizeof data);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 2, 0);
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    tandem_trainer *a = NULL, *b = NULL;
+    CHECK(tandem_trainer_create(&cfg, &o, &a));
+    o.resume_dir = out; /* even as a resume of the same directory */
+    tandem_status st = tandem_trainer_create(&cfg, &o, &b);
+    printf("second trainer: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_equal(st, TANDEM_E_STATE);
+    assert_null(b);
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %ld", (long)getpid());
+    assert_non_null(strstr(tandem_last_error(), pid));
+    assert_non_null(strstr(tandem_last_error(), out));
+    tandem_trainer_summary sum;
+    CHECK(tandem_trainer_run(a, &sum));
+    tandem_trainer_destroy(a);
+    CHECK(train(&cfg, out, 0, &sum)); /* the lock went with the first */
+}
+
+static void test_nonempty(void **state) {
+    (void)state;
+    char data[300], out[300], prev[400];
+    fresh(data, out, sizeof data);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 2, 0);
+    tandem_trainer_summary sum;
+    CHECK(train(&cfg, NULL, 0, &sum));
+    assert_true(exists(out, "ckpt-00000002.safetensors"));
+    tandem_status st = train(&cfg, NULL, 0, &sum);
+    printf("fresh run on a run directory: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_equal(st, TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "--resume"));
+    assert_non_null(strstr(tandem_last_error(), "--new-run"));
+    assert_true(exists(out, "ckpt-00000002.safetensors")); /* untouched */
+    small_config(&cfg, data, out, 1, 0);
+    CHECK(train(&cfg, NULL, 1, &sum));
+    snprintf(prev, sizeof prev, "%s/previous-1", out);
+    assert_true(exists(prev, "ckpt-00000002.safetensors"));
+    assert_true(exists(prev, "metrics.jsonl"));
+    assert_true(exists(out, "ckpt-00000001.safetensors"));
+    assert_false(exists(out, "ckpt-00000002.safetensors"));
+}
+
+static void test_temp_sweep(void **state) {
+    (void)state;
+    char data[300], out[300], dead_tmp[64], live_tmp[64];
+    fresh(data, out, sizeof data);
+    CHECK(tandem_mkdir_p(out));
+    fflush(NULL);
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    snprintf(dead_tmp, sizeof dead_tmp, ".loss.png.tmp.%ld.0", (long)dead);
+    snprintf(live_tmp, sizeof live_tmp, ".ckpt-00000009.safetensors.tmp.%ld.0", (long)getppid());
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s", out, dead_tmp);
+    tandem_test_write_file(p, "x", 1);
+    snprintf(p, sizeof p, "%s/%s", out, live_tmp);
+    tandem_test_write_file(p, "x", 1);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 1, 0);
+    tandem_trainer_summary sum;
+    CHECK(train(&cfg, NULL, 0, &sum));
+    assert_false(exists(out, dead_tmp)); /* its process is gone */
+    assert_true(exists(out, live_tmp));  /* a live process's in-flight write */
+}
+
+/* ---- classes 6 and 9 ---- */
+
+/* Overwrite 4 bytes of the data section (from its start, or back from its end) of a checkpoint. */
+static void poke_data(const char *path, int from_end, uint32_t bits) {
+    size_t n = 0;
+    unsigned char *b = tandem_test_read_file_ok(path, &n);
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | b[i];
+    size_t at = from_end ? n - 4 : 8 + (size_t)hl;
+    memcpy(b + at, &bits, 4);
+    tandem_test_write_file(path, b, n);
+    free(b);
+}
+
+/* Set the sampler_position value's first digit (same length: the header stays valid JSON). */
+static void poke_position(const char *path, char digit) {
+    size_t n = 0;
+    char *b = tandem_test_read_file_ok(path, &n);
+    char *k = strstr(b + 8, "\"sampler_position\":\"");
+    assert_non_null(k);
+    k[strlen("\"sampler_position\":\"")] = digit;
+    tandem_test_write_file(path, b, n);
+    free(b);
+}
+
+static void fallback_case(int kind) {
+    char data[300], out[300], p4[400];
+    fresh(data, out, sizeof data);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 4, 2);
+    tandem_trainer_summary sum;
+    CHECK(train(&cfg, NULL, 0, &sum));
+    snprintf(p4, sizeof p4, "%s/ckpt-00000004.safetensors", out);
+    if (kind == 0) poke_data(p4, 0, 0x7fc00000u);      /* NaN in the first parameter */
+    else if (kind == 1) poke_data(p4, 1, 0x7f800000u); /* +Inf in the last moment */
+    else poke_position(p4, '9');                       /* past the 7 utterances */
+    small_config(&cfg, data, out, 6, 2);
+    tandem_test_log_capture(TANDEM_LOG_WARN);
+    tandem_status st = train(&cfg, out, 0, &sum);
+    char log[2048];
+    snprintf(log, sizeof log, "%s", tandem_test_log_text());
+    tandem_test_log_stop();
+    CHECK(st);
+    printf("case %d: resumed from step %lld; %.300s\n", kind, (long long)sum.first_step, log);
+    assert_int_equal(sum.first_step, 2);
+    assert_int_equal(sum.last_step, 6);
+    assert_non_null(strstr(log, "ckpt-00000004.safetensors skipped"));
+    assert_non_null(strstr(log, kind == 2 ? "sampler_position" : "non-finite"));
+}
+
+static void test_fallback_nan_param(void **state) { (void)state; fallback_case(0); }
+static void test_fallback_inf_moment(void **state) { (void)state; fallback_case(1); }
+static void test_fallback_bad_position(void **state) { (void)state; fallback_case(2); }
+
+/* ---- class 7 ---- */
+
+/* Steps of metrics.jsonl's training rows: counts[s] for s in 1..max. */
+static void count_steps(const char *out, int *counts, int max) {
+    char p[400];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", out);
+    size_t n = 0;
+    char *t = tandem_test_read_file_ok(p, &n);
+    assert_true(n > 0 && t[n - 1] == '\n');
+    memset(counts, 0, sizeof(int) * (size_t)(max + 1));
+    for (char *l = t; *l; l = strchr(l, '\n') + 1) {
+        long s = strtol(l + 8, NULL, 10);
+        assert_true(strncmp(l, "{\"step\":", 8) == 0 && s >= 0 && s <= max);
+        if (strstr(l, "\"loss\"") && strstr(l, "\"loss\"") < strchr(l, '\n')) counts[s]++;
+    }
+    free(t);
+}
+
+static void test_metrics_once_after_kill(void **state) {
+    (void)state;
+    char data[300], out[300], p[400];
+    fresh(data, out, sizeof data);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 8, 4);
+    tandem_trainer_summary sum;
+    CHECK(train(&cfg, NULL, 0, &sum));
+    /* as if killed after logging steps 5..8 but before ckpt 8 was written, mid-line */
+    snprintf(p, sizeof p, "%s/ckpt-00000008.safetensors", out);
+    assert_int_equal(unlink(p), 0);
+    snprintf(p, sizeof p, "%s/metrics.jsonl", out);
+    FILE *f = fopen(p, "ab");
+    fputs("{\"step\":9,\"lo", f);
+    fclose(f);
+    CHECK(train(&cfg, out, 0, &sum));
+    assert_int_equal(sum.first_step, 4);
+    int counts[9];
+    count_steps(out, counts, 8);
+    for (int s = 1; s <= 8; s++) {
+        if (counts[s] != 1) fail_msg("step %d appears %d times in metrics.jsonl", s, counts[s]);
+    }
+}
+
+static void test_metrics_full_then_checkpoint(void **state) {
+    (void)state;
+    char data[300], out[300], p[400];
+    fresh(data, out, sizeof data);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 2, 0);
+    tandem_trainer_summary sum;
+    CHECK(train(&cfg, NULL, 0, &sum));
+    struct stat ck;
+    snprintf(p, sizeof p, "%s/ckpt-00000002.safetensors", out);
+    assert_int_equal(stat(p, &ck), 0);
+    /* pad metrics.jsonl past the checkpoint's size (rows of step 0, kept by the resume's cut), so a
+     * per-file size limit stops the metrics while a checkpoint still fits */
+    snprintf(p, sizeof p, "%s/metrics.jsonl", out);
+    FILE *f = fopen(p, "ab");
+    for (off_t w = 0; w < ck.st_size + 4096; w += 32) fputs("{\"step\":0,\"pad\":1234567890123}\n", f);
+    fclose(f);
+    struct stat ms;
+    assert_int_equal(stat(p, &ms), 0);
+    small_config(&cfg, data, out, 50, 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {(rlim_t)ms.st_size + 1500, (rlim_t)ms.st_size + 1500};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        tandem_status st = train(&cfg, out, 0, &sum);
+        printf("child: %s: %s; last step %lld, checkpoint %s\n", tandem_status_name(st), tandem_last_error(),
+               (long long)sum.last_step, sum.checkpoint);
+        fflush(stdout);
+        _exit(st == TANDEM_E_IO && strstr(tandem_last_error(), "metrics") ? (int)sum.last_step : 100);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    const int last = WEXITSTATUS(status);
+    assert_true(last > 2 && last < 50);
+    snprintf(p, sizeof p, "ckpt-%08d.safetensors", last);
+    assert_true(exists(out, p)); /* the final checkpoint of the step whose line did not fit */
+    int counts[51];
+    count_steps(out, counts, 50); /* whole lines only */
+    printf("metrics write failed at step %d: %s written, metrics.jsonl ends with a whole line\n", last, p);
+}
+
+/* ---- class 3 ---- */
+
+typedef struct stuck_run {
+    tandem_trainer *t;
+    char wav[700];
+    int fifo_made;
+    tandem_status st;
+    tandem_trainer_summary sum;
+} stuck_run;
+
+static void stuck_on_step(void *user, const tandem_step_metrics *m) {
+    stuck_run *s = user;
+    if (m->step == 1) { /* a WAV becomes a FIFO nobody writes into */
+        unlink(s->wav);
+        s->fifo_made = mkfifo(s->wav, 0644) == 0;
+    }
+    if (m->step == 8) tandem_trainer_request_stop(s->t); /* 32 utterances: every file sampled */
+}
+
+static void stuck_run_fn(void *arg) {
+    stuck_run *s = arg;
+    s->st = tandem_trainer_run(s->t, &s->sum);
+}
+
+static void test_fifo_mid_run(void **state) {
+    (void)state;
+    char data[300], out[300];
+    fresh(data, out, sizeof data);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 1000, 0);
+    static stuck_run s; /* static: a hung run's thread (the old code) keeps using it */
+    memset(&s, 0, sizeof s);
+    char meta[400];
+    snprintf(meta, sizeof meta, "%s/metadata.csv", data);
+    char *csv = tandem_test_read_file_ok(meta, NULL);
+    char id[64] = "";
+    sscanf(csv, "%63[^|]", id);
+    free(csv);
+    snprintf(s.wav, sizeof s.wav, "%s/wavs/%s.wav", data, id);
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    o.on_step = stuck_on_step;
+    o.on_step_user = &s;
+    CHECK(tandem_trainer_create(&cfg, &o, &s.t));
+    tandem_test_log_capture(TANDEM_LOG_WARN);
+    double took = 0;
+    const int done = tandem_test_finishes_within(stuck_run_fn, &s, 60000, &took);
+    char log[2048];
+    snprintf(log, sizeof log, "%s", tandem_test_log_text());
+    tandem_test_log_stop();
+    if (!done) fail_msg("the run did not end within 60 s of its start (stuck on the FIFO %s)", s.wav);
+    assert_true(s.fifo_made);
+    CHECK(s.st);
+    printf("FIFO in place of %s: run ended at step %lld after %.0f ms, checkpoint %s\n", s.wav,
+           (long long)s.sum.last_step, took, s.sum.checkpoint);
+    assert_true(s.sum.stopped_by_request);
+    assert_int_equal(s.sum.last_step, 8);
+    assert_true(exists(out, "ckpt-00000008.safetensors"));
+    assert_non_null(strstr(log, "not a regular file"));
+    tandem_trainer_destroy(s.t);
+}
+
+/* Every WAV of the corpus becomes a 64 GiB sparse file at step 1 (an "endless" file: reading it
+ * takes many seconds); a second later, with the ring drained, a stop is requested from another
+ * thread. The run must return, with a checkpoint, within 5 s of the request. */
+typedef struct endless_run {
+    tandem_trainer *t;
+    char data[300];
+    int n_wavs;
+    uint64_t t_req, t_end;
+    tandem_status st;
+    tandem_trainer_summary sum;
+    tandem_thread stopper;
+    int stopper_started;
+} endless_run;
+
+static void *stopper_main(void *arg) {
+    endless_run *e = arg;
+    usleep(1000 * 1000);
+    e->t_req = tandem_now_ns();
+    tandem_trainer_request_stop(e->t);
+    return NULL;
+}
+
+static void endless_on_step(void *user, const tandem_step_metrics *m) {
+    endless_run *e = user;
+    if (m->step != 1) return;
+    for (int i = 0; i < 7; i++) {
+        char p[400];
+        snprintf(p, sizeof p, "%s/wavs/u%d.wav", e->data, i);
+        int fd = open(p, O_WRONLY | O_TRUNC);
+        if (fd >= 0 && ftruncate(fd, (off_t)1 << 36) == 0) e->n_wavs++;
+        if (fd >= 0) close(fd);
+    }
+    e->stopper_started = tandem_thread_start(&e->stopper, stopper_main, e, "test-stop") == TANDEM_OK;
+}
+
+static void endless_run_fn(void *arg) {
+    endless_run *e = arg;
+    e->st = tandem_trainer_run(e->t, &e->sum);
+    e->t_end = tandem_now_ns();
+}
+
+static void test_endless_file_stop(void **state) {
+    (void)state;
+    char out[300];
+    static endless_run e; /* static: a hung run's thread (the old code) keeps using it */
+    memset(&e, 0, sizeof e);
+    fresh(e.data, out, sizeof out);
+    tandem_config cfg;
+    small_config(&cfg, e.data, out, 1000, 0);
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    o.on_step = endless_on_step;
+    o.on_step_user = &e;
+    CHECK(tandem_trainer_create(&cfg, &o, &e.t));
+    double took = 0;
+    const int done = tandem_test_finishes_within(endless_run_fn, &e, 60000, &took);
+    if (!done) fail_msg("the run did not end within 60 s of its start");
+    if (e.stopper_started) tandem_thread_join(&e.stopper);
+    assert_int_equal(e.n_wavs, 7);
+    const double after_ms = (double)(e.t_end - e.t_req) * 1e-6;
+    printf("endless files: stop requested at step %lld's wait, run returned %.0f ms later (%s), checkpoint %s\n",
+           (long long)e.sum.last_step, after_ms, tandem_status_name(e.st), e.sum.checkpoint);
+    CHECK(e.st);
+    assert_true(e.t_req > 0 && after_ms <= 5000.0);
+    assert_true(e.sum.stopped_by_request);
+    char ck[64];
+    snprintf(ck, sizeof ck, "ckpt-%08lld.safetensors", (long long)e.sum.last_step);
+    assert_true(exists(out, ck));
+    tandem_trainer_destroy(e.t);
+}
+
+static int setup(void **state) {
+    (void)state;
+    seed = tandem_test_seed("test_run_dir");
+    return tandem_test_mkdtemp(root, sizeof root, "test_run_dir");
+}
+static int teardown(void **state) {
+    (void)state;
+    return tandem_test_rmtree(root);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lock),
+        cmocka_unit_test(test_nonempty),
+        cmocka_unit_test(test_temp_sweep),
+        cmocka_unit_test(test_fallback_nan_param),
+        cmocka_unit_test(test_fallback_inf_moment),
+        cmocka_unit_test(test_fallback_bad_position),
+        cmocka_unit_test(test_metrics_once_after_kill),
+        cmocka_unit_test(test_metrics_full_then_checkpoint),
+        cmocka_unit_test(test_fifo_mid_run),
+        cmocka_unit_test(test_endless_file_stop),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
