@@ -4,10 +4,16 @@
  *   TANDEM_FAKECUDA_ARCH     compute capability as sm number (default 89 = 8.9)
  *   TANDEM_FAKECUDA_NO_PEER  1: no peer access between devices (exercises the staged path)
  *   TANDEM_FAKECUDA_MEM_MB   memory per device in MiB (default 8192; allocated on demand)
+ *   TANDEM_FAKECUDA_ASYNC    1 (default): streams run on worker threads (fc_queue.c); 0: inline
+ *   TANDEM_FAKECUDA_SEED     seed of the workers' random delays (default: from the clock; every
+ *                            error line names it, so a failing run can be replayed)
+ *   TANDEM_FAKECUDA_HAZARDS  1 (default): report unordered accesses across streams (fc_hazard.c)
  * Each device also has a PCI location (FC_PCI_BUS in fakecuda.h) for the stand-in NVML. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "test/fakecuda/fakecuda.h"
 
@@ -34,6 +40,16 @@ static int read_config(void) {
     fc_cfg.cc_minor = arch % 10;
     fc_cfg.no_peer = env_int("TANDEM_FAKECUDA_NO_PEER", 0, 0, 1, &bad);
     fc_cfg.total_mem = (size_t)env_int("TANDEM_FAKECUDA_MEM_MB", 8192, 1, 1 << 20, &bad) << 20;
+    fc_cfg.async = env_int("TANDEM_FAKECUDA_ASYNC", 1, 0, 1, &bad);
+    fc_cfg.hazards = env_int("TANDEM_FAKECUDA_HAZARDS", 1, 0, 1, &bad);
+    const char *seed = getenv("TANDEM_FAKECUDA_SEED");
+    if (seed && *seed) {
+        fc_cfg.seed = (unsigned)strtoul(seed, NULL, 10);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        fc_cfg.seed = (unsigned)(ts.tv_nsec ^ ts.tv_sec ^ getpid()) % 1000000u;
+    }
     return bad ? -1 : 0;
 }
 
@@ -226,7 +242,9 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
                                 dev));
     if (--c->refcount == 0) {
         /* The context is destroyed: its memory, streams, events and modules go with it, and
-         * other contexts lose their peer mappings of it. */
+         * other contexts lose their peer mappings of it. Queued work finishes first. */
+        fc_retire_ctx_streams(c);
+        fc_drain_ctx(NULL);
         fc_mem_kill_ctx(c);
         fc_kill_ctx_objects(c);
         memset(c->peer_enabled, 0, sizeof c->peer_enabled);
@@ -270,8 +288,10 @@ FC_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
 }
 
 FC_EXPORT CUresult cuCtxSynchronize(void) {
-    /* Work runs when queued, so there is never anything to wait for. */
-    return fc_leave(fc_enter("cuCtxSynchronize", 1));
+    CUresult r = fc_enter("cuCtxSynchronize", 1);
+    if (r) return fc_leave(r);
+    fc_drain_ctx(fc_current());
+    return fc_leave(fc_current()->sticky);
 }
 
 FC_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {

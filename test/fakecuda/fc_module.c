@@ -13,8 +13,9 @@
  * the size, and it must equal args_size exactly. Grid/block limits are those of sm_80..sm_90,
  * dynamic shared memory at most 48 KiB (the opt-in needs cuFuncSetAttribute, which is not
  * provided). Pointer-sized words of the args struct that point into another device's memory
- * without peer access are reported before the launch. The kernel then runs at once; a fault
- * the emulator detects makes the context's state sticky, as a GPU fault does. */
+ * without peer access are reported before the launch. The launch is then queued on its stream
+ * (fc_queue.c) with the ranges the kernel reads and writes (fc_access.c); a fault the emulator
+ * detects when it runs makes the context's state sticky, as a GPU fault does. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,21 @@ static CUresult parse_extra(const char *call, const char *kname, void **extra, v
     return CUDA_SUCCESS;
 }
 
+/* A launch, when its stream reaches it. A fault makes the context's state sticky: reported
+ * here, returned by the next synchronising call (and by this one on the default stream). */
+static void run_launch(fc_op *op) {
+    const char *call = "cuLaunchKernel";
+    const char *kn = tandem_kernel_table[op->kernel_id].entry;
+    tandem_launch_dims d = {{op->dims[0], op->dims[1], op->dims[2]},
+                            {op->dims[3], op->dims[4], op->dims[5]}, op->dims[6]};
+    if (tandem_emu_launch(op->kernel_id, &d, op->owned, op->bytes) != 0) {
+        op->ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+        fc_fail(CUDA_ERROR_ILLEGAL_ADDRESS, call, "%s: %s", kn, tandem_emu_last_error());
+        return;
+    }
+    if (fc_check_padding(call, kn)) op->ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+
 FC_EXPORT CUresult cuLaunchKernel(CUfunction hf, unsigned gx, unsigned gy, unsigned gz,
                                   unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                   CUstream stream, void **params, void **extra) {
@@ -220,15 +236,19 @@ FC_EXPORT CUresult cuLaunchKernel(CUfunction hf, unsigned gx, unsigned gy, unsig
     if (!args)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "%s: parameter 0 is NULL", kn));
     if (fc_check_kernel_pointers(call, kn, args, args_size, cur)) return fc_leave(CUDA_ERROR_ILLEGAL_ADDRESS);
-    tandem_launch_dims d = {{gx, gy, gz}, {bx, by, bz}, shmem};
-    if (tandem_emu_launch(f->kernel_id, &d, args, args_size) != 0) {
-        cur->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
-        return fc_leave(fc_fail(CUDA_ERROR_ILLEGAL_ADDRESS, call, "%s: %s", kn,
-                                tandem_emu_last_error()));
-    }
-    if (fc_check_padding(call, kn)) {
-        cur->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
-        return fc_leave(CUDA_ERROR_ILLEGAL_ADDRESS);
-    }
-    return fc_leave(CUDA_SUCCESS);
+    fc_op *op = fc_op_new("cuLaunchKernel %s", kn);
+    op->run = run_launch;
+    op->kernel_id = f->kernel_id;
+    op->bytes = args_size;
+    op->owned = malloc(args_size); /* the caller's struct may be gone when the launch runs */
+    if (!op->owned) abort();        /* test-only */
+    memcpy(op->owned, args, args_size);
+    unsigned dims[7] = {gx, gy, gz, bx, by, bz, shmem};
+    memcpy(op->dims, dims, sizeof dims);
+    fc_acc_list L;
+    fc_kernel_accesses(f->kernel_id, args, &L);
+    fc_stream *s = fc_stream_of(stream);
+    fc_submit(s, op, &L);
+    /* On the default stream the launch has run: its fault is this call's result. */
+    return fc_leave(stream ? CUDA_SUCCESS : cur->sticky);
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -753,6 +754,125 @@ static void test_config(void **state) {
     OK(D.cuDevicePrimaryCtxRetain(&D.ctx[1], 1));
 }
 
+
+/* ------------------------------------------------------------------ async streams, hazards */
+
+/* stderr of the calls since the last capture_begin(), for checking what a report names. */
+static int saved_stderr = -1;
+static FILE *capture_file;
+static void capture_begin(void) {
+    fflush(stderr);
+    capture_file = tmpfile();
+    assert_non_null(capture_file);
+    saved_stderr = dup(2);
+    dup2(fileno(capture_file), 2);
+}
+static char *capture_end(void) {
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    long n = ftell(capture_file);
+    char *text = calloc(1, (size_t)n + 1);
+    rewind(capture_file);
+    assert_int_equal(fread(text, 1, (size_t)n, capture_file), (size_t)n);
+    fclose(capture_file);
+    fputs(text, stderr); /* still shown, as every provoked line is */
+    return text;
+}
+
+/* Ordered work on three streams (event waits between them) gives the sequential result, however
+ * the workers interleave; a read or write of a range another stream wrote or read without an
+ * event (or a host synchronisation) between them is reported naming both operations. */
+static void test_async_hazards(void **state) {
+    (void)state;
+    enum { N = 3000, ROUNDS = 40 };
+    CUstream s[3];
+    CUevent ev[3];
+    CUdeviceptr x, y;
+    float *host = malloc(N * 4), *back = malloc(N * 4), *pinned = NULL;
+    for (int i = 0; i < 3; i++) {
+        OK(D.cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+        OK(D.cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+    }
+    OK(D.cuMemAlloc(&x, N * 4));
+    OK(D.cuMemAlloc(&y, N * 4));
+    OK(D.cuMemHostAlloc((void **)&pinned, N * 4, 0));
+    /* A chain: round r uploads on stream r % 3 and copies x -> y on the next one; each step
+     * waits for the previous step's event. The pageable source may change at once. */
+    for (int r = 0; r < ROUNDS; r++) {
+        int a = r % 3, b = (r + 1) % 3;
+        for (int i = 0; i < N; i++) host[i] = (float)(r * N + i);
+        if (r > 0) OK(D.cuStreamWaitEvent(s[a], ev[(r + 2) % 3], 0));
+        OK(D.cuMemcpyHtoDAsync(x, host, N * 4, s[a]));
+        OK(D.cuEventRecord(ev[a], s[a]));
+        OK(D.cuStreamWaitEvent(s[b], ev[a], 0));
+        OK(D.cuMemcpyDtoDAsync(y, x, N * 4, s[b]));
+        OK(D.cuEventRecord(ev[b], s[b]));
+        memset(host, 0, N * 4);
+    }
+    OK(D.cuStreamWaitEvent(s[0], ev[ROUNDS % 3], 0));
+    OK(D.cuMemcpyDtoHAsync(pinned, y, N * 4, s[0]));
+    OK(D.cuStreamSynchronize(s[0]));
+    for (int i = 0; i < N; i++) assert_true(pinned[i] == (float)((ROUNDS - 1) * N + i));
+
+    /* Read after write: stream 1 copies x while stream 0 may still be writing it. */
+    OK(D.cuMemcpyHtoDAsync(x, host, N * 4, s[0]));
+    capture_begin();
+    EXPECT_ERR(1, CUDA_SUCCESS, D.cuMemcpyDtoDAsync(y, x, N * 4, s[1]));
+    char *text = capture_end();
+    assert_non_null(strstr(text, "fakecuda: error: hazard: cuMemcpyHtoDAsync"));
+    assert_non_null(strstr(text, "cuMemcpyDtoDAsync of 12000 bytes on stream"));
+    assert_non_null(strstr(text, "reads source"));
+    assert_non_null(strstr(text, "TANDEM_FAKECUDA_SEED="));
+    free(text);
+    OK(D.cuCtxSynchronize());
+    /* After a host synchronisation the same pattern is ordered. */
+    OK(D.cuMemcpyHtoDAsync(x, host, N * 4, s[0]));
+    OK(D.cuStreamSynchronize(s[0]));
+    OK(D.cuMemcpyDtoDAsync(y, x, N * 4, s[1]));
+    /* Write after write: stream 2 overwrites the y stream 1 is writing. */
+    EXPECT_ERR(1, CUDA_SUCCESS, D.cuMemcpyHtoDAsync(y, host, N * 4, s[2]));
+    OK(D.cuCtxSynchronize());
+    /* Write after read: stream 0 reads y into pinned memory, stream 1 overwrites y. */
+    OK(D.cuMemcpyDtoHAsync(pinned, y, N * 4, s[0]));
+    EXPECT_ERR(1, CUDA_SUCCESS, D.cuMemcpyHtoDAsync(y, host, N * 4, s[1]));
+    OK(D.cuCtxSynchronize());
+    /* Pinned host memory is tracked too: stream 2 reads the pinned buffer stream 0 fills. */
+    OK(D.cuMemcpyDtoHAsync(pinned, y, N * 4, s[0]));
+    EXPECT_ERR(1, CUDA_SUCCESS, D.cuMemcpyHtoDAsync(x, pinned, N * 4, s[2]));
+    OK(D.cuCtxSynchronize());
+    /* Disjoint halves of one allocation on two streams: no hazard. An event query that
+     * succeeds is a host synchronisation too. */
+    OK(D.cuMemcpyHtoDAsync(x, host, N * 2, s[0]));
+    OK(D.cuMemcpyHtoDAsync(x + N * 2, host, N * 2, s[1]));
+    OK(D.cuEventRecord(ev[0], s[0]));
+    OK(D.cuEventSynchronize(ev[0]));
+    OK(D.cuMemcpyDtoDAsync(y, x, N * 2, s[2]));
+    OK(D.cuCtxSynchronize());
+    for (int i = 0; i < 3; i++) {
+        OK(D.cuStreamDestroy(s[i]));
+        OK(D.cuEventDestroy(ev[i]));
+    }
+    OK(D.cuMemFree(x));
+    OK(D.cuMemFree(y));
+    OK(D.cuMemFreeHost(pinned));
+    free(host);
+    free(back);
+}
+
+/* Events keep the flags they were created with (the backend asks for blocking sync where a
+ * thread waits: issue 11 item 5). */
+static void test_event_flags(void **state) {
+    (void)state;
+    int (*flags_of)(CUevent) = (int (*)(CUevent))dlsym(D.h, "tandem_fakecuda_event_flags");
+    assert_non_null(flags_of);
+    CUevent e;
+    OK(D.cuEventCreate(&e, CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING));
+    assert_int_equal(flags_of(e), CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING);
+    OK(D.cuEventDestroy(e));
+    assert_int_equal(flags_of(e), -1);
+}
+
 static void test_no_unexpected_errors(void **state) {
     (void)state;
     assert_int_equal(D.error_count(), expected_errors);
@@ -771,6 +891,8 @@ int main(void) {
         cmocka_unit_test_setup(test_matmul, per_test),
         cmocka_unit_test_setup(test_matmul_strict, per_test),
         cmocka_unit_test_setup(test_config, per_test),
+        cmocka_unit_test_setup(test_async_hazards, per_test),
+        cmocka_unit_test_setup(test_event_flags, per_test),
         cmocka_unit_test(test_no_unexpected_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
