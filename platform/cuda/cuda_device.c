@@ -268,18 +268,31 @@ static void cuda_host_free_pinned(tandem_device *dev, void *p) {
 
 static tandem_status cuda_stream_create(tandem_device *dev, tandem_stream *s) {
     tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    s->impl = NULL;
     TANDEM_TRY(tandem_cuda_make_current(d));
-    CUstream cs = NULL;
+    tandem_cuda_stream_impl *si = tandem_calloc(1, sizeof *si);
+    if (!si) return tandem_fail(TANDEM_E_NOMEM, "cuda device %d: no memory for a stream", d->ordinal);
     /* non-blocking: never serialised with the legacy default stream */
-    TANDEM_CU_TRY(cuStreamCreate, (&cs, CU_STREAM_NON_BLOCKING), "device %d", d->ordinal);
-    s->impl = cs;
+    CUresult r = tandem_cu.cuStreamCreate(&si->cs, CU_STREAM_NON_BLOCKING);
+    tandem_status st = r == CUDA_SUCCESS ? TANDEM_OK : tandem_cuda_fail("cuStreamCreate", r, "device %d", d->ordinal);
+    if (st == TANDEM_OK && d->lt) st = tandem_cuda_gemm_stream_init(d, si);
+    if (st != TANDEM_OK) {
+        if (si->cs) tandem_cu.cuStreamDestroy(si->cs);
+        tandem_free(si);
+        return st;
+    }
+    s->impl = si;
     return TANDEM_OK;
 }
 
 static void cuda_stream_destroy(tandem_stream *s) {
     tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
     if (!s->impl || tandem_cuda_make_current(d) != TANDEM_OK) return;
-    TANDEM_CU_WARN(cuStreamDestroy, (tandem_cuda_stream(s)), "device %d", d->ordinal);
+    tandem_cuda_stream_impl *si = s->impl;
+    TANDEM_CU_WARN(cuStreamDestroy, (si->cs), "device %d", d->ordinal);
+    /* after the destroy: cuMemFree waits for the work still queued on it */
+    if (si->lt_workspace) TANDEM_CU_WARN(cuMemFree, (si->lt_workspace), "device %d, cuBLASLt workspace", d->ordinal);
+    tandem_free(si);
     s->impl = NULL;
 }
 

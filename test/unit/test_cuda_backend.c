@@ -160,6 +160,56 @@ static void test_gemm(void **state) {
     assert_int_equal(fake_error_count(), before);
 }
 
+
+/* Two GEMMs queued on two streams of one device run concurrently: each must have its own
+ * cuBLASLt workspace (the stand-in's algorithm stages its result there, and its hazard
+ * detector reports a workspace written by two streams without ordering; issue 11 item 3). */
+static void test_gemm_two_streams(void **state) {
+    (void)state;
+    int before = fake_error_count();
+    tandem_stream sb = {dev0, NULL};
+    assert_int_equal(dev0->ops->stream_create(dev0, &sb), TANDEM_OK);
+    tandem_stream *ss[2] = {&s0, &sb};
+    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
+    assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
+    size_t na = 33 * 29, nb = 17 * 29, nc = 33 * 17;
+    float *a[2], *b[2], *c[2];
+    tandem_dptr da[2], db[2], dc[2];
+    for (int i = 0; i < 2; i++) {
+        a[i] = malloc(na * 4), b[i] = malloc(nb * 4), c[i] = malloc(nc * 4);
+        assert_true(a[i] && b[i] && c[i]);
+        tandem_rng_fill(&rng, a[i], (int64_t)na, -1.0f, 1.0f);
+        tandem_rng_fill(&rng, b[i], (int64_t)nb, -1.0f, 1.0f);
+        assert_int_equal(dev0->ops->mem_alloc(dev0, na * 4, &da[i]), TANDEM_OK);
+        assert_int_equal(dev0->ops->mem_alloc(dev0, nb * 4, &db[i]), TANDEM_OK);
+        assert_int_equal(dev0->ops->mem_alloc(dev0, nc * 4, &dc[i]), TANDEM_OK);
+        assert_int_equal(dev0->ops->copy_h2d(ss[i], da[i], a[i], na * 4), TANDEM_OK);
+        assert_int_equal(dev0->ops->copy_h2d(ss[i], db[i], b[i], nb * 4), TANDEM_OK);
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(dev0->ops->gemm(ss[i], &g, 1.0f, da[i], db[i], 0.0f, dc[i]), TANDEM_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dev0->ops->copy_d2h(ss[i], c[i], dc[i], nc * 4), TANDEM_OK);
+        assert_int_equal(dev0->ops->stream_sync(ss[i]), TANDEM_OK);
+    }
+    assert_int_equal(fake_error_count(), before);
+    float *zero = calloc(nc, 4);
+    assert_non_null(zero);
+    for (int i = 0; i < 2; i++) {
+        for (int64_t r = 0; r < g.m; r++)
+            for (int64_t q = 0; q < g.n; q++) {
+                double ref = ref_at(a[i], b[i], zero, &g, 1.0f, 0.0f, 0, r, q);
+                assert_true(fabs(c[i][r * g.n + q] - ref) <= 1e-4 * (1 + fabs(ref)));
+            }
+        dev0->ops->mem_free(dev0, da[i]);
+        dev0->ops->mem_free(dev0, db[i]);
+        dev0->ops->mem_free(dev0, dc[i]);
+        free(a[i]), free(b[i]), free(c[i]);
+    }
+    free(zero);
+    dev0->ops->stream_destroy(&sb);
+}
+
 static void test_gemm_unprepared(void **state) {
     (void)state;
     tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
@@ -266,6 +316,7 @@ static int run_group(void) {
     printf("GEMM path: %s (%s)\n", lt ? "cuBLASLt" : "fatbin kernel", why);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_and_peers),   cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_two_streams),
         cmocka_unit_test(test_gemm_unprepared),  cmocka_unit_test(test_launch),
         cmocka_unit_test(test_copies_and_events), cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_same_device_twice),
