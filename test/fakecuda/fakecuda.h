@@ -60,6 +60,8 @@ typedef struct tandem_fakecuda_device_state {
     size_t total_mem, used_mem;
 } tandem_fakecuda_device_state;
 FC_EXPORT int tandem_fakecuda_query_device(int dev, tandem_fakecuda_device_state *out);
+/* Primary context flags of device dev (cuDevicePrimaryCtxSetFlags), -1 if no such device. */
+FC_EXPORT int tandem_fakecuda_ctx_flags(int dev);
 /* Flags an event was created with (-1: not a live event). */
 FC_EXPORT int tandem_fakecuda_event_flags(CUevent ev);
 /* With the lock held, for libcublasLt: queue run(arg) on stream (NULL = default) after
@@ -90,6 +92,7 @@ struct fc_ctx {
     int peer_enabled[FC_MAX_DEVICES]; /* this context may access device i's memory */
     CUresult sticky;       /* a kernel fault poisons the context until it is released */
     size_t used_bytes;     /* device memory allocated in it */
+    unsigned flags;        /* cuDevicePrimaryCtxSetFlags (scheduling), kept across retains */
 };
 
 /* ---- asynchronous streams and the hazard detector (fc_queue.c, fc_hazard.c) ----

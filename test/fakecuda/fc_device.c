@@ -66,8 +66,10 @@ FC_EXPORT CUresult cuInit(unsigned int flags) {
                 r = CUDA_ERROR_INVALID_VALUE;
             } else {
                 for (int i = 0; i < FC_MAX_DEVICES; i++) {
+                    unsigned keep = fc_ctxs[i].flags; /* flags set before a re-read stay */
                     memset(&fc_ctxs[i], 0, sizeof fc_ctxs[i]);
                     fc_ctxs[i].device = i;
+                    fc_ctxs[i].flags = keep;
                 }
             }
         }
@@ -254,6 +256,41 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
     return fc_leave(CUDA_SUCCESS);
 }
 FC_EXPORT_V2(cuDevicePrimaryCtxRelease)
+
+/* As in CUDA >= 11: allowed while the context is active; one scheduling mode at most. */
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+    const char *call = "cuDevicePrimaryCtxSetFlags";
+    CUresult r = fc_enter(call, 0);
+    if (r) return fc_leave(r);
+    if ((r = check_dev(call, dev))) return fc_leave(r);
+    unsigned sched = flags & CU_CTX_SCHED_MASK;
+    if ((flags & ~CU_CTX_SCHED_MASK) || (sched != 0 && sched != 1 && sched != 2 && sched != 4))
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                                "flags 0x%x: the stand-in models one CU_CTX_SCHED_* mode only",
+                                flags));
+    fc_ctxs[dev].flags = flags;
+    return fc_leave(CUDA_SUCCESS);
+}
+FC_EXPORT_V2(cuDevicePrimaryCtxSetFlags)
+
+FC_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
+    const char *call = "cuDevicePrimaryCtxGetState";
+    CUresult r = fc_enter(call, 0);
+    if (r) return fc_leave(r);
+    if ((r = check_dev(call, dev))) return fc_leave(r);
+    if (!flags || !active)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "flags or active is NULL"));
+    *flags = fc_ctxs[dev].flags;
+    *active = fc_ctxs[dev].refcount > 0;
+    return fc_leave(CUDA_SUCCESS);
+}
+
+FC_EXPORT int tandem_fakecuda_ctx_flags(int dev) {
+    tandem_fakecuda_lock();
+    int f = dev >= 0 && dev < FC_MAX_DEVICES ? (int)fc_ctxs[dev].flags : -1;
+    tandem_fakecuda_unlock();
+    return f;
+}
 
 /* The fc_ctx behind a CUcontext handle, or NULL if it is none of ours. */
 fc_ctx *fc_ctx_of(CUcontext h) {
