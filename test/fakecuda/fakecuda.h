@@ -2,9 +2,10 @@
  *
  * libcuda.so.1 (fc_*.c) implements, on the CPU, the driver-API subset of platform/cuda/cuda_api.h:
  * devices, primary contexts, memory (device memory is emulator buffers, so CUdeviceptr values
- * are host addresses the emulated kernels dereference), streams and events (work runs
- * synchronously, under one process-wide lock, at the moment it is queued), modules from the
- * real fatbin bytes and launches through the kernel emulator. libcublasLt.so.13 (fc_cublaslt.c)
+ * are host addresses the emulated kernels dereference), streams and events (work queued on a
+ * created stream runs asynchronously on the stream's worker thread, fc_queue.c; every queued
+ * operation declares the ranges it reads and writes to the hazard detector, fc_hazard.c),
+ * modules from the real fatbin bytes and launches through the kernel emulator. libcublasLt.so.13 (fc_cublaslt.c)
  * reaches that state through the tandem_fakecuda_* bridge below, exported by libcuda.so.1.
  *
  * Strictness: every misuse a compute-sanitizer run would flag returns an error code AND prints
