@@ -143,8 +143,11 @@ void fc_kill_ctx_objects(fc_ctx *c) {
 }
 
 __attribute__((destructor)) static void fc_state_unload(void) {
-    tandem_fakecuda_lock();
-    fc_queue_shutdown(); /* workers first: they reference the streams freed below */
+    /* Workers first: they reference the streams freed below. A thread still inside a call at
+     * exit holds the lock: then nothing is torn down (still reachable, so not a leak). */
+    if (pthread_mutex_trylock(&big_lock) != 0) return;
+    lock_depth++;
+    fc_queue_shutdown();
     tandem_fakecuda_unlock();
     for (size_t i = 0; i < obj_count; i++) free(objs[i]);
     free(objs);
