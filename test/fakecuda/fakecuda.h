@@ -160,6 +160,7 @@ typedef struct fc_config {
     int async;             /* TANDEM_FAKECUDA_ASYNC, default 1: streams run on workers */
     unsigned seed;         /* TANDEM_FAKECUDA_SEED, default from the clock (printed) */
     int hazards;           /* TANDEM_FAKECUDA_HAZARDS, default 1: report unordered accesses */
+    int check_access;      /* TANDEM_FAKECUDA_CHECK_ACCESS=1: kernels write only what they declare */
     int device_count;      /* TANDEM_FAKECUDA_DEVICES, default 2 */
     int cc_major, cc_minor; /* TANDEM_FAKECUDA_ARCH, default 89 */
     int no_peer;           /* TANDEM_FAKECUDA_NO_PEER=1 */
@@ -199,6 +200,8 @@ fc_obj *fc_lookup(const void *h, fc_kind kind, int *dead);
 /* Mark every object of ctx dead (its primary context was released to zero). */
 void fc_kill_ctx_objects(fc_ctx *c);
 
+/* The device allocation containing p: 0 and its base and size, or -1. */
+int fc_alloc_range(uintptr_t p, uintptr_t *base, size_t *size);
 /* Allocation table (device memory and pinned host memory). */
 typedef enum { FC_MEM_DEVICE = 1, FC_MEM_HOST } fc_mem_kind;
 void fc_mem_kill_ctx(fc_ctx *c); /* free every allocation of ctx */

@@ -8,6 +8,8 @@
  *   TANDEM_FAKECUDA_SEED     seed of the workers' random delays (default: from the clock; every
  *                            error line names it, so a failing run can be replayed)
  *   TANDEM_FAKECUDA_HAZARDS  1 (default): report unordered accesses across streams (fc_hazard.c)
+ *   TANDEM_FAKECUDA_CHECK_ACCESS  1: after each launch, report bytes the kernel changed outside
+ *                            the ranges fc_access.c declares for it (slow: copies its buffers)
  * Each device also has a PCI location (FC_PCI_BUS in fakecuda.h) for the stand-in NVML. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +44,7 @@ static int read_config(void) {
     fc_cfg.total_mem = (size_t)env_int("TANDEM_FAKECUDA_MEM_MB", 8192, 1, 1 << 20, &bad) << 20;
     fc_cfg.async = env_int("TANDEM_FAKECUDA_ASYNC", 1, 0, 1, &bad);
     fc_cfg.hazards = env_int("TANDEM_FAKECUDA_HAZARDS", 1, 0, 1, &bad);
+    fc_cfg.check_access = env_int("TANDEM_FAKECUDA_CHECK_ACCESS", 0, 0, 1, &bad);
     const char *seed = getenv("TANDEM_FAKECUDA_SEED");
     if (seed && *seed) {
         fc_cfg.seed = (unsigned)strtoul(seed, NULL, 10);

@@ -146,6 +146,14 @@ int fc_check_padding(const char *call, const char *kernel) {
     return 0;
 }
 
+int fc_alloc_range(uintptr_t p, uintptr_t *base, size_t *size) {
+    const fc_alloc *a = find_alloc(p);
+    if (!a || a->kind != FC_MEM_DEVICE) return -1;
+    *base = a->base;
+    *size = a->size;
+    return 0;
+}
+
 FC_EXPORT int tandem_fakecuda_is_device_memory(const void *p) {
     const fc_alloc *a = find_alloc((uintptr_t)p);
     return a && a->kind == FC_MEM_DEVICE;

@@ -162,6 +162,60 @@ static CUresult parse_extra(const char *call, const char *kname, void **extra, v
     return CUDA_SUCCESS;
 }
 
+/* TANDEM_FAKECUDA_CHECK_ACCESS: the allocations the argument struct points into, copied before
+ * the launch and compared after it; a changed byte outside every declared write range means the
+ * kernel's descriptor in fc_access.c is too small (hazards there would go unreported). */
+typedef struct fc_snap {
+    uintptr_t base;
+    size_t size;
+    unsigned char *copy;
+} fc_snap;
+
+static int snap_take(const void *args, size_t size, fc_snap *s, int cap) {
+    int n = 0;
+    for (size_t off = 0; off + 8 <= size && n < cap; off += 8) {
+        uint64_t w;
+        memcpy(&w, (const char *)args + off, 8);
+        uintptr_t base;
+        size_t bytes;
+        if (fc_alloc_range((uintptr_t)w, &base, &bytes) != 0) continue;
+        int seen = 0;
+        for (int i = 0; i < n; i++) seen |= s[i].base == base;
+        if (seen) continue;
+        s[n].base = base;
+        s[n].size = bytes;
+        s[n].copy = malloc(bytes);
+        if (!s[n].copy) abort(); /* test-only */
+        memcpy(s[n].copy, (const void *)base, bytes);
+        n++;
+    }
+    return n;
+}
+
+static void snap_check(const char *kn, int kernel_id, const void *args, fc_snap *s, int n) {
+    fc_acc_list L;
+    fc_kernel_accesses(kernel_id, args, &L);
+    int reported = 0;
+    for (int i = 0; i < n; i++) {
+        const unsigned char *now = (const unsigned char *)s[i].base;
+        for (size_t j = 0; j < s[i].size && !reported; j++) {
+            if (now[j] == s[i].copy[j]) continue;
+            uintptr_t a = s[i].base + j;
+            int declared = 0;
+            for (int k = 0; k < L.n && !declared; k++)
+                declared = L.a[k].write && a >= L.a[k].p && a - L.a[k].p < L.a[k].n;
+            if (declared) continue;
+            tandem_fakecuda_report("cuLaunchKernel",
+                                   "%s changed byte 0x%llx (allocation [0x%llx, +%zu)) outside the "
+                                   "ranges test/fakecuda/fc_access.c declares it writes",
+                                   kn, (unsigned long long)a, (unsigned long long)s[i].base,
+                                   s[i].size);
+            reported = 1;
+        }
+        free(s[i].copy);
+    }
+}
+
 /* A launch, when its stream reaches it. A fault makes the context's state sticky: reported
  * here, returned by the next synchronising call (and by this one on the default stream). */
 static void run_launch(fc_op *op) {
@@ -169,7 +223,11 @@ static void run_launch(fc_op *op) {
     const char *kn = tandem_kernel_table[op->kernel_id].entry;
     tandem_launch_dims d = {{op->dims[0], op->dims[1], op->dims[2]},
                             {op->dims[3], op->dims[4], op->dims[5]}, op->dims[6]};
-    if (tandem_emu_launch(op->kernel_id, &d, op->owned, op->bytes) != 0) {
+    fc_snap snaps[FC_MAX_ACCESS];
+    int nsnap = fc_cfg.check_access ? snap_take(op->owned, op->bytes, snaps, FC_MAX_ACCESS) : 0;
+    int bad = tandem_emu_launch(op->kernel_id, &d, op->owned, op->bytes) != 0;
+    if (nsnap) snap_check(kn, op->kernel_id, op->owned, snaps, nsnap);
+    if (bad) {
         op->ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
         fc_fail(CUDA_ERROR_ILLEGAL_ADDRESS, call, "%s: %s", kn, tandem_emu_last_error());
         return;
