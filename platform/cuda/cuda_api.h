@@ -108,6 +108,12 @@ typedef enum CUdriverProcAddressQueryResult_enum {
 #define CU_EVENT_DEFAULT 0x0u
 #define CU_EVENT_BLOCKING_SYNC 0x1u
 #define CU_EVENT_DISABLE_TIMING 0x2u
+/* primary context scheduling (cuDevicePrimaryCtxSetFlags): how a host thread waits */
+#define CU_CTX_SCHED_AUTO 0x00u
+#define CU_CTX_SCHED_SPIN 0x01u
+#define CU_CTX_SCHED_YIELD 0x02u
+#define CU_CTX_SCHED_BLOCKING_SYNC 0x04u
+#define CU_CTX_SCHED_MASK 0x07u
 #define CU_MEMHOSTALLOC_PORTABLE 0x01u
 #define CU_MEMHOSTALLOC_DEVICEMAP 0x02u
 #define CU_MEMHOSTALLOC_WRITECOMBINED 0x04u
@@ -135,6 +141,9 @@ typedef CUresult (*tandem_pfn_cuDeviceCanAccessPeer)(int *canAccessPeer, CUdevic
 
 typedef CUresult (*tandem_pfn_cuDevicePrimaryCtxRetain)(CUcontext *pctx, CUdevice dev);
 typedef CUresult (*tandem_pfn_cuDevicePrimaryCtxRelease)(CUdevice dev); /* _v2 */
+typedef CUresult (*tandem_pfn_cuDevicePrimaryCtxSetFlags)(CUdevice dev, unsigned int flags); /* _v2 */
+typedef CUresult (*tandem_pfn_cuDevicePrimaryCtxGetState)(CUdevice dev, unsigned int *flags,
+                                                          int *active);
 typedef CUresult (*tandem_pfn_cuCtxSetCurrent)(CUcontext ctx);
 typedef CUresult (*tandem_pfn_cuCtxGetCurrent)(CUcontext *pctx);
 typedef CUresult (*tandem_pfn_cuCtxSynchronize)(void);
@@ -333,7 +342,8 @@ typedef cublasStatus_t (*tandem_pfn_cublasLtMatmul)(
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent)       \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)                    \
     X(cuEventSynchronize) X(cuEventElapsedTime) X(cuModuleLoadData) X(cuModuleUnload)      \
-    X(cuModuleGetFunction) X(cuLaunchKernel)
+    X(cuModuleGetFunction) X(cuLaunchKernel)                                               \
+    X(cuDevicePrimaryCtxSetFlags) X(cuDevicePrimaryCtxGetState)
 #define TANDEM_CUBLASLT_CALLS(X)                                                          \
     X(cublasLtGetVersion) X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) \
     X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)                         \

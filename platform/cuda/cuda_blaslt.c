@@ -14,7 +14,8 @@
  * cuBLASLt is loaded once per process: $TANDEM_CUBLASLT (a path, or "none" to disable it),
  * else libcublasLt.so.13, else libcublasLt.so.12.
  * Owns: the cuBLASLt library handle and function table (process-wide, immutable after load);
- * per device the plan table, the cuBLASLt handle and its workspace.
+ * per device the plan table and the cuBLASLt handle; per stream a workspace
+ * (tandem_cuda_gemm_stream_init, freed with the stream).
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -227,17 +228,23 @@ tandem_status tandem_cuda_gemm_init(tandem_cuda_dev *d) {
                          "cuda device %d: cublasLtCreate failed: %s (%d) (%s); set TANDEM_CUBLASLT=none to "
                          "use the fatbin GEMM instead",
                          d->ordinal, lt_status_name(s), (int)s, lt_info);
-    if (st == TANDEM_OK) {
-        d->lt = h;
-        CUresult r = tandem_cu.cuMemAlloc(&d->lt_workspace, TANDEM_CUDA_LT_WORKSPACE);
-        if (r == CUDA_SUCCESS)
-            tandem_alloc_note();
-        else
-            st = tandem_cuda_fail("cuMemAlloc", r, "device %d, cuBLASLt workspace of %zu MiB", d->ordinal,
-                                  TANDEM_CUDA_LT_WORKSPACE >> 20);
-    }
+    if (st == TANDEM_OK) d->lt = h;
     if (st != TANDEM_OK) tandem_cuda_gemm_free(d);
     return st;
+}
+
+/* Each stream gets its own workspace (made with the stream, before any pool is committed):
+ * a matmul may use it until it completes, so streams sharing one would corrupt each other's
+ * results. */
+tandem_status tandem_cuda_gemm_stream_init(tandem_cuda_dev *d, tandem_cuda_stream_impl *si) {
+    CUresult r = tandem_cu.cuMemAlloc(&si->lt_workspace, TANDEM_CUDA_LT_WORKSPACE);
+    if (r != CUDA_SUCCESS) {
+        si->lt_workspace = 0;
+        return tandem_cuda_fail("cuMemAlloc", r, "device %d, cuBLASLt workspace of %zu MiB for a stream", d->ordinal,
+                                TANDEM_CUDA_LT_WORKSPACE >> 20);
+    }
+    tandem_alloc_note();
+    return TANDEM_OK;
 }
 
 void tandem_cuda_gemm_free(tandem_cuda_dev *d) {
@@ -248,8 +255,6 @@ void tandem_cuda_gemm_free(tandem_cuda_dev *d) {
         tandem_mutex_destroy(&d->gemm_lock);
     }
     d->gemm_count = 0;
-    if (d->lt_workspace) TANDEM_CU_WARN(cuMemFree, (d->lt_workspace), "device %d, cuBLASLt workspace", d->ordinal);
-    d->lt_workspace = 0;
     if (d->lt) lt.cublasLtDestroy((cublasLtHandle_t)d->lt);
     d->lt = NULL;
 }
@@ -310,11 +315,12 @@ tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, floa
     }
     TANDEM_TRY(tandem_cuda_make_current(d));
     if (d->lt) {
+        const tandem_cuda_stream_impl *si = s->impl;
         LT_TRY(cublasLtMatmul,
                ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la,
                 (const void *)(uintptr_t)a, p->lb, &beta, (const void *)(uintptr_t)c, p->lc, (void *)(uintptr_t)c,
-                p->lc, &p->algo, (void *)(uintptr_t)d->lt_workspace, TANDEM_CUDA_LT_WORKSPACE,
-                tandem_cuda_stream(s)),
+                p->lc, &p->algo, (void *)(uintptr_t)si->lt_workspace, si->lt_workspace ? TANDEM_CUDA_LT_WORKSPACE : 0,
+                si->cs),
                g);
         return TANDEM_OK;
     }

@@ -60,6 +60,8 @@ static const key_spec schema[] = {
          "ring slots between data and model device"),
     KINT(num_workers, "0", 0, 256, "audio loader threads (0 = one per CPU core)"),
     KBOOL(shuffle, "true", "shuffle utterances each epoch (seeded)"),
+    KBOOL(force_staged, "false",
+          "copy ring slots through pinned host memory even with peer access (broken P2P)"),
     KINT64(data_gpu_memory, "0", 0, (int64_t)1 << 24, "data-device arena budget, MiB (0 = by plan)"),
     KINT64(model_gpu_memory, "0", 0, (int64_t)1 << 24,
            "model-device arena budget, MiB (0 = by plan)"),

@@ -49,6 +49,7 @@ typedef struct tandem_config {
     int prefetch_buffer_size; /* ring slots on the model device */
     int num_workers;          /* audio loader threads; 0 = one per CPU core */
     int shuffle;              /* bool */
+    int force_staged;         /* bool: ring copies through pinned host memory despite peer access */
     int64_t data_gpu_memory, model_gpu_memory; /* arena budgets in MiB; 0 = size by plan */
     /* training */
     int precision; /* tandem_precision */

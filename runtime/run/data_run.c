@@ -93,6 +93,7 @@ static tandem_status stage_plan(data_run *d) {
     po.data_pool = d->data_pool;
     po.model_pool = d->model_pool;
     po.poison_on_release = d->o->poison_on_release;
+    po.force_staged = c->force_staged;
     TANDEM_TRY(tandem_pipeline_create(&po, &d->pipe));
     TANDEM_TRY(alloc_host(d));
     TANDEM_TRY(tandem_pool_commit(d->data_pool));
@@ -221,6 +222,7 @@ static tandem_status run_stages(data_run *d) {
     TANDEM_TRY(stage_index(d));
     TANDEM_TRY(tandem_roles_open(d->o->backend, -1, -1, &d->data_dev, &d->model_dev, d->r->devices,
                                  sizeof d->r->devices));
+    if (d->cfg->force_staged) tandem_roles_note_force_staged(d->r->devices, sizeof d->r->devices);
     reached(d, TANDEM_DATA_STAGE_DEVICES);
     TANDEM_TRY(stage_plan(d));
     return stage_run(d);

@@ -94,6 +94,7 @@ static tandem_status open_data(tandem_trainer *t) {
 static tandem_status open_devices(tandem_trainer *t) {
     TANDEM_TRY(tandem_roles_open(t->opt.backend, t->cfg.data_gpu, t->cfg.model_gpu, &t->data_dev,
                                  &t->model_dev, t->devices, sizeof t->devices));
+    if (t->cfg.force_staged) tandem_roles_note_force_staged(t->devices, sizeof t->devices);
     TANDEM_TRY(tandem_stream_create(t->model_dev, &t->s));
     TANDEM_TRY(tandem_pool_create(t->data_dev, "data", (size_t)t->cfg.data_gpu_memory << 20, &t->data_pool));
     TANDEM_TRY(tandem_pool_create(t->model_dev, "model", (size_t)t->cfg.model_gpu_memory << 20, &t->model_pool));
@@ -108,6 +109,7 @@ static tandem_status open_devices(tandem_trainer *t) {
     po.model_pool = t->model_pool;
     po.consumer_stream = t->s;
     po.start_pos = t->next_pos;
+    po.force_staged = t->cfg.force_staged;
     TANDEM_TRY(tandem_pipeline_create(&po, &t->pipe));
     return tandem_validation_declare(&t->val, t->data_dev, t->model_dev, t->s);
 }

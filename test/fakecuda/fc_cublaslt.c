@@ -14,7 +14,10 @@
  * the one cuBLASLt's GELU epilogue computes. C is not read when beta == 0.
  *
  * Device pointers and streams are checked against libcuda.so.1's state through the
- * tandem_fakecuda_* bridge, under its lock, in the caller's current context. */
+ * tandem_fakecuda_* bridge, under its lock, in the caller's current context. The heuristic
+ * reports a workspace (the result is staged in it, see lt_queue) and cublasLtMatmul queues the
+ * product on the stream (tandem_fakecuda_submit), declaring what it reads and writes to the
+ * hazard detector. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,6 +425,8 @@ static int get_problem(const char *call, cublasLtMatmulDesc_t desc, cublasLtMatr
     return 0;
 }
 
+static size_t lt_stage_bytes(const lt_problem *p);
+
 FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A,
     cublasLtMatrixLayout_t B, cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
@@ -442,7 +447,13 @@ FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     } else if ((st = check_problem(call, &p)) == CUBLAS_STATUS_SUCCESS) {
         memset(&results[0], 0, sizeof results[0]);
         results[0].algo.data[0] = LT_ALGO_MAGIC;
-        results[0].workspaceSize = 0;
+        /* Like split-K algorithms on a GPU, ours stages the result in the workspace (up to
+         * what the preference allows), so a workspace shared by two streams is a hazard. */
+        size_t ws = lt_stage_bytes(&p);
+        const lt_pref *pf = lt_get(call, pref, LT_PREF);
+        if (pf && ws > pf->max_workspace) ws = (size_t)pf->max_workspace;
+        results[0].algo.data[1] = ws;
+        results[0].workspaceSize = ws;
         results[0].state = CUBLAS_STATUS_SUCCESS;
         results[0].wavesCount = 1.0f;
         *returned = 1;
@@ -452,6 +463,10 @@ FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
 }
 
 /* ---------------------------------------------------------------- matmul ------------------ */
+
+static size_t extent(const lt_layout *l);
+/* Bytes of D the algorithm stages through the workspace: all of D. */
+static size_t lt_stage_bytes(const lt_problem *p) { return extent(p->dd); }
 
 static double load(const void *base, uint32_t type, int64_t idx) {
     if (type == CUDA_R_32F) return ((const float *)base)[idx];
@@ -504,6 +519,88 @@ static void compute(const lt_problem *p, double alpha, double beta, const void *
             }
         }
     }
+}
+
+/* A matmul queued on its stream runs in two steps, as a split-K kernel pair would: the product
+ * is computed (from A, B, C, bias as they are when the stream reaches it) and its first
+ * ws_used bytes are written to the workspace; the second step copies them from the workspace
+ * into D (the rest straight from the result). Another stream writing the workspace in between
+ * corrupts D, and the hazard detector reports it. */
+typedef struct lt_finish {
+    void *D;
+    const void *ws;
+    size_t nd, ws_used;
+    unsigned char staged[]; /* [nd] the result in D's layout */
+} lt_finish;
+
+typedef struct lt_job {
+    lt_desc d;
+    lt_layout a, b, c, dd;
+    lt_problem p;
+    double alpha, beta;
+    const void *A, *B, *C;
+    void *ws;
+    lt_finish *fin;
+} lt_job;
+
+static void lt_run_compute(void *arg) {
+    lt_job *j = arg;
+    memcpy(j->fin->staged, j->fin->D, j->fin->nd); /* elements outside the layout stay */
+    compute(&j->p, j->alpha, j->beta, j->A, j->B, j->C, j->fin->staged);
+    if (j->fin->ws_used) memcpy(j->ws, j->fin->staged, j->fin->ws_used);
+}
+
+static void lt_run_finish(void *arg) {
+    lt_finish *f = arg;
+    memcpy(f->D, f->staged, f->nd);
+    if (f->ws_used) memcpy(f->D, f->ws, f->ws_used);
+}
+
+static void lt_queue(const lt_problem *p, double alpha, double beta, const void *A, const void *B,
+                     const void *C, void *D, void *ws, size_t ws_used, CUstream stream) {
+    size_t nd = extent(p->dd);
+    lt_job *j = calloc(1, sizeof *j);
+    lt_finish *f = malloc(sizeof *f + nd);
+    if (!j || !f) abort(); /* test-only */
+    j->d = *p->d;
+    j->a = *p->a;
+    j->b = *p->b;
+    j->c = *p->c;
+    j->dd = *p->dd;
+    j->p = *p;
+    j->p.d = &j->d;
+    j->p.a = &j->a;
+    j->p.b = &j->b;
+    j->p.c = &j->c;
+    j->p.dd = &j->dd;
+    j->alpha = alpha;
+    j->beta = beta;
+    j->A = A;
+    j->B = B;
+    j->C = C;
+    j->ws = ws;
+    j->fin = f;
+    f->D = D;
+    f->ws = ws;
+    f->nd = nd;
+    f->ws_used = ws_used;
+    fc_access acc[6];
+    int n = 0;
+    acc[n++] = (fc_access){(uintptr_t)A, extent(p->a), 0, "A"};
+    acc[n++] = (fc_access){(uintptr_t)B, extent(p->b), 0, "B"};
+    if (C && beta != 0.0) acc[n++] = (fc_access){(uintptr_t)C, extent(p->c), 0, "C"};
+    if (p->has_bias)
+        acc[n++] = (fc_access){(uintptr_t)p->d->bias,
+                               (size_t)((p->batch - 1) * p->d->bias_stride + p->m) *
+                                   type_size(p->bias_type),
+                               0, "bias"};
+    if (ws_used) acc[n++] = (fc_access){(uintptr_t)ws, ws_used, 1, "workspace"};
+    tandem_fakecuda_submit(stream, "cublasLtMatmul (product into the workspace)", lt_run_compute,
+                           j, acc, n);
+    n = 0;
+    if (ws_used) acc[n++] = (fc_access){(uintptr_t)ws, ws_used, 0, "workspace"};
+    acc[n++] = (fc_access){(uintptr_t)D, nd, 1, "D"};
+    tandem_fakecuda_submit(stream, "cublasLtMatmul (workspace into D)", lt_run_finish, f, acc, n);
 }
 
 FC_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
@@ -564,7 +661,13 @@ FC_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulD
     if (workspace_bytes &&
         tandem_fakecuda_check_device_range(call, "workspace", workspace, workspace_bytes))
         goto out;
-    compute(&p, fa, fb, A, B, C, D);
+    size_t ws_used = algo ? (size_t)algo->data[1] : 0;
+    if (ws_used > workspace_bytes || (ws_used && !workspace)) {
+        tandem_fakecuda_report(call, "the algorithm needs a workspace of %zu bytes, got %zu at %p",
+                               ws_used, workspace_bytes, workspace);
+        goto out;
+    }
+    lt_queue(&p, fa, fb, A, B, C, D, workspace, ws_used, stream);
     st = CUBLAS_STATUS_SUCCESS;
 out:
     tandem_fakecuda_unlock();

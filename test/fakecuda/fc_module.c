@@ -13,8 +13,9 @@
  * the size, and it must equal args_size exactly. Grid/block limits are those of sm_80..sm_90,
  * dynamic shared memory at most 48 KiB (the opt-in needs cuFuncSetAttribute, which is not
  * provided). Pointer-sized words of the args struct that point into another device's memory
- * without peer access are reported before the launch. The kernel then runs at once; a fault
- * the emulator detects makes the context's state sticky, as a GPU fault does. */
+ * without peer access are reported before the launch. The launch is then queued on its stream
+ * (fc_queue.c) with the ranges the kernel reads and writes (fc_access.c); a fault the emulator
+ * detects when it runs makes the context's state sticky, as a GPU fault does. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,79 @@ static CUresult parse_extra(const char *call, const char *kname, void **extra, v
     return CUDA_SUCCESS;
 }
 
+/* TANDEM_FAKECUDA_CHECK_ACCESS: the allocations the argument struct points into, copied before
+ * the launch and compared after it; a changed byte outside every declared write range means the
+ * kernel's descriptor in fc_access.c is too small (hazards there would go unreported). */
+typedef struct fc_snap {
+    uintptr_t base;
+    size_t size;
+    unsigned char *copy;
+} fc_snap;
+
+static int snap_take(const void *args, size_t size, fc_snap *s, int cap) {
+    int n = 0;
+    for (size_t off = 0; off + 8 <= size && n < cap; off += 8) {
+        uint64_t w;
+        memcpy(&w, (const char *)args + off, 8);
+        uintptr_t base;
+        size_t bytes;
+        if (fc_alloc_range((uintptr_t)w, &base, &bytes) != 0) continue;
+        int seen = 0;
+        for (int i = 0; i < n; i++) seen |= s[i].base == base;
+        if (seen) continue;
+        s[n].base = base;
+        s[n].size = bytes;
+        s[n].copy = malloc(bytes);
+        if (!s[n].copy) abort(); /* test-only */
+        memcpy(s[n].copy, (const void *)base, bytes);
+        n++;
+    }
+    return n;
+}
+
+static void snap_check(const char *kn, int kernel_id, const void *args, fc_snap *s, int n) {
+    fc_acc_list L;
+    fc_kernel_accesses(kernel_id, args, &L);
+    int reported = 0;
+    for (int i = 0; i < n; i++) {
+        const unsigned char *now = (const unsigned char *)s[i].base;
+        for (size_t j = 0; j < s[i].size && !reported; j++) {
+            if (now[j] == s[i].copy[j]) continue;
+            uintptr_t a = s[i].base + j;
+            int declared = 0;
+            for (int k = 0; k < L.n && !declared; k++)
+                declared = L.a[k].write && a >= L.a[k].p && a - L.a[k].p < L.a[k].n;
+            if (declared) continue;
+            tandem_fakecuda_report("cuLaunchKernel",
+                                   "%s changed byte 0x%llx (allocation [0x%llx, +%zu)) outside the "
+                                   "ranges test/fakecuda/fc_access.c declares it writes",
+                                   kn, (unsigned long long)a, (unsigned long long)s[i].base,
+                                   s[i].size);
+            reported = 1;
+        }
+        free(s[i].copy);
+    }
+}
+
+/* A launch, when its stream reaches it. A fault makes the context's state sticky: reported
+ * here, returned by the next synchronising call (and by this one on the default stream). */
+static void run_launch(fc_op *op) {
+    const char *call = "cuLaunchKernel";
+    const char *kn = tandem_kernel_table[op->kernel_id].entry;
+    tandem_launch_dims d = {{op->dims[0], op->dims[1], op->dims[2]},
+                            {op->dims[3], op->dims[4], op->dims[5]}, op->dims[6]};
+    fc_snap snaps[FC_MAX_ACCESS];
+    int nsnap = fc_cfg.check_access ? snap_take(op->owned, op->bytes, snaps, FC_MAX_ACCESS) : 0;
+    int bad = tandem_emu_launch(op->kernel_id, &d, op->owned, op->bytes) != 0;
+    if (nsnap) snap_check(kn, op->kernel_id, op->owned, snaps, nsnap);
+    if (bad) {
+        op->ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+        fc_fail(CUDA_ERROR_ILLEGAL_ADDRESS, call, "%s: %s", kn, tandem_emu_last_error());
+        return;
+    }
+    if (fc_check_padding(call, kn)) op->ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+
 FC_EXPORT CUresult cuLaunchKernel(CUfunction hf, unsigned gx, unsigned gy, unsigned gz,
                                   unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                   CUstream stream, void **params, void **extra) {
@@ -220,15 +294,19 @@ FC_EXPORT CUresult cuLaunchKernel(CUfunction hf, unsigned gx, unsigned gy, unsig
     if (!args)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "%s: parameter 0 is NULL", kn));
     if (fc_check_kernel_pointers(call, kn, args, args_size, cur)) return fc_leave(CUDA_ERROR_ILLEGAL_ADDRESS);
-    tandem_launch_dims d = {{gx, gy, gz}, {bx, by, bz}, shmem};
-    if (tandem_emu_launch(f->kernel_id, &d, args, args_size) != 0) {
-        cur->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
-        return fc_leave(fc_fail(CUDA_ERROR_ILLEGAL_ADDRESS, call, "%s: %s", kn,
-                                tandem_emu_last_error()));
-    }
-    if (fc_check_padding(call, kn)) {
-        cur->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
-        return fc_leave(CUDA_ERROR_ILLEGAL_ADDRESS);
-    }
-    return fc_leave(CUDA_SUCCESS);
+    fc_op *op = fc_op_new("cuLaunchKernel %s", kn);
+    op->run = run_launch;
+    op->kernel_id = f->kernel_id;
+    op->bytes = args_size;
+    op->owned = malloc(args_size); /* the caller's struct may be gone when the launch runs */
+    if (!op->owned) abort();        /* test-only */
+    memcpy(op->owned, args, args_size);
+    unsigned dims[7] = {gx, gy, gz, bx, by, bz, shmem};
+    memcpy(op->dims, dims, sizeof dims);
+    fc_acc_list L;
+    fc_kernel_accesses(f->kernel_id, args, &L);
+    fc_stream *s = fc_stream_of(stream);
+    fc_submit(s, op, &L);
+    /* On the default stream the launch has run: its fault is this call's result. */
+    return fc_leave(stream ? CUDA_SUCCESS : cur->sticky);
 }

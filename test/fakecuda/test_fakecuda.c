@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -753,6 +754,195 @@ static void test_config(void **state) {
     OK(D.cuDevicePrimaryCtxRetain(&D.ctx[1], 1));
 }
 
+
+/* ------------------------------------------------------------------ async streams, hazards */
+
+/* stderr of the calls since the last capture_begin(), for checking what a report names. */
+static int saved_stderr = -1;
+static FILE *capture_file;
+static void capture_begin(void) {
+    fflush(stderr);
+    capture_file = tmpfile();
+    assert_non_null(capture_file);
+    saved_stderr = dup(2);
+    dup2(fileno(capture_file), 2);
+}
+static char *capture_end(void) {
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    long n = ftell(capture_file);
+    char *text = calloc(1, (size_t)n + 1);
+    rewind(capture_file);
+    assert_int_equal(fread(text, 1, (size_t)n, capture_file), (size_t)n);
+    fclose(capture_file);
+    fputs(text, stderr); /* still shown, as every provoked line is */
+    return text;
+}
+
+/* Ordered work on three streams (event waits between them) gives the sequential result, however
+ * the workers interleave; a read or write of a range another stream wrote or read without an
+ * event (or a host synchronisation) between them is reported naming both operations. */
+static void test_async_hazards(void **state) {
+    (void)state;
+    enum { N = 3000, ROUNDS = 40 };
+    CUstream s[3];
+    CUevent ev[3];
+    CUdeviceptr x, y;
+    float *host = malloc(N * 4), *back = malloc(N * 4), *pinned = NULL;
+    for (int i = 0; i < 3; i++) {
+        OK(D.cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+        OK(D.cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+    }
+    OK(D.cuMemAlloc(&x, N * 4));
+    OK(D.cuMemAlloc(&y, N * 4));
+    OK(D.cuMemHostAlloc((void **)&pinned, N * 4, 0));
+    /* A chain: round r uploads on stream r % 3 and copies x -> y on the next one; each step
+     * waits for the previous step's event. The pageable source may change at once. */
+    for (int r = 0; r < ROUNDS; r++) {
+        int a = r % 3, b = (r + 1) % 3;
+        for (int i = 0; i < N; i++) host[i] = (float)(r * N + i);
+        if (r > 0) OK(D.cuStreamWaitEvent(s[a], ev[(r + 2) % 3], 0));
+        OK(D.cuMemcpyHtoDAsync(x, host, N * 4, s[a]));
+        OK(D.cuEventRecord(ev[a], s[a]));
+        OK(D.cuStreamWaitEvent(s[b], ev[a], 0));
+        OK(D.cuMemcpyDtoDAsync(y, x, N * 4, s[b]));
+        OK(D.cuEventRecord(ev[b], s[b]));
+        memset(host, 0, N * 4);
+    }
+    OK(D.cuStreamWaitEvent(s[0], ev[ROUNDS % 3], 0));
+    OK(D.cuMemcpyDtoHAsync(pinned, y, N * 4, s[0]));
+    OK(D.cuStreamSynchronize(s[0]));
+    for (int i = 0; i < N; i++) assert_true(pinned[i] == (float)((ROUNDS - 1) * N + i));
+
+    /* Read after write: stream 1 copies x while stream 0 may still be writing it. */
+    OK(D.cuMemcpyHtoDAsync(x, host, N * 4, s[0]));
+    int before = D.error_count();
+    capture_begin();
+    CUresult r = D.cuMemcpyDtoDAsync(y, x, N * 4, s[1]);
+    char *text = capture_end(); /* before any assertion: a failing one would leave stderr captured */
+    assert_int_equal(r, CUDA_SUCCESS);
+    assert_int_equal(D.error_count() - before, 1);
+    expected_errors++;
+    assert_non_null(strstr(text, "fakecuda: error: hazard: cuMemcpyHtoDAsync"));
+    assert_non_null(strstr(text, "cuMemcpyDtoDAsync of 12000 bytes on stream"));
+    assert_non_null(strstr(text, "reads source"));
+    assert_non_null(strstr(text, "TANDEM_FAKECUDA_SEED="));
+    free(text);
+    OK(D.cuCtxSynchronize());
+    /* After a host synchronisation the same pattern is ordered. */
+    OK(D.cuMemcpyHtoDAsync(x, host, N * 4, s[0]));
+    OK(D.cuStreamSynchronize(s[0]));
+    OK(D.cuMemcpyDtoDAsync(y, x, N * 4, s[1]));
+    /* Write after write: stream 2 overwrites the y stream 1 is writing. */
+    EXPECT_ERR(1, CUDA_SUCCESS, D.cuMemcpyHtoDAsync(y, host, N * 4, s[2]));
+    OK(D.cuCtxSynchronize());
+    /* Write after read: stream 0 reads y into pinned memory, stream 1 overwrites y. */
+    OK(D.cuMemcpyDtoHAsync(pinned, y, N * 4, s[0]));
+    EXPECT_ERR(1, CUDA_SUCCESS, D.cuMemcpyHtoDAsync(y, host, N * 4, s[1]));
+    OK(D.cuCtxSynchronize());
+    /* Pinned host memory is tracked too: stream 2 reads the pinned buffer stream 0 fills. */
+    OK(D.cuMemcpyDtoHAsync(pinned, y, N * 4, s[0]));
+    EXPECT_ERR(1, CUDA_SUCCESS, D.cuMemcpyHtoDAsync(x, pinned, N * 4, s[2]));
+    OK(D.cuCtxSynchronize());
+    /* Disjoint halves of one allocation on two streams: no hazard. An event query that
+     * succeeds is a host synchronisation too. */
+    OK(D.cuMemcpyHtoDAsync(x, host, N * 2, s[0]));
+    OK(D.cuMemcpyHtoDAsync(x + N * 2, host, N * 2, s[1]));
+    OK(D.cuEventRecord(ev[0], s[0]));
+    OK(D.cuEventSynchronize(ev[0]));
+    OK(D.cuMemcpyDtoDAsync(y, x, N * 2, s[2]));
+    OK(D.cuCtxSynchronize());
+    for (int i = 0; i < 3; i++) {
+        OK(D.cuStreamDestroy(s[i]));
+        OK(D.cuEventDestroy(ev[i]));
+    }
+    OK(D.cuMemFree(x));
+    OK(D.cuMemFree(y));
+    OK(D.cuMemFreeHost(pinned));
+    free(host);
+    free(back);
+}
+
+/* Launches declare what their kernel reads and writes (fc_access.c): kernels on two streams
+ * touching one range without an event are reported; disjoint ranges of one allocation are not,
+ * and an event wait orders them. The launch's argument struct is copied when it is queued. */
+static void test_async_launch(void **state) {
+    (void)state;
+    size_t len;
+    void *fatbin = read_fatbin(&len);
+    if (!fatbin) skip();
+    CUmodule mod;
+    CUfunction fill, axpy;
+    OK(D.cuModuleLoadData(&mod, fatbin));
+    OK(D.cuModuleGetFunction(&fill, mod, "tandem_k_fill_f32"));
+    OK(D.cuModuleGetFunction(&axpy, mod, "tandem_k_axpy_f32"));
+    enum { N = 1000 };
+    CUstream s[2];
+    CUevent e;
+    CUdeviceptr p;
+    float *back = malloc(2 * N * 4);
+    OK(D.cuStreamCreate(&s[0], CU_STREAM_NON_BLOCKING));
+    OK(D.cuStreamCreate(&s[1], CU_STREAM_NON_BLOCKING));
+    OK(D.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    OK(D.cuMemAlloc(&p, 2 * N * 4));
+    float *x = (float *)(uintptr_t)p, *y = x + N;
+    tandem_launch_dims d;
+    {
+        tandem_k_fill_f32_args fx = {x, N, 3.0f}, fy = {y, N, 1.0f};
+        tandem_kernel_table[TANDEM_KID_fill_f32].geom(&fx, &d);
+        void *px[] = {&fx}, *py[] = {&fy};
+        OK(D.cuLaunchKernel(fill, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[0], px, NULL));
+        OK(D.cuLaunchKernel(fill, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[1], py, NULL)); /* disjoint */
+        fx.value = -1.0f; /* the queued launch keeps its own copy of the arguments */
+    }
+    OK(D.cuEventRecord(e, s[0]));
+    OK(D.cuStreamWaitEvent(s[1], e, 0));
+    tandem_k_axpy_f32_args ax = {x, y, N, 2.0f}; /* y += 2 x, after both fills */
+    void *pa[] = {&ax};
+    OK(D.cuLaunchKernel(axpy, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[1], pa, NULL));
+    OK(D.cuMemcpyDtoHAsync(back, p, 2 * N * 4, s[1]));
+    for (int i = 0; i < N; i++) assert_true(back[i] == 3.0f && back[N + i] == 7.0f);
+    /* stream 0 writes x while stream 1's next axpy may be reading it: reported (the copy into
+     * pageable memory above was a host synchronisation, so only this axpy is unordered) */
+    OK(D.cuLaunchKernel(axpy, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[1], pa, NULL));
+    tandem_k_fill_f32_args fx2 = {x, N, 0.0f};
+    void *px2[] = {&fx2};
+    int before = D.error_count();
+    capture_begin();
+    CUresult r = D.cuLaunchKernel(fill, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[0], px2, NULL);
+    char *text = capture_end(); /* before any assertion: a failing one would leave stderr captured */
+    assert_int_equal(r, CUDA_SUCCESS);
+    assert_int_equal(D.error_count() - before, 1);
+    expected_errors++;
+    assert_non_null(strstr(text, "hazard: cuLaunchKernel tandem_k_axpy_f32 on stream"));
+    assert_non_null(strstr(text, "reads ["));
+    assert_non_null(strstr(text, "cuLaunchKernel tandem_k_fill_f32 on stream"));
+    assert_non_null(strstr(text, "writes out"));
+    free(text);
+    OK(D.cuCtxSynchronize());
+    OK(D.cuStreamDestroy(s[0]));
+    OK(D.cuStreamDestroy(s[1]));
+    OK(D.cuEventDestroy(e));
+    OK(D.cuMemFree(p));
+    OK(D.cuModuleUnload(mod));
+    free(back);
+    free(fatbin);
+}
+
+/* Events keep the flags they were created with (the backend asks for blocking sync where a
+ * thread waits: issue 11 item 5). */
+static void test_event_flags(void **state) {
+    (void)state;
+    int (*flags_of)(CUevent) = (int (*)(CUevent))dlsym(D.h, "tandem_fakecuda_event_flags");
+    assert_non_null(flags_of);
+    CUevent e;
+    OK(D.cuEventCreate(&e, CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING));
+    assert_int_equal(flags_of(e), CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING);
+    OK(D.cuEventDestroy(e));
+    assert_int_equal(flags_of(e), -1);
+}
+
 static void test_no_unexpected_errors(void **state) {
     (void)state;
     assert_int_equal(D.error_count(), expected_errors);
@@ -771,6 +961,9 @@ int main(void) {
         cmocka_unit_test_setup(test_matmul, per_test),
         cmocka_unit_test_setup(test_matmul_strict, per_test),
         cmocka_unit_test_setup(test_config, per_test),
+        cmocka_unit_test_setup(test_async_hazards, per_test),
+        cmocka_unit_test_setup(test_async_launch, per_test),
+        cmocka_unit_test_setup(test_event_flags, per_test),
         cmocka_unit_test(test_no_unexpected_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

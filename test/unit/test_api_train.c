@@ -463,6 +463,12 @@ static void test_data_run(void **state) {
     assert_non_null(strstr(r.devices, "host"));
     assert_true(strlen(r.stages) > 0);
     printf("data run: %lld batches in %.3f s, devices: %s\n", (long long)r.consumed, r.wall_s, r.devices);
+    /* host devices are peers; the config key force_staged takes the staged path anyway */
+    assert_int_equal(r.peer, 1);
+    CHECK(tandem_config_set(cfg, "force_staged", "true"));
+    CHECK(tandem_data_run(cfg, &o, &r));
+    assert_int_equal(r.peer, 0);
+    assert_int_equal(r.consumed, 4);
     o.steps = 0;
     assert_int_equal(tandem_data_run(cfg, &o, &r), TANDEM_E_INVALID);
     tandem_config_destroy(cfg);

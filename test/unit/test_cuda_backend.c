@@ -19,6 +19,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include "platform/cuda/cuda_api.h"
 #include "platform/device.h"
 #include "kernels/registry.h"
 #include "tandem.h"
@@ -160,6 +161,138 @@ static void test_gemm(void **state) {
     assert_int_equal(fake_error_count(), before);
 }
 
+
+/* Two GEMMs queued on two streams of one device run concurrently: each must have its own
+ * cuBLASLt workspace (the stand-in's algorithm stages its result there, and its hazard
+ * detector reports a workspace written by two streams without ordering; issue 11 item 3). */
+static void test_gemm_two_streams(void **state) {
+    (void)state;
+    int before = fake_error_count();
+    tandem_stream sb = {dev0, NULL};
+    assert_int_equal(dev0->ops->stream_create(dev0, &sb), TANDEM_OK);
+    tandem_stream *ss[2] = {&s0, &sb};
+    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
+    assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
+    size_t na = 33 * 29, nb = 17 * 29, nc = 33 * 17;
+    float *a[2], *b[2], *c[2];
+    tandem_dptr da[2], db[2], dc[2];
+    for (int i = 0; i < 2; i++) {
+        a[i] = malloc(na * 4), b[i] = malloc(nb * 4), c[i] = malloc(nc * 4);
+        assert_true(a[i] && b[i] && c[i]);
+        tandem_rng_fill(&rng, a[i], (int64_t)na, -1.0f, 1.0f);
+        tandem_rng_fill(&rng, b[i], (int64_t)nb, -1.0f, 1.0f);
+        assert_int_equal(dev0->ops->mem_alloc(dev0, na * 4, &da[i]), TANDEM_OK);
+        assert_int_equal(dev0->ops->mem_alloc(dev0, nb * 4, &db[i]), TANDEM_OK);
+        assert_int_equal(dev0->ops->mem_alloc(dev0, nc * 4, &dc[i]), TANDEM_OK);
+        assert_int_equal(dev0->ops->copy_h2d(ss[i], da[i], a[i], na * 4), TANDEM_OK);
+        assert_int_equal(dev0->ops->copy_h2d(ss[i], db[i], b[i], nb * 4), TANDEM_OK);
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(dev0->ops->gemm(ss[i], &g, 1.0f, da[i], db[i], 0.0f, dc[i]), TANDEM_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dev0->ops->copy_d2h(ss[i], c[i], dc[i], nc * 4), TANDEM_OK);
+        assert_int_equal(dev0->ops->stream_sync(ss[i]), TANDEM_OK);
+    }
+    assert_int_equal(fake_error_count(), before);
+    float *zero = calloc(nc, 4);
+    assert_non_null(zero);
+    for (int i = 0; i < 2; i++) {
+        for (int64_t r = 0; r < g.m; r++)
+            for (int64_t q = 0; q < g.n; q++) {
+                double ref = ref_at(a[i], b[i], zero, &g, 1.0f, 0.0f, 0, r, q);
+                assert_true(fabs(c[i][r * g.n + q] - ref) <= 1e-4 * (1 + fabs(ref)));
+            }
+        dev0->ops->mem_free(dev0, da[i]);
+        dev0->ops->mem_free(dev0, db[i]);
+        dev0->ops->mem_free(dev0, dc[i]);
+        free(a[i]), free(b[i]), free(c[i]);
+    }
+    free(zero);
+    dev0->ops->stream_destroy(&sb);
+}
+
+
+/* ---- issue 11 items 5 and 6: how host threads wait, and whose context is current ---- */
+
+static void *fake_sym(const char *name) {
+    void *h = dlopen(FAKE_DRIVER, RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(h);
+    void *p = dlsym(h, name);
+    assert_non_null(p);
+    return p;
+}
+
+/* The primary contexts are made with blocking-sync scheduling and events with
+ * CU_EVENT_BLOCKING_SYNC, so a waiting thread sleeps instead of spinning. */
+static void test_blocking_sync(void **state) {
+    (void)state;
+    int (*ctx_flags)(int) = (int (*)(int))fake_sym("tandem_fakecuda_ctx_flags");
+    int (*event_flags)(void *) = (int (*)(void *))fake_sym("tandem_fakecuda_event_flags");
+    for (int dev = 0; dev < 2; dev++) assert_int_equal(ctx_flags(dev) & CU_CTX_SCHED_MASK, CU_CTX_SCHED_BLOCKING_SYNC);
+    tandem_event e = {dev0, NULL};
+    assert_int_equal(dev0->ops->event_create(dev0, &e), TANDEM_OK);
+    assert_true(event_flags(e.impl) & CU_EVENT_BLOCKING_SYNC);
+    dev0->ops->event_destroy(&e);
+}
+
+/* An embedding program's own current context (or none) is what it finds again after every
+ * backend call, whatever device the call used. */
+static void test_context_restored(void **state) {
+    (void)state;
+    CUresult (*get)(CUcontext *) = (CUresult(*)(CUcontext *))fake_sym("cuCtxGetCurrent");
+    CUresult (*set)(CUcontext) = (CUresult(*)(CUcontext))fake_sym("cuCtxSetCurrent");
+    CUresult (*retain)(CUcontext *, CUdevice) = (CUresult(*)(CUcontext *, CUdevice))fake_sym("cuDevicePrimaryCtxRetain");
+    CUresult (*release)(CUdevice) = (CUresult(*)(CUdevice))fake_sym("cuDevicePrimaryCtxRelease_v2");
+    CUcontext mine = NULL, now = NULL;
+    assert_int_equal(retain(&mine, 1), CUDA_SUCCESS); /* the program's: device 1's primary context */
+    CUcontext choices[2] = {mine, NULL};
+    for (int c = 0; c < 2; c++) {
+        assert_int_equal(set(choices[c]), CUDA_SUCCESS);
+#define SAME_CONTEXT(call)                                                                \
+    do {                                                                                  \
+        assert_int_equal((call), TANDEM_OK);                                              \
+        assert_int_equal(get(&now), CUDA_SUCCESS);                                        \
+        if (now != choices[c]) fail_msg("%s switched the caller's context", #call);        \
+    } while (0)
+        tandem_device *d2 = NULL;
+        SAME_CONTEXT(tandem_cuda_device_open(0, &d2));
+        tandem_stream s = {d2, NULL};
+        tandem_event a = {d2, NULL}, b = {d2, NULL};
+        tandem_dptr p = 0, q = 0;
+        float host[64] = {0}, ms = 0;
+        int done = 0;
+        tandem_gemm_desc g = {0, 0, 8, 8, 8, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
+        SAME_CONTEXT(d2->ops->stream_create(d2, &s));
+        SAME_CONTEXT(d2->ops->event_create(d2, &a));
+        SAME_CONTEXT(d2->ops->event_create(d2, &b));
+        SAME_CONTEXT(d2->ops->mem_alloc(d2, 3 * sizeof host, &p)); /* A, B, C of the GEMM */
+        SAME_CONTEXT(dev1->ops->mem_alloc(dev1, sizeof host, &q));
+        SAME_CONTEXT(d2->ops->event_record(&a, &s));
+        SAME_CONTEXT(d2->ops->copy_h2d(&s, p, host, sizeof host));
+        SAME_CONTEXT(d2->ops->gemm_prepare(d2, &g));
+        SAME_CONTEXT(d2->ops->gemm(&s, &g, 1.0f, p, p + sizeof host, 0.0f, p + 2 * sizeof host));
+        SAME_CONTEXT(d2->ops->copy_peer(&s, dev1, q, p, sizeof host));
+        SAME_CONTEXT(d2->ops->copy_d2h(&s, host, p, sizeof host));
+        SAME_CONTEXT(d2->ops->event_record(&b, &s));
+        SAME_CONTEXT(d2->ops->stream_wait_event(&s0, &b));
+        SAME_CONTEXT(d2->ops->event_sync(&b));
+        SAME_CONTEXT(d2->ops->event_query(&b, &done));
+        SAME_CONTEXT(d2->ops->event_elapsed_ms(&a, &b, &ms));
+        SAME_CONTEXT(d2->ops->stream_sync(&s));
+        SAME_CONTEXT(d2->ops->sync(d2));
+        d2->ops->mem_free(d2, p);
+        dev1->ops->mem_free(dev1, q);
+        d2->ops->event_destroy(&a);
+        d2->ops->event_destroy(&b);
+        d2->ops->stream_destroy(&s);
+        SAME_CONTEXT(TANDEM_OK);
+        tandem_device_close(d2);
+        SAME_CONTEXT(TANDEM_OK);
+#undef SAME_CONTEXT
+    }
+    assert_int_equal(release(1), CUDA_SUCCESS);
+}
+
 static void test_gemm_unprepared(void **state) {
     (void)state;
     tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
@@ -266,6 +399,9 @@ static int run_group(void) {
     printf("GEMM path: %s (%s)\n", lt ? "cuBLASLt" : "fatbin kernel", why);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_and_peers),   cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_two_streams),
+        cmocka_unit_test(test_blocking_sync),
+        cmocka_unit_test(test_context_restored),
         cmocka_unit_test(test_gemm_unprepared),  cmocka_unit_test(test_launch),
         cmocka_unit_test(test_copies_and_events), cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_same_device_twice),
