@@ -21,6 +21,13 @@
 
 #include "kernels/ktypes.h"
 
+/* Threads per block (layers_host.c launches exactly these; layers.cu declares them as launch
+ * bounds): element-wise kernels, LayerNorm (a multiple of 32), col_sum_acc's COLS x SLICES. */
+#define TANDEM_K_LAYERS_THREADS 256
+#define TANDEM_K_LN_THREADS 128
+#define TANDEM_K_CS_COLS 32
+#define TANDEM_K_CS_SLICES 32
+
 /* ---- LayerNorm ------------------------------------------------------------------------
  * y = (x - mean) * rstd * gamma + beta per row, mean and rstd = 1/sqrt(var + eps) saved for
  * the backward (var is the biased variance, as in PyTorch; the model uses eps = 1e-5).

@@ -23,6 +23,7 @@ typedef struct cuda_slot {
     CUcontext ctx;
     CUmodule module;
     CUfunction funcs[TANDEM_KERNEL_COUNT];
+    unsigned max_shmem[TANDEM_KERNEL_COUNT]; /* dynamic shared memory each kernel may launch with */
     tandem_device_info info;
 } cuda_slot;
 
@@ -40,6 +41,25 @@ tandem_status tandem_cuda_make_current(const tandem_cuda_dev *d) {
 }
 
 /* ---- slots: context + module per ordinal ---- */
+
+/* Dynamic shared memory above 48 KiB (minus the kernel's static part) needs an explicit
+ * opt-in per function; without it such a launch fails (CUDA_ERROR_INVALID_VALUE). Every kernel
+ * is opted in to the device's limit, which is recorded so that a launch, and a plan
+ * (tandem_cuda_max_dynamic_shared), can say beforehand what fits. */
+static tandem_status opt_in_shared(cuda_slot *sl, int ordinal, int k) {
+    const char *entry = tandem_kernel_table[k].entry;
+    int optin = 0, stat = 0;
+    TANDEM_CU_TRY(cuDeviceGetAttribute, (&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, sl->cu_dev),
+                  "device %d, shared memory per block (opt-in)", ordinal);
+    TANDEM_CU_TRY(cuFuncGetAttribute, (&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, sl->funcs[k]),
+                  "device %d, kernel %s, static shared memory", ordinal, entry);
+    int dyn = optin > stat ? optin - stat : 0;
+    TANDEM_CU_TRY(cuFuncSetAttribute, (sl->funcs[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn),
+                  "device %d, kernel %s: opting in to %d bytes of dynamic shared memory (%d per block, %d "
+                  "static)", ordinal, entry, dyn, optin, stat);
+    sl->max_shmem[k] = (unsigned)dyn;
+    return TANDEM_OK;
+}
 
 /* Load the fatbin into the slot's (current) context and resolve every registered kernel. */
 static tandem_status load_module(cuda_slot *sl, int ordinal) {
@@ -82,6 +102,7 @@ static tandem_status load_module(cuda_slot *sl, int ordinal) {
                              "cuModuleGetFunction failed: %s; rebuild the fatbin",
                              ordinal, entry, archs, err);
         }
+        if (st == TANDEM_OK) st = opt_in_shared(sl, ordinal, k);
     }
     if (st != TANDEM_OK && sl->module) {
         tandem_cu.cuModuleUnload(sl->module);
@@ -174,6 +195,7 @@ tandem_status tandem_cuda_device_open(int ordinal, tandem_device **out) {
         d->cu_dev = sl->cu_dev;
         d->ctx = sl->ctx;
         memcpy(d->funcs, sl->funcs, sizeof d->funcs);
+        memcpy(d->max_shmem, sl->max_shmem, sizeof d->max_shmem);
         dev->info = sl->info;
     }
     pthread_mutex_unlock(&slots_lock);
@@ -405,6 +427,11 @@ tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_l
         return tandem_fail(TANDEM_E_INVALID, "cuda launch of %s: empty geometry grid %ux%ux%u block %ux%ux%u",
                            k->name, dims->grid[0], dims->grid[1], dims->grid[2], dims->block[0],
                            dims->block[1], dims->block[2]);
+    if (dims->shmem > d->max_shmem[kernel_id])
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "cuda launch of %s: %u bytes of dynamic shared memory; device %d (%s) allows this "
+                           "kernel %u (its shared memory per block, opted in, minus the kernel's static part)",
+                           k->name, dims->shmem, d->ordinal, s->dev->info.name, d->max_shmem[kernel_id]);
     TANDEM_TRY(tandem_cuda_make_current(d));
     /* every kernel takes exactly one parameter: its argument struct, passed by value */
     void *params[1] = {(void *)(uintptr_t)args};

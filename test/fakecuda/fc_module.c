@@ -10,9 +10,17 @@
  * parameter, its args struct (tandem_kernel_table[id].args_size bytes). Through kernelParams
  * a driver cannot see how many pointers the caller passed nor what they point at, so that path
  * checks kernelParams[0] only; the `extra` path (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE) carries
- * the size, and it must equal args_size exactly. Grid/block limits are those of sm_80..sm_90,
- * dynamic shared memory at most 48 KiB (the opt-in needs cuFuncSetAttribute, which is not
- * provided). Pointer-sized words of the args struct that point into another device's memory
+ * the size, and it must equal args_size exactly. Grid/block limits are those of sm_80..sm_90.
+ * Per-block resources come from the cubin the device would run (the SASS image for its
+ * architecture, as a real driver picks it): registers per thread, static shared memory and
+ * __launch_bounds__ (platform/cuda/fatbin.c reads them). A launch is refused as a GPU refuses
+ * it: more threads than the launch bounds, or registers for the block's warps (allocated per
+ * warp in units of 256) beyond 64K, is CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES; dynamic shared
+ * memory above the function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB minus the
+ * static part unless raised with cuFuncSetAttribute, at most the device's opt-in limit minus
+ * the static part) is CUDA_ERROR_INVALID_VALUE. cuModuleLoadData refuses a fatbin none of whose
+ * images the configured driver version can load (SASS from a newer major toolkit, PTX of an
+ * ISA newer than the driver): CUDA_ERROR_UNSUPPORTED_PTX_VERSION. Pointer-sized words of the args struct that point into another device's memory
  * without peer access are reported before the launch. The kernel then runs at once; a fault
  * the emulator detects makes the context's state sticky, as a GPU fault does. */
 #include <stdint.h>
@@ -21,6 +29,7 @@
 #include <string.h>
 
 #include "test/emu/emu.h"
+#include "test/emu/emu_internal.h"
 #include "test/fakecuda/fakecuda.h"
 #include "platform/cuda/fatbin.h"
 #include "kernels/registry.h"
@@ -29,13 +38,32 @@
 #define FC_LAUNCH_PARAM_END ((void *)0)
 #define FC_LAUNCH_PARAM_BUFFER_POINTER ((void *)1)
 #define FC_LAUNCH_PARAM_BUFFER_SIZE ((void *)2)
-#define FC_MAX_DYNAMIC_SHMEM (48u * 1024u)
-
 struct fc_module {
     fc_obj h;
     tandem_fatbin_summary sum;
     char archs[256];
+    unsigned char *bytes; /* a copy of the image, as a driver keeps it (for the cubins' attributes) */
+    size_t len;
 };
+
+/* Whether a driver of version drv can load image im (built by toolkit tk). */
+static int image_loads(const tandem_fatbin_image *im, int tk, int drv) {
+    if (im->kind == TANDEM_FATBIN_PTX) return tandem_fatbin_ptx_isa_cuda(im->version_major, im->version_minor) <= drv;
+    return tk / 1000 <= drv / 1000; /* SASS: minor version compatibility within a major */
+}
+
+/* Drops the images the configured driver cannot load; nonzero when one was dropped. */
+static int drop_too_new(tandem_fatbin_summary *s) {
+    int n = 0, dropped = 0;
+    for (int i = 0; i < s->image_count; i++) {
+        if (image_loads(&s->images[i], s->toolkit_version, fc_cfg.driver_version))
+            s->images[n++] = s->images[i];
+        else
+            dropped = 1;
+    }
+    s->image_count = n;
+    return dropped;
+}
 
 FC_EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
     const char *call = "cuModuleLoadData";
@@ -68,6 +96,17 @@ FC_EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
                                 tandem_last_error()));
     }
     tandem_fatbin_arch_string(&m->sum, m->archs, sizeof m->archs);
+    int floor = tandem_fatbin_driver_floor(&m->sum);
+    if (drop_too_new(&m->sum) && !tandem_fatbin_runs_on(&m->sum, fc_cfg.cc_major, fc_cfg.cc_minor)) {
+        r = fc_fail(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, call,
+                    "the fatbin (%s, built by CUDA %d.%d) needs a CUDA %d.%d driver; this driver "
+                    "is CUDA %d.%d (TANDEM_FAKECUDA_DRIVER_VERSION)",
+                    m->archs, m->sum.toolkit_version / 1000, m->sum.toolkit_version % 1000 / 10,
+                    floor / 1000, floor % 1000 / 10, fc_cfg.driver_version / 1000,
+                    fc_cfg.driver_version % 1000 / 10);
+        free(m);
+        return fc_leave(r);
+    }
     if (!tandem_fatbin_runs_on(&m->sum, fc_cfg.cc_major, fc_cfg.cc_minor)) {
         r = fc_fail(CUDA_ERROR_NO_BINARY_FOR_GPU, call, "device %d is sm_%d%d; the fatbin holds: %s",
                     fc_current()->device, fc_cfg.cc_major, fc_cfg.cc_minor,
@@ -80,6 +119,13 @@ FC_EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_IMAGE, call,
                                 "the fatbin lists no kernel entry points (compressed SASS?)"));
     }
+    m->len = (size_t)hdr_size + (size_t)body;
+    m->bytes = malloc(m->len);
+    if (!m->bytes) {
+        free(m);
+        return fc_leave(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    memcpy(m->bytes, image, m->len);
     m->h = (fc_obj){FC_KIND_MODULE, 1, fc_current()};
     fc_register(&m->h);
     *out = (CUmodule)(void *)m;
@@ -103,6 +149,8 @@ FC_EXPORT CUresult cuModuleUnload(CUmodule h) {
     fc_module *m = NULL;
     if ((r = get_module(call, h, &m))) return fc_leave(r);
     m->h.alive = 0;
+    free(m->bytes);
+    m->bytes = NULL;
     /* Its functions die with it: cuLaunchKernel checks the module of a function. */
     return fc_leave(CUDA_SUCCESS);
 }
@@ -132,6 +180,15 @@ FC_EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule h, const char *
     f->module = m;
     f->kernel_id = id;
     snprintf(f->name, sizeof f->name, "%s", name);
+    const tandem_fatbin_image *im = tandem_fatbin_sass_for(&m->sum, fc_cfg.cc_major, fc_cfg.cc_minor);
+    tandem_fatbin_kernel_attrs ka;
+    if (im && tandem_fatbin_kernel_attrs_of(m->bytes, m->len, im, name, &ka) == TANDEM_OK) {
+        f->have_cubin = 1;
+        f->registers = ka.registers;
+        f->static_shared = ka.static_shared;
+        f->max_threads = ka.max_threads;
+    }
+    f->max_dynamic_shared = FC_SHARED_PER_BLOCK - (int)f->static_shared;
     fc_register(&f->h);
     *out = (CUfunction)(void *)f;
     return fc_leave(CUDA_SUCCESS);
@@ -159,6 +216,85 @@ static CUresult parse_extra(const char *call, const char *kname, void **extra, v
     *buf = p;
     *size = *sz;
     return CUDA_SUCCESS;
+}
+
+static fc_function *get_function(const char *call, CUfunction hf, CUresult *r) {
+    int dead;
+    fc_function *f = (fc_function *)fc_lookup(hf, FC_KIND_FUNCTION, &dead);
+    if (f && !f->module->h.alive) f = NULL, dead = 1;
+    *r = CUDA_SUCCESS;
+    if (!f)
+        *r = fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
+                     dead ? "function %p: its module was unloaded or its context released" : "%p is not a function",
+                     (void *)hf);
+    return f;
+}
+
+/* Per-block resources of a launch of `threads` threads against the cubin's figures. */
+static CUresult check_resources(const char *call, const fc_function *f, unsigned threads, unsigned shmem) {
+    const char *kn = f->name;
+    if (f->max_threads && threads > f->max_threads)
+        return fc_fail(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, call,
+                       "%s: block of %u threads, its __launch_bounds__ allow %u", kn, threads, f->max_threads);
+    unsigned warps = (threads + 31) / 32, per_warp = ((unsigned)f->registers * 32 + 255) / 256 * 256;
+    if ((uint64_t)warps * per_warp > FC_REGS_PER_BLOCK)
+        return fc_fail(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, call,
+                       "%s: %d registers per thread x %u threads (%u warps x %u) exceed the %d registers "
+                       "of a block on sm_%d%d",
+                       kn, f->registers, threads, warps, per_warp, FC_REGS_PER_BLOCK, fc_cfg.cc_major,
+                       fc_cfg.cc_minor);
+    if ((int64_t)shmem > f->max_dynamic_shared)
+        return fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                       "%s: %u bytes of dynamic shared memory (+ %u static); the function allows %d "
+                       "(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES; %d per block without opt-in, %d "
+                       "with it on sm_%d%d)",
+                       kn, shmem, f->static_shared, f->max_dynamic_shared, FC_SHARED_PER_BLOCK,
+                       fc_shared_optin(), fc_cfg.cc_major, fc_cfg.cc_minor);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hf) {
+    const char *call = "cuFuncGetAttribute";
+    CUresult r = fc_enter(call, 0);
+    if (r) return fc_leave(r);
+    fc_function *f = get_function(call, hf, &r);
+    if (!f) return fc_leave(r);
+    if (!pi) return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "pi is NULL"));
+    switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: {
+        int by_regs = f->registers ? FC_REGS_PER_BLOCK / ((f->registers * 32 + 255) / 256 * 256) * 32 : 1024;
+        int v = by_regs < 1024 ? by_regs : 1024;
+        *pi = f->max_threads && (int)f->max_threads < v ? (int)f->max_threads : v;
+        break;
+    }
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = (int)f->static_shared; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = f->registers; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dynamic_shared; break;
+    default:
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "attribute %d is not modelled by the stand-in",
+                                (int)attrib));
+    }
+    return fc_leave(CUDA_SUCCESS);
+}
+
+FC_EXPORT CUresult cuFuncSetAttribute(CUfunction hf, CUfunction_attribute attrib, int value) {
+    const char *call = "cuFuncSetAttribute";
+    CUresult r = fc_enter(call, 0);
+    if (r) return fc_leave(r);
+    fc_function *f = get_function(call, hf, &r);
+    if (!f) return fc_leave(r);
+    if (attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "%s: attribute %d is not settable in the stand-in",
+                                f->name, (int)attrib));
+    int limit = fc_shared_optin() - (int)f->static_shared;
+    if (value < 0 || value > limit)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                                "%s: MAX_DYNAMIC_SHARED_SIZE_BYTES %d; expected 0..%d (opt-in limit %d of sm_%d%d "
+                                "minus %u static)",
+                                f->name, value, limit, fc_shared_optin(), fc_cfg.cc_major, fc_cfg.cc_minor,
+                                f->static_shared));
+    f->max_dynamic_shared = value;
+    return fc_leave(CUDA_SUCCESS);
 }
 
 FC_EXPORT CUresult cuLaunchKernel(CUfunction hf, unsigned gx, unsigned gy, unsigned gz,
@@ -193,10 +329,7 @@ FC_EXPORT CUresult cuLaunchKernel(CUfunction hf, unsigned gx, unsigned gy, unsig
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
                                 "%s: grid %ux%ux%u exceeds the limits (x < 2^31, y, z <= 65535)", kn,
                                 gx, gy, gz));
-    if (shmem > FC_MAX_DYNAMIC_SHMEM)
-        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
-                                "%s: %u bytes of dynamic shared memory, at most %u without opt-in",
-                                kn, shmem, FC_MAX_DYNAMIC_SHMEM));
+    if ((r = check_resources(call, f, bx * by * bz, shmem))) return fc_leave(r);
     const tandem_kernel_info *ki = &tandem_kernel_table[f->kernel_id];
     void *args = NULL;
     size_t args_size = ki->args_size;
@@ -221,6 +354,7 @@ FC_EXPORT CUresult cuLaunchKernel(CUfunction hf, unsigned gx, unsigned gy, unsig
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "%s: parameter 0 is NULL", kn));
     if (fc_check_kernel_pointers(call, kn, args, args_size, cur)) return fc_leave(CUDA_ERROR_ILLEGAL_ADDRESS);
     tandem_launch_dims d = {{gx, gy, gz}, {bx, by, bz}, shmem};
+    tandem_emu_set_shmem_limit((unsigned)fc_shared_optin()); /* checked above, per function */
     if (tandem_emu_launch(f->kernel_id, &d, args, args_size) != 0) {
         cur->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
         return fc_leave(fc_fail(CUDA_ERROR_ILLEGAL_ADDRESS, call, "%s: %s", kn,

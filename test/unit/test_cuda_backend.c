@@ -192,6 +192,71 @@ static void test_launch(void **state) {
     dev1->ops->mem_free(dev1, x);
 }
 
+static tandem_dptr upload(const float *h, size_t n) {
+    tandem_dptr d;
+    assert_int_equal(dev0->ops->mem_alloc(dev0, n * 4, &d), TANDEM_OK);
+    if (h) assert_int_equal(dev0->ops->copy_h2d(&s0, d, h, n * 4), TANDEM_OK);
+    return d;
+}
+
+static double max_rel(const float *got, const float *want, size_t n) {
+    double e = 0, w = 0;
+    for (size_t i = 0; i < n; i++) {
+        e += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+        w += (double)want[i] * want[i];
+    }
+    return w > 0 ? e / w : e;
+}
+
+/* LayerNorm backward keeps the block's [2, d] partials in dynamic shared memory: at d = 8192
+ * (the widest the config allows) 64 KiB plus the kernel's static part, more than the 48 KiB a
+ * kernel gets without opting in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). The result
+ * is compared with the host implementation. Past the device's opt-in limit the backend refuses
+ * the launch itself, naming the kernel's need and the device's limit. */
+static void test_layernorm_wide_shared(void **state) {
+    (void)state;
+    int before = fake_error_count();
+    const int rows = 3, d = 8192;
+    const size_t n = (size_t)rows * d, ns = (size_t)tandem_layernorm_bwd_scratch_floats(rows, d);
+    float *x = malloc(n * 4), *dy = malloc(n * 4), *g = malloc(d * 4), *mean = malloc(rows * 4),
+          *rstd = malloc(rows * 4), *dx = malloc(n * 4), *hdx = malloc(n * 4), *sc = malloc(ns * 4),
+          *hsc = malloc(ns * 4);
+    assert_true(x && dy && g && mean && rstd && dx && hdx && sc && hsc);
+    tandem_rng_fill(&rng, x, (int64_t)n, -2, 2);
+    tandem_rng_fill(&rng, dy, (int64_t)n, -1, 1);
+    tandem_rng_fill(&rng, g, d, 0.5f, 1.5f);
+    for (int r = 0; r < rows; r++) mean[r] = tandem_rng_uniform(&rng, -0.1f, 0.1f), rstd[r] = 1.7f;
+    tandem_dptr X = upload(x, n), DY = upload(dy, n), G = upload(g, d), M = upload(mean, rows), R = upload(rstd, rows),
+                DX = upload(NULL, n), SC = upload(NULL, ns);
+    tandem_k_layernorm_bwd_args a = {(const float *)(uintptr_t)DY, (const float *)(uintptr_t)X,
+                                     (const float *)(uintptr_t)M,  (const float *)(uintptr_t)R,
+                                     (const float *)(uintptr_t)G,  (float *)(uintptr_t)DX,
+                                     (float *)(uintptr_t)SC,       rows, d};
+    tandem_launch_dims dims;
+    tandem_kernel_table[TANDEM_KID_layernorm_bwd].geom(&a, &dims);
+    assert_true(dims.shmem > 48 * 1024);
+    tandem_status st = dev0->ops->launch(&s0, TANDEM_KID_layernorm_bwd, &dims, &a, sizeof a);
+    if (st != TANDEM_OK) fail_msg("layernorm_bwd at d = %d: %s", d, tandem_last_error());
+    assert_int_equal(dev0->ops->copy_d2h(&s0, dx, DX, n * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_d2h(&s0, sc, SC, ns * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->stream_sync(&s0), TANDEM_OK);
+    tandem_k_layernorm_bwd_args h = {dy, x, mean, rstd, g, hdx, hsc, rows, d};
+    tandem_k_layernorm_bwd_host(&h);
+    assert_true(max_rel(dx, hdx, n) < 1e-10);
+    assert_true(max_rel(sc, hsc, ns) < 1e-10);
+    assert_int_equal(fake_error_count(), before);
+    /* sm_86 opts in to 99 KiB per block: 2 * 12800 * 4 bytes do not fit */
+    tandem_launch_dims big = dims;
+    big.shmem = 2 * 12800 * 4;
+    assert_int_equal(dev0->ops->launch(&s0, TANDEM_KID_layernorm_bwd, &big, &a, sizeof a), TANDEM_E_UNSUPPORTED);
+    assert_non_null(strstr(tandem_last_error(), "102400 bytes of dynamic shared memory"));
+    assert_non_null(strstr(tandem_last_error(), "layernorm_bwd"));
+    assert_int_equal(fake_error_count(), before);
+    tandem_dptr all[] = {X, DY, G, M, R, DX, SC};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) dev0->ops->mem_free(dev0, all[i]);
+    free(x), free(dy), free(g), free(mean), free(rstd), free(dx), free(hdx), free(sc), free(hsc);
+}
+
 static void test_copies_and_events(void **state) {
     (void)state;
     size_t n = (size_t)tandem_rng_int(&rng, 1, 100000);
@@ -268,7 +333,7 @@ static int run_group(void) {
         cmocka_unit_test(test_info_and_peers),   cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_unprepared),  cmocka_unit_test(test_launch),
         cmocka_unit_test(test_copies_and_events), cmocka_unit_test(test_out_of_memory),
-        cmocka_unit_test(test_same_device_twice),
+        cmocka_unit_test(test_same_device_twice), cmocka_unit_test(test_layernorm_wide_shared),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
