@@ -519,6 +519,12 @@ static CUdeviceptr upload(const void *h, size_t bytes) {
     return p;
 }
 
+/* The largest power of two up to 256 dividing the address and, batched, the batch stride. */
+static uint32_t align_of(CUdeviceptr p, int64_t stride_bytes, int batch) {
+    uint64_t v = p | (batch > 1 ? (uint64_t)stride_bytes : 0) | 256;
+    return (uint32_t)(v & (~v + 1));
+}
+
 static void run_case(cublasLtHandle_t lt, const mm_case *c) {
     int64_t ar = c->ta ? c->k : c->m, ac = c->ta ? c->m : c->k;
     int64_t br = c->tb ? c->n : c->k, bc = c->tb ? c->k : c->n;
@@ -567,6 +573,12 @@ static void run_case(cublasLtHandle_t lt, const mm_case *c) {
     OK(D.cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = 0;
     OK(D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    /* the strides are random: tell the heuristic the alignment the operands really have */
+    uint32_t al[4] = {align_of(dA, c->sa * (c->bf16 ? 2 : 4), c->batch), align_of(dB, c->sb * (c->bf16 ? 2 : 4), c->batch),
+                      align_of(dC, c->sc * 4, c->batch), align_of(dC, c->sc * 4, c->batch)};
+    for (int i = 0; i < 4; i++)
+        OK(D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i, &al[i],
+                                                  sizeof al[i]));
     cublasLtMatmulHeuristicResult_t res;
     int got = 0;
     OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
@@ -670,6 +682,18 @@ static void test_matmul_strict(void **state) {
     void *A = (void *)(uintptr_t)a, *B = (void *)(uintptr_t)b, *C = (void *)(uintptr_t)c;
     OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
     OK(D.cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &res.algo, NULL, 0, NULL));
+
+    /* The algorithm assumes the preference's alignment (default 256): A one float further on
+     * is refused; with MIN_ALIGNMENT_A_BYTES = 4 the heuristic's algorithm takes it. */
+    void *A4 = (char *)A + 4;
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED,
+               D.cublasLtMatmul(lt, desc, &alpha, A4, la, B, lb, &beta, C, lc, C, lc, &res.algo, NULL, 0, NULL));
+    uint32_t four = 4, three = 3;
+    EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE,
+               D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &three, 4));
+    OK(D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &four, 4));
+    OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatmul(lt, desc, &alpha, A4, la, B, lb, &beta, C, lc, C, lc, &res.algo, NULL, 0, NULL));
 
     /* Row-major layout. */
     int32_t row = CUBLASLT_ORDER_ROW, col = CUBLASLT_ORDER_COL;
