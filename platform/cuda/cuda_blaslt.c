@@ -20,7 +20,11 @@
  * takes the first tier that its real pointers and batch strides satisfy.
  *
  * cuBLASLt is loaded once per process: $TANDEM_CUBLASLT (a path, or "none" to disable it),
- * else libcublasLt.so.13, else libcublasLt.so.12.
+ * else libcublasLt.so.13, else libcublasLt.so.12. A library counts only when it also creates a
+ * handle (cublasLtCreate, then destroyed): one that loads but cannot initialise (a cuBLASLt
+ * newer than the driver, a broken install) falls through to the next, and then to the fatbin's
+ * GEMM kernels, with one warning saying why. A device whose own cublasLtCreate fails later
+ * uses the fatbin GEMM too (warning), rather than failing to open.
  * Owns: the cuBLASLt library handle and function table (process-wide, immutable after load);
  * per device the plan table, the cuBLASLt handle and its workspace.
  */
@@ -48,6 +52,10 @@ static pthread_once_t lt_once = PTHREAD_ONCE_INIT;
 static int lt_ok;
 static char lt_info[512]; /* version and library when found, else why not */
 
+static const char *lt_status_name(cublasStatus_t s);
+
+/* 1: loaded and creates a handle; 0: not found (or lacks a call); -1: loads but cublasLtCreate
+ * fails. why: the version and path, or what went wrong. */
 static int lt_try(const char *path, char *why, size_t cap) {
     dlerror();
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -69,6 +77,15 @@ static int lt_try(const char *path, char *why, size_t cap) {
     TANDEM_CUBLASLT_CALLS(TANDEM_LT_SYM)
 #undef TANDEM_LT_SYM
     size_t v = lt.cublasLtGetVersion();
+    cublasLtHandle_t probe = NULL;
+    cublasStatus_t s = lt.cublasLtCreate(&probe);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        snprintf(why, cap, "cuBLASLt %zu.%zu.%zu (%s) loads but cublasLtCreate failed: %s (%d)", v / 10000,
+                 v / 100 % 100, v % 100, path, lt_status_name(s), (int)s);
+        dlclose(h);
+        return -1;
+    }
+    lt.cublasLtDestroy(probe);
     snprintf(why, cap, "cuBLASLt %zu.%zu.%zu (%s)", v / 10000, v / 100 % 100, v % 100, path);
     return 1;
 }
@@ -81,19 +98,25 @@ static void lt_load(void) {
         return;
     }
     if (path[0]) {
-        lt_ok = lt_try(path, lt_info, sizeof lt_info);
+        int r = lt_try(path, lt_info, sizeof lt_info);
+        lt_ok = r > 0;
+        if (r < 0) tandem_logf(TANDEM_LOG_WARN, "%s: using the fatbin's GEMM kernels instead", lt_info);
         return;
     }
     char why13[240], why12[240];
-    if ((lt_ok = lt_try("libcublasLt.so.13", why13, sizeof why13))) {
+    int r13 = lt_try("libcublasLt.so.13", why13, sizeof why13);
+    if ((lt_ok = r13 > 0)) {
         snprintf(lt_info, sizeof lt_info, "%s", why13);
         return;
     }
-    if ((lt_ok = lt_try("libcublasLt.so.12", why12, sizeof why12))) {
+    int r12 = lt_try("libcublasLt.so.12", why12, sizeof why12);
+    if ((lt_ok = r12 > 0)) {
         snprintf(lt_info, sizeof lt_info, "%s", why12);
+        if (r13 < 0) tandem_logf(TANDEM_LOG_WARN, "%s: using %s instead", why13, why12);
         return;
     }
     snprintf(lt_info, sizeof lt_info, "%s; %s", why13, why12);
+    if (r13 < 0 || r12 < 0) tandem_logf(TANDEM_LOG_WARN, "%s: using the fatbin's GEMM kernels instead", lt_info);
 }
 
 int tandem_cuda_have_cublaslt(char *why, size_t cap) {
@@ -279,12 +302,12 @@ tandem_status tandem_cuda_gemm_init(tandem_cuda_dev *d) {
     cublasLtHandle_t h = NULL;
     cublasStatus_t s = lt.cublasLtCreate(&h);
     tandem_status st = TANDEM_OK;
-    if (s != CUBLAS_STATUS_SUCCESS)
-        st = tandem_fail(TANDEM_E_DEVICE,
-                         "cuda device %d: cublasLtCreate failed: %s (%d) (%s); set TANDEM_CUBLASLT=none to "
-                         "use the fatbin GEMM instead",
-                         d->ordinal, lt_status_name(s), (int)s, lt_info);
-    if (st == TANDEM_OK) {
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        tandem_logf(TANDEM_LOG_WARN, "cuda device %d: cublasLtCreate failed: %s (%d) (%s): this device uses the "
+                    "fatbin's GEMM kernels", d->ordinal, lt_status_name(s), (int)s, lt_info);
+        return TANDEM_OK;
+    }
+    {
         d->lt = h;
         CUresult r = tandem_cu.cuMemAlloc(&d->lt_workspace, TANDEM_CUDA_LT_WORKSPACE);
         if (r == CUDA_SUCCESS)

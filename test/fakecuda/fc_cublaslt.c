@@ -18,8 +18,15 @@
  * returns CUBLAS_STATUS_NOT_SUPPORTED, as the real library may (or fault) for an algorithm
  * whose vector loads need the alignment it was promised.
  *
+ * Built twice, as libcublasLt.so.13 (reports version 13.0.0) and libcublasLt.so.12 (12.9.0),
+ * told apart by the file it was loaded from. TANDEM_FAKECUDA_LT_CREATE_FAIL=<text>:
+ * cublasLtCreate of a library whose file name contains <text> returns
+ * CUBLAS_STATUS_NOT_INITIALIZED (as when the library cannot initialise on this machine), with
+ * no error line: an environment failure, not a misuse.
+ *
  * Device pointers and streams are checked against libcuda.so.1's state through the
  * tandem_fakecuda_* bridge, under its lock, in the caller's current context. */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,13 +148,22 @@ static int set_exact(const char *call, int attr, void *dst, size_t want, const v
 
 /* ---------------------------------------------------------------- handles, descriptors ---- */
 
-FC_EXPORT size_t cublasLtGetVersion(void) { return 130000; }
+/* The file this copy was loaded from ("" if unknown). */
+static const char *lt_file(void) {
+    Dl_info info;
+    if (dladdr((void *)lt_file, &info) && info.dli_fname) return info.dli_fname;
+    return "";
+}
+
+FC_EXPORT size_t cublasLtGetVersion(void) { return strstr(lt_file(), "libcublasLt.so.12") ? 120900 : 130000; }
 
 FC_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *out) {
     if (!out) {
         tandem_fakecuda_report("cublasLtCreate", "handle is NULL");
         return CUBLAS_STATUS_INVALID_VALUE;
     }
+    const char *fail = getenv("TANDEM_FAKECUDA_LT_CREATE_FAIL");
+    if (fail && fail[0] && strstr(lt_file(), fail)) return CUBLAS_STATUS_NOT_INITIALIZED;
     lt_obj *o = lt_new(LT_HANDLE, sizeof *o);
     if (!o) return CUBLAS_STATUS_ALLOC_FAILED;
     *out = (cublasLtHandle_t)(void *)o;

@@ -22,6 +22,8 @@
 #include "platform/device.h"
 #include "kernels/registry.h"
 #include "tandem.h"
+#include "tandem_system.h"
+#include "test/fixtures.h"
 #include "test/testutil.h"
 #include "tools/env_options.h"
 
@@ -400,6 +402,72 @@ static int run_group(void) {
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
 
+/* Child: the stand-in driver reports CUDA 12.8, older than the CUDA 13.0 this fatbin needs.
+ * Counting devices (what `train --backend cuda` and AUTO do first) fails naming both versions;
+ * the system report has the toolkit, the floor and the driver's version. */
+static int floor_child(void) {
+    int n = -1;
+    tandem_status st = tandem_device_count(TANDEM_BACKEND_CUDA, &n);
+    const char *want[] = {"CUDA 12.8 driver", "built by CUDA 13.0", "needs a CUDA 13.0 driver", "R580"};
+    int bad = st != TANDEM_E_DEVICE;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) bad |= !strstr(tandem_last_error(), want[i]);
+    if (bad) fprintf(stderr, "floor: count: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    tandem_device *dev = NULL;
+    st = tandem_device_open(TANDEM_BACKEND_AUTO, 0, &dev);
+    if (st != TANDEM_E_DEVICE || !strstr(tandem_last_error(), "not falling back") ||
+        !strstr(tandem_last_error(), "CUDA 12.8 driver")) {
+        fprintf(stderr, "floor: AUTO open: %s: %s\n", tandem_status_name(st), tandem_last_error());
+        bad = 1;
+    }
+    tandem_device_close(dev);
+    tandem_system_report *r = calloc(1, sizeof *r);
+    if (!r || tandem_system_query(r) != TANDEM_OK || r->driver_status != TANDEM_E_DEVICE || r->driver_version != 12080 ||
+        r->fatbin_toolkit != 13000 || r->fatbin_ptx_isa != 90 || r->driver_floor != 13000 ||
+        strcmp(r->driver_branch, "R580") != 0 || !r->problems) {
+        fprintf(stderr, "floor: system report: driver %d (%s), toolkit %d, PTX ISA %d, floor %d %s\n",
+                r ? r->driver_version : -1, r ? tandem_status_name(r->driver_status) : "", r ? r->fatbin_toolkit : -1,
+                r ? r->fatbin_ptx_isa : -1, r ? r->driver_floor : -1, r ? r->driver_branch : "");
+        bad = 1;
+    }
+    free(r);
+    printf("driver floor child: %s\n", bad ? "FAILED" : "ok");
+    return bad;
+}
+
+/* Child: libcublasLt.so.13 (and, with fail = "libcublasLt.so", .so.12 as well) loads but its
+ * cublasLtCreate fails: the backend takes the next library, then the fatbin GEMM, saying why
+ * in one warning; the GEMM tests pass either way. */
+static int lt_fallback_child(const char *fail) {
+    tandem_test_log_capture(TANDEM_LOG_WARN);
+    char why[512];
+    int lt = tandem_cuda_have_cublaslt(why, sizeof why);
+    int both = strcmp(fail, "libcublasLt.so") == 0;
+    const char *log = tandem_test_log_text();
+    int bad = both ? lt != 0 : (lt != 1 || !strstr(why, "libcublasLt.so.12") || !strstr(why, "12.9.0"));
+    bad |= !strstr(log, "libcublasLt.so.13) loads but cublasLtCreate failed: CUBLAS_STATUS_NOT_INITIALIZED");
+    bad |= !strstr(log, both ? "using the fatbin's GEMM kernels instead" : "using cuBLASLt 12.9.0");
+    int lines = 0;
+    for (const char *p = log; (p = strchr(p, '\n')); p++) lines++;
+    bad |= lines != 1;
+    if (bad) fprintf(stderr, "cuBLASLt fallback (%s fails): have %d (%s); log:\n%s", fail, lt, why, log);
+    tandem_test_log_stop();
+    return bad + run_group();
+}
+
+static int spawn_child(char **argv, const char *const *env_kv) {
+    for (const char *const *kv = env_kv; kv[0]; kv += 2) {
+        if (kv[1]) setenv(kv[0], kv[1], 1);
+        else unsetenv(kv[0]);
+    }
+    pid_t pid;
+    char *child_argv[] = {argv[0], NULL};
+    int status = 0;
+    if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, child_argv, environ) != 0 ||
+        waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return 1;
+    return WEXITSTATUS(status) != 0;
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     FILE *f = fopen(FAKE_DRIVER, "rb");
@@ -411,6 +479,12 @@ int main(int argc, char **argv) {
     if (!tandem_test_have_fatbin()) {
         printf("test_cuda_backend: host-only build (empty fatbin): skipped\n");
         return 0;
+    }
+    const char *child_mode = getenv("TANDEM_TEST_CHILD");
+    if (child_mode && strcmp(child_mode, "floor") == 0) return floor_child();
+    if (child_mode && strncmp(child_mode, "lt-fail:", 8) == 0) {
+        rng.s = tandem_test_seed("test_cuda_backend (cuBLASLt fallback)");
+        return lt_fallback_child(child_mode + 8);
     }
     const char *mode = getenv("TANDEM_CUBLASLT");
     int child = mode && strcmp(mode, "none") == 0;
@@ -424,14 +498,19 @@ int main(int argc, char **argv) {
     char seed_text[32];
     snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
     setenv("TANDEM_TEST_SEED", seed_text, 1);
-    setenv("TANDEM_CUBLASLT", "none", 1);
-    pid_t pid;
-    char *child_argv[] = {argv[0], NULL};
-    if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, child_argv, environ) != 0) {
-        fprintf(stderr, "cannot start the fatbin-GEMM run\n");
-        return 1;
-    }
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+    const char *none[] = {"TANDEM_CUBLASLT", "none", NULL};
+    failed += spawn_child(argv, none);
+    /* the driver floor: a CUDA 12.8 stand-in driver */
+    const char *old[] = {"TANDEM_CUBLASLT", "none", "TANDEM_TEST_CHILD", "floor", "TANDEM_FAKECUDA_DRIVER_VERSION",
+                         "12080", NULL};
+    failed += spawn_child(argv, old);
+    unsetenv("TANDEM_FAKECUDA_DRIVER_VERSION");
+    /* cuBLASLt fallbacks: found by soname in the stand-in directory, cublasLtCreate failing */
+    const char *lt13[] = {"TANDEM_CUBLASLT", NULL, "LD_LIBRARY_PATH", FAKE_DIR, "TANDEM_TEST_CHILD",
+                          "lt-fail:libcublasLt.so.13", "TANDEM_FAKECUDA_LT_CREATE_FAIL", "libcublasLt.so.13", NULL};
+    failed += spawn_child(argv, lt13);
+    const char *lt_all[] = {"TANDEM_TEST_CHILD", "lt-fail:libcublasLt.so", "TANDEM_FAKECUDA_LT_CREATE_FAIL",
+                            "libcublasLt.so", NULL};
+    failed += spawn_child(argv, lt_all);
     return failed;
 }
