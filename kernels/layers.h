@@ -73,7 +73,8 @@ typedef struct tandem_k_layernorm_bwd_args {
     const float *gamma; /* [d] */
     float *dx;          /* [N, d], overwritten; may not alias dy or x */
     float *scratch;     /* [nb, 2, d], overwritten: tandem_layernorm_bwd_scratch_floats(N, d) */
-    int rows, d;        /* N, d; the device kernel keeps 2*d floats in shared memory: d <= 4096 */
+    int rows, d;        /* N, d; the device kernel keeps 2*d floats in dynamic shared memory (opted in
+                           above 48 KiB: runtime/core/config.c bounds d_model by it) */
 } tandem_k_layernorm_bwd_args;
 
 typedef struct tandem_k_layernorm_bwd_params_args {

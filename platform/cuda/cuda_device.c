@@ -412,6 +412,17 @@ static tandem_status cuda_copy_peer(tandem_stream *s, tandem_device *dst_dev, ta
 
 /* ---- launch ---- */
 
+static tandem_status cuda_launch_check(tandem_device *dev, int kernel_id, const tandem_launch_dims *dims) {
+    const tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    if (dims->shmem > d->max_shmem[kernel_id])
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "cuda launch of %s: %u bytes of dynamic shared memory; device %d (%s) allows this "
+                           "kernel %u (its shared memory per block, opted in, minus the kernel's static part)",
+                           tandem_kernel_table[kernel_id].name, dims->shmem, d->ordinal, dev->info.name,
+                           d->max_shmem[kernel_id]);
+    return TANDEM_OK;
+}
+
 tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_launch_dims *dims,
                                  const void *args, size_t args_size) {
     tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
@@ -427,11 +438,7 @@ tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_l
         return tandem_fail(TANDEM_E_INVALID, "cuda launch of %s: empty geometry grid %ux%ux%u block %ux%ux%u",
                            k->name, dims->grid[0], dims->grid[1], dims->grid[2], dims->block[0],
                            dims->block[1], dims->block[2]);
-    if (dims->shmem > d->max_shmem[kernel_id])
-        return tandem_fail(TANDEM_E_UNSUPPORTED,
-                           "cuda launch of %s: %u bytes of dynamic shared memory; device %d (%s) allows this "
-                           "kernel %u (its shared memory per block, opted in, minus the kernel's static part)",
-                           k->name, dims->shmem, d->ordinal, s->dev->info.name, d->max_shmem[kernel_id]);
+    TANDEM_TRY(cuda_launch_check(s->dev, kernel_id, dims));
     TANDEM_TRY(tandem_cuda_make_current(d));
     /* every kernel takes exactly one parameter: its argument struct, passed by value */
     void *params[1] = {(void *)(uintptr_t)args};
@@ -470,4 +477,5 @@ static const tandem_backend_ops cuda_ops = {
     .launch = tandem_cuda_launch,
     .gemm_prepare = tandem_cuda_gemm_prepare,
     .gemm = tandem_cuda_gemm,
+    .launch_check = cuda_launch_check,
 };
