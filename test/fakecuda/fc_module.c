@@ -42,8 +42,9 @@ struct fc_module {
     fc_obj h;
     tandem_fatbin_summary sum;
     char archs[256];
-    unsigned char *bytes; /* a copy of the image, as a driver keeps it (for the cubins' attributes) */
-    size_t len;
+    /* per entry point: its resources in the cubin the device runs (have[i] 0: it would JIT) */
+    tandem_fatbin_kernel_attrs attrs[TANDEM_FATBIN_MAX_ENTRIES];
+    unsigned char have[TANDEM_FATBIN_MAX_ENTRIES];
 };
 
 /* Whether a driver of version drv can load image im (built by toolkit tk). */
@@ -119,13 +120,10 @@ FC_EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) {
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_IMAGE, call,
                                 "the fatbin lists no kernel entry points (compressed SASS?)"));
     }
-    m->len = (size_t)hdr_size + (size_t)body;
-    m->bytes = malloc(m->len);
-    if (!m->bytes) {
-        free(m);
-        return fc_leave(CUDA_ERROR_OUT_OF_MEMORY);
-    }
-    memcpy(m->bytes, image, m->len);
+    const tandem_fatbin_image *im = tandem_fatbin_sass_for(&m->sum, fc_cfg.cc_major, fc_cfg.cc_minor);
+    for (int i = 0; im && i < m->sum.entry_count; i++)
+        m->have[i] = tandem_fatbin_kernel_attrs_of(image, (size_t)hdr_size + (size_t)body, im, m->sum.entries[i],
+                                                   &m->attrs[i]) == TANDEM_OK;
     m->h = (fc_obj){FC_KIND_MODULE, 1, fc_current()};
     fc_register(&m->h);
     *out = (CUmodule)(void *)m;
@@ -149,8 +147,6 @@ FC_EXPORT CUresult cuModuleUnload(CUmodule h) {
     fc_module *m = NULL;
     if ((r = get_module(call, h, &m))) return fc_leave(r);
     m->h.alive = 0;
-    free(m->bytes);
-    m->bytes = NULL;
     /* Its functions die with it: cuLaunchKernel checks the module of a function. */
     return fc_leave(CUDA_SUCCESS);
 }
@@ -163,9 +159,10 @@ FC_EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule h, const char *
     if ((r = get_module(call, h, &m))) return fc_leave(r);
     if (!out || !name)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "hfunc or name is NULL"));
-    int found = 0;
-    for (int i = 0; i < m->sum.entry_count && !found; i++)
-        found = strcmp(m->sum.entries[i], name) == 0;
+    int found = 0, e = 0;
+    for (; e < m->sum.entry_count && !found; e++)
+        found = strcmp(m->sum.entries[e], name) == 0;
+    e--; /* the entry found */
     if (!found)
         return fc_leave(fc_fail(CUDA_ERROR_NOT_FOUND, call,
                                 "'%s' is not an entry point of the fatbin (%d entries, %s)", name,
@@ -180,13 +177,11 @@ FC_EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule h, const char *
     f->module = m;
     f->kernel_id = id;
     snprintf(f->name, sizeof f->name, "%s", name);
-    const tandem_fatbin_image *im = tandem_fatbin_sass_for(&m->sum, fc_cfg.cc_major, fc_cfg.cc_minor);
-    tandem_fatbin_kernel_attrs ka;
-    if (im && tandem_fatbin_kernel_attrs_of(m->bytes, m->len, im, name, &ka) == TANDEM_OK) {
+    if (m->have[e]) {
         f->have_cubin = 1;
-        f->registers = ka.registers;
-        f->static_shared = ka.static_shared;
-        f->max_threads = ka.max_threads;
+        f->registers = m->attrs[e].registers;
+        f->static_shared = m->attrs[e].static_shared;
+        f->max_threads = m->attrs[e].max_threads;
     }
     f->max_dynamic_shared = FC_SHARED_PER_BLOCK - (int)f->static_shared;
     fc_register(&f->h);
