@@ -23,7 +23,8 @@ typedef struct cuda_slot {
     CUcontext ctx;
     CUmodule module;
     CUfunction funcs[TANDEM_KERNEL_COUNT];
-    unsigned max_shmem[TANDEM_KERNEL_COUNT]; /* dynamic shared memory each kernel may launch with */
+    unsigned max_shmem[TANDEM_KERNEL_COUNT];   /* dynamic shared memory each kernel may launch with */
+    unsigned max_threads[TANDEM_KERNEL_COUNT]; /* its block size limit (launch bounds, registers) */
     tandem_device_info info;
 } cuda_slot;
 
@@ -44,11 +45,15 @@ tandem_status tandem_cuda_make_current(const tandem_cuda_dev *d) {
 
 /* Dynamic shared memory above 48 KiB (minus the kernel's static part) needs an explicit
  * opt-in per function; without it such a launch fails (CUDA_ERROR_INVALID_VALUE). Every kernel
- * is opted in to the device's limit, which is recorded so that a launch, and a plan
- * (tandem_cuda_max_dynamic_shared), can say beforehand what fits. */
+ * is opted in to the device's limit, which is recorded, with the block size the kernel allows
+ * (its __launch_bounds__, or fewer if its registers do not fit), so that a launch, and a plan
+ * (cuda_launch_check), can say beforehand what fits. */
 static tandem_status opt_in_shared(cuda_slot *sl, int ordinal, int k) {
     const char *entry = tandem_kernel_table[k].entry;
-    int optin = 0, stat = 0;
+    int optin = 0, stat = 0, threads = 0;
+    TANDEM_CU_TRY(cuFuncGetAttribute, (&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, sl->funcs[k]),
+                  "device %d, kernel %s, threads per block", ordinal, entry);
+    sl->max_threads[k] = (unsigned)threads;
     TANDEM_CU_TRY(cuDeviceGetAttribute, (&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, sl->cu_dev),
                   "device %d, shared memory per block (opt-in)", ordinal);
     TANDEM_CU_TRY(cuFuncGetAttribute, (&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, sl->funcs[k]),
@@ -196,6 +201,7 @@ tandem_status tandem_cuda_device_open(int ordinal, tandem_device **out) {
         d->ctx = sl->ctx;
         memcpy(d->funcs, sl->funcs, sizeof d->funcs);
         memcpy(d->max_shmem, sl->max_shmem, sizeof d->max_shmem);
+        memcpy(d->max_threads, sl->max_threads, sizeof d->max_threads);
         dev->info = sl->info;
     }
     pthread_mutex_unlock(&slots_lock);
@@ -420,6 +426,13 @@ static tandem_status cuda_launch_check(tandem_device *dev, int kernel_id, const 
                            "kernel %u (its shared memory per block, opted in, minus the kernel's static part)",
                            tandem_kernel_table[kernel_id].name, dims->shmem, d->ordinal, dev->info.name,
                            d->max_shmem[kernel_id]);
+    unsigned threads = dims->block[0] * dims->block[1] * dims->block[2];
+    if (threads > d->max_threads[kernel_id])
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "cuda launch of %s: block of %u threads; device %d (%s) runs this kernel with at most %u "
+                           "(its __launch_bounds__ and registers per thread)",
+                           tandem_kernel_table[kernel_id].name, threads, d->ordinal, dev->info.name,
+                           d->max_threads[kernel_id]);
     return TANDEM_OK;
 }
 

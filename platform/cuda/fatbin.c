@@ -353,15 +353,54 @@ const tandem_fatbin_image *tandem_fatbin_sass_for(const tandem_fatbin_summary *s
 #define EIFMT_HVAL 3
 #define EIFMT_SVAL 4
 #define EIATTR_MAX_THREADS 0x05
+#define EIATTR_REGCOUNT 0x2f
 
-/* EIATTR_MAX_THREADS (x, y, z) of a .nv.info.<name> section: the product, 0 if absent. */
+/* Index in .symtab of the symbol called name, or -1. */
+static int64_t elf_symbol_index(const unsigned char *elf, uint64_t len, const char *name) {
+    const unsigned char *sh = elf_find(elf, len, ".symtab", "");
+    if (!sh) return -1;
+    const unsigned char *strsh = elf_section(elf, len, rd32(sh + 0x28));
+    uint64_t off = rd64(sh + 0x18), size = rd64(sh + 0x20), ent = rd64(sh + 0x38);
+    if (!strsh || ent < ELF_SYM_SIZE || !in_bounds(off, size, len)) return -1;
+    uint64_t str_off = rd64(strsh + 0x18), str_size = rd64(strsh + 0x20);
+    if (!in_bounds(str_off, str_size, len)) return -1;
+    size_t nl = strlen(name);
+    for (uint64_t s = 0; s + ent <= size; s += ent) {
+        uint32_t nm = rd32(elf + off + s);
+        if (nm < str_size && str_size - nm > nl && memcmp(elf + str_off + nm, name, nl + 1) == 0)
+            return (int64_t)(s / ent);
+    }
+    return -1;
+}
+
+/* EIATTR_REGCOUNT {symbol, registers} of the cubin-wide .nv.info for symbol sym, 0 if absent. */
+static int info_regcount(const unsigned char *elf, uint64_t len, int64_t sym) {
+    const unsigned char *sh = elf_find(elf, len, ".nv.info", "");
+    if (!sh || sym < 0) return 0;
+    uint64_t off = rd64(sh + 0x18), size = rd64(sh + 0x20);
+    if (!in_bounds(off, size, len)) return 0;
+    const unsigned char *p = elf + off;
+    for (uint64_t i = 0; i + 4 <= size;) {
+        if (p[i] != EIFMT_SVAL) {
+            i += 4;
+            continue;
+        }
+        uint32_t n = rd16(p + i + 2);
+        if (!in_bounds(i + 4, n, size)) return 0;
+        if (p[i + 1] == EIATTR_REGCOUNT && n >= 8 && rd32(p + i + 4) == (uint64_t)sym) return (int)rd32(p + i + 8);
+        i += 4 + n;
+    }
+    return 0;
+}
+
+/* EIATTR_MAX_THREADS (x, y, z) of a .nv.info.<name> section: the product, 0 if absent.
+ * Entries: u8 format, u8 attribute, then u16 (NVAL: padding, BVAL/HVAL: the value) or, for
+ * SVAL, a u16 size and that many bytes. */
 static unsigned info_max_threads(const unsigned char *p, uint64_t size) {
     for (uint64_t i = 0; i + 2 <= size;) {
         unsigned fmt = p[i], attr = p[i + 1];
-        if (fmt == EIFMT_NVAL) {
-            i += 2;
-        } else if (fmt == EIFMT_BVAL || fmt == EIFMT_HVAL) {
-            i += 4;
+        if (fmt == EIFMT_NVAL || fmt == EIFMT_BVAL || fmt == EIFMT_HVAL) {
+            i += 4; /* format, attribute, 16 bits (a value, or zero padding for NVAL) */
         } else if (fmt == EIFMT_SVAL && i + 4 <= size) {
             uint32_t n = rd16(p + i + 2);
             if (!in_bounds(i + 4, n, size)) return 0;
@@ -388,7 +427,9 @@ tandem_status tandem_fatbin_kernel_attrs_of(const void *data, size_t len, const 
     if (!text)
         return tandem_fail(TANDEM_E_INVALID, "fatbin: the sm_%d image has no code for kernel %s", img->arch,
                            name);
-    out->registers = (int)(rd32(text + 0x2c) >> 24);
+    /* EIATTR_REGCOUNT; older cubins (and sm_8x here) also keep it in .text.<name>'s sh_info */
+    out->registers = info_regcount(elf, n, elf_symbol_index(elf, n, name));
+    if (!out->registers) out->registers = (int)(rd32(text + 0x2c) >> 24);
     const unsigned char *shared = elf_find(elf, n, ".nv.shared.", name);
     if (shared) out->static_shared = (unsigned)rd64(shared + 0x20);
     const unsigned char *info = elf_find(elf, n, ".nv.info.", name);

@@ -47,9 +47,10 @@ int tandem_fatbin_driver_floor(const tandem_fatbin_summary *s);
 int tandem_fatbin_ptx_isa_cuda(int major, int minor);
 
 /* Resources of one kernel as compiled into a SASS image (the cubin), what the driver checks
- * at launch: registers per thread (.text.<name> section info, bits 24-31), static shared
- * memory (size of .nv.shared.<name>), and the block size its __launch_bounds__ allows
- * (EIATTR_MAX_THREADS in .nv.info.<name>; 0 without launch bounds). */
+ * at launch: registers per thread (EIATTR_REGCOUNT in .nv.info, else bits 24-31 of
+ * .text.<name>'s section info), static shared memory (size of .nv.shared.<name>; on sm_90 it
+ * includes the 1 KiB the system reserves per block), and the block size its __launch_bounds__
+ * allow (EIATTR_MAX_THREADS in .nv.info.<name>; 0 without launch bounds). */
 typedef struct tandem_fatbin_kernel_attrs {
     int registers;
     unsigned static_shared;

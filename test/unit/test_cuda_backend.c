@@ -314,6 +314,11 @@ static void test_layernorm_wide_shared(void **state) {
     assert_int_equal(dev0->ops->launch(&s0, TANDEM_KID_layernorm_bwd, &big, &a, sizeof a), TANDEM_E_UNSUPPORTED);
     assert_non_null(strstr(tandem_last_error(), "102400 bytes of dynamic shared memory"));
     assert_non_null(strstr(tandem_last_error(), "layernorm_bwd"));
+    /* its launch bounds: 128 threads */
+    tandem_launch_dims wide = dims;
+    wide.block[0] = 256;
+    assert_int_equal(dev0->ops->launch(&s0, TANDEM_KID_layernorm_bwd, &wide, &a, sizeof a), TANDEM_E_UNSUPPORTED);
+    assert_non_null(strstr(tandem_last_error(), "at most 128"));
     assert_int_equal(fake_error_count(), before);
     tandem_dptr all[] = {X, DY, G, M, R, DX, SC};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) dev0->ops->mem_free(dev0, all[i]);
