@@ -12,6 +12,11 @@
 
 #include "kernels/ktypes.h"
 
+/* Threads per block (attention_host.c launches exactly these; attention.cu declares them as
+ * launch bounds): element-wise kernels, and softmax rows (one warp per row). */
+#define TANDEM_K_ATTN_THREADS 256
+#define TANDEM_K_ATTN_ROWS_PER_BLOCK 4
+
 /* q, k, v [b, h, t, :] = qkv [b, t, {0, d, 2d} + h*dh + :] */
 typedef struct tandem_k_qkv_split_args {
     const float *qkv; /* [B, T, 3d]: columns [0, d) q, [d, 2d) k, [2d, 3d) v */

@@ -19,7 +19,7 @@ static int64_t grain_of(int64_t width) { return width > 0 ? HOST_GRAIN / width +
 
 /* Element-wise transforms: 256 threads per block, at most 4096 blocks (a grid-stride loop
  * covers the rest). Softmax rows: one warp each, 4 warps per block. */
-enum { ATTN_THREADS = 256, ATTN_MAX_BLOCKS = 4096, ATTN_ROWS_PER_BLOCK = 4 };
+enum { ATTN_THREADS = TANDEM_K_ATTN_THREADS, ATTN_MAX_BLOCKS = 4096, ATTN_ROWS_PER_BLOCK = TANDEM_K_ATTN_ROWS_PER_BLOCK };
 
 static void elementwise_dims(int64_t n, tandem_launch_dims *d) {
     *d = tandem_dims_1d(n, ATTN_THREADS);

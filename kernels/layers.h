@@ -21,6 +21,13 @@
 
 #include "kernels/ktypes.h"
 
+/* Threads per block (layers_host.c launches exactly these; layers.cu declares them as launch
+ * bounds): element-wise kernels, LayerNorm (a multiple of 32), col_sum_acc's COLS x SLICES. */
+#define TANDEM_K_LAYERS_THREADS 256
+#define TANDEM_K_LN_THREADS 128
+#define TANDEM_K_CS_COLS 32
+#define TANDEM_K_CS_SLICES 32
+
 /* ---- LayerNorm ------------------------------------------------------------------------
  * y = (x - mean) * rstd * gamma + beta per row, mean and rstd = 1/sqrt(var + eps) saved for
  * the backward (var is the biased variance, as in PyTorch; the model uses eps = 1e-5).
@@ -66,7 +73,8 @@ typedef struct tandem_k_layernorm_bwd_args {
     const float *gamma; /* [d] */
     float *dx;          /* [N, d], overwritten; may not alias dy or x */
     float *scratch;     /* [nb, 2, d], overwritten: tandem_layernorm_bwd_scratch_floats(N, d) */
-    int rows, d;        /* N, d; the device kernel keeps 2*d floats in shared memory: d <= 4096 */
+    int rows, d;        /* N, d; the device kernel keeps 2*d floats in dynamic shared memory (opted in
+                           above 48 KiB: runtime/core/config.c bounds d_model by it) */
 } tandem_k_layernorm_bwd_args;
 
 typedef struct tandem_k_layernorm_bwd_params_args {

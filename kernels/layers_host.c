@@ -21,9 +21,9 @@
 #include "kernels/registry.h"
 
 /* Threads per block; layers.cu's reductions need a multiple of 32 (at most 1024). */
-enum { ELEMENTWISE_THREADS = 256, LN_THREADS = 128 };
+enum { ELEMENTWISE_THREADS = TANDEM_K_LAYERS_THREADS, LN_THREADS = TANDEM_K_LN_THREADS };
 /* layers.cu's col_sum_acc block shape: CS_COLS columns x CS_SLICES row slices. */
-enum { CS_COLS = 32, CS_SLICES = 32 };
+enum { CS_COLS = TANDEM_K_CS_COLS, CS_SLICES = TANDEM_K_CS_SLICES };
 /* More blocks add nothing on current GPUs; larger tensors loop round the grid-stride loop. */
 enum { ELEMENTWISE_MAX_BLOCKS = 4096 };
 /* Columns per pass of the host column sums (a double accumulator on the stack). */

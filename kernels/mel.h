@@ -21,6 +21,9 @@
 
 #include "kernels/ktypes.h"
 
+/* Threads per block of the per-element mel kernels (mel_host.c; mel.cu's launch bounds). */
+#define TANDEM_K_MEL_THREADS 256
+
 /* The feature recipe (DESIGN.md §6): its one definition. Device code, the host implementations
  * and the runtime (runtime/audio/mel.h, the config's n_mels, the pipeline's shapes, the plan)
  * all use these; the public header's TANDEM_FEATURE_* repeat the three a client needs, checked

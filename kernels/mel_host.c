@@ -22,7 +22,7 @@
 
 #include "kernels/registry.h"
 
-enum { MEL_THREADS = 256, MEL_MAX_BLOCKS = 4096 };
+enum { MEL_THREADS = TANDEM_K_MEL_THREADS, MEL_MAX_BLOCKS = 4096 };
 #define N_FFT TANDEM_MEL_N_FFT
 #define N_BINS TANDEM_MEL_N_BINS
 #define N_MELS TANDEM_MEL_N_MELS

@@ -4,9 +4,11 @@
  *
  * An entry X(name, group) promises, by convention:
  *   kernels/<group>.h     typedef struct { ... } tandem_k_<name>_args;   (the parameter list)
- *   kernels/<group>.cu    KERNEL tandem_k_<name>(tandem_k_<name>_args a) (the device kernel)
+ *   kernels/<group>.cu    KERNEL LAUNCH_BOUNDS(n) tandem_k_<name>(tandem_k_<name>_args a)
+ *                         (the device kernel; n its fixed block size, a constant of <group>.h)
  *   kernels/<group>_host.c
  *       void tandem_k_<name>_geom(const tandem_k_<name>_args *a, tandem_launch_dims *d);
+ *                         (blocks of exactly n threads: test_fatbin compares n with the cubin)
  *       void tandem_k_<name>_host(const tandem_k_<name>_args *a);    (host implementation)
  * The fatbin entry point is named "tandem_k_<name>". Device pointers in argument structs are
  * plain C pointers: host addresses on the host backend, CUdeviceptr values on cuda.

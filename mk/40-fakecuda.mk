@@ -36,6 +36,9 @@ $(FAKECUDA_LIB): $(FAKECUDA_OBJ) $(EMU_LIB_PATH) $(LIB)
 $(FAKECUBLAS_LIB): $(FAKECUBLAS_OBJ) $(FAKECUDA_LIB)
 	$(CC) $(FAKECUDA_LINK) -Wl,-soname,libcublasLt.so.13 -o $@ $(FAKECUBLAS_OBJ) \
 	  -L$(FAKECUDA_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -lm
+	@# the same stand-in as libcublasLt.so.12, for the backend's .so.13 -> .so.12 fallback
+	$(CC) $(FAKECUDA_LINK) -Wl,-soname,libcublasLt.so.12 -o $(dir $@)libcublasLt.so.12 $(FAKECUBLAS_OBJ) \
+	  -L$(FAKECUDA_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -lm
 
 .PHONY: fakecuda
 fakecuda: $(FAKECUDA_LIB) $(FAKECUBLAS_LIB)

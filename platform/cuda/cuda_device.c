@@ -23,6 +23,8 @@ typedef struct cuda_slot {
     CUcontext ctx;
     CUmodule module;
     CUfunction funcs[TANDEM_KERNEL_COUNT];
+    unsigned max_shmem[TANDEM_KERNEL_COUNT];   /* dynamic shared memory each kernel may launch with */
+    unsigned max_threads[TANDEM_KERNEL_COUNT]; /* its block size limit (launch bounds, registers) */
     tandem_device_info info;
 } cuda_slot;
 
@@ -41,6 +43,29 @@ tandem_status tandem_cuda_make_current(const tandem_cuda_dev *d) {
 }
 
 /* ---- slots: context + module per ordinal ---- */
+
+/* Dynamic shared memory above 48 KiB (minus the kernel's static part) needs an explicit
+ * opt-in per function; without it such a launch fails (CUDA_ERROR_INVALID_VALUE). Every kernel
+ * is opted in to the device's limit, which is recorded, with the block size the kernel allows
+ * (its __launch_bounds__, or fewer if its registers do not fit), so that a launch, and a plan
+ * (cuda_launch_check), can say beforehand what fits. */
+static tandem_status opt_in_shared(cuda_slot *sl, int ordinal, int k) {
+    const char *entry = tandem_kernel_table[k].entry;
+    int optin = 0, stat = 0, threads = 0;
+    TANDEM_CU_TRY(cuFuncGetAttribute, (&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, sl->funcs[k]),
+                  "device %d, kernel %s, threads per block", ordinal, entry);
+    sl->max_threads[k] = (unsigned)threads;
+    TANDEM_CU_TRY(cuDeviceGetAttribute, (&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, sl->cu_dev),
+                  "device %d, shared memory per block (opt-in)", ordinal);
+    TANDEM_CU_TRY(cuFuncGetAttribute, (&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, sl->funcs[k]),
+                  "device %d, kernel %s, static shared memory", ordinal, entry);
+    int dyn = optin > stat ? optin - stat : 0;
+    TANDEM_CU_TRY(cuFuncSetAttribute, (sl->funcs[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn),
+                  "device %d, kernel %s: opting in to %d bytes of dynamic shared memory (%d per block, %d "
+                  "static)", ordinal, entry, dyn, optin, stat);
+    sl->max_shmem[k] = (unsigned)dyn;
+    return TANDEM_OK;
+}
 
 /* Load the fatbin into the slot's (current) context and resolve every registered kernel. */
 static tandem_status load_module(cuda_slot *sl, int ordinal) {
@@ -83,6 +108,7 @@ static tandem_status load_module(cuda_slot *sl, int ordinal) {
                              "cuModuleGetFunction failed: %s; rebuild the fatbin",
                              ordinal, entry, archs, err);
         }
+        if (st == TANDEM_OK) st = opt_in_shared(sl, ordinal, k);
     }
     if (st != TANDEM_OK && sl->module) {
         tandem_cu.cuModuleUnload(sl->module);
@@ -195,6 +221,8 @@ static tandem_status device_open(int ordinal, tandem_device **out) {
         d->cu_dev = sl->cu_dev;
         d->ctx = sl->ctx;
         memcpy(d->funcs, sl->funcs, sizeof d->funcs);
+        memcpy(d->max_shmem, sl->max_shmem, sizeof d->max_shmem);
+        memcpy(d->max_threads, sl->max_threads, sizeof d->max_threads);
         dev->info = sl->info;
     }
     pthread_mutex_unlock(&slots_lock);
@@ -426,6 +454,24 @@ static tandem_status cuda_copy_peer(tandem_stream *s, tandem_device *dst_dev, ta
 
 /* ---- launch ---- */
 
+static tandem_status cuda_launch_check(tandem_device *dev, int kernel_id, const tandem_launch_dims *dims) {
+    const tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    if (dims->shmem > d->max_shmem[kernel_id])
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "cuda launch of %s: %u bytes of dynamic shared memory; device %d (%s) allows this "
+                           "kernel %u (its shared memory per block, opted in, minus the kernel's static part)",
+                           tandem_kernel_table[kernel_id].name, dims->shmem, d->ordinal, dev->info.name,
+                           d->max_shmem[kernel_id]);
+    unsigned threads = dims->block[0] * dims->block[1] * dims->block[2];
+    if (threads > d->max_threads[kernel_id])
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "cuda launch of %s: block of %u threads; device %d (%s) runs this kernel with at most %u "
+                           "(its __launch_bounds__ and registers per thread)",
+                           tandem_kernel_table[kernel_id].name, threads, d->ordinal, dev->info.name,
+                           d->max_threads[kernel_id]);
+    return TANDEM_OK;
+}
+
 tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_launch_dims *dims,
                                  const void *args, size_t args_size) {
     tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
@@ -441,6 +487,7 @@ tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_l
         return tandem_fail(TANDEM_E_INVALID, "cuda launch of %s: empty geometry grid %ux%ux%u block %ux%ux%u",
                            k->name, dims->grid[0], dims->grid[1], dims->grid[2], dims->block[0],
                            dims->block[1], dims->block[2]);
+    TANDEM_TRY(cuda_launch_check(s->dev, kernel_id, dims));
     TANDEM_TRY(tandem_cuda_make_current(d));
     /* every kernel takes exactly one parameter: its argument struct, passed by value */
     void *params[1] = {(void *)(uintptr_t)args};
@@ -507,6 +554,7 @@ GUARDED(cuda_copy_peer, (tandem_stream *s, tandem_device *dd, tandem_dptr dst, t
 GUARDED(tandem_cuda_launch, (tandem_stream *s, int id, const tandem_launch_dims *d, const void *a, size_t n),
         (s, id, d, a, n))
 GUARDED(tandem_cuda_gemm_prepare, (tandem_device *dev, const tandem_gemm_desc *g), (dev, g))
+GUARDED(cuda_launch_check, (tandem_device *dev, int id, const tandem_launch_dims *d), (dev, id, d))
 GUARDED(tandem_cuda_gemm,
         (tandem_stream *s, const tandem_gemm_desc *g, float al, tandem_dptr a, tandem_dptr b, float be, tandem_dptr c),
         (s, g, al, a, b, be, c))
@@ -562,4 +610,5 @@ static const tandem_backend_ops cuda_ops = {
     .launch = guarded_tandem_cuda_launch,
     .gemm_prepare = guarded_tandem_cuda_gemm_prepare,
     .gemm = guarded_tandem_cuda_gemm,
+    .launch_check = guarded_cuda_launch_check,
 };

@@ -22,6 +22,8 @@ typedef struct tandem_cuda_dev {
     CUdevice cu_dev;
     CUcontext ctx;                          /* the device's primary context */
     CUfunction funcs[TANDEM_KERNEL_COUNT];  /* every registered kernel, resolved at open */
+    unsigned max_shmem[TANDEM_KERNEL_COUNT]; /* dynamic shared memory each may use (opted in at open) */
+    unsigned max_threads[TANDEM_KERNEL_COUNT]; /* block size each allows (launch bounds, registers) */
     /* GEMM (cuda_blaslt.c): plans for prepared shapes, fixed capacity, allocated at open */
     void *lt;                               /* cublasLtHandle_t, NULL without cuBLASLt */
     tandem_mutex gemm_lock;

@@ -17,7 +17,17 @@
 #include "platform/os/strbuf.h"
 #include "platform/os/os.h"
 #include "runtime/core/utf8.h"
+#include "kernels/layers.h" /* LayerNorm backward's shared memory bounds d_model */
 #include "kernels/mel.h" /* the feature recipe: n_mels is fixed by it */
+
+/* d_model's maximum: LayerNorm backward keeps its block's 2 x d_model float partials in dynamic
+ * shared memory, which must fit the smallest opted-in limit per block of the architectures the
+ * fatbin targets (99 KiB on sm_86 / sm_89; 163 KiB sm_80, 227 KiB sm_90), leaving 1 KiB for
+ * the kernel's static part. The device's own limit is checked when the model is declared
+ * (tandem_model_declare names the widest d_model that device takes). */
+#define D_MODEL_MAX 8192
+_Static_assert(2 * D_MODEL_MAX * 4 + 1024 <= 99 * 1024,
+               "d_model's maximum must fit LayerNorm backward's shared memory on sm_86/sm_89");
 
 typedef enum key_type { K_INT, K_INT64, K_FLOAT, K_STRING, K_BOOL, K_ENUM } key_type;
 
@@ -47,7 +57,7 @@ typedef struct key_spec {
 static const key_spec schema[] = {
     KENUM(model_size, "tiny", "tiny|base|custom",
           "preset for d_model..max_frames (tiny 256/4/4/4/128/512, base 512/8/8/2/200/800)"),
-    KINT(d_model, "256", 16, 8192, "transformer width"),
+    KINT(d_model, "256", 16, D_MODEL_MAX, "transformer width"),
     KINT(layers, "4", 1, 128, "transformer blocks"),
     KINT(heads, "4", 1, 128, "attention heads (must divide d_model)"),
     KINT(reduction, "4", 1, 16, "r: mel frames predicted per position (must divide max_frames)"),

@@ -524,10 +524,41 @@ static tandem_status declare_common(tandem_model *m, tandem_backend backend, tan
     return declare_tensors(m, pool);
 }
 
+/* layernorm_bwd's geometry for d columns (its block's [2, d] partials in shared memory). */
+static tandem_launch_dims ln_bwd_dims(const tandem_model_dims *d, int cols) {
+    tandem_k_layernorm_bwd_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = d->batch * d->seq;
+    a.d = cols;
+    tandem_launch_dims dims;
+    tandem_kernel_table[TANDEM_KID_layernorm_bwd].geom(&a, &dims);
+    return dims;
+}
+
+/* Kernels whose launch depends on d_model must fit the device's per-block limits: checked
+ * here, when the plan is made, rather than at the first backward step. */
+static tandem_status check_kernel_limits(tandem_device *dev, const tandem_model_dims *d) {
+    tandem_launch_dims dims = ln_bwd_dims(d, d->d);
+    if (tandem_dev_launch_check(dev, TANDEM_KID_layernorm_bwd, &dims) == TANDEM_OK) return TANDEM_OK;
+    char why[384];
+    snprintf(why, sizeof why, "%s", tandem_last_error());
+    int lo = 1, hi = d->d; /* the widest d_model that fits: lo fits, hi does not */
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        dims = ln_bwd_dims(d, mid);
+        *(tandem_dev_launch_check(dev, TANDEM_KID_layernorm_bwd, &dims) == TANDEM_OK ? &lo : &hi) = mid;
+    }
+    return tandem_fail(TANDEM_E_UNSUPPORTED,
+                       "model d_model %d: LayerNorm backward keeps 2 x d_model floats per block in shared "
+                       "memory, more than this device allows (%s); d_model at most %d here",
+                       d->d, why, lo);
+}
+
 tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_pool *pool,
                                    const tandem_model_dims *dims) {
     if (!m || !dev || !pool || !dims)
         return tandem_fail(TANDEM_E_INVALID, "tandem_model_declare: NULL argument");
+    if (!dims->forward_only) TANDEM_TRY(check_kernel_limits(dev, dims));
     TANDEM_TRY(declare_common(m, dev->info.backend, pool, dims));
     m->dev = dev;
     TANDEM_TRY(prepare_gemms(m));

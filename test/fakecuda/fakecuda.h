@@ -154,7 +154,17 @@ typedef struct fc_function {
     fc_module *module;
     int kernel_id;         /* kernels/registry.h */
     char name[96];
+    /* From the cubin the device runs (have_cubin 0: it would JIT the PTX, limits unknown). */
+    int have_cubin;
+    int registers;         /* per thread */
+    unsigned static_shared, max_threads; /* max_threads: __launch_bounds__, 0 if none */
+    int max_dynamic_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 } fc_function;
+
+/* Per-block limits of the configured architecture (fc_device.c). */
+#define FC_SHARED_PER_BLOCK (48 * 1024)   /* without opt-in */
+#define FC_REGS_PER_BLOCK 65536
+int fc_shared_optin(void);                /* sm_80 163 KiB, sm_86/89 99 KiB, sm_90 227 KiB */
 
 typedef struct fc_config {
     int async;             /* TANDEM_FAKECUDA_ASYNC, default 1: streams run on workers */
@@ -165,6 +175,7 @@ typedef struct fc_config {
     int cc_major, cc_minor; /* TANDEM_FAKECUDA_ARCH, default 89 */
     int no_peer;           /* TANDEM_FAKECUDA_NO_PEER=1 */
     size_t total_mem;      /* TANDEM_FAKECUDA_MEM_MB, default 8192 */
+    int driver_version;    /* TANDEM_FAKECUDA_DRIVER_VERSION, default FC_DRIVER_VERSION */
 } fc_config;
 
 extern fc_config fc_cfg;

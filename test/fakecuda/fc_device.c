@@ -10,6 +10,8 @@
  *   TANDEM_FAKECUDA_HAZARDS  1 (default): report unordered accesses across streams (fc_hazard.c)
  *   TANDEM_FAKECUDA_CHECK_ACCESS  1: after each launch, report bytes the kernel changed outside
  *                            the ranges fc_access.c declares for it (slow: copies its buffers)
+ *   TANDEM_FAKECUDA_DRIVER_VERSION  what cuDriverGetVersion reports (default 13000, CUDA 13.0);
+ *                            cuModuleLoadData refuses a fatbin that needs a newer driver
  * Each device also has a PCI location (FC_PCI_BUS in fakecuda.h) for the stand-in NVML. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +55,18 @@ static int read_config(void) {
         clock_gettime(CLOCK_REALTIME, &ts);
         fc_cfg.seed = (unsigned)(ts.tv_nsec ^ ts.tv_sec ^ getpid()) % 1000000u;
     }
+    fc_cfg.driver_version = env_int("TANDEM_FAKECUDA_DRIVER_VERSION", FC_DRIVER_VERSION, 11000, 99000, &bad);
     return bad ? -1 : 0;
+}
+
+int fc_shared_optin(void) {
+    switch (fc_cfg.cc_major * 10 + fc_cfg.cc_minor) {
+    case 80: case 87: return 163 * 1024;
+    case 86: case 89: return 99 * 1024;
+    case 90: return 227 * 1024;
+    case 75: return 64 * 1024;
+    default: return FC_SHARED_PER_BLOCK;
+    }
 }
 
 FC_EXPORT CUresult cuInit(unsigned int flags) {
@@ -87,7 +100,10 @@ FC_EXPORT CUresult cuInit(unsigned int flags) {
 FC_EXPORT CUresult cuDriverGetVersion(int *version) {
     if (!version)
         return fc_fail(CUDA_ERROR_INVALID_VALUE, "cuDriverGetVersion", "version is NULL");
-    *version = FC_DRIVER_VERSION;
+    /* cuDriverGetVersion works before cuInit: read the variable here too */
+    int bad = 0;
+    *version = fc_initialized ? fc_cfg.driver_version
+                              : env_int("TANDEM_FAKECUDA_DRIVER_VERSION", FC_DRIVER_VERSION, 11000, 99000, &bad);
     return CUDA_SUCCESS;
 }
 
@@ -183,7 +199,7 @@ FC_EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, C
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: v = 2147483647; break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: v = 65535; break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: v = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: v = 48 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: v = FC_SHARED_PER_BLOCK; break;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: v = 32; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: v = 16; break;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: v = 1; break;
@@ -193,8 +209,8 @@ FC_EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, C
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: v = 0; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: v = fc_cfg.cc_major; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: v = fc_cfg.cc_minor; break;
-    /* Opt-in needs cuFuncSetAttribute, which the stand-in (and the project) does not use. */
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: v = 48 * 1024; break;
+    /* above 48 KiB a kernel opts in with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) */
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: v = fc_shared_optin(); break;
     default:
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
                                 "attribute %d is not modelled by the stand-in driver",

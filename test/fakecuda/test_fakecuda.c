@@ -520,6 +520,12 @@ static CUdeviceptr upload(const void *h, size_t bytes) {
     return p;
 }
 
+/* The largest power of two up to 256 dividing the address and, batched, the batch stride. */
+static uint32_t align_of(CUdeviceptr p, int64_t stride_bytes, int batch) {
+    uint64_t v = p | (batch > 1 ? (uint64_t)stride_bytes : 0) | 256;
+    return (uint32_t)(v & (~v + 1));
+}
+
 static void run_case(cublasLtHandle_t lt, const mm_case *c) {
     int64_t ar = c->ta ? c->k : c->m, ac = c->ta ? c->m : c->k;
     int64_t br = c->tb ? c->n : c->k, bc = c->tb ? c->k : c->n;
@@ -568,6 +574,12 @@ static void run_case(cublasLtHandle_t lt, const mm_case *c) {
     OK(D.cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = 0;
     OK(D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    /* the strides are random: tell the heuristic the alignment the operands really have */
+    uint32_t al[4] = {align_of(dA, c->sa * (c->bf16 ? 2 : 4), c->batch), align_of(dB, c->sb * (c->bf16 ? 2 : 4), c->batch),
+                      align_of(dC, c->sc * 4, c->batch), align_of(dC, c->sc * 4, c->batch)};
+    for (int i = 0; i < 4; i++)
+        OK(D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i, &al[i],
+                                                  sizeof al[i]));
     cublasLtMatmulHeuristicResult_t res;
     int got = 0;
     OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
@@ -672,6 +684,18 @@ static void test_matmul_strict(void **state) {
     OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
     OK(D.cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &res.algo, NULL, 0, NULL));
 
+    /* The algorithm assumes the preference's alignment (default 256): A one float further on
+     * is refused; with MIN_ALIGNMENT_A_BYTES = 4 the heuristic's algorithm takes it. */
+    void *A4 = (char *)A + 4;
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED,
+               D.cublasLtMatmul(lt, desc, &alpha, A4, la, B, lb, &beta, C, lc, C, lc, &res.algo, NULL, 0, NULL));
+    uint32_t four = 4, three = 3;
+    EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE,
+               D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &three, 4));
+    OK(D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &four, 4));
+    OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatmul(lt, desc, &alpha, A4, la, B, lb, &beta, C, lc, C, lc, &res.algo, NULL, 0, NULL));
+
     /* Row-major layout. */
     int32_t row = CUBLASLT_ORDER_ROW, col = CUBLASLT_ORDER_COL;
     OK(D.cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row));
@@ -727,6 +751,70 @@ static void test_matmul_strict(void **state) {
     OK(D.cuMemFree(a));
     OK(D.cuMemFree(b));
     OK(D.cuMemFree(c));
+}
+
+/* What a GPU checks at launch, from the cubin the device runs: every kernel's __launch_bounds__
+ * (the geometry of kernels/<group>_host.c must fit them, and the registers they budget must
+ * fit a block), static + dynamic shared memory against the per-function limit and its opt-in;
+ * and a driver older than the fatbin's toolkit refuses the module. */
+static void test_launch_resources(void **state) {
+    (void)state;
+    size_t len;
+    void *fatbin = read_fatbin(&len);
+    if (!fatbin) skip();
+    CUmodule mod;
+    OK(D.cuModuleLoadData(&mod, fatbin));
+    for (int k = 0; k < TANDEM_KERNEL_COUNT; k++) {
+        CUfunction f;
+        OK(D.cuModuleGetFunction(&f, mod, tandem_kernel_table[k].entry));
+        _Alignas(16) static unsigned char args[4096];
+        memset(args, 0, sizeof args);
+        assert_true(tandem_kernel_table[k].args_size <= sizeof args);
+        tandem_launch_dims d;
+        tandem_kernel_table[k].geom(args, &d);
+        int max_threads = 0, regs = 0;
+        OK(D.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+        OK(D.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+        unsigned threads = d.block[0] * d.block[1] * d.block[2];
+        if (regs < 1 || regs > 255 || threads > (unsigned)max_threads)
+            fail_msg("%s: %d registers, launch bounds / registers allow %d threads, its geometry has %u",
+                     tandem_kernel_table[k].name, regs, max_threads, threads);
+        /* launch bounds are declared (the limit is the bound, below what registers allow) */
+        assert_true(max_threads < 1024 || threads == 1024);
+    }
+    CUfunction fill, ln;
+    OK(D.cuModuleGetFunction(&fill, mod, "tandem_k_fill_f32"));
+    OK(D.cuModuleGetFunction(&ln, mod, "tandem_k_layernorm_bwd"));
+    /* a block larger than the launch bounds (256) */
+    EXPECT_ERR(1, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, D.cuLaunchKernel(fill, 1, 1, 1, 512, 1, 1, 0, NULL, NULL, NULL));
+    /* layernorm_bwd: static red[66] floats, so at most 48 KiB - 264 dynamic without opt-in */
+    int stat = 0, dyn = 0, optin = 0;
+    OK(D.cuFuncGetAttribute(&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, ln));
+    OK(D.cuFuncGetAttribute(&dyn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ln));
+    OK(D.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0));
+    assert_true(stat >= 66 * 4);
+    assert_int_equal(dyn, 48 * 1024 - stat);
+    assert_int_equal(optin, 99 * 1024); /* sm_89 */
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE,
+               D.cuLaunchKernel(ln, 1, 1, 1, 128, 1, 1, (unsigned)dyn + 1, NULL, NULL, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE,
+               D.cuFuncSetAttribute(ln, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - stat + 1));
+    OK(D.cuFuncSetAttribute(ln, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - stat));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE,
+               D.cuLaunchKernel(ln, 1, 1, 1, 128, 1, 1, (unsigned)(optin - stat) + 1, NULL, NULL, NULL));
+    OK(D.cuModuleUnload(mod));
+    /* a CUDA 12.8 driver cannot load what CUDA 13 built (SASS of a newer major, PTX ISA 9.0) */
+    setenv("TANDEM_FAKECUDA_DRIVER_VERSION", "12080", 1);
+    reinit();
+    int v = 0;
+    OK(D.cuDriverGetVersion(&v));
+    assert_int_equal(v, 12080);
+    EXPECT_ERR(1, CUDA_ERROR_UNSUPPORTED_PTX_VERSION, D.cuModuleLoadData(&mod, fatbin));
+    unsetenv("TANDEM_FAKECUDA_DRIVER_VERSION");
+    reinit();
+    OK(D.cuDriverGetVersion(&v));
+    assert_int_equal(v, 13000);
+    free(fatbin);
 }
 
 /* Environment settings: one device, no peer access. */
@@ -964,6 +1052,7 @@ int main(void) {
         cmocka_unit_test_setup(test_async_hazards, per_test),
         cmocka_unit_test_setup(test_async_launch, per_test),
         cmocka_unit_test_setup(test_event_flags, per_test),
+        cmocka_unit_test_setup(test_launch_resources, per_test),
         cmocka_unit_test(test_no_unexpected_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

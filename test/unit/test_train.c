@@ -307,6 +307,45 @@ static void test_cuda_matches_host(void **state) {
     free_batch(&hb);
 }
 
+/* d_model against the device's shared memory, when the model is declared: LayerNorm backward
+ * keeps 2 x d_model floats per block, which on the stand-in's sm_89 (99 KiB opted in, minus the
+ * kernel's static part from its cubin) allows d_model up to some N < 16384. Wider is refused
+ * naming N; N itself declares. */
+static void declare_wide(tandem_device *dev, int width, tandem_status want, int *widest) {
+    tandem_config cfg;
+    small_config(&cfg, 1);
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
+    d.d = width, d.heads = 1, d.head_dim = width, d.ff = 4 * width;
+    tandem_pool *pool = NULL;
+    CHECK(tandem_pool_create(dev, "wide", 0, &pool));
+    tandem_model m;
+    memset(&m, 0, sizeof m);
+    tandem_status st = tandem_model_declare(&m, dev, pool, &d);
+    if (st != want) fail_msg("d_model %d: %s: %s", width, tandem_status_name(st), tandem_last_error());
+    if (widest) {
+        const char *at = strstr(tandem_last_error(), "d_model at most ");
+        assert_non_null(at);
+        *widest = atoi(at + strlen("d_model at most "));
+    }
+    if (st == TANDEM_OK) tandem_model_free(&m);
+    tandem_pool_destroy(pool);
+}
+
+static void test_cuda_plan_limit(void **state) {
+    (void)state;
+    if (!tandem_test_have_fatbin()) skip();
+    tandem_device *dev = NULL;
+    CHECK(tandem_device_open(TANDEM_BACKEND_CUDA, 0, &dev));
+    int widest = 0;
+    declare_wide(dev, 16384, TANDEM_E_UNSUPPORTED, &widest);
+    printf("stand-in sm_89: d_model at most %d\n", widest);
+    assert_true(widest >= 8192 && widest < 16384); /* the config's maximum fits once opted in */
+    declare_wide(dev, widest, TANDEM_OK, NULL);
+    declare_wide(dev, widest + 1, TANDEM_E_UNSUPPORTED, NULL);
+    tandem_device_close(dev);
+}
+
 int main(void) {
     seed = tandem_test_seed("test_train");
     /* The cuda backend loads the driver once per process: point it at the stand-in first. */
@@ -320,6 +359,7 @@ int main(void) {
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_grad_accum),
         cmocka_unit_test(test_cuda_matches_host),
+        cmocka_unit_test(test_cuda_plan_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
