@@ -50,6 +50,7 @@
     X(seq_embed_fwd, layers)                                                              \
     X(seq_embed_bwd, layers)                                                              \
     X(prenet_input, layers)                                                               \
+    X(prenet_dropout, layers)                                                             \
     X(l1_masked_fwd, train)                                                               \
     X(l1_masked_bwd, train)                                                               \
     X(bce_stop_fwd, train)                                                                \

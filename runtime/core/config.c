@@ -79,6 +79,8 @@ static const key_spec schema[] = {
     KFLOAT(adam_eps, "1e-8", 1e-12, 1.0, "AdamW epsilon"),
     KFLOAT(grad_clip, "1.0", 0.0, 1e6, "global gradient-norm clip (0 = no clipping)"),
     KFLOAT(stop_loss_weight, "1.0", 0.0, 1000.0, "loss = l1 + stop_loss_weight * stop_bce"),
+    KFLOAT(prenet_dropout, "0.5", 0.0, 0.9,
+           "dropout on the prenet output in training (0 = off; never at synthesis)"),
     KINT64(val_every, "200", 0, (int64_t)1000000000000, "validation loss every N steps (0 = never)"),
     KINT(val_batches, "4", 1, 100000, "batches per validation (from the start of the held-out set)"),
     KINT64(log_every, "10", 1, (int64_t)1000000000000,

@@ -41,6 +41,13 @@ tandem_status tandem_gelu_bwd(tandem_stream *s, const float *dy, const float *x,
     return TANDEM_LAUNCH(s, gelu_bwd, &a);
 }
 
+tandem_status tandem_prenet_dropout(tandem_stream *s, float *x, int64_t n, float p, uint64_t seed,
+                                    int64_t step, int64_t micro) {
+    TANDEM_KARGS(prenet_dropout, a);
+    a.x = x, a.n = n, a.p = p, a.scale = 1.0f / (1.0f - p), a.seed = seed, a.step = step, a.micro = micro;
+    return TANDEM_LAUNCH(s, prenet_dropout, &a);
+}
+
 tandem_status tandem_bias_add(tandem_stream *s, float *y, const float *b, int rows, int d) {
     TANDEM_KARGS(bias_add, a);
     a.y = y, a.b = b, a.rows = rows, a.d = d;

@@ -32,6 +32,10 @@ tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch
 /* y [n] = GELU(x [n]) (tanh form); y may alias x. */
 tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, int64_t n);
 /* dx [n] = dy [n] * GELU'(x [n]); dx may alias dy. */
+/* x [n] *= keep(seed, step, micro, i) / (1 - p), in place (kernels/layers.h): the prenet
+ * dropout's forward and, with the same counters, its backward. 0 <= p < 1. */
+tandem_status tandem_prenet_dropout(tandem_stream *s, float *x, int64_t n, float p, uint64_t seed,
+                                    int64_t step, int64_t micro);
 tandem_status tandem_gelu_bwd(tandem_stream *s, const float *dy, const float *x, float *dx,
                               int64_t n);
 /* y [rows, d] += b [d] */

@@ -3,7 +3,8 @@
  * of one micro-batch's forward and backward, all declared to the model device's pool.
  *
  *   sequence: [lang, BOS, text..., EOS, pad...] (Tt = max_text positions), then Tm = F / r mel
- *   positions; input at mel position j = GELU(prenet(frames of group j - 1)), zeros for j = 0;
+ *   positions; input at mel position j = GELU(prenet(frames of group j - 1)), zeros for j = 0
+ *   (in training with prenet dropout on that output: model.drop);
  *   + learned positions; L pre-LN blocks (LN → causal MHA with key padding mask → residual;
  *   LN → MLP d → 4d → d with GELU → residual); final LN; mel head d → r·80 and stop head
  *   d → r at the mel positions. Loss: masked L1 on real frames + stop BCE-with-logits.
@@ -144,6 +145,14 @@ typedef struct tandem_model_batch {
     const int32_t *host_frame_lengths; /* host [B], only when frame_lengths is NULL */
 } tandem_model_batch;
 
+/* The counters of the prenet dropout mask (kernels/layers.h, prenet_dropout). */
+typedef struct tandem_model_dropout {
+    float p;       /* drop probability; 0 = off */
+    uint64_t seed; /* the run's seed */
+    int64_t step;  /* optimizer step */
+    int64_t micro; /* micro-batch within the step */
+} tandem_model_dropout;
+
 typedef struct tandem_model {
     tandem_model_dims dims;
     tandem_device *dev;
@@ -200,6 +209,10 @@ typedef struct tandem_model {
     tandem_tensor *gbf;    /* [max(N*4d, B*H*T*T, Np*r*80)] bf16: a gradient as GEMM operand */
     tandem_tensor *p32;    /* [B, H, T, T] f32: p widened for softmax's backward */
     int wcopy_stale;       /* 1: params changed since the last cast into wcopy */
+
+    /* Prenet dropout of the current forward and its backward (train_step.c sets it per
+     * micro-batch; p = 0, the state after declare, is off: evaluation and synthesis). */
+    tandem_model_dropout drop;
 
     /* pinned host staging, carved from one block */
     void *pinned;

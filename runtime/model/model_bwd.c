@@ -139,7 +139,11 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
     TANDEM_TRY(tandem_seq_embed_bwd(s, F32(m->dres), tandem_tensor_i32(b->tokens),
                                     tandem_model_grad_f32(m, m->top.sym_emb),
                                     tandem_model_grad_f32(m, m->top.pos_emb), F32(m->dpre), &sd));
-    /* Prenet: pre_act = GELU(pre), pre = groups Wp^T + bp (groups are data: no dx) */
+    /* Prenet: pre_act = dropout(GELU(pre)), pre = groups Wp^T + bp (groups are data: no dx);
+     * the dropout's backward is the same mask and scale, from the same counters */
+    if (m->drop.p > 0.0f)
+        TANDEM_TRY(tandem_prenet_dropout(s, F32(m->dpre), Np * D, m->drop.p, m->drop.seed,
+                                         m->drop.step, m->drop.micro));
     TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dpre), F32(m->pre), F32(m->dpre), Np * D));
     return linear_bwd(m, s, m->top.prenet_w, m->top.prenet_b, Np, d->group, D, m->dpre, m->groups,
                       NULL);

@@ -109,8 +109,8 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
     return linear(m, s, ly->g, lp->proj_w, lp->proj_b, 1.0f, out, N, d->ff, D);
 }
 
-/* x0 [B, T, d] = [sym_emb[tokens]; GELU(prenet(groups))] + pos_emb, the groups [B, Tm, r*80]
- * being the mel frames shifted by one group (teacher forcing). */
+/* x0 [B, T, d] = [sym_emb[tokens]; dropout(GELU(prenet(groups)))] + pos_emb, the groups
+ * [B, Tm, r*80] being the mel frames shifted by one group (teacher forcing). */
 static tandem_status embed(tandem_model *m, tandem_stream *s, const tandem_model_batch *b) {
     const tandem_model_dims *d = &m->dims;
     const int64_t Np = (int64_t)d->batch * d->mel_len;
@@ -121,6 +121,10 @@ static tandem_status embed(tandem_model *m, tandem_stream *s, const tandem_model
     TANDEM_TRY(linear(m, s, m->groups, m->top.prenet_w, m->top.prenet_b, 0.0f, m->pre, Np,
                       d->group, d->d));
     TANDEM_TRY(tandem_gelu_fwd(s, F32(m->pre), F32(m->pre_act), Np * d->d));
+    /* training: pre_act = dropout(pre_act), the decoder cannot just copy the previous frames */
+    if (m->drop.p > 0.0f)
+        TANDEM_TRY(tandem_prenet_dropout(s, F32(m->pre_act), Np * d->d, m->drop.p, m->drop.seed,
+                                         m->drop.step, m->drop.micro));
     const tandem_seq_dims sd = {d->batch, d->text_len, d->mel_len, d->vocab, d->d};
     return tandem_seq_embed_fwd(s, tandem_tensor_i32(b->tokens), PARAM(m->top.sym_emb),
                                 F32(m->pre_act), PARAM(m->top.pos_emb), F32(m->layer[0].x), &sd);

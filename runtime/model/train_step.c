@@ -21,6 +21,8 @@ void tandem_optim_from_config(const tandem_config *cfg, tandem_optim *o) {
     o->weight_decay = (float)cfg->weight_decay;
     o->clip_norm = (float)cfg->grad_clip;
     o->stop_weight = (float)cfg->stop_loss_weight;
+    o->prenet_dropout = (float)cfg->prenet_dropout;
+    o->seed = (uint64_t)cfg->seed;
 }
 
 double tandem_optim_lr(const tandem_optim *o, int64_t step) {
@@ -35,8 +37,9 @@ double tandem_optim_lr(const tandem_optim *o, int64_t step) {
     return lo + 0.5 * (o->lr - lo) * (1.0 + cos(M_PI * t));
 }
 
-tandem_status tandem_train_begin(tandem_model *m, tandem_stream *s) {
+tandem_status tandem_train_begin(tandem_model *m, tandem_stream *s, const tandem_train_state *st) {
     if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "train begin: NULL argument");
+    m->drop.step = st ? st->step : 0; /* checkpointed: a resumed run draws the same masks */
     return tandem_op_fill(s, m->grads, 0.0f);
 }
 
@@ -46,6 +49,9 @@ tandem_status tandem_train_micro(tandem_model *m, tandem_stream *s, const tandem
     if (i < 0 || i >= m->dims.micro_batches)
         return tandem_fail(TANDEM_E_INVALID, "train micro-batch %d; expected 0..%d (grad_accum)", i,
                            m->dims.micro_batches - 1);
+    m->drop.p = o->prenet_dropout;
+    m->drop.seed = o->seed;
+    m->drop.micro = i;
     TANDEM_TRY(tandem_model_forward(m, s, b, i));
     /* Each micro-batch's loss is scaled by 1/grad_accum: the summed gradients are those of
      * the mean loss. */
@@ -148,7 +154,7 @@ tandem_status tandem_train_step(tandem_model *m, tandem_stream *s, const tandem_
                                 tandem_train_state *st, const tandem_model_batch *batches,
                                 tandem_step_result *out) {
     if (!batches) return tandem_fail(TANDEM_E_INVALID, "train step: batches is NULL");
-    TANDEM_TRY(tandem_train_begin(m, s));
+    TANDEM_TRY(tandem_train_begin(m, s, st));
     for (int i = 0; i < m->dims.micro_batches; i++)
         TANDEM_TRY(tandem_train_micro(m, s, o, &batches[i], i));
     return tandem_train_finish(m, s, o, st, out);
@@ -157,7 +163,7 @@ tandem_status tandem_train_step(tandem_model *m, tandem_stream *s, const tandem_
 tandem_status tandem_train_grads(tandem_model *m, tandem_stream *s, const tandem_optim *o,
                                  const tandem_model_batch *batches, tandem_step_result *out) {
     if (!batches) return tandem_fail(TANDEM_E_INVALID, "train grads: batches is NULL");
-    TANDEM_TRY(tandem_train_begin(m, s));
+    TANDEM_TRY(tandem_train_begin(m, s, NULL));
     for (int i = 0; i < m->dims.micro_batches; i++)
         TANDEM_TRY(tandem_train_micro(m, s, o, &batches[i], i));
     TANDEM_TRY(grad_norm(m, s));
@@ -173,6 +179,7 @@ tandem_status tandem_train_eval(tandem_model *m, tandem_stream *s, const tandem_
                                 const tandem_model_batch *b, double *l1, double *stop_bce) {
     if (!m || !s || !o || !b) return tandem_fail(TANDEM_E_INVALID, "train eval: NULL argument");
     const int slot = m->dims.micro_batches; /* the evaluation row of losses */
+    m->drop.p = 0.0f; /* evaluation: no dropout, as at synthesis */
     TANDEM_TRY(tandem_model_forward(m, s, b, slot));
     TANDEM_TRY(tandem_model_loss(m, s, b, slot, o->stop_weight, 0.0f));
     TANDEM_TRY(read_back(m, s));

@@ -243,7 +243,7 @@ static tandem_status micro_batch(tandem_trainer *t, int a, double *wait_ms, doub
     /* Marked after acquire queued the wait for the slot: the region spans only this
      * micro-batch's work on the model device. */
     tandem_status st = tandem_step_timer_mark(&t->timer, t->s, a, 0);
-    if (st == TANDEM_OK && a == 0) st = tandem_train_begin(&t->model, t->s);
+    if (st == TANDEM_OK && a == 0) st = tandem_train_begin(&t->model, t->s, &t->st);
     if (st == TANDEM_OK) st = tandem_train_micro(&t->model, t->s, &t->optim, &mb, a);
     if (st == TANDEM_OK) st = tandem_step_timer_mark(&t->timer, t->s, a, 1);
     /* v.pos points into the slot's metadata, which the producer rewrites once the slot is

@@ -32,6 +32,8 @@
 
 #include <cmocka.h>
 
+#include "kernels/layers.h" /* tandem_k_dropout_keep: the mask the reference applies */
+#include "kernels/mel.h"    /* tandem_mel_silence: the padding value */
 #include "runtime/model/model.h"
 #include "tandem.h"
 #include "test/fixtures.h"
@@ -54,6 +56,11 @@ typedef struct host_batch {
 } host_batch;
 
 /* ---- double reference ----------------------------------------------------------------------- */
+
+/* The regularisers under test: prenet dropout with probability drop_p (mask of optimizer step
+ * 0, micro-batch a, seed drop_seed, as tandem_train_grads draws it). */
+static double drop_p;
+static uint64_t drop_seed;
 
 typedef struct ref_params {
     const double *sym, *pos, *pw, *pb;
@@ -91,8 +98,8 @@ static void linear_d(const double *x, const double *w, const double *b, double *
 }
 
 /* The loss of one micro-batch: l1 + bce (returned separately). */
-static void ref_forward(const ref_params *p, const host_batch *hb, double *l1_out, double *bce_out,
-                        double *pred_out /* [B, F, 80] or NULL */) {
+static void ref_forward(const ref_params *p, const host_batch *hb, int a, double *l1_out,
+                        double *bce_out, double *pred_out /* [B, F, 80] or NULL */) {
     static double x[B * T * D], h[B * T * D], qkv[B * T * 3 * D], att[B * T * D], tmp[B * T * D];
     static double f[B * T * FF], hf[B * T * D], pre[B * TM * D], grp[B * TM * G];
     static double mel[B * TM * G], stp[B * TM * R];
@@ -106,8 +113,10 @@ static void ref_forward(const ref_params *p, const host_batch *hb, double *l1_ou
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int c = 0; c < D; c++) {
-                double e = t < TT ? p->sym[(size_t)hb->tokens[b * TT + t] * D + c]
-                                  : gelu_d(pre[((size_t)b * TM + (t - TT)) * D + c]);
+                const int64_t pi = ((int64_t)b * TM + (t - TT)) * D + c; /* prenet element */
+                double e = t < TT ? p->sym[(size_t)hb->tokens[b * TT + t] * D + c] : gelu_d(pre[pi]);
+                if (t >= TT && drop_p > 0)
+                    e = tandem_k_dropout_keep(drop_seed, 0, a, pi, (float)drop_p) ? e / (1.0 - drop_p) : 0.0;
                 x[((size_t)b * T + t) * D + c] = e + p->pos[(size_t)t * D + c];
             }
     /* one block (L = 1) */
@@ -179,7 +188,7 @@ static double ref_loss(const ref_params *p, const host_batch *hb, double *l1m, d
     double sl = 0, sb = 0;
     for (int a = 0; a < A; a++) {
         double l1, bce;
-        ref_forward(p, &hb[a], &l1, &bce, NULL);
+        ref_forward(p, &hb[a], a, &l1, &bce, NULL);
         sl += l1;
         sb += bce;
     }
@@ -235,10 +244,11 @@ static void make_batch(tandem_rng *r, int vocab, host_batch *hb) {
     }
 }
 
-static void test_model_gradients(void **state) {
-    (void)state;
+static void check_model_gradients(void) {
     uint64_t seed = tandem_test_seed("test_model_grad");
     tandem_rng rng = {seed};
+    drop_seed = tandem_rng_next(&rng);
+    printf("prenet_dropout %g\n", drop_p);
 
     tandem_device *dev = NULL;
     CHECK(tandem_device_open(TANDEM_BACKEND_HOST, 0, &dev));
@@ -308,13 +318,13 @@ static void test_model_gradients(void **state) {
     for (int a = 0; a < A; a++) {
         make_batch(&rng, dm.vocab, &hb[a]);
         double l1, bce;
-        ref_forward(&rp, &hb[a], &l1, &bce, pred);
+        ref_forward(&rp, &hb[a], a, &l1, &bce, pred);
         for (int i = 0; i < B * F * NM; i++) {
             int fr = (i / NM) % F, b = i / (NM * F);
             float off = tandem_rng_uniform(&rng, 0.5f, 1.5f);
             hb[a].mels[i] = fr < hb[a].frame_len[b]
                                 ? (float)pred[i] + (tandem_rng_next(&rng) & 1 ? off : -off)
-                                : 0.0f; /* padding is zeros, as the data device writes it */
+                                : tandem_mel_silence(); /* padding as the data device writes it */
         }
         CHECK(tandem_tensor_upload(s, tok[a], hb[a].tokens, sizeof hb[a].tokens));
         CHECK(tandem_tensor_upload(s, mel[a], hb[a].mels, sizeof hb[a].mels));
@@ -331,6 +341,8 @@ static void test_model_gradients(void **state) {
     tandem_optim opt;
     memset(&opt, 0, sizeof opt);
     opt.stop_weight = 1.0f;
+    opt.prenet_dropout = (float)drop_p;
+    opt.seed = drop_seed;
     tandem_step_result res;
     CHECK(tandem_train_grads(&m, s, &opt, mb, &res));
     float *gf = calloc((size_t)P, sizeof(float));
@@ -392,9 +404,23 @@ static void test_model_gradients(void **state) {
     tandem_device_close(dev);
 }
 
+static void test_model_gradients(void **state) {
+    (void)state;
+    drop_p = 0.0;
+    check_model_gradients();
+}
+
+/* The same with prenet dropout 0.5: the mask and the inverted scaling in forward and backward. */
+static void test_model_gradients_dropout(void **state) {
+    (void)state;
+    drop_p = 0.5;
+    check_model_gradients();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_gradients),
+        cmocka_unit_test(test_model_gradients_dropout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
