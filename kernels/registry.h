@@ -65,6 +65,8 @@
     X(heads_split_grad, attention)                                                        \
     X(softmax_causal_fwd, attention)                                                      \
     X(softmax_causal_bwd, attention)                                                      \
+    X(ga_fwd, attention)                                                                  \
+    X(ga_bwd, attention)                                                                  \
     X(batch_prep, batch_prep)
 
 typedef enum tandem_kernel_id {

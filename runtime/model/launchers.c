@@ -219,6 +219,24 @@ tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const
     return TANDEM_LAUNCH(s, softmax_causal_bwd, &a);
 }
 
+tandem_status tandem_ga_fwd(tandem_stream *s, const float *p, const uint8_t *key_mask, float *rows,
+                            const tandem_ga_dims *g) {
+    TANDEM_KARGS(ga_fwd, a);
+    a.p = p, a.key_mask = key_mask, a.rows = rows, a.batch = g->batch, a.heads = g->heads;
+    a.ga_heads = g->ga_heads, a.text_len = g->text_len, a.mel_len = g->mel_len;
+    a.sigma = g->sigma, a.scale = g->scale;
+    return TANDEM_LAUNCH(s, ga_fwd, &a);
+}
+
+tandem_status tandem_ga_bwd(tandem_stream *s, float *dp, const uint8_t *key_mask,
+                            const tandem_ga_dims *g) {
+    TANDEM_KARGS(ga_bwd, a);
+    a.dp = dp, a.key_mask = key_mask, a.batch = g->batch, a.heads = g->heads;
+    a.ga_heads = g->ga_heads, a.text_len = g->text_len, a.mel_len = g->mel_len;
+    a.sigma = g->sigma, a.scale = g->scale;
+    return TANDEM_LAUNCH(s, ga_bwd, &a);
+}
+
 /* ---- the bf16 seams ------------------------------------------------------------------------- */
 
 float *tandem_seam_out(int bf16, tandem_tensor *t, const tandem_tensor *stage, int64_t off) {

@@ -145,6 +145,19 @@ tandem_status tandem_softmax_causal_fwd(tandem_stream *s, const float *scores,
 tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const float *p,
                                         float *ds, const tandem_heads_dims *hd);
 
+/* ---- guided-attention loss (kernels/attention.h: formula) ---- */
+typedef struct tandem_ga_dims {
+    int batch, heads, ga_heads, text_len, mel_len; /* B, H, heads under the loss, Tt, Tm */
+    float sigma, scale;
+} tandem_ga_dims;
+/* rows [B, ga_heads, Tm] = scale / Nq * (1 - sum_t p G) per real mel query, from the f32
+ * probabilities p [B, H, T, T] of one layer */
+tandem_status tandem_ga_fwd(tandem_stream *s, const float *p, const uint8_t *key_mask, float *rows,
+                            const tandem_ga_dims *g);
+/* dp [B, H, T, T] += -scale / Nq * G on the real mel queries' text keys (before softmax bwd) */
+tandem_status tandem_ga_bwd(tandem_stream *s, float *dp, const uint8_t *key_mask,
+                            const tandem_ga_dims *g);
+
 /* ---- the bf16 seams (model.h, "Precision") ---------------------------------------------------
  * In bf16 mode an f32 kernel whose output only feeds GEMMs writes into an f32 stage and a cast
  * publishes the bf16 tensor; an f32 gradient that is a GEMM operand is cast into a bf16

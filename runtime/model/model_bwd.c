@@ -50,8 +50,13 @@ static tandem_status layernorm_bwd(tandem_model *m, tandem_stream *s, const tand
 
 /* dqkv [B, T, 3d] from da = d att [B, T, d] (runtime/model/attention.c, the model's precision). */
 static tandem_status attention_bwd(tandem_model *m, tandem_stream *s, tandem_model_layer *ly) {
+    const tandem_model_dims *d = &m->dims;
+    /* the guided-attention gradient: weight x grad_scale, over heads and layers (ga_fwd's scale) */
+    const tandem_ga_dims ga = {d->batch, d->heads, m->ga.heads, d->text_len, d->mel_len, m->ga.sigma,
+                               (float)((double)m->ga.grad_scale / ((double)m->ga.heads * d->layers))};
     tandem_attention_bwd_io io;
     memset(&io, 0, sizeof io);
+    if (m->ga.heads > 0 && m->ga.grad_scale != 0.0f) io.ga = &ga, io.key_mask = m->key_mask;
     io.dy = m->da;
     io.q = ly->q, io.k = ly->k, io.v = ly->v, io.p = ly->p;
     io.d_o = m->d_o, io.dp = m->dp, io.dq = m->dq, io.dk = m->dk, io.dv = m->dv;

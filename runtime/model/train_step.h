@@ -33,6 +33,9 @@ typedef struct tandem_optim {
     float stop_weight;   /* loss = l1 + stop_weight * stop_bce */
     float prenet_dropout; /* drop probability on the prenet output of training forwards */
     uint64_t seed;        /* the run's seed: the dropout mask's first counter */
+    float ga_weight;      /* loss += ga_weight * ga (guided attention, docs/TRAINING.md) */
+    float ga_sigma;
+    int ga_heads;         /* the first ga_heads heads of every layer; 0 = off */
 } tandem_optim;
 
 /* From the config's training keys. */
@@ -52,8 +55,9 @@ typedef struct tandem_train_state {
 
 typedef struct tandem_step_result {
     int64_t step;      /* the step this was (0-based) */
-    double loss;       /* mean over micro-batches of l1 + stop_weight * stop_bce */
+    double loss;       /* mean over micro-batches of l1 + stop_weight * stop_bce + ga_weight * ga */
     double l1, stop_bce;
+    double ga;         /* guided-attention loss (0 when off) */
     double grad_norm;  /* before clipping */
     double lr;
     int skipped;       /* 1: non-finite loss or gradient, parameters unchanged */

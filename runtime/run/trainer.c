@@ -277,6 +277,7 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
     m->loss = res.loss;
     m->l1 = res.l1;
     m->stop_bce = res.stop_bce;
+    m->ga = res.ga;
     m->lr = res.lr;
     m->grad_norm = res.grad_norm;
     m->skipped = res.skipped;
@@ -349,6 +350,7 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     tandem_metrics_set(x, "loss", m->loss);
     tandem_metrics_set(x, "l1", m->l1);
     tandem_metrics_set(x, "stop_bce", m->stop_bce);
+    tandem_metrics_set(x, "ga", m->ga);
     tandem_metrics_set(x, "lr", m->lr);
     tandem_metrics_set(x, "grad_norm", m->grad_norm);
     tandem_metrics_set(x, "step_ms", m->step_ms);
