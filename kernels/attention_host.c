@@ -164,6 +164,34 @@ void tandem_k_softmax_causal_fwd_host(const tandem_k_softmax_causal_fwd_args *a)
                              softmax_causal_fwd_rows, (void *)a);
 }
 
+/* ---- ga_fwd / ga_bwd ---- */
+void tandem_k_ga_fwd_geom(const tandem_k_ga_fwd_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->ga_heads * a->mel_len, d);
+}
+/* Rows (b, h, j) [r0, r1) of [B, ga_heads, Tm]. */
+static void ga_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_ga_fwd_args *a = ctx;
+    const int nq = tandem_k_ga_queries(a->key_mask, a->batch, a->text_len, a->mel_len);
+    for (int64_t row = r0; row < r1; row++) a->rows[row] = tandem_k_ga_fwd_row(a, row, nq);
+}
+void tandem_k_ga_fwd_host(const tandem_k_ga_fwd_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->ga_heads * a->mel_len, grain_of(a->text_len),
+                             ga_fwd_rows, (void *)a);
+}
+
+void tandem_k_ga_bwd_geom(const tandem_k_ga_bwd_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->ga_heads * a->mel_len, d);
+}
+static void ga_bwd_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_ga_bwd_args *a = ctx;
+    const int nq = tandem_k_ga_queries(a->key_mask, a->batch, a->text_len, a->mel_len);
+    for (int64_t row = r0; row < r1; row++) tandem_k_ga_bwd_row(a, row, nq);
+}
+void tandem_k_ga_bwd_host(const tandem_k_ga_bwd_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->ga_heads * a->mel_len, grain_of(a->text_len),
+                             ga_bwd_rows, (void *)a);
+}
+
 /* ---- softmax_causal_bwd ---- */
 void tandem_k_softmax_causal_bwd_geom(const tandem_k_softmax_causal_bwd_args *a,
                                       tandem_launch_dims *d) {

@@ -162,6 +162,13 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_gelu_bwd(tandem_k_gelu_bw
         a.dx[i] = a.dy[i] * tandem_gelu_tanh_grad(a.x[i]);
 }
 
+/* ---- prenet dropout (counter-based mask; layers.h) ---- */
+KERNEL tandem_k_prenet_dropout(tandem_k_prenet_dropout_args a) {
+    int64_t stride = layers_stride();
+    for (int64_t i = layers_first(); i < a.n; i += stride)
+        a.x[i] = tandem_k_dropout_keep(a.seed, a.step, a.micro, i, a.p) ? a.x[i] * a.scale : 0.0f;
+}
+
 /* ---- bias ---- */
 KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_bias_add(tandem_k_bias_add_args a) {
     int64_t n = (int64_t)a.rows * a.d, stride = layers_stride();

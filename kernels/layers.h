@@ -177,4 +177,41 @@ typedef struct tandem_k_prenet_input_args {
     int batch, mel_len, r, n_mels; /* B, Tm, r, n_mels (80) */
 } tandem_k_prenet_input_args;
 
+/* ---- prenet dropout (DESIGN.md §7) ------------------------------------------------------
+ * x[i] = x[i] * scale where element i is kept, 0 where dropped (in place); the same call with
+ * the same counter applies the same mask to the gradient in the backward. Element i of
+ * micro-batch `micro` of optimizer step `step` is dropped when u < p, u = the top 24 bits of
+ * tandem_k_dropout_hash(seed, step, micro, i) / 2^24: counter-based, so the mask depends on
+ * nothing but these four numbers — not on the backend, the thread count or how a range is
+ * split — and a resumed run draws the masks the straight run drew. scale = 1 / (1 - p)
+ * (inverted dropout: the expected output equals the input, so synthesis runs without it). */
+typedef struct tandem_k_prenet_dropout_args {
+    float *x;                 /* [n], in place */
+    int64_t n;
+    float p;                  /* drop probability, 0 <= p < 1 */
+    float scale;              /* 1 / (1 - p), rounded once on the host */
+    uint64_t seed;            /* the run's seed */
+    int64_t step;             /* optimizer step (0-based, checkpointed) */
+    int64_t micro;            /* micro-batch within the step */
+} tandem_k_prenet_dropout_args;
+
+/* SplitMix64's finaliser: a bijective 64-bit mix. */
+TANDEM_HD uint64_t tandem_k_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* The counter hash of element i: the four counters folded one after another through the mix. */
+TANDEM_HD uint64_t tandem_k_dropout_hash(uint64_t seed, int64_t step, int64_t micro, int64_t i) {
+    uint64_t h = tandem_k_mix64(seed ^ 0x9e3779b97f4a7c15ull);
+    h = tandem_k_mix64(h ^ (uint64_t)step);
+    h = tandem_k_mix64(h ^ (uint64_t)micro);
+    return tandem_k_mix64(h ^ (uint64_t)i);
+}
+/* 1 when element i is kept. */
+TANDEM_HD int tandem_k_dropout_keep(uint64_t seed, int64_t step, int64_t micro, int64_t i, float p) {
+    const float u = (float)(tandem_k_dropout_hash(seed, step, micro, i) >> 40) * (1.0f / 16777216.0f);
+    return u >= p;
+}
+
 #endif

@@ -319,6 +319,20 @@ void tandem_k_seq_embed_bwd_host(const tandem_k_seq_embed_bwd_args *a) {
     tandem_host_parallel_for(a->d, grain < 16 ? 16 : grain, seq_embed_bwd_cols, (void *)a);
 }
 
+/* ---- prenet_dropout ---- */
+void tandem_k_prenet_dropout_geom(const tandem_k_prenet_dropout_args *a, tandem_launch_dims *d) {
+    elementwise_dims(a->n, d);
+}
+/* Elements [i0, i1): each element's mask from its own counter, so any split gives the same bits. */
+static void prenet_dropout_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_prenet_dropout_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++)
+        a->x[i] = tandem_k_dropout_keep(a->seed, a->step, a->micro, i, a->p) ? a->x[i] * a->scale : 0.0f;
+}
+void tandem_k_prenet_dropout_host(const tandem_k_prenet_dropout_args *a) {
+    tandem_host_parallel_for(a->n, HOST_GRAIN, prenet_dropout_range, (void *)a);
+}
+
 /* ---- prenet_input ---- */
 void tandem_k_prenet_input_geom(const tandem_k_prenet_input_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * a->mel_len * a->r * a->n_mels, d);

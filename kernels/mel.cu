@@ -123,7 +123,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_MEL_THREADS) tandem_k_mel_log(tandem_k_mel_log_arg
         int b = (int)(row / a.max_frames);
         int64_t len = 0;
         int frames = tandem_k_mel_item_frames(a.lengths, b, a.max_samples, a.max_frames, &len);
-        a.out[i] = t < frames ? logf(fmaxf(a.mel[i], TANDEM_MEL_LOG_FLOOR)) : 0.0f;
+        a.out[i] = t < frames ? logf(fmaxf(a.mel[i], TANDEM_MEL_LOG_FLOOR)) : a.pad;
     }
 }
 

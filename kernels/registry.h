@@ -52,6 +52,7 @@
     X(seq_embed_fwd, layers)                                                              \
     X(seq_embed_bwd, layers)                                                              \
     X(prenet_input, layers)                                                               \
+    X(prenet_dropout, layers)                                                             \
     X(l1_masked_fwd, train)                                                               \
     X(l1_masked_bwd, train)                                                               \
     X(bce_stop_fwd, train)                                                                \
@@ -66,6 +67,8 @@
     X(heads_split_grad, attention)                                                        \
     X(softmax_causal_fwd, attention)                                                      \
     X(softmax_causal_bwd, attention)                                                      \
+    X(ga_fwd, attention)                                                                  \
+    X(ga_bwd, attention)                                                                  \
     X(batch_prep, batch_prep)
 
 typedef enum tandem_kernel_id {

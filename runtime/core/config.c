@@ -91,6 +91,12 @@ static const key_spec schema[] = {
     KFLOAT(adam_eps, "1e-8", 1e-12, 1.0, "AdamW epsilon"),
     KFLOAT(grad_clip, "1.0", 0.0, 1e6, "global gradient-norm clip (0 = no clipping)"),
     KFLOAT(stop_loss_weight, "1.0", 0.0, 1000.0, "loss = l1 + stop_loss_weight * stop_bce"),
+    KFLOAT(prenet_dropout, "0.5", 0.0, 0.9,
+           "dropout on the prenet output in training (0 = off; never at synthesis)"),
+    KFLOAT(ga_weight, "1.0", 0.0, 1000.0,
+           "guided-attention loss weight: loss += ga_weight * ga (0 = off)"),
+    KFLOAT(ga_sigma, "0.2", 0.01, 10.0, "guided-attention width sigma (fraction of the text)"),
+    KINT(ga_heads, "1", 0, 128, "heads per layer under the guided-attention loss (at most heads)"),
     KINT64(val_every, "200", 0, (int64_t)1000000000000, "validation loss every N steps (0 = never)"),
     KINT(val_batches, "4", 1, 100000, "batches per validation (from the start of the held-out set)"),
     KINT64(log_every, "10", 1, (int64_t)1000000000000,
@@ -322,6 +328,11 @@ tandem_status tandem_config_check(const tandem_config *cfg) {
         return tandem_fail(TANDEM_E_INVALID,
                            "config: max_frames %d is not a multiple of reduction %d (each mel "
                            "position predicts reduction frames)", cfg->max_frames, cfg->reduction);
+    if (cfg->ga_heads > cfg->heads)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "config: ga_heads %d exceeds heads %d (the guided-attention loss takes "
+                           "the first ga_heads heads of every layer); set ga_heads <= heads",
+                           cfg->ga_heads, cfg->heads);
     return TANDEM_OK;
 }
 

@@ -61,6 +61,9 @@ typedef struct tandem_config {
     int64_t warmup_steps;
     double min_lr_ratio, weight_decay, adam_beta1, adam_beta2, adam_eps, grad_clip;
     double stop_loss_weight;
+    double prenet_dropout;       /* drop probability on the prenet output (training only) */
+    double ga_weight, ga_sigma;  /* guided-attention loss (docs/TRAINING.md) */
+    int ga_heads;                /* the first ga_heads heads of every layer */
     /* training loop (trainer.h) */
     int64_t val_every, log_every, checkpoint_every;
     int val_batches, keep, max_nonfinite;

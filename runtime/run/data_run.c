@@ -125,8 +125,8 @@ static tandem_status download(tandem_stream *s, const tandem_ring_slot *t, host_
     return tandem_stream_sync(s);
 }
 
-/* Row b's frames: length in range, mask and stop targets from the length, finite features, zero
- * padding. */
+/* Row b's frames: length in range, mask and stop targets from the length, finite features,
+ * silence padding (ln 1e-5). */
 static tandem_status check_frames(const host_batch *h, const tandem_config *c, long long seq, int b) {
     const int F = c->max_frames, M = c->n_mels, n = h->frames[b];
     if (n < 1 || n > F)
@@ -139,9 +139,9 @@ static tandem_status check_frames(const host_batch *h, const tandem_config *c, l
                                "for %d frames", seq, b, f, h->mask[bf], h->stop[bf], want_mask, want_stop, n);
         for (int m = 0; m < M; m++) {
             const float x = h->mels[bf * M + m];
-            if (!isfinite(x) || (f >= n && x != 0.0f))
+            if (!isfinite(x) || (f >= n && x != tandem_mel_silence()))
                 return tandem_fail(TANDEM_E_INTERNAL, "batch %lld row %d frame %d band %d: %g (%s)", seq, b, f, m,
-                                   x, isfinite(x) ? "padding must be 0" : "not finite");
+                                   x, isfinite(x) ? "padding must be silence, ln(1e-5)" : "not finite");
         }
     }
     return TANDEM_OK;

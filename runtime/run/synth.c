@@ -32,7 +32,7 @@ struct tandem_synth {
     int model_declared;
     /* the B = 1 batch the forward reads */
     tandem_tensor *tokens;       /* [1, Tt] i32 */
-    tandem_tensor *mels;         /* [1, F, 80] f32: generated frames, zeros beyond */
+    tandem_tensor *mels;         /* [1, F, 80] f32: generated frames, silence ln(1e-5) beyond */
     tandem_tensor *frame_mask;   /* [1, F] f32 (unused by the forward; part of a batch) */
     tandem_tensor *stop_targets; /* [1, F] f32 (likewise) */
     /* pinned host I/O */
@@ -369,7 +369,7 @@ tandem_status tandem_synth_generate(tandem_synth *s, const char *text, size_t le
     int count = 0;
     tandem_lang used = TANDEM_LANG_EN;
     TANDEM_TRY(set_text(s, text, len, lang, &count, &used));
-    TANDEM_TRY(tandem_op_fill(s->s, s->mels, 0.0f));
+    TANDEM_TRY(tandem_op_fill(s->s, s->mels, tandem_mel_silence())); /* padding as in training */
 
     const int max_steps = (max_frames + d->r - 1) / d->r;
     const size_t gbytes = (size_t)d->group * sizeof(float);
@@ -422,7 +422,7 @@ tandem_status tandem_synth_teacher_forced(tandem_synth *s, const char *text, siz
     TANDEM_TRY(set_text(s, text, len, lang, &count, NULL));
     const size_t n = (size_t)frames * d->n_mels, all = (size_t)d->frames * d->n_mels;
     memcpy(s->io, target, n * sizeof(float));
-    memset(s->io + n, 0, (all - n) * sizeof(float));
+    for (size_t i = n; i < all; i++) s->io[i] = tandem_mel_silence(); /* padding as in training */
     TANDEM_TRY(tandem_dev_upload(s->s, s->mels, 0, s->io, all * sizeof(float)));
     TANDEM_TRY(forward(s, count));
     TANDEM_TRY(tandem_dev_download(s->s, s->io, s->model.mel_out, 0, n * sizeof(float)));

@@ -260,7 +260,7 @@ static tandem_status micro_batch(tandem_trainer *t, int a, double *wait_ms, doub
     /* Marked after acquire queued the wait for the slot: the region spans only this
      * micro-batch's work on the model device. */
     tandem_status st = tandem_step_timer_mark(&t->timer, t->s, a, 0);
-    if (st == TANDEM_OK && a == 0) st = tandem_train_begin(&t->model, t->s);
+    if (st == TANDEM_OK && a == 0) st = tandem_train_begin(&t->model, t->s, &t->st);
     if (st == TANDEM_OK) st = tandem_train_micro(&t->model, t->s, &t->optim, &mb, a);
     if (st == TANDEM_OK) st = tandem_step_timer_mark(&t->timer, t->s, a, 1);
     /* v.pos points into the slot's metadata, which the producer rewrites once the slot is
@@ -303,6 +303,7 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
     m->loss = res.loss;
     m->l1 = res.l1;
     m->stop_bce = res.stop_bce;
+    m->ga = res.ga;
     m->lr = res.lr;
     m->grad_norm = res.grad_norm;
     m->skipped = res.skipped;
@@ -375,6 +376,7 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     tandem_metrics_set(x, "loss", m->loss);
     tandem_metrics_set(x, "l1", m->l1);
     tandem_metrics_set(x, "stop_bce", m->stop_bce);
+    tandem_metrics_set(x, "ga", m->ga);
     tandem_metrics_set(x, "lr", m->lr);
     tandem_metrics_set(x, "grad_norm", m->grad_norm);
     tandem_metrics_set(x, "step_ms", m->step_ms);
