@@ -31,7 +31,7 @@ DEVICE_FN int64_t attn_k_stride(void) { return (int64_t)gridDim.x * (int64_t)blo
 
 /* Loops run over the [B, T, *] index so the wide, interleaved side is read or written
  * contiguously; the per-head side is contiguous in runs of dh. */
-KERNEL tandem_k_qkv_split(tandem_k_qkv_split_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_qkv_split(tandem_k_qkv_split_args a) {
     int64_t n = (int64_t)a.batch * a.seq * 3 * a.heads * a.head_dim;
     for (int64_t i = attn_k_first(); i < n; i += attn_k_stride()) {
         int g;
@@ -42,7 +42,7 @@ KERNEL tandem_k_qkv_split(tandem_k_qkv_split_args a) {
     }
 }
 
-KERNEL tandem_k_qkv_merge_grad(tandem_k_qkv_merge_grad_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_qkv_merge_grad(tandem_k_qkv_merge_grad_args a) {
     int64_t n = (int64_t)a.batch * a.seq * 3 * a.heads * a.head_dim;
     for (int64_t i = attn_k_first(); i < n; i += attn_k_stride()) {
         int g;
@@ -53,7 +53,7 @@ KERNEL tandem_k_qkv_merge_grad(tandem_k_qkv_merge_grad_args a) {
     }
 }
 
-KERNEL tandem_k_heads_merge(tandem_k_heads_merge_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_heads_merge(tandem_k_heads_merge_args a) {
     int64_t n = (int64_t)a.batch * a.seq * a.heads * a.head_dim;
     for (int64_t i = attn_k_first(); i < n; i += attn_k_stride()) {
         int g;
@@ -63,7 +63,7 @@ KERNEL tandem_k_heads_merge(tandem_k_heads_merge_args a) {
     }
 }
 
-KERNEL tandem_k_heads_split_grad(tandem_k_heads_split_grad_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_heads_split_grad(tandem_k_heads_split_grad_args a) {
     int64_t n = (int64_t)a.batch * a.seq * a.heads * a.head_dim;
     for (int64_t i = attn_k_first(); i < n; i += attn_k_stride()) {
         int g;
@@ -95,7 +95,7 @@ DEVICE_FN int64_t attn_k_warp_row(int64_t rows) {
 
 /* Lane l handles keys l, l + 32, ...: consecutive lanes read consecutive scores. Query i only
  * reads keys 0..i (the causal half); keys past i are written as 0. */
-KERNEL tandem_k_softmax_causal_fwd(tandem_k_softmax_causal_fwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_ROWS_PER_BLOCK * 32) tandem_k_softmax_causal_fwd(tandem_k_softmax_causal_fwd_args a) {
     const int T = a.seq;
     int64_t row = attn_k_warp_row((int64_t)a.batch * a.heads * T);
     if (row < 0) return;
@@ -130,7 +130,7 @@ KERNEL tandem_k_softmax_causal_fwd(tandem_k_softmax_causal_fwd_args a) {
     }
 }
 
-KERNEL tandem_k_softmax_causal_bwd(tandem_k_softmax_causal_bwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_ROWS_PER_BLOCK * 32) tandem_k_softmax_causal_bwd(tandem_k_softmax_causal_bwd_args a) {
     const int T = a.seq;
     int64_t row = attn_k_warp_row((int64_t)a.batch * a.heads * T);
     if (row < 0) return;
@@ -145,4 +145,18 @@ KERNEL tandem_k_softmax_causal_bwd(tandem_k_softmax_causal_bwd_args a) {
     r = attn_k_warp_sum(r);
 
     for (int j = lane; j < T; j += TANDEM_WARP_SIZE) ds[j] = j <= i ? p[j] * (dp[j] - r) : 0.0f;
+}
+
+/* ---- guided-attention loss (attention.h): one thread per (b, h < ga_heads, j) row ---- */
+KERNEL tandem_k_ga_fwd(tandem_k_ga_fwd_args a) {
+    const int64_t n = (int64_t)a.batch * a.ga_heads * a.mel_len;
+    const int nq = tandem_k_ga_queries(a.key_mask, a.batch, a.text_len, a.mel_len);
+    for (int64_t row = attn_k_first(); row < n; row += attn_k_stride())
+        a.rows[row] = tandem_k_ga_fwd_row(&a, row, nq);
+}
+
+KERNEL tandem_k_ga_bwd(tandem_k_ga_bwd_args a) {
+    const int64_t n = (int64_t)a.batch * a.ga_heads * a.mel_len;
+    const int nq = tandem_k_ga_queries(a.key_mask, a.batch, a.text_len, a.mel_len);
+    for (int64_t row = attn_k_first(); row < n; row += attn_k_stride()) tandem_k_ga_bwd_row(&a, row, nq);
 }

@@ -12,6 +12,11 @@
 
 #include "kernels/ktypes.h"
 
+/* Threads per block (attention_host.c launches exactly these; attention.cu declares them as
+ * launch bounds): element-wise kernels, and softmax rows (one warp per row). */
+#define TANDEM_K_ATTN_THREADS 256
+#define TANDEM_K_ATTN_ROWS_PER_BLOCK 4
+
 /* q, k, v [b, h, t, :] = qkv [b, t, {0, d, 2d} + h*dh + :] */
 typedef struct tandem_k_qkv_split_args {
     const float *qkv; /* [B, T, 3d]: columns [0, d) q, [d, 2d) k, [2d, 3d) v */
@@ -65,5 +70,90 @@ typedef struct tandem_k_softmax_causal_bwd_args {
     float *ds;       /* [B, H, T, T] gradient of the scores */
     int batch, heads, seq;
 } tandem_k_softmax_causal_bwd_args;
+
+/* ---- guided-attention loss (docs/TRAINING.md) -----------------------------------------------
+ * Sequence positions [0, Tt) are text keys, [Tt, Tt + Tm) mel positions (seq = Tt + Tm). From
+ * the key mask of the batch (batch_prep): Tt_b = real text keys of item b (the real ones come
+ * first), N_b = its real mel positions, Nq = sum_b N_b. For h < ga_heads and a real mel query j:
+ *   G[j, t]       = exp(-(t / Tt_b - (j + 0.5) / N_b)^2 / (2 sigma^2))
+ *   ga_fwd:  rows[b, h, j] = scale / Nq * (1 - sum_{t < Tt_b} p[b, h, Tt + j, t] G[j, t])
+ *            (0 for a padded query or an item without text or mel), so the sum of rows with
+ *            scale = 1 / (ga_heads * layers), over the layers, is the mean over real queries,
+ *            heads and layers;
+ *   ga_bwd:  dp[b, h, Tt + j, t] += -scale / Nq * G[j, t] for t < Tt_b (its gradient, added
+ *            before the softmax backward; scale = loss weight / (ga_heads * layers)). */
+typedef struct tandem_k_ga_fwd_args {
+    const float *p;          /* [B, H, seq, seq] attention probabilities (f32) */
+    const uint8_t *key_mask; /* [B, seq] */
+    float *rows;             /* [B, ga_heads, Tm] */
+    int batch, heads, ga_heads, text_len, mel_len;
+    float sigma, scale;
+} tandem_k_ga_fwd_args;
+
+typedef struct tandem_k_ga_bwd_args {
+    float *dp;               /* [B, H, seq, seq] gradient of the probabilities, += */
+    const uint8_t *key_mask; /* [B, seq] */
+    int batch, heads, ga_heads, text_len, mel_len;
+    float sigma, scale;
+} tandem_k_ga_bwd_args;
+
+/* Real text keys and real mel positions of item b, from its key mask row. */
+TANDEM_HD void tandem_k_ga_counts(const uint8_t *key_mask, int b, int text_len, int mel_len,
+                                  int *tt, int *nm) {
+    const uint8_t *row = key_mask + (int64_t)b * (text_len + mel_len);
+    int a = 0, c = 0;
+    for (int t = 0; t < text_len; t++) a += row[t] != 0;
+    for (int j = 0; j < mel_len; j++) c += row[text_len + j] != 0;
+    *tt = a, *nm = c;
+}
+/* Nq: real mel positions of the batch. */
+TANDEM_HD int tandem_k_ga_queries(const uint8_t *key_mask, int batch, int text_len, int mel_len) {
+    int total = 0;
+    for (int b = 0; b < batch; b++) {
+        int tt, nm;
+        tandem_k_ga_counts(key_mask, b, text_len, mel_len, &tt, &nm);
+        total += nm;
+    }
+    return total;
+}
+/* G[j, t] of an item with tt text keys and nm mel positions. */
+TANDEM_HD float tandem_k_ga_g(int t, int j, int tt, int nm, float sigma) {
+    const float x = (float)t / (float)tt - ((float)j + 0.5f) / (float)nm;
+    return expf(-x * x / (2.0f * sigma * sigma));
+}
+/* Row `row` = (b, h, j) of [B, ga_heads, Tm]: j, the item's counts tt and nm, and the offset of
+ * query Tt + j's probability row in [B, H, T, T]; 0 when the row carries no loss (a padded
+ * query, an item without text). */
+TANDEM_HD int tandem_k_ga_row(const uint8_t *key_mask, int64_t row, int heads, int ga_heads,
+                              int text_len, int mel_len, int *j, int *tt, int *nm, int64_t *off) {
+    const int T = text_len + mel_len;
+    const int h = (int)(row / mel_len % ga_heads), b = (int)(row / ((int64_t)mel_len * ga_heads));
+    *j = (int)(row % mel_len);
+    tandem_k_ga_counts(key_mask, b, text_len, mel_len, tt, nm);
+    *off = (((int64_t)b * heads + h) * T + text_len + *j) * T;
+    return *tt > 0 && *j < *nm;
+}
+/* ga_fwd's value of row `row`, given nq = tandem_k_ga_queries (the one computation of the host
+ * implementation and the kernel). */
+TANDEM_HD float tandem_k_ga_fwd_row(const tandem_k_ga_fwd_args *a, int64_t row, int nq) {
+    int j, tt, nm;
+    int64_t off;
+    if (!tandem_k_ga_row(a->key_mask, row, a->heads, a->ga_heads, a->text_len, a->mel_len, &j, &tt,
+                         &nm, &off) || nq == 0)
+        return 0.0f;
+    double acc = 0.0;
+    for (int t = 0; t < tt; t++) acc += (double)a->p[off + t] * tandem_k_ga_g(t, j, tt, nm, a->sigma);
+    return (float)((1.0 - acc) * ((double)a->scale / (double)nq));
+}
+/* ga_bwd on row `row`: dp of query Tt + j += -scale / nq * G on its text keys. */
+TANDEM_HD void tandem_k_ga_bwd_row(const tandem_k_ga_bwd_args *a, int64_t row, int nq) {
+    int j, tt, nm;
+    int64_t off;
+    if (!tandem_k_ga_row(a->key_mask, row, a->heads, a->ga_heads, a->text_len, a->mel_len, &j, &tt,
+                         &nm, &off) || nq == 0)
+        return;
+    const float c = a->scale / (float)nq;
+    for (int t = 0; t < tt; t++) a->dp[off + t] -= c * tandem_k_ga_g(t, j, tt, nm, a->sigma);
+}
 
 #endif

@@ -19,7 +19,7 @@ static int64_t grain_of(int64_t width) { return width > 0 ? HOST_GRAIN / width +
 
 /* Element-wise transforms: 256 threads per block, at most 4096 blocks (a grid-stride loop
  * covers the rest). Softmax rows: one warp each, 4 warps per block. */
-enum { ATTN_THREADS = 256, ATTN_MAX_BLOCKS = 4096, ATTN_ROWS_PER_BLOCK = 4 };
+enum { ATTN_THREADS = TANDEM_K_ATTN_THREADS, ATTN_MAX_BLOCKS = 4096, ATTN_ROWS_PER_BLOCK = TANDEM_K_ATTN_ROWS_PER_BLOCK };
 
 static void elementwise_dims(int64_t n, tandem_launch_dims *d) {
     *d = tandem_dims_1d(n, ATTN_THREADS);
@@ -162,6 +162,34 @@ static void softmax_causal_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
 void tandem_k_softmax_causal_fwd_host(const tandem_k_softmax_causal_fwd_args *a) {
     tandem_host_parallel_for((int64_t)a->batch * a->heads * a->seq, grain_of(a->seq),
                              softmax_causal_fwd_rows, (void *)a);
+}
+
+/* ---- ga_fwd / ga_bwd ---- */
+void tandem_k_ga_fwd_geom(const tandem_k_ga_fwd_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->ga_heads * a->mel_len, d);
+}
+/* Rows (b, h, j) [r0, r1) of [B, ga_heads, Tm]. */
+static void ga_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_ga_fwd_args *a = ctx;
+    const int nq = tandem_k_ga_queries(a->key_mask, a->batch, a->text_len, a->mel_len);
+    for (int64_t row = r0; row < r1; row++) a->rows[row] = tandem_k_ga_fwd_row(a, row, nq);
+}
+void tandem_k_ga_fwd_host(const tandem_k_ga_fwd_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->ga_heads * a->mel_len, grain_of(a->text_len),
+                             ga_fwd_rows, (void *)a);
+}
+
+void tandem_k_ga_bwd_geom(const tandem_k_ga_bwd_args *a, tandem_launch_dims *d) {
+    elementwise_dims((int64_t)a->batch * a->ga_heads * a->mel_len, d);
+}
+static void ga_bwd_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_ga_bwd_args *a = ctx;
+    const int nq = tandem_k_ga_queries(a->key_mask, a->batch, a->text_len, a->mel_len);
+    for (int64_t row = r0; row < r1; row++) tandem_k_ga_bwd_row(a, row, nq);
+}
+void tandem_k_ga_bwd_host(const tandem_k_ga_bwd_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->ga_heads * a->mel_len, grain_of(a->text_len),
+                             ga_bwd_rows, (void *)a);
 }
 
 /* ---- softmax_causal_bwd ---- */

@@ -9,8 +9,6 @@
 
 #include "kernels/basic.h"
 
-/* Threads per block of row_sum_f32; basic_host.c launches it with exactly this many. */
-#define TANDEM_ROW_SUM_THREADS 256
 
 /* First element index of this thread and the stride of the grid-stride loop. */
 DEVICE_FN int64_t tandem_k_first_index(void) {
@@ -20,28 +18,28 @@ DEVICE_FN int64_t tandem_k_grid_stride(void) {
     return (int64_t)gridDim.x * (int64_t)blockDim.x;
 }
 
-KERNEL tandem_k_fill_f32(tandem_k_fill_f32_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_BASIC_THREADS) tandem_k_fill_f32(tandem_k_fill_f32_args a) {
     int64_t stride = tandem_k_grid_stride();
     for (int64_t i = tandem_k_first_index(); i < a.n; i += stride) a.out[i] = a.value;
 }
 
-KERNEL tandem_k_scale_f32(tandem_k_scale_f32_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_BASIC_THREADS) tandem_k_scale_f32(tandem_k_scale_f32_args a) {
     int64_t stride = tandem_k_grid_stride();
     for (int64_t i = tandem_k_first_index(); i < a.n; i += stride) a.x[i] *= a.alpha;
 }
 
-KERNEL tandem_k_axpy_f32(tandem_k_axpy_f32_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_BASIC_THREADS) tandem_k_axpy_f32(tandem_k_axpy_f32_args a) {
     int64_t stride = tandem_k_grid_stride();
     for (int64_t i = tandem_k_first_index(); i < a.n; i += stride) a.y[i] += a.alpha * a.x[i];
 }
 
-KERNEL tandem_k_cast_f32_bf16(tandem_k_cast_f32_bf16_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_BASIC_THREADS) tandem_k_cast_f32_bf16(tandem_k_cast_f32_bf16_args a) {
     int64_t stride = tandem_k_grid_stride();
     for (int64_t i = tandem_k_first_index(); i < a.n; i += stride)
         a.out[i] = tandem_f32_to_bf16(a.in[i]);
 }
 
-KERNEL tandem_k_cast_bf16_f32(tandem_k_cast_bf16_f32_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_BASIC_THREADS) tandem_k_cast_bf16_f32(tandem_k_cast_bf16_f32_args a) {
     int64_t stride = tandem_k_grid_stride();
     for (int64_t i = tandem_k_first_index(); i < a.n; i += stride)
         a.out[i] = tandem_bf16_to_f32(a.in[i]);
@@ -58,7 +56,7 @@ DEVICE_FN float tandem_k_warp_sum(float v) {
  * slice of the row, each warp reduces its 32 partial sums with shuffles, warp totals meet in
  * shared memory, and the first warp reduces those. The whole block leaves together when the row
  * is out of range, so no thread skips a barrier the others reach. */
-KERNEL tandem_k_row_sum_f32(tandem_k_row_sum_f32_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_ROW_SUM_THREADS) tandem_k_row_sum_f32(tandem_k_row_sum_f32_args a) {
     __shared__ float warp_totals[TANDEM_ROW_SUM_THREADS / TANDEM_WARP_SIZE];
     int row = (int)blockIdx.x;
     if (row >= a.rows) return;

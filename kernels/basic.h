@@ -4,6 +4,11 @@
 
 #include "kernels/ktypes.h"
 
+/* Threads per block of the element-wise kernels and of row_sum_f32 (a multiple of 32 for its
+ * warp reduction); basic_host.c launches exactly these, basic.cu declares them as launch bounds. */
+#define TANDEM_K_BASIC_THREADS 256
+#define TANDEM_ROW_SUM_THREADS 256
+
 /* out[i] = value, i < n */
 typedef struct tandem_k_fill_f32_args {
     float *out; /* [n] */

@@ -16,7 +16,7 @@ enum { HOST_GRAIN = 16384 };
 
 /* Threads per block of the element-wise kernels and of row_sum_f32 (basic.cu assumes a
  * multiple of 32 for row_sum's warp reduction). */
-enum { ELEMENTWISE_THREADS = 256, ROW_SUM_THREADS = 256 };
+enum { ELEMENTWISE_THREADS = TANDEM_K_BASIC_THREADS, ROW_SUM_THREADS = TANDEM_ROW_SUM_THREADS };
 
 /* More blocks than this add nothing on any current GPU (they would only queue), so larger
  * tensors take several trips around the kernels' grid-stride loops instead. */

@@ -6,7 +6,7 @@
 
 #include "kernels/batch_prep.h"
 
-KERNEL tandem_k_batch_prep(tandem_k_batch_prep_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_BATCH_PREP_THREADS) tandem_k_batch_prep(tandem_k_batch_prep_args a) {
     const int64_t seq = (int64_t)a.text_len + a.mel_len;
     const int64_t n_mask = (int64_t)a.batch * seq, n = n_mask + (int64_t)a.batch * a.frames;
     const int64_t stride = (int64_t)gridDim.x * (int64_t)blockDim.x;

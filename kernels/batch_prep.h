@@ -21,6 +21,9 @@
 
 #include "kernels/ktypes.h"
 
+/* Threads per block (batch_prep_host.c; batch_prep.cu's launch bounds). */
+#define TANDEM_K_BATCH_PREP_THREADS 256
+
 typedef struct tandem_k_batch_prep_args {
     const int32_t *text_lengths;  /* [B] tokens incl. language, BOS, EOS */
     const int32_t *frame_lengths; /* [B] real frames */

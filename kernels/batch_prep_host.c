@@ -6,7 +6,7 @@
 #include "kernels/host_parallel.h"
 #include "kernels/registry.h"
 
-enum { BATCH_PREP_THREADS = 256, BATCH_PREP_MAX_BLOCKS = 1024 };
+enum { BATCH_PREP_THREADS = TANDEM_K_BATCH_PREP_THREADS, BATCH_PREP_MAX_BLOCKS = 1024 };
 
 void tandem_k_batch_prep_geom(const tandem_k_batch_prep_args *a, tandem_launch_dims *d) {
     const int64_t n = (int64_t)a->batch * ((int64_t)a->text_len + a->mel_len + a->frames);

@@ -4,7 +4,7 @@
  *   nvcc (__CUDACC__)     → real CUDA kernels in tandem.fatbin;
  *   host cc -DTANDEM_EMU  → plain C run by the emulator (test/emu) with CUDA semantics:
  *                           threads of a block as fibers, real barriers, lockstep warp exchange.
- * Kernel code may use: KERNEL, DEVICE_FN, threadIdx/blockIdx/blockDim/gridDim, __shared__
+ * Kernel code may use: KERNEL, LAUNCH_BOUNDS(n) (every kernel: its fixed block size), DEVICE_FN, threadIdx/blockIdx/blockDim/gridDim, __shared__
  * (static) and DYNAMIC_SHARED(type, name), __syncthreads, __shfl_sync / __shfl_xor_sync /
  * __shfl_down_sync / __shfl_up_sync (3 arguments: width is always 32), __ballot_sync,
  * __any_sync, __all_sync, atomicAdd (float, int), atomicMax (int), atomicCAS (int, unsigned),
@@ -23,6 +23,10 @@
 #if defined(__CUDACC__)
 /* ------------------------------------------------------------------------ nvcc ---- */
 #define KERNEL extern "C" __global__ void
+/* KERNEL LAUNCH_BOUNDS(n) name(...): the kernel is only ever launched with at most n threads
+ * per block (its geometry in <group>_host.c uses the same constant), so ptxas may budget
+ * 64K / n registers per thread; a larger block fails to launch. */
+#define LAUNCH_BOUNDS(n) __launch_bounds__(n)
 #define DEVICE_FN static __device__ __forceinline__
 #define RESTRICT __restrict__
 #define DYNAMIC_SHARED(type, name) extern __shared__ type name[]
@@ -48,6 +52,7 @@ const tandem_emu_thread_ctx *tandem_emu_ctx(void);
 #define gridDim (tandem_emu_ctx()->grid_dim)
 
 #define KERNEL void
+#define LAUNCH_BOUNDS(n) /* register budgets do not exist on the host */
 #define DEVICE_FN static inline
 #define RESTRICT restrict
 /* Blocks run one at a time per OS thread and the threads of a block are fibers of that OS

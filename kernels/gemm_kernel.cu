@@ -17,8 +17,8 @@
 #define GEMM_BM 64      /* rows of C per block */
 #define GEMM_BN 64      /* columns of C per block */
 #define GEMM_BK 16      /* K slice staged in shared memory */
-#define GEMM_TX 16      /* threads along N (blockDim.x) */
-#define GEMM_TY 16      /* threads along M (blockDim.y) */
+#define GEMM_TX TANDEM_K_GEMM_THREADS_XY /* threads along N (blockDim.x) */
+#define GEMM_TY TANDEM_K_GEMM_THREADS_XY /* threads along M (blockDim.y) */
 #define GEMM_RM (GEMM_BM / GEMM_TY) /* rows per thread */
 #define GEMM_RN (GEMM_BN / GEMM_TX) /* columns per thread */
 #define GEMM_THREADS (GEMM_TX * GEMM_TY)
@@ -108,13 +108,13 @@
 
 #define ELEM float
 #define TO_F32(x) (x)
-KERNEL tandem_k_gemm_f32(tandem_k_gemm_f32_args a) { GEMM_TILED_BODY }
+KERNEL LAUNCH_BOUNDS(GEMM_THREADS) tandem_k_gemm_f32(tandem_k_gemm_f32_args a) { GEMM_TILED_BODY }
 #undef ELEM
 #undef TO_F32
 
 #define ELEM tandem_bf16
 #define TO_F32(x) tandem_bf16_to_f32(x)
-KERNEL tandem_k_gemm_bf16(tandem_k_gemm_bf16_args a) { GEMM_TILED_BODY }
+KERNEL LAUNCH_BOUNDS(GEMM_THREADS) tandem_k_gemm_bf16(tandem_k_gemm_bf16_args a) { GEMM_TILED_BODY }
 #undef ELEM
 #undef TO_F32
 #undef GEMM_TILED_BODY

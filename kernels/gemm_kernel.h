@@ -6,6 +6,9 @@
 
 #include "kernels/ktypes.h"
 
+/* Block of TANDEM_K_GEMM_THREADS_XY x TANDEM_K_GEMM_THREADS_XY threads per 64 x 64 tile of C. */
+#define TANDEM_K_GEMM_THREADS_XY 16
+
 typedef struct tandem_k_gemm_f32_args {
     const float *a; /* [batch, M, K] or [batch, K, M] when trans_a */
     const float *b; /* [batch, K, N] or [batch, N, K] when trans_b */

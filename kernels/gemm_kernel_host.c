@@ -12,7 +12,7 @@
 #include "kernels/registry.h"
 
 /* Must match gemm_kernel.cu: 64 x 64 tile of C per block of 16 x 16 threads. */
-enum { GEMM_TILE = 64, GEMM_THREADS_XY = 16, GRID_YZ_MAX = 65535 };
+enum { GEMM_TILE = 64, GEMM_THREADS_XY = TANDEM_K_GEMM_THREADS_XY, GRID_YZ_MAX = 65535 };
 
 static unsigned ceil_div_at_least_1(int64_t n, int64_t d, int64_t cap) {
     int64_t g = (n + d - 1) / d;

@@ -14,8 +14,8 @@
 
 /* The LayerNorm kernels take any block size that is a multiple of 32 up to 1024
  * (layers_host.c uses 128). col_sum_acc: a block is LAYERS_CS_COLS columns x LAYERS_CS_SLICES row slices. */
-#define LAYERS_CS_COLS 32
-#define LAYERS_CS_SLICES 32
+#define LAYERS_CS_COLS TANDEM_K_CS_COLS
+#define LAYERS_CS_SLICES TANDEM_K_CS_SLICES
 
 DEVICE_FN int64_t layers_first(void) {
     return (int64_t)blockIdx.x * (int64_t)blockDim.x + (int64_t)threadIdx.x;
@@ -60,7 +60,7 @@ DEVICE_FN void layers_block_sum2(float *v0, float *v1, float *red) {
  * Two passes over the row (mean, then the centred variance) rather than E[x^2] - mean^2,
  * which cancels badly when |mean| >> std. The whole block leaves together on an
  * out-of-range row, so no thread skips a barrier. */
-KERNEL tandem_k_layernorm_fwd(tandem_k_layernorm_fwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_fwd(tandem_k_layernorm_fwd_args a) {
     __shared__ float red[66];
     int row = (int)blockIdx.x;
     if (row >= a.rows) return;
@@ -95,7 +95,7 @@ KERNEL tandem_k_layernorm_fwd(tandem_k_layernorm_fwd_args a) {
  * Block b takes rows b, b + nb, ...; thread tid owns columns tid, tid + blockDim, ... both for
  * the row's dx and for the block's partials part[2, d] in shared memory, so the partials need
  * no barrier and are summed in row order. */
-KERNEL tandem_k_layernorm_bwd(tandem_k_layernorm_bwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layernorm_bwd_args a) {
     __shared__ float red[66];
     DYNAMIC_SHARED(float, part); /* [2, d]: sum dy * xhat, sum dy over this block's rows */
     int nb = tandem_layernorm_bwd_blocks(a.rows);
@@ -135,7 +135,7 @@ KERNEL tandem_k_layernorm_bwd(tandem_k_layernorm_bwd_args a) {
 }
 
 /* dgamma/dbeta += the blocks' partials, one thread per column, blocks in order. */
-KERNEL tandem_k_layernorm_bwd_params(tandem_k_layernorm_bwd_params_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_layernorm_bwd_params(tandem_k_layernorm_bwd_params_args a) {
     int nb = tandem_layernorm_bwd_blocks(a.rows);
     int64_t stride = layers_stride();
     for (int64_t c = layers_first(); c < a.d; c += stride) {
@@ -151,19 +151,26 @@ KERNEL tandem_k_layernorm_bwd_params(tandem_k_layernorm_bwd_params_args a) {
 }
 
 /* ---- GELU (tanh approximation; formula in layers.h) ---- */
-KERNEL tandem_k_gelu_fwd(tandem_k_gelu_fwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_gelu_fwd(tandem_k_gelu_fwd_args a) {
     int64_t stride = layers_stride();
     for (int64_t i = layers_first(); i < a.n; i += stride) a.y[i] = tandem_gelu_tanh(a.x[i]);
 }
 
-KERNEL tandem_k_gelu_bwd(tandem_k_gelu_bwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_gelu_bwd(tandem_k_gelu_bwd_args a) {
     int64_t stride = layers_stride();
     for (int64_t i = layers_first(); i < a.n; i += stride)
         a.dx[i] = a.dy[i] * tandem_gelu_tanh_grad(a.x[i]);
 }
 
+/* ---- prenet dropout (counter-based mask; layers.h) ---- */
+KERNEL tandem_k_prenet_dropout(tandem_k_prenet_dropout_args a) {
+    int64_t stride = layers_stride();
+    for (int64_t i = layers_first(); i < a.n; i += stride)
+        a.x[i] = tandem_k_dropout_keep(a.seed, a.step, a.micro, i, a.p) ? a.x[i] * a.scale : 0.0f;
+}
+
 /* ---- bias ---- */
-KERNEL tandem_k_bias_add(tandem_k_bias_add_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_bias_add(tandem_k_bias_add_args a) {
     int64_t n = (int64_t)a.rows * a.d, stride = layers_stride();
     for (int64_t i = layers_first(); i < n; i += stride) a.y[i] += a.b[i % a.d];
 }
@@ -171,7 +178,7 @@ KERNEL tandem_k_bias_add(tandem_k_bias_add_args a) {
 /* Block (LAYERS_CS_COLS, LAYERS_CS_SLICES) per 32 columns: thread (tx, ty) sums rows
  * ty, ty + 32, ... of column tx (a warp reads 32 consecutive floats of a row: coalesced), then
  * row 0 of the block adds the 32 slices in order. Fixed order, no atomics. */
-KERNEL tandem_k_col_sum_acc(tandem_k_col_sum_acc_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_CS_COLS * TANDEM_K_CS_SLICES) tandem_k_col_sum_acc(tandem_k_col_sum_acc_args a) {
     __shared__ float slices[LAYERS_CS_SLICES][LAYERS_CS_COLS + 1]; /* +1: no bank conflicts */
     int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
     int c = (int)blockIdx.x * LAYERS_CS_COLS + tx;
@@ -188,7 +195,7 @@ KERNEL tandem_k_col_sum_acc(tandem_k_col_sum_acc_args a) {
 }
 
 /* ---- input sequence ---- */
-KERNEL tandem_k_seq_embed_fwd(tandem_k_seq_embed_fwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_seq_embed_fwd(tandem_k_seq_embed_fwd_args a) {
     int T = a.text_len + a.mel_len, d = a.d;
     int64_t n = (int64_t)a.batch * T * d, stride = layers_stride();
     for (int64_t i = layers_first(); i < n; i += stride) {
@@ -210,7 +217,7 @@ KERNEL tandem_k_seq_embed_fwd(tandem_k_seq_embed_fwd_args a) {
  *   the rest, B*Tm*d    copy of the mel rows of dx.
  * Neighbouring threads take neighbouring columns, so dx reads are coalesced and a warp's
  * token reads are one broadcast. */
-KERNEL tandem_k_seq_embed_bwd(tandem_k_seq_embed_bwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_seq_embed_bwd(tandem_k_seq_embed_bwd_args a) {
     int Tt = a.text_len, Tm = a.mel_len, T = Tt + Tm, d = a.d;
     int64_t n_sym = (int64_t)a.vocab * d, n_pos = (int64_t)T * d;
     int64_t n = n_sym + n_pos + (int64_t)a.batch * Tm * d, stride = layers_stride();
@@ -238,7 +245,7 @@ KERNEL tandem_k_seq_embed_bwd(tandem_k_seq_embed_bwd_args a) {
 
 /* ---- prenet input: groups[b, j] = mels group j - 1 (zeros for j = 0) ----
  * mels [B, F, n_mels] is [B, Tm, r * n_mels] in memory, so this is a shift by one group. */
-KERNEL tandem_k_prenet_input(tandem_k_prenet_input_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_prenet_input(tandem_k_prenet_input_args a) {
     int64_t g = (int64_t)a.r * a.n_mels;
     int64_t n = (int64_t)a.batch * a.mel_len * g, stride = layers_stride();
     for (int64_t i = layers_first(); i < n; i += stride) {

@@ -21,6 +21,13 @@
 
 #include "kernels/ktypes.h"
 
+/* Threads per block (layers_host.c launches exactly these; layers.cu declares them as launch
+ * bounds): element-wise kernels, LayerNorm (a multiple of 32), col_sum_acc's COLS x SLICES. */
+#define TANDEM_K_LAYERS_THREADS 256
+#define TANDEM_K_LN_THREADS 128
+#define TANDEM_K_CS_COLS 32
+#define TANDEM_K_CS_SLICES 32
+
 /* ---- LayerNorm ------------------------------------------------------------------------
  * y = (x - mean) * rstd * gamma + beta per row, mean and rstd = 1/sqrt(var + eps) saved for
  * the backward (var is the biased variance, as in PyTorch; the model uses eps = 1e-5).
@@ -66,7 +73,8 @@ typedef struct tandem_k_layernorm_bwd_args {
     const float *gamma; /* [d] */
     float *dx;          /* [N, d], overwritten; may not alias dy or x */
     float *scratch;     /* [nb, 2, d], overwritten: tandem_layernorm_bwd_scratch_floats(N, d) */
-    int rows, d;        /* N, d; the device kernel keeps 2*d floats in shared memory: d <= 4096 */
+    int rows, d;        /* N, d; the device kernel keeps 2*d floats in dynamic shared memory (opted in
+                           above 48 KiB: runtime/core/config.c bounds d_model by it) */
 } tandem_k_layernorm_bwd_args;
 
 typedef struct tandem_k_layernorm_bwd_params_args {
@@ -168,5 +176,42 @@ typedef struct tandem_k_prenet_input_args {
     float *groups;     /* [B, Tm, r * n_mels] */
     int batch, mel_len, r, n_mels; /* B, Tm, r, n_mels (80) */
 } tandem_k_prenet_input_args;
+
+/* ---- prenet dropout (DESIGN.md §7) ------------------------------------------------------
+ * x[i] = x[i] * scale where element i is kept, 0 where dropped (in place); the same call with
+ * the same counter applies the same mask to the gradient in the backward. Element i of
+ * micro-batch `micro` of optimizer step `step` is dropped when u < p, u = the top 24 bits of
+ * tandem_k_dropout_hash(seed, step, micro, i) / 2^24: counter-based, so the mask depends on
+ * nothing but these four numbers — not on the backend, the thread count or how a range is
+ * split — and a resumed run draws the masks the straight run drew. scale = 1 / (1 - p)
+ * (inverted dropout: the expected output equals the input, so synthesis runs without it). */
+typedef struct tandem_k_prenet_dropout_args {
+    float *x;                 /* [n], in place */
+    int64_t n;
+    float p;                  /* drop probability, 0 <= p < 1 */
+    float scale;              /* 1 / (1 - p), rounded once on the host */
+    uint64_t seed;            /* the run's seed */
+    int64_t step;             /* optimizer step (0-based, checkpointed) */
+    int64_t micro;            /* micro-batch within the step */
+} tandem_k_prenet_dropout_args;
+
+/* SplitMix64's finaliser: a bijective 64-bit mix. */
+TANDEM_HD uint64_t tandem_k_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* The counter hash of element i: the four counters folded one after another through the mix. */
+TANDEM_HD uint64_t tandem_k_dropout_hash(uint64_t seed, int64_t step, int64_t micro, int64_t i) {
+    uint64_t h = tandem_k_mix64(seed ^ 0x9e3779b97f4a7c15ull);
+    h = tandem_k_mix64(h ^ (uint64_t)step);
+    h = tandem_k_mix64(h ^ (uint64_t)micro);
+    return tandem_k_mix64(h ^ (uint64_t)i);
+}
+/* 1 when element i is kept. */
+TANDEM_HD int tandem_k_dropout_keep(uint64_t seed, int64_t step, int64_t micro, int64_t i, float p) {
+    const float u = (float)(tandem_k_dropout_hash(seed, step, micro, i) >> 40) * (1.0f / 16777216.0f);
+    return u >= p;
+}
 
 #endif

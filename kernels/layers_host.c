@@ -21,9 +21,9 @@
 #include "kernels/registry.h"
 
 /* Threads per block; layers.cu's reductions need a multiple of 32 (at most 1024). */
-enum { ELEMENTWISE_THREADS = 256, LN_THREADS = 128 };
+enum { ELEMENTWISE_THREADS = TANDEM_K_LAYERS_THREADS, LN_THREADS = TANDEM_K_LN_THREADS };
 /* layers.cu's col_sum_acc block shape: CS_COLS columns x CS_SLICES row slices. */
-enum { CS_COLS = 32, CS_SLICES = 32 };
+enum { CS_COLS = TANDEM_K_CS_COLS, CS_SLICES = TANDEM_K_CS_SLICES };
 /* More blocks add nothing on current GPUs; larger tensors loop round the grid-stride loop. */
 enum { ELEMENTWISE_MAX_BLOCKS = 4096 };
 /* Columns per pass of the host column sums (a double accumulator on the stack). */
@@ -317,6 +317,20 @@ static void seq_embed_bwd_cols(void *ctx, int64_t c0, int64_t c1) {
 void tandem_k_seq_embed_bwd_host(const tandem_k_seq_embed_bwd_args *a) {
     int64_t grain = grain_of((int64_t)a->batch * (a->text_len + a->mel_len));
     tandem_host_parallel_for(a->d, grain < 16 ? 16 : grain, seq_embed_bwd_cols, (void *)a);
+}
+
+/* ---- prenet_dropout ---- */
+void tandem_k_prenet_dropout_geom(const tandem_k_prenet_dropout_args *a, tandem_launch_dims *d) {
+    elementwise_dims(a->n, d);
+}
+/* Elements [i0, i1): each element's mask from its own counter, so any split gives the same bits. */
+static void prenet_dropout_range(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_prenet_dropout_args *a = ctx;
+    for (int64_t i = i0; i < i1; i++)
+        a->x[i] = tandem_k_dropout_keep(a->seed, a->step, a->micro, i, a->p) ? a->x[i] * a->scale : 0.0f;
+}
+void tandem_k_prenet_dropout_host(const tandem_k_prenet_dropout_args *a) {
+    tandem_host_parallel_for(a->n, HOST_GRAIN, prenet_dropout_range, (void *)a);
 }
 
 /* ---- prenet_input ---- */

@@ -23,7 +23,7 @@ DEVICE_FN int mel_k_bitrev9(int i) {
  * step turns the result into the 513 bins of the real 1024-point DFT. Double up to the
  * power, whose float rounding goes through sqrtf; the tables are built once per block. Every branch around a barrier depends only on the
  * frame index, so the whole block takes it together. */
-KERNEL tandem_k_mel_stft(tandem_k_mel_stft_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_MEL_STFT_THREADS) tandem_k_mel_stft(tandem_k_mel_stft_args a) {
     __shared__ double zr[512], zi[512];        /* the complex sequence */
     __shared__ double win[TANDEM_MEL_N_FFT];   /* periodic Hann */
     __shared__ double tw_re[256], tw_im[256];  /* e^{-2 pi i j / 512} */
@@ -87,7 +87,7 @@ KERNEL tandem_k_mel_stft(tandem_k_mel_stft_args a) {
 
 /* One thread per (frame, band): the band's contiguous bins against its packed weights, in
  * double. The band table is copied from the argument struct to shared memory once per block. */
-KERNEL tandem_k_mel_project(tandem_k_mel_project_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_MEL_THREADS) tandem_k_mel_project(tandem_k_mel_project_args a) {
     __shared__ int32_t lo[TANDEM_MEL_N_MELS], len[TANDEM_MEL_N_MELS], off[TANDEM_MEL_N_MELS];
     for (int m = (int)threadIdx.x; m < TANDEM_MEL_N_MELS; m += (int)blockDim.x) {
         lo[m] = a.bands.lo[m];
@@ -115,7 +115,7 @@ KERNEL tandem_k_mel_project(tandem_k_mel_project_args a) {
     }
 }
 
-KERNEL tandem_k_mel_log(tandem_k_mel_log_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_MEL_THREADS) tandem_k_mel_log(tandem_k_mel_log_args a) {
     int64_t n_total = (int64_t)a.batch * a.max_frames * TANDEM_MEL_N_MELS;
     for (int64_t i = mel_k_first(); i < n_total; i += mel_k_stride()) {
         int64_t row = i / TANDEM_MEL_N_MELS;
@@ -123,11 +123,11 @@ KERNEL tandem_k_mel_log(tandem_k_mel_log_args a) {
         int b = (int)(row / a.max_frames);
         int64_t len = 0;
         int frames = tandem_k_mel_item_frames(a.lengths, b, a.max_samples, a.max_frames, &len);
-        a.out[i] = t < frames ? logf(fmaxf(a.mel[i], TANDEM_MEL_LOG_FLOOR)) : 0.0f;
+        a.out[i] = t < frames ? logf(fmaxf(a.mel[i], TANDEM_MEL_LOG_FLOOR)) : a.pad;
     }
 }
 
-KERNEL tandem_k_mel_targets(tandem_k_mel_targets_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_MEL_THREADS) tandem_k_mel_targets(tandem_k_mel_targets_args a) {
     int64_t n_total = (int64_t)a.batch * a.max_frames;
     for (int64_t i = mel_k_first(); i < n_total; i += mel_k_stride()) {
         int t = (int)(i % a.max_frames);

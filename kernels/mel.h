@@ -9,7 +9,7 @@
  *   mel_project    |STFT| [B * F, 513] → mel [B * F, 80]: each Slaney band over its own
  *                  contiguous nonzero bins only (about 740 weights instead of 80 x 513),
  *                  accumulated in double, stored float
- *   mel_log        ln(max(mel, 1e-5)) on real frames, 0 on padded ones → [B, F, 80]
+ *   mel_log        ln(max(mel, 1e-5)) on real frames, silence ln(1e-5) on padded ones → [B, F, 80]
  *   mel_targets    frame counts, frame mask and stop targets from the lengths
  *
  * B = batch, S = max_samples, F = max_frames. Item b has T_b = min(floor(len_b / 256), F)
@@ -20,6 +20,9 @@
 #define TANDEM_KERNELS_MEL_H
 
 #include "kernels/ktypes.h"
+
+/* Threads per block of the per-element mel kernels (mel_host.c; mel.cu's launch bounds). */
+#define TANDEM_K_MEL_THREADS 256
 
 /* The feature recipe (DESIGN.md §6): its one definition. Device code, the host implementations
  * and the runtime (runtime/audio/mel.h, the config's n_mels, the pipeline's shapes, the plan)
@@ -71,11 +74,15 @@ typedef struct tandem_k_mel_project_args {
     tandem_k_mel_bands bands;
 } tandem_k_mel_project_args;
 
-/* out[b, t, m] = ln(max(mel[b * F + t, m], 1e-5)) for t < T_b, else 0 */
+/* out[b, t, m] = ln(max(mel[b * F + t, m], 1e-5)) for t < T_b, else pad (silence: padded frames
+ * feed the model, and a loud 0 there taught the stop head "input 0 → stop", which never happens
+ * in free running; DESIGN.md §7). */
 typedef struct tandem_k_mel_log_args {
     const float *mel;       /* [batch * max_frames, 80] */
     const int32_t *lengths; /* [batch] */
     float *out;             /* [batch, max_frames, 80] */
+    float pad;              /* tandem_mel_silence(), computed by the host so that every backend
+                               writes the same bits (a device logf may differ by an ulp) */
     int64_t max_samples;
     int batch, max_frames;
 } tandem_k_mel_log_args;
@@ -138,6 +145,12 @@ void tandem_mel_frame_magnitude(const float *x, int64_t len, int64_t start, floa
  * instruction); a NaN v gives ln(1e-5) as fmaxf's does. */
 static inline float tandem_mel_log_floor(float v) {
     return logf(v > TANDEM_MEL_LOG_FLOOR ? v : TANDEM_MEL_LOG_FLOOR);
+}
+
+/* The log-mel of silence, ln(1e-5): the value of every frame past an utterance's length
+ * (batches, validation, synthesis input). */
+static inline float tandem_mel_silence(void) {
+    return tandem_mel_log_floor(0.0f);
 }
 
 /* One frame's projection: mel[m] = sum_j weights[off[m] + j] * mag[lo[m] + j] (double

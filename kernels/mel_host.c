@@ -22,7 +22,7 @@
 
 #include "kernels/registry.h"
 
-enum { MEL_THREADS = 256, MEL_MAX_BLOCKS = 4096 };
+enum { MEL_THREADS = TANDEM_K_MEL_THREADS, MEL_MAX_BLOCKS = 4096 };
 #define N_FFT TANDEM_MEL_N_FFT
 #define N_BINS TANDEM_MEL_N_BINS
 #define N_MELS TANDEM_MEL_N_MELS
@@ -262,7 +262,7 @@ void tandem_k_mel_log_host(const tandem_k_mel_log_args *a) {
         for (int t = 0; t < a->max_frames; t++) {
             int64_t row = ((int64_t)b * a->max_frames + t) * N_MELS;
             for (int m = 0; m < N_MELS; m++)
-                a->out[row + m] = t < frames ? tandem_mel_log_floor(a->mel[row + m]) : 0.0f;
+                a->out[row + m] = t < frames ? tandem_mel_log_floor(a->mel[row + m]) : a->pad;
         }
     }
 }

@@ -4,9 +4,11 @@
  *
  * An entry X(name, group) promises, by convention:
  *   kernels/<group>.h     typedef struct { ... } tandem_k_<name>_args;   (the parameter list)
- *   kernels/<group>.cu    KERNEL tandem_k_<name>(tandem_k_<name>_args a) (the device kernel)
+ *   kernels/<group>.cu    KERNEL LAUNCH_BOUNDS(n) tandem_k_<name>(tandem_k_<name>_args a)
+ *                         (the device kernel; n its fixed block size, a constant of <group>.h)
  *   kernels/<group>_host.c
  *       void tandem_k_<name>_geom(const tandem_k_<name>_args *a, tandem_launch_dims *d);
+ *                         (blocks of exactly n threads: test_fatbin compares n with the cubin)
  *       void tandem_k_<name>_host(const tandem_k_<name>_args *a);    (host implementation)
  * The fatbin entry point is named "tandem_k_<name>". Device pointers in argument structs are
  * plain C pointers: host addresses on the host backend, CUdeviceptr values on cuda.
@@ -50,6 +52,7 @@
     X(seq_embed_fwd, layers)                                                              \
     X(seq_embed_bwd, layers)                                                              \
     X(prenet_input, layers)                                                               \
+    X(prenet_dropout, layers)                                                             \
     X(l1_masked_fwd, train)                                                               \
     X(l1_masked_bwd, train)                                                               \
     X(bce_stop_fwd, train)                                                                \
@@ -64,6 +67,8 @@
     X(heads_split_grad, attention)                                                        \
     X(softmax_causal_fwd, attention)                                                      \
     X(softmax_causal_bwd, attention)                                                      \
+    X(ga_fwd, attention)                                                                  \
+    X(ga_bwd, attention)                                                                  \
     X(batch_prep, batch_prep)
 
 typedef enum tandem_kernel_id {

@@ -39,7 +39,7 @@ DEVICE_FN int64_t train_k_stride(void) { return (int64_t)gridDim.x * (int64_t)bl
 
 /* ---- masked L1 ---- */
 
-KERNEL tandem_k_l1_masked_fwd(tandem_k_l1_masked_fwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_THREADS) tandem_k_l1_masked_fwd(tandem_k_l1_masked_fwd_args a) {
     __shared__ float warp_totals[TANDEM_K_TRAIN_THREADS / TANDEM_WARP_SIZE];
     const int64_t n = (int64_t)a.batch * a.frames * a.channels;
     const int64_t base = (int64_t)blockIdx.x * TANDEM_K_TRAIN_CHUNK;
@@ -54,7 +54,7 @@ KERNEL tandem_k_l1_masked_fwd(tandem_k_l1_masked_fwd_args a) {
     if (threadIdx.x == 0) a.partials[blockIdx.x] = s;
 }
 
-KERNEL tandem_k_l1_masked_bwd(tandem_k_l1_masked_bwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_THREADS) tandem_k_l1_masked_bwd(tandem_k_l1_masked_bwd_args a) {
     const int64_t n = (int64_t)a.batch * a.frames * a.channels, stride = train_k_stride();
     for (int64_t i = train_k_first(); i < n; i += stride) {
         float w = a.mask[i / a.channels], d = a.pred[i] - a.target[i], g = 0.0f;
@@ -65,7 +65,7 @@ KERNEL tandem_k_l1_masked_bwd(tandem_k_l1_masked_bwd_args a) {
 
 /* ---- stop BCE-with-logits ---- */
 
-KERNEL tandem_k_bce_stop_fwd(tandem_k_bce_stop_fwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_THREADS) tandem_k_bce_stop_fwd(tandem_k_bce_stop_fwd_args a) {
     __shared__ float warp_totals[TANDEM_K_TRAIN_THREADS / TANDEM_WARP_SIZE];
     const int64_t n = (int64_t)a.batch * a.frames;
     const int64_t base = (int64_t)blockIdx.x * TANDEM_K_TRAIN_CHUNK;
@@ -80,7 +80,7 @@ KERNEL tandem_k_bce_stop_fwd(tandem_k_bce_stop_fwd_args a) {
     if (threadIdx.x == 0) a.partials[blockIdx.x] = s;
 }
 
-KERNEL tandem_k_bce_stop_bwd(tandem_k_bce_stop_bwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_THREADS) tandem_k_bce_stop_bwd(tandem_k_bce_stop_bwd_args a) {
     const int64_t n = (int64_t)a.batch * a.frames, stride = train_k_stride();
     for (int64_t i = train_k_first(); i < n; i += stride) {
         float w = a.weight[i], g = 0.0f;
@@ -91,7 +91,7 @@ KERNEL tandem_k_bce_stop_bwd(tandem_k_bce_stop_bwd_args a) {
 
 /* ---- gradient norm ---- */
 
-KERNEL tandem_k_sum_squares(tandem_k_sum_squares_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_THREADS) tandem_k_sum_squares(tandem_k_sum_squares_args a) {
     __shared__ float warp_totals[TANDEM_K_TRAIN_THREADS / TANDEM_WARP_SIZE];
     const int64_t base = (int64_t)blockIdx.x * TANDEM_K_TRAIN_CHUNK;
     float s = 0.0f;
@@ -106,7 +106,7 @@ KERNEL tandem_k_sum_squares(tandem_k_sum_squares_args a) {
 }
 
 /* One block: thread j adds partials j, j + 256, ... in order, then the block tree. */
-KERNEL tandem_k_reduce_sum(tandem_k_reduce_sum_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_THREADS) tandem_k_reduce_sum(tandem_k_reduce_sum_args a) {
     __shared__ float warp_totals[TANDEM_K_TRAIN_THREADS / TANDEM_WARP_SIZE];
     float s = 0.0f;
     for (int64_t i = threadIdx.x; i < a.n; i += TANDEM_K_TRAIN_THREADS) s += a.partials[i];
@@ -120,7 +120,7 @@ KERNEL tandem_k_reduce_sum(tandem_k_reduce_sum_args a) {
 
 /* Each warp votes; lane 0 of a warp that saw a non-finite value stores 1. Several warps may
  * store the same value, which is harmless; nobody stores 0. */
-KERNEL tandem_k_nonfinite_check(tandem_k_nonfinite_check_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_THREADS) tandem_k_nonfinite_check(tandem_k_nonfinite_check_args a) {
     const int64_t stride = train_k_stride();
     int bad = 0;
     for (int64_t i = train_k_first(); i < a.n; i += stride)
@@ -130,7 +130,7 @@ KERNEL tandem_k_nonfinite_check(tandem_k_nonfinite_check_args a) {
 
 /* ---- optimizer ---- */
 
-KERNEL tandem_k_adamw(tandem_k_adamw_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_THREADS) tandem_k_adamw(tandem_k_adamw_args a) {
     if (a.skip && a.skip[0] != 0) return;
     float clip = 1.0f;
     if (a.norm_sq) {

@@ -31,7 +31,7 @@ static void chunk_bounds(int64_t k, int64_t n, int64_t *begin, int64_t *end) {
 
 /* The element-wise kernels: 256 threads per block, at most 4096 blocks (more would only queue
  * on any current GPU); the grid-stride loops cover the rest. */
-enum { TRAIN_THREADS = 256, TRAIN_MAX_BLOCKS = 4096 };
+enum { TRAIN_THREADS = TANDEM_K_TRAIN_THREADS, TRAIN_MAX_BLOCKS = 4096 };
 
 static void elementwise_dims(int64_t n, tandem_launch_dims *d) {
     *d = tandem_dims_1d(n, TRAIN_THREADS);

@@ -13,7 +13,8 @@ FAKECUBLAS_LIB := $(FAKECUDA_DIR)/libcublasLt.so.13
 EMU_LIB_PATH   := $(BUILD)/test/emu/libtandem_emu.a
 
 FAKECUDA_SRC := test/fakecuda/fc_state.c test/fakecuda/fc_device.c test/fakecuda/fc_memory.c \
-                test/fakecuda/fc_stream.c test/fakecuda/fc_module.c test/fakecuda/fc_procaddr.c
+                test/fakecuda/fc_stream.c test/fakecuda/fc_module.c test/fakecuda/fc_procaddr.c \
+                test/fakecuda/fc_queue.c test/fakecuda/fc_hazard.c test/fakecuda/fc_access.c
 FAKECUDA_OBJ := $(FAKECUDA_SRC:%.c=$(BUILD)/obj/%.o)
 FAKECUBLAS_OBJ := $(BUILD)/obj/test/fakecuda/fc_cublaslt.o
 
@@ -34,6 +35,9 @@ $(FAKECUDA_LIB): $(FAKECUDA_OBJ) $(EMU_LIB_PATH) $(LIB)
 
 $(FAKECUBLAS_LIB): $(FAKECUBLAS_OBJ) $(FAKECUDA_LIB)
 	$(CC) $(FAKECUDA_LINK) -Wl,-soname,libcublasLt.so.13 -o $@ $(FAKECUBLAS_OBJ) \
+	  -L$(FAKECUDA_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -lm
+	@# the same stand-in as libcublasLt.so.12, for the backend's .so.13 -> .so.12 fallback
+	$(CC) $(FAKECUDA_LINK) -Wl,-soname,libcublasLt.so.12 -o $(dir $@)libcublasLt.so.12 $(FAKECUBLAS_OBJ) \
 	  -L$(FAKECUDA_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -lm
 
 .PHONY: fakecuda

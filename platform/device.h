@@ -92,6 +92,11 @@ struct tandem_backend_ops {
     tandem_status (*gemm_prepare)(tandem_device *dev, const tandem_gemm_desc *d);
     tandem_status (*gemm)(tandem_stream *s, const tandem_gemm_desc *d, float alpha, tandem_dptr a,
                           tandem_dptr b, float beta, tandem_dptr c);
+
+    /* Whether launching kernel_id with these dims would pass the device's per-block limits
+     * (dynamic shared memory against what the kernel may use), checked when a plan is made;
+     * NULL: no such limits (host). TANDEM_E_UNSUPPORTED naming the need and the limit. */
+    tandem_status (*launch_check)(tandem_device *dev, int kernel_id, const tandem_launch_dims *dims);
 };
 
 /* Backend entry points. */

@@ -131,7 +131,7 @@ struct tandem_data_run_report {
 
 /* Index data_dir with cfg's duration filter, open the devices, plan and commit both arenas, then
  * load, featurise and hand opts->steps batches through the ring to a consumer that checks each one
- * (finite values, mask and stop targets consistent with the lengths, zero padding, PAD tokens past
+ * (finite values, mask and stop targets consistent with the lengths, silence padding, PAD tokens past
  * the text) and releases it. *r is filled stage by stage (also on failure, up to the stage
  * reached). A batch that fails a check is TANDEM_E_INTERNAL naming the batch, row, frame and value. */
 tandem_status tandem_data_run(const tandem_config *cfg, const tandem_data_run_options *o,

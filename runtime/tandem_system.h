@@ -81,7 +81,7 @@ typedef struct tandem_system_report {
     tandem_status driver_status; /* TANDEM_OK; TANDEM_E_NODRIVER (none: a normal state); else
                                     present but failing */
     char driver_message[512];    /* why not, when not TANDEM_OK */
-    int driver_version;          /* e.g. 12040 for CUDA 12.4 */
+    int driver_version;          /* e.g. 12040 for CUDA 12.4 (also when it is too old for the fatbin) */
     tandem_status count_status;  /* counting its devices (driver present) */
     char count_error[256];
     int cuda_count;              /* devices the driver reports (all, also beyond the listed) */
@@ -97,6 +97,10 @@ typedef struct tandem_system_report {
     int fatbin_images;           /* 0: a host-only build (no nvcc), the cuda backend cannot run */
     char fatbin_archs[256];      /* "sm_80 sm_86 sm_89 sm_90 compute_90" */
     int fatbin_entries;          /* kernel entry points listed; 0: not listed (compressed SASS) */
+    int fatbin_toolkit;          /* the CUDA toolkit that built it (13000 = 13.0), 0 if unknown */
+    int fatbin_ptx_isa;          /* newest PTX ISA it holds (90 = 9.0), 0 for none */
+    int driver_floor;            /* the driver it needs: cuDriverGetVersion >= this (13000) */
+    char driver_branch[16];      /* "R580": the Linux driver branch of that floor, "" if unknown */
     int kernel_count;            /* kernels this build registers */
     int kernels_missing;         /* registered kernels without an entry point (when listed) */
     char missing[TANDEM_SYSTEM_MAX_MISSING][96]; /* the first of them */

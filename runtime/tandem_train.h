@@ -43,8 +43,10 @@ typedef struct tandem_trainer tandem_trainer;
 typedef struct tandem_step_metrics {
     int64_t step;          /* optimizer steps done, this one included (1-based, as metrics.jsonl) */
     int64_t total_steps;   /* the config's max_steps */
-    double loss;           /* l1 + stop_loss_weight * stop_bce, mean over the micro-batches */
+    double loss;           /* l1 + stop_loss_weight * stop_bce + ga_weight * ga, mean over the
+                              micro-batches */
     double l1, stop_bce;   /* masked mel L1; stop-token BCE */
+    double ga;             /* guided-attention loss (docs/TRAINING.md; 0 when ga_weight is 0) */
     double lr;             /* learning rate this step used */
     double grad_norm;      /* global gradient norm before clipping */
     int skipped;           /* 1: non-finite loss or gradient, the update was not applied */

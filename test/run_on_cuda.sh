@@ -12,6 +12,8 @@ fi
 export TANDEM_TEST_BACKEND=cuda
 if [ "${TANDEM_TEST_REAL_GPU:-0}" != 1 ]; then
   export TANDEM_CUDA_DRIVER="$fakedir/libcuda.so.1" TANDEM_CUBLASLT="$fakedir/libcublasLt.so.13"
+  # every kernel the test launches must change only the bytes its hazard descriptor declares
+  export TANDEM_FAKECUDA_CHECK_ACCESS="${TANDEM_FAKECUDA_CHECK_ACCESS:-1}"
   [ -f "$fakedir/libnvidia-ml.so.1" ] && export TANDEM_NVML="$fakedir/libnvidia-ml.so.1"
 fi
 out=$("$bin" 2>&1); rc=$?

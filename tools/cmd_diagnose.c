@@ -45,6 +45,22 @@ static void section_driver(const tandem_system_report *r) {
     }
 }
 
+/* Which toolkit built the fatbin, the driver it needs and whether this one is new enough. */
+static void section_floor(const tandem_system_report *r) {
+    const int tk = r->fatbin_toolkit, fl = r->driver_floor, v = r->driver_version;
+    if (tk) printf("  built by CUDA %d.%d", tk / 1000, tk % 1000 / 10);
+    else printf("  toolkit not recorded");
+    if (r->fatbin_ptx_isa) printf(", PTX ISA %d.%d", r->fatbin_ptx_isa / 10, r->fatbin_ptx_isa % 10);
+    printf("\n  needs a CUDA %d.%d driver%s%s%s: ", fl / 1000, fl % 1000 / 10, r->driver_branch[0] ? " (" : "",
+           r->driver_branch, r->driver_branch[0] ? " or newer)" : "");
+    if (!v)
+        printf("no driver to compare\n");
+    else if (v >= fl)
+        printf("this driver (CUDA %d.%d) meets it\n", v / 1000, v % 1000 / 10);
+    else
+        printf("this driver is CUDA %d.%d, TOO OLD\n", v / 1000, v % 1000 / 10);
+}
+
 static void section_fatbin(const tandem_system_report *r) {
     const char *env = getenv("TANDEM_FATBIN");
     printf("\nfatbin (%s)\n", env && env[0] ? env : "embedded in libtandem.a");
@@ -60,6 +76,7 @@ static void section_fatbin(const tandem_system_report *r) {
             printf("  missing kernel: %s\n", r->missing[i]);
         if (r->kernels_missing > TANDEM_SYSTEM_MAX_MISSING)
             printf("  ... and %d more missing\n", r->kernels_missing - TANDEM_SYSTEM_MAX_MISSING);
+        section_floor(r);
         if (r->fatbin_entries > 0)
             printf("  %d kernel entry points; %d registered kernel%s, %s\n", r->fatbin_entries, r->kernel_count,
                    r->kernel_count == 1 ? "" : "s", r->kernels_missing ? "SOME MISSING (rebuild the fatbin)" : "all present");

@@ -13,7 +13,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem pipeline --data DIR --steps N [--config FILE] [--batch-size B]\n"
             "                       [--num-workers W] [--prefetch-buffer-size N] [--backend auto|host|cuda]\n"
-            "                       [--poison]\n\n"
+            "                       [--force-staged true|false] [--poison]\n\n"
             "Runs the data side of training alone: indexes DIR (text cache included), opens the data\n"
             "and model devices (roles: two CUDA devices -> 0 and 1, one -> both roles, none -> two\n"
             "host devices), plans and commits both arenas, then loads, featurises and hands N batches\n"
@@ -22,6 +22,7 @@ static void usage(FILE *f) {
             "time), data-device busy %%, ring occupancy and the time of every stage.\n\n"
             "  --config FILE              run config (default: built-in defaults = the tiny preset)\n"
             "  --batch-size B, --num-workers W, --prefetch-buffer-size N   override the config\n"
+            "  --force-staged true        ring copies through pinned host memory even with peer access\n"
             "  --backend B                auto (default), host or cuda\n"
             "  --poison                   fill released slots with NaN (catches use after release)\n");
 }
@@ -90,7 +91,9 @@ int cli_pipeline(int argc, char **argv) {
         {"--batch-size", "batch_size"},
         {"--num-workers", "num_workers"},
         {"--prefetch-buffer-size", "prefetch_buffer_size"},
+        {"--force-staged", "force_staged"},
     };
+    enum { N_PIPE_FLAGS = (int)(sizeof flags / sizeof flags[0]) };
     const char *over_flag[8], *over_key[8], *over_val[8];
     int n_over = 0;
     for (int i = 1; i < argc; i++) {
@@ -112,8 +115,8 @@ int cli_pipeline(int argc, char **argv) {
             if (!cli_parse_backend("pipeline", v, &backend)) return 2;
         } else {
             int k = 0;
-            while (k < 3 && strcmp(a, flags[k].flag)) k++;
-            if (k == 3 || n_over == 8) {
+            while (k < N_PIPE_FLAGS && strcmp(a, flags[k].flag)) k++;
+            if (k == N_PIPE_FLAGS || n_over == 8) {
                 fprintf(stderr, "tandem pipeline: unknown option '%s' (see --help)\n", a);
                 return 2;
             }

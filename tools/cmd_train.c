@@ -30,6 +30,7 @@ static const struct {
     {"--grad-accum", "grad_accum"},
     {"--num-workers", "num_workers"},
     {"--prefetch-buffer-size", "prefetch_buffer_size"},
+    {"--force-staged", "force_staged"},
     {"--data-gpu", "data_gpu"},
     {"--model-gpu", "model_gpu"},
     {"--data-gpu-memory", "data_gpu_memory"},

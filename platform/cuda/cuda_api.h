@@ -69,6 +69,14 @@ typedef struct CUevent_st *CUevent;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 
+/* Function attributes (cuFuncGetAttribute / cuFuncSetAttribute). */
+typedef enum CUfunction_attribute_enum {
+    CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0, /* the block size __launch_bounds__ and registers allow */
+    CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,     /* static shared memory */
+    CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 /* settable: the opt-in above 48 KiB */
+} CUfunction_attribute;
+
 typedef enum CUdevice_attribute_enum {
     CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
     CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
@@ -108,6 +116,12 @@ typedef enum CUdriverProcAddressQueryResult_enum {
 #define CU_EVENT_DEFAULT 0x0u
 #define CU_EVENT_BLOCKING_SYNC 0x1u
 #define CU_EVENT_DISABLE_TIMING 0x2u
+/* primary context scheduling (cuDevicePrimaryCtxSetFlags): how a host thread waits */
+#define CU_CTX_SCHED_AUTO 0x00u
+#define CU_CTX_SCHED_SPIN 0x01u
+#define CU_CTX_SCHED_YIELD 0x02u
+#define CU_CTX_SCHED_BLOCKING_SYNC 0x04u
+#define CU_CTX_SCHED_MASK 0x07u
 #define CU_MEMHOSTALLOC_PORTABLE 0x01u
 #define CU_MEMHOSTALLOC_DEVICEMAP 0x02u
 #define CU_MEMHOSTALLOC_WRITECOMBINED 0x04u
@@ -135,6 +149,9 @@ typedef CUresult (*tandem_pfn_cuDeviceCanAccessPeer)(int *canAccessPeer, CUdevic
 
 typedef CUresult (*tandem_pfn_cuDevicePrimaryCtxRetain)(CUcontext *pctx, CUdevice dev);
 typedef CUresult (*tandem_pfn_cuDevicePrimaryCtxRelease)(CUdevice dev); /* _v2 */
+typedef CUresult (*tandem_pfn_cuDevicePrimaryCtxSetFlags)(CUdevice dev, unsigned int flags); /* _v2 */
+typedef CUresult (*tandem_pfn_cuDevicePrimaryCtxGetState)(CUdevice dev, unsigned int *flags,
+                                                          int *active);
 typedef CUresult (*tandem_pfn_cuCtxSetCurrent)(CUcontext ctx);
 typedef CUresult (*tandem_pfn_cuCtxGetCurrent)(CUcontext *pctx);
 typedef CUresult (*tandem_pfn_cuCtxSynchronize)(void);
@@ -176,6 +193,8 @@ typedef CUresult (*tandem_pfn_cuLaunchKernel)(CUfunction f, unsigned int gridDim
                                               unsigned int blockDimX, unsigned int blockDimY,
                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
                                               CUstream stream, void **kernelParams, void **extra);
+typedef CUresult (*tandem_pfn_cuFuncGetAttribute)(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
+typedef CUresult (*tandem_pfn_cuFuncSetAttribute)(CUfunction hfunc, CUfunction_attribute attrib, int value);
 
 /* ================================ cuBLASLt ============================================== */
 
@@ -259,7 +278,13 @@ typedef enum {
 
 typedef enum {
     CUBLASLT_MATMUL_PREF_SEARCH_MODE = 0,            /* uint32_t */
-    CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1     /* uint64_t */
+    CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,    /* uint64_t */
+    /* uint32_t each, default 256: the heuristic returns only algorithms that work with
+     * pointers aligned to at least this many bytes */
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8
 } cublasLtMatmulPreferenceAttributes_t;
 
 /* Opaque handles; the descriptor structs' sizes are the real header's (64/256/64 bytes). */
@@ -333,7 +358,9 @@ typedef cublasStatus_t (*tandem_pfn_cublasLtMatmul)(
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent)       \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)                    \
     X(cuEventSynchronize) X(cuEventElapsedTime) X(cuModuleLoadData) X(cuModuleUnload)      \
-    X(cuModuleGetFunction) X(cuLaunchKernel)
+    X(cuModuleGetFunction) X(cuLaunchKernel)                                               \
+    X(cuDevicePrimaryCtxSetFlags) X(cuDevicePrimaryCtxGetState)                           \
+    X(cuFuncGetAttribute) X(cuFuncSetAttribute)
 #define TANDEM_CUBLASLT_CALLS(X)                                                          \
     X(cublasLtGetVersion) X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) \
     X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)                         \

@@ -11,10 +11,23 @@
  * buffers. Shapes are fixed, so descriptors, layouts and the heuristic's algorithm are made
  * once per shape in gemm_prepare and kept in the device's fixed-capacity plan table.
  *
+ * Alignment: the heuristic may return an algorithm that assumes each operand is aligned to the
+ * preference's MIN_ALIGNMENT_{A,B,C,D}_BYTES (documented default 256) and fails or faults
+ * otherwise. Views into pooled tensors are not always 256-aligned (the head weight gradient
+ * runs one GEMM per item at offsets of i * mel_len * out elements; batched strides need not be
+ * multiples of 64 elements), so each plan holds one algorithm per alignment tier (256 bytes,
+ * 16 bytes, the element size), chosen with those preferences set explicitly, and every call
+ * takes the first tier that its real pointers and batch strides satisfy.
+ *
  * cuBLASLt is loaded once per process: $TANDEM_CUBLASLT (a path, or "none" to disable it),
- * else libcublasLt.so.13, else libcublasLt.so.12.
+ * else libcublasLt.so.13, else libcublasLt.so.12. A library counts only when it also creates a
+ * handle (cublasLtCreate, then destroyed): one that loads but cannot initialise (a cuBLASLt
+ * newer than the driver, a broken install) falls through to the next, and then to the fatbin's
+ * GEMM kernels, with one warning saying why. A device whose own cublasLtCreate fails later
+ * uses the fatbin GEMM too (warning), rather than failing to open.
  * Owns: the cuBLASLt library handle and function table (process-wide, immutable after load);
- * per device the plan table, the cuBLASLt handle and its workspace.
+ * per device the plan table and the cuBLASLt handle; per stream a workspace
+ * (tandem_cuda_gemm_stream_init, freed with the stream).
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -40,6 +53,10 @@ static pthread_once_t lt_once = PTHREAD_ONCE_INIT;
 static int lt_ok;
 static char lt_info[512]; /* version and library when found, else why not */
 
+static const char *lt_status_name(cublasStatus_t s);
+
+/* 1: loaded and creates a handle; 0: not found (or lacks a call); -1: loads but cublasLtCreate
+ * fails. why: the version and path, or what went wrong. */
 static int lt_try(const char *path, char *why, size_t cap) {
     dlerror();
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -61,6 +78,15 @@ static int lt_try(const char *path, char *why, size_t cap) {
     TANDEM_CUBLASLT_CALLS(TANDEM_LT_SYM)
 #undef TANDEM_LT_SYM
     size_t v = lt.cublasLtGetVersion();
+    cublasLtHandle_t probe = NULL;
+    cublasStatus_t s = lt.cublasLtCreate(&probe);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        snprintf(why, cap, "cuBLASLt %zu.%zu.%zu (%s) loads but cublasLtCreate failed: %s (%d)", v / 10000,
+                 v / 100 % 100, v % 100, path, lt_status_name(s), (int)s);
+        dlclose(h);
+        return -1;
+    }
+    lt.cublasLtDestroy(probe);
     snprintf(why, cap, "cuBLASLt %zu.%zu.%zu (%s)", v / 10000, v / 100 % 100, v % 100, path);
     return 1;
 }
@@ -73,19 +99,25 @@ static void lt_load(void) {
         return;
     }
     if (path[0]) {
-        lt_ok = lt_try(path, lt_info, sizeof lt_info);
+        int r = lt_try(path, lt_info, sizeof lt_info);
+        lt_ok = r > 0;
+        if (r < 0) tandem_logf(TANDEM_LOG_WARN, "%s: using the fatbin's GEMM kernels instead", lt_info);
         return;
     }
     char why13[240], why12[240];
-    if ((lt_ok = lt_try("libcublasLt.so.13", why13, sizeof why13))) {
+    int r13 = lt_try("libcublasLt.so.13", why13, sizeof why13);
+    if ((lt_ok = r13 > 0)) {
         snprintf(lt_info, sizeof lt_info, "%s", why13);
         return;
     }
-    if ((lt_ok = lt_try("libcublasLt.so.12", why12, sizeof why12))) {
+    int r12 = lt_try("libcublasLt.so.12", why12, sizeof why12);
+    if ((lt_ok = r12 > 0)) {
         snprintf(lt_info, sizeof lt_info, "%s", why12);
+        if (r13 < 0) tandem_logf(TANDEM_LOG_WARN, "%s: using %s instead", why13, why12);
         return;
     }
     snprintf(lt_info, sizeof lt_info, "%s; %s", why13, why12);
+    if (r13 < 0 || r12 < 0) tandem_logf(TANDEM_LOG_WARN, "%s: using the fatbin's GEMM kernels instead", lt_info);
 }
 
 int tandem_cuda_have_cublaslt(char *why, size_t cap) {
@@ -132,12 +164,32 @@ static void shape_text(const tandem_gemm_desc *g, char *buf, size_t cap) {
 
 /* ---- plans ---- */
 
+#define LT_TIERS 3
+static const uint32_t lt_tier_align[LT_TIERS] = {256, 16, 0}; /* 0: the element size */
+
 struct tandem_cuda_gemm_plan {
     tandem_gemm_desc key;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
-    cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t algo[LT_TIERS];
+    int have[LT_TIERS];                /* the heuristic found one for this tier */
 };
+
+static uint32_t elem_bytes(tandem_dtype t) { return t == TANDEM_BF16 ? 2u : 4u; }
+
+/* What tier t promises for cuBLASLt's A (our B), B (our A), C and D. */
+static void tier_prefs(const tandem_gemm_desc *g, int t, uint32_t al[4]) {
+    uint32_t T = lt_tier_align[t];
+    al[0] = T ? T : elem_bytes(g->b_type);
+    al[1] = T ? T : elem_bytes(g->a_type);
+    al[2] = al[3] = T ? T : 4u;
+}
+
+/* Alignment of operand p (capped at 256): the address and, batched, every item's address. */
+static uint32_t operand_align(tandem_dptr p, int64_t stride, tandem_dtype t, int64_t batch) {
+    uint64_t v = p | (batch > 1 ? (uint64_t)stride * elem_bytes(t) : 0u) | 256u;
+    return (uint32_t)(v & (~v + 1));
+}
 
 static int same_shape(const tandem_gemm_desc *x, const tandem_gemm_desc *y) {
     if (x->trans_a != y->trans_a || x->trans_b != y->trans_b || x->m != y->m || x->n != y->n || x->k != y->k ||
@@ -175,6 +227,38 @@ static tandem_status make_layout(cublasLtMatrixLayout_t *l, tandem_dtype type, i
     return TANDEM_OK;
 }
 
+/* The heuristic's best algorithm for plan p with alignment preferences al (A, B, C, D). */
+static tandem_status lt_heuristic(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p,
+                                  const uint32_t al[4], cublasLtMatmulAlgo_t *algo, int *have) {
+    cublasLtMatmulPreference_t pref = NULL;
+    LT_TRY(cublasLtMatmulPreferenceCreate, (&pref), g);
+    uint64_t ws = TANDEM_CUDA_LT_WORKSPACE;
+    cublasStatus_t s = lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                               &ws, sizeof ws);
+    for (int i = 0; i < 4 && s == CUBLAS_STATUS_SUCCESS; i++)
+        s = lt.cublasLtMatmulPreferenceSetAttribute(
+            pref, (cublasLtMatmulPreferenceAttributes_t)(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i), &al[i],
+            sizeof al[i]);
+    cublasLtMatmulHeuristicResult_t res;
+    memset(&res, 0, sizeof res);
+    int found = 0;
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = lt.cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)d->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
+                                              &res, &found);
+    lt.cublasLtMatmulPreferenceDestroy(pref);
+    if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) {
+        char shp[160];
+        shape_text(g, shp, sizeof shp);
+        return tandem_fail(TANDEM_E_DEVICE,
+                           "cublasLtMatmulAlgoGetHeuristic failed: %s (%d) [GEMM %s, device %d, alignment %u/%u/%u "
+                           "bytes]",
+                           lt_status_name(s), (int)s, shp, d->ordinal, al[0], al[1], al[2]);
+    }
+    *have = s == CUBLAS_STATUS_SUCCESS && found >= 1 && res.state == CUBLAS_STATUS_SUCCESS;
+    if (*have) *algo = res.algo;
+    return TANDEM_OK;
+}
+
 static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p) {
     LT_TRY(cublasLtMatmulDescCreate, (&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), g);
     int32_t ta = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's A is our B */
@@ -187,27 +271,24 @@ static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tand
     TANDEM_TRY(make_layout(&p->lb, g->a_type, g->trans_a ? g->m : g->k, g->trans_a ? g->k : g->m, g->batch,
                            g->stride_a, g));
     TANDEM_TRY(make_layout(&p->lc, TANDEM_F32, g->n, g->m, g->batch, g->stride_c, g));
-    cublasLtMatmulPreference_t pref = NULL;
-    LT_TRY(cublasLtMatmulPreferenceCreate, (&pref), g);
-    uint64_t ws = TANDEM_CUDA_LT_WORKSPACE;
-    cublasStatus_t s = lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                               &ws, sizeof ws);
-    cublasLtMatmulHeuristicResult_t res;
-    memset(&res, 0, sizeof res);
-    int found = 0;
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = lt.cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)d->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
-                                              &res, &found);
-    lt.cublasLtMatmulPreferenceDestroy(pref);
-    char shp[160];
-    shape_text(g, shp, sizeof shp);
-    if (s != CUBLAS_STATUS_SUCCESS)
-        return tandem_fail(TANDEM_E_DEVICE, "cublasLtMatmulAlgoGetHeuristic failed: %s (%d) [GEMM %s, device %d]",
-                           lt_status_name(s), (int)s, shp, d->ordinal);
-    if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS)
+    int any = 0;
+    for (int t = 0; t < LT_TIERS; t++) {
+        uint32_t al[4];
+        tier_prefs(g, t, al);
+        /* a batch stride the tier's alignment does not divide: no pointer can satisfy it */
+        if (g->batch > 1 && (operand_align(0, g->stride_b, g->b_type, 2) < al[0] ||
+                             operand_align(0, g->stride_a, g->a_type, 2) < al[1] ||
+                             operand_align(0, g->stride_c, TANDEM_F32, 2) < al[2]))
+            continue;
+        TANDEM_TRY(lt_heuristic(d, g, p, al, &p->algo[t], &p->have[t]));
+        any |= p->have[t];
+    }
+    if (!any) {
+        char shp[160];
+        shape_text(g, shp, sizeof shp);
         return tandem_fail(TANDEM_E_UNSUPPORTED, "cuBLASLt has no algorithm for GEMM %s (f32 accumulation) on "
                            "device %d", shp, d->ordinal);
-    p->algo = res.algo;
+    }
     return TANDEM_OK;
 }
 
@@ -221,23 +302,27 @@ tandem_status tandem_cuda_gemm_init(tandem_cuda_dev *d) {
     if (!tandem_cuda_have_cublaslt(NULL, 0)) return TANDEM_OK; /* the fatbin kernel it is */
     cublasLtHandle_t h = NULL;
     cublasStatus_t s = lt.cublasLtCreate(&h);
-    tandem_status st = TANDEM_OK;
-    if (s != CUBLAS_STATUS_SUCCESS)
-        st = tandem_fail(TANDEM_E_DEVICE,
-                         "cuda device %d: cublasLtCreate failed: %s (%d) (%s); set TANDEM_CUBLASLT=none to "
-                         "use the fatbin GEMM instead",
-                         d->ordinal, lt_status_name(s), (int)s, lt_info);
-    if (st == TANDEM_OK) {
-        d->lt = h;
-        CUresult r = tandem_cu.cuMemAlloc(&d->lt_workspace, TANDEM_CUDA_LT_WORKSPACE);
-        if (r == CUDA_SUCCESS)
-            tandem_alloc_note();
-        else
-            st = tandem_cuda_fail("cuMemAlloc", r, "device %d, cuBLASLt workspace of %zu MiB", d->ordinal,
-                                  TANDEM_CUDA_LT_WORKSPACE >> 20);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        tandem_logf(TANDEM_LOG_WARN, "cuda device %d: cublasLtCreate failed: %s (%d) (%s): this device uses the "
+                    "fatbin's GEMM kernels", d->ordinal, lt_status_name(s), (int)s, lt_info);
+        return TANDEM_OK;
     }
-    if (st != TANDEM_OK) tandem_cuda_gemm_free(d);
-    return st;
+    d->lt = h; /* the workspaces are per stream (made with each stream) */
+    return TANDEM_OK;
+}
+
+/* Each stream gets its own workspace (made with the stream, before any pool is committed):
+ * a matmul may use it until it completes, so streams sharing one would corrupt each other's
+ * results. */
+tandem_status tandem_cuda_gemm_stream_init(tandem_cuda_dev *d, tandem_cuda_stream_impl *si) {
+    CUresult r = tandem_cu.cuMemAlloc(&si->lt_workspace, TANDEM_CUDA_LT_WORKSPACE);
+    if (r != CUDA_SUCCESS) {
+        si->lt_workspace = 0;
+        return tandem_cuda_fail("cuMemAlloc", r, "device %d, cuBLASLt workspace of %zu MiB for a stream", d->ordinal,
+                                TANDEM_CUDA_LT_WORKSPACE >> 20);
+    }
+    tandem_alloc_note();
+    return TANDEM_OK;
 }
 
 void tandem_cuda_gemm_free(tandem_cuda_dev *d) {
@@ -248,8 +333,6 @@ void tandem_cuda_gemm_free(tandem_cuda_dev *d) {
         tandem_mutex_destroy(&d->gemm_lock);
     }
     d->gemm_count = 0;
-    if (d->lt_workspace) TANDEM_CU_WARN(cuMemFree, (d->lt_workspace), "device %d, cuBLASLt workspace", d->ordinal);
-    d->lt_workspace = 0;
     if (d->lt) lt.cublasLtDestroy((cublasLtHandle_t)d->lt);
     d->lt = NULL;
 }
@@ -310,11 +393,33 @@ tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, floa
     }
     TANDEM_TRY(tandem_cuda_make_current(d));
     if (d->lt) {
+        const tandem_cuda_stream_impl *si = s->impl;
+        /* the first tier these pointers satisfy: cuBLASLt's A is our b, its B our a */
+        const uint32_t have[4] = {operand_align(b, g->stride_b, g->b_type, g->batch),
+                                  operand_align(a, g->stride_a, g->a_type, g->batch),
+                                  operand_align(c, g->stride_c, TANDEM_F32, g->batch),
+                                  operand_align(c, g->stride_c, TANDEM_F32, g->batch)};
+        int t = 0;
+        for (; t < LT_TIERS; t++) {
+            uint32_t al[4];
+            tier_prefs(g, t, al);
+            if (p->have[t] && have[0] >= al[0] && have[1] >= al[1] && have[2] >= al[2]) break;
+        }
+        if (t == LT_TIERS) {
+            char shp[160];
+            shape_text(g, shp, sizeof shp);
+            return tandem_fail(TANDEM_E_INVALID,
+                               "cuda GEMM %s on device %d: A %#llx, B %#llx, C %#llx are %u/%u/%u-byte aligned "
+                               "(with their batch strides); cuBLASLt has no algorithm for that (element "
+                               "alignment at least)",
+                               shp, d->ordinal, (unsigned long long)a, (unsigned long long)b, (unsigned long long)c,
+                               have[1], have[0], have[2]);
+        }
         LT_TRY(cublasLtMatmul,
                ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la,
                 (const void *)(uintptr_t)a, p->lb, &beta, (const void *)(uintptr_t)c, p->lc, (void *)(uintptr_t)c,
-                p->lc, &p->algo, (void *)(uintptr_t)d->lt_workspace, TANDEM_CUDA_LT_WORKSPACE,
-                tandem_cuda_stream(s)),
+                p->lc, &p->algo[t], (void *)(uintptr_t)si->lt_workspace, si->lt_workspace ? TANDEM_CUDA_LT_WORKSPACE : 0,
+                si->cs),
                g);
         return TANDEM_OK;
     }

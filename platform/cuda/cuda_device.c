@@ -23,6 +23,8 @@ typedef struct cuda_slot {
     CUcontext ctx;
     CUmodule module;
     CUfunction funcs[TANDEM_KERNEL_COUNT];
+    unsigned max_shmem[TANDEM_KERNEL_COUNT];   /* dynamic shared memory each kernel may launch with */
+    unsigned max_threads[TANDEM_KERNEL_COUNT]; /* its block size limit (launch bounds, registers) */
     tandem_device_info info;
 } cuda_slot;
 
@@ -31,6 +33,7 @@ static cuda_slot slots[MAX_CUDA_DEVICES];
 static int peer_on[MAX_CUDA_DEVICES][MAX_CUDA_DEVICES]; /* [dst][src]: dst's context maps src's memory */
 
 static const tandem_backend_ops cuda_ops;
+static void cuda_close(tandem_device *dev);
 
 tandem_status tandem_cuda_make_current(const tandem_cuda_dev *d) {
     CUcontext cur = NULL;
@@ -40,6 +43,29 @@ tandem_status tandem_cuda_make_current(const tandem_cuda_dev *d) {
 }
 
 /* ---- slots: context + module per ordinal ---- */
+
+/* Dynamic shared memory above 48 KiB (minus the kernel's static part) needs an explicit
+ * opt-in per function; without it such a launch fails (CUDA_ERROR_INVALID_VALUE). Every kernel
+ * is opted in to the device's limit, which is recorded, with the block size the kernel allows
+ * (its __launch_bounds__, or fewer if its registers do not fit), so that a launch, and a plan
+ * (cuda_launch_check), can say beforehand what fits. */
+static tandem_status opt_in_shared(cuda_slot *sl, int ordinal, int k) {
+    const char *entry = tandem_kernel_table[k].entry;
+    int optin = 0, stat = 0, threads = 0;
+    TANDEM_CU_TRY(cuFuncGetAttribute, (&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, sl->funcs[k]),
+                  "device %d, kernel %s, threads per block", ordinal, entry);
+    sl->max_threads[k] = (unsigned)threads;
+    TANDEM_CU_TRY(cuDeviceGetAttribute, (&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, sl->cu_dev),
+                  "device %d, shared memory per block (opt-in)", ordinal);
+    TANDEM_CU_TRY(cuFuncGetAttribute, (&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, sl->funcs[k]),
+                  "device %d, kernel %s, static shared memory", ordinal, entry);
+    int dyn = optin > stat ? optin - stat : 0;
+    TANDEM_CU_TRY(cuFuncSetAttribute, (sl->funcs[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn),
+                  "device %d, kernel %s: opting in to %d bytes of dynamic shared memory (%d per block, %d "
+                  "static)", ordinal, entry, dyn, optin, stat);
+    sl->max_shmem[k] = (unsigned)dyn;
+    return TANDEM_OK;
+}
 
 /* Load the fatbin into the slot's (current) context and resolve every registered kernel. */
 static tandem_status load_module(cuda_slot *sl, int ordinal) {
@@ -82,6 +108,7 @@ static tandem_status load_module(cuda_slot *sl, int ordinal) {
                              "cuModuleGetFunction failed: %s; rebuild the fatbin",
                              ordinal, entry, archs, err);
         }
+        if (st == TANDEM_OK) st = opt_in_shared(sl, ordinal, k);
     }
     if (st != TANDEM_OK && sl->module) {
         tandem_cu.cuModuleUnload(sl->module);
@@ -116,6 +143,25 @@ static void enable_peers(int o) {
     tandem_cu.cuCtxSetCurrent(slots[o].ctx);
 }
 
+/* Host threads that wait for the device (stream and context synchronisation) block on a
+ * synchronisation primitive instead of spinning: the trainer, the producer and the loaders share
+ * the CPU with audio decoding. Set only while the primary context is inactive: a context an
+ * embedding program already uses keeps the scheduling it chose. */
+static tandem_status set_blocking_sync(CUdevice dev, int o) {
+    unsigned flags = 0;
+    int active = 0;
+    TANDEM_CU_TRY(cuDevicePrimaryCtxGetState, (dev, &flags, &active), "device %d", o);
+    if (active) {
+        if ((flags & CU_CTX_SCHED_MASK) != CU_CTX_SCHED_BLOCKING_SYNC)
+            tandem_logf(TANDEM_LOG_DEBUG, "cuda device %d: primary context already active with flags 0x%x; "
+                        "kept (host waits may spin)", o, flags);
+        return TANDEM_OK;
+    }
+    TANDEM_CU_TRY(cuDevicePrimaryCtxSetFlags, (dev, (flags & ~CU_CTX_SCHED_MASK) | CU_CTX_SCHED_BLOCKING_SYNC),
+                  "device %d", o);
+    return TANDEM_OK;
+}
+
 static tandem_status slot_acquire(int o) {
     cuda_slot *sl = &slots[o];
     if (sl->refs > 0) {
@@ -125,6 +171,7 @@ static tandem_status slot_acquire(int o) {
     memset(sl, 0, sizeof *sl);
     TANDEM_TRY(tandem_cuda_query(o, &sl->info));
     TANDEM_CU_TRY(cuDeviceGet, (&sl->cu_dev, o), "device %d", o);
+    TANDEM_TRY(set_blocking_sync(sl->cu_dev, o));
     TANDEM_CU_TRY(cuDevicePrimaryCtxRetain, (&sl->ctx, sl->cu_dev), "device %d", o);
     tandem_status st = TANDEM_OK;
     CUresult r = tandem_cu.cuCtxSetCurrent(sl->ctx);
@@ -152,7 +199,7 @@ static void slot_release(int o) {
 
 /* ---- open / close ---- */
 
-tandem_status tandem_cuda_device_open(int ordinal, tandem_device **out) {
+static tandem_status device_open(int ordinal, tandem_device **out) {
     *out = NULL;
     int n = 0;
     TANDEM_TRY(tandem_cuda_device_count(&n));
@@ -174,6 +221,8 @@ tandem_status tandem_cuda_device_open(int ordinal, tandem_device **out) {
         d->cu_dev = sl->cu_dev;
         d->ctx = sl->ctx;
         memcpy(d->funcs, sl->funcs, sizeof d->funcs);
+        memcpy(d->max_shmem, sl->max_shmem, sizeof d->max_shmem);
+        memcpy(d->max_threads, sl->max_threads, sizeof d->max_threads);
         dev->info = sl->info;
     }
     pthread_mutex_unlock(&slots_lock);
@@ -268,18 +317,31 @@ static void cuda_host_free_pinned(tandem_device *dev, void *p) {
 
 static tandem_status cuda_stream_create(tandem_device *dev, tandem_stream *s) {
     tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    s->impl = NULL;
     TANDEM_TRY(tandem_cuda_make_current(d));
-    CUstream cs = NULL;
+    tandem_cuda_stream_impl *si = tandem_calloc(1, sizeof *si);
+    if (!si) return tandem_fail(TANDEM_E_NOMEM, "cuda device %d: no memory for a stream", d->ordinal);
     /* non-blocking: never serialised with the legacy default stream */
-    TANDEM_CU_TRY(cuStreamCreate, (&cs, CU_STREAM_NON_BLOCKING), "device %d", d->ordinal);
-    s->impl = cs;
+    CUresult r = tandem_cu.cuStreamCreate(&si->cs, CU_STREAM_NON_BLOCKING);
+    tandem_status st = r == CUDA_SUCCESS ? TANDEM_OK : tandem_cuda_fail("cuStreamCreate", r, "device %d", d->ordinal);
+    if (st == TANDEM_OK && d->lt) st = tandem_cuda_gemm_stream_init(d, si);
+    if (st != TANDEM_OK) {
+        if (si->cs) tandem_cu.cuStreamDestroy(si->cs);
+        tandem_free(si);
+        return st;
+    }
+    s->impl = si;
     return TANDEM_OK;
 }
 
 static void cuda_stream_destroy(tandem_stream *s) {
     tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
     if (!s->impl || tandem_cuda_make_current(d) != TANDEM_OK) return;
-    TANDEM_CU_WARN(cuStreamDestroy, (tandem_cuda_stream(s)), "device %d", d->ordinal);
+    tandem_cuda_stream_impl *si = s->impl;
+    TANDEM_CU_WARN(cuStreamDestroy, (si->cs), "device %d", d->ordinal);
+    /* after the destroy: cuMemFree waits for the work still queued on it */
+    if (si->lt_workspace) TANDEM_CU_WARN(cuMemFree, (si->lt_workspace), "device %d, cuBLASLt workspace", d->ordinal);
+    tandem_free(si);
     s->impl = NULL;
 }
 
@@ -294,7 +356,9 @@ static tandem_status cuda_event_create(tandem_device *dev, tandem_event *e) {
     tandem_cuda_dev *d = tandem_cuda_impl(dev);
     TANDEM_TRY(tandem_cuda_make_current(d));
     CUevent ev = NULL;
-    TANDEM_CU_TRY(cuEventCreate, (&ev, CU_EVENT_DEFAULT), "device %d", d->ordinal); /* with timing */
+    /* with timing; a thread waiting on it (cuEventSynchronize) sleeps instead of spinning on a
+     * CPU the audio decoders need (issue 11 item 5) */
+    TANDEM_CU_TRY(cuEventCreate, (&ev, CU_EVENT_BLOCKING_SYNC), "device %d", d->ordinal);
     e->impl = ev;
     return TANDEM_OK;
 }
@@ -390,6 +454,24 @@ static tandem_status cuda_copy_peer(tandem_stream *s, tandem_device *dst_dev, ta
 
 /* ---- launch ---- */
 
+static tandem_status cuda_launch_check(tandem_device *dev, int kernel_id, const tandem_launch_dims *dims) {
+    const tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    if (dims->shmem > d->max_shmem[kernel_id])
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "cuda launch of %s: %u bytes of dynamic shared memory; device %d (%s) allows this "
+                           "kernel %u (its shared memory per block, opted in, minus the kernel's static part)",
+                           tandem_kernel_table[kernel_id].name, dims->shmem, d->ordinal, dev->info.name,
+                           d->max_shmem[kernel_id]);
+    unsigned threads = dims->block[0] * dims->block[1] * dims->block[2];
+    if (threads > d->max_threads[kernel_id])
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "cuda launch of %s: block of %u threads; device %d (%s) runs this kernel with at most %u "
+                           "(its __launch_bounds__ and registers per thread)",
+                           tandem_kernel_table[kernel_id].name, threads, d->ordinal, dev->info.name,
+                           d->max_threads[kernel_id]);
+    return TANDEM_OK;
+}
+
 tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_launch_dims *dims,
                                  const void *args, size_t args_size) {
     tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
@@ -405,6 +487,7 @@ tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_l
         return tandem_fail(TANDEM_E_INVALID, "cuda launch of %s: empty geometry grid %ux%ux%u block %ux%ux%u",
                            k->name, dims->grid[0], dims->grid[1], dims->grid[2], dims->block[0],
                            dims->block[1], dims->block[2]);
+    TANDEM_TRY(cuda_launch_check(s->dev, kernel_id, dims));
     TANDEM_TRY(tandem_cuda_make_current(d));
     /* every kernel takes exactly one parameter: its argument struct, passed by value */
     void *params[1] = {(void *)(uintptr_t)args};
@@ -417,30 +500,115 @@ tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_l
     return TANDEM_OK;
 }
 
+/* ---- the caller's context is put back on return ----
+ * An embedding program may have a context of its own current on the calling thread: every
+ * entry of the backend table (and tandem_cuda_device_open) saves the thread's current context
+ * and restores it before returning, so Tandem's switches stay invisible to it. */
+
+static CUcontext ctx_save(void) {
+    CUcontext c = NULL;
+    if (!tandem_cu.cuCtxGetCurrent || tandem_cu.cuCtxGetCurrent(&c) != CUDA_SUCCESS) c = NULL;
+    return c;
+}
+
+static void ctx_restore(CUcontext prev) {
+    CUcontext now = NULL;
+    if (!tandem_cu.cuCtxGetCurrent || tandem_cu.cuCtxGetCurrent(&now) != CUDA_SUCCESS || now == prev) return;
+    TANDEM_CU_WARN(cuCtxSetCurrent, (prev), "restoring the calling thread's context");
+}
+
+#define GUARDED(name, params, args)                                                       \
+    static tandem_status guarded_##name params {                                          \
+        CUcontext prev_ = ctx_save();                                                     \
+        tandem_status st_ = name args;                                                    \
+        ctx_restore(prev_);                                                               \
+        return st_;                                                                       \
+    }
+#define GUARDED_VOID(name, params, args)                                                  \
+    static void guarded_##name params {                                                   \
+        CUcontext prev_ = ctx_save();                                                     \
+        name args;                                                                        \
+        ctx_restore(prev_);                                                               \
+    }
+
+GUARDED(cuda_sync, (tandem_device *dev), (dev))
+GUARDED(cuda_mem_alloc, (tandem_device *dev, size_t bytes, tandem_dptr *out), (dev, bytes, out))
+GUARDED_VOID(cuda_mem_free, (tandem_device *dev, tandem_dptr p), (dev, p))
+GUARDED(cuda_host_alloc_pinned, (tandem_device *dev, size_t bytes, void **out), (dev, bytes, out))
+GUARDED_VOID(cuda_host_free_pinned, (tandem_device *dev, void *p), (dev, p))
+GUARDED(cuda_stream_create, (tandem_device *dev, tandem_stream *s), (dev, s))
+GUARDED_VOID(cuda_stream_destroy, (tandem_stream *s), (s))
+GUARDED(cuda_stream_sync, (tandem_stream *s), (s))
+GUARDED(cuda_event_create, (tandem_device *dev, tandem_event *e), (dev, e))
+GUARDED_VOID(cuda_event_destroy, (tandem_event *e), (e))
+GUARDED(cuda_event_record, (tandem_event *e, tandem_stream *s), (e, s))
+GUARDED(cuda_stream_wait_event, (tandem_stream *s, tandem_event *e), (s, e))
+GUARDED(cuda_event_query, (tandem_event *e, int *done), (e, done))
+GUARDED(cuda_event_sync, (tandem_event *e), (e))
+GUARDED(cuda_event_elapsed_ms, (tandem_event *a, tandem_event *b, float *ms), (a, b, ms))
+GUARDED(cuda_copy_h2d, (tandem_stream *s, tandem_dptr dst, const void *src, size_t n), (s, dst, src, n))
+GUARDED(cuda_copy_d2h, (tandem_stream *s, void *dst, tandem_dptr src, size_t n), (s, dst, src, n))
+GUARDED(cuda_copy_d2d, (tandem_stream *s, tandem_dptr dst, tandem_dptr src, size_t n), (s, dst, src, n))
+GUARDED(cuda_copy_peer, (tandem_stream *s, tandem_device *dd, tandem_dptr dst, tandem_dptr src, size_t n),
+        (s, dd, dst, src, n))
+GUARDED(tandem_cuda_launch, (tandem_stream *s, int id, const tandem_launch_dims *d, const void *a, size_t n),
+        (s, id, d, a, n))
+GUARDED(tandem_cuda_gemm_prepare, (tandem_device *dev, const tandem_gemm_desc *g), (dev, g))
+GUARDED(cuda_launch_check, (tandem_device *dev, int id, const tandem_launch_dims *d), (dev, id, d))
+GUARDED(tandem_cuda_gemm,
+        (tandem_stream *s, const tandem_gemm_desc *g, float al, tandem_dptr a, tandem_dptr b, float be, tandem_dptr c),
+        (s, g, al, a, b, be, c))
+
+/* Closing may release the primary context the caller had current (when Tandem left it there):
+ * then the thread is left with none rather than with a released context. */
+static void guarded_cuda_close(tandem_device *dev) {
+    CUcontext prev = ctx_save();
+    const tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    CUcontext mine = d->ctx;
+    CUdevice cu_dev = d->cu_dev;
+    cuda_close(dev);
+    unsigned flags = 0;
+    int active = 1;
+    if (prev == mine && tandem_cu.cuDevicePrimaryCtxGetState(cu_dev, &flags, &active) == CUDA_SUCCESS && !active)
+        prev = NULL;
+    ctx_restore(prev);
+}
+
+tandem_status tandem_cuda_device_open(int ordinal, tandem_device **out) {
+    int n = 0;
+    *out = NULL;
+    TANDEM_TRY(tandem_cuda_device_count(&n)); /* loads the driver, so the context can be read */
+    CUcontext prev = ctx_save();
+    tandem_status st = device_open(ordinal, out);
+    ctx_restore(prev);
+    return st;
+}
+
 static const tandem_backend_ops cuda_ops = {
     .name = "cuda",
-    .close = cuda_close,
-    .sync = cuda_sync,
+    .close = guarded_cuda_close,
+    .sync = guarded_cuda_sync,
     .can_access_peer = cuda_can_access_peer,
-    .mem_alloc = cuda_mem_alloc,
-    .mem_free = cuda_mem_free,
-    .host_alloc_pinned = cuda_host_alloc_pinned,
-    .host_free_pinned = cuda_host_free_pinned,
-    .stream_create = cuda_stream_create,
-    .stream_destroy = cuda_stream_destroy,
-    .stream_sync = cuda_stream_sync,
-    .event_create = cuda_event_create,
-    .event_destroy = cuda_event_destroy,
-    .event_record = cuda_event_record,
-    .stream_wait_event = cuda_stream_wait_event,
-    .event_query = cuda_event_query,
-    .event_sync = cuda_event_sync,
-    .event_elapsed_ms = cuda_event_elapsed_ms,
-    .copy_h2d = cuda_copy_h2d,
-    .copy_d2h = cuda_copy_d2h,
-    .copy_d2d = cuda_copy_d2d,
-    .copy_peer = cuda_copy_peer,
-    .launch = tandem_cuda_launch,
-    .gemm_prepare = tandem_cuda_gemm_prepare,
-    .gemm = tandem_cuda_gemm,
+    .mem_alloc = guarded_cuda_mem_alloc,
+    .mem_free = guarded_cuda_mem_free,
+    .host_alloc_pinned = guarded_cuda_host_alloc_pinned,
+    .host_free_pinned = guarded_cuda_host_free_pinned,
+    .stream_create = guarded_cuda_stream_create,
+    .stream_destroy = guarded_cuda_stream_destroy,
+    .stream_sync = guarded_cuda_stream_sync,
+    .event_create = guarded_cuda_event_create,
+    .event_destroy = guarded_cuda_event_destroy,
+    .event_record = guarded_cuda_event_record,
+    .stream_wait_event = guarded_cuda_stream_wait_event,
+    .event_query = guarded_cuda_event_query,
+    .event_sync = guarded_cuda_event_sync,
+    .event_elapsed_ms = guarded_cuda_event_elapsed_ms,
+    .copy_h2d = guarded_cuda_copy_h2d,
+    .copy_d2h = guarded_cuda_copy_d2h,
+    .copy_d2d = guarded_cuda_copy_d2d,
+    .copy_peer = guarded_cuda_copy_peer,
+    .launch = guarded_tandem_cuda_launch,
+    .gemm_prepare = guarded_tandem_cuda_gemm_prepare,
+    .gemm = guarded_tandem_cuda_gemm,
+    .launch_check = guarded_cuda_launch_check,
 };

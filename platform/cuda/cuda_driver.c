@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/cuda/fatbin.h"
+#include "platform/os/os.h"
 #include "platform/os/settings.h"
 
 tandem_cuda_fns tandem_cu;
@@ -76,6 +78,40 @@ static tandem_status resolve(const char *lib, const char *name, void **out) {
                      lib, name, TANDEM_CUDA_API_VERSION, (int)r, why);
 }
 
+const char *tandem_cuda_driver_branch(int v) {
+    /* the CUDA toolkit release notes' minimum drivers for x.0 (minor versions run on the same) */
+    if (v >= 13000 && v < 14000) return "R580";
+    if (v >= 12000 && v < 13000) return "R525";
+    return "";
+}
+
+/* The driver must support what built the fatbin the backend loads: SASS of a newer major
+ * toolkit and PTX of a newer ISA do not load (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, or SASS
+ * compatibility undocumented), so an old driver is refused here, naming both versions, rather
+ * than at the first module load. A fatbin that cannot be read is left to the device open. */
+static tandem_status check_floor(const char *lib) {
+    const void *bin = NULL;
+    size_t len = 0;
+    void *owned = NULL;
+    if (tandem_fatbin_load(&bin, &len, &owned) != TANDEM_OK) return TANDEM_OK;
+    tandem_fatbin_summary *sum = tandem_malloc(sizeof *sum);
+    int floor = 0, tk = 0;
+    if (sum && tandem_fatbin_parse(bin, len, sum) == TANDEM_OK) {
+        floor = tandem_fatbin_driver_floor(sum);
+        tk = sum->toolkit_version;
+    }
+    tandem_free(sum);
+    tandem_free(owned);
+    if (driver_version >= floor) return TANDEM_OK;
+    const char *br = tandem_cuda_driver_branch(floor);
+    return load_fail(TANDEM_E_DEVICE,
+                     "%s is a CUDA %d.%d driver; the fatbin (built by CUDA %d.%d) needs a CUDA %d.%d driver%s%s%s: "
+                     "update the NVIDIA driver, or rebuild the fatbin with an older toolkit (make "
+                     "CUDA_HOME=/usr/local/cuda-12.x)",
+                     lib, driver_version / 1000, driver_version % 1000 / 10, tk / 1000, tk % 1000 / 10, floor / 1000,
+                     floor % 1000 / 10, br[0] ? " (" : "", br, br[0] ? " or newer)" : "");
+}
+
 static tandem_status load(void) {
     char opt[TANDEM_RUNTIME_PATH_MAX];
     const char *lib = tandem_settings_path(TANDEM_SETTING_CUDA_DRIVER, opt);
@@ -129,7 +165,7 @@ static tandem_status load(void) {
         return load_fail(TANDEM_E_DEVICE,
                          "%s is a CUDA %d.%d driver; this runtime needs CUDA 12.0 or newer", lib,
                          driver_version / 1000, driver_version % 1000 / 10);
-    return TANDEM_OK;
+    return check_floor(lib);
 }
 
 static void load_once_fn(void) {
@@ -159,7 +195,7 @@ const char *tandem_cuda_driver_status(void) {
 
 int tandem_cuda_driver_version(void) {
     pthread_once(&load_once, load_once_fn);
-    return load_status == TANDEM_OK ? driver_version : 0;
+    return driver_version;
 }
 
 tandem_status tandem_cuda_device_count(int *count) {

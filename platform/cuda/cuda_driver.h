@@ -26,10 +26,16 @@ extern tandem_cuda_fns tandem_cu;
 
 /* Load the driver once per process (thread-safe). TANDEM_E_NODRIVER when the library cannot
  * be loaded; TANDEM_E_DEVICE when it loads but is unusable (missing entry points, cuInit
- * failing). Later calls return the same status and set the same message. */
+ * failing, or older than the fatbin needs: tandem_fatbin_driver_floor of the fatbin the
+ * backend would load, e.g. CUDA 13.0 = R580 for a CUDA 13.0 build; the message names both
+ * versions). Later calls return the same status and set the same message. */
 tandem_status tandem_cuda_driver_load(void);
-/* cuDriverGetVersion of the loaded driver (e.g. 12040), 0 when none is loaded. */
+/* cuDriverGetVersion of the driver (e.g. 12040), also when it is too old for the fatbin; 0 when
+ * none could be asked. */
 int tandem_cuda_driver_version(void);
+/* "R580" for a CUDA 13.0 floor, "R525" for 12.0: the Linux driver branch that first supports
+ * CUDA version v (13000); "" when not known. */
+const char *tandem_cuda_driver_branch(int v);
 
 /* Record "<call> failed: CUDA_ERROR_X (text) [context]" for tandem_last_error(); returns
  * TANDEM_E_NOMEM for CUDA_ERROR_OUT_OF_MEMORY, TANDEM_E_DEVICE otherwise. */

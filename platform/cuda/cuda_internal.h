@@ -11,7 +11,8 @@
 
 /* Distinct GEMM shapes one device can prepare (shapes are fixed, so this bounds the model). */
 #define TANDEM_CUDA_GEMM_CACHE 256
-/* cuBLASLt workspace per device. */
+/* cuBLASLt workspace per stream: a matmul may use it as scratch until it completes, so two
+ * streams sharing one would race (issue 11 item 3). */
 #define TANDEM_CUDA_LT_WORKSPACE ((size_t)32 << 20)
 
 typedef struct tandem_cuda_gemm_plan tandem_cuda_gemm_plan; /* cuda_blaslt.c */
@@ -21,16 +22,24 @@ typedef struct tandem_cuda_dev {
     CUdevice cu_dev;
     CUcontext ctx;                          /* the device's primary context */
     CUfunction funcs[TANDEM_KERNEL_COUNT];  /* every registered kernel, resolved at open */
+    unsigned max_shmem[TANDEM_KERNEL_COUNT]; /* dynamic shared memory each may use (opted in at open) */
+    unsigned max_threads[TANDEM_KERNEL_COUNT]; /* block size each allows (launch bounds, registers) */
     /* GEMM (cuda_blaslt.c): plans for prepared shapes, fixed capacity, allocated at open */
     void *lt;                               /* cublasLtHandle_t, NULL without cuBLASLt */
-    CUdeviceptr lt_workspace;
     tandem_mutex gemm_lock;
     int gemm_count;
     tandem_cuda_gemm_plan *gemm_plans;      /* [TANDEM_CUDA_GEMM_CACHE] */
 } tandem_cuda_dev;
 
 static inline tandem_cuda_dev *tandem_cuda_impl(const tandem_device *d) { return (tandem_cuda_dev *)d->impl; }
-static inline CUstream tandem_cuda_stream(const tandem_stream *s) { return (CUstream)s->impl; }
+/* A stream's backend part: the driver stream and, with cuBLASLt, its own workspace. */
+typedef struct tandem_cuda_stream_impl {
+    CUstream cs;
+    CUdeviceptr lt_workspace; /* TANDEM_CUDA_LT_WORKSPACE bytes, or 0 without cuBLASLt */
+} tandem_cuda_stream_impl;
+static inline CUstream tandem_cuda_stream(const tandem_stream *s) {
+    return ((const tandem_cuda_stream_impl *)s->impl)->cs;
+}
 
 /* Make the device's context current on the calling thread (every backend entry does this:
  * callers may be on any thread). */
@@ -43,6 +52,8 @@ tandem_status tandem_cuda_launch(tandem_stream *s, int kernel_id, const tandem_l
 /* cuda_blaslt.c */
 tandem_status tandem_cuda_gemm_init(tandem_cuda_dev *d);  /* at open: cuBLASLt handle, workspace, plan table */
 void tandem_cuda_gemm_free(tandem_cuda_dev *d);           /* at close */
+/* at stream create, with cuBLASLt: the stream's workspace */
+tandem_status tandem_cuda_gemm_stream_init(tandem_cuda_dev *d, tandem_cuda_stream_impl *si);
 tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *g);
 tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha, tandem_dptr a,
                                tandem_dptr b, float beta, tandem_dptr c);

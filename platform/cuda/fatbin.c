@@ -117,6 +117,59 @@ static tandem_status parse_elf_entries(const unsigned char *elf, uint64_t len, s
     return tandem_fail(TANDEM_E_FORMAT, "fatbin: SASS ELF at offset %zu has no .symtab", base);
 }
 
+/* Section header i of a checked ELF (parse_elf_entries ran on it), or NULL. */
+static const unsigned char *elf_section(const unsigned char *elf, uint64_t len, uint32_t i) {
+    uint64_t shoff = rd64(elf + 0x28);
+    uint32_t shentsize = rd16(elf + 0x3a), shnum = rd16(elf + 0x3c);
+    if (i >= shnum || shentsize < ELF_SHDR_SIZE || !in_bounds(shoff, (uint64_t)shentsize * shnum, len)) return NULL;
+    return elf + shoff + (uint64_t)i * shentsize;
+}
+
+/* Name of section header sh ("" when out of bounds). */
+static const char *elf_section_name(const unsigned char *elf, uint64_t len, const unsigned char *sh) {
+    const unsigned char *strsh = elf_section(elf, len, rd16(elf + 0x3e));
+    if (!strsh) return "";
+    uint64_t str_off = rd64(strsh + 0x18), str_size = rd64(strsh + 0x20), name = rd32(sh);
+    if (!in_bounds(str_off, str_size, len) || name >= str_size) return "";
+    const char *nm = (const char *)elf + str_off + name;
+    return strnlen(nm, (size_t)(str_size - name)) < str_size - name ? nm : "";
+}
+
+/* The first section whose name is prefix + suffix, or NULL. */
+static const unsigned char *elf_find(const unsigned char *elf, uint64_t len, const char *prefix,
+                                     const char *suffix) {
+    uint32_t shnum = rd16(elf + 0x3c);
+    size_t pl = strlen(prefix);
+    for (uint32_t i = 0; i < shnum; i++) {
+        const unsigned char *sh = elf_section(elf, len, i);
+        if (!sh) return NULL;
+        const char *nm = elf_section_name(elf, len, sh);
+        if (strncmp(nm, prefix, pl) == 0 && strcmp(nm + pl, suffix) == 0) return sh;
+    }
+    return NULL;
+}
+
+/* "Cuda compilation tools, release 13.0, V13.0.88" in .note.nv.tkinfo -> 13000; 0 if absent. */
+static int elf_toolkit(const unsigned char *elf, uint64_t len) {
+    const unsigned char *sh = elf_find(elf, len, ".note.nv.tkinfo", "");
+    if (!sh) return 0;
+    uint64_t off = rd64(sh + 0x18), size = rd64(sh + 0x20);
+    if (!in_bounds(off, size, len)) return 0;
+    static const char key[] = "compilation tools, release ";
+    const size_t kl = sizeof key - 1;
+    for (uint64_t i = 0; i + kl + 4 <= size; i++) {
+        const char *p = (const char *)elf + off + i;
+        if (memcmp(p, key, kl) != 0) continue;
+        int major = 0, minor = 0, n = 0;
+        const char *v = p + kl, *end = (const char *)elf + off + size;
+        while (v < end && *v >= '0' && *v <= '9' && n < 3) major = major * 10 + (*v++ - '0'), n++;
+        if (n == 0 || v >= end || *v++ != '.') return 0;
+        for (n = 0; v < end && *v >= '0' && *v <= '9' && n < 2; n++) minor = minor * 10 + (*v++ - '0');
+        return n ? major * 1000 + minor * 10 : 0;
+    }
+    return 0;
+}
+
 /* One container at d[off, len); *next receives the offset after it. */
 static tandem_status parse_container(const unsigned char *d, size_t len, size_t off, size_t *next,
                                      int *elf_done, tandem_fatbin_summary *out) {
@@ -185,8 +238,11 @@ static tandem_status parse_container(const unsigned char *d, size_t len, size_t 
             im->offset = payload;
             im->size = (size_t)psize;
             im->compressed = (flags & FLAG_COMPRESSED) != 0;
+            im->version_minor = rd16(h + 24);
+            im->version_major = rd16(h + 26);
             if (kind == TANDEM_FATBIN_SASS && !im->compressed && !*elf_done) {
                 TANDEM_TRY(parse_elf_entries(d + payload, psize, payload, out));
+                out->toolkit_version = elf_toolkit(d + payload, psize);
                 *elf_done = 1;
             }
         }
@@ -261,6 +317,129 @@ int tandem_fatbin_runs_on(const tandem_fatbin_summary *s, int cc_major, int cc_m
         if (im->kind == TANDEM_FATBIN_PTX && im->arch <= cc) return 1;
     }
     return 0;
+}
+
+int tandem_fatbin_ptx_isa_cuda(int major, int minor) {
+    if (major == 7) return 11000 + minor * 10;
+    if (major == 8) return 12000 + (minor <= 5 ? minor : minor + 1) * 10; /* no ISA came with 12.6 */
+    if (major == 9) return 13000 + minor * 10;
+    return 0;
+}
+
+int tandem_fatbin_driver_floor(const tandem_fatbin_summary *s) {
+    int floor = s->toolkit_version / 1000 * 1000;
+    for (int i = 0; i < s->image_count; i++) {
+        const tandem_fatbin_image *im = &s->images[i];
+        if (im->kind != TANDEM_FATBIN_PTX) continue;
+        int v = tandem_fatbin_ptx_isa_cuda(im->version_major, im->version_minor);
+        if (v > floor) floor = v;
+    }
+    return floor;
+}
+
+const tandem_fatbin_image *tandem_fatbin_sass_for(const tandem_fatbin_summary *s, int cc_major, int cc_minor) {
+    const tandem_fatbin_image *best = NULL;
+    for (int i = 0; i < s->image_count; i++) {
+        const tandem_fatbin_image *im = &s->images[i];
+        if (im->kind == TANDEM_FATBIN_SASS && !im->compressed && im->arch / 10 == cc_major &&
+            im->arch % 10 <= cc_minor && (!best || im->arch > best->arch))
+            best = im;
+    }
+    return best;
+}
+
+#define EIFMT_NVAL 1
+#define EIFMT_BVAL 2
+#define EIFMT_HVAL 3
+#define EIFMT_SVAL 4
+#define EIATTR_MAX_THREADS 0x05
+#define EIATTR_REGCOUNT 0x2f
+
+/* Index in .symtab of the symbol called name, or -1. */
+static int64_t elf_symbol_index(const unsigned char *elf, uint64_t len, const char *name) {
+    const unsigned char *sh = elf_find(elf, len, ".symtab", "");
+    if (!sh) return -1;
+    const unsigned char *strsh = elf_section(elf, len, rd32(sh + 0x28));
+    uint64_t off = rd64(sh + 0x18), size = rd64(sh + 0x20), ent = rd64(sh + 0x38);
+    if (!strsh || ent < ELF_SYM_SIZE || !in_bounds(off, size, len)) return -1;
+    uint64_t str_off = rd64(strsh + 0x18), str_size = rd64(strsh + 0x20);
+    if (!in_bounds(str_off, str_size, len)) return -1;
+    size_t nl = strlen(name);
+    for (uint64_t s = 0; s + ent <= size; s += ent) {
+        uint32_t nm = rd32(elf + off + s);
+        if (nm < str_size && str_size - nm > nl && memcmp(elf + str_off + nm, name, nl + 1) == 0)
+            return (int64_t)(s / ent);
+    }
+    return -1;
+}
+
+/* EIATTR_REGCOUNT {symbol, registers} of the cubin-wide .nv.info for symbol sym, 0 if absent. */
+static int info_regcount(const unsigned char *elf, uint64_t len, int64_t sym) {
+    const unsigned char *sh = elf_find(elf, len, ".nv.info", "");
+    if (!sh || sym < 0) return 0;
+    uint64_t off = rd64(sh + 0x18), size = rd64(sh + 0x20);
+    if (!in_bounds(off, size, len)) return 0;
+    const unsigned char *p = elf + off;
+    for (uint64_t i = 0; i + 4 <= size;) {
+        if (p[i] != EIFMT_SVAL) {
+            i += 4;
+            continue;
+        }
+        uint32_t n = rd16(p + i + 2);
+        if (!in_bounds(i + 4, n, size)) return 0;
+        if (p[i + 1] == EIATTR_REGCOUNT && n >= 8 && rd32(p + i + 4) == (uint64_t)sym) return (int)rd32(p + i + 8);
+        i += 4 + n;
+    }
+    return 0;
+}
+
+/* EIATTR_MAX_THREADS (x, y, z) of a .nv.info.<name> section: the product, 0 if absent.
+ * Entries: u8 format, u8 attribute, then u16 (NVAL: padding, BVAL/HVAL: the value) or, for
+ * SVAL, a u16 size and that many bytes. */
+static unsigned info_max_threads(const unsigned char *p, uint64_t size) {
+    for (uint64_t i = 0; i + 2 <= size;) {
+        unsigned fmt = p[i], attr = p[i + 1];
+        if (fmt == EIFMT_NVAL || fmt == EIFMT_BVAL || fmt == EIFMT_HVAL) {
+            i += 4; /* format, attribute, 16 bits (a value, or zero padding for NVAL) */
+        } else if (fmt == EIFMT_SVAL && i + 4 <= size) {
+            uint32_t n = rd16(p + i + 2);
+            if (!in_bounds(i + 4, n, size)) return 0;
+            if (attr == EIATTR_MAX_THREADS && n >= 12)
+                return rd32(p + i + 4) * rd32(p + i + 8) * rd32(p + i + 12);
+            i += 4 + n;
+        } else {
+            return 0;
+        }
+    }
+    return 0;
+}
+
+tandem_status tandem_fatbin_kernel_attrs_of(const void *data, size_t len, const tandem_fatbin_image *img,
+                                            const char *name, tandem_fatbin_kernel_attrs *out) {
+    memset(out, 0, sizeof *out);
+    if (!img || img->kind != TANDEM_FATBIN_SASS || img->compressed || !in_bounds(img->offset, img->size, len))
+        return tandem_fail(TANDEM_E_INVALID, "fatbin: kernel %s: not an uncompressed SASS image", name);
+    const unsigned char *elf = (const unsigned char *)data + img->offset;
+    uint64_t n = img->size;
+    if (n < 64 || memcmp(elf, "\x7f" "ELF", 4) != 0)
+        return tandem_fail(TANDEM_E_FORMAT, "fatbin: SASS image at offset %zu is not an ELF file", img->offset);
+    const unsigned char *text = elf_find(elf, n, ".text.", name);
+    if (!text)
+        return tandem_fail(TANDEM_E_INVALID, "fatbin: the sm_%d image has no code for kernel %s", img->arch,
+                           name);
+    /* EIATTR_REGCOUNT; older cubins (and sm_8x here) also keep it in .text.<name>'s sh_info */
+    out->registers = info_regcount(elf, n, elf_symbol_index(elf, n, name));
+    if (!out->registers) out->registers = (int)(rd32(text + 0x2c) >> 24);
+    const unsigned char *shared = elf_find(elf, n, ".nv.shared.", name);
+    if (shared) out->static_shared = (unsigned)rd64(shared + 0x20);
+    const unsigned char *info = elf_find(elf, n, ".nv.info.", name);
+    if (info) {
+        uint64_t off = rd64(info + 0x18), size = rd64(info + 0x20);
+        if (!in_bounds(off, size, n))
+            return tandem_fail(TANDEM_E_FORMAT, "fatbin: sm_%d .nv.info.%s outside its ELF", img->arch, name);
+        out->max_threads = info_max_threads(elf + off, size);
+    }
+    return TANDEM_OK;
 }
 
 tandem_status tandem_fatbin_load(const void **data, size_t *len, void **owned) {

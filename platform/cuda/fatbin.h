@@ -22,6 +22,7 @@ typedef struct tandem_fatbin_image {
     size_t offset;     /* payload offset in the fatbin */
     size_t size;       /* payload bytes */
     int compressed;    /* payload compressed (entries then not listed) */
+    int version_major, version_minor; /* PTX: the PTX ISA version (9.0); SASS: the ELF ABI version */
 } tandem_fatbin_image;
 
 typedef struct tandem_fatbin_summary {
@@ -31,7 +32,37 @@ typedef struct tandem_fatbin_summary {
      * SASS image; every SASS image of one build holds the same set. */
     int entry_count;
     char entries[TANDEM_FATBIN_MAX_ENTRIES][TANDEM_FATBIN_NAME_MAX];
+    /* The toolkit that built the first uncompressed SASS image, from its .note.nv.tkinfo
+     * ("Cuda compilation tools, release 13.0, ..."), as a CUDA version (13000); 0 if unknown. */
+    int toolkit_version;
 } tandem_fatbin_summary;
+
+/* The CUDA version a driver must support to load this fatbin (cuDriverGetVersion >= it):
+ * the toolkit's major version (SASS built by 13.x runs on any 13.x driver: minor version
+ * compatibility) and, for PTX, the CUDA release that introduced its PTX ISA (9.0 -> 13.0; a
+ * driver JIT-compiles only the ISA versions it knows). 0 for an empty fatbin. */
+int tandem_fatbin_driver_floor(const tandem_fatbin_summary *s);
+/* The CUDA version that introduced PTX ISA major.minor (7.x -> 11.x, 8.0-8.5 -> 12.0-12.5,
+ * 8.6-8.8 -> 12.7-12.9, 9.x -> 13.x), as 13000; 0 if unknown. */
+int tandem_fatbin_ptx_isa_cuda(int major, int minor);
+
+/* Resources of one kernel as compiled into a SASS image (the cubin), what the driver checks
+ * at launch: registers per thread (EIATTR_REGCOUNT in .nv.info, else bits 24-31 of
+ * .text.<name>'s section info), static shared memory (size of .nv.shared.<name>; on sm_90 it
+ * includes the 1 KiB the system reserves per block), and the block size its __launch_bounds__
+ * allow (EIATTR_MAX_THREADS in .nv.info.<name>; 0 without launch bounds). */
+typedef struct tandem_fatbin_kernel_attrs {
+    int registers;
+    unsigned static_shared;
+    unsigned max_threads;
+} tandem_fatbin_kernel_attrs;
+/* TANDEM_E_INVALID when image is not an uncompressed SASS image of
+ * data or holds no kernel of that name; TANDEM_E_FORMAT when its ELF is malformed. */
+tandem_status tandem_fatbin_kernel_attrs_of(const void *data, size_t len, const tandem_fatbin_image *img,
+                                            const char *name, tandem_fatbin_kernel_attrs *out);
+/* The SASS image a device of compute capability major.minor runs (same major, the highest
+ * minor <= the device's), or NULL (it would JIT the PTX). */
+const tandem_fatbin_image *tandem_fatbin_sass_for(const tandem_fatbin_summary *s, int cc_major, int cc_minor);
 
 /* Parse a fatbin (the bytes nvcc -fatbin writes). TANDEM_E_FORMAT with a message naming
  * the offset and what was expected when the bytes are not a fatbin. An empty input

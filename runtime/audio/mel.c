@@ -138,7 +138,8 @@ tandem_status tandem_mel_host_compute(const tandem_mel_host *m, const float *aud
         float *row = out + t * N_MELS;
         for (int b = 0; b < N_MELS; b++) row[b] = tandem_mel_log_floor(mel[b]); /* as mel_log */
     }
-    memset(out + t_count * N_MELS, 0, sizeof(float) * (size_t)(max_frames - t_count) * N_MELS);
+    const float silence = tandem_mel_silence(); /* padded frames, as mel_log */
+    for (int64_t i = t_count * N_MELS; i < (int64_t)max_frames * N_MELS; i++) out[i] = silence;
     *frames = (int)t_count;
     return TANDEM_OK;
 }

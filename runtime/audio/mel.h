@@ -80,7 +80,8 @@ typedef struct tandem_mel_host tandem_mel_host;
 tandem_status tandem_mel_host_create(tandem_mel_host **out);
 void tandem_mel_host_free(tandem_mel_host *m);
 
-/* Log-mel of one signal: out [max_frames, 80], rows >= *frames zeroed. audio has len
+/* Log-mel of one signal: out [max_frames, 80], rows >= *frames hold silence
+ * (tandem_mel_silence(), as the device path). audio has len
  * samples at 22050 Hz. floor(len / 256) > max_frames → TANDEM_E_BUDGET (nothing written
  * beyond out). No allocation (scratch lives on the stack). */
 tandem_status tandem_mel_host_compute(const tandem_mel_host *m, const float *audio, int64_t len,

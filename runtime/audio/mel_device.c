@@ -113,11 +113,11 @@ static tandem_status mel_project(tandem_stream *s, const float *mag, const float
     return TANDEM_LAUNCH(s, mel_project, &a);
 }
 
-/* out [B, F, 80] = ln(max(mel [B * F, 80], 1e-5)) on real frames, 0 past them */
+/* out [B, F, 80] = ln(max(mel [B * F, 80], 1e-5)) on real frames, silence ln(1e-5) past them */
 static tandem_status mel_log(tandem_stream *s, const float *mel, const int32_t *lengths,
                              float *out, const mel_geom *g) {
     TANDEM_KARGS(mel_log, a);
-    a.mel = mel, a.lengths = lengths, a.out = out;
+    a.mel = mel, a.lengths = lengths, a.out = out, a.pad = tandem_mel_silence();
     MEL_GEOM(a, g);
     return TANDEM_LAUNCH(s, mel_log, &a);
 }

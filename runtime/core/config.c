@@ -17,7 +17,17 @@
 #include "platform/os/strbuf.h"
 #include "platform/os/os.h"
 #include "runtime/core/utf8.h"
+#include "kernels/layers.h" /* LayerNorm backward's shared memory bounds d_model */
 #include "kernels/mel.h" /* the feature recipe: n_mels is fixed by it */
+
+/* d_model's maximum: LayerNorm backward keeps its block's 2 x d_model float partials in dynamic
+ * shared memory, which must fit the smallest opted-in limit per block of the architectures the
+ * fatbin targets (99 KiB on sm_86 / sm_89; 163 KiB sm_80, 227 KiB sm_90), leaving 1 KiB for
+ * the kernel's static part. The device's own limit is checked when the model is declared
+ * (tandem_model_declare names the widest d_model that device takes). */
+#define D_MODEL_MAX 8192
+_Static_assert(2 * D_MODEL_MAX * 4 + 1024 <= 99 * 1024,
+               "d_model's maximum must fit LayerNorm backward's shared memory on sm_86/sm_89");
 
 typedef enum key_type { K_INT, K_INT64, K_FLOAT, K_STRING, K_BOOL, K_ENUM } key_type;
 
@@ -47,7 +57,7 @@ typedef struct key_spec {
 static const key_spec schema[] = {
     KENUM(model_size, "tiny", "tiny|base|custom",
           "preset for d_model..max_frames (tiny 256/4/4/4/128/512, base 512/8/8/2/200/800)"),
-    KINT(d_model, "256", 16, 8192, "transformer width"),
+    KINT(d_model, "256", 16, D_MODEL_MAX, "transformer width"),
     KINT(layers, "4", 1, 128, "transformer blocks"),
     KINT(heads, "4", 1, 128, "attention heads (must divide d_model)"),
     KINT(reduction, "4", 1, 16, "r: mel frames predicted per position (must divide max_frames)"),
@@ -60,6 +70,8 @@ static const key_spec schema[] = {
          "ring slots between data and model device"),
     KINT(num_workers, "0", 0, 256, "audio loader threads (0 = one per CPU core)"),
     KBOOL(shuffle, "true", "shuffle utterances each epoch (seeded)"),
+    KBOOL(force_staged, "false",
+          "copy ring slots through pinned host memory even with peer access (broken P2P)"),
     KINT64(data_gpu_memory, "0", 0, (int64_t)1 << 24, "data-device arena budget, MiB (0 = by plan)"),
     KINT64(model_gpu_memory, "0", 0, (int64_t)1 << 24,
            "model-device arena budget, MiB (0 = by plan)"),
@@ -82,6 +94,12 @@ static const key_spec schema[] = {
     KFLOAT(adam_eps, "1e-8", 1e-12, 1.0, "AdamW epsilon"),
     KFLOAT(grad_clip, "1.0", 0.0, 1e6, "global gradient-norm clip (0 = no clipping)"),
     KFLOAT(stop_loss_weight, "1.0", 0.0, 1000.0, "loss = l1 + stop_loss_weight * stop_bce"),
+    KFLOAT(prenet_dropout, "0.5", 0.0, 0.9,
+           "dropout on the prenet output in training (0 = off; never at synthesis)"),
+    KFLOAT(ga_weight, "1.0", 0.0, 1000.0,
+           "guided-attention loss weight: loss += ga_weight * ga (0 = off)"),
+    KFLOAT(ga_sigma, "0.2", 0.01, 10.0, "guided-attention width sigma (fraction of the text)"),
+    KINT(ga_heads, "1", 0, 128, "heads per layer under the guided-attention loss (at most heads)"),
     KINT64(val_every, "200", 0, (int64_t)1000000000000, "validation loss every N steps (0 = never)"),
     KINT(val_batches, "4", 1, 100000, "batches per validation (from the start of the held-out set)"),
     KINT64(log_every, "10", 1, (int64_t)1000000000000,
@@ -313,6 +331,11 @@ tandem_status tandem_config_check(const tandem_config *cfg) {
         return tandem_fail(TANDEM_E_INVALID,
                            "config: max_frames %d is not a multiple of reduction %d (each mel "
                            "position predicts reduction frames)", cfg->max_frames, cfg->reduction);
+    if (cfg->ga_heads > cfg->heads)
+        return tandem_fail(TANDEM_E_INVALID,
+                           "config: ga_heads %d exceeds heads %d (the guided-attention loss takes "
+                           "the first ga_heads heads of every layer); set ga_heads <= heads",
+                           cfg->ga_heads, cfg->heads);
     return TANDEM_OK;
 }
 

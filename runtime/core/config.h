@@ -51,6 +51,7 @@ typedef struct tandem_config {
     int prefetch_buffer_size; /* ring slots on the model device */
     int num_workers;          /* audio loader threads; 0 = one per CPU core */
     int shuffle;              /* bool */
+    int force_staged;         /* bool: ring copies through pinned host memory despite peer access */
     int64_t data_gpu_memory, model_gpu_memory; /* arena budgets in MiB; 0 = size by plan */
     /* training */
     int precision; /* tandem_precision */
@@ -65,6 +66,9 @@ typedef struct tandem_config {
     int64_t warmup_steps;
     double min_lr_ratio, weight_decay, adam_beta1, adam_beta2, adam_eps, grad_clip;
     double stop_loss_weight;
+    double prenet_dropout;       /* drop probability on the prenet output (training only) */
+    double ga_weight, ga_sigma;  /* guided-attention loss (docs/TRAINING.md) */
+    int ga_heads;                /* the first ga_heads heads of every layer */
     /* training loop (trainer.h) */
     int64_t val_every, log_every, checkpoint_every;
     int val_batches, keep, max_nonfinite;

@@ -156,6 +156,14 @@ static tandem_status check_desc(const char *op, const tandem_gemm_desc *g) {
     return TANDEM_OK;
 }
 
+tandem_status tandem_dev_launch_check(tandem_device *dev, int kernel_id, const tandem_launch_dims *dims) {
+    if (!dev || !dev->ops || !dims) return tandem_fail(TANDEM_E_INVALID, "launch check: NULL argument");
+    if (kernel_id < 0 || kernel_id >= TANDEM_KERNEL_COUNT)
+        return tandem_fail(TANDEM_E_INVALID, "launch check: kernel id %d, expected 0..%d", kernel_id,
+                           TANDEM_KERNEL_COUNT - 1);
+    return dev->ops->launch_check ? dev->ops->launch_check(dev, kernel_id, dims) : TANDEM_OK;
+}
+
 tandem_status tandem_dev_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *g) {
     static const char op[] = "GEMM prepare";
     if (!dev || !dev->ops) return tandem_fail(TANDEM_E_INVALID, "%s: device is NULL", op);

@@ -84,6 +84,10 @@ tandem_status tandem_dev_gemm_prepare(tandem_device *dev, const tandem_gemm_desc
 tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                               tandem_view a, tandem_view b, float beta, tandem_view c);
 
+/* Whether a launch of kernel_id with dims fits the device's per-block limits (shared memory):
+ * for plans, before any launch. TANDEM_OK on backends without such limits. */
+tandem_status tandem_dev_launch_check(tandem_device *dev, int kernel_id, const tandem_launch_dims *dims);
+
 /* ---- kernel launches -------------------------------------------------------------------------
  * args points at a tandem_k_<name>_args of exactly args_size bytes. An unknown id or a size
  * that differs from the registry's → TANDEM_E_INVALID naming the kernel. Callers use the typed

@@ -29,6 +29,7 @@ _Static_assert((int)TANDEM_SYSTEM_NVML_UTIL == (int)TANDEM_NVML_HAVE_UTIL &&
 
 static void query_driver(tandem_system_report *r) {
     r->driver_status = tandem_cuda_driver_load();
+    r->driver_version = tandem_cuda_driver_version();
     if (r->driver_status != TANDEM_OK) {
         snprintf(r->driver_message, sizeof r->driver_message, "%s", tandem_cuda_driver_status());
         if (r->driver_status != TANDEM_E_NODRIVER) r->problems = 1;
@@ -80,6 +81,14 @@ static int query_fatbin(tandem_fatbin_summary *sum, tandem_system_report *r) {
         r->fatbin_images = sum->image_count;
         tandem_fatbin_arch_string(sum, r->fatbin_archs, sizeof r->fatbin_archs);
         r->fatbin_entries = sum->entry_count;
+        r->fatbin_toolkit = sum->toolkit_version;
+        for (int i = 0; i < sum->image_count; i++)
+            if (sum->images[i].kind == TANDEM_FATBIN_PTX) {
+                int isa = sum->images[i].version_major * 10 + sum->images[i].version_minor;
+                if (isa > r->fatbin_ptx_isa) r->fatbin_ptx_isa = isa;
+            }
+        r->driver_floor = tandem_fatbin_driver_floor(sum);
+        snprintf(r->driver_branch, sizeof r->driver_branch, "%s", tandem_cuda_driver_branch(r->driver_floor));
         missing_kernels(sum, r);
         have = 1;
     }

@@ -2,6 +2,7 @@
 #include "runtime/data/roles.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "platform/device.h"
 #include "platform/os/log.h"
@@ -98,4 +99,11 @@ tandem_status tandem_roles_open(tandem_backend backend, int data_gpu, int model_
 void tandem_roles_close(tandem_device *data, tandem_device *model) {
     if (model && model != data) tandem_device_close(model);
     if (data) tandem_device_close(data);
+}
+
+void tandem_roles_note_force_staged(char *desc, size_t cap) {
+    char *p = strstr(desc, "ring copies peer to peer");
+    if (p)
+        snprintf(p, cap - (size_t)(p - desc),
+                 "ring copies staged through pinned host memory (force_staged; peer access is available)");
 }

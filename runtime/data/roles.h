@@ -19,6 +19,9 @@
  * are NULL and nothing is open. */
 tandem_status tandem_roles_open(tandem_backend backend, int data_gpu, int model_gpu,
                                 tandem_device **data, tandem_device **model, char *desc, size_t cap);
+/* With the config's force_staged: say in the description tandem_roles_open wrote that the ring
+ * copies are staged even though the devices could copy peer to peer. */
+void tandem_roles_note_force_staged(char *desc, size_t cap);
 /* Close what tandem_roles_open opened (a device in both roles once); NULLs are ignored. */
 void tandem_roles_close(tandem_device *data, tandem_device *model);
 

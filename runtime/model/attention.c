@@ -161,6 +161,7 @@ tandem_status tandem_attention_fwd(tandem_stream *s, const tandem_attention_shap
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nt, a.scale, VIEW(io->q), VIEW(io->k), 0.0f, VIEW(sc)));
     TANDEM_TRY(tandem_softmax_causal_fwd(s, F32(sc), tandem_tensor_u8(io->key_mask), F32(sc),
                                          &a.hd));
+    if (io->ga) TANDEM_TRY(tandem_ga_fwd(s, F32(sc), tandem_tensor_u8(io->key_mask), io->ga_rows, io->ga));
     TANDEM_TRY(tandem_seam_publish(s, bf, F32(sc), io->p, n.scores));
     /* O [BH, T, dh] = P V;  y [B, T, d] = O with the heads merged */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nn, 1.0f, VIEW(io->p), VIEW(io->v), 0.0f, VIEW(io->o)));
@@ -195,6 +196,8 @@ tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shap
     /* dP [BH, T, T] = dO V^T;  dV [BH, T, dh] = P^T dO */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nt, 1.0f, d_o, VIEW(io->v), 0.0f, VIEW(io->dp)));
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.tn, 1.0f, VIEW(io->p), d_o, 0.0f, VIEW(io->dv)));
+    /* dP += the guided-attention loss's gradient (it is a function of P) */
+    if (io->ga) TANDEM_TRY(tandem_ga_bwd(s, F32(io->dp), tandem_tensor_u8(io->key_mask), io->ga));
     /* dS = softmax_bwd(dP, P) in place; bf16: P widened from the kept bf16 p */
     const float *p = sh->bf16 ? F32(io->p32) : F32(io->p);
     if (sh->bf16)

@@ -5,7 +5,9 @@
  *
  *   forward:  q, k, v = split(qkv);  S = Q K^T / sqrt(dh);  P = softmax_causal(S, key_mask);
  *             O = P V;  y = merge_heads(O)
- *   backward: dO = split_heads(dy);  dP = dO V^T;  dV = P^T dO;  dS = softmax_bwd(dP, P);
+ *             [+ guided-attention rows of P (io->ga)]
+ *   backward: dO = split_heads(dy);  dP = dO V^T [+ guided-attention gradient];  dV = P^T dO;
+ *             dS = softmax_bwd(dP, P);
  *             dQ = dS K / sqrt(dh);  dK = dS^T Q / sqrt(dh);  dqkv = merge(dQ, dK, dV)
  *
  *   fp32: every tensor f32; each kernel writes its output tensor itself.
@@ -27,6 +29,7 @@
 #include <stdint.h>
 
 #include "runtime/core/dev.h"
+#include "runtime/model/launchers.h"
 
 typedef struct tandem_attention_shape {
     int batch;    /* B */
@@ -63,6 +66,9 @@ typedef struct tandem_attention_fwd_io {
     tandem_tensor *y;              /* out [B, T, d] op: heads merged (before the out projection) */
     tandem_tensor *stage;          /* bf16 only: scratch f32 [3 * B*H*T*dh] (q, k, v, then y) */
     tandem_tensor *scores;         /* bf16 only: scratch [B, H, T, T] f32 (S, then P) */
+    float *ga_rows;                /* out [B, ga->ga_heads, Tm] f32: the guided-attention rows
+                                      of the f32 P (kernels/attention.h, ga_fwd); with ga */
+    const tandem_ga_dims *ga;      /* NULL: no guided-attention loss */
 } tandem_attention_fwd_io;
 
 /* All tensors distinct (they meet in GEMMs). The bf16-only ones are ignored in fp32 mode. */
@@ -80,9 +86,13 @@ typedef struct tandem_attention_bwd_io {
     tandem_tensor *operand;           /* bf16 only: scratch bf16 [max(B*H*T*dh, B*H*T*T)]: dO,
                                          then dS as GEMM operands */
     tandem_tensor *p32;               /* bf16 only: scratch [B, H, T, T] f32: p widened */
+    const tandem_tensor *key_mask;    /* in [B, T] u8, with ga only */
+    const tandem_ga_dims *ga;         /* the guided-attention gradient (scale = its weight),
+                                         added to dP before the softmax backward; NULL: none */
 } tandem_attention_bwd_io;
 
-/* No key mask is needed: the forward's P is exactly 0 at masked and future keys, so dS is too.
+/* No key mask is needed for attention itself: the forward's P is exactly 0 at masked and future
+ * keys, so dS is too (the guided-attention term reads it to find the real positions).
  * All tensors distinct. */
 tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shape *sh,
                                    const tandem_attention_bwd_io *io);

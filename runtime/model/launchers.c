@@ -41,6 +41,13 @@ tandem_status tandem_gelu_bwd(tandem_stream *s, const float *dy, const float *x,
     return TANDEM_LAUNCH(s, gelu_bwd, &a);
 }
 
+tandem_status tandem_prenet_dropout(tandem_stream *s, float *x, int64_t n, float p, uint64_t seed,
+                                    int64_t step, int64_t micro) {
+    TANDEM_KARGS(prenet_dropout, a);
+    a.x = x, a.n = n, a.p = p, a.scale = 1.0f / (1.0f - p), a.seed = seed, a.step = step, a.micro = micro;
+    return TANDEM_LAUNCH(s, prenet_dropout, &a);
+}
+
 tandem_status tandem_bias_add(tandem_stream *s, float *y, const float *b, int rows, int d) {
     TANDEM_KARGS(bias_add, a);
     a.y = y, a.b = b, a.rows = rows, a.d = d;
@@ -210,6 +217,24 @@ tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const
     TANDEM_KARGS(softmax_causal_bwd, a);
     a.dp = dp, a.p = p, a.ds = ds, a.batch = hd->batch, a.heads = hd->heads, a.seq = hd->seq;
     return TANDEM_LAUNCH(s, softmax_causal_bwd, &a);
+}
+
+tandem_status tandem_ga_fwd(tandem_stream *s, const float *p, const uint8_t *key_mask, float *rows,
+                            const tandem_ga_dims *g) {
+    TANDEM_KARGS(ga_fwd, a);
+    a.p = p, a.key_mask = key_mask, a.rows = rows, a.batch = g->batch, a.heads = g->heads;
+    a.ga_heads = g->ga_heads, a.text_len = g->text_len, a.mel_len = g->mel_len;
+    a.sigma = g->sigma, a.scale = g->scale;
+    return TANDEM_LAUNCH(s, ga_fwd, &a);
+}
+
+tandem_status tandem_ga_bwd(tandem_stream *s, float *dp, const uint8_t *key_mask,
+                            const tandem_ga_dims *g) {
+    TANDEM_KARGS(ga_bwd, a);
+    a.dp = dp, a.key_mask = key_mask, a.batch = g->batch, a.heads = g->heads;
+    a.ga_heads = g->ga_heads, a.text_len = g->text_len, a.mel_len = g->mel_len;
+    a.sigma = g->sigma, a.scale = g->scale;
+    return TANDEM_LAUNCH(s, ga_bwd, &a);
 }
 
 /* ---- the bf16 seams ------------------------------------------------------------------------- */

@@ -32,6 +32,10 @@ tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch
 /* y [n] = GELU(x [n]) (tanh form); y may alias x. */
 tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, int64_t n);
 /* dx [n] = dy [n] * GELU'(x [n]); dx may alias dy. */
+/* x [n] *= keep(seed, step, micro, i) / (1 - p), in place (kernels/layers.h): the prenet
+ * dropout's forward and, with the same counters, its backward. 0 <= p < 1. */
+tandem_status tandem_prenet_dropout(tandem_stream *s, float *x, int64_t n, float p, uint64_t seed,
+                                    int64_t step, int64_t micro);
 tandem_status tandem_gelu_bwd(tandem_stream *s, const float *dy, const float *x, float *dx,
                               int64_t n);
 /* y [rows, d] += b [d] */
@@ -140,6 +144,19 @@ tandem_status tandem_softmax_causal_fwd(tandem_stream *s, const float *scores,
 /* ds [B, H, T, T] = softmax backward of dp at p (ds may alias dp) */
 tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const float *p,
                                         float *ds, const tandem_heads_dims *hd);
+
+/* ---- guided-attention loss (kernels/attention.h: formula) ---- */
+typedef struct tandem_ga_dims {
+    int batch, heads, ga_heads, text_len, mel_len; /* B, H, heads under the loss, Tt, Tm */
+    float sigma, scale;
+} tandem_ga_dims;
+/* rows [B, ga_heads, Tm] = scale / Nq * (1 - sum_t p G) per real mel query, from the f32
+ * probabilities p [B, H, T, T] of one layer */
+tandem_status tandem_ga_fwd(tandem_stream *s, const float *p, const uint8_t *key_mask, float *rows,
+                            const tandem_ga_dims *g);
+/* dp [B, H, T, T] += -scale / Nq * G on the real mel queries' text keys (before softmax bwd) */
+tandem_status tandem_ga_bwd(tandem_stream *s, float *dp, const uint8_t *key_mask,
+                            const tandem_ga_dims *g);
 
 /* ---- the bf16 seams (model.h, "Precision") ---------------------------------------------------
  * In bf16 mode an f32 kernel whose output only feeds GEMMs writes into an f32 stage and a cast

@@ -339,7 +339,10 @@ static tandem_status declare_persistent(tandem_model *m, tandem_pool *pool) {
         TANDEM_TRY(decl(&pc, &m->adam_v, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.adam_v"));
     }
     TANDEM_TRY(decl(&pc, &m->stop_weight, TANDEM_F32, 2, B, d->frames, 0, 0, "model.stop_weight"));
-    TANDEM_TRY(decl(&pc, &m->losses, TANDEM_F32, 2, d->micro_batches + 1, 2, 0, 0, "model.losses"));
+    TANDEM_TRY(decl(&pc, &m->losses, TANDEM_F32, 2, d->micro_batches + 1, TANDEM_MODEL_LOSSES, 0, 0,
+                    "model.losses"));
+    TANDEM_TRY(decl(&pc, &m->ga_rows, TANDEM_F32, 3, (int64_t)d->layers * B, d->heads, d->mel_len, 0,
+                    "model.ga_rows"));
     TANDEM_TRY(decl(&pc, &m->norm_sq, TANDEM_F32, 1, 1, 0, 0, 0, "model.norm_sq"));
     TANDEM_TRY(decl(&pc, &m->skip, TANDEM_I32, 1, 1, 0, 0, 0, "model.skip"));
     return decl(&pc, &m->lengths, TANDEM_I32, 3, d->micro_batches + 1, 2, B, 0, "model.lengths");
@@ -349,7 +352,8 @@ static tandem_status declare_persistent(tandem_model *m, tandem_pool *pool) {
 static tandem_status declare_inputs(tandem_model *m, tandem_pool *pool, const decl_phases *ph) {
     const tandem_model_dims *d = &m->dims;
     const int64_t B = d->batch, Np = B * d->mel_len;
-    decl_ctx c = per_step(pool, ph->in_f, ph->lf_last);
+    /* the key mask lives to the last block backward: the guided-attention gradient reads it */
+    decl_ctx c = per_step(pool, ph->in_f, d->forward_only ? ph->lf_last : ph->lb0);
     TANDEM_TRY(decl(&c, &m->key_mask, TANDEM_U8, 2, B, d->seq, 0, 0, "model.key_mask"));
     c = per_step(pool, ph->in_f, ph->out_f);
     TANDEM_TRY(decl(&c, &m->l1_weight, TANDEM_F32, 2, B, d->frames, 0, 0, "model.l1_weight"));
@@ -478,7 +482,7 @@ tandem_status tandem_model_staging_declare(const tandem_model_dims *d, tandem_st
     TANDEM_TRY(tandem_staging_begin(p, "model", "model device", TANDEM_STAGING_ALWAYS,
                                     "parameter upload chunks, step results, host lengths", NULL));
     TANDEM_TRY(tandem_staging_add(p, "stage", TANDEM_F32, 1, TANDEM_MODEL_STAGE_FLOATS, 0, 0));
-    TANDEM_TRY(tandem_staging_add(p, "losses_norm", TANDEM_F32, 1, 2 * slots + 1, 0, 0));
+    TANDEM_TRY(tandem_staging_add(p, "losses_norm", TANDEM_F32, 1, TANDEM_MODEL_LOSSES * slots + 1, 0, 0));
     TANDEM_TRY(tandem_staging_add(p, "skip", TANDEM_I32, 1, 1, 0, 0));
     return tandem_staging_add(p, "lengths", TANDEM_I32, 3, slots, 2, d->batch);
 }
@@ -524,10 +528,41 @@ static tandem_status declare_common(tandem_model *m, tandem_backend backend, tan
     return declare_tensors(m, pool);
 }
 
+/* layernorm_bwd's geometry for d columns (its block's [2, d] partials in shared memory). */
+static tandem_launch_dims ln_bwd_dims(const tandem_model_dims *d, int cols) {
+    tandem_k_layernorm_bwd_args a;
+    memset(&a, 0, sizeof a);
+    a.rows = d->batch * d->seq;
+    a.d = cols;
+    tandem_launch_dims dims;
+    tandem_kernel_table[TANDEM_KID_layernorm_bwd].geom(&a, &dims);
+    return dims;
+}
+
+/* Kernels whose launch depends on d_model must fit the device's per-block limits: checked
+ * here, when the plan is made, rather than at the first backward step. */
+static tandem_status check_kernel_limits(tandem_device *dev, const tandem_model_dims *d) {
+    tandem_launch_dims dims = ln_bwd_dims(d, d->d);
+    if (tandem_dev_launch_check(dev, TANDEM_KID_layernorm_bwd, &dims) == TANDEM_OK) return TANDEM_OK;
+    char why[384];
+    snprintf(why, sizeof why, "%s", tandem_last_error());
+    int lo = 1, hi = d->d; /* the widest d_model that fits: lo fits, hi does not */
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        dims = ln_bwd_dims(d, mid);
+        *(tandem_dev_launch_check(dev, TANDEM_KID_layernorm_bwd, &dims) == TANDEM_OK ? &lo : &hi) = mid;
+    }
+    return tandem_fail(TANDEM_E_UNSUPPORTED,
+                       "model d_model %d: LayerNorm backward keeps 2 x d_model floats per block in shared "
+                       "memory, more than this device allows (%s); d_model at most %d here",
+                       d->d, why, lo);
+}
+
 tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_pool *pool,
                                    const tandem_model_dims *dims) {
     if (!m || !dev || !pool || !dims)
         return tandem_fail(TANDEM_E_INVALID, "tandem_model_declare: NULL argument");
+    if (!dims->forward_only) TANDEM_TRY(check_kernel_limits(dev, dims));
     TANDEM_TRY(declare_common(m, dev->info.backend, pool, dims));
     m->dev = dev;
     TANDEM_TRY(prepare_gemms(m));

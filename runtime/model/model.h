@@ -3,7 +3,8 @@
  * of one micro-batch's forward and backward, all declared to the model device's pool.
  *
  *   sequence: [lang, BOS, text..., EOS, pad...] (Tt = max_text positions), then Tm = F / r mel
- *   positions; input at mel position j = GELU(prenet(frames of group j - 1)), zeros for j = 0;
+ *   positions; input at mel position j = GELU(prenet(frames of group j - 1)), zeros for j = 0
+ *   (in training with prenet dropout on that output: model.drop);
  *   + learned positions; L pre-LN blocks (LN → causal MHA with key padding mask → residual;
  *   LN → MLP d → 4d → d with GELU → residual); final LN; mel head d → r·80 and stop head
  *   d → r at the mel positions. Loss: masked L1 on real frames + stop BCE-with-logits.
@@ -144,6 +145,25 @@ typedef struct tandem_model_batch {
     const int32_t *host_frame_lengths; /* host [B], only when frame_lengths is NULL */
 } tandem_model_batch;
 
+/* The counters of the prenet dropout mask (kernels/layers.h, prenet_dropout). */
+typedef struct tandem_model_dropout {
+    float p;       /* drop probability; 0 = off */
+    uint64_t seed; /* the run's seed */
+    int64_t step;  /* optimizer step */
+    int64_t micro; /* micro-batch within the step */
+} tandem_model_dropout;
+
+/* The guided-attention loss (docs/TRAINING.md; kernels/attention.h, ga_fwd / ga_bwd). */
+typedef struct tandem_model_ga {
+    int heads;        /* the first `heads` heads of every layer; 0 = off */
+    float sigma;      /* width of the diagonal, a fraction of the text */
+    float weight;     /* loss += weight * ga */
+    float grad_scale; /* weight x the loss's grad_scale: what the backward adds (0: none) */
+} tandem_model_ga;
+
+/* Loss values per slot in losses: l1, stop bce, ga. */
+#define TANDEM_MODEL_LOSSES 3
+
 typedef struct tandem_model {
     tandem_model_dims dims;
     tandem_device *dev;
@@ -160,8 +180,11 @@ typedef struct tandem_model {
     /* persistent */
     tandem_tensor *params, *grads, *adam_m, *adam_v; /* [P] */
     tandem_tensor *stop_weight;                      /* [B, F] ones: BCE weight per frame */
-    tandem_tensor *losses;                           /* [micro_batches + 1, 2]: l1, bce per
-                                                        micro-batch; the last row: evaluation */
+    tandem_tensor *losses;                           /* [micro_batches + 1, 3]: l1, bce, ga
+                                                        per micro-batch; the last row: evaluation */
+    tandem_tensor *ga_rows;                          /* [L, B, H, Tm]: guided-attention rows
+                                                        of the last forward (ga.heads per layer
+                                                        used, packed [L, B, ga.heads, Tm]) */
     tandem_tensor *norm_sq;                          /* [1] squared global gradient norm */
     tandem_tensor *skip;                             /* [1] i32: 1 = non-finite, skip update */
 
@@ -201,12 +224,19 @@ typedef struct tandem_model {
     tandem_tensor *p32;    /* [B, H, T, T] f32: p widened for softmax's backward */
     int wcopy_stale;       /* 1: params changed since the last cast into wcopy */
 
+    /* Prenet dropout of the current forward and its backward (train_step.c sets it per
+     * micro-batch; p = 0, the state after declare, is off: evaluation and synthesis). */
+    tandem_model_dropout drop;
+    /* Guided-attention loss of the current forward (train_step.c sets it; heads = 0, the state
+     * after declare, is off: synthesis). */
+    tandem_model_ga ga;
+
     /* pinned host staging, carved from one block */
     void *pinned;
     size_t pinned_bytes;
     float *stage;      /* [TANDEM_MODEL_STAGE_FLOATS] parameter init / transfer chunks */
     int32_t *host_len;  /* [micro_batches + 1, 2, B] host lengths staged per slot */
-    float *host_out;    /* [2 * (micro_batches + 1) + 1] losses then norm_sq */
+    float *host_out;    /* [3 * (micro_batches + 1) + 1] losses then norm_sq */
     int32_t *host_skip; /* [1] */
 } tandem_model;
 
@@ -268,9 +298,11 @@ tandem_status tandem_model_check_batch(const tandem_model *m, const tandem_model
 tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
                                    int slot);
 
-/* The loss of the last forward into losses[slot] = (masked L1, stop BCE), reduced on the
- * device. grad_scale != 0: also the loss gradients dmel, dstop for
- * grad_scale * (l1 + stop_weight * bce) (grad_scale = 1 / micro-batches when accumulating). */
+/* The loss of the last forward into losses[slot] = (masked L1, stop BCE, guided attention
+ * (0 when m->ga.heads is 0)), reduced on the device. grad_scale != 0: also the loss gradients
+ * dmel, dstop for grad_scale * (l1 + stop_weight * bce), and m->ga.grad_scale = grad_scale *
+ * m->ga.weight for the backward's guided-attention term (grad_scale = 1 / micro-batches when
+ * accumulating). */
 tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
                                 int slot, float stop_weight, float grad_scale);
 

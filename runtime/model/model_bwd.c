@@ -50,8 +50,13 @@ static tandem_status layernorm_bwd(tandem_model *m, tandem_stream *s, const tand
 
 /* dqkv [B, T, 3d] from da = d att [B, T, d] (runtime/model/attention.c, the model's precision). */
 static tandem_status attention_bwd(tandem_model *m, tandem_stream *s, tandem_model_layer *ly) {
+    const tandem_model_dims *d = &m->dims;
+    /* the guided-attention gradient: weight x grad_scale, over heads and layers (ga_fwd's scale) */
+    const tandem_ga_dims ga = {d->batch, d->heads, m->ga.heads, d->text_len, d->mel_len, m->ga.sigma,
+                               (float)((double)m->ga.grad_scale / ((double)m->ga.heads * d->layers))};
     tandem_attention_bwd_io io;
     memset(&io, 0, sizeof io);
+    if (m->ga.heads > 0 && m->ga.grad_scale != 0.0f) io.ga = &ga, io.key_mask = m->key_mask;
     io.dy = m->da;
     io.q = ly->q, io.k = ly->k, io.v = ly->v, io.p = ly->p;
     io.d_o = m->d_o, io.dp = m->dp, io.dq = m->dq, io.dk = m->dk, io.dv = m->dv;
@@ -139,7 +144,11 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
     TANDEM_TRY(tandem_seq_embed_bwd(s, F32(m->dres), tandem_tensor_i32(b->tokens),
                                     tandem_model_grad_f32(m, m->top.sym_emb),
                                     tandem_model_grad_f32(m, m->top.pos_emb), F32(m->dpre), &sd));
-    /* Prenet: pre_act = GELU(pre), pre = groups Wp^T + bp (groups are data: no dx) */
+    /* Prenet: pre_act = dropout(GELU(pre)), pre = groups Wp^T + bp (groups are data: no dx);
+     * the dropout's backward is the same mask and scale, from the same counters */
+    if (m->drop.p > 0.0f)
+        TANDEM_TRY(tandem_prenet_dropout(s, F32(m->dpre), Np * D, m->drop.p, m->drop.seed,
+                                         m->drop.step, m->drop.micro));
     TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dpre), F32(m->pre), F32(m->dpre), Np * D));
     return linear_bwd(m, s, m->top.prenet_w, m->top.prenet_b, Np, d->group, D, m->dpre, m->groups,
                       NULL);

@@ -72,9 +72,18 @@ static tandem_status batch_prep(tandem_model *m, tandem_stream *s, const tandem_
 
 /* att [B, T, d] = heads merged of softmax_causal(Q K^T / sqrt(dh), key_mask) V, q, k, v from
  * qkv [B, T, 3d] (runtime/model/attention.c, in the model's precision). */
-static tandem_status attention(tandem_model *m, tandem_stream *s, tandem_model_layer *ly) {
+static tandem_status attention(tandem_model *m, tandem_stream *s, int l) {
+    tandem_model_layer *ly = &m->layer[l];
+    const tandem_model_dims *d = &m->dims;
+    /* layer l's rows [B, ga.heads, Tm] of ga_rows (scale: the mean over heads and layers) */
+    const tandem_ga_dims ga = {d->batch, d->heads, m->ga.heads, d->text_len, d->mel_len, m->ga.sigma,
+                               (float)(1.0 / ((double)m->ga.heads * d->layers))};
     tandem_attention_fwd_io io;
     memset(&io, 0, sizeof io);
+    if (m->ga.heads > 0) {
+        io.ga = &ga;
+        io.ga_rows = tandem_tensor_f32_at(m->ga_rows, (int64_t)l * d->batch * m->ga.heads * d->mel_len);
+    }
     io.qkv = m->qkv;
     io.key_mask = m->key_mask;
     io.q = ly->q, io.k = ly->k, io.v = ly->v, io.p = ly->p;
@@ -96,7 +105,7 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
     TANDEM_TRY(layernorm(m, s, ly->x, lp->ln1_g, lp->ln1_b, ly->h1, ly->mean1, ly->rstd1));
     TANDEM_TRY(linear(m, s, ly->h1, lp->qkv_w, lp->qkv_b, 0.0f, m->qkv, N, D, 3 * D));
     /* att [N, d] = MHA(qkv);  x_mid [N, d] = x + att Wo^T + bo */
-    TANDEM_TRY(attention(m, s, ly));
+    TANDEM_TRY(attention(m, s, l));
     TANDEM_TRY(tandem_dev_copy(s, ly->x_mid, 0, ly->x, 0, xbytes));
     TANDEM_TRY(linear(m, s, ly->att, lp->out_w, lp->out_b, 1.0f, ly->x_mid, N, D, D));
     /* h2 [N, d] = LN2(x_mid);  f [N, 4d] = h2 Wfc^T + bfc;  g = GELU(f) */
@@ -109,8 +118,8 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
     return linear(m, s, ly->g, lp->proj_w, lp->proj_b, 1.0f, out, N, d->ff, D);
 }
 
-/* x0 [B, T, d] = [sym_emb[tokens]; GELU(prenet(groups))] + pos_emb, the groups [B, Tm, r*80]
- * being the mel frames shifted by one group (teacher forcing). */
+/* x0 [B, T, d] = [sym_emb[tokens]; dropout(GELU(prenet(groups)))] + pos_emb, the groups
+ * [B, Tm, r*80] being the mel frames shifted by one group (teacher forcing). */
 static tandem_status embed(tandem_model *m, tandem_stream *s, const tandem_model_batch *b) {
     const tandem_model_dims *d = &m->dims;
     const int64_t Np = (int64_t)d->batch * d->mel_len;
@@ -121,6 +130,10 @@ static tandem_status embed(tandem_model *m, tandem_stream *s, const tandem_model
     TANDEM_TRY(linear(m, s, m->groups, m->top.prenet_w, m->top.prenet_b, 0.0f, m->pre, Np,
                       d->group, d->d));
     TANDEM_TRY(tandem_gelu_fwd(s, F32(m->pre), F32(m->pre_act), Np * d->d));
+    /* training: pre_act = dropout(pre_act), the decoder cannot just copy the previous frames */
+    if (m->drop.p > 0.0f)
+        TANDEM_TRY(tandem_prenet_dropout(s, F32(m->pre_act), Np * d->d, m->drop.p, m->drop.seed,
+                                         m->drop.step, m->drop.micro));
     const tandem_seq_dims sd = {d->batch, d->text_len, d->mel_len, d->vocab, d->d};
     return tandem_seq_embed_fwd(s, tandem_tensor_i32(b->tokens), PARAM(m->top.sym_emb),
                                 F32(m->pre_act), PARAM(m->top.pos_emb), F32(m->layer[0].x), &sd);
@@ -156,6 +169,15 @@ tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tand
     return head(m, s, m->top.stop_w, m->top.stop_b, m->stop_out, d->r);
 }
 
+/* ga [1] = the sum of the forward's guided-attention rows over the layers (0 when off). */
+static tandem_status ga_loss(tandem_model *m, tandem_stream *s, float *ga, float grad_scale) {
+    const tandem_model_dims *d = &m->dims;
+    m->ga.grad_scale = m->ga.heads > 0 ? grad_scale * m->ga.weight : 0.0f;
+    if (m->ga.heads <= 0) return tandem_fill_f32(s, ga, 1, 0.0f);
+    const int64_t n = (int64_t)d->layers * d->batch * m->ga.heads * d->mel_len;
+    return tandem_reduce_sum(s, F32(m->ga_rows), ga, NULL, n, 1.0f);
+}
+
 tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
                                 int slot, float stop_weight, float grad_scale) {
     if (!m || !s || !b) return tandem_fail(TANDEM_E_INVALID, "model loss: NULL argument");
@@ -168,8 +190,9 @@ tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_
      * on the device (batch_prep). The BCE is a mean over every frame (padded frames are taught
      * to stay "stopped"): a constant of the shapes. */
     const float bce_norm = (float)(1.0 / ((double)B * F));
-    float *l1 = tandem_tensor_f32_at(m->losses, 2 * (int64_t)slot); /* losses[slot] = l1, bce */
-    float *bce = tandem_tensor_f32_at(m->losses, 2 * (int64_t)slot + 1);
+    const int64_t row = TANDEM_MODEL_LOSSES * (int64_t)slot; /* losses[slot] = l1, bce, ga */
+    float *l1 = tandem_tensor_f32_at(m->losses, row), *bce = tandem_tensor_f32_at(m->losses, row + 1);
+    TANDEM_TRY(ga_loss(m, s, tandem_tensor_f32_at(m->losses, row + 2), grad_scale));
     float *partials = F32(m->loss_partials);
 
     TANDEM_TRY(tandem_l1_masked_fwd(s, F32(m->mel_out), F32(b->mels), F32(m->l1_weight), partials,

@@ -21,6 +21,11 @@ void tandem_optim_from_config(const tandem_config *cfg, tandem_optim *o) {
     o->weight_decay = (float)cfg->weight_decay;
     o->clip_norm = (float)cfg->grad_clip;
     o->stop_weight = (float)cfg->stop_loss_weight;
+    o->prenet_dropout = (float)cfg->prenet_dropout;
+    o->seed = (uint64_t)cfg->seed;
+    o->ga_weight = (float)cfg->ga_weight;
+    o->ga_sigma = (float)cfg->ga_sigma;
+    o->ga_heads = cfg->ga_weight > 0.0 ? cfg->ga_heads : 0;
 }
 
 double tandem_optim_lr(const tandem_optim *o, int64_t step) {
@@ -35,8 +40,9 @@ double tandem_optim_lr(const tandem_optim *o, int64_t step) {
     return lo + 0.5 * (o->lr - lo) * (1.0 + cos(M_PI * t));
 }
 
-tandem_status tandem_train_begin(tandem_model *m, tandem_stream *s) {
+tandem_status tandem_train_begin(tandem_model *m, tandem_stream *s, const tandem_train_state *st) {
     if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "train begin: NULL argument");
+    m->drop.step = st ? st->step : 0; /* checkpointed: a resumed run draws the same masks */
     return tandem_op_fill(s, m->grads, 0.0f);
 }
 
@@ -46,6 +52,10 @@ tandem_status tandem_train_micro(tandem_model *m, tandem_stream *s, const tandem
     if (i < 0 || i >= m->dims.micro_batches)
         return tandem_fail(TANDEM_E_INVALID, "train micro-batch %d; expected 0..%d (grad_accum)", i,
                            m->dims.micro_batches - 1);
+    m->drop.p = o->prenet_dropout;
+    m->drop.seed = o->seed;
+    m->drop.micro = i;
+    m->ga.heads = o->ga_heads, m->ga.sigma = o->ga_sigma, m->ga.weight = o->ga_weight;
     TANDEM_TRY(tandem_model_forward(m, s, b, i));
     /* Each micro-batch's loss is scaled by 1/grad_accum: the summed gradients are those of
      * the mean loss. */
@@ -61,13 +71,14 @@ static tandem_status grad_norm(tandem_model *m, tandem_stream *s) {
     TANDEM_TRY(tandem_sum_squares(s, F32(m->grads), F32(m->norm_partials), m->n_flat));
     TANDEM_TRY(tandem_reduce_sum(s, F32(m->norm_partials), F32(m->norm_sq), skip,
                                  tandem_k_train_partials(m->n_flat), 1.0f));
-    /* the micro-batches' losses [A, 2] (not the evaluation row) */
-    return tandem_nonfinite_check(s, F32(m->losses), skip, 2 * (int64_t)m->dims.micro_batches);
+    /* the micro-batches' losses [A, 3] (not the evaluation row) */
+    return tandem_nonfinite_check(s, F32(m->losses), skip,
+                                  TANDEM_MODEL_LOSSES * (int64_t)m->dims.micro_batches);
 }
 
 /* Copy losses, norm_sq and skip to the pinned host block and wait for them. */
 static tandem_status read_back(tandem_model *m, tandem_stream *s) {
-    const int nl = 2 * (m->dims.micro_batches + 1);
+    const int nl = TANDEM_MODEL_LOSSES * (m->dims.micro_batches + 1);
     TANDEM_TRY(tandem_dev_download(s, m->host_out, m->losses, 0, (size_t)nl * sizeof(float)));
     TANDEM_TRY(tandem_dev_download(s, m->host_out + nl, m->norm_sq, 0, sizeof(float)));
     TANDEM_TRY(tandem_dev_download(s, m->host_skip, m->skip, 0, sizeof(int32_t)));
@@ -76,15 +87,18 @@ static tandem_status read_back(tandem_model *m, tandem_stream *s) {
 
 static void fill_result(const tandem_model *m, const tandem_optim *o, tandem_step_result *r) {
     const int A = m->dims.micro_batches;
-    double l1 = 0.0, bce = 0.0;
+    const int K = TANDEM_MODEL_LOSSES;
+    double l1 = 0.0, bce = 0.0, ga = 0.0;
     for (int i = 0; i < A; i++) {
-        l1 += m->host_out[2 * i];
-        bce += m->host_out[2 * i + 1];
+        l1 += m->host_out[K * i];
+        bce += m->host_out[K * i + 1];
+        ga += m->host_out[K * i + 2];
     }
     r->l1 = l1 / A;
     r->stop_bce = bce / A;
-    r->loss = r->l1 + (double)o->stop_weight * r->stop_bce;
-    r->grad_norm = sqrt((double)m->host_out[2 * (A + 1)]);
+    r->ga = ga / A;
+    r->loss = r->l1 + (double)o->stop_weight * r->stop_bce + (double)o->ga_weight * r->ga;
+    r->grad_norm = sqrt((double)m->host_out[K * (A + 1)]);
     r->skipped = m->host_skip[0] != 0;
 }
 
@@ -148,7 +162,7 @@ tandem_status tandem_train_step(tandem_model *m, tandem_stream *s, const tandem_
                                 tandem_train_state *st, const tandem_model_batch *batches,
                                 tandem_step_result *out) {
     if (!batches) return tandem_fail(TANDEM_E_INVALID, "train step: batches is NULL");
-    TANDEM_TRY(tandem_train_begin(m, s));
+    TANDEM_TRY(tandem_train_begin(m, s, st));
     for (int i = 0; i < m->dims.micro_batches; i++)
         TANDEM_TRY(tandem_train_micro(m, s, o, &batches[i], i));
     return tandem_train_finish(m, s, o, st, out);
@@ -157,7 +171,7 @@ tandem_status tandem_train_step(tandem_model *m, tandem_stream *s, const tandem_
 tandem_status tandem_train_grads(tandem_model *m, tandem_stream *s, const tandem_optim *o,
                                  const tandem_model_batch *batches, tandem_step_result *out) {
     if (!batches) return tandem_fail(TANDEM_E_INVALID, "train grads: batches is NULL");
-    TANDEM_TRY(tandem_train_begin(m, s));
+    TANDEM_TRY(tandem_train_begin(m, s, NULL));
     for (int i = 0; i < m->dims.micro_batches; i++)
         TANDEM_TRY(tandem_train_micro(m, s, o, &batches[i], i));
     TANDEM_TRY(grad_norm(m, s));
@@ -173,10 +187,12 @@ tandem_status tandem_train_eval(tandem_model *m, tandem_stream *s, const tandem_
                                 const tandem_model_batch *b, double *l1, double *stop_bce) {
     if (!m || !s || !o || !b) return tandem_fail(TANDEM_E_INVALID, "train eval: NULL argument");
     const int slot = m->dims.micro_batches; /* the evaluation row of losses */
+    m->drop.p = 0.0f; /* evaluation: no dropout, as at synthesis */
+    m->ga.heads = 0;  /* nor the guided-attention term (the validation logs l1 and stop bce) */
     TANDEM_TRY(tandem_model_forward(m, s, b, slot));
     TANDEM_TRY(tandem_model_loss(m, s, b, slot, o->stop_weight, 0.0f));
     TANDEM_TRY(read_back(m, s));
-    if (l1) *l1 = m->host_out[2 * slot];
-    if (stop_bce) *stop_bce = m->host_out[2 * slot + 1];
+    if (l1) *l1 = m->host_out[TANDEM_MODEL_LOSSES * slot];
+    if (stop_bce) *stop_bce = m->host_out[TANDEM_MODEL_LOSSES * slot + 1];
     return TANDEM_OK;
 }

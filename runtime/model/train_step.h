@@ -31,6 +31,11 @@ typedef struct tandem_optim {
     float weight_decay;  /* applied to [0, decay_end) of the flat parameters */
     float clip_norm;     /* global gradient norm limit; <= 0: no clipping */
     float stop_weight;   /* loss = l1 + stop_weight * stop_bce */
+    float prenet_dropout; /* drop probability on the prenet output of training forwards */
+    uint64_t seed;        /* the run's seed: the dropout mask's first counter */
+    float ga_weight;      /* loss += ga_weight * ga (guided attention, docs/TRAINING.md) */
+    float ga_sigma;
+    int ga_heads;         /* the first ga_heads heads of every layer; 0 = off */
 } tandem_optim;
 
 /* From the config's training keys. */
@@ -50,19 +55,21 @@ typedef struct tandem_train_state {
 
 typedef struct tandem_step_result {
     int64_t step;      /* the step this was (0-based) */
-    double loss;       /* mean over micro-batches of l1 + stop_weight * stop_bce */
+    double loss;       /* mean over micro-batches of l1 + stop_weight * stop_bce + ga_weight * ga */
     double l1, stop_bce;
+    double ga;         /* guided-attention loss (0 when off) */
     double grad_norm;  /* before clipping */
     double lr;
     int skipped;       /* 1: non-finite loss or gradient, parameters unchanged */
 } tandem_step_result;
 
 /* The step in parts, for a loop that acquires each micro-batch from the ring:
- *   begin (zero the gradients) · micro(b, i) for i = 0 .. grad_accum-1 · finish.
+ *   begin (zero the gradients; st->step is the dropout mask's step counter, NULL: 0) ·
+ *   micro(b, i) for i = 0 .. grad_accum-1 · finish.
  * micro() queues forward, loss and backward of micro-batch i (the batch's tensors may be
  * released once it returns: everything reading them is queued on s). finish() queues the norm,
  * the check and AdamW, reads the step's scalars back (synchronises s) and advances st. */
-tandem_status tandem_train_begin(tandem_model *m, tandem_stream *s);
+tandem_status tandem_train_begin(tandem_model *m, tandem_stream *s, const tandem_train_state *st);
 tandem_status tandem_train_micro(tandem_model *m, tandem_stream *s, const tandem_optim *o,
                                  const tandem_model_batch *b, int i);
 tandem_status tandem_train_finish(tandem_model *m, tandem_stream *s, const tandem_optim *o,

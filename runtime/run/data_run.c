@@ -93,6 +93,7 @@ static tandem_status stage_plan(data_run *d) {
     po.data_pool = d->data_pool;
     po.model_pool = d->model_pool;
     po.poison_on_release = d->o->poison_on_release;
+    po.force_staged = c->force_staged;
     TANDEM_TRY(tandem_pipeline_create(&po, &d->pipe));
     TANDEM_TRY(alloc_host(d));
     TANDEM_TRY(tandem_pool_commit(d->data_pool));
@@ -124,8 +125,8 @@ static tandem_status download(tandem_stream *s, const tandem_ring_slot *t, host_
     return tandem_stream_sync(s);
 }
 
-/* Row b's frames: length in range, mask and stop targets from the length, finite features, zero
- * padding. */
+/* Row b's frames: length in range, mask and stop targets from the length, finite features,
+ * silence padding (ln 1e-5). */
 static tandem_status check_frames(const host_batch *h, const tandem_config *c, long long seq, int b) {
     const int F = c->max_frames, M = c->n_mels, n = h->frames[b];
     if (n < 1 || n > F)
@@ -138,9 +139,9 @@ static tandem_status check_frames(const host_batch *h, const tandem_config *c, l
                                "for %d frames", seq, b, f, h->mask[bf], h->stop[bf], want_mask, want_stop, n);
         for (int m = 0; m < M; m++) {
             const float x = h->mels[bf * M + m];
-            if (!isfinite(x) || (f >= n && x != 0.0f))
+            if (!isfinite(x) || (f >= n && x != tandem_mel_silence()))
                 return tandem_fail(TANDEM_E_INTERNAL, "batch %lld row %d frame %d band %d: %g (%s)", seq, b, f, m,
-                                   x, isfinite(x) ? "padding must be 0" : "not finite");
+                                   x, isfinite(x) ? "padding must be silence, ln(1e-5)" : "not finite");
         }
     }
     return TANDEM_OK;
@@ -221,6 +222,7 @@ static tandem_status run_stages(data_run *d) {
     TANDEM_TRY(stage_index(d));
     TANDEM_TRY(tandem_roles_open(d->o->backend, -1, -1, &d->data_dev, &d->model_dev, d->r->devices,
                                  sizeof d->r->devices));
+    if (d->cfg->force_staged) tandem_roles_note_force_staged(d->r->devices, sizeof d->r->devices);
     reached(d, TANDEM_DATA_STAGE_DEVICES);
     TANDEM_TRY(stage_plan(d));
     return stage_run(d);

@@ -36,7 +36,7 @@ struct tandem_synth {
     int recompute;      /* 1: the whole causal forward per step instead (options.recompute) */
     /* the B = 1 batch the forward reads */
     tandem_tensor *tokens;       /* [1, Tt] i32 */
-    tandem_tensor *mels;         /* [1, F, 80] f32: generated frames, zeros beyond */
+    tandem_tensor *mels;         /* [1, F, 80] f32: generated frames, silence ln(1e-5) beyond */
     tandem_tensor *frame_mask;   /* [1, F] f32 (unused by the forward; part of a batch) */
     tandem_tensor *stop_targets; /* [1, F] f32 (likewise) */
     /* pinned host I/O */
@@ -449,7 +449,7 @@ static float sigmoidf_(float z) { return 1.0f / (1.0f + expf(-z)); }
 static tandem_status generate(tandem_synth *s, int count, int max_frames, tandem_synth_result *res) {
     const tandem_model_dims *d = &s->dims;
     if (max_frames <= 0 || max_frames > d->frames) max_frames = d->frames;
-    TANDEM_TRY(tandem_op_fill(s->s, s->mels, 0.0f));
+    TANDEM_TRY(tandem_op_fill(s->s, s->mels, tandem_mel_silence())); /* padding as in training */
 
     const int max_steps = (max_frames + d->r - 1) / d->r;
     int frames = 0, steps = 0;
@@ -533,7 +533,7 @@ static tandem_status teacher_forced(tandem_synth *s, int count, const float *tar
                            frames, target && pred ? "" : " (or a NULL buffer)", d->frames);
     const size_t n = (size_t)frames * d->n_mels, all = (size_t)d->frames * d->n_mels;
     memcpy(s->io, target, n * sizeof(float));
-    memset(s->io + n, 0, (all - n) * sizeof(float));
+    for (size_t i = n; i < all; i++) s->io[i] = tandem_mel_silence(); /* padding as in training */
     TANDEM_TRY(tandem_dev_upload(s->s, s->mels, 0, s->io, all * sizeof(float)));
     TANDEM_TRY(forward(s, count));
     TANDEM_TRY(tandem_dev_download(s->s, s->io, s->model.mel_out, 0, n * sizeof(float)));

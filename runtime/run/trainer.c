@@ -94,6 +94,7 @@ static tandem_status open_data(tandem_trainer *t) {
 static tandem_status open_devices(tandem_trainer *t) {
     TANDEM_TRY(tandem_roles_open(t->opt.backend, t->cfg.data_gpu, t->cfg.model_gpu, &t->data_dev,
                                  &t->model_dev, t->devices, sizeof t->devices));
+    if (t->cfg.force_staged) tandem_roles_note_force_staged(t->devices, sizeof t->devices);
     TANDEM_TRY(tandem_stream_create(t->model_dev, &t->s));
     TANDEM_TRY(tandem_pool_create(t->data_dev, "data", (size_t)t->cfg.data_gpu_memory << 20, &t->data_pool));
     TANDEM_TRY(tandem_pool_create(t->model_dev, "model", (size_t)t->cfg.model_gpu_memory << 20, &t->model_pool));
@@ -108,6 +109,7 @@ static tandem_status open_devices(tandem_trainer *t) {
     po.model_pool = t->model_pool;
     po.consumer_stream = t->s;
     po.start_pos = t->next_pos;
+    po.force_staged = t->cfg.force_staged;
     TANDEM_TRY(tandem_pipeline_create(&po, &t->pipe));
     return tandem_validation_declare(&t->val, t->data_dev, t->model_dev, t->s);
 }
@@ -258,7 +260,7 @@ static tandem_status micro_batch(tandem_trainer *t, int a, double *wait_ms, doub
     /* Marked after acquire queued the wait for the slot: the region spans only this
      * micro-batch's work on the model device. */
     tandem_status st = tandem_step_timer_mark(&t->timer, t->s, a, 0);
-    if (st == TANDEM_OK && a == 0) st = tandem_train_begin(&t->model, t->s);
+    if (st == TANDEM_OK && a == 0) st = tandem_train_begin(&t->model, t->s, &t->st);
     if (st == TANDEM_OK) st = tandem_train_micro(&t->model, t->s, &t->optim, &mb, a);
     if (st == TANDEM_OK) st = tandem_step_timer_mark(&t->timer, t->s, a, 1);
     /* v.pos points into the slot's metadata, which the producer rewrites once the slot is
@@ -301,6 +303,7 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
     m->loss = res.loss;
     m->l1 = res.l1;
     m->stop_bce = res.stop_bce;
+    m->ga = res.ga;
     m->lr = res.lr;
     m->grad_norm = res.grad_norm;
     m->skipped = res.skipped;
@@ -395,6 +398,7 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     tandem_metrics_set(x, "loss", m->loss);
     tandem_metrics_set(x, "l1", m->l1);
     tandem_metrics_set(x, "stop_bce", m->stop_bce);
+    tandem_metrics_set(x, "ga", m->ga);
     tandem_metrics_set(x, "lr", m->lr);
     tandem_metrics_set(x, "grad_norm", m->grad_norm);
     tandem_metrics_set(x, "step_ms", m->step_ms);

@@ -43,6 +43,7 @@ tandem_status tandem_validation_declare(tandem_validation *v, tandem_device *dat
     po.data_pool = v->data_pool;
     po.model_pool = v->model_pool;
     po.consumer_stream = s;
+    po.force_staged = v->vcfg.force_staged;
     TANDEM_TRY(tandem_pipeline_create(&po, &v->pipe)); /* start position {0, 0} */
     return tandem_val_speak_create(&v->speak, &v->vix, v->vcfg.val_data, model_dev, &v->vcfg);
 }

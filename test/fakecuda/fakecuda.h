@@ -2,9 +2,10 @@
  *
  * libcuda.so.1 (fc_*.c) implements, on the CPU, the driver-API subset of platform/cuda/cuda_api.h:
  * devices, primary contexts, memory (device memory is emulator buffers, so CUdeviceptr values
- * are host addresses the emulated kernels dereference), streams and events (work runs
- * synchronously, under one process-wide lock, at the moment it is queued), modules from the
- * real fatbin bytes and launches through the kernel emulator. libcublasLt.so.13 (fc_cublaslt.c)
+ * are host addresses the emulated kernels dereference), streams and events (work queued on a
+ * created stream runs asynchronously on the stream's worker thread, fc_queue.c; every queued
+ * operation declares the ranges it reads and writes to the hazard detector, fc_hazard.c),
+ * modules from the real fatbin bytes and launches through the kernel emulator. libcublasLt.so.13 (fc_cublaslt.c)
  * reaches that state through the tandem_fakecuda_* bridge below, exported by libcuda.so.1.
  *
  * Strictness: every misuse a compute-sanitizer run would flag returns an error code AND prints
@@ -60,6 +61,15 @@ typedef struct tandem_fakecuda_device_state {
     size_t total_mem, used_mem;
 } tandem_fakecuda_device_state;
 FC_EXPORT int tandem_fakecuda_query_device(int dev, tandem_fakecuda_device_state *out);
+/* Primary context flags of device dev (cuDevicePrimaryCtxSetFlags), -1 if no such device. */
+FC_EXPORT int tandem_fakecuda_ctx_flags(int dev);
+/* Flags an event was created with (-1: not a live event). */
+FC_EXPORT int tandem_fakecuda_event_flags(CUevent ev);
+/* With the lock held, for libcublasLt: queue run(arg) on stream (NULL = default) after
+ * declaring the ranges it touches (fc_access *acc, n of them) to the hazard detector; arg is
+ * freed (free()) after run. desc names the operation in reports. */
+FC_EXPORT void tandem_fakecuda_submit(CUstream stream, const char *desc, void (*run)(void *),
+                                      void *arg, const void *acc, int n);
 /* PCI bus of device dev of n: device 0 sits on the highest bus, as on a machine where CUDA's
  * fastest-first order is the reverse of NVML's PCI order, so matching by index would be wrong. */
 #define FC_PCI_BUS(dev, n) (0x18u + 0x20u * (unsigned)((n) - 1 - (dev)))
@@ -83,11 +93,48 @@ struct fc_ctx {
     int peer_enabled[FC_MAX_DEVICES]; /* this context may access device i's memory */
     CUresult sticky;       /* a kernel fault poisons the context until it is released */
     size_t used_bytes;     /* device memory allocated in it */
+    unsigned flags;        /* cuDevicePrimaryCtxSetFlags (scheduling), kept across retains */
 };
+
+/* ---- asynchronous streams and the hazard detector (fc_queue.c, fc_hazard.c) ----
+ * Each created stream has a slot (its index in vector clocks) and, when asynchronous execution
+ * is on (TANDEM_FAKECUDA_ASYNC, default 1), a worker thread that runs its queue in order with
+ * small random delays (TANDEM_FAKECUDA_SEED). The default (NULL) stream of a context runs work
+ * inline, after the context's blocking streams (legacy default-stream semantics). */
+#define FC_MAX_SLOTS 256  /* streams alive at once (slots 0..FC_MAX_DEVICES-1: default streams) */
+#define FC_MAX_ACCESS 16  /* byte ranges one operation declares */
+typedef struct fc_vc {
+    uint32_t c[FC_MAX_SLOTS];
+} fc_vc;
+
+/* One byte range an operation reads or writes. */
+typedef struct fc_access {
+    uintptr_t p;
+    size_t n;
+    int write;
+    const char *what; /* argument name ("out", "A", "workspace") */
+} fc_access;
+typedef struct fc_acc_list {
+    fc_access a[FC_MAX_ACCESS];
+    int n;
+} fc_acc_list;
+void fc_acc_add(fc_acc_list *L, const void *p, size_t bytes, int write, const char *what);
+/* The ranges registry kernel kernel_id touches with this args struct (fc_access.c). */
+void fc_kernel_accesses(int kernel_id, const void *args, fc_acc_list *L);
+
+typedef struct fc_op fc_op;
 
 typedef struct fc_stream {
     fc_obj h;
     unsigned flags;
+    int slot;
+    fc_vc vc;              /* what this stream's next operation is ordered after */
+    /* queue (lock held): ops enqueued and completed, in order */
+    fc_op *head, *tail;
+    uint64_t enqueued, done;
+    int worker, quit;      /* a worker thread runs; asked to stop */
+    uint64_t rng;          /* delay generator, seeded from TANDEM_FAKECUDA_SEED and the slot */
+    uint64_t worker_tid;   /* pthread_t of the worker */
 } fc_stream;
 
 typedef struct fc_event {
@@ -95,7 +142,10 @@ typedef struct fc_event {
     unsigned flags;
     int recorded;
     uint64_t seq;          /* global order of records */
-    uint64_t t_ns;         /* monotonic time of the last record */
+    uint64_t t_ns;         /* monotonic time at which the last record completed */
+    fc_stream *rec_stream; /* stream of the last record (NULL: default stream, done at once) */
+    uint64_t rec_op;       /* its position in that stream's queue */
+    fc_vc vc;              /* the recording stream's clock at the record */
 } fc_event;
 
 typedef struct fc_module fc_module;
@@ -104,13 +154,28 @@ typedef struct fc_function {
     fc_module *module;
     int kernel_id;         /* kernels/registry.h */
     char name[96];
+    /* From the cubin the device runs (have_cubin 0: it would JIT the PTX, limits unknown). */
+    int have_cubin;
+    int registers;         /* per thread */
+    unsigned static_shared, max_threads; /* max_threads: __launch_bounds__, 0 if none */
+    int max_dynamic_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 } fc_function;
 
+/* Per-block limits of the configured architecture (fc_device.c). */
+#define FC_SHARED_PER_BLOCK (48 * 1024)   /* without opt-in */
+#define FC_REGS_PER_BLOCK 65536
+int fc_shared_optin(void);                /* sm_80 163 KiB, sm_86/89 99 KiB, sm_90 227 KiB */
+
 typedef struct fc_config {
+    int async;             /* TANDEM_FAKECUDA_ASYNC, default 1: streams run on workers */
+    unsigned seed;         /* TANDEM_FAKECUDA_SEED, default from the clock (printed) */
+    int hazards;           /* TANDEM_FAKECUDA_HAZARDS, default 1: report unordered accesses */
+    int check_access;      /* TANDEM_FAKECUDA_CHECK_ACCESS=1: kernels write only what they declare */
     int device_count;      /* TANDEM_FAKECUDA_DEVICES, default 2 */
     int cc_major, cc_minor; /* TANDEM_FAKECUDA_ARCH, default 89 */
     int no_peer;           /* TANDEM_FAKECUDA_NO_PEER=1 */
     size_t total_mem;      /* TANDEM_FAKECUDA_MEM_MB, default 8192 */
+    int driver_version;    /* TANDEM_FAKECUDA_DRIVER_VERSION, default FC_DRIVER_VERSION */
 } fc_config;
 
 extern fc_config fc_cfg;
@@ -146,6 +211,8 @@ fc_obj *fc_lookup(const void *h, fc_kind kind, int *dead);
 /* Mark every object of ctx dead (its primary context was released to zero). */
 void fc_kill_ctx_objects(fc_ctx *c);
 
+/* The device allocation containing p: 0 and its base and size, or -1. */
+int fc_alloc_range(uintptr_t p, uintptr_t *base, size_t *size);
 /* Allocation table (device memory and pinned host memory). */
 typedef enum { FC_MEM_DEVICE = 1, FC_MEM_HOST } fc_mem_kind;
 void fc_mem_kill_ctx(fc_ctx *c); /* free every allocation of ctx */
@@ -159,5 +226,70 @@ CUresult fc_fail(CUresult code, const char *call, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 const char *fc_error_name(CUresult r);
+
+/* Lock depth helpers (fc_state.c): release the lock however deep, take it back; wait on a
+ * condition variable with the lock released completely. */
+#include <pthread.h>
+int tandem_fakecuda_unlock_all(void);
+void tandem_fakecuda_relock(int depth);
+void tandem_fakecuda_wait(pthread_cond_t *c);
+/* The i-th registered handle object (NULL past the end); the table may grow meanwhile. */
+fc_obj *fc_obj_at(size_t i);
+/* Drain and stop the workers of ctx's streams (its primary context is being destroyed). */
+void fc_retire_ctx_streams(fc_ctx *ctx);
+
+/* ---- queueing (fc_queue.c); lock held for all ---- */
+/* The stream behind a handle (NULL = the current context's default stream). */
+fc_stream *fc_stream_of(CUstream h);
+/* Operation to queue: run() executes it (lock held, on the stream's worker or inline);
+ * fini() frees what it owns. The caller fills desc and the payload fields it needs. */
+struct fc_op {
+    fc_op *next;
+    void (*run)(fc_op *op);
+    void (*fini)(fc_op *op);
+    fc_ctx *ctx;
+    fc_stream *stream;
+    uint64_t pos;           /* position in the stream's queue (1-based) */
+    char desc[200];         /* "cuLaunchKernel tandem_k_fill_f32" ... for reports */
+    /* payload */
+    void *dst;
+    const void *src;
+    size_t bytes;
+    void *owned;            /* freed by the default fini */
+    int kernel_id;
+    unsigned dims[7];       /* grid xyz, block xyz, shared bytes */
+    fc_event *event;
+    fc_stream *wait_stream; /* wait: until wait_stream->done >= wait_pos */
+    uint64_t wait_pos;
+    void (*user_run)(void *arg); /* bridge operations (cuBLASLt) */
+    void *user_arg;
+};
+fc_op *fc_op_new(const char *desc_fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Check the op's declared ranges against the hazard state, record them, and queue the op on
+ * s (or run it inline on a default stream). Takes ownership of op. */
+void fc_submit(fc_stream *s, fc_op *op, const fc_acc_list *acc);
+/* Wait (releasing the lock) until s has completed everything queued so far. */
+void fc_stream_drain(fc_stream *s);
+/* Drain every stream of ctx (NULL: of every context). */
+void fc_drain_ctx(fc_ctx *ctx);
+/* Host observed that s completed up to pos / that clock vc completed. */
+void fc_observe_vc(const fc_vc *vc);
+/* Stop and join a stream's worker after draining it; frees its slot. */
+void fc_stream_retire(fc_stream *s);
+/* Allocate a slot for a new stream (-1: all in use) and initialise its clock. */
+int fc_stream_init(fc_stream *s);
+/* Whether the operation at pos of s completed. */
+int fc_op_done(const fc_stream *s, uint64_t pos);
+/* Wait on the shared condition (lock held, recursion depth 1). */
+void fc_wait_cond(void);
+void fc_broadcast(void);
+/* Stop every worker (unload). */
+void fc_queue_shutdown(void);
+
+/* ---- hazards (fc_hazard.c) ---- */
+/* Check op's ranges (stream slot, clock vc, epoch = vc->c[slot]) and record them. */
+void fc_hazard_check(const fc_stream *s, const fc_op *op, const fc_acc_list *acc);
+/* Forget everything recorded inside [p, p + n) (memory freed). */
+void fc_hazard_forget(uintptr_t p, size_t n);
 
 #endif

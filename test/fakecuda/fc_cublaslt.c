@@ -13,8 +13,23 @@
  * stride BIAS_BATCH_STRIDE). GELU is the tanh form 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))),
  * the one cuBLASLt's GELU epilogue computes. C is not read when beta == 0.
  *
+ * Alignment: the heuristic's algorithm assumes the preference's MIN_ALIGNMENT_{A,B,C,D}_BYTES
+ * (default 256, as documented), and cublasLtMatmul with a less aligned operand (or batch stride)
+ * returns CUBLAS_STATUS_NOT_SUPPORTED, as the real library may (or fault) for an algorithm
+ * whose vector loads need the alignment it was promised.
+ *
+ * Built twice, as libcublasLt.so.13 (reports version 13.0.0) and libcublasLt.so.12 (12.9.0),
+ * told apart by the file it was loaded from. TANDEM_FAKECUDA_LT_CREATE_FAIL=<text>:
+ * cublasLtCreate of a library whose file name contains <text> returns
+ * CUBLAS_STATUS_NOT_INITIALIZED (as when the library cannot initialise on this machine), with
+ * no error line: an environment failure, not a misuse.
+ *
  * Device pointers and streams are checked against libcuda.so.1's state through the
- * tandem_fakecuda_* bridge, under its lock, in the caller's current context. */
+ * tandem_fakecuda_* bridge, under its lock, in the caller's current context. The heuristic
+ * reports a workspace (the result is staged in it, see lt_queue) and cublasLtMatmul queues the
+ * product on the stream (tandem_fakecuda_submit), declaring what it reads and writes to the
+ * hazard detector. */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +66,14 @@ typedef struct lt_pref {
     lt_obj h;
     uint32_t search_mode;
     uint64_t max_workspace;
+    uint32_t min_align[4]; /* MIN_ALIGNMENT_{A,B,C,D}_BYTES, default 256 */
 } lt_pref;
+
+/* An algorithm is free to assume what the preference promised: the one the heuristic returns
+ * requires each of A, B, C, D (and, batched, each item: base + b * stride) aligned to the
+ * preference's MIN_ALIGNMENT_*_BYTES, as real kernels with wide vector loads do. algo.data[1]
+ * holds the four requirements, 16 bits each. */
+#define LT_ALGO_ALIGN(data, i) ((uint32_t)((data)[1] >> (16 * (i))) & 0xffffu)
 
 /* Every object ever created (freed at unload), so a stale handle is reported. */
 static lt_obj **objs;
@@ -129,13 +151,22 @@ static int set_exact(const char *call, int attr, void *dst, size_t want, const v
 
 /* ---------------------------------------------------------------- handles, descriptors ---- */
 
-FC_EXPORT size_t cublasLtGetVersion(void) { return 130000; }
+/* The file this copy was loaded from ("" if unknown). */
+static const char *lt_file(void) {
+    Dl_info info;
+    if (dladdr((void *)lt_file, &info) && info.dli_fname) return info.dli_fname;
+    return "";
+}
+
+FC_EXPORT size_t cublasLtGetVersion(void) { return strstr(lt_file(), "libcublasLt.so.12") ? 120900 : 130000; }
 
 FC_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *out) {
     if (!out) {
         tandem_fakecuda_report("cublasLtCreate", "handle is NULL");
         return CUBLAS_STATUS_INVALID_VALUE;
     }
+    const char *fail = getenv("TANDEM_FAKECUDA_LT_CREATE_FAIL");
+    if (fail && fail[0] && strstr(lt_file(), fail)) return CUBLAS_STATUS_NOT_INITIALIZED;
     lt_obj *o = lt_new(LT_HANDLE, sizeof *o);
     if (!o) return CUBLAS_STATUS_ALLOC_FAILED;
     *out = (cublasLtHandle_t)(void *)o;
@@ -253,6 +284,8 @@ FC_EXPORT cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference
         return CUBLAS_STATUS_INVALID_VALUE;
     }
     lt_pref *p = lt_new(LT_PREF, sizeof *p);
+    if (p)
+        for (int i = 0; i < 4; i++) p->min_align[i] = 256;
     if (!p) return CUBLAS_STATUS_ALLOC_FAILED;
     *out = (cublasLtMatmulPreference_t)(void *)p;
     return CUBLAS_STATUS_SUCCESS;
@@ -273,6 +306,19 @@ FC_EXPORT cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
         switch (attr) {
         case CUBLASLT_MATMUL_PREF_SEARCH_MODE: bad = set_exact(call, attr, &p->search_mode, 4, buf, size); break;
         case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: bad = set_exact(call, attr, &p->max_workspace, 8, buf, size); break;
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: {
+            uint32_t *v = &p->min_align[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES];
+            bad = set_exact(call, attr, v, 4, buf, size);
+            if (!bad && (*v == 0 || (*v & (*v - 1)) || *v > 65536)) {
+                tandem_fakecuda_report(call, "attribute %d: alignment %u is not a power of two up to 64 KiB",
+                                       (int)attr, *v);
+                bad = 1;
+            }
+            break;
+        }
         default:
             tandem_fakecuda_report(call, "attribute %d is not modelled by the stand-in", (int)attr);
             tandem_fakecuda_unlock();
@@ -422,6 +468,8 @@ static int get_problem(const char *call, cublasLtMatmulDesc_t desc, cublasLtMatr
     return 0;
 }
 
+static size_t lt_stage_bytes(const lt_problem *p);
+
 FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A,
     cublasLtMatrixLayout_t B, cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
@@ -440,9 +488,17 @@ FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
         tandem_fakecuda_report(call, "requestedAlgoCount %d (>= 1), results %p, returnAlgoCount %p",
                                requested, (void *)results, (void *)returned);
     } else if ((st = check_problem(call, &p)) == CUBLAS_STATUS_SUCCESS) {
+        const lt_pref *pr = lt_get(call, pref, LT_PREF);
         memset(&results[0], 0, sizeof results[0]);
         results[0].algo.data[0] = LT_ALGO_MAGIC;
-        results[0].workspaceSize = 0;
+        /* Like split-K algorithms on a GPU, ours stages the result in the workspace (up to
+         * what the preference allows), so a workspace shared by two streams is a hazard. */
+        size_t ws = lt_stage_bytes(&p);
+        if (pr && ws > pr->max_workspace) ws = (size_t)pr->max_workspace;
+        results[0].algo.data[2] = ws; /* data[1]: the alignment tiers */
+        results[0].workspaceSize = ws;
+        for (int i = 0; i < 4; i++)
+            results[0].algo.data[1] |= (uint64_t)(pr->min_align[i] > 0xffffu ? 0xffffu : pr->min_align[i]) << (16 * i);
         results[0].state = CUBLAS_STATUS_SUCCESS;
         results[0].wavesCount = 1.0f;
         *returned = 1;
@@ -452,6 +508,10 @@ FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
 }
 
 /* ---------------------------------------------------------------- matmul ------------------ */
+
+static size_t extent(const lt_layout *l);
+/* Bytes of D the algorithm stages through the workspace: all of D. */
+static size_t lt_stage_bytes(const lt_problem *p) { return extent(p->dd); }
 
 static double load(const void *base, uint32_t type, int64_t idx) {
     if (type == CUDA_R_32F) return ((const float *)base)[idx];
@@ -506,6 +566,114 @@ static void compute(const lt_problem *p, double alpha, double beta, const void *
     }
 }
 
+/* A matmul queued on its stream runs in two steps, as a split-K kernel pair would: the product
+ * is computed (from A, B, C, bias as they are when the stream reaches it) and its first
+ * ws_used bytes are written to the workspace; the second step copies them from the workspace
+ * into D (the rest straight from the result). Another stream writing the workspace in between
+ * corrupts D, and the hazard detector reports it. */
+typedef struct lt_finish {
+    void *D;
+    const void *ws;
+    size_t nd, ws_used;
+    unsigned char staged[]; /* [nd] the result in D's layout */
+} lt_finish;
+
+typedef struct lt_job {
+    lt_desc d;
+    lt_layout a, b, c, dd;
+    lt_problem p;
+    double alpha, beta;
+    const void *A, *B, *C;
+    void *ws;
+    lt_finish *fin;
+} lt_job;
+
+static void lt_run_compute(void *arg) {
+    lt_job *j = arg;
+    memcpy(j->fin->staged, j->fin->D, j->fin->nd); /* elements outside the layout stay */
+    compute(&j->p, j->alpha, j->beta, j->A, j->B, j->C, j->fin->staged);
+    if (j->fin->ws_used) memcpy(j->ws, j->fin->staged, j->fin->ws_used);
+}
+
+static void lt_run_finish(void *arg) {
+    lt_finish *f = arg;
+    memcpy(f->D, f->staged, f->nd);
+    if (f->ws_used) memcpy(f->D, f->ws, f->ws_used);
+}
+
+static void lt_queue(const lt_problem *p, double alpha, double beta, const void *A, const void *B,
+                     const void *C, void *D, void *ws, size_t ws_used, CUstream stream) {
+    size_t nd = extent(p->dd);
+    lt_job *j = calloc(1, sizeof *j);
+    lt_finish *f = malloc(sizeof *f + nd);
+    if (!j || !f) abort(); /* test-only */
+    j->d = *p->d;
+    j->a = *p->a;
+    j->b = *p->b;
+    j->c = *p->c;
+    j->dd = *p->dd;
+    j->p = *p;
+    j->p.d = &j->d;
+    j->p.a = &j->a;
+    j->p.b = &j->b;
+    j->p.c = &j->c;
+    j->p.dd = &j->dd;
+    j->alpha = alpha;
+    j->beta = beta;
+    j->A = A;
+    j->B = B;
+    j->C = C;
+    j->ws = ws;
+    j->fin = f;
+    f->D = D;
+    f->ws = ws;
+    f->nd = nd;
+    f->ws_used = ws_used;
+    fc_access acc[6];
+    int n = 0;
+    acc[n++] = (fc_access){(uintptr_t)A, extent(p->a), 0, "A"};
+    acc[n++] = (fc_access){(uintptr_t)B, extent(p->b), 0, "B"};
+    if (C && beta != 0.0) acc[n++] = (fc_access){(uintptr_t)C, extent(p->c), 0, "C"};
+    if (p->has_bias)
+        acc[n++] = (fc_access){(uintptr_t)p->d->bias,
+                               (size_t)((p->batch - 1) * p->d->bias_stride + p->m) *
+                                   type_size(p->bias_type),
+                               0, "bias"};
+    if (ws_used) acc[n++] = (fc_access){(uintptr_t)ws, ws_used, 1, "workspace"};
+    tandem_fakecuda_submit(stream, "cublasLtMatmul (product into the workspace)", lt_run_compute,
+                           j, acc, n);
+    n = 0;
+    if (ws_used) acc[n++] = (fc_access){(uintptr_t)ws, ws_used, 0, "workspace"};
+    acc[n++] = (fc_access){(uintptr_t)D, nd, 1, "D"};
+    tandem_fakecuda_submit(stream, "cublasLtMatmul (workspace into D)", lt_run_finish, f, acc, n);
+}
+
+/* Alignment of layout l's matrices from base p: the pointer's, and each batch item's. */
+static uint64_t align_of(const void *p, const lt_layout *l) {
+    uint64_t v = (uint64_t)(uintptr_t)p;
+    if (l->batch > 1) v |= (uint64_t)l->stride * type_size(l->type);
+    return v ? v & (~v + 1) : (uint64_t)1 << 20;
+}
+
+static cublasStatus_t check_alignment(const char *call, const cublasLtMatmulAlgo_t *algo, const lt_problem *p,
+                                      const void *A, const void *B, const void *C, const void *D) {
+    const void *ptr[4] = {A, B, C, D};
+    const lt_layout *l[4] = {p->a, p->b, p->c, p->dd};
+    static const char nm[4] = {'A', 'B', 'C', 'D'};
+    for (int i = 0; i < 4; i++) {
+        if (i == 2 && !C) continue;
+        uint64_t have = align_of(ptr[i], l[i]), need = LT_ALGO_ALIGN(algo->data, i);
+        if (have < need) {
+            tandem_fakecuda_report(call, "%c at %p%s is %llu-byte aligned; the algorithm was chosen for "
+                                   "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_%c_BYTES = %llu (default 256)",
+                                   nm[i], ptr[i], l[i]->batch > 1 ? " (with its batch stride)" : "",
+                                   (unsigned long long)have, nm[i], (unsigned long long)need);
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 FC_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                                         const void *alpha, const void *A,
                                         cublasLtMatrixLayout_t Adesc, const void *B,
@@ -529,6 +697,8 @@ FC_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulD
         tandem_fakecuda_report(call, "algo was not returned by cublasLtMatmulAlgoGetHeuristic");
         goto out;
     }
+    if (algo && (st = check_alignment(call, algo, &p, A, B, C, D)) != CUBLAS_STATUS_SUCCESS) goto out;
+    st = CUBLAS_STATUS_INVALID_VALUE;
     if (!alpha || !beta || tandem_fakecuda_is_device_memory(alpha) ||
         tandem_fakecuda_is_device_memory(beta)) {
         tandem_fakecuda_report(call, "alpha %p / beta %p must be host pointers (pointer mode host)",
@@ -564,7 +734,13 @@ FC_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulD
     if (workspace_bytes &&
         tandem_fakecuda_check_device_range(call, "workspace", workspace, workspace_bytes))
         goto out;
-    compute(&p, fa, fb, A, B, C, D);
+    size_t ws_used = algo ? (size_t)algo->data[2] : 0;
+    if (ws_used > workspace_bytes || (ws_used && !workspace)) {
+        tandem_fakecuda_report(call, "the algorithm needs a workspace of %zu bytes, got %zu at %p",
+                               ws_used, workspace_bytes, workspace);
+        goto out;
+    }
+    lt_queue(&p, fa, fb, A, B, C, D, workspace, ws_used, stream);
     st = CUBLAS_STATUS_SUCCESS;
 out:
     tandem_fakecuda_unlock();

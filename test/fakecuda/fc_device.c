@@ -4,10 +4,20 @@
  *   TANDEM_FAKECUDA_ARCH     compute capability as sm number (default 89 = 8.9)
  *   TANDEM_FAKECUDA_NO_PEER  1: no peer access between devices (exercises the staged path)
  *   TANDEM_FAKECUDA_MEM_MB   memory per device in MiB (default 8192; allocated on demand)
+ *   TANDEM_FAKECUDA_ASYNC    1 (default): streams run on worker threads (fc_queue.c); 0: inline
+ *   TANDEM_FAKECUDA_SEED     seed of the workers' random delays (default: from the clock; every
+ *                            error line names it, so a failing run can be replayed)
+ *   TANDEM_FAKECUDA_HAZARDS  1 (default): report unordered accesses across streams (fc_hazard.c)
+ *   TANDEM_FAKECUDA_CHECK_ACCESS  1: after each launch, report bytes the kernel changed outside
+ *                            the ranges fc_access.c declares for it (slow: copies its buffers)
+ *   TANDEM_FAKECUDA_DRIVER_VERSION  what cuDriverGetVersion reports (default 13000, CUDA 13.0);
+ *                            cuModuleLoadData refuses a fatbin that needs a newer driver
  * Each device also has a PCI location (FC_PCI_BUS in fakecuda.h) for the stand-in NVML. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "test/fakecuda/fakecuda.h"
 
@@ -34,7 +44,29 @@ static int read_config(void) {
     fc_cfg.cc_minor = arch % 10;
     fc_cfg.no_peer = env_int("TANDEM_FAKECUDA_NO_PEER", 0, 0, 1, &bad);
     fc_cfg.total_mem = (size_t)env_int("TANDEM_FAKECUDA_MEM_MB", 8192, 1, 1 << 20, &bad) << 20;
+    fc_cfg.async = env_int("TANDEM_FAKECUDA_ASYNC", 1, 0, 1, &bad);
+    fc_cfg.hazards = env_int("TANDEM_FAKECUDA_HAZARDS", 1, 0, 1, &bad);
+    fc_cfg.check_access = env_int("TANDEM_FAKECUDA_CHECK_ACCESS", 0, 0, 1, &bad);
+    const char *seed = getenv("TANDEM_FAKECUDA_SEED");
+    if (seed && *seed) {
+        fc_cfg.seed = (unsigned)strtoul(seed, NULL, 10);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        fc_cfg.seed = (unsigned)(ts.tv_nsec ^ ts.tv_sec ^ getpid()) % 1000000u;
+    }
+    fc_cfg.driver_version = env_int("TANDEM_FAKECUDA_DRIVER_VERSION", FC_DRIVER_VERSION, 11000, 99000, &bad);
     return bad ? -1 : 0;
+}
+
+int fc_shared_optin(void) {
+    switch (fc_cfg.cc_major * 10 + fc_cfg.cc_minor) {
+    case 80: case 87: return 163 * 1024;
+    case 86: case 89: return 99 * 1024;
+    case 90: return 227 * 1024;
+    case 75: return 64 * 1024;
+    default: return FC_SHARED_PER_BLOCK;
+    }
 }
 
 FC_EXPORT CUresult cuInit(unsigned int flags) {
@@ -50,8 +82,10 @@ FC_EXPORT CUresult cuInit(unsigned int flags) {
                 r = CUDA_ERROR_INVALID_VALUE;
             } else {
                 for (int i = 0; i < FC_MAX_DEVICES; i++) {
+                    unsigned keep = fc_ctxs[i].flags; /* flags set before a re-read stay */
                     memset(&fc_ctxs[i], 0, sizeof fc_ctxs[i]);
                     fc_ctxs[i].device = i;
+                    fc_ctxs[i].flags = keep;
                 }
             }
         }
@@ -66,7 +100,10 @@ FC_EXPORT CUresult cuInit(unsigned int flags) {
 FC_EXPORT CUresult cuDriverGetVersion(int *version) {
     if (!version)
         return fc_fail(CUDA_ERROR_INVALID_VALUE, "cuDriverGetVersion", "version is NULL");
-    *version = FC_DRIVER_VERSION;
+    /* cuDriverGetVersion works before cuInit: read the variable here too */
+    int bad = 0;
+    *version = fc_initialized ? fc_cfg.driver_version
+                              : env_int("TANDEM_FAKECUDA_DRIVER_VERSION", FC_DRIVER_VERSION, 11000, 99000, &bad);
     return CUDA_SUCCESS;
 }
 
@@ -162,7 +199,7 @@ FC_EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, C
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: v = 2147483647; break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: v = 65535; break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: v = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: v = 48 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: v = FC_SHARED_PER_BLOCK; break;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: v = 32; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: v = 16; break;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: v = 1; break;
@@ -172,8 +209,8 @@ FC_EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, C
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: v = 0; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: v = fc_cfg.cc_major; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: v = fc_cfg.cc_minor; break;
-    /* Opt-in needs cuFuncSetAttribute, which the stand-in (and the project) does not use. */
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: v = 48 * 1024; break;
+    /* above 48 KiB a kernel opts in with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) */
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: v = fc_shared_optin(); break;
     default:
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
                                 "attribute %d is not modelled by the stand-in driver",
@@ -226,7 +263,9 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
                                 dev));
     if (--c->refcount == 0) {
         /* The context is destroyed: its memory, streams, events and modules go with it, and
-         * other contexts lose their peer mappings of it. */
+         * other contexts lose their peer mappings of it. Queued work finishes first. */
+        fc_retire_ctx_streams(c);
+        fc_drain_ctx(NULL);
         fc_mem_kill_ctx(c);
         fc_kill_ctx_objects(c);
         memset(c->peer_enabled, 0, sizeof c->peer_enabled);
@@ -236,6 +275,41 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
     return fc_leave(CUDA_SUCCESS);
 }
 FC_EXPORT_V2(cuDevicePrimaryCtxRelease)
+
+/* As in CUDA >= 11: allowed while the context is active; one scheduling mode at most. */
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+    const char *call = "cuDevicePrimaryCtxSetFlags";
+    CUresult r = fc_enter(call, 0);
+    if (r) return fc_leave(r);
+    if ((r = check_dev(call, dev))) return fc_leave(r);
+    unsigned sched = flags & CU_CTX_SCHED_MASK;
+    if ((flags & ~CU_CTX_SCHED_MASK) || (sched != 0 && sched != 1 && sched != 2 && sched != 4))
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
+                                "flags 0x%x: the stand-in models one CU_CTX_SCHED_* mode only",
+                                flags));
+    fc_ctxs[dev].flags = flags;
+    return fc_leave(CUDA_SUCCESS);
+}
+FC_EXPORT_V2(cuDevicePrimaryCtxSetFlags)
+
+FC_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
+    const char *call = "cuDevicePrimaryCtxGetState";
+    CUresult r = fc_enter(call, 0);
+    if (r) return fc_leave(r);
+    if ((r = check_dev(call, dev))) return fc_leave(r);
+    if (!flags || !active)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "flags or active is NULL"));
+    *flags = fc_ctxs[dev].flags;
+    *active = fc_ctxs[dev].refcount > 0;
+    return fc_leave(CUDA_SUCCESS);
+}
+
+FC_EXPORT int tandem_fakecuda_ctx_flags(int dev) {
+    tandem_fakecuda_lock();
+    int f = dev >= 0 && dev < FC_MAX_DEVICES ? (int)fc_ctxs[dev].flags : -1;
+    tandem_fakecuda_unlock();
+    return f;
+}
 
 /* The fc_ctx behind a CUcontext handle, or NULL if it is none of ours. */
 fc_ctx *fc_ctx_of(CUcontext h) {
@@ -270,8 +344,10 @@ FC_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
 }
 
 FC_EXPORT CUresult cuCtxSynchronize(void) {
-    /* Work runs when queued, so there is never anything to wait for. */
-    return fc_leave(fc_enter("cuCtxSynchronize", 1));
+    CUresult r = fc_enter("cuCtxSynchronize", 1);
+    if (r) return fc_leave(r);
+    fc_drain_ctx(fc_current());
+    return fc_leave(fc_current()->sticky);
 }
 
 FC_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {

@@ -3,8 +3,12 @@
  * Device memory comes from the kernel emulator (tandem_emu_buf_alloc): guarded buffers whose
  * host addresses serve as CUdeviceptr values, so emulated kernels dereference them directly
  * and the emulator catches a kernel that strays outside them. Every allocation is recorded
- * with its context; a copy must stay inside allocations of the right context(s). Copies run
- * at once (the queue is synchronous). */
+ * with its context; a copy must stay inside allocations of the right context(s). Copies are
+ * checked when queued and run on the stream (fc_queue.c), declaring what they read and write
+ * to the hazard detector. As in CUDA, a copy from pageable host memory takes the bytes when it
+ * is queued, and a copy into pageable host memory returns when it is done; pinned host memory
+ * is read or written when the copy runs. cuMemFree and cuMemFreeHost wait for all queued work
+ * (as cuMemFree synchronises on a GPU). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +45,7 @@ static void add_alloc(uintptr_t base, size_t size, size_t pad, fc_ctx *ctx, fc_m
 }
 
 static void release(fc_alloc *a) {
+    fc_hazard_forget(a->base, a->size + a->pad);
     if (a->kind == FC_MEM_DEVICE) {
         a->ctx->used_bytes -= a->size;
         tandem_emu_buf_free((void *)a->base);
@@ -141,6 +146,14 @@ int fc_check_padding(const char *call, const char *kernel) {
     return 0;
 }
 
+int fc_alloc_range(uintptr_t p, uintptr_t *base, size_t *size) {
+    const fc_alloc *a = find_alloc(p);
+    if (!a || a->kind != FC_MEM_DEVICE) return -1;
+    *base = a->base;
+    *size = a->size;
+    return 0;
+}
+
 FC_EXPORT int tandem_fakecuda_is_device_memory(const void *p) {
     const fc_alloc *a = find_alloc((uintptr_t)p);
     return a && a->kind == FC_MEM_DEVICE;
@@ -206,6 +219,8 @@ CUresult cuMemFree(CUdeviceptr dptr) {
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
                                 "0x%llx belongs to device %d, but the current context is device %d",
                                 (unsigned long long)dptr, a->ctx->device, fc_current()->device));
+    fc_drain_ctx(NULL);
+    if (!(a = find_alloc((uintptr_t)dptr))) return fc_leave(CUDA_SUCCESS); /* freed meanwhile */
     release(a);
     return fc_leave(CUDA_SUCCESS);
 }
@@ -237,8 +252,37 @@ FC_EXPORT CUresult cuMemFreeHost(void *p) {
     if (!a || a->base != (uintptr_t)p || a->kind != FC_MEM_HOST)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
                                 "%p is not the start of live pinned memory from cuMemHostAlloc", p));
-    release(a);
+    fc_drain_ctx(NULL);
+    if ((a = find_alloc((uintptr_t)p))) release(a);
     return fc_leave(CUDA_SUCCESS);
+}
+
+static int is_pinned(const void *p) {
+    const fc_alloc *a = find_alloc((uintptr_t)p);
+    return a && a->kind == FC_MEM_HOST;
+}
+
+static void run_copy(fc_op *op) { memcpy(op->dst, op->owned ? op->owned : op->src, op->bytes); }
+
+/* Queue dst <- src on stream; dst_mem / src_mem: whether each side is tracked memory. */
+static void queue_copy(const char *call, CUstream stream, void *dst, const void *src, size_t bytes,
+                       int dst_mem, int src_mem, int snapshot) {
+    fc_stream *s = fc_stream_of(stream);
+    fc_op *op = fc_op_new("%s of %zu bytes", call, bytes);
+    op->run = run_copy;
+    op->dst = dst;
+    op->src = src;
+    op->bytes = bytes;
+    if (snapshot) {
+        op->owned = malloc(bytes);
+        if (!op->owned) abort(); /* test-only */
+        memcpy(op->owned, src, bytes);
+    }
+    fc_acc_list L;
+    L.n = 0;
+    if (src_mem) fc_acc_add(&L, src, bytes, 0, "source");
+    if (dst_mem) fc_acc_add(&L, dst, bytes, 1, "destination");
+    fc_submit(s, op, &L);
 }
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
@@ -250,7 +294,8 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
     if (fc_check_range(call, "destination", (void *)(uintptr_t)dst, bytes, fc_current()) ||
         check_host_range(call, "source", src, bytes))
         return fc_leave(CUDA_ERROR_INVALID_VALUE);
-    memcpy((void *)(uintptr_t)dst, src, bytes);
+    int pinned = is_pinned(src);
+    queue_copy(call, stream, (void *)(uintptr_t)dst, src, bytes, 1, pinned, !pinned);
     return fc_leave(CUDA_SUCCESS);
 }
 FC_EXPORT_V2(cuMemcpyHtoDAsync)
@@ -263,7 +308,18 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream st
     if (fc_check_range(call, "source", (void *)(uintptr_t)src, bytes, fc_current()) ||
         check_host_range(call, "destination", dst, bytes))
         return fc_leave(CUDA_ERROR_INVALID_VALUE);
-    memcpy(dst, (void *)(uintptr_t)src, bytes);
+    int pinned = is_pinned(dst);
+    queue_copy(call, stream, dst, (void *)(uintptr_t)src, bytes, pinned, 1, 0);
+    if (!pinned) { /* pageable destination: the call returns once the bytes are there */
+        fc_stream *s = fc_stream_of(stream);
+        fc_vc *vc = malloc(sizeof *vc);
+        if (!vc) abort(); /* test-only */
+        *vc = s->vc;
+        fc_stream_drain(s);
+        fc_observe_vc(vc);
+        free(vc);
+        return fc_leave(s->h.ctx->sticky);
+    }
     return fc_leave(CUDA_SUCCESS);
 }
 FC_EXPORT_V2(cuMemcpyDtoHAsync)
@@ -283,7 +339,7 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
                                 "source 0x%llx and destination 0x%llx overlap (%zu bytes)",
                                 (unsigned long long)src, (unsigned long long)dst, bytes));
-    memcpy((void *)(uintptr_t)dst, (void *)(uintptr_t)src, bytes);
+    queue_copy(call, stream, (void *)(uintptr_t)dst, (void *)(uintptr_t)src, bytes, 1, 1, 0);
     return fc_leave(CUDA_SUCCESS);
 }
 FC_EXPORT_V2(cuMemcpyDtoDAsync)
@@ -317,6 +373,6 @@ FC_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdevic
         return fc_leave(CUDA_ERROR_INVALID_VALUE);
     if (overlap(dst, src, bytes))
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "source and destination overlap"));
-    memcpy((void *)(uintptr_t)dst, (void *)(uintptr_t)src, bytes);
+    queue_copy(call, stream, (void *)(uintptr_t)dst, (void *)(uintptr_t)src, bytes, 1, 1, 0);
     return fc_leave(CUDA_SUCCESS);
 }

@@ -18,6 +18,7 @@ static atomic_int error_count;
  * holding it, must not deadlock. */
 static pthread_mutex_t big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static _Thread_local fc_ctx *current_ctx;
+static _Thread_local int lock_depth; /* how often this thread holds big_lock */
 
 /* Every handle object ever created; freed at unload. */
 static fc_obj **objs;
@@ -29,7 +30,11 @@ static void vreport(const char *call, const char *fmt, va_list ap) {
     char why[768];
     vsnprintf(why, sizeof why, fmt, ap);
     /* One fprintf per line so lines from threads do not interleave. */
-    fprintf(stderr, "fakecuda: error: %s: %s\n", call, why);
+    if (fc_cfg.async)
+        fprintf(stderr, "fakecuda: error: %s: %s [asynchronous streams, TANDEM_FAKECUDA_SEED=%u]\n",
+                call, why, fc_cfg.seed);
+    else
+        fprintf(stderr, "fakecuda: error: %s: %s\n", call, why);
     atomic_fetch_add(&error_count, 1);
 }
 
@@ -40,8 +45,36 @@ FC_EXPORT void tandem_fakecuda_report(const char *call, const char *fmt, ...) {
     va_end(ap);
 }
 
-FC_EXPORT void tandem_fakecuda_lock(void) { pthread_mutex_lock(&big_lock); }
-FC_EXPORT void tandem_fakecuda_unlock(void) { pthread_mutex_unlock(&big_lock); }
+FC_EXPORT void tandem_fakecuda_lock(void) {
+    pthread_mutex_lock(&big_lock);
+    lock_depth++;
+}
+FC_EXPORT void tandem_fakecuda_unlock(void) {
+    lock_depth--;
+    pthread_mutex_unlock(&big_lock);
+}
+
+int tandem_fakecuda_unlock_all(void) {
+    int d = lock_depth;
+    for (int i = 0; i < d; i++) tandem_fakecuda_unlock();
+    return d;
+}
+
+void tandem_fakecuda_relock(int depth) {
+    for (int i = 0; i < depth; i++) tandem_fakecuda_lock();
+}
+
+/* A condition wait must release the recursive lock completely. */
+void tandem_fakecuda_wait(pthread_cond_t *c) {
+    int d = lock_depth;
+    for (int i = 1; i < d; i++) tandem_fakecuda_unlock();
+    lock_depth = 0;
+    pthread_cond_wait(c, &big_lock);
+    lock_depth = 1;
+    for (int i = 1; i < d; i++) tandem_fakecuda_lock();
+}
+
+fc_obj *fc_obj_at(size_t i) { return i < obj_count ? objs[i] : NULL; }
 
 CUresult fc_fail(CUresult code, const char *call, const char *fmt, ...) {
     va_list ap;
@@ -55,7 +88,7 @@ fc_ctx *fc_current(void) { return current_ctx; }
 void fc_set_current(fc_ctx *c) { current_ctx = c; }
 
 CUresult fc_enter(const char *call, int need_ctx) {
-    pthread_mutex_lock(&big_lock);
+    tandem_fakecuda_lock();
     if (!fc_initialized)
         return fc_fail(CUDA_ERROR_NOT_INITIALIZED, call, "cuInit has not been called");
     if (!need_ctx) return CUDA_SUCCESS;
@@ -72,7 +105,7 @@ CUresult fc_enter(const char *call, int need_ctx) {
 }
 
 CUresult fc_leave(CUresult r) {
-    pthread_mutex_unlock(&big_lock);
+    tandem_fakecuda_unlock();
     return r;
 }
 
@@ -110,6 +143,12 @@ void fc_kill_ctx_objects(fc_ctx *c) {
 }
 
 __attribute__((destructor)) static void fc_state_unload(void) {
+    /* Workers first: they reference the streams freed below. A thread still inside a call at
+     * exit holds the lock: then nothing is torn down (still reachable, so not a leak). */
+    if (pthread_mutex_trylock(&big_lock) != 0) return;
+    lock_depth++;
+    fc_queue_shutdown();
+    tandem_fakecuda_unlock();
     for (size_t i = 0; i < obj_count; i++) free(objs[i]);
     free(objs);
     objs = NULL;

@@ -1,12 +1,14 @@
 /* fc_stream.c — stand-in driver: streams and events.
  *
- * Work runs when it is queued, under the process-wide lock, so by the time a call that
- * queues work returns the work is done. An event therefore completes when it is recorded; it
- * carries a global sequence number and a monotonic timestamp. Cross-thread ordering follows
- * from the lock: a wait sees the latest record that happened before it. Stricter than CUDA:
- * waiting on (cuStreamWaitEvent, cuEventSynchronize) an event that was never recorded is an
- * error here (CUDA treats it as complete), because in this project it always means a missing
- * record, i.e. an ordering bug. cuEventQuery of such an event succeeds, as in CUDA. */
+ * Work queued on a created stream runs asynchronously on the stream's worker (fc_queue.c); the
+ * calls here queue event records and waits and implement the synchronising calls. An event
+ * completes when its record op has run; it carries a global sequence number, the monotonic time
+ * at which the record ran, and the recording stream's vector clock (for the hazard detector).
+ * Stricter than CUDA: waiting on (cuStreamWaitEvent, cuEventSynchronize) an event that was
+ * never recorded is an error here (CUDA treats it as complete), because in this project it
+ * always means a missing record, i.e. an ordering bug. cuEventQuery of such an event succeeds,
+ * as in CUDA. Flags are recorded as given (tandem_fakecuda_event_flags): CU_EVENT_BLOCKING_SYNC
+ * is what a thread that waits on the event should ask for. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -71,12 +73,19 @@ FC_EXPORT CUresult cuStreamCreate(CUstream *out, unsigned int flags) {
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "unknown flags 0x%x", flags));
     fc_stream *s = calloc(1, sizeof *s);
     if (!s) return fc_leave(CUDA_ERROR_OUT_OF_MEMORY);
-    *s = (fc_stream){{FC_KIND_STREAM, 1, fc_current()}, flags};
+    s->h = (fc_obj){FC_KIND_STREAM, 1, fc_current()};
+    s->flags = flags;
+    if (fc_stream_init(s) != 0) {
+        free(s);
+        return fc_leave(fc_fail(CUDA_ERROR_OUT_OF_MEMORY, call,
+                                "more than %d streams alive at once", FC_MAX_SLOTS - FC_MAX_DEVICES));
+    }
     fc_register(&s->h);
     *out = (CUstream)(void *)s;
     return fc_leave(CUDA_SUCCESS);
 }
 
+/* As in CUDA, work queued before the destroy still completes (here: before it returns). */
 CUresult cuStreamDestroy(CUstream h) {
     const char *call = "cuStreamDestroy";
     CUresult r = fc_enter(call, 0);
@@ -85,6 +94,7 @@ CUresult cuStreamDestroy(CUstream h) {
     fc_stream *s = NULL;
     if ((r = get_stream(call, h, &s))) return fc_leave(r);
     s->h.alive = 0; /* kept registered so later use is reported, not dereferenced */
+    fc_stream_retire(s);
     return fc_leave(CUDA_SUCCESS);
 }
 FC_EXPORT_V2(cuStreamDestroy)
@@ -92,11 +102,20 @@ FC_EXPORT_V2(cuStreamDestroy)
 FC_EXPORT CUresult cuStreamSynchronize(CUstream h) {
     const char *call = "cuStreamSynchronize";
     CUresult r = fc_enter(call, h == NULL);
-    if (r || !h) return fc_leave(r);
+    if (r) return fc_leave(r);
     fc_stream *s = NULL;
-    if ((r = get_stream(call, h, &s))) return fc_leave(r);
+    if (h && (r = get_stream(call, h, &s))) return fc_leave(r);
+    if (!h) s = fc_stream_of(NULL);
+    fc_vc *vc = malloc(sizeof *vc);
+    if (!vc) abort(); /* test-only */
+    *vc = s->vc;
+    fc_stream_drain(s);
+    fc_observe_vc(vc);
+    free(vc);
     return fc_leave(s->h.ctx->sticky);
 }
+
+static void run_wait(fc_op *op) { (void)op; /* the worker held the queue until it was done */ }
 
 FC_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags) {
     const char *call = "cuStreamWaitEvent";
@@ -111,7 +130,15 @@ FC_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
                                 "event %p (device %d) was never recorded: the wait orders nothing",
                                 (void *)ev, e->h.ctx->device));
-    /* The recorded work is already complete: nothing to hold back. */
+    if (!h) s = fc_stream_of(NULL);
+    /* Everything before the record happens before everything after this wait. */
+    for (int i = 0; i < FC_MAX_SLOTS; i++)
+        if (e->vc.c[i] > s->vc.c[i]) s->vc.c[i] = e->vc.c[i];
+    fc_op *op = fc_op_new("cuStreamWaitEvent");
+    op->run = run_wait;
+    op->wait_stream = e->rec_stream;
+    op->wait_pos = e->rec_op;
+    fc_submit(s, op, NULL);
     return fc_leave(CUDA_SUCCESS);
 }
 
@@ -131,6 +158,14 @@ FC_EXPORT CUresult cuEventCreate(CUevent *out, unsigned int flags) {
     return fc_leave(CUDA_SUCCESS);
 }
 
+FC_EXPORT int tandem_fakecuda_event_flags(CUevent ev) {
+    tandem_fakecuda_lock();
+    fc_event *e = (fc_event *)fc_lookup(ev, FC_KIND_EVENT, NULL);
+    int f = e ? (int)e->flags : -1;
+    tandem_fakecuda_unlock();
+    return f;
+}
+
 CUresult cuEventDestroy(CUevent h) {
     const char *call = "cuEventDestroy";
     CUresult r = fc_enter(call, 0);
@@ -142,6 +177,8 @@ CUresult cuEventDestroy(CUevent h) {
 }
 FC_EXPORT_V2(cuEventDestroy)
 
+static void run_record(fc_op *op) { op->event->t_ns = now_ns(); }
+
 FC_EXPORT CUresult cuEventRecord(CUevent ev, CUstream h) {
     const char *call = "cuEventRecord";
     CUresult r = fc_enter(call, h == NULL);
@@ -149,8 +186,8 @@ FC_EXPORT CUresult cuEventRecord(CUevent ev, CUstream h) {
     fc_event *e = NULL;
     fc_ctx *sctx = fc_current();
     if ((r = get_event(call, ev, &e))) return fc_leave(r);
+    fc_stream *s = NULL;
     if (h) {
-        fc_stream *s = NULL;
         if ((r = get_stream(call, h, &s))) return fc_leave(r);
         sctx = s->h.ctx;
     }
@@ -158,18 +195,27 @@ FC_EXPORT CUresult cuEventRecord(CUevent ev, CUstream h) {
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
                                 "event of device %d recorded on a stream of device %d",
                                 e->h.ctx->device, sctx->device));
+    if (!h) s = fc_stream_of(NULL);
     e->recorded = 1;
     e->seq = ++record_seq;
-    e->t_ns = now_ns();
+    fc_op *op = fc_op_new("cuEventRecord");
+    op->run = run_record;
+    op->event = e;
+    fc_submit(s, op, NULL); /* sets rec_stream, rec_op, vc; may run (and free) op at once */
     return fc_leave(CUDA_SUCCESS);
 }
+
+static int event_done(const fc_event *e) { return fc_op_done(e->rec_stream, e->rec_op); }
 
 FC_EXPORT CUresult cuEventQuery(CUevent ev) {
     CUresult r = fc_enter("cuEventQuery", 0);
     if (r) return fc_leave(r);
     fc_event *e = NULL;
     if ((r = get_event("cuEventQuery", ev, &e))) return fc_leave(r);
-    return fc_leave(CUDA_SUCCESS); /* recorded work is complete; never recorded counts as done */
+    if (!e->recorded) return fc_leave(CUDA_SUCCESS); /* never recorded counts as done */
+    if (!event_done(e)) return fc_leave(CUDA_ERROR_NOT_READY);
+    fc_observe_vc(&e->vc);
+    return fc_leave(CUDA_SUCCESS);
 }
 
 FC_EXPORT CUresult cuEventSynchronize(CUevent ev) {
@@ -182,6 +228,8 @@ FC_EXPORT CUresult cuEventSynchronize(CUevent ev) {
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
                                 "event %p (device %d) was never recorded", (void *)ev,
                                 e->h.ctx->device));
+    while (!event_done(e)) fc_wait_cond();
+    fc_observe_vc(&e->vc);
     return fc_leave(e->h.ctx->sticky);
 }
 
@@ -199,6 +247,8 @@ FC_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
                                 "%s event was created with CU_EVENT_DISABLE_TIMING",
                                 (a->flags & CU_EVENT_DISABLE_TIMING) ? "start" : "end"));
+    /* As in CUDA: not an error, the caller asks again after synchronising. */
+    if (!event_done(a) || !event_done(b)) return fc_leave(CUDA_ERROR_NOT_READY);
     *ms = (float)(((double)b->t_ns - (double)a->t_ns) / 1e6);
     return fc_leave(CUDA_SUCCESS);
 }

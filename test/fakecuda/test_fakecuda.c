@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -519,6 +520,12 @@ static CUdeviceptr upload(const void *h, size_t bytes) {
     return p;
 }
 
+/* The largest power of two up to 256 dividing the address and, batched, the batch stride. */
+static uint32_t align_of(CUdeviceptr p, int64_t stride_bytes, int batch) {
+    uint64_t v = p | (batch > 1 ? (uint64_t)stride_bytes : 0) | 256;
+    return (uint32_t)(v & (~v + 1));
+}
+
 static void run_case(cublasLtHandle_t lt, const mm_case *c) {
     int64_t ar = c->ta ? c->k : c->m, ac = c->ta ? c->m : c->k;
     int64_t br = c->tb ? c->n : c->k, bc = c->tb ? c->k : c->n;
@@ -567,6 +574,12 @@ static void run_case(cublasLtHandle_t lt, const mm_case *c) {
     OK(D.cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = 0;
     OK(D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    /* the strides are random: tell the heuristic the alignment the operands really have */
+    uint32_t al[4] = {align_of(dA, c->sa * (c->bf16 ? 2 : 4), c->batch), align_of(dB, c->sb * (c->bf16 ? 2 : 4), c->batch),
+                      align_of(dC, c->sc * 4, c->batch), align_of(dC, c->sc * 4, c->batch)};
+    for (int i = 0; i < 4; i++)
+        OK(D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i, &al[i],
+                                                  sizeof al[i]));
     cublasLtMatmulHeuristicResult_t res;
     int got = 0;
     OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
@@ -671,6 +684,18 @@ static void test_matmul_strict(void **state) {
     OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
     OK(D.cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &res.algo, NULL, 0, NULL));
 
+    /* The algorithm assumes the preference's alignment (default 256): A one float further on
+     * is refused; with MIN_ALIGNMENT_A_BYTES = 4 the heuristic's algorithm takes it. */
+    void *A4 = (char *)A + 4;
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED,
+               D.cublasLtMatmul(lt, desc, &alpha, A4, la, B, lb, &beta, C, lc, C, lc, &res.algo, NULL, 0, NULL));
+    uint32_t four = 4, three = 3;
+    EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE,
+               D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &three, 4));
+    OK(D.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &four, 4));
+    OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatmul(lt, desc, &alpha, A4, la, B, lb, &beta, C, lc, C, lc, &res.algo, NULL, 0, NULL));
+
     /* Row-major layout. */
     int32_t row = CUBLASLT_ORDER_ROW, col = CUBLASLT_ORDER_COL;
     OK(D.cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row));
@@ -728,6 +753,70 @@ static void test_matmul_strict(void **state) {
     OK(D.cuMemFree(c));
 }
 
+/* What a GPU checks at launch, from the cubin the device runs: every kernel's __launch_bounds__
+ * (the geometry of kernels/<group>_host.c must fit them, and the registers they budget must
+ * fit a block), static + dynamic shared memory against the per-function limit and its opt-in;
+ * and a driver older than the fatbin's toolkit refuses the module. */
+static void test_launch_resources(void **state) {
+    (void)state;
+    size_t len;
+    void *fatbin = read_fatbin(&len);
+    if (!fatbin) skip();
+    CUmodule mod;
+    OK(D.cuModuleLoadData(&mod, fatbin));
+    for (int k = 0; k < TANDEM_KERNEL_COUNT; k++) {
+        CUfunction f;
+        OK(D.cuModuleGetFunction(&f, mod, tandem_kernel_table[k].entry));
+        _Alignas(16) static unsigned char args[4096];
+        memset(args, 0, sizeof args);
+        assert_true(tandem_kernel_table[k].args_size <= sizeof args);
+        tandem_launch_dims d;
+        tandem_kernel_table[k].geom(args, &d);
+        int max_threads = 0, regs = 0;
+        OK(D.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+        OK(D.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+        unsigned threads = d.block[0] * d.block[1] * d.block[2];
+        if (regs < 1 || regs > 255 || threads > (unsigned)max_threads)
+            fail_msg("%s: %d registers, launch bounds / registers allow %d threads, its geometry has %u",
+                     tandem_kernel_table[k].name, regs, max_threads, threads);
+        /* launch bounds are declared (the limit is the bound, below what registers allow) */
+        assert_true(max_threads < 1024 || threads == 1024);
+    }
+    CUfunction fill, ln;
+    OK(D.cuModuleGetFunction(&fill, mod, "tandem_k_fill_f32"));
+    OK(D.cuModuleGetFunction(&ln, mod, "tandem_k_layernorm_bwd"));
+    /* a block larger than the launch bounds (256) */
+    EXPECT_ERR(1, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, D.cuLaunchKernel(fill, 1, 1, 1, 512, 1, 1, 0, NULL, NULL, NULL));
+    /* layernorm_bwd: static red[66] floats, so at most 48 KiB - 264 dynamic without opt-in */
+    int stat = 0, dyn = 0, optin = 0;
+    OK(D.cuFuncGetAttribute(&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, ln));
+    OK(D.cuFuncGetAttribute(&dyn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ln));
+    OK(D.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0));
+    assert_true(stat >= 66 * 4);
+    assert_int_equal(dyn, 48 * 1024 - stat);
+    assert_int_equal(optin, 99 * 1024); /* sm_89 */
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE,
+               D.cuLaunchKernel(ln, 1, 1, 1, 128, 1, 1, (unsigned)dyn + 1, NULL, NULL, NULL));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE,
+               D.cuFuncSetAttribute(ln, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - stat + 1));
+    OK(D.cuFuncSetAttribute(ln, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - stat));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_VALUE,
+               D.cuLaunchKernel(ln, 1, 1, 1, 128, 1, 1, (unsigned)(optin - stat) + 1, NULL, NULL, NULL));
+    OK(D.cuModuleUnload(mod));
+    /* a CUDA 12.8 driver cannot load what CUDA 13 built (SASS of a newer major, PTX ISA 9.0) */
+    setenv("TANDEM_FAKECUDA_DRIVER_VERSION", "12080", 1);
+    reinit();
+    int v = 0;
+    OK(D.cuDriverGetVersion(&v));
+    assert_int_equal(v, 12080);
+    EXPECT_ERR(1, CUDA_ERROR_UNSUPPORTED_PTX_VERSION, D.cuModuleLoadData(&mod, fatbin));
+    unsetenv("TANDEM_FAKECUDA_DRIVER_VERSION");
+    reinit();
+    OK(D.cuDriverGetVersion(&v));
+    assert_int_equal(v, 13000);
+    free(fatbin);
+}
+
 /* Environment settings: one device, no peer access. */
 static void test_config(void **state) {
     (void)state;
@@ -753,6 +842,195 @@ static void test_config(void **state) {
     OK(D.cuDevicePrimaryCtxRetain(&D.ctx[1], 1));
 }
 
+
+/* ------------------------------------------------------------------ async streams, hazards */
+
+/* stderr of the calls since the last capture_begin(), for checking what a report names. */
+static int saved_stderr = -1;
+static FILE *capture_file;
+static void capture_begin(void) {
+    fflush(stderr);
+    capture_file = tmpfile();
+    assert_non_null(capture_file);
+    saved_stderr = dup(2);
+    dup2(fileno(capture_file), 2);
+}
+static char *capture_end(void) {
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    long n = ftell(capture_file);
+    char *text = calloc(1, (size_t)n + 1);
+    rewind(capture_file);
+    assert_int_equal(fread(text, 1, (size_t)n, capture_file), (size_t)n);
+    fclose(capture_file);
+    fputs(text, stderr); /* still shown, as every provoked line is */
+    return text;
+}
+
+/* Ordered work on three streams (event waits between them) gives the sequential result, however
+ * the workers interleave; a read or write of a range another stream wrote or read without an
+ * event (or a host synchronisation) between them is reported naming both operations. */
+static void test_async_hazards(void **state) {
+    (void)state;
+    enum { N = 3000, ROUNDS = 40 };
+    CUstream s[3];
+    CUevent ev[3];
+    CUdeviceptr x, y;
+    float *host = malloc(N * 4), *back = malloc(N * 4), *pinned = NULL;
+    for (int i = 0; i < 3; i++) {
+        OK(D.cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+        OK(D.cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+    }
+    OK(D.cuMemAlloc(&x, N * 4));
+    OK(D.cuMemAlloc(&y, N * 4));
+    OK(D.cuMemHostAlloc((void **)&pinned, N * 4, 0));
+    /* A chain: round r uploads on stream r % 3 and copies x -> y on the next one; each step
+     * waits for the previous step's event. The pageable source may change at once. */
+    for (int r = 0; r < ROUNDS; r++) {
+        int a = r % 3, b = (r + 1) % 3;
+        for (int i = 0; i < N; i++) host[i] = (float)(r * N + i);
+        if (r > 0) OK(D.cuStreamWaitEvent(s[a], ev[(r + 2) % 3], 0));
+        OK(D.cuMemcpyHtoDAsync(x, host, N * 4, s[a]));
+        OK(D.cuEventRecord(ev[a], s[a]));
+        OK(D.cuStreamWaitEvent(s[b], ev[a], 0));
+        OK(D.cuMemcpyDtoDAsync(y, x, N * 4, s[b]));
+        OK(D.cuEventRecord(ev[b], s[b]));
+        memset(host, 0, N * 4);
+    }
+    OK(D.cuStreamWaitEvent(s[0], ev[ROUNDS % 3], 0));
+    OK(D.cuMemcpyDtoHAsync(pinned, y, N * 4, s[0]));
+    OK(D.cuStreamSynchronize(s[0]));
+    for (int i = 0; i < N; i++) assert_true(pinned[i] == (float)((ROUNDS - 1) * N + i));
+
+    /* Read after write: stream 1 copies x while stream 0 may still be writing it. */
+    OK(D.cuMemcpyHtoDAsync(x, host, N * 4, s[0]));
+    int before = D.error_count();
+    capture_begin();
+    CUresult r = D.cuMemcpyDtoDAsync(y, x, N * 4, s[1]);
+    char *text = capture_end(); /* before any assertion: a failing one would leave stderr captured */
+    assert_int_equal(r, CUDA_SUCCESS);
+    assert_int_equal(D.error_count() - before, 1);
+    expected_errors++;
+    assert_non_null(strstr(text, "fakecuda: error: hazard: cuMemcpyHtoDAsync"));
+    assert_non_null(strstr(text, "cuMemcpyDtoDAsync of 12000 bytes on stream"));
+    assert_non_null(strstr(text, "reads source"));
+    assert_non_null(strstr(text, "TANDEM_FAKECUDA_SEED="));
+    free(text);
+    OK(D.cuCtxSynchronize());
+    /* After a host synchronisation the same pattern is ordered. */
+    OK(D.cuMemcpyHtoDAsync(x, host, N * 4, s[0]));
+    OK(D.cuStreamSynchronize(s[0]));
+    OK(D.cuMemcpyDtoDAsync(y, x, N * 4, s[1]));
+    /* Write after write: stream 2 overwrites the y stream 1 is writing. */
+    EXPECT_ERR(1, CUDA_SUCCESS, D.cuMemcpyHtoDAsync(y, host, N * 4, s[2]));
+    OK(D.cuCtxSynchronize());
+    /* Write after read: stream 0 reads y into pinned memory, stream 1 overwrites y. */
+    OK(D.cuMemcpyDtoHAsync(pinned, y, N * 4, s[0]));
+    EXPECT_ERR(1, CUDA_SUCCESS, D.cuMemcpyHtoDAsync(y, host, N * 4, s[1]));
+    OK(D.cuCtxSynchronize());
+    /* Pinned host memory is tracked too: stream 2 reads the pinned buffer stream 0 fills. */
+    OK(D.cuMemcpyDtoHAsync(pinned, y, N * 4, s[0]));
+    EXPECT_ERR(1, CUDA_SUCCESS, D.cuMemcpyHtoDAsync(x, pinned, N * 4, s[2]));
+    OK(D.cuCtxSynchronize());
+    /* Disjoint halves of one allocation on two streams: no hazard. An event query that
+     * succeeds is a host synchronisation too. */
+    OK(D.cuMemcpyHtoDAsync(x, host, N * 2, s[0]));
+    OK(D.cuMemcpyHtoDAsync(x + N * 2, host, N * 2, s[1]));
+    OK(D.cuEventRecord(ev[0], s[0]));
+    OK(D.cuEventSynchronize(ev[0]));
+    OK(D.cuMemcpyDtoDAsync(y, x, N * 2, s[2]));
+    OK(D.cuCtxSynchronize());
+    for (int i = 0; i < 3; i++) {
+        OK(D.cuStreamDestroy(s[i]));
+        OK(D.cuEventDestroy(ev[i]));
+    }
+    OK(D.cuMemFree(x));
+    OK(D.cuMemFree(y));
+    OK(D.cuMemFreeHost(pinned));
+    free(host);
+    free(back);
+}
+
+/* Launches declare what their kernel reads and writes (fc_access.c): kernels on two streams
+ * touching one range without an event are reported; disjoint ranges of one allocation are not,
+ * and an event wait orders them. The launch's argument struct is copied when it is queued. */
+static void test_async_launch(void **state) {
+    (void)state;
+    size_t len;
+    void *fatbin = read_fatbin(&len);
+    if (!fatbin) skip();
+    CUmodule mod;
+    CUfunction fill, axpy;
+    OK(D.cuModuleLoadData(&mod, fatbin));
+    OK(D.cuModuleGetFunction(&fill, mod, "tandem_k_fill_f32"));
+    OK(D.cuModuleGetFunction(&axpy, mod, "tandem_k_axpy_f32"));
+    enum { N = 1000 };
+    CUstream s[2];
+    CUevent e;
+    CUdeviceptr p;
+    float *back = malloc(2 * N * 4);
+    OK(D.cuStreamCreate(&s[0], CU_STREAM_NON_BLOCKING));
+    OK(D.cuStreamCreate(&s[1], CU_STREAM_NON_BLOCKING));
+    OK(D.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    OK(D.cuMemAlloc(&p, 2 * N * 4));
+    float *x = (float *)(uintptr_t)p, *y = x + N;
+    tandem_launch_dims d;
+    {
+        tandem_k_fill_f32_args fx = {x, N, 3.0f}, fy = {y, N, 1.0f};
+        tandem_kernel_table[TANDEM_KID_fill_f32].geom(&fx, &d);
+        void *px[] = {&fx}, *py[] = {&fy};
+        OK(D.cuLaunchKernel(fill, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[0], px, NULL));
+        OK(D.cuLaunchKernel(fill, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[1], py, NULL)); /* disjoint */
+        fx.value = -1.0f; /* the queued launch keeps its own copy of the arguments */
+    }
+    OK(D.cuEventRecord(e, s[0]));
+    OK(D.cuStreamWaitEvent(s[1], e, 0));
+    tandem_k_axpy_f32_args ax = {x, y, N, 2.0f}; /* y += 2 x, after both fills */
+    void *pa[] = {&ax};
+    OK(D.cuLaunchKernel(axpy, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[1], pa, NULL));
+    OK(D.cuMemcpyDtoHAsync(back, p, 2 * N * 4, s[1]));
+    for (int i = 0; i < N; i++) assert_true(back[i] == 3.0f && back[N + i] == 7.0f);
+    /* stream 0 writes x while stream 1's next axpy may be reading it: reported (the copy into
+     * pageable memory above was a host synchronisation, so only this axpy is unordered) */
+    OK(D.cuLaunchKernel(axpy, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[1], pa, NULL));
+    tandem_k_fill_f32_args fx2 = {x, N, 0.0f};
+    void *px2[] = {&fx2};
+    int before = D.error_count();
+    capture_begin();
+    CUresult r = D.cuLaunchKernel(fill, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[0], px2, NULL);
+    char *text = capture_end(); /* before any assertion: a failing one would leave stderr captured */
+    assert_int_equal(r, CUDA_SUCCESS);
+    assert_int_equal(D.error_count() - before, 1);
+    expected_errors++;
+    assert_non_null(strstr(text, "hazard: cuLaunchKernel tandem_k_axpy_f32 on stream"));
+    assert_non_null(strstr(text, "reads ["));
+    assert_non_null(strstr(text, "cuLaunchKernel tandem_k_fill_f32 on stream"));
+    assert_non_null(strstr(text, "writes out"));
+    free(text);
+    OK(D.cuCtxSynchronize());
+    OK(D.cuStreamDestroy(s[0]));
+    OK(D.cuStreamDestroy(s[1]));
+    OK(D.cuEventDestroy(e));
+    OK(D.cuMemFree(p));
+    OK(D.cuModuleUnload(mod));
+    free(back);
+    free(fatbin);
+}
+
+/* Events keep the flags they were created with (the backend asks for blocking sync where a
+ * thread waits: issue 11 item 5). */
+static void test_event_flags(void **state) {
+    (void)state;
+    int (*flags_of)(CUevent) = (int (*)(CUevent))dlsym(D.h, "tandem_fakecuda_event_flags");
+    assert_non_null(flags_of);
+    CUevent e;
+    OK(D.cuEventCreate(&e, CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING));
+    assert_int_equal(flags_of(e), CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING);
+    OK(D.cuEventDestroy(e));
+    assert_int_equal(flags_of(e), -1);
+}
+
 static void test_no_unexpected_errors(void **state) {
     (void)state;
     assert_int_equal(D.error_count(), expected_errors);
@@ -771,6 +1049,10 @@ int main(void) {
         cmocka_unit_test_setup(test_matmul, per_test),
         cmocka_unit_test_setup(test_matmul_strict, per_test),
         cmocka_unit_test_setup(test_config, per_test),
+        cmocka_unit_test_setup(test_async_hazards, per_test),
+        cmocka_unit_test_setup(test_async_launch, per_test),
+        cmocka_unit_test_setup(test_event_flags, per_test),
+        cmocka_unit_test_setup(test_launch_resources, per_test),
         cmocka_unit_test(test_no_unexpected_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

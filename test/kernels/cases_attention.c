@@ -180,3 +180,60 @@ static void softmax_bwd_bind(const tandem_kcase *c, void *const *bufs, void *arg
 }
 const tandem_kcase_spec tandem_kcase_softmax_causal_bwd = {N_SOFTMAX, softmax_bwd_make,
                                                            softmax_bwd_bind};
+
+/* ---- guided attention: c->i = {B, H, ga_heads, Tt, Tm}; key masks random 0/1 (the counts are
+ * what the kernels read), probabilities in [0, 1]; in the backward dp is accumulated into. ---- */
+static const int ga_shapes[][5] = {
+    {1, 1, 1, 1, 1}, {2, 3, 1, 7, 9}, {3, 4, 2, 40, 33}, {2, 4, 4, 128, 128}, {-1, 0, 0, 0, 0},
+};
+#define N_GA ((int)(sizeof ga_shapes / sizeof ga_shapes[0]))
+
+static int64_t ga_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
+    const int *s = ga_shapes[idx];
+    int64_t B = s[0], H = s[1], Hg = s[2], Tt = s[3], Tm = s[4];
+    if (B < 0) {
+        B = tandem_rng_int(rng, 1, 3);
+        H = tandem_rng_int(rng, 1, 4);
+        Hg = tandem_rng_int(rng, 1, H);
+        Tt = tandem_rng_int(rng, 1, 60);
+        Tm = tandem_rng_int(rng, 1, 60);
+    }
+    c->i[0] = B, c->i[1] = H, c->i[2] = Hg, c->i[3] = Tt, c->i[4] = Tm;
+    c->f[0] = idx == 2 ? 0.05f : 0.2f; /* sigma */
+    c->f[1] = tandem_rng_uniform(rng, 0.1f, 2.0f); /* scale */
+    c->tol = 1e-10;
+    snprintf(c->desc, sizeof c->desc, "B=%lld H=%lld ga_heads=%lld Tt=%lld Tm=%lld", (long long)B,
+             (long long)H, (long long)Hg, (long long)Tt, (long long)Tm);
+    return B * H * (Tt + Tm) * (Tt + Tm);
+}
+static void ga_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    int64_t n = ga_shape(idx, rng, c);
+    tandem_kcase_set_buf(c, 0, "p", TANDEM_F32, n, TANDEM_KB_IN, 0.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "key_mask", TANDEM_U8, c->i[0] * (c->i[3] + c->i[4]), TANDEM_KB_IN, 0.0f, 1.0f);
+    tandem_kcase_set_buf(c, 2, "rows", TANDEM_F32, c->i[0] * c->i[2] * c->i[4], TANDEM_KB_OUT, 0, 0);
+}
+static void ga_fwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_ga_fwd_args *a = (tandem_k_ga_fwd_args *)args;
+    a->p = (const float *)bufs[0];
+    a->key_mask = (const uint8_t *)bufs[1];
+    a->rows = (float *)bufs[2];
+    a->batch = (int)c->i[0], a->heads = (int)c->i[1], a->ga_heads = (int)c->i[2];
+    a->text_len = (int)c->i[3], a->mel_len = (int)c->i[4];
+    a->sigma = c->f[0], a->scale = c->f[1];
+}
+const tandem_kcase_spec tandem_kcase_ga_fwd = {N_GA, ga_fwd_make, ga_fwd_bind};
+
+static void ga_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    int64_t n = ga_shape(idx, rng, c);
+    tandem_kcase_set_buf(c, 0, "dp", TANDEM_F32, n, TANDEM_KB_INOUT, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "key_mask", TANDEM_U8, c->i[0] * (c->i[3] + c->i[4]), TANDEM_KB_IN, 0.0f, 1.0f);
+}
+static void ga_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_ga_bwd_args *a = (tandem_k_ga_bwd_args *)args;
+    a->dp = (float *)bufs[0];
+    a->key_mask = (const uint8_t *)bufs[1];
+    a->batch = (int)c->i[0], a->heads = (int)c->i[1], a->ga_heads = (int)c->i[2];
+    a->text_len = (int)c->i[3], a->mel_len = (int)c->i[4];
+    a->sigma = c->f[0], a->scale = c->f[1];
+}
+const tandem_kcase_spec tandem_kcase_ga_bwd = {N_GA, ga_bwd_make, ga_bwd_bind};

@@ -310,3 +310,30 @@ static void prenet_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->n_mels = (int)c->i[3];
 }
 const tandem_kcase_spec tandem_kcase_prenet_input = {N_PRENET, prenet_make, prenet_bind};
+
+/* ---- prenet_dropout: in place, exact (the mask is integer arithmetic; kept values are one
+ * float multiply on both sides). Probabilities 0 (identity), 0.5 (the default) and others;
+ * counters random, step and micro large enough to use their high bits. ---- */
+static void dropout_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    static const float ps[] = {0.5f, 0.0f, 0.1f, 0.9f, 0.5f};
+    int64_t n = gelu_sizes[idx] > 0 ? gelu_sizes[idx] : tandem_rng_int(rng, 2, 20000);
+    c->i[0] = n;
+    c->i[1] = (int64_t)tandem_rng_next(rng);            /* seed */
+    c->i[2] = tandem_rng_int(rng, 0, 1 << 30) * 4099LL; /* step */
+    c->i[3] = tandem_rng_int(rng, 0, 7);                /* micro */
+    c->f[0] = ps[idx % 5];
+    tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_INOUT, -3.0f, 3.0f);
+    c->tol = 0.0;
+    snprintf(c->desc, sizeof c->desc, "n=%lld p=%g", (long long)n, c->f[0]);
+}
+static void dropout_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_prenet_dropout_args *a = (tandem_k_prenet_dropout_args *)args;
+    a->x = (float *)bufs[0];
+    a->n = c->i[0];
+    a->p = c->f[0];
+    a->scale = 1.0f / (1.0f - c->f[0]);
+    a->seed = (uint64_t)c->i[1];
+    a->step = c->i[2];
+    a->micro = c->i[3];
+}
+const tandem_kcase_spec tandem_kcase_prenet_dropout = {N_GELU, dropout_make, dropout_bind};

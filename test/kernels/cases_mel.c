@@ -142,6 +142,7 @@ static void log_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->mel = (const float *)bufs[0];
     a->lengths = (const int32_t *)bufs[1];
     a->out = (float *)bufs[2];
+    a->pad = tandem_mel_silence();
     a->batch = (int)c->i[0];
     a->max_frames = (int)c->i[1];
     a->max_samples = c->i[2];

@@ -131,18 +131,19 @@ static void on_step(void *user, const tandem_step_metrics *m) {
     if (l->stop_after > 0 && l->n == l->stop_after) tandem_trainer_request_stop(l->t);
 }
 
-/* steps of metrics.jsonl lines with a loss, and their loss / l1 / lr / val_l1 (-1 when absent) */
-static int read_metrics(const char *out, int64_t *step, double (*v)[4], int cap) {
+/* steps of metrics.jsonl lines with a loss, and their loss / l1 / lr / val_l1 / ga (-1 when
+ * absent) */
+static int read_metrics(const char *out, int64_t *step, double (*v)[5], int cap) {
     char path[400], line[4096];
     snprintf(path, sizeof path, "%s/metrics.jsonl", out);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     int n = 0;
-    static const char *const keys[4] = {"\"loss\":", "\"l1\":", "\"lr\":", "\"val_l1\":"};
+    static const char *const keys[5] = {"\"loss\":", "\"l1\":", "\"lr\":", "\"val_l1\":", "\"ga\":"};
     while (fgets(line, sizeof line, f) && n < cap) {
         if (!strstr(line, keys[0])) continue; /* the step-0 validation line */
         step[n] = strtoll(strstr(line, "\"step\":") + 7, NULL, 10);
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 5; k++) {
             const char *p = strstr(line, keys[k]);
             v[n][k] = p ? strtod(p + strlen(keys[k]), NULL) : -1;
         }
@@ -156,6 +157,7 @@ static void check_step(const tandem_step_metrics *m, int i) {
     assert_int_equal(m->step, i + 1);
     assert_int_equal(m->total_steps, STEPS);
     assert_true(isfinite(m->loss) && m->loss > 0 && m->l1 > 0 && m->stop_bce > 0 && m->lr > 0);
+    assert_true(m->ga > 0 && m->ga <= 1); /* the guided-attention loss, on by default */
     assert_true(m->grad_norm > 0 && !m->skipped);
     assert_true(m->step_ms > 0 && m->data_wait_ms >= 0 && m->data_wait_ms <= m->step_ms);
     assert_true(m->model_busy_pct >= 0 && m->model_busy_pct <= 100);
@@ -202,7 +204,7 @@ static void test_train_callback(void **state) {
     for (int i = 0; i < STEPS; i++) check_step(&l.m[i], i);
     /* the logged steps are metrics.jsonl's lines, with the same numbers */
     int64_t steps[16];
-    double v[16][4];
+    double v[16][5];
     const int n = read_metrics(out, steps, v, 16);
     int logged = 0;
     for (int i = 0; i < STEPS; i++) {
@@ -210,8 +212,8 @@ static void test_train_callback(void **state) {
         if (!m->logged) continue;
         assert_true(logged < n);
         assert_int_equal(steps[logged], m->step);
-        const double want[4] = {m->loss, m->l1, m->lr, m->val_l1};
-        for (int k = 0; k < 4; k++) assert_true(fabs(v[logged][k] - want[k]) <= 1e-8 * fabs(want[k]));
+        const double want[5] = {m->loss, m->l1, m->lr, m->val_l1, m->ga};
+        for (int k = 0; k < 5; k++) assert_true(fabs(v[logged][k] - want[k]) <= 1e-8 * fabs(want[k]));
         logged++;
     }
     assert_int_equal(logged, n);
@@ -470,6 +472,12 @@ static void test_data_run(void **state) {
     assert_non_null(strstr(r.devices, "host"));
     assert_true(strlen(r.stages) > 0);
     printf("data run: %lld batches in %.3f s, devices: %s\n", (long long)r.consumed, r.wall_s, r.devices);
+    /* host devices are peers; the config key force_staged takes the staged path anyway */
+    assert_int_equal(r.peer, 1);
+    CHECK(tandem_config_set(cfg, "force_staged", "true"));
+    CHECK(tandem_data_run(cfg, &o, &r));
+    assert_int_equal(r.peer, 0);
+    assert_int_equal(r.consumed, 4);
     o.steps = 0;
     assert_int_equal(tandem_data_run(cfg, &o, &r), TANDEM_E_INVALID);
     tandem_config_destroy(cfg);

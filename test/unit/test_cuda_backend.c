@@ -19,9 +19,12 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include "platform/cuda/cuda_api.h"
 #include "platform/device.h"
 #include "kernels/registry.h"
 #include "tandem.h"
+#include "tandem_system.h"
+#include "test/fixtures.h"
 #include "test/testutil.h"
 #include "tools/env_options.h"
 
@@ -160,6 +163,199 @@ static void test_gemm(void **state) {
     assert_int_equal(fake_error_count(), before);
 }
 
+
+/* Two GEMMs queued on two streams of one device run concurrently: each must have its own
+ * cuBLASLt workspace (the stand-in's algorithm stages its result there, and its hazard
+ * detector reports a workspace written by two streams without ordering; issue 11 item 3). */
+static void test_gemm_two_streams(void **state) {
+    (void)state;
+    int before = fake_error_count();
+    tandem_stream sb = {dev0, NULL};
+    assert_int_equal(dev0->ops->stream_create(dev0, &sb), TANDEM_OK);
+    tandem_stream *ss[2] = {&s0, &sb};
+    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
+    assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
+    size_t na = 33 * 29, nb = 17 * 29, nc = 33 * 17;
+    float *a[2], *b[2], *c[2];
+    tandem_dptr da[2], db[2], dc[2];
+    for (int i = 0; i < 2; i++) {
+        a[i] = malloc(na * 4), b[i] = malloc(nb * 4), c[i] = malloc(nc * 4);
+        assert_true(a[i] && b[i] && c[i]);
+        tandem_rng_fill(&rng, a[i], (int64_t)na, -1.0f, 1.0f);
+        tandem_rng_fill(&rng, b[i], (int64_t)nb, -1.0f, 1.0f);
+        assert_int_equal(dev0->ops->mem_alloc(dev0, na * 4, &da[i]), TANDEM_OK);
+        assert_int_equal(dev0->ops->mem_alloc(dev0, nb * 4, &db[i]), TANDEM_OK);
+        assert_int_equal(dev0->ops->mem_alloc(dev0, nc * 4, &dc[i]), TANDEM_OK);
+        assert_int_equal(dev0->ops->copy_h2d(ss[i], da[i], a[i], na * 4), TANDEM_OK);
+        assert_int_equal(dev0->ops->copy_h2d(ss[i], db[i], b[i], nb * 4), TANDEM_OK);
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(dev0->ops->gemm(ss[i], &g, 1.0f, da[i], db[i], 0.0f, dc[i]), TANDEM_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(dev0->ops->copy_d2h(ss[i], c[i], dc[i], nc * 4), TANDEM_OK);
+        assert_int_equal(dev0->ops->stream_sync(ss[i]), TANDEM_OK);
+    }
+    assert_int_equal(fake_error_count(), before);
+    float *zero = calloc(nc, 4);
+    assert_non_null(zero);
+    for (int i = 0; i < 2; i++) {
+        for (int64_t r = 0; r < g.m; r++)
+            for (int64_t q = 0; q < g.n; q++) {
+                double ref = ref_at(a[i], b[i], zero, &g, 1.0f, 0.0f, 0, r, q);
+                assert_true(fabs(c[i][r * g.n + q] - ref) <= 1e-4 * (1 + fabs(ref)));
+            }
+        dev0->ops->mem_free(dev0, da[i]);
+        dev0->ops->mem_free(dev0, db[i]);
+        dev0->ops->mem_free(dev0, dc[i]);
+        free(a[i]), free(b[i]), free(c[i]);
+    }
+    free(zero);
+    dev0->ops->stream_destroy(&sb);
+}
+
+
+/* ---- issue 11 items 5 and 6: how host threads wait, and whose context is current ---- */
+
+static void *fake_sym(const char *name) {
+    void *h = dlopen(FAKE_DRIVER, RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(h);
+    void *p = dlsym(h, name);
+    assert_non_null(p);
+    return p;
+}
+
+/* The primary contexts are made with blocking-sync scheduling and events with
+ * CU_EVENT_BLOCKING_SYNC, so a waiting thread sleeps instead of spinning. */
+static void test_blocking_sync(void **state) {
+    (void)state;
+    int (*ctx_flags)(int) = (int (*)(int))fake_sym("tandem_fakecuda_ctx_flags");
+    int (*event_flags)(void *) = (int (*)(void *))fake_sym("tandem_fakecuda_event_flags");
+    for (int dev = 0; dev < 2; dev++) assert_int_equal(ctx_flags(dev) & CU_CTX_SCHED_MASK, CU_CTX_SCHED_BLOCKING_SYNC);
+    tandem_event e = {dev0, NULL};
+    assert_int_equal(dev0->ops->event_create(dev0, &e), TANDEM_OK);
+    assert_true(event_flags(e.impl) & CU_EVENT_BLOCKING_SYNC);
+    dev0->ops->event_destroy(&e);
+}
+
+/* An embedding program's own current context (or none) is what it finds again after every
+ * backend call, whatever device the call used. */
+static void test_context_restored(void **state) {
+    (void)state;
+    CUresult (*get)(CUcontext *) = (CUresult(*)(CUcontext *))fake_sym("cuCtxGetCurrent");
+    CUresult (*set)(CUcontext) = (CUresult(*)(CUcontext))fake_sym("cuCtxSetCurrent");
+    CUresult (*retain)(CUcontext *, CUdevice) = (CUresult(*)(CUcontext *, CUdevice))fake_sym("cuDevicePrimaryCtxRetain");
+    CUresult (*release)(CUdevice) = (CUresult(*)(CUdevice))fake_sym("cuDevicePrimaryCtxRelease_v2");
+    CUcontext mine = NULL, now = NULL;
+    assert_int_equal(retain(&mine, 1), CUDA_SUCCESS); /* the program's: device 1's primary context */
+    CUcontext choices[2] = {mine, NULL};
+    for (int c = 0; c < 2; c++) {
+        assert_int_equal(set(choices[c]), CUDA_SUCCESS);
+#define SAME_CONTEXT(call)                                                                \
+    do {                                                                                  \
+        assert_int_equal((call), TANDEM_OK);                                              \
+        assert_int_equal(get(&now), CUDA_SUCCESS);                                        \
+        if (now != choices[c]) fail_msg("%s switched the caller's context", #call);        \
+    } while (0)
+        tandem_device *d2 = NULL;
+        SAME_CONTEXT(tandem_cuda_device_open(0, &d2));
+        tandem_stream s = {d2, NULL};
+        tandem_event a = {d2, NULL}, b = {d2, NULL};
+        tandem_dptr p = 0, q = 0;
+        float host[64] = {0}, ms = 0;
+        int done = 0;
+        tandem_gemm_desc g = {0, 0, 8, 8, 8, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
+        SAME_CONTEXT(d2->ops->stream_create(d2, &s));
+        SAME_CONTEXT(d2->ops->event_create(d2, &a));
+        SAME_CONTEXT(d2->ops->event_create(d2, &b));
+        SAME_CONTEXT(d2->ops->mem_alloc(d2, 3 * sizeof host, &p)); /* A, B, C of the GEMM */
+        SAME_CONTEXT(dev1->ops->mem_alloc(dev1, sizeof host, &q));
+        SAME_CONTEXT(d2->ops->event_record(&a, &s));
+        SAME_CONTEXT(d2->ops->copy_h2d(&s, p, host, sizeof host));
+        SAME_CONTEXT(d2->ops->gemm_prepare(d2, &g));
+        SAME_CONTEXT(d2->ops->gemm(&s, &g, 1.0f, p, p + sizeof host, 0.0f, p + 2 * sizeof host));
+        SAME_CONTEXT(d2->ops->copy_peer(&s, dev1, q, p, sizeof host));
+        SAME_CONTEXT(d2->ops->copy_d2h(&s, host, p, sizeof host));
+        SAME_CONTEXT(d2->ops->event_record(&b, &s));
+        SAME_CONTEXT(d2->ops->stream_wait_event(&s0, &b));
+        SAME_CONTEXT(d2->ops->event_sync(&b));
+        SAME_CONTEXT(d2->ops->event_query(&b, &done));
+        SAME_CONTEXT(d2->ops->event_elapsed_ms(&a, &b, &ms));
+        SAME_CONTEXT(d2->ops->stream_sync(&s));
+        SAME_CONTEXT(d2->ops->sync(d2));
+        d2->ops->mem_free(d2, p);
+        dev1->ops->mem_free(dev1, q);
+        d2->ops->event_destroy(&a);
+        d2->ops->event_destroy(&b);
+        d2->ops->stream_destroy(&s);
+        SAME_CONTEXT(TANDEM_OK);
+        tandem_device_close(d2);
+        SAME_CONTEXT(TANDEM_OK);
+#undef SAME_CONTEXT
+    }
+    assert_int_equal(release(1), CUDA_SUCCESS);
+}
+
+/* The head weight gradient of a base-shaped model (d 512, 400 mel rows per item, the stop
+ * head's 2 outputs, text rows 200 of 600): dW [2, 512] += dy_i^T [2, 400] hf_i [400, 512], one
+ * GEMM per item on views at i * 800 elements of dy (1600 bytes in bf16, 3200 in f32: 64- and
+ * 128-byte aligned) and (i * 600 + 200) * 512 of hf. cuBLASLt's heuristic assumes 256-byte
+ * alignment unless told otherwise (the stand-in refuses what such an algorithm may fault on). */
+static void run_item_gemms(tandem_dtype t) {
+    enum { ITEMS = 3, OUT = 2, ROWS = 400, D = 512, T = 600, TEXT = 200 };
+    const size_t ndy = (size_t)ITEMS * ROWS * OUT, nx = (size_t)ITEMS * T * D, es = t == TANDEM_BF16 ? 2 : 4;
+    float *dy = malloc(ndy * 4), *x = malloc(nx * 4), *w = malloc(OUT * D * 4);
+    void *dy_in = malloc(ndy * es), *x_in = malloc(nx * es);
+    double *ref = calloc(OUT * D, sizeof *ref);
+    assert_true(dy && x && w && dy_in && x_in && ref);
+    tandem_rng_fill(&rng, dy, (int64_t)ndy, -1, 1);
+    tandem_rng_fill(&rng, x, (int64_t)nx, -1, 1);
+    for (size_t i = 0; i < ndy; i++) {
+        if (t == TANDEM_BF16) dy[i] = tandem_bf16_to_f32(((tandem_bf16 *)dy_in)[i] = tandem_f32_to_bf16(dy[i]));
+        else ((float *)dy_in)[i] = dy[i];
+    }
+    for (size_t i = 0; i < nx; i++) {
+        if (t == TANDEM_BF16) x[i] = tandem_bf16_to_f32(((tandem_bf16 *)x_in)[i] = tandem_f32_to_bf16(x[i]));
+        else ((float *)x_in)[i] = x[i];
+    }
+    tandem_dptr DY, X, W;
+    assert_int_equal(dev0->ops->mem_alloc(dev0, ndy * es, &DY), TANDEM_OK);
+    assert_int_equal(dev0->ops->mem_alloc(dev0, nx * es, &X), TANDEM_OK);
+    assert_int_equal(dev0->ops->mem_alloc(dev0, OUT * D * 4, &W), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, DY, dy_in, ndy * es), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, X, x_in, nx * es), TANDEM_OK);
+    memset(w, 0, OUT * D * 4);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, W, w, OUT * D * 4), TANDEM_OK);
+    tandem_gemm_desc g = {1, 0, OUT, D, ROWS, 1, 0, 0, 0, t, t, TANDEM_F32};
+    assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
+    for (int i = 0; i < ITEMS; i++) {
+        tandem_dptr a = DY + (tandem_dptr)((size_t)i * ROWS * OUT * es), b = X + (tandem_dptr)(((size_t)i * T + TEXT) * D * es);
+        tandem_status st = dev0->ops->gemm(&s0, &g, 1.0f, a, b, 1.0f, W);
+        if (st != TANDEM_OK) fail_msg("%s item %d (A at +%zu bytes): %s", tandem_dtype_name(t), i,
+                                      (size_t)(a - DY), tandem_last_error());
+        for (int o = 0; o < OUT; o++)
+            for (int c = 0; c < D; c++)
+                for (int r = 0; r < ROWS; r++)
+                    ref[o * D + c] += (double)dy[((size_t)i * ROWS + r) * OUT + o] * x[((size_t)i * T + TEXT + r) * D + c];
+    }
+    assert_int_equal(dev0->ops->copy_d2h(&s0, w, W, OUT * D * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->stream_sync(&s0), TANDEM_OK);
+    double e = 0, n = 0;
+    for (int i = 0; i < OUT * D; i++) e += (w[i] - ref[i]) * (w[i] - ref[i]), n += ref[i] * ref[i];
+    assert_true(e / n < 1e-10);
+    dev0->ops->mem_free(dev0, DY);
+    dev0->ops->mem_free(dev0, X);
+    dev0->ops->mem_free(dev0, W);
+    free(dy), free(x), free(w), free(dy_in), free(x_in), free(ref);
+}
+
+static void test_gemm_item_offsets(void **state) {
+    (void)state;
+    int before = fake_error_count();
+    run_item_gemms(TANDEM_F32);
+    run_item_gemms(TANDEM_BF16);
+    assert_int_equal(fake_error_count(), before);
+}
+
 static void test_gemm_unprepared(void **state) {
     (void)state;
     tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
@@ -190,6 +386,76 @@ static void test_launch(void **state) {
     for (int64_t i = 0; i < n; i++) assert_true(h[i] == v);
     free(h);
     dev1->ops->mem_free(dev1, x);
+}
+
+static tandem_dptr upload(const float *h, size_t n) {
+    tandem_dptr d;
+    assert_int_equal(dev0->ops->mem_alloc(dev0, n * 4, &d), TANDEM_OK);
+    if (h) assert_int_equal(dev0->ops->copy_h2d(&s0, d, h, n * 4), TANDEM_OK);
+    return d;
+}
+
+static double max_rel(const float *got, const float *want, size_t n) {
+    double e = 0, w = 0;
+    for (size_t i = 0; i < n; i++) {
+        e += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+        w += (double)want[i] * want[i];
+    }
+    return w > 0 ? e / w : e;
+}
+
+/* LayerNorm backward keeps the block's [2, d] partials in dynamic shared memory: at d = 8192
+ * (the widest the config allows) 64 KiB plus the kernel's static part, more than the 48 KiB a
+ * kernel gets without opting in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). The result
+ * is compared with the host implementation. Past the device's opt-in limit the backend refuses
+ * the launch itself, naming the kernel's need and the device's limit. */
+static void test_layernorm_wide_shared(void **state) {
+    (void)state;
+    int before = fake_error_count();
+    const int rows = 3, d = 8192;
+    const size_t n = (size_t)rows * d, ns = (size_t)tandem_layernorm_bwd_scratch_floats(rows, d);
+    float *x = malloc(n * 4), *dy = malloc(n * 4), *g = malloc(d * 4), *mean = malloc(rows * 4),
+          *rstd = malloc(rows * 4), *dx = malloc(n * 4), *hdx = malloc(n * 4), *sc = malloc(ns * 4),
+          *hsc = malloc(ns * 4);
+    assert_true(x && dy && g && mean && rstd && dx && hdx && sc && hsc);
+    tandem_rng_fill(&rng, x, (int64_t)n, -2, 2);
+    tandem_rng_fill(&rng, dy, (int64_t)n, -1, 1);
+    tandem_rng_fill(&rng, g, d, 0.5f, 1.5f);
+    for (int r = 0; r < rows; r++) mean[r] = tandem_rng_uniform(&rng, -0.1f, 0.1f), rstd[r] = 1.7f;
+    tandem_dptr X = upload(x, n), DY = upload(dy, n), G = upload(g, d), M = upload(mean, rows), R = upload(rstd, rows),
+                DX = upload(NULL, n), SC = upload(NULL, ns);
+    tandem_k_layernorm_bwd_args a = {(const float *)(uintptr_t)DY, (const float *)(uintptr_t)X,
+                                     (const float *)(uintptr_t)M,  (const float *)(uintptr_t)R,
+                                     (const float *)(uintptr_t)G,  (float *)(uintptr_t)DX,
+                                     (float *)(uintptr_t)SC,       rows, d};
+    tandem_launch_dims dims;
+    tandem_kernel_table[TANDEM_KID_layernorm_bwd].geom(&a, &dims);
+    assert_true(dims.shmem > 48 * 1024);
+    tandem_status st = dev0->ops->launch(&s0, TANDEM_KID_layernorm_bwd, &dims, &a, sizeof a);
+    if (st != TANDEM_OK) fail_msg("layernorm_bwd at d = %d: %s", d, tandem_last_error());
+    assert_int_equal(dev0->ops->copy_d2h(&s0, dx, DX, n * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_d2h(&s0, sc, SC, ns * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->stream_sync(&s0), TANDEM_OK);
+    tandem_k_layernorm_bwd_args h = {dy, x, mean, rstd, g, hdx, hsc, rows, d};
+    tandem_k_layernorm_bwd_host(&h);
+    assert_true(max_rel(dx, hdx, n) < 1e-10);
+    assert_true(max_rel(sc, hsc, ns) < 1e-10);
+    assert_int_equal(fake_error_count(), before);
+    /* sm_86 opts in to 99 KiB per block: 2 * 12800 * 4 bytes do not fit */
+    tandem_launch_dims big = dims;
+    big.shmem = 2 * 12800 * 4;
+    assert_int_equal(dev0->ops->launch(&s0, TANDEM_KID_layernorm_bwd, &big, &a, sizeof a), TANDEM_E_UNSUPPORTED);
+    assert_non_null(strstr(tandem_last_error(), "102400 bytes of dynamic shared memory"));
+    assert_non_null(strstr(tandem_last_error(), "layernorm_bwd"));
+    /* its launch bounds: 128 threads */
+    tandem_launch_dims wide = dims;
+    wide.block[0] = 256;
+    assert_int_equal(dev0->ops->launch(&s0, TANDEM_KID_layernorm_bwd, &wide, &a, sizeof a), TANDEM_E_UNSUPPORTED);
+    assert_non_null(strstr(tandem_last_error(), "at most 128"));
+    assert_int_equal(fake_error_count(), before);
+    tandem_dptr all[] = {X, DY, G, M, R, DX, SC};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) dev0->ops->mem_free(dev0, all[i]);
+    free(x), free(dy), free(g), free(mean), free(rstd), free(dx), free(hdx), free(sc), free(hsc);
 }
 
 static void test_copies_and_events(void **state) {
@@ -266,11 +532,81 @@ static int run_group(void) {
     printf("GEMM path: %s (%s)\n", lt ? "cuBLASLt" : "fatbin kernel", why);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_and_peers),   cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_two_streams),
+        cmocka_unit_test(test_blocking_sync),
+        cmocka_unit_test(test_context_restored),
         cmocka_unit_test(test_gemm_unprepared),  cmocka_unit_test(test_launch),
         cmocka_unit_test(test_copies_and_events), cmocka_unit_test(test_out_of_memory),
-        cmocka_unit_test(test_same_device_twice),
+        cmocka_unit_test(test_same_device_twice), cmocka_unit_test(test_layernorm_wide_shared),
+        cmocka_unit_test(test_gemm_item_offsets),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
+
+/* Child: the stand-in driver reports CUDA 12.8, older than the CUDA 13.0 this fatbin needs.
+ * Counting devices (what `train --backend cuda` and AUTO do first) fails naming both versions;
+ * the system report has the toolkit, the floor and the driver's version. */
+static int floor_child(void) {
+    int n = -1;
+    tandem_status st = tandem_device_count(TANDEM_BACKEND_CUDA, &n);
+    const char *want[] = {"CUDA 12.8 driver", "built by CUDA 13.0", "needs a CUDA 13.0 driver", "R580"};
+    int bad = st != TANDEM_E_DEVICE;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) bad |= !strstr(tandem_last_error(), want[i]);
+    if (bad) fprintf(stderr, "floor: count: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    tandem_device *dev = NULL;
+    st = tandem_device_open(TANDEM_BACKEND_AUTO, 0, &dev);
+    if (st != TANDEM_E_DEVICE || !strstr(tandem_last_error(), "not falling back") ||
+        !strstr(tandem_last_error(), "CUDA 12.8 driver")) {
+        fprintf(stderr, "floor: AUTO open: %s: %s\n", tandem_status_name(st), tandem_last_error());
+        bad = 1;
+    }
+    tandem_device_close(dev);
+    tandem_system_report *r = calloc(1, sizeof *r);
+    if (!r || tandem_system_query(r) != TANDEM_OK || r->driver_status != TANDEM_E_DEVICE || r->driver_version != 12080 ||
+        r->fatbin_toolkit != 13000 || r->fatbin_ptx_isa != 90 || r->driver_floor != 13000 ||
+        strcmp(r->driver_branch, "R580") != 0 || !r->problems) {
+        fprintf(stderr, "floor: system report: driver %d (%s), toolkit %d, PTX ISA %d, floor %d %s\n",
+                r ? r->driver_version : -1, r ? tandem_status_name(r->driver_status) : "", r ? r->fatbin_toolkit : -1,
+                r ? r->fatbin_ptx_isa : -1, r ? r->driver_floor : -1, r ? r->driver_branch : "");
+        bad = 1;
+    }
+    free(r);
+    printf("driver floor child: %s\n", bad ? "FAILED" : "ok");
+    return bad;
+}
+
+/* Child: libcublasLt.so.13 (and, with fail = "libcublasLt.so", .so.12 as well) loads but its
+ * cublasLtCreate fails: the backend takes the next library, then the fatbin GEMM, saying why
+ * in one warning; the GEMM tests pass either way. */
+static int lt_fallback_child(const char *fail) {
+    tandem_test_log_capture(TANDEM_LOG_WARN);
+    char why[512];
+    int lt = tandem_cuda_have_cublaslt(why, sizeof why);
+    int both = strcmp(fail, "libcublasLt.so") == 0;
+    const char *log = tandem_test_log_text();
+    int bad = both ? lt != 0 : (lt != 1 || !strstr(why, "libcublasLt.so.12") || !strstr(why, "12.9.0"));
+    bad |= !strstr(log, "libcublasLt.so.13) loads but cublasLtCreate failed: CUBLAS_STATUS_NOT_INITIALIZED");
+    bad |= !strstr(log, both ? "using the fatbin's GEMM kernels instead" : "using cuBLASLt 12.9.0");
+    int lines = 0;
+    for (const char *p = log; (p = strchr(p, '\n')); p++) lines++;
+    bad |= lines != 1;
+    if (bad) fprintf(stderr, "cuBLASLt fallback (%s fails): have %d (%s); log:\n%s", fail, lt, why, log);
+    tandem_test_log_stop();
+    return bad + run_group();
+}
+
+static int spawn_child(char **argv, const char *const *env_kv) {
+    for (const char *const *kv = env_kv; kv[0]; kv += 2) {
+        if (kv[1]) setenv(kv[0], kv[1], 1);
+        else unsetenv(kv[0]);
+    }
+    pid_t pid;
+    char *child_argv[] = {argv[0], NULL};
+    int status = 0;
+    if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, child_argv, environ) != 0 ||
+        waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return 1;
+    return WEXITSTATUS(status) != 0;
 }
 
 int main(int argc, char **argv) {
@@ -285,6 +621,12 @@ int main(int argc, char **argv) {
         printf("test_cuda_backend: host-only build (empty fatbin): skipped\n");
         return 0;
     }
+    const char *child_mode = getenv("TANDEM_TEST_CHILD");
+    if (child_mode && strcmp(child_mode, "floor") == 0) return floor_child();
+    if (child_mode && strncmp(child_mode, "lt-fail:", 8) == 0) {
+        rng.s = tandem_test_seed("test_cuda_backend (cuBLASLt fallback)");
+        return lt_fallback_child(child_mode + 8);
+    }
     const char *mode = getenv("TANDEM_CUBLASLT");
     int child = mode && strcmp(mode, "none") == 0;
     uint64_t seed = tandem_test_seed(child ? "test_cuda_backend (fatbin GEMM)" : "test_cuda_backend (cuBLASLt)");
@@ -297,14 +639,19 @@ int main(int argc, char **argv) {
     char seed_text[32];
     snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
     setenv("TANDEM_TEST_SEED", seed_text, 1);
-    setenv("TANDEM_CUBLASLT", "none", 1);
-    pid_t pid;
-    char *child_argv[] = {argv[0], NULL};
-    if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, child_argv, environ) != 0) {
-        fprintf(stderr, "cannot start the fatbin-GEMM run\n");
-        return 1;
-    }
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+    const char *none[] = {"TANDEM_CUBLASLT", "none", NULL};
+    failed += spawn_child(argv, none);
+    /* the driver floor: a CUDA 12.8 stand-in driver */
+    const char *old[] = {"TANDEM_CUBLASLT", "none", "TANDEM_TEST_CHILD", "floor", "TANDEM_FAKECUDA_DRIVER_VERSION",
+                         "12080", NULL};
+    failed += spawn_child(argv, old);
+    unsetenv("TANDEM_FAKECUDA_DRIVER_VERSION");
+    /* cuBLASLt fallbacks: found by soname in the stand-in directory, cublasLtCreate failing */
+    const char *lt13[] = {"TANDEM_CUBLASLT", NULL, "LD_LIBRARY_PATH", FAKE_DIR, "TANDEM_TEST_CHILD",
+                          "lt-fail:libcublasLt.so.13", "TANDEM_FAKECUDA_LT_CREATE_FAIL", "libcublasLt.so.13", NULL};
+    failed += spawn_child(argv, lt13);
+    const char *lt_all[] = {"TANDEM_TEST_CHILD", "lt-fail:libcublasLt.so", "TANDEM_FAKECUDA_LT_CREATE_FAIL",
+                            "libcublasLt.so", NULL};
+    failed += spawn_child(argv, lt_all);
     return failed;
 }

@@ -121,6 +121,51 @@ static void test_real_runs_on(void **state) {
     assert_false(tandem_fatbin_runs_on(&g_sum, 6, 1));
 }
 
+/* Per SASS image and kernel: registers, static shared memory and the launch bounds, which must
+ * be the block size of the kernel's own geometry (kernels/<group>_host.c; every kernel's block
+ * is fixed); the PTX ISA the image header records is the ".version" its text declares, and the
+ * toolkit is the one the cubins' notes name. */
+static void test_real_kernel_attrs(void **state) {
+    (void)state;
+    if (g_len == 0) skip();
+    assert_int_equal(parse_copy(g_bin, g_len, &g_sum), TANDEM_OK);
+    for (int i = 0; i < g_sum.image_count; i++) {
+        const tandem_fatbin_image *im = &g_sum.images[i];
+        if (im->kind == TANDEM_FATBIN_PTX) {
+            char want[32];
+            snprintf(want, sizeof want, ".version %d.%d\n", im->version_major, im->version_minor);
+            assert_non_null(memmem(g_bin + im->offset, im->size, want, strlen(want)));
+            assert_true(tandem_fatbin_driver_floor(&g_sum) >=
+                        tandem_fatbin_ptx_isa_cuda(im->version_major, im->version_minor));
+            continue;
+        }
+        for (int k = 0; k < TANDEM_KERNEL_COUNT; k++) {
+            tandem_fatbin_kernel_attrs a;
+            assert_int_equal(tandem_fatbin_kernel_attrs_of(g_bin, g_len, im, tandem_kernel_table[k].entry, &a),
+                             TANDEM_OK);
+            _Alignas(16) static unsigned char args[4096];
+            memset(args, 0, sizeof args);
+            tandem_launch_dims d;
+            tandem_kernel_table[k].geom(args, &d);
+            unsigned threads = d.block[0] * d.block[1] * d.block[2];
+            if (a.registers < 1 || a.registers > 255 || a.max_threads != threads)
+                fail_msg("sm_%d %s: %d registers, launch bounds %u, geometry %u threads", im->arch,
+                         tandem_kernel_table[k].name, a.registers, a.max_threads, threads);
+        }
+        tandem_fatbin_kernel_attrs ln;
+        assert_int_equal(tandem_fatbin_kernel_attrs_of(g_bin, g_len, im, "tandem_k_layernorm_bwd", &ln), TANDEM_OK);
+        assert_true(ln.static_shared >= 66 * 4); /* its red[66] floats */
+        assert_int_equal(tandem_fatbin_kernel_attrs_of(g_bin, g_len, im, "tandem_k_nonexistent", &ln),
+                         TANDEM_E_INVALID);
+    }
+    char want[64];
+    snprintf(want, sizeof want, "compilation tools, release %d.%d,", g_sum.toolkit_version / 1000,
+             g_sum.toolkit_version % 1000 / 10);
+    assert_true(g_sum.toolkit_version >= 12000);
+    assert_non_null(memmem(g_bin, g_len, want, strlen(want)));
+    assert_int_equal(tandem_fatbin_driver_floor(&g_sum) / 1000, g_sum.toolkit_version / 1000);
+}
+
 /* runs_on rules on summaries built by hand. */
 static void test_runs_on_rules(void **state) {
     (void)state;
@@ -385,7 +430,7 @@ int main(void) {
         cmocka_unit_test(test_real_runs_on),       cmocka_unit_test(test_runs_on_rules),
         cmocka_unit_test(test_handmade),           cmocka_unit_test(test_not_a_fatbin),
         cmocka_unit_test(test_truncations),        cmocka_unit_test(test_fuzz),
-        cmocka_unit_test(test_load),
+        cmocka_unit_test(test_load),               cmocka_unit_test(test_real_kernel_attrs),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

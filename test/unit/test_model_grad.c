@@ -32,6 +32,8 @@
 
 #include <cmocka.h>
 
+#include "kernels/layers.h" /* tandem_k_dropout_keep: the mask the reference applies */
+#include "kernels/mel.h"    /* tandem_mel_silence: the padding value */
 #include "runtime/model/model.h"
 #include "tandem.h"
 #include "test/fixtures.h"
@@ -54,6 +56,15 @@ typedef struct host_batch {
 } host_batch;
 
 /* ---- double reference ----------------------------------------------------------------------- */
+
+/* The regularisers under test: prenet dropout with probability drop_p (mask of optimizer step
+ * 0, micro-batch a, seed drop_seed, as tandem_train_grads draws it), ... */
+static double drop_p;
+static uint64_t drop_seed;
+/* and the guided-attention loss (docs/TRAINING.md) of weight ga_w, width ga_sigma on the first
+ * ga_heads heads, written here from its formula */
+static double ga_w, ga_sigma;
+static int ga_heads;
 
 typedef struct ref_params {
     const double *sym, *pos, *pw, *pb;
@@ -91,8 +102,20 @@ static void linear_d(const double *x, const double *w, const double *b, double *
 }
 
 /* The loss of one micro-batch: l1 + bce (returned separately). */
-static void ref_forward(const ref_params *p, const host_batch *hb, double *l1_out, double *bce_out,
-                        double *pred_out /* [B, F, 80] or NULL */) {
+/* The guided-attention loss of query i (a mel position) with probabilities prob [T] over the
+ * keys: 1 - sum_{t < Tt_b} prob[t] G[j, t]; Tt_b = text_len, N_b = real mel positions. */
+static double ga_row(const double *prob, int i, int text_len, int n_mel) {
+    const int j = i - TT;
+    double acc = 0;
+    for (int t = 0; t < text_len; t++) {
+        double x = (double)t / text_len - (j + 0.5) / n_mel;
+        acc += prob[t] * exp(-x * x / (2 * ga_sigma * ga_sigma));
+    }
+    return 1.0 - acc;
+}
+
+static void ref_forward(const ref_params *p, const host_batch *hb, int a, double *l1_out,
+                        double *bce_out, double *ga_out, double *pred_out /* [B, F, 80] or NULL */) {
     static double x[B * T * D], h[B * T * D], qkv[B * T * 3 * D], att[B * T * D], tmp[B * T * D];
     static double f[B * T * FF], hf[B * T * D], pre[B * TM * D], grp[B * TM * G];
     static double mel[B * TM * G], stp[B * TM * R];
@@ -106,17 +129,24 @@ static void ref_forward(const ref_params *p, const host_batch *hb, double *l1_ou
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int c = 0; c < D; c++) {
-                double e = t < TT ? p->sym[(size_t)hb->tokens[b * TT + t] * D + c]
-                                  : gelu_d(pre[((size_t)b * TM + (t - TT)) * D + c]);
+                const int64_t pi = ((int64_t)b * TM + (t - TT)) * D + c; /* prenet element */
+                double e = t < TT ? p->sym[(size_t)hb->tokens[b * TT + t] * D + c] : gelu_d(pre[pi]);
+                if (t >= TT && drop_p > 0)
+                    e = tandem_k_dropout_keep(drop_seed, 0, a, pi, (float)drop_p) ? e / (1.0 - drop_p) : 0.0;
                 x[((size_t)b * T + t) * D + c] = e + p->pos[(size_t)t * D + c];
             }
     /* one block (L = 1) */
     layernorm_d(x, p->ln1g, p->ln1b, h, B * T, D);
     linear_d(h, p->qkvw, p->qkvb, qkv, B * T, D, 3 * D);
+    double ga = 0;
+    int nq = 0; /* real mel queries of the micro-batch */
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < TM; j++) nq += j * R < hb->frame_len[b];
     for (int b = 0; b < B; b++) {
-        int key_ok[T];
+        int key_ok[T], n_mel = 0;
         for (int j = 0; j < T; j++)
             key_ok[j] = j < TT ? j < hb->text_len[b] : (j - TT) * R < hb->frame_len[b];
+        for (int j = TT; j < T; j++) n_mel += key_ok[j];
         for (int hh = 0; hh < H; hh++)
             for (int i = 0; i < T; i++) {
                 double s[T], mx = -INFINITY, z = 0;
@@ -131,6 +161,11 @@ static void ref_forward(const ref_params *p, const host_batch *hb, double *l1_ou
                 }
                 for (int j = 0; j <= i; j++)
                     if (key_ok[j]) z += exp(s[j] - mx);
+                if (hh < ga_heads && i >= TT && key_ok[i]) {
+                    double prob[T];
+                    for (int j = 0; j < T; j++) prob[j] = j <= i && key_ok[j] ? exp(s[j] - mx) / z : 0;
+                    ga += ga_row(prob, i, hb->text_len[b], n_mel) / ((double)nq * ga_heads * L);
+                }
                 for (int e = 0; e < DH; e++) {
                     double o = 0;
                     for (int j = 0; j <= i; j++) {
@@ -172,20 +207,24 @@ static void ref_forward(const ref_params *p, const host_batch *hb, double *l1_ou
     }
     *l1_out = real ? l1 / (80.0 * (double)real) : 0.0;
     *bce_out = bce / (double)(B * F);
+    *ga_out = ga;
 }
 
-/* Mean over the micro-batches of l1 + stop_weight * bce (stop_weight 1). */
-static double ref_loss(const ref_params *p, const host_batch *hb, double *l1m, double *bcem) {
-    double sl = 0, sb = 0;
+/* Mean over the micro-batches of l1 + stop_weight * bce + ga_w * ga (stop_weight 1). */
+static double ref_loss(const ref_params *p, const host_batch *hb, double *l1m, double *bcem,
+                       double *gam) {
+    double sl = 0, sb = 0, sg = 0;
     for (int a = 0; a < A; a++) {
-        double l1, bce;
-        ref_forward(p, &hb[a], &l1, &bce, NULL);
+        double l1, bce, ga;
+        ref_forward(p, &hb[a], a, &l1, &bce, &ga, NULL);
         sl += l1;
         sb += bce;
+        sg += ga;
     }
     if (l1m) *l1m = sl / A;
     if (bcem) *bcem = sb / A;
-    return (sl + sb) / A;
+    if (gam) *gam = sg / A;
+    return (sl + sb + ga_w * sg) / A;
 }
 
 /* ---- the test ------------------------------------------------------------------------------- */
@@ -235,10 +274,12 @@ static void make_batch(tandem_rng *r, int vocab, host_batch *hb) {
     }
 }
 
-static void test_model_gradients(void **state) {
-    (void)state;
+static void check_model_gradients(void) {
     uint64_t seed = tandem_test_seed("test_model_grad");
     tandem_rng rng = {seed};
+    drop_seed = tandem_rng_next(&rng);
+    printf("prenet_dropout %g, ga_weight %g, ga_sigma %g, ga_heads %d\n", drop_p, ga_w, ga_sigma,
+           ga_heads);
 
     tandem_device *dev = NULL;
     CHECK(tandem_device_open(TANDEM_BACKEND_HOST, 0, &dev));
@@ -301,20 +342,32 @@ static void test_model_gradients(void **state) {
     ref_params rp;
     bind(&m, pd, &rp);
 
-    /* batches; mel targets >= 0.5 away from the reference prediction (no L1 kink nearby) */
+    /* batches; mel targets >= 0.5 away from the reference prediction (no L1 kink nearby).
+     * The targets are also the (teacher-forced) input: the prediction of group j depends on
+     * the targets of the groups before it, so they are placed group by group, each against the
+     * prediction from the final targets of the groups before. */
     host_batch hb[A];
     tandem_model_batch mb[A];
     static double pred[B * F * NM];
+    double closest = INFINITY; /* min |prediction - target| over real frames, checked below */
     for (int a = 0; a < A; a++) {
         make_batch(&rng, dm.vocab, &hb[a]);
-        double l1, bce;
-        ref_forward(&rp, &hb[a], &l1, &bce, pred);
+        double l1, bce, ga;
+        for (int j = 0; j < TM; j++) {
+            ref_forward(&rp, &hb[a], a, &l1, &bce, &ga, pred);
+            for (int i = 0; i < B * F * NM; i++) {
+                int fr = (i / NM) % F, b = i / (NM * F);
+                if (fr / R != j) continue;
+                float off = tandem_rng_uniform(&rng, 0.5f, 1.5f);
+                hb[a].mels[i] = fr < hb[a].frame_len[b]
+                                    ? (float)pred[i] + (tandem_rng_next(&rng) & 1 ? off : -off)
+                                    : tandem_mel_silence(); /* padding as the data device writes it */
+            }
+        }
+        ref_forward(&rp, &hb[a], a, &l1, &bce, &ga, pred);
         for (int i = 0; i < B * F * NM; i++) {
             int fr = (i / NM) % F, b = i / (NM * F);
-            float off = tandem_rng_uniform(&rng, 0.5f, 1.5f);
-            hb[a].mels[i] = fr < hb[a].frame_len[b]
-                                ? (float)pred[i] + (tandem_rng_next(&rng) & 1 ? off : -off)
-                                : 0.0f; /* padding is zeros, as the data device writes it */
+            if (fr < hb[a].frame_len[b]) closest = fmin(closest, fabs(pred[i] - hb[a].mels[i]));
         }
         CHECK(tandem_tensor_upload(s, tok[a], hb[a].tokens, sizeof hb[a].tokens));
         CHECK(tandem_tensor_upload(s, mel[a], hb[a].mels, sizeof hb[a].mels));
@@ -327,10 +380,17 @@ static void test_model_gradients(void **state) {
         mb[a].host_text_lengths = hb[a].text_len;
         mb[a].host_frame_lengths = hb[a].frame_len;
     }
+    printf("closest target to its prediction: %.3f (placed >= 0.5 away)\n", closest);
+    assert_true(closest >= 0.49);
 
     tandem_optim opt;
     memset(&opt, 0, sizeof opt);
     opt.stop_weight = 1.0f;
+    opt.prenet_dropout = (float)drop_p;
+    opt.seed = drop_seed;
+    opt.ga_weight = (float)ga_w;
+    opt.ga_sigma = (float)ga_sigma;
+    opt.ga_heads = ga_heads;
     tandem_step_result res;
     CHECK(tandem_train_grads(&m, s, &opt, mb, &res));
     float *gf = calloc((size_t)P, sizeof(float));
@@ -338,15 +398,18 @@ static void test_model_gradients(void **state) {
     CHECK(tandem_tensor_download(s, gf, m.grads, (size_t)P * sizeof(float)));
 
     /* 1. loss */
-    double l1_ref, bce_ref;
-    double loss_ref = ref_loss(&rp, hb, &l1_ref, &bce_ref);
+    double l1_ref, bce_ref, ga_ref;
+    double loss_ref = ref_loss(&rp, hb, &l1_ref, &bce_ref, &ga_ref);
     double e_l1 = fabs(res.l1 - l1_ref) / fabs(l1_ref);
     double e_bce = fabs(res.stop_bce - bce_ref) / fabs(bce_ref);
-    printf("loss: host %.9g (l1 %.9g, bce %.9g), reference %.9g (l1 %.9g, bce %.9g); rel. error "
-           "l1 %.2e, bce %.2e (limit %.0e)\n", res.loss, res.l1, res.stop_bce, loss_ref, l1_ref,
-           bce_ref, e_l1, e_bce, TOL_LOSS);
+    double e_ga = ga_heads > 0 ? fabs(res.ga - ga_ref) / fabs(ga_ref) : fabs(res.ga);
+    printf("loss: host %.9g (l1 %.9g, bce %.9g, ga %.9g), reference %.9g (l1 %.9g, bce %.9g, ga "
+           "%.9g); rel. error l1 %.2e, bce %.2e, ga %.2e (limit %.0e)\n", res.loss, res.l1,
+           res.stop_bce, res.ga, loss_ref, l1_ref, bce_ref, ga_ref, e_l1, e_bce, e_ga, TOL_LOSS);
     assert_true(e_l1 <= TOL_LOSS);
     assert_true(e_bce <= TOL_LOSS);
+    assert_true(e_ga <= TOL_LOSS);
+    assert_true(fabs(res.loss - loss_ref) <= TOL_LOSS * fabs(loss_ref));
 
     /* 2. gradients, every tensor, every element (unused embedding rows: exactly zero) */
     int used[64] = {0};
@@ -367,9 +430,9 @@ static void test_model_gradients(void **state) {
             }
             double keep = pd[k];
             pd[k] = keep + FD_H;
-            double lp = ref_loss(&rp, hb, NULL, NULL);
+            double lp = ref_loss(&rp, hb, NULL, NULL, NULL);
             pd[k] = keep - FD_H;
-            double lm = ref_loss(&rp, hb, NULL, NULL);
+            double lm = ref_loss(&rp, hb, NULL, NULL, NULL);
             pd[k] = keep;
             double g = (lp - lm) / (2 * FD_H);
             num += (gf[k] - g) * (gf[k] - g);
@@ -392,9 +455,45 @@ static void test_model_gradients(void **state) {
     tandem_device_close(dev);
 }
 
+static void set_regularisers(double p, double w, double sigma, int heads) {
+    drop_p = p, ga_w = w, ga_sigma = sigma, ga_heads = heads;
+}
+
+/* The model without its regularisers (prenet_dropout 0, ga_weight 0). */
+static void test_model_gradients(void **state) {
+    (void)state;
+    set_regularisers(0.0, 0.0, 0.2, 0);
+    check_model_gradients();
+}
+
+/* The same with prenet dropout 0.5: the mask and the inverted scaling in forward and backward. */
+static void test_model_gradients_dropout(void **state) {
+    (void)state;
+    set_regularisers(0.5, 0.0, 0.2, 0);
+    check_model_gradients();
+}
+
+/* The guided-attention loss (the defaults: weight 1, sigma 0.2, head 0), its gradient entering
+ * the attention backward before the softmax backward. */
+static void test_model_gradients_ga(void **state) {
+    (void)state;
+    set_regularisers(0.0, 1.0, 0.2, 1);
+    check_model_gradients();
+}
+
+/* Everything on, both heads under the loss, a larger weight and width. */
+static void test_model_gradients_all(void **state) {
+    (void)state;
+    set_regularisers(0.5, 3.0, 0.35, 2);
+    check_model_gradients();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_gradients),
+        cmocka_unit_test(test_model_gradients_dropout),
+        cmocka_unit_test(test_model_gradients_ga),
+        cmocka_unit_test(test_model_gradients_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,6 +201,21 @@ static void run_end(run *x) {
     tandem_pipeline_close_devices(x->data_dev, x->model_dev);
 }
 
+/* Frames past an item's length hold silence, ln(1e-5), exactly (they feed the model's prenet;
+ * a loud 0 there taught the stop head "input 0 → stop"). Counts the padded values seen. */
+static int64_t padded_values_seen;
+static void check_silence_padding(const host_batch *got, int64_t seq) {
+    for (int b = 0; b < BATCH; b++)
+        for (int f = got->frames[b]; f < FRAMES; f++)
+            for (int m = 0; m < M; m++) {
+                const float x = got->mels[((size_t)b * FRAMES + f) * M + m];
+                if (x != tandem_mel_silence())
+                    fail_msg("batch %lld row %d padded frame %d band %d: %g, expected silence ln(1e-5) = %g",
+                             (long long)seq, b, f, m, (double)x, (double)tandem_mel_silence());
+                padded_values_seen++;
+            }
+}
+
 static void check_equal(const host_batch *got, const host_batch *want, int64_t seq) {
     double max_diff = 0;
     for (size_t i = 0; i < BATCH * FRAMES * M; i++) {
@@ -212,6 +227,7 @@ static void check_equal(const host_batch *got, const host_batch *want, int64_t s
     assert_memory_equal(got->mask, want->mask, sizeof got->mask);
     assert_memory_equal(got->stop, want->stop, sizeof got->stop);
     assert_memory_equal(got->frames, want->frames, sizeof got->frames);
+    check_silence_padding(got, seq);
 }
 
 static void run_and_compare(int force_staged) {
@@ -227,6 +243,7 @@ static void run_and_compare(int force_staged) {
     tandem_stream *cs = tandem_pipeline_consumer_stream(x.pipe);
     static host_batch got, want;
     const int n_batches = 2 * N_UTTS / BATCH; /* two epochs */
+    padded_values_seen = 0;
     for (int n = 0; n < n_batches; n++) {
         tandem_batch_view v;
         assert_int_equal(tandem_pipeline_acquire(x.pipe, &v, acquire_ms), TANDEM_OK);
@@ -236,6 +253,7 @@ static void run_and_compare(int force_staged) {
         assert_int_equal(tandem_pipeline_release(x.pipe, v.slot), TANDEM_OK);
     }
     assert_int_equal(tandem_pipeline_stop(x.pipe), TANDEM_OK);
+    assert_true(padded_values_seen > 0); /* the corpus has items shorter than max_frames */
     tandem_pipeline_stats s;
     tandem_pipeline_get_stats(x.pipe, &s);
     assert_int_equal(s.consumed, n_batches);

@@ -80,6 +80,11 @@ static void small_config(tandem_config *cfg, int grad_accum) {
     CHECK(tandem_config_set(cfg, "warmup_steps", "20"));
     CHECK(tandem_config_set(cfg, "max_steps", "300"));
     CHECK(tandem_config_set(cfg, "weight_decay", "0.01"));
+    /* Without prenet dropout: the overfit limit (10 % of the first L1) and the equality of 1
+     * micro-batch with 2 equal ones hold without it only (a dropout mask differs per
+     * micro-batch, by design); test_dropout and test_cuda_matches_host_dropout cover it. The
+     * guided-attention loss stays on (its default). */
+    CHECK(tandem_config_set(cfg, "prenet_dropout", "0"));
     CHECK(tandem_config_check(cfg));
 }
 
@@ -265,8 +270,9 @@ static void test_grad_accum(void **state) {
     free_batch(&hb[0]);
 }
 
-static void test_cuda_matches_host(void **state) {
-    (void)state;
+/* Host and stand-in cuda runs of CUDA_STEPS steps agree; prenet_dropout p on both (the same
+ * counters draw the same mask on both backends, else the losses would differ by far more). */
+static void cuda_vs_host(float p) {
     if (!tandem_test_have_fatbin()) {
         printf("host-only build (empty fatbin): the stand-in comparison is skipped\n");
         skip();
@@ -286,7 +292,8 @@ static void test_cuda_matches_host(void **state) {
         run_open(&r, k ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST, 1, &hb);
         tandem_device_info info;
         CHECK(tandem_device_get_info(r.dev, &info));
-        printf("%s run on '%s'\n", k ? "cuda" : "host", info.name);
+        printf("%s run on '%s', prenet_dropout %g\n", k ? "cuda" : "host", info.name, (double)p);
+        r.opt.prenet_dropout = p;
         for (int i = 0; i < CUDA_STEPS; i++) {
             tandem_step_result res;
             CHECK(tandem_train_step(&r.m, r.s, &r.opt, &r.st, r.mb, &res));
@@ -307,6 +314,93 @@ static void test_cuda_matches_host(void **state) {
     free_batch(&hb);
 }
 
+/* d_model against the device's shared memory, when the model is declared: LayerNorm backward
+ * keeps 2 x d_model floats per block, which on the stand-in's sm_89 (99 KiB opted in, minus the
+ * kernel's static part from its cubin) allows d_model up to some N < 16384. Wider is refused
+ * naming N; N itself declares. */
+static void declare_wide(tandem_device *dev, int width, tandem_status want, int *widest) {
+    tandem_config cfg;
+    small_config(&cfg, 1);
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
+    d.d = width, d.heads = 1, d.head_dim = width, d.ff = 4 * width;
+    tandem_pool *pool = NULL;
+    CHECK(tandem_pool_create(dev, "wide", 0, &pool));
+    tandem_model m;
+    memset(&m, 0, sizeof m);
+    tandem_status st = tandem_model_declare(&m, dev, pool, &d);
+    if (st != want) fail_msg("d_model %d: %s: %s", width, tandem_status_name(st), tandem_last_error());
+    if (widest) {
+        const char *at = strstr(tandem_last_error(), "d_model at most ");
+        assert_non_null(at);
+        *widest = atoi(at + strlen("d_model at most "));
+    }
+    if (st == TANDEM_OK) tandem_model_free(&m);
+    tandem_pool_destroy(pool);
+}
+
+static void test_cuda_plan_limit(void **state) {
+    (void)state;
+    if (!tandem_test_have_fatbin()) skip();
+    tandem_device *dev = NULL;
+    CHECK(tandem_device_open(TANDEM_BACKEND_CUDA, 0, &dev));
+    int widest = 0;
+    declare_wide(dev, 16384, TANDEM_E_UNSUPPORTED, &widest);
+    printf("stand-in sm_89: d_model at most %d\n", widest);
+    assert_true(widest >= 8192 && widest < 16384); /* the config's maximum fits once opted in */
+    declare_wide(dev, widest, TANDEM_OK, NULL);
+    declare_wide(dev, widest + 1, TANDEM_E_UNSUPPORTED, NULL);
+    tandem_device_close(dev);
+}
+
+static void test_cuda_matches_host(void **state) {
+    (void)state;
+    cuda_vs_host(0.0f);
+}
+
+static void test_cuda_matches_host_dropout(void **state) {
+    (void)state;
+    cuda_vs_host(0.5f);
+}
+
+/* Prenet dropout: on in training steps (the losses differ from p = 0 from the first step), the
+ * same bits run after run, off in evaluation (tandem_train_eval of equal parameters gives the
+ * same loss with p = 0.5 and p = 0). */
+static void test_dropout(void **state) {
+    (void)state;
+    tandem_rng rng = {seed ^ 0x7777};
+    tandem_config cfg;
+    small_config(&cfg, 2);
+    tandem_model_dims d;
+    CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
+    host_batch hb[2];
+    make_batch(&rng, &d, &hb[0]);
+    make_batch(&rng, &d, &hb[1]);
+    static const float ps[3] = {0.5f, 0.5f, 0.0f};
+    double loss[3][4], eval[3];
+    for (int k = 0; k < 3; k++) {
+        run r;
+        run_open(&r, TANDEM_BACKEND_HOST, 2, hb);
+        r.opt.prenet_dropout = ps[k];
+        double bce;
+        CHECK(tandem_train_eval(&r.m, r.s, &r.opt, &r.mb[0], &eval[k], &bce));
+        for (int i = 0; i < 4; i++) {
+            tandem_step_result res;
+            CHECK(tandem_train_step(&r.m, r.s, &r.opt, &r.st, r.mb, &res));
+            loss[k][i] = res.loss;
+        }
+        run_close(&r);
+    }
+    printf("dropout: step losses p=0.5 %.9g %.9g %.9g %.9g, p=0 %.9g %.9g %.9g %.9g; eval %.9g / %.9g\n",
+           loss[0][0], loss[0][1], loss[0][2], loss[0][3], loss[2][0], loss[2][1], loss[2][2],
+           loss[2][3], eval[0], eval[2]);
+    assert_memory_equal(loss[0], loss[1], sizeof loss[0]);
+    for (int i = 0; i < 4; i++) assert_true(loss[0][i] != loss[2][i]);
+    assert_true(eval[0] == eval[2]);
+    free_batch(&hb[0]);
+    free_batch(&hb[1]);
+}
+
 int main(void) {
     seed = tandem_test_seed("test_train");
     /* The cuda backend loads the driver once per process: point it at the stand-in first. */
@@ -320,6 +414,9 @@ int main(void) {
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_grad_accum),
         cmocka_unit_test(test_cuda_matches_host),
+        cmocka_unit_test(test_cuda_plan_limit),
+        cmocka_unit_test(test_cuda_matches_host_dropout),
+        cmocka_unit_test(test_dropout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
