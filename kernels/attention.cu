@@ -148,14 +148,14 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_ROWS_PER_BLOCK * 32) tandem_k_softmax_causal_
 }
 
 /* ---- guided-attention loss (attention.h): one thread per (b, h < ga_heads, j) row ---- */
-KERNEL tandem_k_ga_fwd(tandem_k_ga_fwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_ga_fwd(tandem_k_ga_fwd_args a) {
     const int64_t n = (int64_t)a.batch * a.ga_heads * a.mel_len;
     const int nq = tandem_k_ga_queries(a.key_mask, a.batch, a.text_len, a.mel_len);
     for (int64_t row = attn_k_first(); row < n; row += attn_k_stride())
         a.rows[row] = tandem_k_ga_fwd_row(&a, row, nq);
 }
 
-KERNEL tandem_k_ga_bwd(tandem_k_ga_bwd_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_ga_bwd(tandem_k_ga_bwd_args a) {
     const int64_t n = (int64_t)a.batch * a.ga_heads * a.mel_len;
     const int nq = tandem_k_ga_queries(a.key_mask, a.batch, a.text_len, a.mel_len);
     for (int64_t row = attn_k_first(); row < n; row += attn_k_stride()) tandem_k_ga_bwd_row(&a, row, nq);

@@ -163,7 +163,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_gelu_bwd(tandem_k_gelu_bw
 }
 
 /* ---- prenet dropout (counter-based mask; layers.h) ---- */
-KERNEL tandem_k_prenet_dropout(tandem_k_prenet_dropout_args a) {
+KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_prenet_dropout(tandem_k_prenet_dropout_args a) {
     int64_t stride = layers_stride();
     for (int64_t i = layers_first(); i < a.n; i += stride)
         a.x[i] = tandem_k_dropout_keep(a.seed, a.step, a.micro, i, a.p) ? a.x[i] * a.scale : 0.0f;

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "platform/os/log.h"
+
 #include "platform/os/os.h"
 
 /* ---- temporary directories ---- */
@@ -257,4 +259,18 @@ int tandem_test_finishes_within(void (*fn)(void *), void *arg, int64_t ms, doubl
 tandem_backend tandem_test_backend(void) {
     const char *be = getenv("TANDEM_TEST_BACKEND");
     return be && strcmp(be, "cuda") == 0 ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST;
+}
+
+/* ---- training runs ---- */
+
+tandem_status tandem_test_train_run(const tandem_config *cfg, const tandem_trainer_options *o,
+                                    tandem_trainer_summary *sum) {
+    tandem_trainer *t = NULL;
+    tandem_status st = tandem_trainer_create(cfg, o, &t);
+    if (st == TANDEM_OK) st = tandem_trainer_run(t, sum);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", tandem_last_error());
+    tandem_trainer_destroy(t);
+    if (st != TANDEM_OK) tandem_fail(st, "%s", msg);
+    return st;
 }

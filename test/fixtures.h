@@ -30,6 +30,13 @@
                                        tandem_last_error());                              \
     } while (0)
 
+/* ---- training runs ---- */
+
+/* Creates a trainer from cfg and o, runs it into *sum and destroys it. Returns the first
+ * failure's status with its message kept as tandem_last_error() (destroy may log). */
+tandem_status tandem_test_train_run(const tandem_config *cfg, const tandem_trainer_options *o,
+                                    tandem_trainer_summary *sum);
+
 /* ---- temporary directories ---- */
 
 /* Makes a new directory "$TMPDIR/tandem_<what>.XXXXXX" ($TMPDIR unset or empty: /tmp) and

@@ -100,7 +100,7 @@ ACC(layernorm_bwd_params) {
     RW(a->dgamma, a->d * F4);
     RW(a->dbeta, a->d * F4);
 }
-ACC(prenet_dropout) { RW(a->x, a->n * F4); }
+ACC(prenet_dropout) { RW(a->x, (size_t)a->n * F4); }
 ACC(gelu_fwd) { R(a->x, a->n * F4); W(a->y, a->n * F4); }
 ACC(gelu_bwd) { R(a->dy, a->n * F4); R(a->x, a->n * F4); W(a->dx, a->n * F4); }
 ACC(bias_add) { RW(a->y, (size_t)a->rows * a->d * F4); R(a->b, a->d * F4); }
@@ -177,19 +177,6 @@ ACC(heads_split_grad) {
     size_t n = (size_t)a->batch * a->seq * a->heads * a->head_dim * F4;
     R(a->dy, n); W(a->d_o, n);
 }
-/* The guided-attention loss reads (and its backward updates) the first ga_heads heads' rows of
- * P / dP; declared as the whole [B, H, T, T] tensor they live in. */
-ACC(ga_fwd) {
-    size_t t = (size_t)a->text_len + (size_t)a->mel_len;
-    R(a->p, (size_t)a->batch * a->heads * t * t * F4);
-    R(a->key_mask, (size_t)a->batch * t);
-    W(a->rows, (size_t)a->batch * a->ga_heads * a->mel_len * F4);
-}
-ACC(ga_bwd) {
-    size_t t = (size_t)a->text_len + (size_t)a->mel_len;
-    RW(a->dp, (size_t)a->batch * a->heads * t * t * F4);
-    R(a->key_mask, (size_t)a->batch * t);
-}
 ACC(softmax_causal_fwd) {
     size_t n = (size_t)a->batch * a->heads * a->seq * a->seq * F4;
     R(a->s, n); R(a->key_mask, (size_t)a->batch * a->seq); W(a->p, n);
@@ -197,6 +184,17 @@ ACC(softmax_causal_fwd) {
 ACC(softmax_causal_bwd) {
     size_t n = (size_t)a->batch * a->heads * a->seq * a->seq * F4;
     R(a->dp, n); R(a->p, n); W(a->ds, n);
+}
+/* Guided attention: the probabilities / their gradient of every head (the first ga_heads are
+ * touched; the tensor is one range), the key mask, the per-row losses [B, ga_heads, Tm]. */
+ACC(ga_fwd) {
+    size_t T = (size_t)a->text_len + (size_t)a->mel_len;
+    R(a->p, (size_t)a->batch * a->heads * T * T * F4); R(a->key_mask, (size_t)a->batch * T);
+    W(a->rows, (size_t)a->batch * a->ga_heads * a->mel_len * F4);
+}
+ACC(ga_bwd) {
+    size_t T = (size_t)a->text_len + (size_t)a->mel_len;
+    RW(a->dp, (size_t)a->batch * a->heads * T * T * F4); R(a->key_mask, (size_t)a->batch * T);
 }
 
 /* ---- batch_prep ---- */

@@ -87,14 +87,7 @@ static tandem_status train(const tandem_config *cfg, const char *resume, int new
     o.backend = tandem_test_backend();
     o.resume_dir = resume;
     o.new_run = new_run;
-    tandem_trainer *t = NULL;
-    tandem_status st = tandem_trainer_create(cfg, &o, &t);
-    if (st == TANDEM_OK) st = tandem_trainer_run(t, sum);
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", tandem_last_error());
-    tandem_trainer_destroy(t);
-    if (st != TANDEM_OK) tandem_fail(st, "%s", msg);
-    return st;
+    return tandem_test_train_run(cfg, &o, sum);
 }
 
 static int exists(const char *dir, const char *name) {
