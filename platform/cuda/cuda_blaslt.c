@@ -83,7 +83,8 @@ static int lt_try(const char *path, char *why, size_t cap) {
     if (s != CUBLAS_STATUS_SUCCESS) {
         snprintf(why, cap, "cuBLASLt %zu.%zu.%zu (%s) loads but cublasLtCreate failed: %s (%d)", v / 10000,
                  v / 100 % 100, v % 100, path, lt_status_name(s), (int)s);
-        dlclose(h);
+        /* Left mapped, never used: a failed create keeps allocations the library's globals still
+         * point to (NVIDIA's does, e.g. without a GPU); unmapping would leak them. */
         return -1;
     }
     lt.cublasLtDestroy(probe);
