@@ -362,20 +362,25 @@ static void test_tiny_model_shape(void **state) {
 
     const double h = 1e-4;
     for (int dir = 0; dir < 2; dir++) {
-        double analytic = 0.0;
+        double analytic = 0.0, terms = 0.0; /* terms: sum |g_i u_i|, the dot product's scale */
         for (int64_t i = 0; i < nq; i++) {
             u[i] = tandem_rng_uniform(&rng, -1.0f, 1.0f);
             analytic += (double)g[i] * u[i];
+            terms += fabs((double)g[i] * u[i]);
         }
         for (int64_t i = 0; i < nq; i++) x[i] = qkv_d[i] + h * u[i];
         double lp = ref_loss(&sh, x, mask, w_d, ybuf, ny);
         for (int64_t i = 0; i < nq; i++) x[i] = qkv_d[i] - h * u[i];
         double lm = ref_loss(&sh, x, mask, w_d, ybuf, ny);
         double numeric = (lp - lm) / (2 * h);
-        double rel = fabs(analytic - numeric) / fabs(numeric);
-        printf("  direction %d: <dqkv, u> %.9g, finite difference %.9g, relative error %.2e\n",
-               dir, analytic, numeric, rel);
-        if (!(rel <= 1e-4)) fail_msg("directional derivative differs from finite differences");
+        double rel = fabs(analytic - numeric) / fabs(numeric), rel_terms = fabs(analytic - numeric) / terms;
+        printf("  direction %d: <dqkv, u> %.9g, finite difference %.9g, relative error %.2e (%.2e of "
+               "sum |g u| = %.6g)\n", dir, analytic, numeric, rel, rel_terms, terms);
+        /* A random direction can make the 393k-term sum nearly cancel (seed 46769694391757:
+         * 0.267 where sum |g u| is thousands); the float gradient's rounding then dominates
+         * relative to the sum itself, so it is also held to the scale of its terms. A wrong
+         * gradient moves the sum by ~ sum |g u| / sqrt(n), far above 1e-6 of it. */
+        if (!(rel <= 1e-4 || rel_terms <= 1e-6)) fail_msg("directional derivative differs from finite differences");
     }
     free(qkv_f), free(w_f), free(g), free(y), free(qkv_d), free(w_d), free(u), free(x), free(ybuf),
         free(mask);
