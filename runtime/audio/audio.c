@@ -77,7 +77,9 @@ static SNDFILE *open_locked(const char *path, SF_INFO *info, int *fd, tandem_sta
         char why[256];
         snprintf(why, sizeof why, "%s", sf_strerror(NULL));
         pthread_mutex_unlock(&sf_lock);
-        close(*fd);
+        /* libsndfile (1.2.0, checked) closes the descriptor itself when sf_open_fd fails, even
+         * with close_desc false: closing it again here closed whatever another loader thread had
+         * just opened under the same number (its decode then failed with EBADF). */
         *fd = -1;
         /* SF_ERR_SYSTEM: the OS refused (permissions, I/O error); anything else is content */
         const tandem_status kind = code == SF_ERR_SYSTEM ? TANDEM_E_IO : TANDEM_E_FORMAT;
