@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
@@ -167,8 +168,14 @@ static int field(const char *line, const char *key, double *v) {
 tandem_status tandem_figures_load_metrics(tandem_figures *f, const char *path, int *lines, int *bad) {
     if (!f || !path) return tandem_fail(TANDEM_E_INVALID, "tandem_figures_load_metrics: NULL argument");
     int n_ok = 0, n_bad = 0;
-    FILE *fp = fopen(path, "r");
-    if (!fp) return tandem_fail(TANDEM_E_IO, "metrics %s: cannot open for reading", path);
+    /* non-blocking open + regular-file check: a FIFO at the path would block fopen for ever */
+    int fd = -1;
+    TANDEM_TRY(tandem_file_open_input(path, 0, NULL, &fd, NULL));
+    FILE *fp = fdopen(fd, "r");
+    if (!fp) {
+        close(fd);
+        return tandem_fail(TANDEM_E_IO, "metrics %s: cannot open for reading", path);
+    }
     char line[2 * 4096 + 2];
     while (fgets(line, sizeof line, fp)) {
         const size_t len = strlen(line);

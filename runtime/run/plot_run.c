@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
@@ -41,8 +42,13 @@ static tandem_status find_utterance(const char *data, const char *utt, char *id,
                                     char *text, size_t tcap) {
     char path[2048];
     snprintf(path, sizeof path, "%s/metadata.csv", data);
-    FILE *f = fopen(path, "r");
-    if (!f) return tandem_fail(TANDEM_E_IO, "cannot open %s", path);
+    int fd = -1; /* non-blocking open + regular-file check: a FIFO would block fopen */
+    TANDEM_TRY(tandem_file_open_input(path, 0, NULL, &fd, NULL));
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return tandem_fail(TANDEM_E_IO, "cannot open %s", path);
+    }
     char line[16384];
     int found = 0;
     while (!found && fgets(line, sizeof line, f)) {

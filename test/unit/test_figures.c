@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -228,6 +229,33 @@ static void test_write(void **state) {
     tandem_figures_free(fig);
 }
 
+/* A FIFO where metrics.jsonl should be is refused at once, never opened blocking. */
+typedef struct fifo_call {
+    const char *path;
+    tandem_status st;
+} fifo_call;
+static void load_fifo_call(void *arg) {
+    fifo_call *c = arg;
+    tandem_figures *f = NULL;
+    c->st = tandem_figures_create(16, 16, &f);
+    int lines = 0, bad = 0;
+    if (c->st == TANDEM_OK) c->st = tandem_figures_load_metrics(f, c->path, &lines, &bad);
+    tandem_figures_free(f);
+}
+static void test_metrics_fifo(void **state) {
+    (void)state;
+    char dir[256], path[320];
+    assert_int_equal(tandem_test_mkdtemp(dir, sizeof dir, "figures_fifo"), 0);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    fifo_call c = {path, TANDEM_OK};
+    double ms = 0;
+    if (!tandem_test_finishes_within(load_fifo_call, &c, 5000, &ms))
+        fail_msg("loading metrics from a FIFO did not return within 5 s");
+    assert_int_not_equal(c.st, TANDEM_OK);
+    tandem_test_rmtree(dir);
+}
+
 int main(void) {
     rng.s = tandem_test_seed("test_figures");
     const struct CMUnitTest tests[] = {
@@ -235,6 +263,7 @@ int main(void) {
         cmocka_unit_test(test_rewind),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_write),
+        cmocka_unit_test(test_metrics_fifo),
     };
     return cmocka_run_group_tests_name("figures", tests, setup, teardown);
 }
