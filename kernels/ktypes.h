@@ -50,4 +50,13 @@ TANDEM_HD tandem_launch_dims tandem_dims_1d(int64_t n, unsigned block) {
     return d;
 }
 
+/* What one launch costs, declared by each kernel from its arguments (DESIGN.md §5): the step
+ * cost model (`tandem cost`) sums these over the launch list a real step records. Bytes are
+ * the minimum DRAM traffic the kernel needs (each input read once, each output written once). */
+typedef struct tandem_kernel_cost {
+    double flops;         /* arithmetic operations (a fused multiply-add counts 2) */
+    double bytes_read;    /* device memory read */
+    double bytes_written; /* device memory written */
+} tandem_kernel_cost;
+
 #endif
