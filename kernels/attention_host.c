@@ -219,56 +219,63 @@ void tandem_k_softmax_causal_bwd_host(const tandem_k_softmax_causal_bwd_args *a)
 /* ---- fused causal attention (attention.h) ---------------------------------------------------
  * Host twins of attn_fused_fwd / attn_fused_bwd. Work items are fixed (forward: a tile of
  * FA_QB query rows of one (b, h); backward: one (b, h)), each computed in a fixed order, so
- * results do not depend on the thread count. Memory per item: key/value tiles of FA_KT keys
- * and per-row accumulators on the stack (no [T, T] anywhere). Inner loops run over fixed-width
- * float vectors (8 lanes) of a key tile or of the padded head columns, so they vectorise at -O2. */
-enum { FA_KT = 64, FA_QB = 32, FA_DHP = TANDEM_K_ATTN_FA_MAX_DH, FA_VL = 8 };
+ * results do not depend on the thread count. Memory per item: key/value tiles of FA_KT keys and
+ * per-row state on the stack (~100 KiB; no [T, T] anywhere). The inner loops run over 8-lane
+ * float vectors (GCC/Clang vector extensions: lane-wise multiply and add, no reassociation or
+ * contraction, so the bits do not depend on the vector width the compiler picks) of a key tile
+ * or of the head padded to TANDEM_K_ATTN_FA_MAX_DH, accumulating in registers; on x86-64 the
+ * item functions are also built for AVX2 and chosen when the CPU has it (target_clones). */
+enum { FA_KT = 64, FA_QB = 32, FA_VL = 8, FA_DHP = TANDEM_K_ATTN_FA_MAX_DH };
+enum { FA_KV = FA_KT / FA_VL, FA_NV = FA_DHP / FA_VL }; /* vectors per key tile / padded head */
 typedef float fa_v8 __attribute__((vector_size(32)));
-#define FA_ALIGNED __attribute__((aligned(32)))
+#define FA_INLINE static inline __attribute__((always_inline))
+/* the vector loops below unrolled whole, so their accumulators stay in registers */
+#define FA_UNROLL _Pragma("GCC unroll 8")
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+#define FA_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FA_CLONES
+#endif
 
-static int fa_pad(int dh) { return (dh + FA_VL - 1) / FA_VL; } /* vectors per padded row */
-
-/* row [0, dh) = f32 of src (f32 or bf16) from element at; zeros to the padded width. */
-static void fa_row_load(float *row, const void *src, int64_t at, int dh, int bf16) {
+/* row [0, dh) = f32 of src (f32 or bf16) from element at; zeros to FA_DHP. */
+FA_INLINE void fa_row_load(fa_v8 *row, const void *src, int64_t at, int dh, int bf16) {
+    float *f = (float *)row;
     if (bf16)
-        for (int c = 0; c < dh; c++) row[c] = tandem_bf16_to_f32(((const tandem_bf16 *)src)[at + c]);
+        for (int c = 0; c < dh; c++) f[c] = tandem_bf16_to_f32(((const tandem_bf16 *)src)[at + c]);
     else
-        memcpy(row, (const float *)src + at, (size_t)dh * sizeof(float));
-    for (int c = dh; c < fa_pad(dh) * FA_VL; c++) row[c] = 0.0f;
+        memcpy(f, (const float *)src + at, (size_t)dh * sizeof(float));
+    for (int c = dh; c < FA_DHP; c++) f[c] = 0.0f;
 }
 
-/* s [FA_KT] = q . columns of kt [FA_DHP][FA_KT] (a transposed key tile). */
-static void fa_dots(fa_v8 *s, const float *q, const float (*kt)[FA_KT], int dh) {
-    for (int v = 0; v < FA_KT / FA_VL; v++) s[v] = (fa_v8){0};
+/* s [FA_KT] = q . columns of kt (a transposed key tile). */
+FA_INLINE void fa_dots(fa_v8 *s, const fa_v8 *q, const fa_v8 (*kt)[FA_KV], int dh) {
+    fa_v8 acc[FA_KV] = {{0}};
+    const float *qf = (const float *)q;
     for (int c = 0; c < dh; c++) {
-        const float qc = q[c];
-        const fa_v8 *k = (const fa_v8 *)kt[c];
-        for (int v = 0; v < FA_KT / FA_VL; v++) s[v] += qc * k[v];
+        const float qc = qf[c];
+        FA_UNROLL
+        for (int v = 0; v < FA_KV; v++) acc[v] += qc * kt[c][v];
     }
+    FA_UNROLL
+    for (int v = 0; v < FA_KV; v++) s[v] = acc[v];
 }
 
-/* y [padded row] += w * x [padded row] */
-static void fa_axpy(float *y, float w, const float *x, int nv) {
-    fa_v8 *yv = (fa_v8 *)y;
-    const fa_v8 *xv = (const fa_v8 *)x;
-    for (int v = 0; v < nv; v++) yv[v] += w * xv[v];
-}
-
-/* The key tile [t0, t0 + nt) of (b, h): transposed into kt (and vt if not NULL), as padded rows
- * into vr (if not NULL: rows of v, or of k when rows_of_k); zeros past nt. */
-static void fa_tile(const void *kp, const void *vp, int64_t base, int ld, int nt, int dh, int bf16,
-                    float (*kt)[FA_KT], float (*vt)[FA_KT], float (*vr)[FA_DHP], int rows_of_k) {
-    float row[FA_DHP] FA_ALIGNED;
+/* The key tile [t0, t0 + nt) of (b, h) from k, v at base (row stride ld): transposed into kt (and
+ * vt if not NULL), as rows into rows (rows of v, or of k when rows_of_k); zeros past nt. */
+FA_INLINE void fa_tile(const void *kp, const void *vp, int64_t base, int ld, int nt, int dh, int bf16,
+                       fa_v8 (*kt)[FA_KV], fa_v8 (*vt)[FA_KV], fa_v8 (*rows)[FA_NV], int rows_of_k) {
+    fa_v8 row[FA_NV];
+    const float *rf = (const float *)row;
     for (int t = 0; t < FA_KT; t++) {
         const int real = t < nt;
         if (real) fa_row_load(row, kp, base + (int64_t)t * ld, dh, bf16);
-        for (int c = 0; c < dh; c++) kt[c][t] = real ? row[c] : 0.0f;
-        if (vr && rows_of_k) memcpy(vr[t], row, sizeof row);
-        if (!vt && !(vr && !rows_of_k)) continue;
+        else memset(row, 0, sizeof row);
+        for (int c = 0; c < dh; c++) ((float *)kt[c])[t] = rf[c];
+        if (rows_of_k) memcpy(rows[t], row, sizeof row);
         if (real) fa_row_load(row, vp, base + (int64_t)t * ld, dh, bf16);
         else memset(row, 0, sizeof row);
-        if (vt) for (int c = 0; c < dh; c++) vt[c][t] = row[c];
-        if (vr && !rows_of_k) memcpy(vr[t], row, sizeof row);
+        if (vt) for (int c = 0; c < dh; c++) ((float *)vt[c])[t] = rf[c];
+        if (!rows_of_k) memcpy(rows[t], row, sizeof row);
     }
 }
 
@@ -281,97 +288,108 @@ void tandem_k_attn_fused_fwd_geom(const tandem_k_attn_fused_fwd_args *a, tandem_
                           sizeof(float));
 }
 
-/* Online-softmax state of one query row. */
-typedef struct fa_row {
-    float o[FA_DHP] FA_ALIGNED;
-    float q[FA_DHP] FA_ALIGNED;
-    float m, l, gs, gc;
-    int any;
-} fa_row;
+/* One forward item's state: FA_QB query rows and the current key tile. */
+typedef struct fa_fwd_work {
+    fa_v8 q[FA_QB][FA_NV], o[FA_QB][FA_NV]; /* query rows, output accumulators */
+    fa_v8 kt[FA_DHP][FA_KV], vr[FA_KT][FA_NV];
+    float m[FA_QB], l[FA_QB], gs[FA_QB], gc[FA_QB];
+    int any[FA_QB];
+} fa_fwd_work;
 
-/* One key tile [t0, t0 + nt) into row i's state (scores s already computed). */
-static void fa_fwd_tile(const tandem_k_attn_fused_fwd_args *a, fa_row *w, const float *s, int i,
-                        int t0, int nt, const uint8_t *mask, const int *ga,
-                        const float (*vr)[FA_DHP]) {
-    float p[FA_KT];
-    float tmax = 0.0f;
+/* Key tile [t0, t0 + nt) into query row r (position i) of w: online softmax update. */
+FA_INLINE void fa_fwd_tile(const tandem_k_attn_fused_fwd_args *a, fa_fwd_work *w, int r, int i,
+                           int t0, int nt, const uint8_t *mask, const int *ga) {
+    fa_v8 sv[FA_KV];
+    fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, a->head_dim);
+    const float *s = (const float *)sv;
+    float p[FA_KT], tmax = 0.0f;
     int hit = 0;
     for (int t = 0; t < nt && t0 + t <= i; t++)
         if (mask[t0 + t]) tmax = hit++ ? fmaxf(tmax, s[t] * a->qk_scale) : s[t] * a->qk_scale;
     if (!hit) return;
-    const float mn = w->any ? fmaxf(w->m, tmax) : tmax;
-    const float alpha = w->any ? expf(w->m - mn) : 0.0f;
+    const float mn = w->any[r] ? fmaxf(w->m[r], tmax) : tmax;
+    const float alpha = w->any[r] ? expf(w->m[r] - mn) : 0.0f;
     float sum = 0.0f, g = 0.0f;
     for (int t = 0; t < nt; t++) {
         const int key = t0 + t;
         p[t] = key <= i && mask[key] ? expf(s[t] * a->qk_scale - mn) : 0.0f;
         sum += p[t];
-        if (w->gc != 0.0f && key < ga[0] && p[t] != 0.0f)
+        if (w->gc[r] != 0.0f && key < ga[0] && p[t] != 0.0f)
             g += p[t] * tandem_k_ga_g(key, i - a->text_len, ga[0], ga[1], a->ga_sigma);
     }
-    w->l = w->l * alpha + sum;
-    w->gs = w->gs * alpha + g;
-    const int nv = fa_pad(a->head_dim);
-    fa_v8 *ov = (fa_v8 *)w->o;
-    for (int v = 0; v < nv; v++) ov[v] *= alpha;
+    w->l[r] = w->l[r] * alpha + sum;
+    w->gs[r] = w->gs[r] * alpha + g;
+    fa_v8 acc[FA_NV];
+    FA_UNROLL
+    for (int v = 0; v < FA_NV; v++) acc[v] = w->o[r][v] * alpha;
     for (int t = 0; t < nt; t++)
-        if (p[t] != 0.0f) fa_axpy(w->o, p[t], vr[t], nv);
-    w->m = mn, w->any = 1;
+        if (p[t] != 0.0f)
+            FA_UNROLL
+            for (int v = 0; v < FA_NV; v++) acc[v] += p[t] * w->vr[t][v];
+    FA_UNROLL
+    for (int v = 0; v < FA_NV; v++) w->o[r][v] = acc[v];
+    w->m[r] = mn, w->any[r] = 1;
 }
 
-static void fa_fwd_write(const tandem_k_attn_fused_fwd_args *a, const fa_row *w, int b, int h,
-                         int r, const int *ga) {
+static void fa_fwd_write(const tandem_k_attn_fused_fwd_args *a, const fa_fwd_work *w, int k,
+                         int b, int h, int r, const int *ga) {
     const int i = a->q0 + r, tm = a->seq - a->text_len;
-    const float inv = w->any ? 1.0f / w->l : 0.0f;
+    const float inv = w->any[k] ? 1.0f / w->l[k] : 0.0f;
     const int64_t at = tandem_k_attn_at(b, a->q_rows, r, a->ld_o, h, a->head_dim);
-    for (int c = 0; c < a->head_dim; c++) tandem_k_attn_store(a->o, at + c, a->bf16, w->o[c] * inv);
-    a->lse[((int64_t)b * a->heads + h) * a->q_rows + r] = w->any ? w->m + logf(w->l) : 0.0f;
+    const float *o = (const float *)w->o[k];
+    for (int c = 0; c < a->head_dim; c++) tandem_k_attn_store(a->o, at + c, a->bf16, o[c] * inv);
+    a->lse[((int64_t)b * a->heads + h) * a->q_rows + r] = w->any[k] ? w->m[k] + logf(w->l[k]) : 0.0f;
     if (h >= a->ga_heads || i < a->text_len) return;
     const int64_t gi = ((int64_t)b * a->ga_heads + h) * tm + (i - a->text_len);
-    const float sum = w->gc != 0.0f ? w->gs * inv : 0.0f;
+    const float sum = w->gc[k] != 0.0f ? w->gs[k] * inv : 0.0f;
     a->ga_sum[gi] = sum;
-    a->ga_rows[gi] = w->gc != 0.0f ? (float)((1.0 - (double)sum) * ((double)a->ga_scale / (double)ga[2]))
-                                   : 0.0f;
+    a->ga_rows[gi] = w->gc[k] != 0.0f ? (float)((1.0 - (double)sum) * ((double)a->ga_scale / (double)ga[2]))
+                                      : 0.0f;
+}
+
+/* The guided-attention counts of item b: tt, nm, Nq (zeros without guided attention on h). */
+static void fa_ga_counts(const uint8_t *key_mask, int b, int h, int batch, int ga_heads,
+                         int text_len, int seq, int *ga) {
+    ga[0] = ga[1] = ga[2] = 0;
+    if (h >= ga_heads) return;
+    tandem_k_ga_counts(key_mask, b, text_len, seq - text_len, &ga[0], &ga[1]);
+    ga[2] = tandem_k_ga_queries(key_mask, batch, text_len, seq - text_len);
+}
+
+/* Forward item: rows [r0, r0 + nr) of (b, h). */
+FA_CLONES static void fa_fwd_item(const tandem_k_attn_fused_fwd_args *a, fa_fwd_work *w, int b,
+                                  int h, int r0, int nr) {
+    const int dh = a->head_dim, T = a->seq;
+    const uint8_t *mask = a->key_mask + (int64_t)b * T;
+    int ga[3];
+    fa_ga_counts(a->key_mask, b, h, a->batch, a->ga_heads, a->text_len, T, ga);
+    for (int r = 0; r < nr; r++) {
+        memset(w->o[r], 0, sizeof w->o[r]);
+        fa_row_load(w->q[r], a->q, tandem_k_attn_at(b, a->q_rows, r0 + r, a->ld_q, h, a->hs_q), dh, a->bf16);
+        w->m[r] = w->l[r] = w->gs[r] = 0.0f, w->any[r] = 0;
+        w->gc[r] = tandem_k_attn_ga_coef(h, a->q0 + r0 + r, a->ga_heads, a->text_len, ga[0], ga[1],
+                                         ga[2], a->ga_scale);
+    }
+    const int last = a->q0 + r0 + nr - 1;
+    for (int t0 = 0; t0 <= last; t0 += FA_KT) {
+        const int nt = last + 1 - t0 < FA_KT ? last + 1 - t0 : FA_KT;
+        fa_tile(a->k, a->v, tandem_k_attn_at(b, T, t0, a->ld_k, h, a->hs_k), a->ld_k, nt, dh,
+                a->bf16, w->kt, NULL, w->vr, 0);
+        for (int r = 0; r < nr; r++)
+            if (a->q0 + r0 + r >= t0) fa_fwd_tile(a, w, r, a->q0 + r0 + r, t0, nt, mask, ga);
+    }
+    for (int r = 0; r < nr; r++) fa_fwd_write(a, w, r, b, h, r0 + r, ga);
 }
 
 /* Items [i0, i1) of [B * H * ceil(q_rows / FA_QB)]. */
 static void attn_fused_fwd_items(void *ctx, int64_t i0, int64_t i1) {
     const tandem_k_attn_fused_fwd_args *a = ctx;
-    const int nb = (a->q_rows + FA_QB - 1) / FA_QB, dh = a->head_dim, T = a->seq;
-    fa_row rows[FA_QB]; /* ~100 KiB of stack with the tiles */
-    float kt[FA_DHP][FA_KT] FA_ALIGNED, vr[FA_KT][FA_DHP] FA_ALIGNED;
+    const int nb = (a->q_rows + FA_QB - 1) / FA_QB;
+    fa_fwd_work w;
     for (int64_t item = i0; item < i1; item++) {
         const int bh = (int)(item / nb), r0 = (int)(item % nb) * FA_QB;
-        const int b = bh / a->heads, h = bh % a->heads;
         const int nr = a->q_rows - r0 < FA_QB ? a->q_rows - r0 : FA_QB;
-        const uint8_t *mask = a->key_mask + (int64_t)b * T;
-        int ga[3] = {0, 0, 0};
-        if (a->ga_heads > 0 && h < a->ga_heads) {
-            tandem_k_ga_counts(a->key_mask, b, a->text_len, T - a->text_len, &ga[0], &ga[1]);
-            ga[2] = tandem_k_ga_queries(a->key_mask, a->batch, a->text_len, T - a->text_len);
-        }
-        for (int r = 0; r < nr; r++) {
-            fa_row *w = &rows[r];
-            memset(w->o, 0, sizeof w->o);
-            fa_row_load(w->q, a->q, tandem_k_attn_at(b, a->q_rows, r0 + r, a->ld_q, h, a->hs_q), dh, a->bf16);
-            w->m = w->l = w->gs = 0.0f, w->any = 0;
-            w->gc = tandem_k_attn_ga_coef(h, a->q0 + r0 + r, a->ga_heads, a->text_len, ga[0], ga[1],
-                                          ga[2], a->ga_scale);
-        }
-        const int last = a->q0 + r0 + nr - 1;
-        for (int t0 = 0; t0 <= last; t0 += FA_KT) {
-            const int nt = last + 1 - t0 < FA_KT ? last + 1 - t0 : FA_KT;
-            fa_tile(a->k, a->v, tandem_k_attn_at(b, T, t0, a->ld_k, h, a->hs_k), a->ld_k, nt, dh,
-                    a->bf16, kt, NULL, vr, 0);
-            for (int r = 0; r < nr; r++) {
-                const int i = a->q0 + r0 + r;
-                if (i < t0) continue;
-                fa_v8 s[FA_KT / FA_VL];
-                fa_dots(s, rows[r].q, (const float(*)[FA_KT])kt, dh);
-                fa_fwd_tile(a, &rows[r], (const float *)s, i, t0, nt, mask, ga, (const float(*)[FA_DHP])vr);
-            }
-        }
-        for (int r = 0; r < nr; r++) fa_fwd_write(a, &rows[r], b, h, r0 + r, ga);
+        fa_fwd_item(a, &w, bh / a->heads, bh % a->heads, r0, nr);
     }
 }
 
@@ -401,86 +419,113 @@ void tandem_k_attn_fused_bwd_geom(const tandem_k_attn_fused_bwd_args *a, tandem_
     d->shmem = (unsigned)((dq > kv ? dq : kv) * sizeof(float));
 }
 
-/* D_i = dO_i . O_i - c ga_sum (the softmax backward's row term, guided attention included). */
-static float fa_delta(const tandem_k_attn_fused_bwd_args *a, const float *dorow, int b, int h, int i,
-                      float gc) {
-    const int64_t at = tandem_k_attn_at(b, a->seq, i, a->ld_o, h, a->head_dim);
-    float d = 0.0f;
-    for (int c = 0; c < a->head_dim; c++) d += dorow[c] * tandem_k_attn_load(a->o, at + c, a->bf16);
-    if (gc != 0.0f)
-        d -= gc * a->ga_sum[((int64_t)b * a->ga_heads + h) * (a->seq - a->text_len) + i - a->text_len];
-    return d;
-}
+/* One backward item's state: the key tile, its dk / dv accumulators, a block of FA_QB query
+ * rows with their P and dS against the tile. */
+typedef struct fa_bwd_work {
+    fa_v8 kt[FA_DHP][FA_KV], vt[FA_DHP][FA_KV]; /* K^T, V^T */
+    fa_v8 kr[FA_KT][FA_NV];                     /* K rows */
+    fa_v8 dk[FA_KT][FA_NV], dv[FA_KT][FA_NV];
+    fa_v8 q[FA_QB][FA_NV], dor[FA_QB][FA_NV];
+    float p[FA_QB][FA_KT], ds[FA_QB][FA_KT]; /* ds scaled by qk_scale */
+} fa_bwd_work;
 
-typedef struct fa_bwd_tile {
-    float kt[FA_DHP][FA_KT] FA_ALIGNED, vt[FA_DHP][FA_KT] FA_ALIGNED; /* K^T, V^T */
-    float kr[FA_KT][FA_DHP] FA_ALIGNED;                               /* K rows */
-    float dk[FA_KT][FA_DHP] FA_ALIGNED, dv[FA_KT][FA_DHP] FA_ALIGNED;
-    float q[FA_DHP] FA_ALIGNED, dor[FA_DHP] FA_ALIGNED, dq[FA_DHP] FA_ALIGNED;
-} fa_bwd_tile;
-
-/* Query row i against the key tile [t0, t0 + nt) of (b, h): dk, dv of the tile +=, dq row +=. */
-static void fa_bwd_row(const tandem_k_attn_fused_bwd_args *a, fa_bwd_tile *w, int b, int h, int i,
-                       int t0, int nt, const int *ga) {
-    const int dh = a->head_dim, nv = fa_pad(dh), T = a->seq;
+/* Row r (query i) of the block against the tile [t0, t0 + nt): P and dS; 0 if no key allowed. */
+FA_INLINE int fa_bwd_scores(const tandem_k_attn_fused_bwd_args *a, fa_bwd_work *w, int b, int h,
+                            int r, int i, int t0, int nt, const int *ga) {
+    const int dh = a->head_dim, T = a->seq;
     const uint8_t *mask = a->key_mask + (int64_t)b * T;
     int hit = 0;
     for (int t = 0; t < nt && t0 + t <= i; t++) hit |= mask[t0 + t] != 0;
-    if (!hit) return;
-    fa_row_load(w->q, a->q, tandem_k_attn_at(b, T, i, a->ld_q, h, dh), dh, a->bf16);
-    memcpy(w->dor, a->dy + tandem_k_attn_at(b, T, i, a->ld_o, h, dh), (size_t)dh * sizeof(float));
-    for (int c = dh; c < nv * FA_VL; c++) w->dor[c] = 0.0f;
+    if (!hit) return 0;
+    fa_row_load(w->q[r], a->q, tandem_k_attn_at(b, T, i, a->ld_q, h, dh), dh, a->bf16);
+    fa_row_load(w->dor[r], a->dy, tandem_k_attn_at(b, T, i, a->ld_o, h, dh), dh, 0);
     const float gc = tandem_k_attn_ga_coef(h, i, a->ga_heads, a->text_len, ga[0], ga[1], ga[2], a->ga_scale);
-    const float dd = fa_delta(a, w->dor, b, h, i, gc);
+    /* D_i = dO_i . O_i - c ga_sum (the softmax backward's row term, guided attention included) */
+    const int64_t at = tandem_k_attn_at(b, T, i, a->ld_o, h, dh);
+    const float *dof = (const float *)w->dor[r];
+    float dd = 0.0f;
+    for (int c = 0; c < dh; c++) dd += dof[c] * tandem_k_attn_load(a->o, at + c, a->bf16);
+    if (gc != 0.0f) dd -= gc * a->ga_sum[((int64_t)b * a->ga_heads + h) * (T - a->text_len) + i - a->text_len];
     const float lse = a->lse[((int64_t)b * a->heads + h) * T + i];
-    fa_v8 s[FA_KT / FA_VL], dov[FA_KT / FA_VL];
-    fa_dots(s, w->q, (const float(*)[FA_KT])w->kt, dh);
-    fa_dots(dov, w->dor, (const float(*)[FA_KT])w->vt, dh);
-    const float *sf = (const float *)s, *df = (const float *)dov;
-    memset(w->dq, 0, sizeof w->dq);
-    for (int t = 0; t < nt; t++) {
+    fa_v8 sv[FA_KV], dv[FA_KV];
+    fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, dh);
+    fa_dots(dv, w->dor[r], (const fa_v8(*)[FA_KV])w->vt, dh);
+    const float *s = (const float *)sv, *dov = (const float *)dv;
+    for (int t = 0; t < FA_KT; t++) {
         const int key = t0 + t;
-        if (key > i || !mask[key]) continue;
-        const float p = expf(sf[t] * a->qk_scale - lse);
-        float dp = df[t];
+        w->p[r][t] = w->ds[r][t] = 0.0f;
+        if (t >= nt || key > i || !mask[key]) continue;
+        const float p = expf(s[t] * a->qk_scale - lse);
+        float dp = dov[t];
         if (gc != 0.0f && key < ga[0]) dp -= gc * tandem_k_ga_g(key, i - a->text_len, ga[0], ga[1], a->ga_sigma);
-        const float ds = p * (dp - dd) * a->qk_scale;
-        fa_axpy(w->dv[t], p, w->dor, nv);
-        fa_axpy(w->dk[t], ds, w->q, nv);
-        fa_axpy(w->dq, ds, w->kr[t], nv);
+        w->p[r][t] = p;
+        w->ds[r][t] = p * (dp - dd) * a->qk_scale;
     }
-    float *dq = a->dq + tandem_k_attn_at(b, T, i, a->ld_g, h, dh);
-    for (int c = 0; c < dh; c++) dq[c] += w->dq[c];
+    return 1;
+}
+
+/* The block's rows [0, nr) (live[r]: any key allowed) into dk, dv of the tile and dq rows. */
+FA_INLINE void fa_bwd_block(const tandem_k_attn_fused_bwd_args *a, fa_bwd_work *w, int b, int h,
+                            int i0, int nr, int nt, const int *live) {
+    for (int t = 0; t < nt; t++) {
+        fa_v8 gk[FA_NV], gv[FA_NV];
+        FA_UNROLL
+        for (int v = 0; v < FA_NV; v++) gk[v] = w->dk[t][v], gv[v] = w->dv[t][v];
+        for (int r = 0; r < nr; r++) {
+            if (!live[r] || w->p[r][t] == 0.0f) continue;
+            const float p = w->p[r][t], ds = w->ds[r][t];
+            FA_UNROLL
+            for (int v = 0; v < FA_NV; v++) gv[v] += p * w->dor[r][v], gk[v] += ds * w->q[r][v];
+        }
+        FA_UNROLL
+        for (int v = 0; v < FA_NV; v++) w->dk[t][v] = gk[v], w->dv[t][v] = gv[v];
+    }
+    for (int r = 0; r < nr; r++) {
+        if (!live[r]) continue;
+        fa_v8 gq[FA_NV] = {{0}};
+        for (int t = 0; t < nt; t++)
+            if (w->ds[r][t] != 0.0f)
+                FA_UNROLL
+                for (int v = 0; v < FA_NV; v++) gq[v] += w->ds[r][t] * w->kr[t][v];
+        float *dq = a->dq + tandem_k_attn_at(b, a->seq, i0 + r, a->ld_g, h, a->head_dim);
+        const float *g = (const float *)gq;
+        for (int c = 0; c < a->head_dim; c++) dq[c] += g[c];
+    }
+}
+
+/* Backward item: all of (b, h), key tile by key tile. */
+FA_CLONES static void fa_bwd_item(const tandem_k_attn_fused_bwd_args *a, fa_bwd_work *w, int b,
+                                  int h) {
+    const int T = a->seq, dh = a->head_dim;
+    int ga[3], live[FA_QB];
+    fa_ga_counts(a->key_mask, b, h, a->batch, a->ga_heads, a->text_len, T, ga);
+    for (int i = 0; i < T; i++)
+        memset(a->dq + tandem_k_attn_at(b, T, i, a->ld_g, h, dh), 0, (size_t)dh * sizeof(float));
+    for (int t0 = 0; t0 < T; t0 += FA_KT) {
+        const int nt = T - t0 < FA_KT ? T - t0 : FA_KT;
+        fa_tile(a->k, a->v, tandem_k_attn_at(b, T, t0, a->ld_q, h, dh), a->ld_q, nt, dh, a->bf16,
+                w->kt, w->vt, w->kr, 1);
+        memset(w->dk, 0, sizeof w->dk);
+        memset(w->dv, 0, sizeof w->dv);
+        for (int i0 = t0; i0 < T; i0 += FA_QB) {
+            const int nr = T - i0 < FA_QB ? T - i0 : FA_QB;
+            for (int r = 0; r < nr; r++) live[r] = fa_bwd_scores(a, w, b, h, r, i0 + r, t0, nt, ga);
+            fa_bwd_block(a, w, b, h, i0, nr, nt, live);
+        }
+        for (int t = 0; t < nt; t++) {
+            const int64_t at = tandem_k_attn_at(b, T, t0 + t, a->ld_g, h, dh);
+            memcpy(a->dk + at, w->dk[t], (size_t)dh * sizeof(float));
+            memcpy(a->dv + at, w->dv[t], (size_t)dh * sizeof(float));
+        }
+    }
 }
 
 /* Items [i0, i1) of [B * H]. */
 static void attn_fused_bwd_items(void *ctx, int64_t i0, int64_t i1) {
     const tandem_k_attn_fused_bwd_args *a = ctx;
-    fa_bwd_tile w; /* ~170 KiB of stack */
-    const int T = a->seq, dh = a->head_dim;
-    for (int64_t item = i0; item < i1; item++) {
-        const int b = (int)(item / a->heads), h = (int)(item % a->heads);
-        int ga[3] = {0, 0, 0};
-        if (a->ga_heads > 0 && h < a->ga_heads) {
-            tandem_k_ga_counts(a->key_mask, b, a->text_len, T - a->text_len, &ga[0], &ga[1]);
-            ga[2] = tandem_k_ga_queries(a->key_mask, a->batch, a->text_len, T - a->text_len);
-        }
-        for (int i = 0; i < T; i++)
-            memset(a->dq + tandem_k_attn_at(b, T, i, a->ld_g, h, dh), 0, (size_t)dh * sizeof(float));
-        for (int t0 = 0; t0 < T; t0 += FA_KT) {
-            const int nt = T - t0 < FA_KT ? T - t0 : FA_KT;
-            const int64_t base = tandem_k_attn_at(b, T, t0, a->ld_q, h, dh);
-            fa_tile(a->k, a->v, base, a->ld_q, nt, dh, a->bf16, w.kt, w.vt, w.kr, 1);
-            memset(w.dk, 0, sizeof w.dk);
-            memset(w.dv, 0, sizeof w.dv);
-            for (int i = t0; i < T; i++) fa_bwd_row(a, &w, b, h, i, t0, nt, ga);
-            for (int t = 0; t < nt; t++) {
-                const int64_t at = tandem_k_attn_at(b, T, t0 + t, a->ld_g, h, dh);
-                memcpy(a->dk + at, w.dk[t], (size_t)dh * sizeof(float));
-                memcpy(a->dv + at, w.dv[t], (size_t)dh * sizeof(float));
-            }
-        }
-    }
+    fa_bwd_work w; /* ~100 KiB of stack */
+    for (int64_t item = i0; item < i1; item++)
+        fa_bwd_item(a, &w, (int)(item / a->heads), (int)(item % a->heads));
 }
 
 void tandem_k_attn_fused_bwd_host(const tandem_k_attn_fused_bwd_args *a) {
