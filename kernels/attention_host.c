@@ -302,27 +302,30 @@ FA_INLINE void fa_fwd_tile(const tandem_k_attn_fused_fwd_args *a, fa_fwd_work *w
     fa_v8 sv[FA_KV];
     fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, a->head_dim);
     const float *s = (const float *)sv;
-    float p[FA_KT], tmax = 0.0f;
+    const int lim = i - t0 + 1 < nt ? i - t0 + 1 : nt; /* keys t < lim are not after query i */
+    float sc[FA_KT], p[FA_KT], tmax = -INFINITY;
     int hit = 0;
-    for (int t = 0; t < nt && t0 + t <= i; t++)
-        if (mask[t0 + t]) tmax = hit++ ? fmaxf(tmax, s[t] * a->qk_scale) : s[t] * a->qk_scale;
+    for (int t = 0; t < lim; t++) {
+        sc[t] = s[t] * a->qk_scale;
+        if (mask[t0 + t]) hit = 1, tmax = sc[t] > tmax ? sc[t] : tmax;
+    }
     if (!hit) return;
-    const float mn = w->any[r] ? fmaxf(w->m[r], tmax) : tmax;
+    const float mn = w->any[r] && w->m[r] > tmax ? w->m[r] : tmax;
     const float alpha = w->any[r] ? expf(w->m[r] - mn) : 0.0f;
     float sum = 0.0f, g = 0.0f;
-    for (int t = 0; t < nt; t++) {
-        const int key = t0 + t;
-        p[t] = key <= i && mask[key] ? expf(s[t] * a->qk_scale - mn) : 0.0f;
+    for (int t = 0; t < lim; t++) {
+        p[t] = mask[t0 + t] ? expf(sc[t] - mn) : 0.0f;
         sum += p[t];
-        if (w->gc[r] != 0.0f && key < ga[0] && p[t] != 0.0f)
-            g += p[t] * tandem_k_ga_g(key, i - a->text_len, ga[0], ga[1], a->ga_sigma);
     }
+    if (w->gc[r] != 0.0f)
+        for (int t = 0; t < lim && t0 + t < ga[0]; t++)
+            if (p[t] != 0.0f) g += p[t] * tandem_k_ga_g(t0 + t, i - a->text_len, ga[0], ga[1], a->ga_sigma);
     w->l[r] = w->l[r] * alpha + sum;
     w->gs[r] = w->gs[r] * alpha + g;
     fa_v8 acc[FA_NV];
     FA_UNROLL
     for (int v = 0; v < FA_NV; v++) acc[v] = w->o[r][v] * alpha;
-    for (int t = 0; t < nt; t++)
+    for (int t = 0; t < lim; t++)
         if (p[t] != 0.0f)
             FA_UNROLL
             for (int v = 0; v < FA_NV; v++) acc[v] += p[t] * w->vr[t][v];
@@ -451,10 +454,12 @@ FA_INLINE int fa_bwd_scores(const tandem_k_attn_fused_bwd_args *a, fa_bwd_work *
     fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, dh);
     fa_dots(dv, w->dor[r], (const fa_v8(*)[FA_KV])w->vt, dh);
     const float *s = (const float *)sv, *dov = (const float *)dv;
-    for (int t = 0; t < FA_KT; t++) {
+    const int lim = i - t0 + 1 < nt ? i - t0 + 1 : nt; /* keys t < lim are not after query i */
+    memset(w->p[r], 0, sizeof w->p[r]);
+    memset(w->ds[r], 0, sizeof w->ds[r]);
+    for (int t = 0; t < lim; t++) {
         const int key = t0 + t;
-        w->p[r][t] = w->ds[r][t] = 0.0f;
-        if (t >= nt || key > i || !mask[key]) continue;
+        if (!mask[key]) continue;
         const float p = expf(s[t] * a->qk_scale - lse);
         float dp = dov[t];
         if (gc != 0.0f && key < ga[0]) dp -= gc * tandem_k_ga_g(key, i - a->text_len, ga[0], ga[1], a->ga_sigma);
