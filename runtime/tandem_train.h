@@ -148,6 +148,9 @@ typedef struct tandem_trainer_options {
     int new_run;             /* 0 (default): a fresh run refuses a non-empty out directory; 1: start
                                 a new run there, the previous run's files (checkpoints, metrics.jsonl,
                                 figures) moved into out/previous-<n>/ (docs/TRAINING.md) */
+    int profile_ops;         /* > 0: time up to this many kernels/GEMMs of this run's last step
+                                with events (`tandem profile`; tandem_trainer_op_times); 0 (default):
+                                off */
     /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) (0-based) get NaN
        gradients before the update, as a diverging run would; default -1, 0 (off) */
     int64_t nonfinite_from, nonfinite_count;
@@ -189,6 +192,23 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
  * step wrote one) and fill *summary (may be NULL; filled on failure too, as far as the run got).
  * A stop request ends the run after the current step and returns TANDEM_OK. Call once. */
 tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *summary);
+/* One op kind's device time at the profiled step (options.profile_ops). */
+typedef struct tandem_op_time {
+    const char *name;  /* kernel name (kernels/registry.h) or "gemm"; static storage */
+    int count;         /* launches of it in the step */
+    double device_ms;  /* their device time, gaps waiting for the host excluded */
+} tandem_op_time;
+
+/* After run with options.profile_ops: up to cap op kinds by descending device time into out;
+ * returns how many; *ops (may be NULL) = ops timed, *total_ms = their device time, *span_ms = the
+ * profiled step's device span from its first op's queueing to its last op's end, *overflow = ops
+ * past profile_ops, not timed. 0 when nothing was profiled. */
+int tandem_trainer_op_times(const tandem_trainer *t, tandem_op_time *out, int cap, int *ops, double *total_ms,
+                            double *span_ms, int *overflow);
+/* The last complete line of run_dir/metrics.jsonl into buf ("" when there is none yet), for a
+ * monitor of a running training: never blocks (a FIFO or device in its place is refused:
+ * TANDEM_E_IO naming it), reads only the file's tail, a line still being written is skipped. */
+tandem_status tandem_metrics_last_line(const char *run_dir, char *buf, size_t cap);
 /* Async-signal-safe and thread-safe: the loop ends after the current step (before the first
  * one when run has not reached it), then run writes its checkpoint and returns. Bounded even when
  * a loader thread meets a stuck file: a step waiting for data notices the request within 50 ms

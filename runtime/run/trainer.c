@@ -17,6 +17,7 @@
 #include "runtime/report/metrics.h"
 #include "runtime/run/dataset.h"
 #include "runtime/run/nvml_fields.h"
+#include "runtime/run/profile_ops.h"
 #include "runtime/run/run_ckpt.h"
 #include "runtime/run/run_dir.h"
 #include "runtime/run/step_timer.h"
@@ -42,6 +43,8 @@ struct tandem_trainer {
     tandem_optim optim;
     tandem_train_state st;
     tandem_step_timer timer;
+    tandem_profile_ops prof; /* options.profile_ops: per-op device times of step prof_at */
+    int64_t prof_at;
     tandem_run_ckpt ck;
     tandem_st_file *resume_file; /* open from create's start to the restore after commit */
     tandem_sampler_pos next_pos;
@@ -164,6 +167,7 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     t->model_declared = 1; /* a failed declare leaves its part for tandem_model_free */
     TANDEM_TRY(tandem_model_declare(&t->model, t->model_dev, t->model_pool, dims));
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
+    TANDEM_TRY(tandem_profile_ops_init(&t->prof, t->model_dev, t->s, t->opt.profile_ops));
     TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, t->s, t->resume_file != NULL));
     if (t->resume_file) tandem_checkpoint_set_good(t->ck.writer, t->st.step); /* checked finite by find */
     TANDEM_TRY(setup_figures(t));
@@ -241,6 +245,7 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     tandem_validation_free(&t->val);
     if (t->model_declared) tandem_model_free(&t->model);
     tandem_step_timer_free(&t->timer);
+    tandem_profile_ops_free(&t->prof);
     tandem_run_ckpt_free(&t->ck);
     if (t->resume_file) tandem_st_close(t->resume_file);
     if (t->metrics) tandem_metrics_close(t->metrics);
@@ -252,6 +257,19 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     if (t->have_ix) tandem_text_index_free(&t->ix);
     tandem_run_dir_close(&t->rd);
     tandem_free(t);
+}
+
+int tandem_trainer_op_times(const tandem_trainer *t, tandem_op_time *out, int cap, int *ops, double *total_ms,
+                            double *span_ms, int *overflow) {
+    const tandem_profile_ops *x = t ? &t->prof : NULL;
+    const int done = x && x->done;
+    if (ops) *ops = done ? x->timed : 0;
+    if (total_ms) *total_ms = done ? x->total_ms : 0;
+    if (span_ms) *span_ms = done ? x->span_ms : 0;
+    if (overflow) *overflow = done ? x->overflow : 0;
+    int n = 0;
+    for (; done && out && n < cap && n < x->names; n++) out[n] = x->agg[n];
+    return n;
 }
 
 /* ---- one step ------------------------------------------------------------------------------------ */
@@ -298,6 +316,8 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
     double wait = 0, audio_s = 0;
     const tandem_sampler_pos pos0 = t->next_pos;
     TANDEM_TRY(tandem_step_timer_begin(&t->timer, t->s));
+    const int profiled = t->st.step + 1 == t->prof_at;
+    if (profiled) TANDEM_TRY(tandem_profile_ops_begin(&t->prof));
     for (int a = 0; a < A; a++) {
         tandem_status st = micro_batch(t, a, &wait, &audio_s);
         if (st == TANDEM_OK) continue;
@@ -334,6 +354,7 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
     m->eval_stop_within = m->eval_len_ratio = m->eval_dtw_l1 = m->eval_text_dep = m->eval_ms = -1;
     tandem_step_times tm;
     TANDEM_TRY(tandem_step_timer_read(&t->timer, step_ms, wait, &tm));
+    if (profiled) TANDEM_TRY(tandem_profile_ops_end(&t->prof));
     m->data_wait_ms = tm.data_wait_ms;
     m->data_wait_device_ms = tm.data_wait_device_ms;
     m->model_busy_pct = tm.busy_pct;
@@ -543,6 +564,7 @@ static tandem_status run_begin(tandem_trainer *t, run_totals *r) {
 static tandem_status run_loop(tandem_trainer *t, run_totals *r) {
     const int64_t max_steps = t->cfg.max_steps;
     const int64_t end = t->opt.run_steps > 0 ? t->st.step + t->opt.run_steps : max_steps;
+    t->prof_at = end < max_steps ? end : max_steps;
     while (t->st.step < max_steps && t->st.step < end && !t->stop) {
         tandem_step_metrics m;
         tandem_status st = one_step(t, &m);

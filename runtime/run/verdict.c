@@ -28,9 +28,9 @@ static double median(const double *x, int n) {
 }
 
 static void input_advice(const tandem_verdict_context *c, tandem_verdict *v) {
-    if (c->data_busy_pct >= 80.0)
+    if (v->data_busy_pct >= 80.0)
         snprintf(v->advice, sizeof v->advice, "the data device is saturated (busy %.0f %%): lower its work per "
-                 "batch (batch_size %d, max_frames) or give the data role a faster GPU", c->data_busy_pct, c->batch_size);
+                 "batch (batch_size %d, max_frames) or give the data role a faster GPU", v->data_busy_pct, c->batch_size);
     else if (c->step_cv > 0.25 && c->ring_slots < 16)
         snprintf(v->advice, sizeof v->advice, "ring depth: steps vary (cv %.2f) and the ring holds %.1f of %d "
                  "slots on average; raise prefetch_buffer_size to %d", c->step_cv, c->ring_occupancy, c->ring_slots,
@@ -38,10 +38,10 @@ static void input_advice(const tandem_verdict_context *c, tandem_verdict *v) {
     else if (c->num_workers > 0)
         snprintf(v->advice, sizeof v->advice, "loader threads: the data device is busy only %.0f %%, so the "
                  "loaders feed it too slowly; raise num_workers (now %d) or 0 = one per CPU core",
-                 c->data_busy_pct, c->num_workers);
+                 v->data_busy_pct, c->num_workers);
     else
         snprintf(v->advice, sizeof v->advice, "loader threads: already one per CPU core and the data device is "
-                 "busy only %.0f %%: decoding is CPU-bound; pre-decode the audio or use more cores", c->data_busy_pct);
+                 "busy only %.0f %%: decoding is CPU-bound; pre-decode the audio or use more cores", v->data_busy_pct);
 }
 
 void tandem_verdict_compute(const double *step_ms, const double *data_wait_ms, const double *data_wait_device_ms,
@@ -49,7 +49,8 @@ void tandem_verdict_compute(const double *step_ms, const double *data_wait_ms, c
                             const tandem_verdict_context *ctx, tandem_verdict *v) {
     memset(v, 0, sizeof *v);
     v->steps = n < TANDEM_VERDICT_WINDOW ? n : TANDEM_VERDICT_WINDOW;
-    v->data_busy_pct = ctx->data_busy_pct;
+    /* the data side's busy time counts batches still running when it is read: may pass 100 */
+    v->data_busy_pct = ctx->data_busy_pct > 100.0 ? 100.0 : ctx->data_busy_pct;
     if (n <= 0) {
         snprintf(v->why, sizeof v->why, "no step measured yet");
         return;
@@ -62,9 +63,11 @@ void tandem_verdict_compute(const double *step_ms, const double *data_wait_ms, c
     v->wait_pct = v->step_ms > 0 ? 100.0 * v->data_wait_ms / v->step_ms : 0;
     if (v->wait_pct > TANDEM_VERDICT_INPUT_WAIT_PCT) {
         v->bound = TANDEM_BOUND_INPUT;
-        snprintf(v->why, sizeof v->why, "median data wait %.2f ms is %.1f %% of the median step %.1f ms (> %.0f %%; "
-                 "%.2f ms of it the model stream stalled on the copies)", v->data_wait_ms, v->wait_pct, v->step_ms,
-                 TANDEM_VERDICT_INPUT_WAIT_PCT, v->data_wait_device_ms);
+        int k = snprintf(v->why, sizeof v->why, "median data wait %.2f ms is %.1f %% of the median step %.1f ms "
+                         "(> %.0f %%)", v->data_wait_ms, v->wait_pct, v->step_ms, TANDEM_VERDICT_INPUT_WAIT_PCT);
+        if (ctx->cuda && k > 0 && (size_t)k < sizeof v->why)
+            snprintf(v->why + k, sizeof v->why - (size_t)k, "; %.2f ms of it the model stream stalled on the copies",
+                     v->data_wait_device_ms);
         input_advice(ctx, v);
     } else if (ctx->cuda && v->model_busy_pct < TANDEM_VERDICT_LAUNCH_BUSY_PCT) {
         v->bound = TANDEM_BOUND_LAUNCH;
