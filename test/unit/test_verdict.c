@@ -213,7 +213,7 @@ static void test_standin_device_bound(void **state) {
     if (tandem_test_backend() != TANDEM_BACKEND_CUDA) skip();
     tandem_trainer_summary sum;
     seen s;
-    set_model(NULL, "3000000"); /* 3 ms per copy or kernel: a slow GPU the host easily feeds */
+    set_model(NULL, "10000000"); /* 10 ms per copy or kernel: a slow GPU the host easily feeds */
     run("slow_device", 5, 2, &sum, &s);
     set_model(NULL, NULL);
     assert_int_equal(sum.verdict.bound, TANDEM_BOUND_DEVICE);
