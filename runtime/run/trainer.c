@@ -16,6 +16,7 @@
 #include "runtime/model/train_step.h"
 #include "runtime/report/metrics.h"
 #include "runtime/run/dataset.h"
+#include "runtime/run/index_summary.h"
 #include "runtime/run/nvml_fields.h"
 #include "runtime/run/run_ckpt.h"
 #include "runtime/run/run_dir.h"
@@ -569,4 +570,22 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
     tandem_status st = run_begin(t, &r);
     if (st == TANDEM_OK) st = run_loop(t, &r);
     return run_end(t, &r, st, sum);
+}
+
+/* ---- start-up report ------------------------------------------------------------------------- */
+
+tandem_status tandem_trainer_startup_report(const tandem_trainer *t, tandem_trainer_startup *r) {
+    if (!t || !r) return tandem_fail(TANDEM_E_INVALID, "tandem_trainer_startup_report: NULL argument");
+    memset(r, 0, sizeof *r);
+    snprintf(r->devices, sizeof r->devices, "%s", t->devices);
+    tandem_index_summary(&t->ix, &t->cfg, r);
+    r->n_val = t->val.pipe ? t->val.vix.n_train : 0;
+    tandem_pool_stats ds, ms;
+    tandem_pool_get_stats(t->data_pool, &ds);
+    tandem_pool_get_stats(t->model_pool, &ms);
+    r->data_arena_mib = (double)ds.arena_bytes / (1 << 20);
+    r->model_arena_mib = (double)ms.arena_bytes / (1 << 20);
+    r->ring_slots = t->cfg.prefetch_buffer_size;
+    r->start_step = t->st.step;
+    return TANDEM_OK;
 }
