@@ -67,8 +67,8 @@ size_t tandem_config_describe(char *buf, size_t cap);
 /* ---- the schema and MyXTTS's names, for tools (flags, help, docs) ------------------------------
  * Names: every key is also a command-line flag (`--batch-size 16`, `--batch_size=16`): set and
  * set_from read dashes as underscores. MyXTTS's config keys and train_main.py flags are accepted
- * too (docs/MIGRATING.md), in a file (also inside its `model:`, `data:` and `training:` sections)
- * and by set: a renamed key sets the Tandem key (`learning_rate` is `lr`; `mixed_precision: true`
+ * too (docs/MIGRATING.md): inside a file's `model:`, `data:` and `training:` sections (at the top
+ * level of a flat Tandem config they are errors naming the Tandem key) and by set: a renamed key sets the Tandem key (`learning_rate` is `lr`; `mixed_precision: true`
  * is `precision: bf16`), one with no meaning here (an always-on feature, a part of MyXTTS's own
  * model) changes nothing; each use logs one INFO line saying the Tandem name or why. Unknown keys
  * inside a MyXTTS section are accepted with a WARN line; unknown top-level keys stay errors.

@@ -523,6 +523,18 @@ static tandem_status read_value(yaml_parser_t *p, tandem_config *cfg, const map_
     return st;
 }
 
+/* A MyXTTS name at the top level of a file: flat files are Tandem configs (a typo-free name there
+ * is still an error); MyXTTS's names are read inside its sections and on the command line. */
+static tandem_status fail_flat_alias(const origin *o, const tandem_compat *c, const char *key) {
+    if (c->key)
+        return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': MyXTTS's name for '%s'; a flat Tandem config "
+                           "uses Tandem's names: write '%s' (or keep MyXTTS's layout: model:, data:, training: "
+                           "sections)", o->name, o->line, key, c->key, c->key);
+    return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': MyXTTS's name, which sets nothing in Tandem (%s); "
+                       "remove it from this flat config (or keep MyXTTS's layout: model:, data:, training: "
+                       "sections)", o->name, o->line, key, c->why);
+}
+
 /* One `key: value` pair of a mapping (the key's scalar already read). */
 static tandem_status read_entry(yaml_parser_t *p, tandem_config *cfg, const map_ctx *m, const char *key,
                                 int line) {
@@ -539,6 +551,10 @@ static tandem_status read_entry(yaml_parser_t *p, tandem_config *cfg, const map_
         return read_mapping(p, cfg, &sub);
     }
     const tandem_compat *c = tandem_compat_find(key);
+    if (c && !m->section) { /* a flat file is a Tandem config: Tandem's names, Tandem's ranges */
+        if (c->key && strcmp(c->key, key) == 0) c = NULL;
+        else return fail_flat_alias(&o, c, key);
+    }
     const int ki = find_key(c && c->key ? c->key : key);
     if (!c && ki < 0) return m->section ? skip_unknown(p, m, key, line) : fail_unknown(&o, key);
     if (ki >= 0 && m->seen_line[ki])
@@ -806,6 +822,7 @@ int tandem_config_name_kind(const char *name) {
     char n[128];
     if (!name || !normalise_name(name, n, sizeof n)) return TANDEM_CONFIG_NAME_UNKNOWN;
     const tandem_compat *c = tandem_compat_find(n);
+    if (c && c->key && strcmp(c->key, n) == 0) return TANDEM_CONFIG_NAME_KEY; /* a key with a MyXTTS range */
     if (c) return c->kind == TANDEM_COMPAT_SWITCH ? TANDEM_CONFIG_NAME_SWITCH : TANDEM_CONFIG_NAME_ALIAS;
     return find_key(n) >= 0 ? TANDEM_CONFIG_NAME_KEY : TANDEM_CONFIG_NAME_UNKNOWN;
 }
