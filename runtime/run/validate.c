@@ -254,8 +254,12 @@ static void check_device(const tandem_system_report *s, int ord, const char *rol
 
 static void check_devices(const tandem_config *c, const tandem_validate_options *o, const size_t bytes[2],
                           tandem_validate_report *r) {
+    static const char bf16_fix[] = "set precision fp32 (MyXTTS: mixed_precision false), or train on a CUDA device";
     if (o->backend == TANDEM_BACKEND_HOST) {
         add(r, TANDEM_FINDING_INFO, "device", "", "backend host: two host devices, no CUDA checks");
+        if (c->precision == TANDEM_PRECISION_BF16)
+            add(r, TANDEM_FINDING_ERROR, "device", bf16_fix, "precision bf16 needs a CUDA model device; the host "
+                "backend trains in fp32");
         return;
     }
     tandem_system_report *s = tandem_malloc(sizeof *s);
@@ -272,6 +276,9 @@ static void check_devices(const tandem_config *c, const tandem_validate_options 
         add(r, o->backend == TANDEM_BACKEND_CUDA ? TANDEM_FINDING_ERROR : TANDEM_FINDING_INFO, "device",
             o->backend == TANDEM_BACKEND_CUDA ? "run where a GPU is, or use --backend host" : "",
             "no CUDA device: training would run on two host devices");
+    if (ncuda == 0 && c->precision == TANDEM_PRECISION_BF16)
+        add(r, TANDEM_FINDING_ERROR, "device", bf16_fix, "precision bf16 needs a CUDA model device; the host "
+            "backend trains in fp32");
     else if (s->fatbin_images == 0)
         add(r, TANDEM_FINDING_ERROR, "device", "build with nvcc (CUDA_HOME) so the fatbin has kernels",
             "this is a host-only build: the fatbin is empty, CUDA devices cannot run");
