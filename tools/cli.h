@@ -59,6 +59,9 @@ int cli_config_option(const char *cmd, int argc, char **argv, int *i, const char
                       cli_overrides *ov);
 /* Prints "unknown option" and returns 2. */
 int cli_unknown_option(const char *cmd, const char *arg);
+/* A log hook that drops every line: for commands that print the same facts in their report
+ * (plan's over-budget pool report, validate's findings). */
+void cli_quiet_hook(void *user, tandem_log_level level, const char *msg);
 /* Every config key as a flag with its doc, range and default, then the MyXTTS names. */
 void cli_print_config_flags(FILE *f);
 

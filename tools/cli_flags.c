@@ -69,3 +69,7 @@ void cli_print_config_flags(FILE *f) {
         fprintf(f, "  %-28s %s%s\n", a.name, a.key ? "-> " : a.is_switch ? "(flag) " : "", a.key ? a.key : "accepted, sets nothing");
     }
 }
+
+void cli_quiet_hook(void *user, tandem_log_level level, const char *msg) {
+    (void)user, (void)level, (void)msg;
+}

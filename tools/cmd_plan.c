@@ -20,12 +20,6 @@ static void usage(FILE *f) {
     cli_print_config_flags(f);
 }
 
-/* The pools log an over-budget report through the hook; here the same report goes to stdout
- * with the rest of the plan, so the logged copy is dropped while planning. */
-static void quiet_hook(void *user, tandem_log_level level, const char *msg) {
-    (void)user, (void)level, (void)msg;
-}
-
 static int fail_usage(const char *fmt, const char *arg) {
     fprintf(stderr, "tandem plan: ");
     fprintf(stderr, fmt, arg);
@@ -73,7 +67,7 @@ int cli_plan(int argc, char **argv) {
         return 1;
     }
     size_t len = 0;
-    tandem_log_set_hook(quiet_hook, NULL);
+    tandem_log_set_hook(cli_quiet_hook, NULL); /* the pools log an over-budget report: it is in the text */
     st = tandem_plan_report(cfg, &po, text, TEXT_MAX, &len);
     tandem_log_set_hook(NULL, NULL);
     tandem_config_destroy(cfg);

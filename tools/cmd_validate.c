@@ -75,9 +75,9 @@ int cli_validate(int argc, char **argv) {
     }
     printf("ok    [config] %s: every key and value is valid\n", config_path);
     static tandem_validate_report r; /* ~45 KiB */
-    tandem_log_set_level(TANDEM_LOG_ERROR); /* the findings say it; the index's own lines would repeat it */
+    tandem_log_set_hook(cli_quiet_hook, NULL); /* the findings say it all; the index's and pools' lines repeat it */
     st = tandem_validate(cfg, &o, &r);
-    tandem_log_set_level(TANDEM_LOG_INFO);
+    tandem_log_set_hook(NULL, NULL);
     tandem_config_destroy(cfg);
     if (st != TANDEM_OK) return cli_fail("validate", st);
     for (int i = 0; i < r.n; i++) {

@@ -248,7 +248,7 @@ static void check_device(const tandem_system_report *s, int ord, const char *rol
     else
         add(r, need_mib > 0.9 * have_mib ? TANDEM_FINDING_WARN : TANDEM_FINDING_INFO, "device",
             need_mib > 0.9 * have_mib ? "leave headroom: lower batch_size or max_frames" : "",
-            "%s device cuda %d (%s, cc %d.%d): the plan needs %.0f of %.0f MiB", role, ord, in->name,
+            "%s device cuda %d (%s, cc %d.%d): the plan needs %.1f of %.0f MiB", role, ord, in->name,
             in->cc_major, in->cc_minor, need_mib, have_mib);
 }
 
