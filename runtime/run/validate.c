@@ -276,9 +276,6 @@ static void check_devices(const tandem_config *c, const tandem_validate_options 
         add(r, o->backend == TANDEM_BACKEND_CUDA ? TANDEM_FINDING_ERROR : TANDEM_FINDING_INFO, "device",
             o->backend == TANDEM_BACKEND_CUDA ? "run where a GPU is, or use --backend host" : "",
             "no CUDA device: training would run on two host devices");
-    if (ncuda == 0 && c->precision == TANDEM_PRECISION_BF16)
-        add(r, TANDEM_FINDING_ERROR, "device", bf16_fix, "precision bf16 needs a CUDA model device; the host "
-            "backend trains in fp32");
     else if (s->fatbin_images == 0)
         add(r, TANDEM_FINDING_ERROR, "device", "build with nvcc (CUDA_HOME) so the fatbin has kernels",
             "this is a host-only build: the fatbin is empty, CUDA devices cannot run");
@@ -286,6 +283,9 @@ static void check_devices(const tandem_config *c, const tandem_validate_options 
         add(r, TANDEM_FINDING_ERROR, "device", "update the NVIDIA driver", "the driver is CUDA %d.%d; the fatbin "
             "needs CUDA %d.%d (%s or newer)", s->driver_version / 1000, s->driver_version % 1000 / 10,
             s->driver_floor / 1000, s->driver_floor % 1000 / 10, s->driver_branch);
+    if (ncuda == 0 && c->precision == TANDEM_PRECISION_BF16)
+        add(r, TANDEM_FINDING_ERROR, "device", bf16_fix, "precision bf16 needs a CUDA model device; the host "
+            "backend trains in fp32");
     if (ncuda > 0 && s->fatbin_images > 0) {
         const int dg = c->data_gpu >= 0 ? c->data_gpu : 0;
         const int mg = c->model_gpu >= 0 ? c->model_gpu : (ncuda > 1 && dg == 0 ? 1 : 0);

@@ -142,7 +142,7 @@ static void test_example_and_docs(void **state) {
     if (tandem_config_load(&cfg, TANDEM_SOURCE_DIR "/configs/myxtts-example.yaml") != TANDEM_OK)
         fail_msg("%s", tandem_last_error());
     tandem_log_set_level(TANDEM_LOG_INFO);
-    assert_int_equal(cfg.precision, TANDEM_PRECISION_BF16);
+    assert_int_equal(cfg.precision, TANDEM_PRECISION_FP32); /* mixed_precision: false (host-trainable) */
     assert_int_equal(cfg.grad_accum, 1);
     assert_string_equal(cfg.out, "./checkpoints");
     size_t len = 0;
