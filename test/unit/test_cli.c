@@ -152,13 +152,19 @@ static void test_validate(void **state) {
     expect_in(o, "longer than max_frames 128");
     expect_in(o, "fix: raise max_frames to ");
     free(o);
-    /* errors: nothing usable; a plan over its budget; a config that does not load */
+    /* errors: a plan over its budget; a training directory that is not a dataset; a config that
+     * does not load */
     rc = run(&o, "validate --config configs/tiny.yaml --backend %s --train-data '%s' --max-frames 16 "
              "--model-gpu-memory 1", be, corpus);
     printf("%s", o);
     assert_int_equal(rc, 2);
-    expect_in(o, "error [data] no usable utterance");
+    expect_in(o, "longer than max_frames 16");
     expect_in(o, "error [plan]");
+    free(o);
+    rc = run(&o, "validate --config configs/tiny.yaml --backend %s --train-data '%s/none'", be, root);
+    printf("%s", o);
+    assert_int_equal(rc, 2);
+    expect_in(o, "error [data] training data: ");
     free(o);
     assert_int_equal(run(&o, "validate --config configs/tiny.yaml --batch-size 0"), 2);
     expect_in(o, "error [config]");
