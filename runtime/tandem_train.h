@@ -134,7 +134,7 @@ typedef struct tandem_trainer_startup {
     double longest_s;           /* the longest utterance found (also a too-long one), seconds */
     int cache_hit;              /* 1: the text index came from the cache */
     char cache_path[1024];      /* "" when there is no persistent cache */
-    uint32_t n_val;             /* validation utterances (0: no validation) */
+    uint32_t n_val;             /* utterances each validation uses (the fixed subset; 0: none) */
     double data_arena_mib, model_arena_mib; /* committed arenas */
     int ring_slots;
     int64_t start_step;         /* 0 for a fresh run; the checkpoint's step on resume */
