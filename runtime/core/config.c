@@ -85,6 +85,9 @@ static const key_spec schema[] = {
          "sentences synthesized at every validation, WAVs under out/samples (a YAML list; "
          "on the command line joined by '|')"),
     KINT64(max_steps, "10000", 1, (int64_t)1000000000000, "optimizer steps to run"),
+    KINT64(epochs, "0", 0, 1000000,
+           "passes over the training set: at start max_steps = ceil(epochs * usable utterances / "
+           "(batch_size * grad_accum)) (0 = off; a max_steps given explicitly wins)"),
     KFLOAT(lr, "0.0003", 0.0, 1.0, "peak learning rate"),
     KINT64(warmup_steps, "200", 0, (int64_t)1000000000000, "linear learning-rate warm-up steps"),
     KFLOAT(min_lr_ratio, "0.1", 0.0, 1.0, "the cosine schedule ends at lr * min_lr_ratio"),
@@ -825,4 +828,12 @@ int tandem_config_name_kind(const char *name) {
     if (c && c->key && strcmp(c->key, n) == 0) return TANDEM_CONFIG_NAME_KEY; /* a key with a MyXTTS range */
     if (c) return c->kind == TANDEM_COMPAT_SWITCH ? TANDEM_CONFIG_NAME_SWITCH : TANDEM_CONFIG_NAME_ALIAS;
     return find_key(n) >= 0 ? TANDEM_CONFIG_NAME_KEY : TANDEM_CONFIG_NAME_UNKNOWN;
+}
+
+int64_t tandem_config_epoch_steps(const tandem_config *cfg, uint32_t n_train) {
+    const int ki = find_key("max_steps");
+    if (cfg->epochs <= 0 || (cfg->explicit_keys & ((uint64_t)1 << ki))) return 0;
+    const int64_t per_step = (int64_t)cfg->batch_size * cfg->grad_accum;
+    const int64_t steps = (cfg->epochs * (int64_t)n_train + per_step - 1) / per_step;
+    return steps < 1 ? 1 : steps;
 }

@@ -63,8 +63,6 @@ static const tandem_compat table[] = {
     IGNORE(scheduler, "Tandem's schedule is linear warm-up (warmup_steps) then cosine to "
                       "lr * min_lr_ratio"),
     IGNORE(min_learning_rate, "set min_lr_ratio = min_learning_rate / lr"),
-    IGNORE(epochs, "Tandem counts optimizer steps: set max_steps = epochs * usable utterances / "
-                   "(batch_size * grad_accum); `tandem validate` prints the usable count"),
     IGNORE(optimization_level, "Tandem has no hyper-parameter presets besides model_size"),
     SWITCH(apply_fast_convergence, "Tandem has no hyper-parameter presets besides model_size"),
     IGNORE(tensorboard_log_dir, "Tandem writes metrics.jsonl, loss.png and mel.png into out"),

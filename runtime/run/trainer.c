@@ -85,6 +85,13 @@ static tandem_status open_data(tandem_trainer *t) {
     t->have_ix = 1;
     if (t->ix.n_train == 0)
         return tandem_fail(TANDEM_E_INVALID, "train data '%s': no usable utterance", t->cfg.train_data);
+    const int64_t epoch_steps = tandem_config_epoch_steps(&t->cfg, t->ix.n_train);
+    if (epoch_steps > 0) { /* before the schedule and the resume checks read max_steps */
+        tandem_logf(TANDEM_LOG_INFO, "trainer: epochs %lld over %u usable utterances at %d x %d per step: "
+                    "max_steps %lld", (long long)t->cfg.epochs, t->ix.n_train, t->cfg.batch_size,
+                    t->cfg.grad_accum, (long long)epoch_steps);
+        t->cfg.max_steps = epoch_steps;
+    }
     if (t->opt.resume_dir) /* after the index: a checkpoint's sampler position is checked against it */
         TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, (int64_t)t->ix.n_train, &t->resume_file,
                                         &t->st, &t->next_pos));
@@ -181,11 +188,11 @@ static tandem_status commit(tandem_trainer *t) {
 }
 
 static tandem_status build(tandem_trainer *t) {
-    tandem_optim_from_config(&t->cfg, &t->optim);
     tandem_model_dims dims;
     TANDEM_TRY(tandem_model_dims_from_config(&t->cfg, tandem_symbols_count(), &dims));
     TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
     TANDEM_TRY(open_data(t));
+    tandem_optim_from_config(&t->cfg, &t->optim); /* after open_data: `epochs` may set max_steps */
     TANDEM_TRY(open_devices(t));
     TANDEM_TRY(declare_model(t, &dims));
     return commit(t);

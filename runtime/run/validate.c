@@ -139,11 +139,15 @@ static void data_findings(const tandem_config *c, const tandem_trainer_startup *
     else if (s->n_train < (uint32_t)c->batch_size)
         add(r, TANDEM_FINDING_WARN, "data", "lower batch_size or add data", "%u usable utterances, fewer than one "
             "batch of %d: each batch repeats utterances", s->n_train, c->batch_size);
-    else
-        add(r, TANDEM_FINDING_INFO, "data", "", "one epoch = %u optimizer steps (batch_size %d x grad_accum %d); "
-            "max_steps %lld = %.1f epochs", s->n_train / (uint32_t)(c->batch_size * c->grad_accum) + 0,
-            c->batch_size, c->grad_accum, (long long)c->max_steps,
-            (double)c->max_steps * c->batch_size * c->grad_accum / s->n_train);
+    else {
+        const int64_t from_epochs = tandem_config_epoch_steps(c, s->n_train);
+        const int64_t steps = from_epochs > 0 ? from_epochs : c->max_steps;
+        add(r, TANDEM_FINDING_INFO, "data", "", "one epoch = %.1f optimizer steps (batch_size %d x grad_accum %d); "
+            "the run: %lld steps = %.1f epochs%s", (double)s->n_train / (c->batch_size * c->grad_accum),
+            c->batch_size, c->grad_accum, (long long)steps,
+            (double)steps * c->batch_size * c->grad_accum / s->n_train,
+            from_epochs > 0 ? " (from epochs)" : "");
+    }
 }
 
 /* The index without the duration filter (which fails when it leaves nothing: validate wants the

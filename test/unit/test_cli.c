@@ -130,6 +130,23 @@ static void test_myxtts_train(void **state) {
     free(tandem_test_read_file_ok(ck, &n));
 }
 
+/* --epochs sets max_steps from the usable utterances at start: 6 utterances, 2 epochs, batch 3 (no
+ * --config: a max_steps in the file would win). */
+static void test_epochs(void **state) {
+    (void)state;
+    if (backend == TANDEM_BACKEND_CUDA) skip();
+    char *o;
+    const int rc = run(&o, "train --train-data '%s' --out '%s/ep' --backend host "
+                       "--epochs 2 --batch-size 3 --num-workers 1 --max-frames 320 --val-every 0", corpus, root);
+    if (rc != 0) {
+        printf("%s", o);
+        fail_msg("exit %d (output above)", rc);
+    }
+    expect_in(o, "epochs 2 over 6 usable utterances at 3 x 1 per step: max_steps 4");
+    expect_in(o, "steps 0..4 (4 run)");
+    free(o);
+}
+
 static void test_validate(void **state) {
     (void)state;
     const char *be = backend == TANDEM_BACKEND_CUDA ? "cuda" : "host";
@@ -193,6 +210,7 @@ int main(void) {
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_every_key_is_a_flag),
         cmocka_unit_test(test_myxtts_train),
+        cmocka_unit_test(test_epochs),
         cmocka_unit_test(test_validate),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

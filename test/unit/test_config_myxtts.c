@@ -55,6 +55,7 @@ static void test_sections_map_to_keys(void **state) {
         if (load_text(&cfg, yaml) != TANDEM_OK) fail_msg("%s\n%s", tandem_last_error(), yaml);
         const char *log = tandem_test_log_text();
         assert_int_equal(cfg.batch_size, batch);
+        assert_int_equal(cfg.epochs, 10);
         assert_int_equal(cfg.grad_accum, accum);
         assert_int_equal(cfg.prefetch_buffer_size, ring > 16 ? 16 : ring);
         assert_int_equal(cfg.max_text, text);
@@ -63,7 +64,7 @@ static void test_sections_map_to_keys(void **state) {
         assert_true(fabs(cfg.lr - lr) <= 1e-12 * lr && fabs(cfg.grad_clip - clip) <= 1e-12 * clip);
         static const char *const want[] = {"'training.learning_rate' is Tandem's 'lr'",
             "'model.max_text_length' is Tandem's 'max_text'", "'data.pad_to_fixed_length' accepted",
-            "'training.epochs' accepted", "'model.text_encoder_dim': no Tandem equivalent",
+            "'model.text_encoder_dim': no Tandem equivalent",
             "'model.languages': no Tandem equivalent", "'training.scheduler_params': no Tandem equivalent"};
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
             if (!strstr(log, want[i])) fail_msg("the log lacks \"%s\":\n%s", want[i], log);
@@ -134,6 +135,34 @@ static void test_names_and_overrides(void **state) {
     assert_int_equal(tandem_config_key_at(n, &k), TANDEM_E_INVALID);
 }
 
+/* epochs → max_steps: ceil(epochs * n / (batch * accum)); an explicit max_steps wins. */
+static void test_epoch_steps(void **state) {
+    (void)state;
+    tandem_rng r = {tandem_test_seed("test_config_myxtts epochs")};
+    for (int round = 0; round < 50; round++) {
+        tandem_config cfg;
+        tandem_config_init(&cfg);
+        const int64_t e = tandem_rng_int(&r, 0, 1000), b = tandem_rng_int(&r, 1, 64), a = tandem_rng_int(&r, 1, 8);
+        const uint32_t n = (uint32_t)tandem_rng_int(&r, 1, 100000);
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)e);
+        CHECK(tandem_config_set(&cfg, "epochs", v));
+        snprintf(v, sizeof v, "%lld", (long long)b);
+        CHECK(tandem_config_set(&cfg, "batch_size", v));
+        snprintf(v, sizeof v, "%lld", (long long)a);
+        CHECK(tandem_config_set(&cfg, "grad_accum", v));
+        int64_t want = 0; /* the smallest steps with steps * b * a >= e * n */
+        if (e > 0) {
+            want = e * (int64_t)n / (b * a);
+            while (want * b * a < e * (int64_t)n) want++;
+            if (want < 1) want = 1;
+        }
+        assert_int_equal(tandem_config_epoch_steps(&cfg, n), want);
+        CHECK(tandem_config_set(&cfg, "max_steps", "7"));
+        assert_int_equal(tandem_config_epoch_steps(&cfg, n), 0);
+    }
+}
+
 /* configs/myxtts-example.yaml loads; docs/MIGRATING.md names every MyXTTS name Tandem accepts. */
 static void test_example_and_docs(void **state) {
     (void)state;
@@ -163,6 +192,7 @@ int main(void) {
         cmocka_unit_test(test_sections_map_to_keys),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_names_and_overrides),
+        cmocka_unit_test(test_epoch_steps),
         cmocka_unit_test(test_example_and_docs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
