@@ -338,7 +338,7 @@ static tandem_status apply_compat(tandem_config *cfg, const tandem_compat *c, co
         if (!parse_bool(value, &on))
             return tandem_fail(TANDEM_E_INVALID, "%s: key '%s': expected true or false, got '%.100s'",
                                where, shown, value);
-    if (c->kind == TANDEM_COMPAT_IGNORE && c->only && strcmp(value, c->only) != 0)
+    if (c->kind == TANDEM_COMPAT_IGNORE && c->only && strcasecmp(value, c->only) != 0)
         return tandem_fail(TANDEM_E_INVALID, "%s: key '%s': expected '%s' (%s), got '%.100s'", where,
                            shown, c->only, c->why, value);
     if (c->kind == TANDEM_COMPAT_SWITCH || c->kind == TANDEM_COMPAT_IGNORE) {

@@ -147,6 +147,23 @@ static void test_epochs(void **state) {
     free(o);
 }
 
+/* plan and pipeline take the device flags: on the stand-in's two devices, swapped roles. */
+static void test_device_flags(void **state) {
+    (void)state;
+    char *o;
+    int rc = run(&o, "plan --config configs/tiny.yaml --data-gpu 1 --model-gpu=0 --data-gpu-memory 1");
+    assert_int_equal(rc, 2); /* the data arena does not fit 1 MiB: the flag reached the plan */
+    expect_in(o, "pool 'data'");
+    free(o);
+    if (backend != TANDEM_BACKEND_CUDA) skip(); /* roles need two CUDA devices */
+    rc = run(&o, "pipeline --data '%s' --steps 2 --backend cuda --data-gpu 1 --model-gpu 0 --batch-size 2", corpus);
+    printf("%s", o);
+    if (rc != 0) fail_msg("exit %d", rc);
+    expect_in(o, "data device: CUDA 1");
+    expect_in(o, "model device: CUDA 0");
+    free(o);
+}
+
 static void test_validate(void **state) {
     (void)state;
     const char *be = backend == TANDEM_BACKEND_CUDA ? "cuda" : "host";
@@ -211,6 +228,7 @@ int main(void) {
         cmocka_unit_test(test_every_key_is_a_flag),
         cmocka_unit_test(test_myxtts_train),
         cmocka_unit_test(test_epochs),
+        cmocka_unit_test(test_device_flags),
         cmocka_unit_test(test_validate),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
