@@ -232,15 +232,17 @@ static void check_device(const tandem_system_report *s, int ord, const char *rol
     if (ord >= s->cuda_listed) return;
     const tandem_system_cuda_device *d = &s->cuda[ord];
     const tandem_device_info *in = &d->info;
+    if (d->query_status == TANDEM_OK && s->fatbin_images > 0 && !d->fatbin_runs) {
+        add(r, TANDEM_FINDING_ERROR, "device", "rebuild the fatbin with this architecture (CUDA_ARCHS in "
+            "toolchain.mk)", "%s device cuda %d (%s, compute capability %d.%d): the fatbin has no code for it "
+            "(it holds %s)", role, ord, in->name, in->cc_major, in->cc_minor, s->fatbin_archs);
+        return;
+    }
     if (d->query_status != TANDEM_OK || d->open_status != TANDEM_OK) {
         add(r, TANDEM_FINDING_ERROR, "device", "`tandem diagnose` shows the details", "%s device cuda %d: %s", role,
             ord, d->query_status != TANDEM_OK ? d->query_error : d->open_error);
         return;
     }
-    if (s->fatbin_images > 0 && !d->fatbin_runs)
-        add(r, TANDEM_FINDING_ERROR, "device", "rebuild the fatbin with this architecture (CUDA_ARCHS in "
-            "toolchain.mk)", "%s device cuda %d (%s, compute capability %d.%d): the fatbin has no code for it "
-            "(it holds %s)", role, ord, in->name, in->cc_major, in->cc_minor, s->fatbin_archs);
     if (c->precision == TANDEM_PRECISION_BF16 && !in->supports_bf16)
         add(r, TANDEM_FINDING_ERROR, "device", "set precision fp32", "%s device cuda %d (%s) has no bf16 support",
             role, ord, in->name);

@@ -203,6 +203,24 @@ static void test_validate(void **state) {
     assert_int_equal(run(&o, "validate --config configs/tiny.yaml --batch-size 0"), 2);
     expect_in(o, "error [config]");
     free(o);
+    if (backend != TANDEM_BACKEND_CUDA || getenv("TANDEM_TEST_REAL_GPU")) return;
+    /* the stand-in as a device the fatbin has no code for, then behind a driver too old for it */
+    static const struct { const char *var, *value, *expect; } bad[] = {
+        {"TANDEM_FAKECUDA_ARCH", "75", "the fatbin has no code for it"},
+        {"TANDEM_FAKECUDA_DRIVER_VERSION", "12080", "error [device] the CUDA driver is present but failing"},
+    };
+    for (int i = 0; i < 2; i++) {
+        setenv(bad[i].var, bad[i].value, 1);
+        rc = run(&o, "validate --config configs/tiny.yaml --backend cuda --train-data '%s' --probe 0", corpus);
+        unsetenv(bad[i].var);
+        /* diagnose's device probe loads the module on the sm_75 stand-in on purpose: its
+         * "fakecuda: error" lines are expected here, not misuse by this test (run_on_cuda.sh) */
+        for (char *p = strstr(o, "fakecuda: error"); p; p = strstr(p, "fakecuda: error")) memcpy(p, "fakecuda- ", 10);
+        printf("%s=%s: %s", bad[i].var, bad[i].value, o);
+        assert_int_equal(rc, 2);
+        expect_in(o, bad[i].expect);
+        free(o);
+    }
 }
 
 static int setup(void **state) {
