@@ -188,6 +188,28 @@ typedef struct tandem_trainer_summary {
  * strings are read during create only. On failure *out = NULL and nothing is left to free. */
 tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_trainer_options *o,
                                     tandem_trainer **out);
+/* What create set up, for the caller to show before run (`tandem train` prints it at start): the
+ * devices and roles, the training set (rows, usable, left out by reason), the text cache, the
+ * memory plan, and where the run starts. Plain data the caller owns. */
+#define TANDEM_TRAINER_SKIP_REASONS 8 /* = TANDEM_DATA_SKIP_REASONS (tandem_data_skip_reason_name) */
+typedef struct tandem_trainer_startup {
+    char devices[512];          /* the device roles in words */
+    uint32_t rows;              /* non-empty lines of metadata.csv */
+    uint32_t utterances;        /* rows the text frontend accepted */
+    uint32_t n_train;           /* usable for training (after the duration filter) */
+    uint32_t skipped[TANDEM_TRAINER_SKIP_REASONS]; /* rows left out, by reason */
+    uint32_t too_long, too_short, unreadable; /* audio left out by the duration filter */
+    double max_s_allowed;       /* max_frames in seconds: longer audio is too long */
+    double longest_s;           /* the longest utterance found (also a too-long one), seconds */
+    int cache_hit;              /* 1: the text index came from the cache */
+    char cache_path[1024];      /* "" when there is no persistent cache */
+    uint32_t n_val;             /* utterances each validation uses (the fixed subset; 0: none) */
+    double data_arena_mib, model_arena_mib; /* committed arenas */
+    int ring_slots;
+    int64_t start_step;         /* 0 for a fresh run; the checkpoint's step on resume */
+} tandem_trainer_startup;
+/* Fill *r from a created trainer; TANDEM_E_INVALID for NULL arguments. */
+tandem_status tandem_trainer_startup_report(const tandem_trainer *t, tandem_trainer_startup *r);
 /* Train until max_steps, run_steps or a stop request, then write a checkpoint (unless the last
  * step wrote one) and fill *summary (may be NULL; filled on failure too, as far as the run got).
  * A stop request ends the run after the current step and returns TANDEM_OK. Call once. */

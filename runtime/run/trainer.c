@@ -16,6 +16,7 @@
 #include "runtime/model/train_step.h"
 #include "runtime/report/metrics.h"
 #include "runtime/run/dataset.h"
+#include "runtime/run/index_summary.h"
 #include "runtime/run/nvml_fields.h"
 #include "runtime/run/profile_ops.h"
 #include "runtime/run/run_ckpt.h"
@@ -91,6 +92,13 @@ static tandem_status open_data(tandem_trainer *t) {
     t->have_ix = 1;
     if (t->ix.n_train == 0)
         return tandem_fail(TANDEM_E_INVALID, "train data '%s': no usable utterance", t->cfg.train_data);
+    const int64_t epoch_steps = tandem_config_epoch_steps(&t->cfg, t->ix.n_train);
+    if (epoch_steps > 0) { /* before the schedule and the resume checks read max_steps */
+        tandem_logf(TANDEM_LOG_INFO, "trainer: epochs %lld over %u usable utterances at %d x %d per step: "
+                    "max_steps %lld", (long long)t->cfg.epochs, t->ix.n_train, t->cfg.batch_size,
+                    t->cfg.grad_accum, (long long)epoch_steps);
+        t->cfg.max_steps = epoch_steps;
+    }
     if (t->opt.resume_dir) /* after the index: a checkpoint's sampler position is checked against it */
         TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, (int64_t)t->ix.n_train, &t->resume_file,
                                         &t->st, &t->next_pos));
@@ -200,11 +208,11 @@ static tandem_status commit(tandem_trainer *t) {
 }
 
 static tandem_status build(tandem_trainer *t) {
-    tandem_optim_from_config(&t->cfg, &t->optim);
     tandem_model_dims dims;
     TANDEM_TRY(tandem_model_dims_from_config(&t->cfg, tandem_symbols_count(), &dims));
     TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
     TANDEM_TRY(open_data(t));
+    tandem_optim_from_config(&t->cfg, &t->optim); /* after open_data: `epochs` may set max_steps */
     TANDEM_TRY(open_devices(t));
     TANDEM_TRY(declare_model(t, &dims));
     return commit(t);
@@ -668,4 +676,22 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
     tandem_status st = run_begin(t, &r);
     if (st == TANDEM_OK) st = run_loop(t, &r);
     return run_end(t, &r, st, sum);
+}
+
+/* ---- start-up report ------------------------------------------------------------------------- */
+
+tandem_status tandem_trainer_startup_report(const tandem_trainer *t, tandem_trainer_startup *r) {
+    if (!t || !r) return tandem_fail(TANDEM_E_INVALID, "tandem_trainer_startup_report: NULL argument");
+    memset(r, 0, sizeof *r);
+    snprintf(r->devices, sizeof r->devices, "%s", t->devices);
+    tandem_index_summary(&t->ix, &t->cfg, r);
+    r->n_val = t->val.pipe ? t->val.vix.n_train : 0;
+    tandem_pool_stats ds, ms;
+    tandem_pool_get_stats(t->data_pool, &ds);
+    tandem_pool_get_stats(t->model_pool, &ms);
+    r->data_arena_mib = (double)ds.arena_bytes / (1 << 20);
+    r->model_arena_mib = (double)ms.arena_bytes / (1 << 20);
+    r->ring_slots = t->cfg.prefetch_buffer_size;
+    r->start_step = t->st.step;
+    return TANDEM_OK;
 }
