@@ -50,14 +50,19 @@ static const struct {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem train [--config FILE.yaml] [--resume DIR | --new-run] [--backend auto|host|cuda] "
-            "[--quiet] [overrides]\n\n"
+            "usage: tandem train [--config FILE.yaml] [--resume DIR [--force-resume] | --new-run] "
+            "[--init-from CKPT] [--backend auto|host|cuda] [--quiet] [overrides]\n\n"
             "Trains the acoustic model: the data device fills a ring of fixed-shape batches, the "
             "model device trains on them.\nOutput in --out: metrics.jsonl and "
             "ckpt-<step>.safetensors. SIGINT/SIGTERM: finish the step, checkpoint, exit 0.\n\n"
             "overrides (each sets the config key named after it):\n");
     for (int i = 0; i < N_FLAGS; i++) fprintf(f, "  %-24s %s\n", k_flags[i].flag, k_flags[i].key);
-    fprintf(f, "\n  --resume DIR             continue from the newest valid checkpoint in DIR\n"
+    fprintf(f, "\n  --resume DIR             continue the run in DIR from its newest valid checkpoint: its config,\n"
+               "                           data paths and symbol table (without --config); flags given change\n"
+               "                           keys (each listed); keys that fix shapes or the data order are refused\n"
+               "  --force-resume           resume even when the flags change such keys\n"
+               "  --init-from CKPT         a new run starting from the parameters of CKPT (a checkpoint file\n"
+               "                           or run directory): fine-tuning; other shapes are reported\n"
                "  --backend B              auto (cuda when present, else two host devices), host, cuda\n"
                "  --new-run                start a new run in a non-empty --out (the previous run's files\n"
                "                           move to OUT/previous-<n>/; without it such a directory is refused)\n"
@@ -92,15 +97,17 @@ int cli_train(int argc, char **argv) {
     }
     const char *config_path = NULL, *resume = NULL;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
-    int quiet = 0, new_run = 0;
+    int quiet = 0, new_run = 0, force_resume = 0;
+    const char *init_from = NULL;
     enum { MAX_OVER = 64 };
     const char *over_flag[MAX_OVER], *over_key[MAX_OVER], *over_val[MAX_OVER];
     int n_over = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--quiet") || !strcmp(a, "--new-run")) {
+        if (!strcmp(a, "--quiet") || !strcmp(a, "--new-run") || !strcmp(a, "--force-resume")) {
             if (a[2] == 'q') quiet = 1;
-            else new_run = 1;
+            else if (a[2] == 'n') new_run = 1;
+            else force_resume = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -110,6 +117,7 @@ int cli_train(int argc, char **argv) {
         const char *v = argv[++i];
         if (!strcmp(a, "--config")) config_path = v;
         else if (!strcmp(a, "--resume")) resume = v;
+        else if (!strcmp(a, "--init-from")) init_from = v;
         else if (!strcmp(a, "--backend")) {
             if (!cli_parse_backend("train", v, &backend)) return 2;
         } else {
@@ -126,7 +134,8 @@ int cli_train(int argc, char **argv) {
     }
 
     tandem_config *cfg = NULL;
-    tandem_status st = cli_load_config(&cfg, config_path, n_over, over_flag, over_key, over_val);
+    /* --resume without --config: the run's own config (its checkpoint's), then the flags */
+    tandem_status st = cli_load_config_from(&cfg, config_path, resume, n_over, over_flag, over_key, over_val);
     if (st != TANDEM_OK) return cli_fail("train", st);
     char train_data[TANDEM_CONFIG_VALUE_MAX], log_every[TANDEM_CONFIG_VALUE_MAX];
     if ((st = tandem_config_get(cfg, "train_data", train_data, sizeof train_data)) != TANDEM_OK ||
@@ -147,6 +156,8 @@ int cli_train(int argc, char **argv) {
     o.backend = backend;
     o.resume_dir = resume;
     o.new_run = new_run;
+    o.force_resume = force_resume;
+    o.init_from = init_from;
     if (!quiet) {
         o.on_step = cli_progress_on_step;
         o.on_step_user = &progress;
