@@ -56,6 +56,7 @@ static tandem_status check_symbols(const tandem_st_file *f, const char *path) {
 }
 
 typedef struct diff_list {
+    char run_dir[PATH_MAX]; /* the checkpoint's directory */
     char refused[2048];
     size_t len;
     int n_refused;
@@ -77,7 +78,9 @@ static void compare_key(const char *key, const tandem_st_file *f, const tandem_c
     char a[TANDEM_CONFIG_VALUE_MAX], b[TANDEM_CONFIG_VALUE_MAX];
     if (tandem_config_get(old, key, a, sizeof a) != TANDEM_OK || tandem_config_get(cfg, key, b, sizeof b) != TANDEM_OK)
         return;
-    if (is_dir_key(key) ? same_dir(stored_dir(f, key, a), b) : !strcmp(a, b)) return;
+    if (is_dir_key(key) ? same_dir(stored_dir(f, key, a), b) || (!strcmp(key, "out") && same_dir(d->run_dir, b))
+                        : !strcmp(a, b))
+        return; /* out: the directory resumed is the run's directory, however the stored path spells it */
     const int fixed = is_fixed(key);
     if (fixed && !force) {
         if (d->len < sizeof d->refused)
@@ -120,6 +123,8 @@ tandem_status tandem_resume_check(const tandem_st_file *f, const char *path, con
     TANDEM_TRY(tandem_resume_stored_config(f, path, &old));
     diff_list d;
     memset(&d, 0, sizeof d);
+    const char *slash = strrchr(path, '/');
+    snprintf(d.run_dir, sizeof d.run_dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
     TANDEM_TRY(compare_all(f, &old, cfg, force, quiet, &d));
     if (!d.n_refused) return TANDEM_OK;
     return tandem_fail(TANDEM_E_INVALID, "resume from %s refused: %s %s the model's shapes or the order of the "
