@@ -18,7 +18,10 @@
  *                   (--init-from, lr 0 so the parameters stay as loaded): every row of a symbol the
  *                   checkpoint names holds that symbol's row, the 5 new rows hold what a fresh run
  *                   of the same seed initialises, every other parameter equals the checkpoint's;
- *                   the run starts at step 0 (not the checkpoint's), and the log names the rows.
+ *                   the run starts at step 0 (not the checkpoint's), and the log names the rows;
+ *                   from a max_text 24 checkpoint into max_text 28, pos_emb is reported (both
+ *                   shapes) and initialised, the other 21 copied; a resume (even forced) of the
+ *                   older table is refused, pointing at --init-from.
  *   best:           validation every step, keep 1: ckpt-best.safetensors holds the step with the
  *                   lowest val_l1 the step callback saw (and that value in best_val_l1), next to
  *                   the one numbered checkpoint kept; two resumes with lr 0 (no validation beats
@@ -366,6 +369,33 @@ static void test_init_from_grown_symbols(void **state) {
     tandem_st_close(fa);
     tandem_st_close(fb);
     tandem_st_close(fc);
+
+    /* another shape (max_text 28: pos_emb grows) is reported and keeps its initialisation */
+    char d_out[400], want2[300];
+    snprintf(d_out, sizeof d_out, "%s/init_d", root);
+    small_config(&cfg, data, d_out, 1);
+    CHECK(tandem_config_set(&cfg, "max_text", "28"));
+    tandem_test_log_capture(TANDEM_LOG_INFO);
+    CHECK(train(&cfg, NULL, sa.checkpoint, 0, NULL, &sb));
+    snprintf(want2, sizeof want2, "pos_emb.weight is [40, 16] F32 there, [44, 16] F32 here; it keeps its "
+             "initialisation");
+    printf("max_text 28 from a max_text 24 checkpoint: %s\n", strstr(tandem_test_log_text(), "pos_emb") ? "reported" : "?");
+    assert_non_null(strstr(tandem_test_log_text(), want2));
+    assert_non_null(strstr(tandem_test_log_text(), "21 of 22 parameters copied whole"));
+    tandem_test_log_stop();
+
+    /* the older table cannot be resumed (its rows are other token ids) */
+    char e_out[400], p[600];
+    snprintf(e_out, sizeof e_out, "%s/init_e", root);
+    CHECK(tandem_mkdir_p(e_out));
+    snprintf(p, sizeof p, "%s/ckpt-00000002.safetensors", e_out);
+    assert_int_equal(rename(older, p), 0);
+    small_config(&cfg, data, e_out, 4);
+    tandem_status st = train(&cfg, e_out, NULL, 1, NULL, &sb);
+    printf("resume of the older table: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_equal(st, TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "symbol table differs"));
+    assert_non_null(strstr(tandem_last_error(), "--init-from"));
 }
 
 static int64_t meta_step(const char *path, double *best) {
