@@ -19,7 +19,7 @@ tandem_status tandem_init_from_open(const char *from, tandem_st_file **out, char
     *out = NULL;
     struct stat sb;
     if (stat(from, &sb) != 0)
-        return tandem_fail(TANDEM_E_IO, "--init-from %s: no such file or directory; expected a checkpoint "
+        return tandem_fail(TANDEM_E_INVALID, "--init-from %s: no such file or directory; expected a checkpoint "
                            "(ckpt-<step>.safetensors) or a run directory", from);
     if (S_ISDIR(sb.st_mode)) return tandem_run_ckpt_peek(from, out, path, cap);
     if ((size_t)snprintf(path, cap, "%s", from) >= cap)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
@@ -88,6 +89,13 @@ static tandem_status find_open(const char *dir, find_ctx *c, tandem_st_file **ou
 }
 
 tandem_status tandem_run_ckpt_peek(const char *dir, tandem_st_file **out, char *path, size_t cap) {
+    *out = NULL;
+    struct stat sb;
+    const int missing = stat(dir, &sb) != 0;
+    if (missing || !S_ISDIR(sb.st_mode))
+        return tandem_fail(TANDEM_E_INVALID, "'%s' is not a run directory (%s); expected the --out of an earlier "
+                           "tandem train, holding ckpt-<step>.safetensors", dir,
+                           missing ? strerror(errno) : "not a directory");
     find_ctx c = {.n_train = 0};
     int64_t step = 0;
     tandem_status st = find_open(dir, &c, out, path, cap, &step);

@@ -92,8 +92,7 @@ static tandem_status open_data(tandem_trainer *t) {
     t->have_ix = 1;
     if (t->ix.n_train == 0)
         return tandem_fail(TANDEM_E_INVALID, "train data '%s': no usable utterance", t->cfg.train_data);
-    if (t->opt.resume_dir) /* after the index: a checkpoint's sampler position is checked against it */
-    {
+    if (t->opt.resume_dir) { /* after the index: a checkpoint's sampler position is checked against it */
         TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, (int64_t)t->ix.n_train, &t->resume_file,
                                         &t->st, &t->next_pos));
         /* the one taken may be older than the one build checked (a sampler position out of range) */

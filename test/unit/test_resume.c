@@ -8,7 +8,8 @@
  *                   absolute path the checkpoint recorded, writes ckpt-00000006, and metrics.jsonl
  *                   holds every step 0..6 once. `--batch-size 4` on a resume exits 2 naming
  *                   batch_size 2 -> 4; `--seed 99 --out newrun` exits 2 and leaves no newrun
- *                   directory; `--seed 99 --force-resume` runs, with a warning naming seed.
+ *                   directory; `--resume nope` exits 2 naming it; `--seed 99 --force-resume` runs,
+ *                   with a warning naming seed.
  *   changed keys:   (API) a resume with lr changed logs "key 'lr' changes"; one with batch_size
  *                   and max_frames changed is refused naming both with old and new values, the
  *                   new out directory it named is not created; forced, max_frames's shape change
@@ -185,6 +186,10 @@ static void test_resume_alone(void **state) {
     assert_non_null(strstr(err, "seed"));
     snprintf(p, sizeof p, "%s/newrun", dir);
     assert_false(exists(p));
+    rc = run_cli(dir, "--resume nope", err, sizeof err);
+    printf("resume of a missing directory: exit %d\n%s", rc, err);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "'nope' is not a run directory"));
     rc = run_cli(dir, "--resume run --max-steps 8 --seed 99 --force-resume", err, sizeof err);
     printf("resume with --seed 99 --force-resume: exit %d\n%s", rc, err);
     assert_int_equal(rc, 0);
