@@ -99,6 +99,10 @@ typedef struct tandem_trainer_options {
                                 (only: not the moments, step or sampler) start this new run; tensors of
                                 another shape keep their initialisation and are reported, sym_emb rows
                                 are copied by symbol name (docs/TRAINING.md, "Fine-tuning") */
+    const char *freeze;      /* NULL (default): none (a resume keeps the run's own); else comma-separated
+                                parameter groups not trained — embeddings, prenet, blocks.N,
+                                blocks.A-B, final_norm, heads, or a parameter-name prefix — whose
+                                parameters and AdamW moments stay as they are ("" trains all) */
     /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) (0-based) get NaN
        gradients before the update, as a diverging run would; default -1, 0 (off) */
     int64_t nonfinite_from, nonfinite_count;

@@ -51,7 +51,7 @@ static const struct {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem train [--config FILE.yaml] [--resume DIR [--force-resume] | --new-run] "
-            "[--init-from CKPT] [--backend auto|host|cuda] [--quiet] [overrides]\n\n"
+            "[--init-from CKPT] [--freeze GROUPS] [--backend auto|host|cuda] [--quiet] [overrides]\n\n"
             "Trains the acoustic model: the data device fills a ring of fixed-shape batches, the "
             "model device trains on them.\nOutput in --out: metrics.jsonl and "
             "ckpt-<step>.safetensors. SIGINT/SIGTERM: finish the step, checkpoint, exit 0.\n\n"
@@ -63,6 +63,8 @@ static void usage(FILE *f) {
                "  --force-resume           resume even when the flags change such keys\n"
                "  --init-from CKPT         a new run starting from the parameters of CKPT (a checkpoint file\n"
                "                           or run directory): fine-tuning; other shapes are reported\n"
+               "  --freeze GROUPS          parameter groups not trained, comma-separated: embeddings, prenet,\n"
+               "                           blocks.N, blocks.A-B, final_norm, heads, or a parameter-name prefix\n"
                "  --backend B              auto (cuda when present, else two host devices), host, cuda\n"
                "  --new-run                start a new run in a non-empty --out (the previous run's files\n"
                "                           move to OUT/previous-<n>/; without it such a directory is refused)\n"
@@ -98,7 +100,7 @@ int cli_train(int argc, char **argv) {
     const char *config_path = NULL, *resume = NULL;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
     int quiet = 0, new_run = 0, force_resume = 0;
-    const char *init_from = NULL;
+    const char *init_from = NULL, *freeze = NULL;
     enum { MAX_OVER = 64 };
     const char *over_flag[MAX_OVER], *over_key[MAX_OVER], *over_val[MAX_OVER];
     int n_over = 0;
@@ -118,6 +120,7 @@ int cli_train(int argc, char **argv) {
         if (!strcmp(a, "--config")) config_path = v;
         else if (!strcmp(a, "--resume")) resume = v;
         else if (!strcmp(a, "--init-from")) init_from = v;
+        else if (!strcmp(a, "--freeze")) freeze = v;
         else if (!strcmp(a, "--backend")) {
             if (!cli_parse_backend("train", v, &backend)) return 2;
         } else {
@@ -158,6 +161,7 @@ int cli_train(int argc, char **argv) {
     o.new_run = new_run;
     o.force_resume = force_resume;
     o.init_from = init_from;
+    o.freeze = freeze;
     if (!quiet) {
         o.on_step = cli_progress_on_step;
         o.on_step_user = &progress;

@@ -233,6 +233,7 @@ static tandem_status save(tandem_run_ckpt *c, const tandem_train_state *st, tand
         {TANDEM_CKPT_KEY_RNG, rng},
         {TANDEM_CKPT_KEY_TRAIN_ABS, c->train_abs},
         {TANDEM_CKPT_KEY_VAL_ABS, c->val_abs},
+        {"freeze", c->freeze},
         {TANDEM_CKPT_KEY_BEST_VAL_L1, best}, /* last: left out while there is no best */
     };
     const int n = (int)(sizeof meta / sizeof meta[0]) - (c->best_val_l1 < INFINITY ? 0 : 1);
@@ -266,6 +267,20 @@ void tandem_run_ckpt_resumed(tandem_run_ckpt *c, const tandem_st_file *f, int64_
     char *end = NULL;
     const double v = best ? strtod(best, &end) : NAN;
     if (best && end != best && !*end && v == v) c->best_val_l1 = v;
+}
+
+tandem_status tandem_run_ckpt_freeze(tandem_run_ckpt *c, const tandem_st_file *f, const char *spec) {
+    const char *stored = f ? tandem_st_meta_find(f, "freeze") : NULL;
+    const char *use = spec ? spec : stored ? stored : "";
+    if (strlen(use) >= sizeof c->freeze)
+        return tandem_fail(TANDEM_E_INVALID, "--freeze: %zu bytes of groups, at most %zu", strlen(use),
+                           sizeof c->freeze - 1);
+    if (!spec && stored && stored[0])
+        tandem_logf(TANDEM_LOG_INFO, "resume: freezing '%s' as the run did (--freeze \"\" trains everything)", stored);
+    else if (spec && f && strcmp(spec, stored ? stored : ""))
+        tandem_logf(TANDEM_LOG_INFO, "resume: --freeze changes '%s' -> '%s'", stored ? stored : "", spec);
+    memcpy(c->freeze, use, strlen(use) + 1);
+    return TANDEM_OK;
 }
 
 void tandem_run_ckpt_free(tandem_run_ckpt *c) {

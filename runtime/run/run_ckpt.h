@@ -7,7 +7,8 @@
  * the model consumes), updates, skipped, skipped_in_row, rng_state (the seed: initialisation and
  * the sampler's permutations are pure functions of it, there is no dropout), train_data_abs /
  * val_data_abs (the data directories' absolute paths, "" when unknown), best_val_l1 (once a
- * validation improved: the L1 of ckpt-best.safetensors), plus format_version and step from
+ * validation improved: the L1 of ckpt-best.safetensors), freeze (the --freeze groups, "" none),
+ * plus format_version and step from
  * runtime/formats/checkpoint.h.
  * Owns: the table, the checkpoint writer (sized at create: save allocates nothing), the config and
  * symbol texts and, for a resume, a host buffer of the largest parameter. One thread: the
@@ -42,6 +43,7 @@ typedef struct tandem_run_ckpt {
     int64_t seed;
     double best_val_l1;       /* the best validation L1 a checkpoint was written for; +inf: none */
     char train_abs[PATH_MAX], val_abs[PATH_MAX]; /* realpath of the data directories ("" unknown) */
+    char freeze[256];         /* the run's --freeze groups ("" none), saved as metadata `freeze` */
 } tandem_run_ckpt;
 
 /* The newest usable checkpoint of dir, opened (before the pool commit: opening allocates), and the
@@ -74,6 +76,10 @@ tandem_status tandem_run_ckpt_best(tandem_run_ckpt *c, const tandem_train_state 
 /* A run resumed from f (step): that step counts as good for rotation, and its best_val_l1 is the
  * one to beat. */
 void tandem_run_ckpt_resumed(tandem_run_ckpt *c, const tandem_st_file *f, int64_t step);
+/* The run's freeze groups into c->freeze: spec when given (NULL: not given), else on a resume the
+ * resumed checkpoint's (f; an info line), else none. A spec of 256 bytes or more is
+ * TANDEM_E_INVALID. */
+tandem_status tandem_run_ckpt_freeze(tandem_run_ckpt *c, const tandem_st_file *f, const char *spec);
 void tandem_run_ckpt_free(tandem_run_ckpt *c);
 
 #endif

@@ -17,6 +17,7 @@
 #include "runtime/model/train_step.h"
 #include "runtime/report/metrics.h"
 #include "runtime/run/dataset.h"
+#include "runtime/run/freeze.h"
 #include "runtime/run/init_from.h"
 #include "runtime/run/nvml_fields.h"
 #include "runtime/run/resume.h"
@@ -49,6 +50,7 @@ struct tandem_trainer {
     tandem_st_file *init_file;   /* --init-from: likewise, until its parameters are copied */
     char init_path[1100];
     int discard;                 /* create failed: remove what it left in the run directory */
+    int64_t *frozen;             /* --freeze: the optimizer's frozen ranges (freeze.h), or NULL */
     tandem_sampler_pos next_pos;
     tandem_metrics *metrics;
     tandem_tb *tb; /* TensorBoard events (run_tb.h); NULL: off */
@@ -161,6 +163,9 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
     TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, t->s, t->resume_file || t->init_file));
     if (t->resume_file) tandem_run_ckpt_resumed(&t->ck, t->resume_file, t->st.step);
+    TANDEM_TRY(tandem_run_ckpt_freeze(&t->ck, t->resume_file, t->opt.freeze));
+    TANDEM_TRY(tandem_freeze_spans(&t->model, t->ck.freeze, &t->frozen, &t->optim.n_frozen));
+    t->optim.frozen = t->frozen;
     TANDEM_TRY(setup_figures(t));
     char mpath[1100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", t->cfg.out);
@@ -234,7 +239,7 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
     if (o) t->opt = *o;
     else tandem_trainer_options_init(&t->opt);
     tandem_status st = build(t);
-    t->opt.resume_dir = t->opt.cache_dir = t->opt.init_from = NULL;
+    t->opt.resume_dir = t->opt.cache_dir = t->opt.init_from = t->opt.freeze = NULL;
     if (st != TANDEM_OK) {
         char why[1024]; /* destroy may set messages of its own */
         snprintf(why, sizeof why, "%s", tandem_last_error());
@@ -256,6 +261,7 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     if (t->model_declared) tandem_model_free(&t->model);
     tandem_step_timer_free(&t->timer);
     tandem_run_ckpt_free(&t->ck);
+    tandem_free(t->frozen);
     if (t->resume_file) tandem_st_close(t->resume_file);
     if (t->init_file) tandem_st_close(t->init_file);
     if (t->metrics) tandem_metrics_close(t->metrics);

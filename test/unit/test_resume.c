@@ -28,6 +28,12 @@
  *                   the one numbered checkpoint kept; two resumes with lr 0 (no validation beats
  *                   it: they tie) each take the newest numbered checkpoint (not the best), and the
  *                   best survives their rotation.
+ *   freeze:         a run trained 2 steps (every moment non-zero) resumed with --freeze
+ *                   embeddings,blocks.0 for 2 steps: those parameters and their adam_m / adam_v
+ *                   are bit for bit as before, every other weight and moment changed; the
+ *                   groups are in the checkpoint's metadata and a later resume without --freeze
+ *                   keeps them (logged, same check); a group naming nothing (blocks.7 of a
+ *                   1-block model) is refused naming it.
  *   rotation:       (checkpoint.h) keep 2 over steps 1..5 with a best written at step 2: ckpt-best
  *                   stays, steps 4 and 5 stay, find_latest takes 5.
  * Seed printed; replay with TANDEM_TEST_SEED.
@@ -106,17 +112,23 @@ static void on_step(void *ctx, const tandem_step_metrics *m) {
     l->n++;
 }
 
-static tandem_status train(const tandem_config *cfg, const char *resume, const char *init_from, int force,
-                           step_log *log, tandem_trainer_summary *sum) {
+static tandem_status train_with(const tandem_config *cfg, const char *resume, const char *init_from, int force,
+                                const char *freeze, step_log *log, tandem_trainer_summary *sum) {
     tandem_trainer_options o;
     tandem_trainer_options_init(&o);
     o.backend = TANDEM_BACKEND_HOST;
     o.resume_dir = resume;
     o.init_from = init_from;
     o.force_resume = force;
+    o.freeze = freeze;
     o.on_step = log ? on_step : NULL;
     o.on_step_user = log;
     return tandem_test_train_run(cfg, &o, sum);
+}
+
+static tandem_status train(const tandem_config *cfg, const char *resume, const char *init_from, int force,
+                           step_log *log, tandem_trainer_summary *sum) {
+    return train_with(cfg, resume, init_from, force, NULL, log, sum);
 }
 
 static int exists(const char *path) {
@@ -485,6 +497,76 @@ static void test_best_checkpoint(void **state) {
     }
 }
 
+static int frozen_name(const char *n) {
+    return !strcmp(n, "sym_emb.weight") || !strcmp(n, "pos_emb.weight") || !strncmp(n, "layers.0.", 9);
+}
+
+/* Every parameter and both moments of a against b: equal for the frozen ones, the trained ones
+ * differ (at least one element); returns the frozen tensors compared. */
+static int compare_frozen(const char *a, const char *b) {
+    tandem_st_file *fa = NULL, *fb = NULL;
+    CHECK(tandem_st_open(a, &fa));
+    CHECK(tandem_st_open(b, &fb));
+    int frozen = 0, trained = 0;
+    for (int i = 0; i < tandem_st_count(fa); i++) {
+        const tandem_st_info *x = tandem_st_get(fa, i);
+        const char *n = !strncmp(x->name, "adam_", 5) ? x->name + 7 : x->name;
+        const int same = !memcmp(tensor_of(fb, x->name), x->data, x->bytes);
+        if (frozen_name(n)) {
+            if (!same) fail_msg("frozen tensor %s changed", x->name);
+            frozen++;
+        } else if (!strncmp(x->name, "adam_", 5) || strstr(x->name, "weight")) {
+            if (same) fail_msg("trained tensor %s did not change", x->name);
+            trained++;
+        }
+    }
+    tandem_st_close(fa);
+    tandem_st_close(fb);
+    printf("%s -> %s: %d frozen tensors (parameters, adam_m, adam_v) unchanged, %d trained ones changed\n", a, b,
+           frozen, trained);
+    return frozen;
+}
+
+static void test_freeze(void **state) {
+    (void)state;
+    char data[400], out[400], saved[500], p[600];
+    snprintf(data, sizeof data, "%s/freeze_data", root);
+    snprintf(out, sizeof out, "%s/freeze_run", root);
+    snprintf(saved, sizeof saved, "%s/freeze_step2.safetensors", root);
+    tandem_rng r = {seed ^ 0x31};
+    tiny_corpus_write(data, 5, MAX_FRAMES, &r);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 2);
+    tandem_trainer_summary sum;
+    CHECK(train_with(&cfg, NULL, NULL, 0, NULL, NULL, &sum)); /* moments of every parameter non-zero from here */
+    size_t n = 0;
+    void *bytes = tandem_test_read_file_ok(sum.checkpoint, &n);
+    tandem_test_write_file(saved, bytes, n);
+    free(bytes);
+
+    small_config(&cfg, data, out, 4);
+    tandem_status st = train_with(&cfg, out, NULL, 0, "embeddings,blocks.7", NULL, &sum);
+    printf("--freeze blocks.7 of a 1-block model: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_equal(st, TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "'blocks.7'"));
+    CHECK(train_with(&cfg, out, NULL, 0, "embeddings,blocks.0", NULL, &sum));
+    assert_int_equal(compare_frozen(saved, sum.checkpoint), 3 * (2 + 12)); /* 2 embeddings, 12 per block */
+    double b;
+    meta_step(sum.checkpoint, &b);
+    tandem_st_file *f = NULL;
+    CHECK(tandem_st_open(sum.checkpoint, &f));
+    assert_string_equal(tandem_st_meta_find(f, "freeze"), "embeddings,blocks.0");
+    tandem_st_close(f);
+
+    small_config(&cfg, data, out, 6); /* a resume without --freeze keeps the run's */
+    tandem_test_log_capture(TANDEM_LOG_INFO);
+    CHECK(train_with(&cfg, out, NULL, 0, NULL, NULL, &sum));
+    assert_non_null(strstr(tandem_test_log_text(), "freezing 'embeddings,blocks.0' as the run did"));
+    tandem_test_log_stop();
+    snprintf(p, sizeof p, "%s/ckpt-00000006.safetensors", out);
+    compare_frozen(saved, p);
+}
+
 static tandem_status fetch_zero(void *ctx, void *user, void *dst, size_t offset, size_t bytes) {
     (void)ctx, (void)user, (void)offset;
     memset(dst, 0, bytes);
@@ -529,7 +611,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resume_alone),        cmocka_unit_test(test_resume_changed_keys),
         cmocka_unit_test(test_init_from_grown_symbols), cmocka_unit_test(test_best_checkpoint),
-        cmocka_unit_test(test_best_rotation),
+        cmocka_unit_test(test_best_rotation),       cmocka_unit_test(test_freeze),
     };
     const int rc = cmocka_run_group_tests_name("resume", tests, NULL, NULL);
     if (tandem_test_rmtree(root) != 0) fprintf(stderr, "could not remove %s\n", root);
