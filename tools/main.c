@@ -17,6 +17,7 @@
 #pragma weak cli_train
 #pragma weak cli_synth
 #pragma weak cli_plot
+#pragma weak cli_cost
 
 typedef struct {
     const char *name;
@@ -34,6 +35,7 @@ static const cli_cmd cmds[] = {
     {"train", cli_train, "train the acoustic model"},
     {"synth", cli_synth, "synthesize speech from a checkpoint"},
     {"plot", cli_plot, "loss curve and target-vs-predicted mel PNGs of a run"},
+    {"cost", cli_cost, "model one training step's cost on a GPU from its recorded launches"},
 };
 #define NCMDS (int)(sizeof cmds / sizeof cmds[0])
 
