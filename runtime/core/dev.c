@@ -286,6 +286,7 @@ tandem_status tandem_launch(tandem_stream *s, tandem_kernel_id id, const void *a
     tandem_rec_entry *e = rec_slot(s, TANDEM_REC_KERNEL);
     if (e) {
         e->kernel = (int)id;
+        e->blocks = (int64_t)dims.grid[0] * dims.grid[1] * dims.grid[2];
         k->cost(args, &e->cost);
     }
     return s->dev->ops->launch(s, (int)id, &dims, args, args_size);

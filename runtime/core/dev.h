@@ -128,6 +128,7 @@ typedef struct tandem_rec_entry {
     int kernel;             /* TANDEM_REC_KERNEL: its tandem_kernel_id; else -1 */
     tandem_gemm_desc gemm;  /* TANDEM_REC_GEMM: the descriptor */
     float beta;             /* TANDEM_REC_GEMM: C read when nonzero */
+    int64_t blocks;         /* TANDEM_REC_KERNEL: blocks in its grid (how much of a GPU it fills) */
     const tandem_stream *stream;
     tandem_kernel_cost cost;
 } tandem_rec_entry;

@@ -50,6 +50,7 @@ typedef struct tandem_gpu_spec {
     double bandwidth_gbs;   /* device memory, GB/s (10^9) */
     double launch_eager_us; /* per launch queued from the host one by one */
     double launch_graph_us; /* per node of an instantiated CUDA graph */
+    int sms;                /* streaming multiprocessors */
 } tandem_gpu_spec;
 
 /* By key ("h100", "a100", "rtx4090", "l4"); NULL if unknown. */
@@ -80,7 +81,8 @@ const char *tandem_cost_describe(const tandem_rec_entry *e, char *buf, size_t ca
 
 /* Time of one launch on g without launch overhead, seconds: max(FLOPs / peak, bytes /
  * bandwidth); the peak is the bf16 tensor one for bf16 GEMMs, TF32 for f32 GEMMs when tf32,
- * else FP32. Copies between host and device are priced at the device bandwidth too (they are
+ * else FP32. A kernel whose grid has fewer blocks than g has SMs reaches only blocks / SMs of
+ * either peak (the rest of the GPU idles). Copies between host and device are priced at the device bandwidth too (they are
  * a few bytes per step here). */
 double tandem_cost_seconds(const tandem_rec_entry *e, const tandem_gpu_spec *g, int tf32);
 

@@ -13,10 +13,10 @@
  * halved); launch overheads: eager ~4 us per launch queued one by one, ~1 us per node of a
  * replayed CUDA graph (see the doc for the sources and what they mean). */
 static const tandem_gpu_spec gpus[] = {
-    {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 494.7, 66.9, 3350.0, 4.0, 1.0},
-    {"a100", "NVIDIA A100 SXM4 80 GB", 312.0, 156.0, 19.5, 2039.0, 4.0, 1.0},
-    {"rtx4090", "NVIDIA GeForce RTX 4090", 165.2, 82.6, 82.6, 1008.0, 4.0, 1.0},
-    {"l4", "NVIDIA L4", 121.0, 60.0, 30.3, 300.0, 4.0, 1.0},
+    {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 494.7, 66.9, 3350.0, 4.0, 1.0, 132},
+    {"a100", "NVIDIA A100 SXM4 80 GB", 312.0, 156.0, 19.5, 2039.0, 4.0, 1.0, 108},
+    {"rtx4090", "NVIDIA GeForce RTX 4090", 165.2, 82.6, 82.6, 1008.0, 4.0, 1.0, 128},
+    {"l4", "NVIDIA L4", 121.0, 60.0, 30.3, 300.0, 4.0, 1.0, 58},
 };
 #define NGPUS (int)(sizeof gpus / sizeof gpus[0])
 
@@ -102,7 +102,9 @@ double tandem_cost_seconds(const tandem_rec_entry *e, const tandem_gpu_spec *g, 
     double bytes = e->cost.bytes_read + e->cost.bytes_written;
     if (e->kind == TANDEM_REC_COPY_H2D || e->kind == TANDEM_REC_COPY_D2H) bytes = e->cost.bytes_read;
     const double t_bytes = bytes / (g->bandwidth_gbs * 1e9);
-    return t_flops > t_bytes ? t_flops : t_bytes;
+    double t = t_flops > t_bytes ? t_flops : t_bytes;
+    if (e->kind == TANDEM_REC_KERNEL && e->blocks > 0 && e->blocks < g->sms) t *= (double)g->sms / (double)e->blocks;
+    return t;
 }
 
 /* ---- the report -------------------------------------------------------------------------------- */
@@ -171,10 +173,17 @@ static double step_ms(const cost_sum *c, double overhead_us) {
     return c->all.s * 1e3 + (double)c->all.launches * overhead_us * 1e-3;
 }
 
-/* Indices of the ten most expensive launches, most expensive first (ties: the earlier). */
-static int top10(const cost_sum *c, int64_t *top) {
+static int is_attention(const tandem_rec_entry *e) {
+    const tandem_cost_cat k = tandem_cost_category(e);
+    return k == TANDEM_COST_GEMM_ATTENTION || k == TANDEM_COST_ATTN_ELEMENTWISE;
+}
+
+/* Indices of the ten most expensive launches (outside attention when skip_attention), most
+ * expensive first (ties: the earlier). */
+static int top10(const cost_sum *c, int64_t *top, int skip_attention) {
     int k = 0;
     for (int64_t i = 0; i < c->n; i++) {
+        if (skip_attention && is_attention(&c->e[i])) continue;
         int j;
         if (k < 10) {
             j = k++;
@@ -235,21 +244,28 @@ static void text_summary(tandem_strbuf *o, const cost_sum *c) {
                          c->min_flops > 0 ? c->all.flops / c->min_flops : 0.0);
 }
 
-static void text_top(tandem_strbuf *o, const cost_sum *c, int all) {
-    int64_t top[10];
-    const int k = top10(c, top);
-    tandem_strbuf_printf(o, "\n%s by modelled time:\n%6s  %-21s %-44s %9s %9s %9s\n",
-                         all ? "every launch, in order; then the top 10" : "top 10 launches", "#", "category",
-                         "launch", "MFLOP", "MB", "us");
+static void text_launch(tandem_strbuf *o, const cost_sum *c, int64_t i) {
     char what[128];
-    for (int64_t j = 0; j < (all ? c->n : 0) + k; j++) {
-        const int64_t i = j < (all ? c->n : 0) ? j : top[j - (all ? c->n : 0)];
-        if (all && j == c->n) tandem_strbuf_printf(o, "top 10:\n");
-        const tandem_rec_entry *e = &c->e[i];
-        tandem_strbuf_printf(o, "%6lld  %-21s %-44s %9.2f %9.3f %9.2f\n", (long long)i,
-                             cat_names[tandem_cost_category(e)], tandem_cost_describe(e, what, sizeof what),
-                             e->cost.flops * 1e-6, (e->cost.bytes_read + e->cost.bytes_written) * 1e-6,
-                             c->sec[i] * 1e6);
+    const tandem_rec_entry *e = &c->e[i];
+    tandem_strbuf_printf(o, "%6lld  %-21s %-44s %9.2f %9.3f %9.2f\n", (long long)i, cat_names[tandem_cost_category(e)],
+                         tandem_cost_describe(e, what, sizeof what), e->cost.flops * 1e-6,
+                         (e->cost.bytes_read + e->cost.bytes_written) * 1e-6, c->sec[i] * 1e6);
+}
+
+static void text_top(tandem_strbuf *o, const cost_sum *c, int all) {
+    static const char head[] = "%6s  %-21s %-44s %9s %9s %9s\n";
+    if (all) {
+        tandem_strbuf_printf(o, "\nevery launch, in order:\n");
+        tandem_strbuf_printf(o, head, "#", "category", "launch", "MFLOP", "MB", "us");
+        for (int64_t i = 0; i < c->n; i++) text_launch(o, c, i);
+    }
+    for (int skip = 0; skip < 2; skip++) {
+        int64_t top[10];
+        const int k = top10(c, top, skip);
+        tandem_strbuf_printf(o, "\ntop 10 launches by modelled time%s:\n",
+                             skip ? " outside attention (gemm-attention, attention-elementwise)" : "");
+        tandem_strbuf_printf(o, head, "#", "category", "launch", "MFLOP", "MB", "us");
+        for (int j = 0; j < k; j++) text_launch(o, c, top[j]);
     }
 }
 
