@@ -11,6 +11,33 @@
 #include "platform/os/os.h"
 #include "runtime/core/pool_internal.h"
 
+/* ---- op profiling (dev.h) ------------------------------------------------------------------- */
+
+static _Atomic(tandem_dev_op_profile *) op_profile;
+
+tandem_status tandem_dev_op_profile_attach(tandem_dev_op_profile *p) {
+    atomic_store(&op_profile, (tandem_dev_op_profile *)NULL);
+    if (!p) return TANDEM_OK;
+    p->n = p->overflow = 0;
+    p->anchor_ns = tandem_now_ns();
+    TANDEM_TRY(tandem_event_record(p->anchor, p->s));
+    atomic_store(&op_profile, p);
+    return TANDEM_OK;
+}
+
+/* After an op queued on s: the attached profile's next event, when s is its stream. */
+static tandem_status profile_op(tandem_stream *s, const char *name, uint64_t t_ns, tandem_status st) {
+    tandem_dev_op_profile *p = atomic_load_explicit(&op_profile, memory_order_relaxed);
+    if (st != TANDEM_OK || !p || p->s != s) return st;
+    if (p->n >= p->cap) {
+        p->overflow++;
+        return st;
+    }
+    p->name[p->n] = name;
+    p->host_ns[p->n] = t_ns;
+    return tandem_event_record(p->ev[p->n++], s);
+}
+
 /* ---- devices ------------------------------------------------------------------------------- */
 
 const char *tandem_dev_backend_name(const tandem_device *dev) {
@@ -259,7 +286,8 @@ tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float
         e->beta = beta;
         tandem_dev_gemm_cost(g, beta, &e->cost);
     }
-    return s->dev->ops->gemm(s, g, alpha, view_addr(a), view_addr(b), beta, view_addr(c));
+    const uint64_t t0 = tandem_now_ns();
+    return profile_op(s, "gemm", t0, s->dev->ops->gemm(s, g, alpha, view_addr(a), view_addr(b), beta, view_addr(c)));
 }
 
 /* ---- launches ------------------------------------------------------------------------------ */
@@ -289,7 +317,8 @@ tandem_status tandem_launch(tandem_stream *s, tandem_kernel_id id, const void *a
         e->blocks = (int64_t)dims.grid[0] * dims.grid[1] * dims.grid[2];
         k->cost(args, &e->cost);
     }
-    return s->dev->ops->launch(s, (int)id, &dims, args, args_size);
+    const uint64_t t0 = tandem_now_ns();
+    return profile_op(s, k->name, t0, s->dev->ops->launch(s, (int)id, &dims, args, args_size));
 }
 
 /* ---- pointer accessors --------------------------------------------------------------------- */
