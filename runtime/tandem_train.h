@@ -151,6 +151,18 @@ typedef struct tandem_trainer_options {
     int profile_ops;         /* > 0: time up to this many kernels/GEMMs of this run's last step
                                 with events (`tandem profile`; tandem_trainer_op_times); 0 (default):
                                 off */
+    int force_resume;        /* 0 (default): a resume whose config changes a key that fixes the model's
+                                shapes or the data order (d_model, layers, heads, reduction, max_text,
+                                max_frames, batch_size, grad_accum, seed, shuffle, train_data) is
+                                refused naming each key, old and new value; 1: go on (a warning each) */
+    const char *init_from;   /* NULL (default); else a checkpoint file or run directory whose parameters
+                                (only: not the moments, step or sampler) start this new run; tensors of
+                                another shape keep their initialisation and are reported, sym_emb rows
+                                are copied by symbol name (docs/TRAINING.md, "Fine-tuning") */
+    const char *freeze;      /* NULL (default): none (a resume keeps the run's own); else comma-separated
+                                parameter groups not trained — embeddings, prenet, blocks.N,
+                                blocks.A-B, final_norm, heads, or a parameter-name prefix — whose
+                                parameters and AdamW moments stay as they are ("" trains all) */
     /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) (0-based) get NaN
        gradients before the update, as a diverging run would; default -1, 0 (off) */
     int64_t nonfinite_from, nonfinite_count;
@@ -181,6 +193,13 @@ typedef struct tandem_trainer_summary {
     double stage_count[8], stage_total_ms[8], stage_mean_ms[8];
     double wall_ms;          /* the run's wall time (the data side's clock) */
 } tandem_trainer_summary;
+
+/* The config a resume of run_dir continues with (`tandem train --resume DIR` alone): the config
+ * stored in run_dir's newest usable checkpoint, with out = run_dir and, where a stored relative
+ * data path does not resolve from the current directory, the absolute one the checkpoint recorded.
+ * Set keys on it afterwards to change them (the trainer lists each change and refuses those that
+ * change shapes or the data order unless options.force_resume). On failure cfg is unchanged. */
+tandem_status tandem_trainer_resume_config(const char *run_dir, tandem_config *cfg);
 
 /* Build everything a run needs from cfg (train_data required; val_data optional; out is the run
  * directory, created) and o (NULL: the defaults): index the data (text cache), open the devices,

@@ -21,6 +21,8 @@ allow=(
   "train --config configs/tiny.yaml --train-data data/demo --out runs/tiny|200 steps of tiny: minutes; make demo runs this training"
   "synth --checkpoint runs/tiny/|needs the 200-step run above; make demo runs synth on its checkpoint"
   "train --config configs/tiny.yaml --train-data build/c64 --out runs/tiny|200 and 400 steps: minutes; make demo runs the same training"
+  "--resume runs/tiny|continues the 200-step run above (make demo trains one like it); test_resume runs --resume alone, with a listed key and with refused/forced keys on a 4-step run"
+  "--init-from runs/tiny|starts from the 200-step run above; test_resume runs --init-from (grown symbol table) and --freeze on a 4-step run"
   "monitor --run runs/|needs NVML (an NVIDIA driver; this suite also runs on machines without one) and a run directory; test_profile_monitor runs monitor through the stand-in NVML"
   "TANDEM_TEST_SEED=123 build/test/bin/test_kernels|the whole kernel suite; make test runs test_kernels"
   "fuzz_audio --write|fuzz tooling; make test runs fuzz_audio's replays"
@@ -45,7 +47,9 @@ for doc in "$src/README.md" "$src"/docs/*.md; do
   done
   for d in configs docs runtime; do ln -s "$src/$d" "$work/$d"; done
   cd "$work" || exit 1
-  mapfile -t lines < <(awk '/^```(sh|bash)$/ {inblk=1; next} /^```/ {inblk=0} inblk' "$doc")
+  # one entry per command: a line ending in a backslash continues on the next
+  mapfile -t lines < <(awk '/^```(sh|bash)$/ {inblk=1; next} /^```/ {inblk=0; next}
+    inblk { if (sub(/\\[[:space:]]*$/, "")) { acc = acc $0 " "; next } print acc $0; acc = "" }' "$doc")
   for line in "${lines[@]}"; do
     cmd=$(printf '%s' "$line" | sed -E 's/^[[:space:]]+//')
     [ -z "$cmd" ] && continue

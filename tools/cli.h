@@ -42,6 +42,10 @@ int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out);
  * flag), then the cross-key checks. On failure *out = NULL (nothing to destroy). */
 tandem_status cli_load_config(tandem_config **out, const char *path, int n, const char *const *flag,
                               const char *const *key, const char *const *val);
+/* The same with the base config, when path is NULL and resume is not, taken from the run resume
+ * continues (tandem_trainer_resume_config: `tandem train --resume DIR` without --config). */
+tandem_status cli_load_config_from(tandem_config **out, const char *path, const char *resume, int n,
+                                   const char *const *flag, const char *const *key, const char *const *val);
 
 /* ---- options (tools/cli_flags.c) ----
  * Commands that take a config accept every config key as a flag (`--batch-size 16`,

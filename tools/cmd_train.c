@@ -21,7 +21,8 @@ static void on_signal(int sig) {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem train [--config FILE.yaml] [--resume DIR | --new-run] [--backend auto|host|cuda] "
+            "usage: tandem train [--config FILE.yaml] [--resume DIR [--force-resume] | --new-run] "
+            "[--init-from CKPT] [--freeze GROUPS] [--backend auto|host|cuda] "
             "[--quiet] [--KEY VALUE ...]\n\n"
             "Trains the acoustic model: the data device fills a ring of fixed-shape batches, the "
             "model device trains on them.\nOutput in --out: metrics.jsonl and "
@@ -30,7 +31,14 @@ static void usage(FILE *f) {
             "and audio left out by reason), the text cache (hit or miss) and the memory plan.\n\n"
             "  --config FILE            YAML config: flat Tandem keys, or a MyXTTS config (model:, data:,\n"
             "                           training: sections; docs/MIGRATING.md)\n"
-            "  --resume DIR             continue from the newest valid checkpoint in DIR\n"
+            "  --resume DIR             continue the run in DIR from its newest valid checkpoint: its config,\n"
+            "                           data paths and symbol table (without --config); flags given change\n"
+            "                           keys (each listed); keys that fix shapes or the data order are refused\n"
+            "  --force-resume           resume even when the flags change such keys\n"
+            "  --init-from CKPT         a new run starting from the parameters of CKPT (a checkpoint file\n"
+            "                           or run directory): fine-tuning; other shapes are reported\n"
+            "  --freeze GROUPS          parameter groups not trained, comma-separated: embeddings, prenet,\n"
+            "                           blocks.N, blocks.A-B, final_norm, heads, or a parameter-name prefix\n"
             "  --backend B              auto (cuda when present, else two host devices), host, cuda\n"
             "  --new-run                start a new run in a non-empty --out (the previous run's files\n"
             "                           move to OUT/previous-<n>/; without it such a directory is refused)\n"
@@ -90,18 +98,23 @@ int cli_train(int argc, char **argv) {
     }
     const char *config_path = NULL, *resume = NULL;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
-    int quiet = 0, new_run = 0;
+    int quiet = 0, new_run = 0, force_resume = 0;
+    const char *init_from = NULL, *freeze = NULL;
     static cli_overrides ov;
     ov.n = 0;
     for (int i = 1; i < argc; i++) {
         const char *iv = cli_opt_split(argv[i]), *a = argv[i], *v;
-        if (!strcmp(a, "--quiet") || !strcmp(a, "--new-run")) {
+        if (!strcmp(a, "--quiet") || !strcmp(a, "--new-run") || !strcmp(a, "--force-resume")) {
             if (a[2] == 'q') quiet = 1;
-            else new_run = 1;
-        } else if (!strcmp(a, "--config") || !strcmp(a, "--resume") || !strcmp(a, "--backend")) {
+            else if (a[2] == 'n') new_run = 1;
+            else force_resume = 1;
+        } else if (!strcmp(a, "--config") || !strcmp(a, "--resume") || !strcmp(a, "--backend") ||
+                   !strcmp(a, "--init-from") || !strcmp(a, "--freeze")) {
             if (!(v = cli_opt_value("train", argc, argv, &i, iv))) return 2;
             if (a[2] == 'c') config_path = v;
             else if (a[2] == 'r') resume = v;
+            else if (a[2] == 'i') init_from = v;
+            else if (a[2] == 'f') freeze = v;
             else if (!cli_parse_backend("train", v, &backend)) return 2;
         } else {
             const int r = cli_config_option("train", argc, argv, &i, iv, &ov);
@@ -111,7 +124,8 @@ int cli_train(int argc, char **argv) {
     }
 
     tandem_config *cfg = NULL;
-    tandem_status st = cli_load_config(&cfg, config_path, ov.n, ov.flag, ov.key, ov.val);
+    /* --resume without --config: the run's own config (its checkpoint's), then the flags */
+    tandem_status st = cli_load_config_from(&cfg, config_path, resume, ov.n, ov.flag, ov.key, ov.val);
     if (st != TANDEM_OK) return cli_fail("train", st);
     char train_data[TANDEM_CONFIG_VALUE_MAX], log_every[TANDEM_CONFIG_VALUE_MAX];
     if ((st = tandem_config_get(cfg, "train_data", train_data, sizeof train_data)) != TANDEM_OK ||
@@ -132,6 +146,9 @@ int cli_train(int argc, char **argv) {
     o.backend = backend;
     o.resume_dir = resume;
     o.new_run = new_run;
+    o.force_resume = force_resume;
+    o.init_from = init_from;
+    o.freeze = freeze;
     if (!quiet) {
         o.on_step = cli_progress_on_step;
         o.on_step_user = &progress;

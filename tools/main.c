@@ -81,9 +81,15 @@ int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out) {
 
 tandem_status cli_load_config(tandem_config **out, const char *path, int n, const char *const *flag,
                               const char *const *key, const char *const *val) {
+    return cli_load_config_from(out, path, NULL, n, flag, key, val);
+}
+
+tandem_status cli_load_config_from(tandem_config **out, const char *path, const char *resume, int n,
+                                   const char *const *flag, const char *const *key, const char *const *val) {
     tandem_config *cfg = NULL;
     tandem_status st = tandem_config_create(&cfg);
     if (st == TANDEM_OK && path) st = tandem_config_load(cfg, path);
+    else if (st == TANDEM_OK && resume) st = tandem_trainer_resume_config(resume, cfg);
     for (int i = 0; st == TANDEM_OK && i < n; i++) st = tandem_config_set_from(cfg, flag[i], key[i], val[i]);
     if (st == TANDEM_OK) st = tandem_config_check(cfg);
     if (st != TANDEM_OK) {

@@ -108,6 +108,7 @@ static const key_spec schema[] = {
     KINT(val_batches, "4", 1, 100000, "batches per validation (from the start of the held-out set)"),
     KINT64(log_every, "10", 1, (int64_t)1000000000000,
            "metrics.jsonl line (and plain progress line off a terminal) every N steps"),
+    KBOOL(tensorboard, "true", "TensorBoard event files in out (scalars, figures, test-sentence audio)"),
     KINT64(checkpoint_every, "1000", 0, (int64_t)1000000000000,
            "checkpoint every N steps (0 = only at the end and on SIGINT/SIGTERM)"),
     KINT(keep, "3", 1, 1000000, "checkpoints kept (the newest K)"),

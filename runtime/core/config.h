@@ -73,6 +73,7 @@ typedef struct tandem_config {
     /* training loop (trainer.h) */
     int64_t val_every, log_every, checkpoint_every;
     int val_batches, keep, max_nonfinite;
+    int tensorboard; /* bool: TensorBoard event files in out (runtime/run/run_tb.h) */
     int data_gpu, model_gpu; /* CUDA ordinals of the two roles; -1 = automatic */
 
     uint64_t explicit_keys; /* bit i: schema key i was given (presets leave it alone) */
