@@ -176,13 +176,7 @@ static tandem_status read_cache(const char *path, void **data, size_t *bytes, in
     }
     char *buf = st == TANDEM_OK ? tandem_malloc(total) : NULL;
     if (st == TANDEM_OK && !buf) st = tandem_fail(TANDEM_E_NOMEM, "text cache %s: %zu bytes", path, total);
-    for (size_t got = 0; st == TANDEM_OK && got < total;) {
-        ssize_t r = pread(fd, buf + got, total - got, (off_t)got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) st = tandem_fail(TANDEM_E_IO, "read %s: %s", path, strerror(errno));
-        else if (r == 0) st = tandem_fail(TANDEM_E_FORMAT, "truncated while read: %zu of %zu bytes", got, total);
-        else got += (size_t)r;
-    }
+    if (st == TANDEM_OK) st = tandem_file_read_exact(fd, path, buf, total);
     close(fd);
     if (st != TANDEM_OK) {
         tandem_free(buf);
