@@ -374,6 +374,15 @@ static void test_files(void **state) {
     assert_int_equal(tandem_files_write_atomic(path, "x", 1), TANDEM_E_IO);
 }
 
+/* Options drawing mel.png from ckpt and the dataset data, the PNGs into data. */
+static void plot_options(tandem_plot_options *o, const char *ckpt, const char *data) {
+    tandem_plot_options_init(o);
+    o->checkpoint = ckpt;
+    o->data_dir = data;
+    o->backend = g_backend;
+    o->out_dir = data;
+}
+
 static void test_plot(void **state) {
     (void)state;
     char run[300], data[300], path[400];
@@ -406,11 +415,7 @@ static void test_plot(void **state) {
     snprintf(path, sizeof path, "%s/wavs/utt1.wav", data);
     CHECK(tandem_wav_write_pcm16(path, x, 15 * HOP, RATE));
     tandem_plot_options o;
-    tandem_plot_options_init(&o);
-    o.checkpoint = ckpt;
-    o.data_dir = data;
-    o.backend = g_backend;
-    o.out_dir = data;
+    plot_options(&o, ckpt, data);
     poison(&r, sizeof r);
     CHECK(tandem_plot_run(run, &o, &r));
     assert_true(r.loss_written && r.mel_written);
@@ -472,11 +477,7 @@ static void test_plot_fifo(void **state) {
     snprintf(path, sizeof path, "%s/metadata.csv", data);
     assert_int_equal(mkfifo(path, 0600), 0);
     tandem_plot_options o;
-    tandem_plot_options_init(&o);
-    o.checkpoint = ckpt;
-    o.data_dir = data;
-    o.backend = g_backend;
-    o.out_dir = data;
+    plot_options(&o, ckpt, data);
     c = (plot_call){.run = run, .o = &o};
     expect_plot_fails_fast(&c, path);
     assert_true(c.r.loss_written);
