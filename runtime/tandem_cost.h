@@ -18,6 +18,7 @@
 #define TANDEM_COST_PUBLIC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +43,18 @@ void tandem_cost_options_init(tandem_cost_options *o);
  * when it exceeds cap). */
 tandem_status tandem_cost_report(const tandem_config *cfg, const tandem_cost_options *o, char *buf,
                                  size_t cap, size_t *len);
+
+/* The headline figures of the same report, as numbers (what `tandem validate` shows). */
+typedef struct tandem_cost_estimate {
+    char gpu[16];            /* the GPU key priced */
+    int64_t launches;        /* kernels + GEMMs + copies of one optimizer step */
+    double graph_ms;         /* modelled step, replayed as a CUDA graph */
+    double eager_ms;         /* modelled step, launched one by one */
+    double floor_ms;         /* the floor: minimum FLOPs at peak or minimum traffic at full bandwidth */
+    double samples_per_s;    /* batch_size x grad_accum / graph_ms */
+} tandem_cost_estimate;
+tandem_status tandem_cost_estimate_step(const tandem_config *cfg, const tandem_cost_options *o,
+                                        tandem_cost_estimate *out);
 
 #ifdef __cplusplus
 }

@@ -320,6 +320,27 @@ static tandem_status write_report(const cost_sum *c, const tandem_model *m, cons
     return TANDEM_OK;
 }
 
+/* Record one step of cfg and price it on o's GPU into c (c->sec owned by the caller: tandem_free);
+ * *r (closed by the caller) keeps the entries alive. */
+static tandem_status price_step(const tandem_config *cfg, const tandem_cost_options *o, cost_sum *c,
+                                tandem_cost_run **r) {
+    memset(c, 0, sizeof *c);
+    *r = NULL;
+    c->gpu = tandem_gpu_find(o->gpu ? o->gpu : "h100");
+    if (!c->gpu)
+        return tandem_fail(TANDEM_E_INVALID, "cost: GPU '%s' is not known; expected one of %s", o->gpu,
+                           tandem_gpu_keys());
+    c->tf32 = o->tf32 != 0;
+    TANDEM_TRY(tandem_cost_run_open(cfg, NULL, r));
+    TANDEM_TRY(tandem_cost_run_step(*r));
+    c->e = tandem_cost_run_entries(*r, &c->n);
+    c->sec = tandem_calloc((size_t)c->n + 1, sizeof *c->sec);
+    if (!c->sec) return tandem_fail(TANDEM_E_NOMEM, "cost: out of host memory");
+    sum_launches(c);
+    floor_of(c, tandem_cost_run_model(*r));
+    return TANDEM_OK;
+}
+
 tandem_status tandem_cost_report(const tandem_config *cfg, const tandem_cost_options *o, char *buf, size_t cap,
                                  size_t *len) {
     if (len) *len = 0;
@@ -329,28 +350,37 @@ tandem_status tandem_cost_report(const tandem_config *cfg, const tandem_cost_opt
     tandem_cost_options_init(&def);
     if (!o) o = &def;
     cost_sum c;
-    memset(&c, 0, sizeof c);
-    c.gpu = tandem_gpu_find(o->gpu ? o->gpu : "h100");
-    if (!c.gpu)
-        return tandem_fail(TANDEM_E_INVALID, "cost: GPU '%s' is not known; expected one of %s", o->gpu,
-                           tandem_gpu_keys());
-    c.tf32 = o->tf32 != 0;
     tandem_cost_run *r = NULL;
-    TANDEM_TRY(tandem_cost_run_open(cfg, NULL, &r));
-    tandem_status st = tandem_cost_run_step(r);
+    tandem_status st = price_step(cfg, o, &c, &r);
     if (st == TANDEM_OK) {
-        c.e = tandem_cost_run_entries(r, &c.n);
-        c.sec = tandem_calloc((size_t)c.n + 1, sizeof *c.sec);
-        if (!c.sec) st = tandem_fail(TANDEM_E_NOMEM, "cost: out of host memory");
-    }
-    if (st == TANDEM_OK) {
-        sum_launches(&c);
-        floor_of(&c, tandem_cost_run_model(r));
         tandem_strbuf out = {buf, cap, 0};
         st = write_report(&c, tandem_cost_run_model(r), o, &out);
         if (len) *len = out.len;
     }
     tandem_free(c.sec);
-    tandem_cost_run_close(r);
+    if (r) tandem_cost_run_close(r);
+    return st;
+}
+
+tandem_status tandem_cost_estimate_step(const tandem_config *cfg, const tandem_cost_options *o,
+                                        tandem_cost_estimate *out) {
+    if (!cfg || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_cost_estimate_step: NULL argument");
+    memset(out, 0, sizeof *out);
+    tandem_cost_options def;
+    tandem_cost_options_init(&def);
+    if (!o) o = &def;
+    cost_sum c;
+    tandem_cost_run *r = NULL;
+    tandem_status st = price_step(cfg, o, &c, &r);
+    if (st == TANDEM_OK) {
+        snprintf(out->gpu, sizeof out->gpu, "%s", o->gpu ? o->gpu : "h100");
+        out->launches = c.all.launches;
+        out->graph_ms = step_ms(&c, c.gpu->launch_graph_us);
+        out->eager_ms = step_ms(&c, c.gpu->launch_eager_us);
+        out->floor_ms = (c.min_flops_s > c.min_bytes_s ? c.min_flops_s : c.min_bytes_s) * 1e3;
+        out->samples_per_s = out->graph_ms > 0 ? cfg->batch_size * cfg->grad_accum / (out->graph_ms * 1e-3) : 0;
+    }
+    tandem_free(c.sec);
+    if (r) tandem_cost_run_close(r);
     return st;
 }
