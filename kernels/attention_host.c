@@ -126,7 +126,7 @@ void tandem_k_heads_split_grad_host(const tandem_k_heads_split_grad_args *a) {
 /* ---- softmax_causal_fwd ---- */
 void tandem_k_softmax_causal_fwd_geom(const tandem_k_softmax_causal_fwd_args *a,
                                       tandem_launch_dims *d) {
-    row_dims((int64_t)a->batch * a->heads * a->seq, d);
+    row_dims((int64_t)a->batch * a->heads * a->nq, d);
 }
 /* The sum is accumulated in double (deterministic, and more accurate than the kernel's float
  * tree, so the emulator comparison measures the kernel's error). Each exponential is taken
@@ -136,8 +136,8 @@ static void softmax_causal_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
     const tandem_k_softmax_causal_fwd_args *a = ctx;
     const int T = a->seq;
     for (int64_t row = r0; row < r1; row++) {
-        const int i = (int)(row % T);
-        const int64_t b = row / ((int64_t)T * a->heads);
+        const int i = a->q0 + (int)(row % a->nq);
+        const int64_t b = row / ((int64_t)a->nq * a->heads);
         const float *s = a->s + row * T;            /* [T] */
         float *p = a->p + row * T;                  /* [T] */
         const uint8_t *mask = a->key_mask + b * T;  /* [T] */
@@ -160,7 +160,7 @@ static void softmax_causal_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
     }
 }
 void tandem_k_softmax_causal_fwd_host(const tandem_k_softmax_causal_fwd_args *a) {
-    tandem_host_parallel_for((int64_t)a->batch * a->heads * a->seq, grain_of(a->seq),
+    tandem_host_parallel_for((int64_t)a->batch * a->heads * a->nq, grain_of(a->seq),
                              softmax_causal_fwd_rows, (void *)a);
 }
 
