@@ -103,7 +103,7 @@ tandem_status tandem_model_kv_declare(tandem_model_kv *kv, tandem_model *m, tand
         TANDEM_TRY(kv_decl(pool, &kv->vc[l], op, kv->H, kv->T, kv->dh, name));
     }
     TANDEM_TRY(kv_decl_rows(kv, pool));
-    return kv_prepare(kv);
+    return m->dev ? kv_prepare(kv) : TANDEM_OK; /* no device: a planning model (model.h) */
 }
 
 void tandem_model_kv_free(tandem_model_kv *kv) {

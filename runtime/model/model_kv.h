@@ -61,7 +61,8 @@ typedef struct tandem_model_kv {
 } tandem_model_kv;
 
 /* After tandem_model_declare (dims.batch must be 1), before the pool is committed: declare the
- * tensors above into pool and resolve the GEMM shapes. On error free with tandem_model_kv_free. */
+ * tensors above into pool and resolve the GEMM shapes (after tandem_model_declare_plan, into a
+ * planning pool: declarations only). On error free with tandem_model_kv_free. */
 tandem_status tandem_model_kv_declare(tandem_model_kv *kv, tandem_model *m, tandem_pool *pool);
 void tandem_model_kv_free(tandem_model_kv *kv);
 
