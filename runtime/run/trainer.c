@@ -17,9 +17,11 @@
 #include "runtime/report/metrics.h"
 #include "runtime/run/dataset.h"
 #include "runtime/run/nvml_fields.h"
+#include "runtime/run/profile_ops.h"
 #include "runtime/run/run_ckpt.h"
 #include "runtime/run/run_dir.h"
 #include "runtime/run/step_timer.h"
+#include "runtime/run/verdict.h"
 #include "runtime/run/validation.h"
 #include "runtime/text/symbols.h"
 
@@ -30,6 +32,7 @@ struct tandem_trainer {
     int have_ix;
     tandem_device *data_dev, *model_dev;
     char devices[512];
+    char model_name[32], data_name[32]; /* "CUDA 1", "host 0": the progress line's names */
     tandem_pool *data_pool, *model_pool;
     tandem_stream *s; /* the model stream: consumer of both pipelines */
     tandem_pipeline *pipe;
@@ -40,6 +43,8 @@ struct tandem_trainer {
     tandem_optim optim;
     tandem_train_state st;
     tandem_step_timer timer;
+    tandem_profile_ops prof; /* options.profile_ops: per-op device times of step prof_at */
+    int64_t prof_at;
     tandem_run_ckpt ck;
     tandem_st_file *resume_file; /* open from create's start to the restore after commit */
     tandem_sampler_pos next_pos;
@@ -51,13 +56,15 @@ struct tandem_trainer {
     tandem_run_dir rd;  /* the run directory's lock, held from create to destroy */
     int metrics_failed; /* a metrics.jsonl write failed: the run ends after a last checkpoint */
     int fig_mel; /* 1: a validation set and f32 tensors to take the mel from */
+    int util_model, util_data; /* NVML utilisation at the last logged step (-1: none) */
     volatile sig_atomic_t stop;
 };
 
 /* What run accumulates besides the trainer's own state. */
 typedef struct run_totals {
     tandem_trainer_summary S;
-    double sum_step, sum_wait, sum_busy, sum_samples; /* past warm-up */
+    double sum_step, sum_wait, sum_wait_dev, sum_busy, sum_occupied, sum_samples; /* past warm-up */
+    tandem_verdict_window vw; /* the verdict's steps (past warm-up) */
     int64_t n_meas;
     uint64_t t0; /* after the initial validation: the ETA's clock */
     int saved_at_end;
@@ -90,11 +97,23 @@ static tandem_status open_data(tandem_trainer *t) {
     return tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir);
 }
 
+/* "CUDA 1" / "host 0": how the progress line names a device. */
+static void device_name(tandem_device *d, char *buf, size_t cap) {
+    tandem_device_info info;
+    if (tandem_device_get_info(d, &info) != TANDEM_OK) {
+        snprintf(buf, cap, "?");
+        return;
+    }
+    snprintf(buf, cap, "%s %d", info.backend == TANDEM_BACKEND_CUDA ? "CUDA" : "host", info.ordinal);
+}
+
 /* Roles, the model stream, both arenas and the pipelines that declare into them. */
 static tandem_status open_devices(tandem_trainer *t) {
     TANDEM_TRY(tandem_roles_open(t->opt.backend, t->cfg.data_gpu, t->cfg.model_gpu, &t->data_dev,
                                  &t->model_dev, t->devices, sizeof t->devices));
     if (t->cfg.force_staged) tandem_roles_note_force_staged(t->devices, sizeof t->devices);
+    device_name(t->model_dev, t->model_name, sizeof t->model_name);
+    device_name(t->data_dev, t->data_name, sizeof t->data_name);
     TANDEM_TRY(tandem_stream_create(t->model_dev, &t->s));
     TANDEM_TRY(tandem_pool_create(t->data_dev, "data", (size_t)t->cfg.data_gpu_memory << 20, &t->data_pool));
     TANDEM_TRY(tandem_pool_create(t->model_dev, "model", (size_t)t->cfg.model_gpu_memory << 20, &t->model_pool));
@@ -148,6 +167,7 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     t->model_declared = 1; /* a failed declare leaves its part for tandem_model_free */
     TANDEM_TRY(tandem_model_declare(&t->model, t->model_dev, t->model_pool, dims));
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
+    TANDEM_TRY(tandem_profile_ops_init(&t->prof, t->model_dev, t->s, t->opt.profile_ops));
     TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, t->s, t->resume_file != NULL));
     if (t->resume_file) tandem_checkpoint_set_good(t->ck.writer, t->st.step); /* checked finite by find */
     TANDEM_TRY(setup_figures(t));
@@ -201,6 +221,7 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
     if (!t) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
     t->cfg = *cfg;
     t->rd.fd = -1;
+    t->util_model = t->util_data = -1;
     if (o) t->opt = *o;
     else tandem_trainer_options_init(&t->opt);
     tandem_status st = build(t);
@@ -224,6 +245,7 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     tandem_validation_free(&t->val);
     if (t->model_declared) tandem_model_free(&t->model);
     tandem_step_timer_free(&t->timer);
+    tandem_profile_ops_free(&t->prof);
     tandem_run_ckpt_free(&t->ck);
     if (t->resume_file) tandem_st_close(t->resume_file);
     if (t->metrics) tandem_metrics_close(t->metrics);
@@ -235,6 +257,19 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     if (t->have_ix) tandem_text_index_free(&t->ix);
     tandem_run_dir_close(&t->rd);
     tandem_free(t);
+}
+
+int tandem_trainer_op_times(const tandem_trainer *t, tandem_op_time *out, int cap, int *ops, double *total_ms,
+                            double *span_ms, int *overflow) {
+    const tandem_profile_ops *x = t ? &t->prof : NULL;
+    const int done = x && x->done;
+    if (ops) *ops = done ? x->timed : 0;
+    if (total_ms) *total_ms = done ? x->total_ms : 0;
+    if (span_ms) *span_ms = done ? x->span_ms : 0;
+    if (overflow) *overflow = done ? x->overflow : 0;
+    int n = 0;
+    for (; done && out && n < cap && n < x->names; n++) out[n] = x->agg[n];
+    return n;
 }
 
 /* ---- one step ------------------------------------------------------------------------------------ */
@@ -256,9 +291,10 @@ static void advance_pos(tandem_trainer *t, const tandem_batch_view *v) {
 static tandem_status micro_batch(tandem_trainer *t, int a, double *wait_ms, double *audio_s) {
     tandem_batch_view v;
     tandem_model_batch mb;
-    TANDEM_TRY(tandem_run_acquire(t->pipe, &v, &mb, wait_ms, &t->stop));
-    /* Marked after acquire queued the wait for the slot: the region spans only this
-     * micro-batch's work on the model device. */
+    tandem_event *pre, *start; /* around the stream's wait for the slot (step_timer.h) */
+    tandem_step_timer_wait_events(&t->timer, a, &pre, &start);
+    TANDEM_TRY(tandem_run_acquire_timed(t->pipe, &v, &mb, wait_ms, &t->stop, pre, start));
+    /* The region starts after the wait for the slot: it spans only this micro-batch's work. */
     tandem_status st = tandem_step_timer_mark(&t->timer, t->s, a, 0);
     if (st == TANDEM_OK && a == 0) st = tandem_train_begin(&t->model, t->s, &t->st);
     if (st == TANDEM_OK) st = tandem_train_micro(&t->model, t->s, &t->optim, &mb, a);
@@ -279,6 +315,9 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
     const uint64_t t0 = tandem_now_ns();
     double wait = 0, audio_s = 0;
     const tandem_sampler_pos pos0 = t->next_pos;
+    TANDEM_TRY(tandem_step_timer_begin(&t->timer, t->s));
+    const int profiled = t->st.step + 1 == t->prof_at;
+    if (profiled) TANDEM_TRY(tandem_profile_ops_begin(&t->prof));
     for (int a = 0; a < A; a++) {
         tandem_status st = micro_batch(t, a, &wait, &audio_s);
         if (st == TANDEM_OK) continue;
@@ -308,13 +347,24 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
     m->grad_norm = res.grad_norm;
     m->skipped = res.skipped;
     m->step_ms = step_ms;
-    m->data_wait_ms = wait;
     m->samples_per_s = samples / (step_ms * 1e-3);
     m->x_realtime = audio_s / (step_ms * 1e-3);
     m->ring_slots = t->cfg.prefetch_buffer_size;
     m->val_l1 = m->val_stop_bce = m->eta_s = -1;
     m->eval_stop_within = m->eval_len_ratio = m->eval_dtw_l1 = m->eval_text_dep = m->eval_ms = -1;
-    return tandem_step_timer_busy(&t->timer, step_ms, wait, &m->model_busy_pct);
+    tandem_step_times tm;
+    TANDEM_TRY(tandem_step_timer_read(&t->timer, step_ms, wait, &tm));
+    if (profiled) TANDEM_TRY(tandem_profile_ops_end(&t->prof));
+    m->data_wait_ms = tm.data_wait_ms;
+    m->data_wait_device_ms = tm.data_wait_device_ms;
+    m->model_busy_pct = tm.busy_pct;
+    m->model_occupied_pct = tm.occupied_pct;
+    m->model_device_name = t->model_name;
+    m->data_device_name = t->data_name;
+    m->model_gpu_util_pct = t->util_model;
+    m->data_gpu_util_pct = t->util_data;
+    m->nvml = t->util_model >= 0 || t->util_data >= 0;
+    return TANDEM_OK;
 }
 
 /* ---- accounting, logging, the callback ------------------------------------------------------------- */
@@ -325,6 +375,19 @@ static void pipeline_fields(tandem_trainer *t, tandem_step_metrics *m) {
     tandem_pipeline_get_stats(t->pipe, &ps);
     m->data_busy_pct = ps.data_busy_pct;
     m->ring_occupancy = ps.mean_ready_slots;
+}
+
+/* What the verdict's rules read besides the steps' figures. */
+static void verdict_context(const tandem_trainer *t, const tandem_step_metrics *m, tandem_verdict_context *c) {
+    memset(c, 0, sizeof *c);
+    c->cuda = t->timer.use_events;
+    c->num_workers = t->cfg.num_workers;
+    c->ring_slots = t->cfg.prefetch_buffer_size;
+    c->batch_size = t->cfg.batch_size;
+    c->bf16 = t->cfg.precision == TANDEM_PRECISION_BF16;
+    c->data_busy_pct = m->data_busy_pct;
+    c->ring_occupancy = m->ring_occupancy;
+    c->step_cv = m->step_cv;
 }
 
 /* The step into the summary and the step-time window. */
@@ -343,10 +406,16 @@ static void account(tandem_trainer *t, run_totals *r, tandem_step_metrics *m) {
         r->sum_step += m->step_ms;
         r->sum_wait += m->data_wait_ms;
         r->sum_busy += m->model_busy_pct;
+        r->sum_wait_dev += m->data_wait_device_ms;
+        r->sum_occupied += m->model_occupied_pct;
+        tandem_verdict_window_push(&r->vw, m);
         r->sum_samples += (double)t->model.dims.batch * t->model.dims.micro_batches;
         r->n_meas++;
     }
     pipeline_fields(t, m);
+    tandem_verdict_context c;
+    verdict_context(t, m, &c);
+    tandem_verdict_window_compute(&r->vw, &c, &m->verdict);
 }
 
 /* The ETA, then the caller's callback. */
@@ -403,7 +472,9 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     tandem_metrics_set(x, "grad_norm", m->grad_norm);
     tandem_metrics_set(x, "step_ms", m->step_ms);
     tandem_metrics_set(x, "data_wait_ms", m->data_wait_ms);
+    tandem_metrics_set(x, "data_wait_device_ms", m->data_wait_device_ms);
     tandem_metrics_set(x, "model_busy_pct", m->model_busy_pct);
+    tandem_metrics_set(x, "model_occupied_pct", m->model_occupied_pct);
     tandem_metrics_set(x, "data_busy_pct", m->data_busy_pct);
     tandem_metrics_set(x, "samples_per_s", m->samples_per_s);
     tandem_metrics_set(x, "x_realtime", m->x_realtime);
@@ -416,6 +487,8 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     }
     tandem_nvml_fields_add(&t->nvml, x, "model", t->model_dev);
     if (t->data_dev != t->model_dev) tandem_nvml_fields_add(&t->nvml, x, "data", t->data_dev);
+    t->util_model = tandem_nvml_fields_util(&t->nvml, t->model_dev);
+    t->util_data = t->data_dev != t->model_dev ? tandem_nvml_fields_util(&t->nvml, t->data_dev) : t->util_model;
     tandem_status st = tandem_metrics_end(x);
     if (st == TANDEM_E_IO) t->metrics_failed = 1;
     return st;
@@ -491,6 +564,7 @@ static tandem_status run_begin(tandem_trainer *t, run_totals *r) {
 static tandem_status run_loop(tandem_trainer *t, run_totals *r) {
     const int64_t max_steps = t->cfg.max_steps;
     const int64_t end = t->opt.run_steps > 0 ? t->st.step + t->opt.run_steps : max_steps;
+    t->prof_at = end < max_steps ? end : max_steps;
     while (t->st.step < max_steps && t->st.step < end && !t->stop) {
         tandem_step_metrics m;
         tandem_status st = one_step(t, &m);
@@ -525,6 +599,28 @@ static void save_after_metrics_error(tandem_trainer *t, const run_totals *r) {
     tandem_fail(TANDEM_E_IO, "%s", why);
 }
 
+/* The run's verdict and the data path's stage times into the summary. */
+static void summary_verdict(const tandem_trainer *t, const tandem_pipeline_stats *pst, const run_totals *r,
+                            tandem_trainer_summary *S) {
+    tandem_step_metrics m;
+    memset(&m, 0, sizeof m);
+    m.data_busy_pct = pst->data_busy_pct;
+    m.ring_occupancy = pst->mean_ready_slots;
+    m.step_cv = tandem_step_timer_cv(&t->timer);
+    tandem_verdict_context c;
+    verdict_context(t, &m, &c);
+    tandem_verdict_window_compute(&r->vw, &c, &S->verdict);
+    S->stages = TANDEM_STAGE_COUNT < 8 ? TANDEM_STAGE_COUNT : 8;
+    for (int i = 0; i < S->stages; i++) {
+        const tandem_stage_stat *x = &pst->stages[i];
+        snprintf(S->stage_name[i], sizeof S->stage_name[i], "%s", tandem_stage_name((tandem_stage)i));
+        S->stage_count[i] = (double)x->count;
+        S->stage_total_ms[i] = x->total_ms;
+        S->stage_mean_ms[i] = x->count ? x->total_ms / (double)x->count : 0;
+    }
+    S->wall_ms = pst->wall_ms;
+}
+
 static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st, tandem_trainer_summary *sum) {
     if (st == TANDEM_OK && !r->saved_at_end && r->S.steps_run > 0) st = save_checkpoint(t);
     if (st == TANDEM_E_IO) save_after_metrics_error(t, r);
@@ -549,7 +645,10 @@ static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st,
         S->samples_per_s = r->sum_samples / (r->sum_step * 1e-3);
         S->data_wait_pct = 100.0 * r->sum_wait / r->sum_step;
         S->model_busy_pct = r->sum_busy / (double)r->n_meas;
+        S->data_wait_device_pct = 100.0 * r->sum_wait_dev / r->sum_step;
+        S->model_occupied_pct = r->sum_occupied / (double)r->n_meas;
     }
+    summary_verdict(t, &pst, r, S);
     S->data_busy_pct = pst.data_busy_pct;
     S->step_cv = tandem_step_timer_cv(&t->timer);
     snprintf(S->checkpoint, sizeof S->checkpoint, "%s", tandem_checkpoint_last_path(t->ck.writer));
