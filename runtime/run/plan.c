@@ -14,6 +14,7 @@
 #include "runtime/core/pool_internal.h"
 #include "runtime/data/plan_layout.h"
 #include "runtime/model/model.h"
+#include "runtime/run/plan.h"
 #include "runtime/run/synth.h"
 #include "runtime/text/symbols.h"
 #include "tandem.h"
@@ -48,6 +49,13 @@ static tandem_status declare(const tandem_config *cfg, tandem_backend backend, p
     if (!cfg->val_data[0] || cfg->val_every <= 0) return TANDEM_OK;
     TANDEM_TRY(tandem_pool_create_offline("synth", backend, 0, &p->pool[2]));
     return tandem_synth_declare_plan(cfg, backend, p->pool[2], &p->eval);
+}
+
+static void release(plan_parts *p) {
+    tandem_synth_close(p->eval);
+    tandem_model_free(&p->model);
+    tandem_layout_release(&p->layout);
+    for (int i = 0; i < PLAN_POOLS; i++) tandem_pool_destroy(p->pool[i]);
 }
 
 static void heading(tandem_strbuf *o, const tandem_config *cfg, tandem_backend backend, const char *name) {
@@ -117,9 +125,22 @@ tandem_status tandem_plan_report(const tandem_config *cfg, const tandem_plan_opt
         st = report(cfg, &p, &text);
         if (len) *len = text.len;
     }
-    tandem_synth_close(p.eval);
-    tandem_model_free(&p.model);
-    tandem_layout_release(&p.layout);
-    for (int i = 0; i < PLAN_POOLS; i++) tandem_pool_destroy(p.pool[i]);
+    release(&p);
+    return st;
+}
+
+tandem_status tandem_plan_arena_bytes(const tandem_config *cfg, tandem_backend backend, size_t bytes[2]) {
+    bytes[0] = bytes[1] = 0;
+    plan_parts p;
+    memset(&p, 0, sizeof p);
+    tandem_status st = declare(cfg, backend == TANDEM_BACKEND_HOST ? TANDEM_BACKEND_HOST : TANDEM_BACKEND_CUDA, &p);
+    for (int i = 0; st == TANDEM_OK && i < 2; i++) {
+        tandem_status pst = tandem_pool_plan(p.pool[i]); /* over budget: its message, the size still known */
+        tandem_pool_stats s;
+        tandem_pool_get_stats(p.pool[i], &s);
+        bytes[i] = s.arena_bytes;
+        if (pst != TANDEM_OK) st = pst;
+    }
+    release(&p);
     return st;
 }
