@@ -571,9 +571,11 @@ void tandem_k_heads_split_grad_cost(const tandem_k_heads_split_grad_args *a, tan
 }
 void tandem_k_softmax_causal_fwd_cost(const tandem_k_softmax_causal_fwd_args *a,
                                       tandem_kernel_cost *c) {
-    const double n = (double)a->batch * a->heads * (double)a->seq * a->seq;
-    /* on the causal half (n / 2): max, exp, sum, scale ~ 5 per element */
-    tandem_kcost(c, 2.5 * n, 4.0 * n + (double)a->batch * a->seq, 4.0 * n);
+    const double bh = (double)a->batch * a->heads, n = bh * a->nq * (double)a->seq;
+    /* the rows q0 .. q0 + nq - 1 read their causal part (about q0 + nq / 2 keys each): max,
+     * exp, sum, scale ~ 5 per element (all rows: 2.5 B H T^2) */
+    tandem_kcost(c, 5.0 * bh * a->nq * (a->q0 + 0.5 * a->nq), 4.0 * n + (double)a->batch * a->seq,
+                 4.0 * n);
 }
 void tandem_k_softmax_causal_bwd_cost(const tandem_k_softmax_causal_bwd_args *a,
                                       tandem_kernel_cost *c) {
