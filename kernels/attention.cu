@@ -97,11 +97,11 @@ DEVICE_FN int64_t attn_k_warp_row(int64_t rows) {
  * reads keys 0..i (the causal half); keys past i are written as 0. */
 KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_ROWS_PER_BLOCK * 32) tandem_k_softmax_causal_fwd(tandem_k_softmax_causal_fwd_args a) {
     const int T = a.seq;
-    int64_t row = attn_k_warp_row((int64_t)a.batch * a.heads * T);
+    int64_t row = attn_k_warp_row((int64_t)a.batch * a.heads * a.nq);
     if (row < 0) return;
     const int lane = (int)(threadIdx.x % TANDEM_WARP_SIZE);
-    const int i = (int)(row % T);
-    const int64_t b = row / ((int64_t)T * a.heads);
+    const int i = a.q0 + (int)(row % a.nq);
+    const int64_t b = row / ((int64_t)a.nq * a.heads);
     const float *s = a.s + row * T;                /* [T] */
     float *p = a.p + row * T;                      /* [T] */
     const uint8_t *mask = a.key_mask + b * T;      /* [T] */

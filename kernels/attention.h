@@ -53,12 +53,15 @@ typedef struct tandem_k_heads_split_grad_args {
  * (causal) and key_mask[b, j] != 0. p[i, j] = exp(s[i, j] - m) / sum over allowed j of
  * exp(s[i, j] - m), m = the row's largest allowed score; p = 0 at every other key. A row with
  * no allowed key (only when key 0 is masked) is all zeros, never NaN.
+ * Only the nq query rows i = q0 .. q0 + nq - 1 of each (b, h) are computed, and s and p hold
+ * just those rows (training: q0 = 0, nq = T; a key/value-cached step: its one new row).
  * s may equal p (in place): every element is read before it is written, by the same thread. */
 typedef struct tandem_k_softmax_causal_fwd_args {
-    const float *s;          /* [B, H, T, T] scores, already scaled by 1/sqrt(dh) */
+    const float *s;          /* [B, H, nq, T] scores, already scaled by 1/sqrt(dh) */
     const uint8_t *key_mask; /* [B, T] 1 (any nonzero) = real key position, 0 = padding */
-    float *p;                /* [B, H, T, T] probabilities */
+    float *p;                /* [B, H, nq, T] probabilities */
     int batch, heads, seq;
+    int q0, nq; /* the query rows computed: 0 <= q0, q0 + nq <= seq */
 } tandem_k_softmax_causal_fwd_args;
 
 /* ds[i, j] = p[i, j] * (dp[i, j] - sum_k p[i, k] * dp[i, k]) for j <= i, 0 for j > i. Masked

@@ -126,7 +126,7 @@ void tandem_k_heads_split_grad_host(const tandem_k_heads_split_grad_args *a) {
 /* ---- softmax_causal_fwd ---- */
 void tandem_k_softmax_causal_fwd_geom(const tandem_k_softmax_causal_fwd_args *a,
                                       tandem_launch_dims *d) {
-    row_dims((int64_t)a->batch * a->heads * a->seq, d);
+    row_dims((int64_t)a->batch * a->heads * a->nq, d);
 }
 /* The sum is accumulated in double (deterministic, and more accurate than the kernel's float
  * tree, so the emulator comparison measures the kernel's error). Each exponential is taken
@@ -136,8 +136,8 @@ static void softmax_causal_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
     const tandem_k_softmax_causal_fwd_args *a = ctx;
     const int T = a->seq;
     for (int64_t row = r0; row < r1; row++) {
-        const int i = (int)(row % T);
-        const int64_t b = row / ((int64_t)T * a->heads);
+        const int i = a->q0 + (int)(row % a->nq);
+        const int64_t b = row / ((int64_t)a->nq * a->heads);
         const float *s = a->s + row * T;            /* [T] */
         float *p = a->p + row * T;                  /* [T] */
         const uint8_t *mask = a->key_mask + b * T;  /* [T] */
@@ -160,7 +160,7 @@ static void softmax_causal_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
     }
 }
 void tandem_k_softmax_causal_fwd_host(const tandem_k_softmax_causal_fwd_args *a) {
-    tandem_host_parallel_for((int64_t)a->batch * a->heads * a->seq, grain_of(a->seq),
+    tandem_host_parallel_for((int64_t)a->batch * a->heads * a->nq, grain_of(a->seq),
                              softmax_causal_fwd_rows, (void *)a);
 }
 
@@ -571,9 +571,11 @@ void tandem_k_heads_split_grad_cost(const tandem_k_heads_split_grad_args *a, tan
 }
 void tandem_k_softmax_causal_fwd_cost(const tandem_k_softmax_causal_fwd_args *a,
                                       tandem_kernel_cost *c) {
-    const double n = (double)a->batch * a->heads * (double)a->seq * a->seq;
-    /* on the causal half (n / 2): max, exp, sum, scale ~ 5 per element */
-    tandem_kcost(c, 2.5 * n, 4.0 * n + (double)a->batch * a->seq, 4.0 * n);
+    const double bh = (double)a->batch * a->heads, n = bh * a->nq * (double)a->seq;
+    /* the rows q0 .. q0 + nq - 1 read their causal part (about q0 + nq / 2 keys each): max,
+     * exp, sum, scale ~ 5 per element (all rows: 2.5 B H T^2) */
+    tandem_kcost(c, 5.0 * bh * a->nq * (a->q0 + 0.5 * a->nq), 4.0 * n + (double)a->batch * a->seq,
+                 4.0 * n);
 }
 void tandem_k_softmax_causal_bwd_cost(const tandem_k_softmax_causal_bwd_args *a,
                                       tandem_kernel_cost *c) {

@@ -11,8 +11,9 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem plan --config FILE [--backend cuda|host] [--KEY VALUE ...]\n\n"
-            "Prints the memory plan of every arena (data device, model device, pinned host\n"
-            "staging) for a config, without opening a device. --backend picks the alignment the\n"
+            "Prints the memory plan of every arena (data device, model device, with validation\n"
+            "the free-running evaluation's on the model device, pinned host staging) for a\n"
+            "config, without opening a device. --backend picks the alignment the\n"
             "plan uses: cuda (default, 256 B) or host (64 B). Budgets (MiB, 0 = size by plan)\n"
             "come from the config or the flags; a plan over budget exits with status 2.\n"
             "The device flags (--data-gpu, --model-gpu, --data-gpu-memory, --model-gpu-memory) and\n"

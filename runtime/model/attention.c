@@ -229,7 +229,7 @@ tandem_status tandem_attention_fwd(tandem_stream *s, const tandem_attention_shap
     /* S [BH, T, T] = Q K^T / sqrt(dh);  P = softmax_causal(S, key_mask) in place */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nt, a.scale, VIEW(io->q), VIEW(io->k), 0.0f, VIEW(sc)));
     TANDEM_TRY(tandem_softmax_causal_fwd(s, F32(sc), tandem_tensor_u8(io->key_mask), F32(sc),
-                                         &a.hd));
+                                         &a.hd, 0, a.hd.seq));
     if (io->ga) TANDEM_TRY(tandem_ga_fwd(s, F32(sc), tandem_tensor_u8(io->key_mask), io->ga_rows, io->ga));
     TANDEM_TRY(tandem_seam_publish(s, bf, F32(sc), io->p, n.scores));
     /* O [BH, T, dh] = P V;  y [B, T, d] = O with the heads merged */

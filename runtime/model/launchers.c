@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "platform/os/log.h"
+
 /* ---- layers --------------------------------------------------------------------------------- */
 
 tandem_status tandem_layernorm_fwd(tandem_stream *s, const float *x, const float *gamma,
@@ -207,10 +209,13 @@ tandem_status tandem_heads_split_grad(tandem_stream *s, const float *dy, float *
 
 tandem_status tandem_softmax_causal_fwd(tandem_stream *s, const float *scores,
                                         const uint8_t *key_mask, float *p,
-                                        const tandem_heads_dims *hd) {
+                                        const tandem_heads_dims *hd, int q0, int nq) {
+    if (q0 < 0 || nq < 1 || q0 + nq > hd->seq)
+        return tandem_fail(TANDEM_E_INVALID, "softmax_causal_fwd: query rows %d..%d; expected "
+                           "within 0..%d", q0, q0 + nq - 1, hd->seq - 1);
     TANDEM_KARGS(softmax_causal_fwd, a);
     a.s = scores, a.key_mask = key_mask, a.p = p;
-    a.batch = hd->batch, a.heads = hd->heads, a.seq = hd->seq;
+    a.batch = hd->batch, a.heads = hd->heads, a.seq = hd->seq, a.q0 = q0, a.nq = nq;
     return TANDEM_LAUNCH(s, softmax_causal_fwd, &a);
 }
 

@@ -136,11 +136,12 @@ tandem_status tandem_heads_merge(tandem_stream *s, const float *o, float *y,
 /* d_o [B, H, T, dh] = dy [B, T, d] split by head (the backward of heads_merge) */
 tandem_status tandem_heads_split_grad(tandem_stream *s, const float *dy, float *d_o,
                                       const tandem_heads_dims *hd);
-/* p [B, H, T, T] = softmax over the keys j <= i with key_mask [B, T] != 0 of scores [B, H, T, T]
- * (p may alias scores) */
+/* p [B, H, nq, T] = softmax over the keys j <= i with key_mask [B, T] != 0 of scores
+ * [B, H, nq, T], for the query rows i = q0 .. q0 + nq - 1 of each head (all: 0, T; p may alias
+ * scores) */
 tandem_status tandem_softmax_causal_fwd(tandem_stream *s, const float *scores,
                                         const uint8_t *key_mask, float *p,
-                                        const tandem_heads_dims *hd);
+                                        const tandem_heads_dims *hd, int q0, int nq);
 /* ds [B, H, T, T] = softmax backward of dp at p (ds may alias dp) */
 tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const float *p,
                                         float *ds, const tandem_heads_dims *hd);

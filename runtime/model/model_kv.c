@@ -21,7 +21,8 @@ static tandem_status kv_decl(tandem_pool *pool, tandem_tensor **out, tandem_dtyp
     return tandem_pool_declare(pool, name, dt, nd, shape, TANDEM_PERSISTENT, 0, 0, out);
 }
 
-/* The score GEMM S[h, p, :] = q_h [1, dh] K_h^T and O = P_h [1, T] V_h, batched over heads. */
+/* The score GEMM S[h, :] = q_h [1, dh] K_h^T and O = P_h [1, T] V_h, batched over heads: only the
+ * new query's row of each head ([H, T]), never the whole [H, T, T] block. */
 static tandem_gemm_desc kv_desc(const tandem_model_kv *kv, int scores) {
     tandem_gemm_desc g;
     memset(&g, 0, sizeof g);
@@ -31,10 +32,10 @@ static tandem_gemm_desc kv_desc(const tandem_model_kv *kv, int scores) {
     const int64_t T = kv->T, dh = kv->dh;
     if (scores) {
         g.trans_b = 1, g.n = T, g.k = dh;
-        g.stride_a = dh, g.stride_b = T * dh, g.stride_c = T * T;
+        g.stride_a = dh, g.stride_b = T * dh, g.stride_c = T;
     } else {
         g.n = dh, g.k = T;
-        g.stride_a = kv->m->dims.bf16 ? T : T * T, g.stride_b = T * dh, g.stride_c = dh;
+        g.stride_a = T, g.stride_b = T * dh, g.stride_c = dh;
     }
     return g;
 }
@@ -67,7 +68,7 @@ static tandem_status kv_decl_rows(tandem_model_kv *kv, tandem_pool *pool) {
     TANDEM_TRY(kv_decl(pool, &kv->qkv, TANDEM_F32, 3 * d->d, 0, 0, "kv.qkv"));
     const int fused = tandem_attention_fused(&kv->m->attn);
     if (fused) TANDEM_TRY(kv_decl(pool, &kv->lse, TANDEM_F32, kv->H, 0, 0, "kv.lse"));
-    else TANDEM_TRY(kv_decl(pool, &kv->scores, TANDEM_F32, kv->H, kv->T, kv->T, "kv.scores"));
+    else TANDEM_TRY(kv_decl(pool, &kv->scores, TANDEM_F32, kv->H, kv->T, 0, "kv.scores"));
     TANDEM_TRY(kv_decl(pool, &kv->o, TANDEM_F32, d->d, 0, 0, "kv.o"));
     TANDEM_TRY(kv_decl(pool, &kv->f, TANDEM_F32, d->ff, 0, 0, "kv.f"));
     TANDEM_TRY(kv_decl(pool, &kv->g, op, d->ff, 0, 0, "kv.g"));
@@ -105,7 +106,7 @@ tandem_status tandem_model_kv_declare(tandem_model_kv *kv, tandem_model *m, tand
         TANDEM_TRY(kv_decl(pool, &kv->vc[l], op, kv->H, kv->T, kv->dh, name));
     }
     TANDEM_TRY(kv_decl_rows(kv, pool));
-    return kv_prepare(kv);
+    return m->dev ? kv_prepare(kv) : TANDEM_OK; /* no device: a planning model (model.h) */
 }
 
 void tandem_model_kv_free(tandem_model_kv *kv) {
@@ -187,14 +188,14 @@ static tandem_status row_attention(const tandem_model_kv *kv, tandem_stream *s, 
     const tandem_gemm_desc gs = kv_desc(kv, 1), gp = kv_desc(kv, 0);
     const float scale = (float)(1.0 / sqrt((double)dh));
     TANDEM_TRY(tandem_dev_gemm(s, &gs, scale, q, tandem_view_of(kv->kc[l]), 0.0f,
-                               tandem_view_at(kv->scores, p * T)));
+                               tandem_view_of(kv->scores)));
+    /* P [H, 1, T]: query row p of each head only */
     const tandem_heads_dims hd = {1, kv->T, kv->H, kv->dh};
     TANDEM_TRY(tandem_softmax_causal_fwd(s, F32(kv->scores), tandem_tensor_u8(kv->key_mask),
-                                         F32(kv->scores), &hd));
-    tandem_view pr = tandem_view_at(kv->scores, p * T);
+                                         F32(kv->scores), &hd, p, 1));
+    tandem_view pr = tandem_view_of(kv->scores);
     if (bf) {
-        for (int h = 0; h < kv->H; h++)
-            TANDEM_TRY(put(kv, s, kv->scores, (h * T + p) * T, kv->prow, h * T, T));
+        TANDEM_TRY(put(kv, s, kv->scores, 0, kv->prow, 0, kv->H * T));
         pr = tandem_view_of(kv->prow);
     }
     TANDEM_TRY(tandem_dev_gemm(s, &gp, 1.0f, pr, tandem_view_of(kv->vc[l]), 0.0f,

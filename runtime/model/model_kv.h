@@ -9,9 +9,9 @@
  * step's output) through the blocks, attending to the cached keys 0..Tt + j under the same
  * key mask rule as the full forward (padded text keys masked, every mel key real), and writes
  * the group's r frames and r stop logits. Per block, for the one row: LN1 → qkv (a [1, 3d]
- * GEMM) → k, v rows into the caches → S[h, Tt + j, :] = q_h K_h^T / sqrt(dh) (one GEMM batched
- * over heads into row Tt + j of an [H, T, T] score block) → the causal softmax kernel
- * (the row reads keys <= its own position only) → O = P V (batched GEMM; [H, 1, dh] is already
+ * GEMM) → k, v rows into the caches → S[h, :] = q_h K_h^T / sqrt(dh) (one GEMM batched
+ * over heads into an [H, T] score row block) → the causal softmax kernel on query row Tt + j
+ * only (it reads keys <= that position) → O = P V (batched GEMM; [H, 1, dh] is already
  * the merged [1, d]) → out projection + residual → LN2 → MLP + residual. Same kernels and
  * numerics as the full forward, so the outputs agree with it to f32 rounding (test_synth).
  *
@@ -20,11 +20,11 @@
  * at the seams from one f32 stage; weights come from the model's bf16 copy (refreshed by
  * begin() when stale).
  *
- * Cost per mel step: O(d^2 + T d) GEMM work per layer instead of O(T d^2 + T^2 d), plus the
- * softmax kernel over the [H, T, T] block (its rows read only keys <= their position).
+ * Cost per mel step: O(d^2 + T d) GEMM work per layer instead of O(T d^2 + T^2 d), and a
+ * softmax over H rows of at most T keys instead of the [H, T, T] block.
  *
  * Owns: its tensors, declared PERSISTENT into the model's pool (caches 2 L [H, T, dh], the
- * [H, T, T] score block and one-row activations), and two small host arrays (layer tables,
+ * [H, T] score rows and one-row activations), and two small host arrays (layer tables,
  * the key mask), all allocated at declare; nothing after commit. Called by the thread that
  * drives the stream. */
 #ifndef TANDEM_RUNTIME_MODEL_KV_H
@@ -45,7 +45,7 @@ typedef struct tandem_model_kv {
     tandem_tensor *mean, *rstd; /* [1] f32 */
     tandem_tensor *qkv;        /* [3d] f32 */
     tandem_tensor *q;          /* [d] op (bf16 only; fp32 reads qkv) */
-    tandem_tensor *scores;     /* [H, T, T] f32: row p of each head is the current one
+    tandem_tensor *scores;     /* [H, T] f32: the current query's scores, then probabilities
                                   (materialised attention only, runtime/model/attention.h) */
     tandem_tensor *prow;       /* [H, T] op (bf16, materialised only; fp32 reads scores) */
     tandem_tensor *lse;        /* [H] f32: the fused kernel's row statistics (fused only) */
@@ -63,7 +63,8 @@ typedef struct tandem_model_kv {
 } tandem_model_kv;
 
 /* After tandem_model_declare (dims.batch must be 1), before the pool is committed: declare the
- * tensors above into pool and resolve the GEMM shapes. On error free with tandem_model_kv_free. */
+ * tensors above into pool and resolve the GEMM shapes (after tandem_model_declare_plan, into a
+ * planning pool: declarations only). On error free with tandem_model_kv_free. */
 tandem_status tandem_model_kv_declare(tandem_model_kv *kv, tandem_model *m, tandem_pool *pool);
 void tandem_model_kv_free(tandem_model_kv *kv);
 

@@ -2,7 +2,9 @@
  * runtime/tandem_train.h): planning-only pools (runtime/core/pool_internal.h) that know the
  * target backend's alignment but own no memory, the arenas' tensors declared exactly as a run
  * declares them (runtime/data/plan_layout.h for the feature path, the ring and the pinned
- * staging; runtime/model/model.h for the model), then each pool's report. */
+ * staging; runtime/model/model.h for the model; runtime/run/synth.h for the free-running
+ * evaluation's own arena on the model device, made when validation runs), then each pool's
+ * report. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@
 #include "runtime/data/plan_layout.h"
 #include "runtime/model/model.h"
 #include "runtime/run/plan.h"
+#include "runtime/run/synth.h"
 #include "runtime/text/symbols.h"
 #include "tandem.h"
 
@@ -22,10 +25,13 @@ void tandem_plan_options_init(tandem_plan_options *o) {
     o->backend = TANDEM_BACKEND_CUDA;
 }
 
+enum { PLAN_POOLS = 3 };
+
 typedef struct plan_parts {
-    tandem_pool *pool[2]; /* data, model */
+    tandem_pool *pool[PLAN_POOLS]; /* data, model, evaluation (NULL without validation) */
     tandem_layout layout;
     tandem_model model;
+    tandem_synth *eval; /* the evaluation arena's declarations (val_speak.h) */
 } plan_parts;
 
 /* Both arenas declared: the data device's feature path, the model device's ring and model. */
@@ -37,14 +43,19 @@ static tandem_status declare(const tandem_config *cfg, tandem_backend backend, p
     tandem_model_dims dims;
     TANDEM_TRY(tandem_model_dims_from_config(cfg, tandem_symbols_count(), &dims));
     TANDEM_TRY(tandem_model_declare_plan(&p->model, backend, p->pool[1], &dims));
-    return tandem_model_staging_declare(&dims, &p->layout.staging); /* the model's pinned block */
+    TANDEM_TRY(tandem_model_staging_declare(&dims, &p->layout.staging)); /* its pinned block */
+    /* validation's free-running evaluation: a B = 1 forward-only model with a key/value cache
+     * in a pool of its own on the model device (validation.c, val_speak.h) */
+    if (!cfg->val_data[0] || cfg->val_every <= 0) return TANDEM_OK;
+    TANDEM_TRY(tandem_pool_create_offline("synth", backend, 0, &p->pool[2]));
+    return tandem_synth_declare_plan(cfg, backend, p->pool[2], &p->eval);
 }
 
 static void release(plan_parts *p) {
+    tandem_synth_close(p->eval);
     tandem_model_free(&p->model);
     tandem_layout_release(&p->layout);
-    tandem_pool_destroy(p->pool[0]);
-    tandem_pool_destroy(p->pool[1]);
+    for (int i = 0; i < PLAN_POOLS; i++) tandem_pool_destroy(p->pool[i]);
 }
 
 static void heading(tandem_strbuf *o, const tandem_config *cfg, tandem_backend backend, const char *name) {
@@ -58,21 +69,22 @@ static void heading(tandem_strbuf *o, const tandem_config *cfg, tandem_backend b
         backend == TANDEM_BACKEND_HOST ? "host devices" : "CUDA devices", tandem_pool_backend_alignment(backend));
 }
 
-/* Plan both arenas (an arena over budget is reported, not fatal: its error joins *errors) and
+/* Plan every arena (an arena over budget is reported, not fatal: its error joins *errors) and
  * write every report. Returns TANDEM_E_BUDGET when an arena does not fit. */
 static tandem_status report(const tandem_config *cfg, plan_parts *p, tandem_strbuf *o) {
-    static const char *const roles[2] = {"data device", "model device"};
-    char errors[2][1024];
+    static const char *const roles[PLAN_POOLS] = {
+        "data device", "model device", "model device, free-running evaluation at validation"};
+    char errors[PLAN_POOLS][1024];
     tandem_status st = TANDEM_OK;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < PLAN_POOLS; i++) {
         errors[i][0] = 0;
-        if (tandem_pool_plan(p->pool[i]) != TANDEM_OK) {
+        if (p->pool[i] && tandem_pool_plan(p->pool[i]) != TANDEM_OK) {
             snprintf(errors[i], sizeof errors[i], "%s", tandem_last_error());
             st = TANDEM_E_BUDGET;
         }
     }
     size_t total = 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < PLAN_POOLS && p->pool[i]; i++) {
         char rep[4096];
         tandem_pool_report(p->pool[i], rep, sizeof rep);
         tandem_strbuf_printf(o, "[%s] %s\n", roles[i], rep);
@@ -83,11 +95,16 @@ static tandem_status report(const tandem_config *cfg, plan_parts *p, tandem_strb
     char pinned[16384]; /* every staging block and buffer: about 8 KiB for a 16-slot ring */
     tandem_layout_pinned_report(&p->layout, pinned, sizeof pinned);
     tandem_strbuf_printf(o, "%s\n", pinned);
-    tandem_strbuf_printf(o, "one GPU in both roles needs both arenas on it: %.2f MiB\n", (double)total / (1 << 20));
+    tandem_strbuf_printf(o, "one GPU in both roles needs %s arenas on it: %.2f MiB\n",
+                         p->pool[2] ? "the three" : "both", (double)total / (1 << 20));
     tandem_strbuf_printf(o, "(the model arena holds the ring and the model: parameters, optimizer state, %s "
                          "activations)\n", cfg->precision == TANDEM_PRECISION_BF16 ? "bf16/f32" : "f32");
     if (st == TANDEM_OK) return TANDEM_OK;
-    return tandem_fail(st, "%s%s%s", errors[0], errors[0][0] && errors[1][0] ? "\n" : "", errors[1]);
+    char all[PLAN_POOLS * 1024 + PLAN_POOLS] = "";
+    for (int i = 0; i < PLAN_POOLS; i++)
+        if (errors[i][0]) snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s",
+                                   all[0] ? "\n" : "", errors[i]);
+    return tandem_fail(st, "%s", all);
 }
 
 tandem_status tandem_plan_report(const tandem_config *cfg, const tandem_plan_options *o, char *buf,

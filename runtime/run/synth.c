@@ -30,6 +30,7 @@ struct tandem_synth {
     int dev_borrowed;  /* 1: the caller's device (tandem_synth_open_device): not closed here */
     tandem_stream *s;
     tandem_pool *pool;
+    int pool_borrowed;  /* 1: a planning pool of tandem_synth_declare_plan's caller */
     tandem_model model;
     int model_declared;
     tandem_model_kv kv; /* the one-position forward with cached keys and values */
@@ -117,10 +118,9 @@ static tandem_status dims_of(tandem_synth *s) {
     return TANDEM_OK;
 }
 
-static tandem_status declare(tandem_synth *s) {
+/* The key/value cache and the B = 1 batch the forward reads, into s->pool (the model is in). */
+static tandem_status declare_rest(tandem_synth *s) {
     const tandem_model_dims *d = &s->dims;
-    TANDEM_TRY(tandem_pool_create(s->dev, "synth", 0, &s->pool));
-    TANDEM_TRY(tandem_model_declare(&s->model, s->dev, s->pool, d));
     s->model_declared = 1;
     TANDEM_TRY(tandem_model_kv_declare(&s->kv, &s->model, s->pool));
     const int64_t tok[2] = {1, d->text_len}, mel[3] = {1, d->frames, d->n_mels},
@@ -133,6 +133,33 @@ static tandem_status declare(tandem_synth *s) {
                                    TANDEM_PERSISTENT, 0, 0, &s->frame_mask));
     return tandem_pool_declare(s->pool, "synth.stop_targets", TANDEM_F32, 2, fr, TANDEM_PERSISTENT,
                                0, 0, &s->stop_targets);
+}
+
+static tandem_status declare(tandem_synth *s) {
+    TANDEM_TRY(tandem_pool_create(s->dev, "synth", 0, &s->pool));
+    TANDEM_TRY(tandem_model_declare(&s->model, s->dev, s->pool, &s->dims));
+    return declare_rest(s);
+}
+
+tandem_status tandem_synth_declare_plan(const tandem_config *cfg, tandem_backend backend,
+                                        tandem_pool *pool, tandem_synth **out) {
+    if (!out) return tandem_fail(TANDEM_E_INVALID, "synth plan: out is NULL");
+    *out = NULL;
+    if (!cfg || !pool) return tandem_fail(TANDEM_E_INVALID, "synth plan: NULL argument");
+    tandem_synth *s = tandem_calloc(1, sizeof *s);
+    if (!s) return tandem_fail(TANDEM_E_NOMEM, "synth: out of memory");
+    s->cfg = *cfg;
+    s->pool = pool;
+    s->pool_borrowed = 1;
+    tandem_status st = dims_of(s);
+    if (st == TANDEM_OK) st = tandem_model_declare_plan(&s->model, backend, pool, &s->dims);
+    if (st == TANDEM_OK) st = declare_rest(s);
+    if (st != TANDEM_OK) {
+        tandem_synth_close(s);
+        return st;
+    }
+    *out = s;
+    return TANDEM_OK;
 }
 
 /* The pinned I/O block, its one declaration: ids, io, step_out (in that order). */
@@ -304,7 +331,7 @@ void tandem_synth_close(tandem_synth *s) {
     tandem_model_kv_free(&s->kv);
     if (s->model_declared) tandem_model_free(&s->model);
     tandem_staging_free(s->dev, s->pinned);
-    if (s->pool) tandem_pool_destroy(s->pool);
+    if (s->pool && !s->pool_borrowed) tandem_pool_destroy(s->pool);
     if (s->s) tandem_stream_destroy(s->s);
     if (s->dev && !s->dev_borrowed) tandem_device_close(s->dev);
     if (s->gl) tandem_griffinlim_free(s->gl);
@@ -316,6 +343,10 @@ void tandem_synth_close(tandem_synth *s) {
 }
 
 const tandem_config *tandem_synth_config(const tandem_synth *s) { return &s->cfg; }
+
+void tandem_synth_pool_stats(const tandem_synth *s, tandem_pool_stats *out) {
+    tandem_pool_get_stats(s->pool, out);
+}
 
 tandem_status tandem_synth_get_info(const tandem_synth *s, tandem_synth_info *out) {
     if (!s || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_synth_get_info: NULL argument");

@@ -44,6 +44,15 @@ tandem_status tandem_synth_open_device(tandem_device *dev, const tandem_config *
                                        tandem_synth **out);
 tandem_status tandem_synth_copy_params(tandem_synth *s, tandem_stream *from,
                                        const tandem_tensor *params);
+/* For `tandem plan`: the tensors tandem_synth_open_device(dev, cfg) declares into its own pool
+ * (the forward-only B = 1 model, the key/value cache, the batch), declared into the caller's
+ * planning pool (runtime/core/pool_internal.h; not destroyed by tandem_synth_close) for a
+ * device of the given backend. The handle only holds the declarations: close it after the
+ * pool's report; nothing else may be called on it. */
+tandem_status tandem_synth_declare_plan(const tandem_config *cfg, tandem_backend backend,
+                                        tandem_pool *pool, tandem_synth **out);
+/* The statistics of the handle's pool (its arena's bytes: what `tandem plan` must count). */
+void tandem_synth_pool_stats(const tandem_synth *s, tandem_pool_stats *out);
 
 /* The run's config as stored in the checkpoint (sizes; batch_size etc. as trained). */
 const tandem_config *tandem_synth_config(const tandem_synth *s);

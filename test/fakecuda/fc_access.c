@@ -178,7 +178,7 @@ ACC(heads_split_grad) {
     R(a->dy, n); W(a->d_o, n);
 }
 ACC(softmax_causal_fwd) {
-    size_t n = (size_t)a->batch * a->heads * a->seq * a->seq * F4;
+    size_t n = (size_t)a->batch * a->heads * a->nq * a->seq * F4;
     R(a->s, n); R(a->key_mask, (size_t)a->batch * a->seq); W(a->p, n);
 }
 ACC(softmax_causal_bwd) {

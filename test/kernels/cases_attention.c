@@ -7,7 +7,8 @@
  * Softmax rows, shapes (B, H, T): one row of one key; rows shorter than, just past and several
  * times a warp; the tiny model's scores; the base model's; a random shape. The key mask is
  * random 0/1 on small shapes (key 0 is often masked, so rows with no allowed key occur) and
- * mostly real (7 in 8) on the large ones.
+ * mostly real (7 in 8) on the large ones. The forward's odd cases compute a block of query rows
+ * only (often one row, as a key/value-cached synthesis step does).
  *
  * Tolerances (normalised squared error, kcase.h):
  *   transforms: 1e-12, i.e. exact — they only move floats.
@@ -145,8 +146,19 @@ static int64_t softmax_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
     return B * H * T * T;
 }
 
+/* The forward computes query rows q0 .. q0 + nq - 1 (c->i[3], c->i[4]; s and p hold only them):
+ * all rows on even cases, on odd ones a random block, often the one row of a cached step. */
 static void softmax_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = softmax_shape(idx, rng, c);
+    const int64_t T = c->i[2];
+    c->i[3] = 0, c->i[4] = T;
+    if (idx % 2) {
+        c->i[4] = tandem_rng_int(rng, 0, 1) ? 1 : tandem_rng_int(rng, 1, (int)T);
+        c->i[3] = tandem_rng_int(rng, 0, (int)(T - c->i[4]));
+        n = n / T * c->i[4];
+        snprintf(c->desc + strlen(c->desc), sizeof c->desc - strlen(c->desc), " rows %lld+%lld",
+                 (long long)c->i[3], (long long)c->i[4]);
+    }
     /* scores as they come out of Q K^T / sqrt(dh) for unit-scale inputs, and wider */
     tandem_kcase_set_buf(c, 0, "s", TANDEM_F32, n, TANDEM_KB_IN, -8.0f, 8.0f);
     tandem_kcase_set_buf(c, 1, "key_mask", TANDEM_U8, c->i[0] * c->i[2], TANDEM_KB_IN, 0.0f, c->f[0]);
@@ -160,6 +172,8 @@ static void softmax_fwd_bind(const tandem_kcase *c, void *const *bufs, void *arg
     a->batch = (int)c->i[0];
     a->heads = (int)c->i[1];
     a->seq = (int)c->i[2];
+    a->q0 = (int)c->i[3];
+    a->nq = (int)c->i[4];
 }
 const tandem_kcase_spec tandem_kcase_softmax_causal_fwd = {N_SOFTMAX, softmax_fwd_make,
                                                            softmax_fwd_bind};

@@ -18,7 +18,7 @@
  *               same dump as the run's), symbols, every metadata entry, the tensor table
  *               (parameters and both moments, same shapes); bad files and directories fail
  *               with NULL handles.
- *   plan:       the report of the run's config (names the config, both arenas, pinned staging),
+ *   plan:       the report of the run's config (names the config, every arena — the evaluation's too —, pinned staging),
  *               truncation keeps the needed length, a model arena budget of 1 MiB is
  *               TANDEM_E_BUDGET with the whole report still written.
  *   data:       prep counts the corpus and hits the cache the second time; the data-side run
@@ -375,6 +375,7 @@ static void test_plan(void **state) {
     assert_non_null(strstr(text, "plan for small.yaml: model_size custom (d_model 16"));
     assert_non_null(strstr(text, "[data device]"));
     assert_non_null(strstr(text, "[model device]"));
+    assert_non_null(strstr(text, "[model device, free-running evaluation at validation]"));
     assert_non_null(strstr(text, "pinned host staging"));
     assert_non_null(strstr(text, "alignment 256 B"));
     CHECK(tandem_plan_report(cfg, &po, cut, sizeof cut, &cut_len));
@@ -394,7 +395,8 @@ static void test_plan(void **state) {
     assert_true(logged > 0);
     assert_non_null(strstr(tandem_last_error(), "pool 'model'"));
     assert_null(strstr(tandem_last_error(), "pool 'data'"));
-    assert_non_null(strstr(text, "one GPU in both roles needs both arenas on it"));
+    /* the config validates: the free-running evaluation's arena is counted too */
+    assert_non_null(strstr(text, "one GPU in both roles needs the three arenas on it"));
     assert_int_equal(len, strlen(text));
     tandem_config_destroy(cfg);
 }

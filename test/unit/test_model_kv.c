@@ -10,6 +10,7 @@
  *       accumulation-order difference can move a value across at most one bf16 rounding per
  *       seam, ~10 seams on this 2-layer path (test_bf16's derivation). A wrong seam, stride or
  *       cache position is off by O(1).
+ *   Both attention paths: fused, and materialised (scores, the one-row softmax, P V).
  *   Nothing is allocated by begin and the steps (tandem_alloc_count). Texts of several lengths
  *   exercise the key mask of the padded text positions.
  * TANDEM_TEST_BACKEND=cuda runs fp32 and bf16 on the stand-in; plain: fp32 on the host. */
@@ -37,7 +38,7 @@ typedef struct kv_run {
     tandem_tensor *tok, *mel, *msk, *stp;
 } kv_run;
 
-static void kv_open(kv_run *r, const char *precision) {
+static void kv_open(kv_run *r, const char *precision, int materialised) {
     memset(r, 0, sizeof *r);
     tandem_config cfg;
     model_batch_small_config(&cfg);
@@ -45,6 +46,7 @@ static void kv_open(kv_run *r, const char *precision) {
     CHECK(tandem_config_set(&cfg, "precision", precision));
     CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &r->dims));
     r->dims.forward_only = 1;
+    r->dims.attn_materialised = materialised; /* 1: scores, one-row softmax, P V (model_kv.c) */
     CHECK(tandem_device_open(g_backend, 0, &r->dev));
     CHECK(tandem_stream_create(r->dev, &r->s));
     CHECK(tandem_pool_create(r->dev, "model", 0, &r->pool));
@@ -115,17 +117,20 @@ static double compare(kv_run *r, tandem_rng *rng, int count) {
 }
 
 static void check_precision(const char *precision, double tol) {
-    kv_run r;
-    kv_open(&r, precision);
-    tandem_rng rng = {g_seed ^ 0x4b56};
-    const int counts[3] = {3, 7, r.dims.text_len};
-    for (int k = 0; k < 3; k++) {
-        const double w = compare(&r, &rng, counts[k]);
-        printf("  %s, %d of %d text tokens: kv cache vs full forward, worst relative difference "
-               "%.2e (tolerance %.0e)\n", precision, counts[k], r.dims.text_len, w, tol);
-        assert_true(w <= tol);
+    for (int mat = 0; mat < 2; mat++) {
+        kv_run r;
+        kv_open(&r, precision, mat);
+        tandem_rng rng = {g_seed ^ 0x4b56};
+        const int counts[3] = {3, 7, r.dims.text_len};
+        for (int k = 0; k < 3; k++) {
+            const double w = compare(&r, &rng, counts[k]);
+            printf("  %s, %s attention, %d of %d text tokens: kv cache vs full forward, worst "
+                   "relative difference %.2e (tolerance %.0e)\n", precision,
+                   mat ? "materialised" : "fused", counts[k], r.dims.text_len, w, tol);
+            assert_true(w <= tol);
+        }
+        kv_close(&r);
     }
-    kv_close(&r);
 }
 
 static void test_fp32(void **state) {

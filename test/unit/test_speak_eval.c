@@ -5,13 +5,16 @@
  *     the stretch; it is symmetric; on small random sequences it equals the cheapest total cost
  *     over every monotone alignment (brute force) divided by that alignment's length;
  *   * the summary: counts within ±20 %, the median ratio (odd and even counts), the mean DTW
- *     L1 and the text-dependence ratio from per-utterance figures. */
+ *     L1 and the text-dependence ratio from per-utterance figures;
+ *   * on a small random model: the teacher-forced L1s behind that ratio (same text: equal;
+ *     another text: different; real frames only, whatever the truth holds past its length). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/run/speak_eval.h"
 #include "test/fixtures.h"
+#include "test/synth_checkpoint.h"
 
 enum { NB = 80, MAXF = 64 };
 
@@ -108,12 +111,68 @@ static void test_summary(void **state) {
     assert_int_equal(s.within, 2);
 }
 
+/* The teacher-forced figures behind the text-dependence ratio, on a small random model (d 16,
+ * r 2, max_text 16, max_frames 16; test/synth_checkpoint.h) and a true mel of 11 frames (the last
+ * group half real): with the other text equal to its own, the two L1s are the same number; with
+ * a longer other text they differ; rows of the truth past its length (garbage here) change
+ * nothing, and tf_l1 is the mean |prediction - truth| over the real frames only. */
+static void test_teacher_forced_pairs(void **state) {
+    (void)state;
+    char dir[256], path[512];
+    assert_int_equal(tandem_test_mkdtemp(dir, sizeof dir, "speak_eval"), 0);
+    model_file mf;
+    synth_ckpt_make(&mf, g_seed);
+    if (mf.n_params < 1) { /* (also tells the compiler the table's size is positive) */
+        fail_msg("no parameters in the model table");
+        return;
+    }
+    synth_ckpt_write(&mf, dir, path, sizeof path);
+    tandem_synth_options o;
+    tandem_synth_options_init(&o);
+    o.backend = tandem_test_backend();
+    o.gl_iters = 0;
+    tandem_synth *s = NULL;
+    assert_int_equal(tandem_synth_open(path, &o, &s), TANDEM_OK);
+    int32_t own[16], other[16];
+    int n_own = 0, n_other = 0;
+    assert_int_equal(tandem_synth_encode(s, "ab", 2, -1, own, &n_own, NULL), TANDEM_OK);
+    assert_int_equal(tandem_synth_encode(s, "a longer", 8, -1, other, &n_other, NULL), TANDEM_OK);
+    enum { F = 16, FRAMES = 11 };
+    static float truth[F * NB], pred[F * NB];
+    float *scratch = malloc(tandem_speak_eval_scratch_floats(F) * sizeof(float));
+    assert_non_null(scratch);
+    tandem_rng r = {g_seed + 1};
+    random_mel(&r, truth, F);
+    tandem_speak_utt same, pair, pair2;
+    assert_int_equal(tandem_speak_eval_utt(s, own, n_own, own, n_own, truth, FRAMES, scratch, NULL,
+                                           &same), TANDEM_OK);
+    assert_true(same.tf_l1 > 0 && same.tf_l1_other == same.tf_l1);
+    assert_int_equal(tandem_speak_eval_utt(s, own, n_own, other, n_other, truth, FRAMES, scratch,
+                                           NULL, &pair), TANDEM_OK);
+    assert_true(pair.tf_l1 == same.tf_l1);
+    assert_true(pair.tf_l1_other > 0 && pair.tf_l1_other != pair.tf_l1);
+    for (int i = FRAMES * NB; i < F * NB; i++) truth[i] = 1000.0f; /* past the length */
+    assert_int_equal(tandem_speak_eval_utt(s, own, n_own, other, n_other, truth, FRAMES, scratch,
+                                           NULL, &pair2), TANDEM_OK);
+    assert_true(pair2.tf_l1 == pair.tf_l1 && pair2.tf_l1_other == pair.tf_l1_other);
+    assert_int_equal(tandem_synth_teacher_forced_ids(s, own, n_own, truth, FRAMES, pred), TANDEM_OK);
+    double l1 = 0;
+    for (int i = 0; i < FRAMES * NB; i++) l1 += fabs((double)pred[i] - truth[i]);
+    assert_true(fabs(l1 / (FRAMES * NB) - pair.tf_l1) <= 1e-12 * pair.tf_l1);
+    print_message("  own text L1 %.4f, other text L1 %.4f\n", pair.tf_l1, pair.tf_l1_other);
+    free(scratch);
+    tandem_synth_close(s);
+    synth_ckpt_free(&mf);
+    tandem_test_rmtree(dir);
+}
+
 int main(void) {
     g_seed = tandem_test_seed("test_speak_eval");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dtw_identities),
         cmocka_unit_test(test_dtw_brute_force),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_teacher_forced_pairs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,8 @@
  *     a first run's logits makes generation stop at a later step k exactly;
  *   * WAV (decoded with libsndfile) and .npy (parsed here) outputs, also through `tandem synth`
  *     when the binary is built;
- *   * bad checkpoints and unknown characters give errors naming the problem.
+ *   * bad checkpoints and unknown characters give errors naming the problem;
+ *   * `tandem plan` counts the arena validation's free-running evaluation opens, byte for byte.
  * TANDEM_TEST_BACKEND=cuda runs synthesis on cuda device 0 (the stand-in driver, or a GPU). */
 #include <math.h>
 #include <setjmp.h>
@@ -32,6 +33,7 @@
 #include "runtime/text/symbols.h"
 #include "runtime/run/synth.h"
 #include "test/synth_checkpoint.h"
+#include "tandem_train.h"
 #include "test/testutil.h"
 #include "runtime/formats/wav.h"
 
@@ -552,6 +554,55 @@ static void test_bad_text(void **state) {
     free(mf.flat);
 }
 
+/* ---- the plan counts the evaluation arena ------------------------------------------------- */
+
+/* The bytes of pool `name`'s arena in a pool report: "arena 'name' ... arena <x> MiB (<n> bytes)";
+ * 0 if absent. */
+static size_t arena_bytes(const char *text, const char *name) {
+    char head[64];
+    snprintf(head, sizeof head, "arena '%s'", name);
+    const char *a = strstr(text, head), *b = a ? strstr(a, " bytes)") : NULL;
+    if (!b) return 0;
+    while (b > a && b[-1] != '(') b--;
+    return (size_t)strtoull(b, NULL, 10);
+}
+
+/* `tandem plan` with validation on reports the arena validation's free-running evaluation makes
+ * (tandem_synth_open_device): the same bytes, per backend. */
+static void test_plan_counts_eval_arena(void **state) {
+    (void)state;
+    static const char yaml[] = "model_size: custom\nd_model: 16\nlayers: 2\nheads: 2\n"
+                               "reduction: 2\nmax_text: 16\nmax_frames: 16\nbatch_size: 2\n"
+                               "val_data: unused\nval_every: 10\n";
+    tandem_config cfg;
+    tandem_config_init(&cfg);
+    assert_int_equal(tandem_config_load_string(&cfg, yaml, strlen(yaml), "test"), TANDEM_OK);
+    tandem_device *dev = NULL;
+    assert_int_equal(tandem_device_open(g_backend, 0, &dev), TANDEM_OK);
+    tandem_synth *s = NULL;
+    assert_int_equal(tandem_synth_open_device(dev, &cfg, 0, &s), TANDEM_OK);
+    tandem_pool_stats ps;
+    tandem_synth_pool_stats(s, &ps);
+    const size_t opened = ps.arena_bytes;
+    tandem_synth_close(s);
+    tandem_device_close(dev);
+    assert_true(opened > 0);
+    tandem_plan_options po;
+    tandem_plan_options_init(&po);
+    po.backend = g_backend;
+    static char text[65536];
+    assert_int_equal(tandem_plan_report(&cfg, &po, text, sizeof text, NULL), TANDEM_OK);
+    print_message("  evaluation arena: %zu bytes opened, %zu planned\n", opened,
+                  arena_bytes(text, "synth"));
+    assert_int_equal(arena_bytes(text, "synth"), opened);
+    assert_non_null(strstr(text, "needs the three arenas"));
+    /* no validation, no evaluation arena */
+    assert_int_equal(tandem_config_set(&cfg, "val_data", ""), TANDEM_OK);
+    assert_int_equal(tandem_plan_report(&cfg, &po, text, sizeof text, NULL), TANDEM_OK);
+    assert_int_equal(arena_bytes(text, "synth"), 0);
+    assert_non_null(strstr(text, "needs both arenas"));
+}
+
 int main(void) {
     g_seed = tandem_test_seed("test_synth");
     const char *be = getenv("TANDEM_TEST_BACKEND");
@@ -562,6 +613,7 @@ int main(void) {
         cmocka_unit_test(test_stop_constant),
         cmocka_unit_test(test_stop_at_step),      cmocka_unit_test(test_outputs),
         cmocka_unit_test(test_bad_checkpoints),   cmocka_unit_test(test_bad_text),
+        cmocka_unit_test(test_plan_counts_eval_arena),
     };
     char mk[300];
     snprintf(mk, sizeof mk, "mkdir -p %s", g_dir);
