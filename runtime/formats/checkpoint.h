@@ -26,6 +26,8 @@
 #define TANDEM_CKPT_KEY_SAMPLER_EPOCH "sampler_epoch"
 #define TANDEM_CKPT_KEY_SAMPLER_POSITION "sampler_position"
 #define TANDEM_CKPT_KEY_SYMBOLS "symbols"
+/* The speaker table (["name",...] in id order); absent: trained on one speaker. */
+#define TANDEM_CKPT_KEY_SPEAKERS "speakers"
 /* Metadata entries a save may pass (besides format_version and step). */
 #define TANDEM_CKPT_MAX_META 30
 

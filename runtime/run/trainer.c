@@ -94,7 +94,12 @@ static tandem_status open_data(tandem_trainer *t) {
     if (t->opt.resume_dir) /* after the index: a checkpoint's sampler position is checked against it */
         TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, (int64_t)t->ix.n_train, &t->resume_file,
                                         &t->st, &t->next_pos));
-    return tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir);
+    TANDEM_TRY(tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir));
+    if (t->val.have_index && !tandem_text_index_same_speakers(&t->ix, &t->val.vix))
+        return tandem_fail(TANDEM_E_INVALID, "val data '%s': its speakers (%u) are not train data '%s''s (%u); "
+                           "a held-out set must use the training set's speaker names", t->cfg.val_data,
+                           t->val.vix.n_speakers, t->cfg.train_data, t->ix.n_speakers);
+    return TANDEM_OK;
 }
 
 /* "CUDA 1" / "host 0": how the progress line names a device. */
@@ -168,7 +173,7 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     TANDEM_TRY(tandem_model_declare(&t->model, t->model_dev, t->model_pool, dims));
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
     TANDEM_TRY(tandem_profile_ops_init(&t->prof, t->model_dev, t->s, t->opt.profile_ops));
-    TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, t->s, t->resume_file != NULL));
+    TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, &t->ix, t->s, t->resume_file != NULL));
     if (t->resume_file) tandem_checkpoint_set_good(t->ck.writer, t->st.step); /* checked finite by find */
     TANDEM_TRY(setup_figures(t));
     char mpath[1100];
@@ -205,6 +210,7 @@ static tandem_status build(tandem_trainer *t) {
     TANDEM_TRY(tandem_model_dims_from_config(&t->cfg, tandem_symbols_count(), &dims));
     TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
     TANDEM_TRY(open_data(t));
+    dims.vocab += (int)t->ix.n_speakers; /* speaker tokens follow the symbols (sym_emb rows) */
     TANDEM_TRY(open_devices(t));
     TANDEM_TRY(declare_model(t, &dims));
     return commit(t);
