@@ -249,6 +249,7 @@ static void corpus(const char *sub, const char *const *names, int n, char *dir, 
     write_meta(dir, meta);
 }
 
+/* resume: a forced resume (another train_data is refused before the speakers otherwise). */
 static tandem_status train(const char *data, const char *out, const char *resume) {
     tandem_config cfg;
     small_config(&cfg, data, out);
@@ -256,6 +257,7 @@ static tandem_status train(const char *data, const char *out, const char *resume
     tandem_trainer_options_init(&o);
     o.backend = tandem_test_backend();
     o.resume_dir = resume;
+    o.force_resume = resume != NULL;
     char cache[600];
     snprintf(cache, sizeof cache, "%s/cache", tmpdir);
     o.cache_dir = cache;
@@ -319,7 +321,7 @@ static void test_two_speakers_end_to_end(void **state) {
     assert_non_null(strstr(tandem_last_error(), "speaker 'zed' is not in checkpoint"));
     assert_non_null(strstr(tandem_last_error(), "its 2 speakers: alice, bob"));
 
-    /* a resume on data with another speaker table is refused, naming both */
+    /* a resume on data with another speaker table is refused, naming both, even when forced */
     char data2[400];
     corpus("other", other, 2, data2, sizeof data2);
     assert_int_not_equal(train(data2, out, out), TANDEM_OK);
