@@ -29,8 +29,9 @@ extern "C" {
 /* ---- prep ----------------------------------------------------------------------------------- */
 
 /* Reasons a metadata row is skipped, in this order (tandem_data_skip_reason_name names them):
- * column count, bad id, duplicate id, no audio, empty text, bad UTF-8, unknown symbol, too long. */
-#define TANDEM_DATA_SKIP_REASONS 8
+ * column count, bad id, duplicate id, no audio, empty text, bad UTF-8, unknown symbol, too long,
+ * bad speaker. */
+#define TANDEM_DATA_SKIP_REASONS 9
 
 typedef struct tandem_data_prep_options {
     const char *data_dir;  /* required */

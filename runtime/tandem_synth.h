@@ -65,6 +65,9 @@ typedef struct tandem_synth_options {
                                (the mel alone, e.g. for an external vocoder) */
     uint64_t seed;          /* Griffin-Lim's initial random phases (default 1): the same seed
                                gives the same waveform */
+    const char *speaker;    /* a multi-speaker checkpoint's speaker by name; NULL (default): its
+                               first (id 0). A name it does not know, or any name for a
+                               single-speaker checkpoint, fails listing the known ones */
     int recompute;          /* 0 (default): each step runs only the newest position, reusing
                                the cached keys and values of the earlier ones; 1: each step
                                reruns the whole causal forward (the reference the cache is
@@ -96,7 +99,12 @@ typedef struct tandem_synth_info {
     int n_mels;          /* 80 */
     int hop;             /* 256 samples per frame */
     tandem_device_info device; /* where the model runs */
+    int speakers;        /* the checkpoint's speaker count; 0: trained on one speaker */
+    const char *speaker; /* the speaker used (valid until close); NULL with none */
 } tandem_synth_info;
+
+/* Name of speaker k (0 <= k < info.speakers; valid until close), else NULL. */
+const char *tandem_synth_speaker_name(const tandem_synth *s, int k);
 
 tandem_status tandem_synth_get_info(const tandem_synth *s, tandem_synth_info *out);
 
@@ -122,7 +130,7 @@ typedef struct tandem_synth_result {
                                  else -1. stop_logit has every generated frame's logit, so the
                                  probabilities near the end are sigmoid(stop_logit[i]). */
     tandem_lang lang;         /* the language tag used */
-    int tokens;               /* encoded tokens, <lang>, BOS and EOS included */
+    int tokens;               /* encoded tokens, <lang>, <spk> (with speakers), BOS and EOS included */
     const float *mel;         /* [frames, 80] natural-log mel (the caller's buffer or the handle's) */
     const float *stop_logit;  /* [steps * reduction] stop logit of every generated frame (the
                                  handle's, valid until the next run or close) */

@@ -210,7 +210,7 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
 /* What create set up, for the caller to show before run (`tandem train` prints it at start): the
  * devices and roles, the training set (rows, usable, left out by reason), the text cache, the
  * memory plan, and where the run starts. Plain data the caller owns. */
-#define TANDEM_TRAINER_SKIP_REASONS 8 /* = TANDEM_DATA_SKIP_REASONS (tandem_data_skip_reason_name) */
+#define TANDEM_TRAINER_SKIP_REASONS 9 /* = TANDEM_DATA_SKIP_REASONS (tandem_data_skip_reason_name) */
 typedef struct tandem_trainer_startup {
     char devices[512];          /* the device roles in words */
     uint32_t rows;              /* non-empty lines of metadata.csv */

@@ -26,6 +26,9 @@
 #define CORPUS_MAX_TOKENS 128
 /* Default longest utterance: fits configs/tiny.yaml's max_frames (512 frames = 5.94 s). */
 #define CORPUS_MAX_SECONDS 5.9
+/* espeak-ng voice variants, one speaker each (`--speakers N` takes the first N). */
+static const char *const corpus_voices[] = {"m1", "f2", "m3", "f4", "m5", "f1", "m2", "f3", "m4", "f5", "m6", "m7", "m8"};
+#define CORPUS_MAX_SPEAKERS (long)(sizeof corpus_voices / sizeof corpus_voices[0])
 /* Draws per utterance before giving up (a sentence too long in tokens or in seconds). */
 #define CORPUS_MAX_DRAWS 100
 
@@ -34,7 +37,7 @@ extern char **environ;
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem corpus --out DIR [--count N] [--langs en,fa] [--seed S] [--jobs N] [--force]\n"
-            "                     [--max-seconds S] [--text-only]\n\n"
+            "                     [--max-seconds S] [--text-only] [--speakers N]\n\n"
             "Writes an LJSpeech-layout demo dataset: DIR/metadata.csv (id|text|normalized text) and\n"
             "DIR/wavs/<id>.wav (22050 Hz, 16-bit, mono) spoken by espeak-ng. Sentences come from the\n"
             "project's own generator and are deterministic for a seed.\n\n"
@@ -47,7 +50,11 @@ static void usage(FILE *f) {
             "  --max-seconds S  longest utterance; a sentence spoken longer is redrawn (default 5.9:\n"
             "                   fits configs/tiny.yaml's max_frames, 512 frames = 5.94 s; no effect\n"
             "                   with --text-only)\n"
-            "  --text-only    write metadata.csv only, no audio (for text frontend benchmarks)\n");
+            "  --text-only    write metadata.csv only, no audio (for text frontend benchmarks)\n"
+            "  --speakers N   a multi-speaker corpus in the generic layout: metadata.csv starts with\n"
+            "                 the header id|speaker|text and names each utterance's speaker, N espeak-ng\n"
+            "                 voices (m1, f2, m3, f4, ... up to 13) taking turns (default: one voice,\n"
+            "                 LJSpeech layout)\n");
 }
 
 static uint64_t now_ns(void) { /* monotonic */
@@ -150,6 +157,7 @@ typedef struct utt {
     char raw[CORPUS_TEXT_MAX];
     char *norm;
     tandem_lang lang;
+    int spk;          /* index into corpus_voices; -1: the single-speaker corpus */
     uint64_t attempt; /* the generator's next draw for this utterance */
     int redraws;      /* sentences dropped because their WAV was too long */
     pid_t pid;
@@ -175,7 +183,7 @@ static int draw_sentence(utt *u, long i, unsigned long long seed) {
         }
         size_t cps = 0;
         for (const char *p = u->norm; *p; p++) cps += ((unsigned char)*p & 0xC0) != 0x80;
-        if (cps + TANDEM_SYMBOLS_FRAMING <= CORPUS_MAX_TOKENS) {
+        if (cps + TANDEM_SYMBOLS_FRAMING + (u->spk >= 0) <= CORPUS_MAX_TOKENS) { /* + <spk> */
             if (got != u->lang) /* the generator and the frontend disagree: a bug in one of them */
                 fprintf(stderr, "tandem corpus: warning: %s tagged %s, generated as %s\n", u->id,
                         tandem_lang_name(got), tandem_lang_name(u->lang));
@@ -187,8 +195,10 @@ static int draw_sentence(utt *u, long i, unsigned long long seed) {
 }
 
 static int spawn_espeak(utt *u, const char *wav) {
-    char *argv[] = {"espeak-ng", "-v", u->lang == TANDEM_LANG_FA ? "fa" : "en-us", "-b", "1", "-w", (char *)wav,
-                    u->norm, NULL};
+    char voice[32];
+    snprintf(voice, sizeof voice, "%s%s%s", u->lang == TANDEM_LANG_FA ? "fa" : "en-us", u->spk >= 0 ? "+" : "",
+             u->spk >= 0 ? corpus_voices[u->spk] : "");
+    char *argv[] = {"espeak-ng", "-v", voice, "-b", "1", "-w", (char *)wav, u->norm, NULL};
     int rc = posix_spawnp(&u->pid, "espeak-ng", NULL, NULL, argv, environ);
     if (rc) fprintf(stderr, "tandem corpus: cannot start espeak-ng: %s\n", strerror(rc));
     return rc ? -1 : 0;
@@ -196,7 +206,7 @@ static int spawn_espeak(utt *u, const char *wav) {
 
 int cli_corpus(int argc, char **argv) {
     const char *out = NULL, *langs = "en,fa";
-    long count = -1, jobs = 4;
+    long count = -1, jobs = 4, speakers = 0;
     double max_seconds = CORPUS_MAX_SECONDS;
     unsigned long long seed = 1;
     int force = 0, text_only = 0;
@@ -228,6 +238,13 @@ int cli_corpus(int argc, char **argv) {
             max_seconds = strtod(argv[++i], &end);
             if (*end || !(max_seconds >= 0.5 && max_seconds <= 3600)) {
                 fprintf(stderr, "tandem corpus: --max-seconds '%s': expected seconds in [0.5, 3600]\n", v);
+                return 2;
+            }
+        } else if (v && !strcmp(a, "--speakers")) {
+            speakers = strtol(argv[++i], &end, 10);
+            if (*end || speakers < 1 || speakers > CORPUS_MAX_SPEAKERS) {
+                fprintf(stderr, "tandem corpus: --speakers '%s': expected an integer in [1, %ld]\n", v,
+                        CORPUS_MAX_SPEAKERS);
                 return 2;
             }
         } else if (v && !strcmp(a, "--seed")) {
@@ -288,6 +305,7 @@ int cli_corpus(int argc, char **argv) {
     int rc = 0;
     for (long i = 0; rc == 0 && i < count; i++) {
         u[i].lang = lang_list[i % nlang];
+        u[i].spk = speakers ? (int)((i / nlang) % speakers) : -1; /* every speaker speaks every language */
         snprintf(u[i].id, sizeof u[i].id, "TDM-%05ld", i + 1);
         if (draw_sentence(&u[i], i, seed) != 0) rc = 1;
         n_lang[u[i].lang]++;
@@ -362,11 +380,13 @@ int cli_corpus(int argc, char **argv) {
 
     if (rc == 0) {
         size_t meta_cap = 0;
-        for (long i = 0; i < count; i++) meta_cap += strlen(u[i].id) + strlen(u[i].raw) + strlen(u[i].norm) + 4;
-        char *meta = malloc(meta_cap + 1);
+        for (long i = 0; i < count; i++) meta_cap += strlen(u[i].id) + strlen(u[i].raw) + strlen(u[i].norm) + 8;
+        char *meta = malloc(meta_cap + 32);
         size_t o = 0;
+        if (meta && speakers) o += (size_t)sprintf(meta, "id|speaker|text\n"); /* the generic layout */
         for (long i = 0; meta && i < count; i++)
-            o += (size_t)sprintf(meta + o, "%s|%s|%s\n", u[i].id, u[i].raw, u[i].norm);
+            o += speakers ? (size_t)sprintf(meta + o, "%s|%s|%s\n", u[i].id, corpus_voices[u[i].spk], u[i].raw)
+                          : (size_t)sprintf(meta + o, "%s|%s|%s\n", u[i].id, u[i].raw, u[i].norm);
         char path[4200];
         snprintf(path, sizeof path, "%s/metadata.csv", out);
         tandem_status wst = meta ? tandem_files_write_atomic(path, meta, o) : TANDEM_E_NOMEM;
@@ -378,8 +398,10 @@ int cli_corpus(int argc, char **argv) {
     }
     double secs = (double)(now_ns() - t0) * 1e-9;
     if (rc == 0) {
-        printf("corpus: %ld utterances (en %d, fa %d) in %s, seed %llu\n", count, n_lang[TANDEM_LANG_EN],
+        printf("corpus: %ld utterances (en %d, fa %d) in %s, seed %llu", count, n_lang[TANDEM_LANG_EN],
                n_lang[TANDEM_LANG_FA], out, seed);
+        if (speakers) printf(", %ld speakers (generic layout id|speaker|text)", speakers);
+        printf("\n");
         if (text_only)
             printf("audio: none (--text-only)\n");
         else

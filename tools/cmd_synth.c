@@ -13,12 +13,14 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem synth --checkpoint FILE --text \"...\" --out x.wav [--lang en|fa]\n"
             "                    [--mel-out x.npy] [--max-frames N] [--gl-iters N] [--seed N]\n"
-            "                    [--backend auto|host|cuda] [--kv-cache on|off]\n\n"
+            "                    [--backend auto|host|cuda] [--kv-cache on|off] [--speaker NAME]\n\n"
             "Generates log-mel frames autoregressively from a training checkpoint until the stop\n"
             "head fires (stop probability > 0.5) or --max-frames (default: the trained "
             "max_frames),\nthen Griffin-Lim (default %d iterations) → 22050 Hz 16-bit WAV. "
             "--mel-out writes the\nlog-mel [frames, 80] (float32) for an external neural "
             "vocoder.\n--lang forces the language tag (default: detected from the script).\n"
+            "--speaker picks a multi-speaker checkpoint's voice by name (default: its first;\n"
+            "an unknown name lists the known ones).\n"
             "--kv-cache off reruns the whole causal forward per step instead of caching the\n"
             "earlier positions' keys and values (same output, slower; for comparison).\n"
             "Prints where the stop fired and the stop probability of the last frames.\n",
@@ -93,6 +95,11 @@ static int synthesize(const char *ckpt, const tandem_synth_options *o, const cha
                "(%s)\n", ckpt, info.d_model, info.layers, info.reduction, info.max_text,
                info.max_frames, info.device.backend == TANDEM_BACKEND_CUDA ? "CUDA" : "host",
                info.device.ordinal, info.device.name);
+    if (st == TANDEM_OK && info.speakers) { /* the first few of the checkpoint's speakers */
+        printf("speaker: %s (of %d:", info.speaker, info.speakers);
+        for (int k = 0; k < info.speakers && k < 8; k++) printf(" %s", tandem_synth_speaker_name(s, k));
+        printf("%s)\n", info.speakers > 8 ? " ..." : "");
+    }
     tandem_synth_result r;
     if (st == TANDEM_OK) st = tandem_synth_run(s, text, lang, NULL, &r);
     if (st == TANDEM_OK) st = tandem_wav_write_pcm16(out, r.audio, r.samples, r.sample_rate);
@@ -110,7 +117,7 @@ int cli_synth(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    const char *ckpt = NULL, *text = NULL, *out = NULL, *mel_out = NULL;
+    const char *ckpt = NULL, *text = NULL, *out = NULL, *mel_out = NULL, *speaker = NULL;
     long max_frames = 0, iters = TANDEM_SYNTH_DEFAULT_GL_ITERS, seed = 1;
     tandem_lang lang = TANDEM_LANG_AUTO;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
@@ -126,6 +133,7 @@ int cli_synth(int argc, char **argv) {
         else if (!strcmp(a, "--text")) text = v;
         else if (!strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--mel-out")) mel_out = v;
+        else if (!strcmp(a, "--speaker")) speaker = v;
         else if (!strcmp(a, "--max-frames")) {
             if (!parse_int(a, v, 1, 1 << 20, &max_frames)) return 2;
         } else if (!strcmp(a, "--gl-iters")) {
@@ -163,5 +171,6 @@ int cli_synth(int argc, char **argv) {
     o.gl_iters = (int)iters;
     o.seed = (uint64_t)seed;
     o.recompute = recompute;
+    o.speaker = speaker;
     return synthesize(ckpt, &o, text, lang, out, mel_out);
 }

@@ -19,7 +19,7 @@
 #include "platform/os/settings.h"
 #include "runtime/text/symbols.h"
 
-_Static_assert(sizeof(tandem_text_cache_header) == 128, "cache header is 128 bytes");
+_Static_assert(sizeof(tandem_text_cache_header) == 144, "cache header is 144 bytes");
 _Static_assert(sizeof(tandem_utt) == 24, "cache record is 24 bytes");
 
 /* ---- hash: four independent multiply-rotate lanes over 32-byte stripes (so the CPU overlaps
@@ -184,6 +184,16 @@ tandem_status tandem_text_cache_check(const void *data, size_t bytes, uint64_t k
     const char *strs = (const char *)data + so;
     if (h->strings_bytes == 0 || strs[h->strings_bytes - 1] != 0)
         return tandem_fail(TANDEM_E_FORMAT, "string arena not terminated");
+    if (h->n_speakers > TANDEM_INDEX_MAX_SPEAKERS || h->layout > TANDEM_LAYOUT_GENERIC)
+        return tandem_fail(TANDEM_E_FORMAT, "speaker count or layout out of range");
+    uint64_t at = 0; /* the speaker names must lie inside the arena */
+    for (uint32_t k = 0; k < h->n_speakers; k++, at++)
+        if (at >= h->strings_bytes || (at += strnlen(strs + at, h->strings_bytes - at)) >= h->strings_bytes)
+            return tandem_fail(TANDEM_E_FORMAT, "speaker table out of bounds");
+    const uint32_t vocab = (uint32_t)tandem_symbols_count() + h->n_speakers;
+    for (uint64_t k = 0; k < h->n_tokens; k++)
+        if (((const uint16_t *)((const char *)data + to))[k] >= vocab)
+            return tandem_fail(TANDEM_E_FORMAT, "token %llu out of range", (unsigned long long)k);
     for (uint32_t i = 0; i < h->n_utts; i++) {
         if (u[i].id >= h->strings_bytes || u[i].audio >= h->strings_bytes ||
             (uint64_t)u[i].tok + u[i].n_tok > h->n_tokens || u[i].lang >= TANDEM_LANG_COUNT)
@@ -231,7 +241,7 @@ static tandem_status read_cache(const char *path, void **data, size_t *bytes, in
 
 /* Everything the result depends on besides the metadata bytes. */
 typedef struct key_settings {
-    uint32_t format, frontend, symbols, column, max_text, check_audio;
+    uint32_t format, frontend, symbols, column, max_text, check_audio, layout;
     int64_t wavs_mtime_s, wavs_mtime_ns; /* audio added or removed changes the directory's mtime */
 } key_settings;
 
@@ -245,6 +255,7 @@ static uint64_t compute_key(const tandem_text_index_config *cfg, const char *met
     ks.column = (uint32_t)cfg->column;
     ks.max_text = (uint32_t)cfg->max_text;
     ks.check_audio = cfg->check_audio ? 1 : 0;
+    ks.layout = (uint32_t)cfg->layout; /* speakers are in the metadata bytes hashed below */
     if (cfg->check_audio) {
         char wavs[PATH_MAX + 8];
         struct stat sb;

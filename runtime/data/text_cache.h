@@ -26,13 +26,14 @@
 /* A temp file of a dead writer is swept only when not modified for this long: writing a cache
  * takes seconds, so an older one is abandoned even if its pid is another host's. */
 #define TANDEM_TEXT_CACHE_TEMP_AGE_S 600
-#define TANDEM_TEXT_CACHE_FORMAT 2 /* 2: tandem_utt.n_samples filled from the audio headers */
+#define TANDEM_TEXT_CACHE_FORMAT 3 /* 2: tandem_utt.n_samples filled from the audio headers;
+                                      3: layouts, speaker table */
 
 /* The on-disk header (native byte order; the magic and version reject foreign files). */
 typedef struct tandem_text_cache_header {
     char magic[8];
     uint32_t format;           /* TANDEM_TEXT_CACHE_FORMAT */
-    uint32_t header_bytes;     /* sizeof(tandem_text_cache_header) = 128 */
+    uint32_t header_bytes;     /* sizeof(tandem_text_cache_header) = 144 */
     uint64_t key;
     uint32_t frontend_version; /* TANDEM_TEXT_FRONTEND_VERSION */
     uint32_t symbols_version;  /* TANDEM_SYMBOLS_VERSION */
@@ -46,6 +47,9 @@ typedef struct tandem_text_cache_header {
     uint32_t skipped[TANDEM_SKIP_COUNT];
     uint32_t lang_count[TANDEM_LANG_COUNT];
     uint32_t max_tok;
+    uint32_t n_speakers;       /* names first in the string arena, in id order */
+    uint32_t layout;           /* tandem_data_layout detected */
+    uint32_t reserved;         /* 0 */
     uint64_t header_checksum;  /* tandem_hash64 of the bytes before this field */
 } tandem_text_cache_header;
 

@@ -3,6 +3,7 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/audio/audio.h"
@@ -21,6 +22,7 @@
 static const char *const reason_names[TANDEM_SKIP_COUNT] = {
     "wrong column count", "bad id",         "duplicate id",   "missing audio",
     "empty text",         "invalid UTF-8",  "unknown symbol", "text too long",
+    "bad speaker",
 };
 
 const char *tandem_skip_reason_name(tandem_skip_reason r) {
@@ -34,12 +36,14 @@ void tandem_text_index_config_default(tandem_text_index_config *cfg) {
     cfg->num_workers = 0;
     cfg->check_audio = 1;
     cfg->use_cache = 1;
+    cfg->layout = TANDEM_LAYOUT_AUTO;
 }
 
 /* One metadata row while building. */
 typedef struct row {
-    const char *id, *text;
-    uint32_t id_len, text_len;
+    const char *id, *text, *spk_name; /* spk_name: generic layout only */
+    uint32_t id_len, text_len, spk_len;
+    int32_t spk;        /* speaker id, -1 = none (single speaker) */
     uint32_t line;
     uint8_t skip;       /* reason + 1, 0 = usable */
     uint8_t lang;
@@ -53,7 +57,8 @@ typedef struct row {
     uint32_t n_samples; /* audio length at 22050 Hz from the header; 0 = unreadable */
 } row;
 
-static const char *const audio_exts[] = {"wav", "flac", "ogg"};
+/* Audio is found by id whatever its container (anything libsndfile reads); first match wins. */
+static const char *const audio_exts[] = {"wav", "flac", "ogg", "oga", "opus", "mp3", "aif", "aiff", "au", "caf", "w64"};
 
 /* ---- id checks ---- */
 
@@ -184,7 +189,7 @@ static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tok
         r->skip = TANDEM_SKIP_EMPTY_TEXT + 1;
         return TANDEM_OK;
     }
-    size_t need = norm->out_len + TANDEM_SYMBOLS_FRAMING;
+    size_t need = norm->out_len + TANDEM_SYMBOLS_FRAMING + (r->spk >= 0);
     size_t count = 0;
     /* unknown characters are reported before length: they are data errors the user fixes */
     for (size_t i = 0; i < norm->out_len; i++) {
@@ -201,6 +206,11 @@ static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tok
         return TANDEM_OK;
     }
     TANDEM_TRY(tandem_symbols_encode(norm->out, norm->out_len, norm->lang, ids, ids_cap, &count, NULL));
+    if (r->spk >= 0) { /* [<lang>, <spk>, BOS, ...]: the speaker token right after the language tag */
+        memmove(ids + 2, ids + 1, (count - 1) * sizeof *ids);
+        ids[1] = (uint16_t)(tandem_symbols_count() + r->spk);
+        count++;
+    }
     if (tv->len + count > tv->cap) {
         size_t cap = tv->cap ? tv->cap * 2 : 1 << 16;
         while (cap < tv->len + count) cap *= 2;
@@ -248,10 +258,71 @@ static void *worker_main(void *p) {
 
 /* ---- parsing ---- */
 
+/* A generic-layout speaker name: 1..64 bytes of UTF-8 without control characters. */
+static int speaker_ok(const char *s, size_t n) {
+    size_t bad;
+    if (n == 0 || n > TANDEM_INDEX_MAX_SPEAKER_BYTES) return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7F) return 0;
+    return tandem_utf8_validate(s, n, &bad);
+}
+
+/* Splits one line at '|' into f/fl (at most 4 kept); returns the field count. */
+static size_t split_fields(const char *s, size_t ll, const char **f, size_t *fl) {
+    size_t nf = 0;
+    const char *q = s, *end = s + ll;
+    for (;;) {
+        const char *bar = memchr(q, '|', (size_t)(end - q));
+        if (nf < 4) {
+            f[nf] = q;
+            fl[nf] = bar ? (size_t)(bar - q) : (size_t)(end - q);
+        }
+        nf++;
+        if (!bar) return nf;
+        q = bar + 1;
+    }
+}
+
+/* Fills r from one line's fields: LJSpeech id|text[|normalized] or generic id|speaker|text. */
+static void parse_line(const tandem_text_index_config *cfg, int generic, const char *s, size_t ll, row *r) {
+    const char *f[4];
+    size_t fl[4], nf = split_fields(s, ll, f, fl);
+    r->spk = -1;
+    if (generic ? nf != 3 : (nf != 2 && nf != 3)) {
+        r->skip = TANDEM_SKIP_COLUMNS + 1;
+        r->detail = (uint32_t)nf;
+        r->col = (uint8_t)generic; /* which column count the report expects */
+        return;
+    }
+    const char *why;
+    if (!id_ok(f[0], fl[0], &why)) {
+        r->skip = TANDEM_SKIP_BAD_ID + 1;
+        r->id = why; /* message kept for the report */
+        return;
+    }
+    r->id = f[0];
+    r->id_len = (uint32_t)fl[0];
+    if (generic && !speaker_ok(f[1], fl[1])) {
+        r->skip = TANDEM_SKIP_BAD_SPEAKER + 1;
+        r->detail = (uint32_t)fl[1];
+        return;
+    }
+    if (generic) r->spk_name = f[1], r->spk_len = (uint32_t)fl[1];
+    int col = generic || (nf == 3 && cfg->column == TANDEM_TEXT_COLUMN_NORMALIZED) ? 2 : 1;
+    r->text = f[col];
+    r->text_len = (uint32_t)fl[col];
+    r->col = (uint8_t)(col + 1);
+    r->detail2 = (uint32_t)(f[col] - s); /* column start, for UTF-8 offsets in the report */
+}
+
+/* The generic layout's header line (optional when the layout is forced; it selects it on AUTO). */
+#define GENERIC_HEADER "id|speaker|text"
+
 /* Split meta into rows; lines are LF- or CRLF-terminated, a UTF-8 BOM is skipped, empty lines are
- * ignored. Column checks and id checks happen here (serially: they are cheap). */
+ * ignored. Column checks and id checks happen here (serially: they are cheap). *layout: the
+ * layout detected (cfg->layout, or on AUTO generic when the first line is the generic header). */
 static tandem_status parse_rows(const tandem_text_index_config *cfg, const char *meta, size_t len,
-                                row **out_rows, size_t *out_n) {
+                                row **out_rows, size_t *out_n, uint32_t *layout) {
     size_t pos = 0;
     if (len >= 3 && memcmp(meta, "\xEF\xBB\xBF", 3) == 0) pos = 3;
     size_t n_lines = 1;
@@ -260,6 +331,7 @@ static tandem_status parse_rows(const tandem_text_index_config *cfg, const char 
     if (!rows) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory (%zu lines)", n_lines);
     size_t n = 0;
     uint32_t line = 0;
+    int generic = cfg->layout == TANDEM_LAYOUT_GENERIC;
     while (pos < len) {
         line++;
         const char *s = meta + pos;
@@ -268,42 +340,51 @@ static tandem_status parse_rows(const tandem_text_index_config *cfg, const char 
         pos += ll + (nl ? 1 : 0);
         if (ll && s[ll - 1] == '\r') ll--;
         if (ll == 0) continue;
+        if (n == 0 && ll == strlen(GENERIC_HEADER) && memcmp(s, GENERIC_HEADER, ll) == 0 &&
+            cfg->layout != TANDEM_LAYOUT_LJSPEECH) {
+            generic = 1; /* the header names the columns; it is not a row */
+            continue;
+        }
         row *r = &rows[n++];
         r->line = line;
-        const char *f[4];
-        size_t fl[4], nf = 0;
-        const char *q = s, *end = s + ll;
-        for (;;) {
-            const char *bar = memchr(q, '|', (size_t)(end - q));
-            if (nf < 4) {
-                f[nf] = q;
-                fl[nf] = bar ? (size_t)(bar - q) : (size_t)(end - q);
-            }
-            nf++;
-            if (!bar) break;
-            q = bar + 1;
-        }
-        if (nf != 2 && nf != 3) {
-            r->skip = TANDEM_SKIP_COLUMNS + 1;
-            r->detail = (uint32_t)nf;
-            continue;
-        }
-        const char *why;
-        if (!id_ok(f[0], fl[0], &why)) {
-            r->skip = TANDEM_SKIP_BAD_ID + 1;
-            r->id = why; /* message kept for the report */
-            continue;
-        }
-        r->id = f[0];
-        r->id_len = (uint32_t)fl[0];
-        int col = (nf == 3 && cfg->column == TANDEM_TEXT_COLUMN_NORMALIZED) ? 2 : 1;
-        r->text = f[col];
-        r->text_len = (uint32_t)fl[col];
-        r->col = (uint8_t)(col + 1);
-        r->detail2 = (uint32_t)(f[col] - s); /* column start, for UTF-8 offsets in the report */
+        parse_line(cfg, generic, s, ll, r);
     }
+    *layout = generic ? TANDEM_LAYOUT_GENERIC : TANDEM_LAYOUT_LJSPEECH;
     *out_rows = rows;
     *out_n = n;
+    return TANDEM_OK;
+}
+
+/* ---- the speaker table: distinct names sorted bytewise, ids in that order ---- */
+
+static int cmp_name(const void *a, const void *b) {
+    const row *x = *(row *const *)a, *y = *(row *const *)b;
+    size_t n = x->spk_len < y->spk_len ? x->spk_len : y->spk_len;
+    int c = memcmp(x->spk_name, y->spk_name, n);
+    return c ? c : (x->spk_len > y->spk_len) - (x->spk_len < y->spk_len);
+}
+
+/* Assigns r->spk to every usable row with a speaker name; *n_spk = distinct names, (*names)[k] a
+ * row naming speaker k (new array, the caller frees it). The names are taken from the rows, so
+ * the table depends only on the metadata bytes (part of the cache key). */
+static tandem_status speaker_table(const char *meta_path, row *rows, size_t n, uint32_t *n_spk,
+                                   const row ***names) {
+    row **by = tandem_malloc((n ? n : 1) * sizeof *by);
+    if (!by) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory (%zu rows)", n);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].skip && rows[i].spk_name) by[m++] = &rows[i];
+    qsort(by, m, sizeof *by, cmp_name);
+    int32_t id = -1;
+    for (size_t i = 0; i < m; i++) {
+        if (i == 0 || cmp_name(&by[i - 1], &by[i]) != 0) by[++id] = by[i]; /* id <= i: in place */
+        by[i]->spk = id;
+    }
+    *names = (const row **)by;
+    *n_spk = (uint32_t)(id + 1);
+    if (*n_spk > TANDEM_INDEX_MAX_SPEAKERS)
+        return tandem_fail(TANDEM_E_INVALID, "%s: %u speakers, at most %d are supported; merge or split the "
+                           "dataset", meta_path, *n_spk, TANDEM_INDEX_MAX_SPEAKERS);
     return TANDEM_OK;
 }
 
@@ -312,8 +393,8 @@ static void report_row(const char *meta_path, const row *r, int max_text) {
     char u[5] = {0};
     switch (why) {
     case TANDEM_SKIP_COLUMNS:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: wrong column count: %u fields, expected 2 or 3 (id|text|normalized)",
-                    meta_path, r->line, r->detail);
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: wrong column count: %u fields, expected %s", meta_path, r->line,
+                    r->detail, r->col ? "3 (id|speaker|text)" : "2 or 3 (id|text|normalized)");
         break;
     case TANDEM_SKIP_BAD_ID:
         tandem_logf(TANDEM_LOG_WARN, "%s:%u: bad id: %s", meta_path, r->line, r->id);
@@ -323,7 +404,7 @@ static void report_row(const char *meta_path, const row *r, int max_text) {
                     (int)r->id_len, r->id, r->detail2);
         break;
     case TANDEM_SKIP_NO_AUDIO:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: missing audio: none of wavs/%.*s.wav, .flac, .ogg exists",
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: missing audio: no wavs/%.*s.{wav,flac,ogg,opus,mp3,aiff,au,caf,w64}",
                     meta_path, r->line, (int)r->id_len, r->id);
         break;
     case TANDEM_SKIP_EMPTY_TEXT:
@@ -339,6 +420,10 @@ static void report_row(const char *meta_path, const row *r, int max_text) {
         tandem_logf(TANDEM_LOG_WARN,
                     "%s:%u: unknown symbol '%s' (U+%04X) at character %u of the normalised text",
                     meta_path, r->line, u, r->detail, r->detail2 + 1);
+        break;
+    case TANDEM_SKIP_BAD_SPEAKER:
+        tandem_logf(TANDEM_LOG_WARN, "%s:%u: bad speaker: %u bytes, expected a name of 1..%d bytes of UTF-8 "
+                    "without control characters", meta_path, r->line, r->detail, TANDEM_INDEX_MAX_SPEAKER_BYTES);
         break;
     case TANDEM_SKIP_TOO_LONG:
         tandem_logf(TANDEM_LOG_WARN, "%s:%u: text too long: %u tokens (framing included), max_text is %d",
@@ -391,7 +476,8 @@ done:
 
 /* What the gathered index will hold, counted in metadata order before it is laid out. */
 typedef struct totals {
-    uint32_t n_utts;
+    uint32_t n_utts, n_speakers, layout;
+    const row **speakers; /* [n_speakers] a row naming each speaker */
     uint64_t n_tokens, strings_bytes;
     uint32_t skipped[TANDEM_SKIP_COUNT];
 } totals;
@@ -408,7 +494,10 @@ static void reason_counts(const uint32_t *skipped, char *buf, size_t cap) {
 /* Counts the usable rows and their sizes; reports the first WARN_ROWS skipped rows of each
  * reason (in metadata order) one by one and the rest in one summary line. */
 static void count_rows(const char *meta_path, const row *rows, size_t n_rows, int max_text, totals *t) {
-    memset(t, 0, sizeof *t);
+    memset(t->skipped, 0, sizeof t->skipped);
+    t->n_utts = 0;
+    t->n_tokens = t->strings_bytes = 0;
+    for (uint32_t k = 0; k < t->n_speakers; k++) t->strings_bytes += t->speakers[k]->spk_len + 1;
     uint32_t bad = 0, unlisted = 0;
     for (size_t i = 0; i < n_rows; i++) {
         const row *r = &rows[i];
@@ -447,9 +536,13 @@ static tandem_status check_totals(const char *meta_path, size_t n_rows, const to
 }
 
 /* Copies the usable rows' records, tokens and strings into the blob's sections. */
-static void fill_records(const row *rows, size_t n_rows, const tokvec *vecs, tandem_text_cache_header *h,
-                         tandem_utt *utts, uint16_t *toks, char *strs) {
+static void fill_records(const row *rows, size_t n_rows, const tokvec *vecs, const totals *t,
+                         tandem_text_cache_header *h, tandem_utt *utts, uint16_t *toks, char *strs) {
     uint32_t u = 0, tk = 0, so = 0;
+    for (uint32_t k = 0; k < t->n_speakers; k++) { /* the speaker table first, in id order */
+        memcpy(strs + so, t->speakers[k]->spk_name, t->speakers[k]->spk_len);
+        so += t->speakers[k]->spk_len + 1;
+    }
     for (size_t i = 0; i < n_rows; i++) {
         const row *r = &rows[i];
         if (r->skip) continue;
@@ -480,7 +573,7 @@ static tandem_status gather_blob(const row *rows, size_t n_rows, const tokvec *v
     char *b = tandem_calloc(1, total);
     if (!b) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory (%zu bytes)", total);
     tandem_text_cache_header *h = (tandem_text_cache_header *)b;
-    fill_records(rows, n_rows, vecs, h, (tandem_utt *)(b + utts_off), (uint16_t *)(b + tokens_off),
+    fill_records(rows, n_rows, vecs, t, h, (tandem_utt *)(b + utts_off), (uint16_t *)(b + tokens_off),
                  b + strings_off);
     memcpy(h->magic, TANDEM_TEXT_CACHE_MAGIC, 8);
     h->format = TANDEM_TEXT_CACHE_FORMAT;
@@ -493,6 +586,8 @@ static tandem_status gather_blob(const row *rows, size_t n_rows, const tokvec *v
     h->strings_bytes = t->strings_bytes;
     h->payload_bytes = total - sizeof *h;
     h->lines = (uint32_t)n_rows;
+    h->n_speakers = t->n_speakers;
+    h->layout = t->layout;
     memcpy(h->skipped, t->skipped, sizeof t->skipped);
     *blob = b;
     *blob_bytes = total;
@@ -507,9 +602,12 @@ tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, 
                            TANDEM_SYMBOLS_FRAMING + 1);
     row *rows = NULL;
     size_t n_rows = 0;
-    TANDEM_TRY(parse_rows(cfg, meta, meta_len, &rows, &n_rows));
+    totals t = {0};
+    TANDEM_TRY(parse_rows(cfg, meta, meta_len, &rows, &n_rows, &t.layout));
     tandem_status st = find_duplicates(rows, n_rows);
+    if (st == TANDEM_OK) st = speaker_table(meta_path, rows, n_rows, &t.n_speakers, &t.speakers);
     if (st != TANDEM_OK) {
+        tandem_free(t.speakers);
         tandem_free(rows);
         return st;
     }
@@ -525,7 +623,6 @@ tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, 
         tandem_logf(TANDEM_LOG_WARN, "%s: %u more rows with unreadable or unmeasured audio not listed (the "
                     "first %d are above); %u in all, none used for training", meta_path, aw - WARN_ROWS,
                     WARN_ROWS, aw);
-    totals t;
     if (st == TANDEM_OK) {
         count_rows(meta_path, rows, n_rows, cfg->max_text, &t); /* reports skipped rows */
         st = check_totals(meta_path, n_rows, &t);
@@ -534,6 +631,7 @@ tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, 
     if (sh.vecs)
         for (int w = 0; w < nw; w++) tandem_free(sh.vecs[w].v);
     tandem_free(sh.vecs);
+    tandem_free(t.speakers);
     tandem_free(rows);
     return st;
 }
@@ -555,7 +653,21 @@ void tandem_text_index_attach(tandem_text_index *ix, void *blob, size_t blob_byt
     memcpy(ix->skipped, h->skipped, sizeof ix->skipped);
     memcpy(ix->lang_count, h->lang_count, sizeof ix->lang_count);
     ix->max_tok = h->max_tok;
+    ix->n_speakers = h->n_speakers;
+    ix->layout = h->layout;
     ix->key = h->key;
+}
+
+int tandem_text_index_same_speakers(const tandem_text_index *a, const tandem_text_index *b) {
+    if (a->n_speakers != b->n_speakers) return 0;
+    size_t n = 0; /* the names are the arenas' first bytes */
+    for (uint32_t k = 0; k < a->n_speakers; k++) n += strlen(a->strings + n) + 1;
+    return n <= b->strings_bytes && memcmp(a->strings, b->strings, n) == 0;
+}
+
+void tandem_text_index_speakers(const tandem_text_index *ix, const char **names) {
+    const char *p = ix->strings;
+    for (uint32_t k = 0; k < ix->n_speakers; k++, p += strlen(p) + 1) names[k] = p;
 }
 
 static uint64_t split_rng(uint64_t *s) { /* splitmix64 */

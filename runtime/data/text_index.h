@@ -32,6 +32,17 @@ typedef enum tandem_text_column {
 } tandem_text_column;
 
 /* Why a metadata row was skipped. Order is part of the cache format (counts are stored). */
+/* Where a dataset's transcripts and speakers come from (docs/FORMATS.md, "dataset layouts"). */
+typedef enum tandem_data_layout {
+    TANDEM_LAYOUT_AUTO = 0,     /* the generic header line `id|speaker|text` → generic, else LJSpeech */
+    TANDEM_LAYOUT_LJSPEECH = 1, /* metadata.csv id|text[|normalized], one speaker */
+    TANDEM_LAYOUT_GENERIC = 2,  /* metadata.csv id|speaker|text (header line optional) */
+} tandem_data_layout;
+
+/* Most speakers in one dataset: speaker tokens follow the symbols in the uint16 token space. */
+#define TANDEM_INDEX_MAX_SPEAKERS 4096
+#define TANDEM_INDEX_MAX_SPEAKER_BYTES 64
+
 typedef enum tandem_skip_reason {
     TANDEM_SKIP_COLUMNS = 0,    /* not 2 or 3 '|'-separated fields */
     TANDEM_SKIP_BAD_ID,         /* empty, '/', '\', "..", control characters, too long, bad UTF-8 */
@@ -41,6 +52,7 @@ typedef enum tandem_skip_reason {
     TANDEM_SKIP_BAD_UTF8,       /* text column is not valid UTF-8 */
     TANDEM_SKIP_UNKNOWN_SYMBOL, /* a character the symbol table does not have */
     TANDEM_SKIP_TOO_LONG,       /* more than max_text tokens */
+    TANDEM_SKIP_BAD_SPEAKER,    /* generic layout: empty, too long, control characters, bad UTF-8 */
     TANDEM_SKIP_COUNT
 } tandem_skip_reason;
 
@@ -52,7 +64,9 @@ typedef struct tandem_utt {
     uint32_t id;        /* offset of the id in strings */
     uint32_t audio;     /* offset of the audio path (relative to the data dir) in strings */
     uint32_t tok;       /* offset of the first token in tokens */
-    uint16_t n_tok;     /* tokens, framing included: [<lang>, BOS, chars..., EOS] */
+    uint16_t n_tok;     /* tokens, framing included: [<lang>, BOS, chars..., EOS], or with
+                           speakers [<lang>, <spk>, BOS, chars..., EOS] where
+                           <spk> = tandem_symbols_count() + speaker id */
     uint8_t lang;       /* tandem_lang */
     uint8_t reserved;   /* 0 */
     uint32_t line;      /* 1-based line in metadata.csv */
@@ -76,6 +90,7 @@ typedef struct tandem_text_index_config {
                                   left out of train and val and counted (0 = no filter) */
     int use_cache;             /* 1 (default): read/write the persistent text cache */
     const char *cache_dir;     /* NULL → the runtime option cache_dir (tandem.h); none: in memory */
+    tandem_data_layout layout; /* default AUTO */
 } tandem_text_index_config;
 
 void tandem_text_index_config_default(tandem_text_index_config *cfg);
@@ -91,6 +106,10 @@ typedef struct tandem_text_index {
     uint32_t skipped[TANDEM_SKIP_COUNT];
     uint32_t lang_count[TANDEM_LANG_COUNT];
     uint32_t max_tok;                        /* longest n_tok */
+    /* speaker table: names in id order (sorted bytewise), NUL-terminated and consecutive at
+     * the start of strings; 0 speakers = a single-speaker dataset (no <spk> token) */
+    uint32_t n_speakers;
+    uint32_t layout;                         /* tandem_data_layout as detected (never AUTO) */
     uint32_t *train, n_train;                /* indices into utts */
     uint32_t *val, n_val;
     /* left out of train/val by the duration filter (max_samples), counted at each split */
@@ -109,6 +128,10 @@ static inline const char *tandem_utt_id(const tandem_text_index *ix, const tande
 static inline const char *tandem_utt_audio(const tandem_text_index *ix, const tandem_utt *u) {
     return ix->strings + u->audio;
 }
+/* Speaker names in id order into names[0..n_speakers) (pointers into the index's strings). */
+void tandem_text_index_speakers(const tandem_text_index *ix, const char **names);
+/* 1 when a and b have the same speaker table (the same names in the same order). */
+int tandem_text_index_same_speakers(const tandem_text_index *a, const tandem_text_index *b);
 static inline const uint16_t *tandem_utt_tokens(const tandem_text_index *ix, const tandem_utt *u) {
     return ix->tokens + u->tok;
 }

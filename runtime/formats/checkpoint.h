@@ -26,6 +26,8 @@
 #define TANDEM_CKPT_KEY_SAMPLER_EPOCH "sampler_epoch"
 #define TANDEM_CKPT_KEY_SAMPLER_POSITION "sampler_position"
 #define TANDEM_CKPT_KEY_SYMBOLS "symbols"
+/* The speaker table (["name",...] in id order); absent: trained on one speaker. */
+#define TANDEM_CKPT_KEY_SPEAKERS "speakers"
 /* The best-by-validation checkpoint's file name, and the validation L1 it was written for. */
 #define TANDEM_CKPT_BEST_NAME "ckpt-best.safetensors"
 #define TANDEM_CKPT_KEY_BEST_VAL_L1 "best_val_l1"

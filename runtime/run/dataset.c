@@ -18,6 +18,7 @@ tandem_status tandem_run_open_index(const tandem_config *cfg, const char *dir, c
     icfg.seed = (uint64_t)cfg->seed;
     icfg.val_fraction = 0.0; /* the held-out set is its own directory */
     icfg.cache_dir = cache_dir;
+    icfg.layout = (tandem_data_layout)cfg->dataset_layout;
     return tandem_text_index_open(&icfg, ix);
 }
 

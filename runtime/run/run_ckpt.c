@@ -150,8 +150,20 @@ static int64_t build_table(tandem_run_ckpt *c, const tandem_model *m) {
     return biggest;
 }
 
+/* The dataset's speaker table as the checkpoint's "speakers" entry (NULL for one speaker). */
+static tandem_status speakers_json(const tandem_text_index *ix, char **json) {
+    *json = NULL;
+    if (!ix || ix->n_speakers == 0) return TANDEM_OK;
+    const char **names = tandem_malloc(ix->n_speakers * sizeof *names);
+    if (!names) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
+    tandem_text_index_speakers(ix, names);
+    tandem_status st = tandem_speakers_to_json(names, ix->n_speakers, json);
+    tandem_free(names);
+    return st;
+}
+
 static tandem_status create_parts(tandem_run_ckpt *c, const tandem_model *m, const tandem_config *cfg,
-                                  int resume) {
+                                  const tandem_text_index *ix, int resume) {
     c->count = 3 * m->n_params;
     c->tensors = tandem_calloc((size_t)c->count, sizeof *c->tensors);
     c->entries = tandem_calloc((size_t)c->count, sizeof *c->entries);
@@ -161,6 +173,8 @@ static tandem_status create_parts(tandem_run_ckpt *c, const tandem_model *m, con
     const int64_t biggest = build_table(c, m);
     size_t len = 0;
     TANDEM_TRY(tandem_symbols_to_json(&c->symbols_json, &len));
+    TANDEM_TRY(speakers_json(ix, &c->speakers_json));
+    if (c->speakers_json) len += strlen(c->speakers_json) + 16;
     const size_t cl = tandem_config_dump(cfg, NULL, 0) + 1;
     c->cfg_yaml = tandem_malloc(cl);
     if (!c->cfg_yaml) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
@@ -175,7 +189,7 @@ static tandem_status create_parts(tandem_run_ckpt *c, const tandem_model *m, con
 }
 
 tandem_status tandem_run_ckpt_create(tandem_run_ckpt *c, const tandem_model *m, const tandem_config *cfg,
-                                     tandem_stream *s, int resume) {
+                                     const tandem_text_index *ix, tandem_stream *s, int resume) {
     memset(c, 0, sizeof *c);
     c->s = s;
     c->seed = cfg->seed;
@@ -183,12 +197,17 @@ tandem_status tandem_run_ckpt_create(tandem_run_ckpt *c, const tandem_model *m, 
     /* absolute data paths: a resume from another working directory still finds the data */
     if (!cfg->train_data[0] || !realpath(cfg->train_data, c->train_abs)) c->train_abs[0] = '\0';
     if (!cfg->val_data[0] || !realpath(cfg->val_data, c->val_abs)) c->val_abs[0] = '\0';
-    tandem_status st = create_parts(c, m, cfg, resume);
+    tandem_status st = create_parts(c, m, cfg, ix, resume);
     if (st != TANDEM_OK) tandem_run_ckpt_free(c);
     return st;
 }
 
 tandem_status tandem_run_ckpt_restore(tandem_run_ckpt *c, const tandem_st_file *f) {
+    const char *theirs = tandem_st_meta_find(f, TANDEM_CKPT_KEY_SPEAKERS), *ours = c->speakers_json;
+    if (strcmp(theirs ? theirs : "[]", ours ? ours : "[]") != 0)
+        return tandem_fail(TANDEM_E_INVALID, "resume: the checkpoint's speaker table %.200s is not the dataset's "
+                           "%.200s; resume with the data it was trained on", theirs ? theirs : "[] (one speaker)",
+                           ours ? ours : "[] (one speaker)");
     for (int j = 0; j < c->count; j++) {
         const tandem_st_tensor *e = &c->tensors[j];
         const tandem_run_ckpt_entry *ce = &c->entries[j];
@@ -234,11 +253,17 @@ static tandem_status save(tandem_run_ckpt *c, const tandem_train_state *st, tand
         {TANDEM_CKPT_KEY_TRAIN_ABS, c->train_abs},
         {TANDEM_CKPT_KEY_VAL_ABS, c->val_abs},
         {"freeze", c->freeze},
-        {TANDEM_CKPT_KEY_BEST_VAL_L1, best}, /* last: left out while there is no best */
+        {TANDEM_CKPT_KEY_SPEAKERS, c->speakers_json}, /* left out for one speaker */
+        {TANDEM_CKPT_KEY_BEST_VAL_L1, best},          /* last: left out while there is no best */
     };
-    const int n = (int)(sizeof meta / sizeof meta[0]) - (c->best_val_l1 < INFINITY ? 0 : 1);
-    if (!to_best) return tandem_checkpoint_save(c->writer, st->step, meta, n, fetch, c);
-    return tandem_checkpoint_save_best(c->writer, st->step, meta, n, fetch, c);
+    int n = (int)(sizeof meta / sizeof meta[0]) - (c->best_val_l1 < INFINITY ? 0 : 1);
+    tandem_st_meta use[sizeof meta / sizeof meta[0]];
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (meta[i].value) use[k++] = meta[i];
+    n = k;
+    if (!to_best) return tandem_checkpoint_save(c->writer, st->step, use, n, fetch, c);
+    return tandem_checkpoint_save_best(c->writer, st->step, use, n, fetch, c);
 }
 
 tandem_status tandem_run_ckpt_save(tandem_run_ckpt *c, const tandem_train_state *st,
@@ -290,6 +315,7 @@ void tandem_run_ckpt_free(tandem_run_ckpt *c) {
     tandem_free(c->names);
     tandem_free(c->cfg_yaml);
     tandem_free(c->symbols_json);
+    tandem_free(c->speakers_json);
     tandem_free(c->load_buf);
     memset(c, 0, sizeof *c);
 }

@@ -21,6 +21,7 @@
 
 #include "runtime/core/config.h"
 #include "runtime/data/sampler.h"
+#include "runtime/data/text_index.h"
 #include "runtime/formats/checkpoint.h"
 #include "runtime/model/model.h"
 #include "runtime/model/train_step.h"
@@ -38,6 +39,7 @@ typedef struct tandem_run_ckpt {
     tandem_run_ckpt_entry *entries; /* [count], the tensors' user pointers */
     char *names;                    /* [count][TANDEM_MODEL_PARAM_NAME_MAX + 8] */
     char *cfg_yaml, *symbols_json;
+    char *speakers_json;            /* NULL: a single-speaker dataset (no "speakers" entry) */
     float *load_buf;                /* the largest parameter (resume only) */
     tandem_stream *s;               /* model stream: downloads and uploads */
     int64_t seed;
@@ -60,10 +62,12 @@ tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, in
  * path. None usable is TANDEM_E_INVALID naming dir; on failure *out = NULL. */
 tandem_status tandem_run_ckpt_peek(const char *dir, tandem_st_file **out, char *path, size_t cap);
 /* Build the table for m's parameters and the writer into cfg->out (keeping cfg->keep files); with
- * resume, the load buffer too. On failure everything is freed (c zeroed). */
+ * resume, the load buffer too. ix's speaker table (if any) is saved as the "speakers" entry.
+ * On failure everything is freed (c zeroed). */
 tandem_status tandem_run_ckpt_create(tandem_run_ckpt *c, const tandem_model *m, const tandem_config *cfg,
-                                     tandem_stream *s, int resume);
-/* Copy every table tensor of f into the model's committed tensors (synchronously). */
+                                     const tandem_text_index *ix, tandem_stream *s, int resume);
+/* Copy every table tensor of f into the model's committed tensors (synchronously). f's speaker
+ * table must be the dataset's (an absent one = none): TANDEM_E_INVALID naming both otherwise. */
 tandem_status tandem_run_ckpt_restore(tandem_run_ckpt *c, const tandem_st_file *f);
 /* Write ckpt-<st->step>.safetensors with the metadata above. No heap allocation. */
 tandem_status tandem_run_ckpt_save(tandem_run_ckpt *c, const tandem_train_state *st,

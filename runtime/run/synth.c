@@ -52,6 +52,10 @@ struct tandem_synth {
     tandem_griffinlim *gl;
     tandem_text_norm norm;
     int norm_init;
+    /* the speaker table (checkpoint metadata "speakers"): n_spk NUL-terminated names */
+    char *spk_names;
+    uint32_t n_spk;
+    int spk;           /* the speaker token's speaker, -1: none (a single-speaker model) */
 };
 
 /* ---- open ------------------------------------------------------------------------------------- */
@@ -94,6 +98,39 @@ static tandem_status check_symbols(const tandem_synth *s, const tandem_st_file *
 
 static tandem_status dims_of(tandem_synth *s);
 
+const char *tandem_synth_speaker_name(const tandem_synth *s, int k) {
+    if (!s || k < 0 || (uint32_t)k >= s->n_spk) return NULL;
+    const char *p = s->spk_names;
+    while (k--) p += strlen(p) + 1;
+    return p;
+}
+
+/* The checkpoint's speaker table, and the speaker `want` names (NULL: the first). */
+static tandem_status read_speakers(tandem_synth *s, const tandem_st_file *f, const char *want) {
+    const char *json = tandem_st_meta_find(f, TANDEM_CKPT_KEY_SPEAKERS);
+    s->spk = -1;
+    if (json) {
+        tandem_status st = tandem_speakers_from_json(json, &s->spk_names, &s->n_spk);
+        if (st != TANDEM_OK) return tandem_fail(st, "checkpoint '%s': %s", s->path, tandem_last_error());
+    }
+    if (s->n_spk == 0) {
+        if (want)
+            return tandem_fail(TANDEM_E_INVALID, "speaker '%s': checkpoint '%s' was trained on one speaker (no "
+                               "speaker table); leave out --speaker", want, s->path);
+        return TANDEM_OK;
+    }
+    s->spk = 0;
+    if (!want) return TANDEM_OK;
+    for (s->spk = 0; (uint32_t)s->spk < s->n_spk; s->spk++)
+        if (strcmp(tandem_synth_speaker_name(s, s->spk), want) == 0) return TANDEM_OK;
+    char list[512];
+    size_t o = 0;
+    for (uint32_t k = 0; k < s->n_spk && o + 70 < sizeof list; k++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", k ? ", " : "", tandem_synth_speaker_name(s, (int)k));
+    return tandem_fail(TANDEM_E_INVALID, "speaker '%s' is not in checkpoint '%s'; its %u speakers: %s%s", want,
+                       s->path, s->n_spk, list, o + 70 >= sizeof list ? ", ..." : "");
+}
+
 static tandem_status read_config(tandem_synth *s, const tandem_st_file *f) {
     const char *yaml = tandem_st_meta_find(f, TANDEM_CKPT_KEY_CONFIG);
     if (!yaml)
@@ -113,7 +150,7 @@ static tandem_status dims_of(tandem_synth *s) {
     icfg.batch_size = 1;
     icfg.grad_accum = 1;
     icfg.precision = TANDEM_PRECISION_FP32; /* checkpoints hold fp32 master weights */
-    TANDEM_TRY(tandem_model_dims_from_config(&icfg, tandem_symbols_count(), &s->dims));
+    TANDEM_TRY(tandem_model_dims_from_config(&icfg, tandem_symbols_count() + (int)s->n_spk, &s->dims));
     s->dims.forward_only = 1; /* parameters and activations only */
     return TANDEM_OK;
 }
@@ -218,7 +255,8 @@ static tandem_status load_params(tandem_synth *s, const tandem_st_file *f) {
 static tandem_status open_all(tandem_synth *s, const tandem_synth_options *o) {
     tandem_st_file *f = NULL;
     TANDEM_TRY(tandem_checkpoint_open(s->path, -1, &f));
-    tandem_status st = read_config(s, f);
+    tandem_status st = read_speakers(s, f, o->speaker);
+    if (st == TANDEM_OK) st = read_config(s, f);
     if (st == TANDEM_OK) st = check_symbols(s, f);
     if (st == TANDEM_OK) st = open_device(s, o->backend);
     if (st == TANDEM_OK) st = tandem_stream_create(s->dev, &s->s);
@@ -279,8 +317,8 @@ tandem_status tandem_synth_open(const char *checkpoint, const tandem_synth_optio
     return TANDEM_OK;
 }
 
-tandem_status tandem_synth_open_device(tandem_device *dev, const tandem_config *cfg, int gl_iters,
-                                       tandem_synth **out) {
+tandem_status tandem_synth_open_device(tandem_device *dev, const tandem_config *cfg, uint32_t n_speakers,
+                                       int gl_iters, tandem_synth **out) {
     if (!out) return tandem_fail(TANDEM_E_INVALID, "synth: out is NULL");
     *out = NULL;
     if (!dev || !cfg) return tandem_fail(TANDEM_E_INVALID, "synth open on a device: NULL argument");
@@ -290,6 +328,8 @@ tandem_status tandem_synth_open_device(tandem_device *dev, const tandem_config *
     s->cfg = *cfg;
     s->dev = dev;
     s->dev_borrowed = 1;
+    s->n_spk = n_speakers; /* names are not needed: the test sentences use speaker 0 */
+    s->spk = n_speakers ? 0 : -1;
     tandem_device_info info;
     tandem_status st = dims_of(s);
     if (st == TANDEM_OK) st = tandem_device_get_info(dev, &info);
@@ -339,6 +379,7 @@ void tandem_synth_close(tandem_synth *s) {
     tandem_free(s->mel);
     tandem_free(s->stop_logit);
     tandem_free(s->audio);
+    tandem_free(s->spk_names);
     tandem_free(s);
 }
 
@@ -363,6 +404,8 @@ tandem_status tandem_synth_get_info(const tandem_synth *s, tandem_synth_info *ou
     out->sample_rate = TANDEM_MEL_SAMPLE_RATE;
     out->mel_floats = (size_t)s->frame_limit * TANDEM_MEL_N_MELS;
     out->audio_samples = (size_t)s->frame_limit * TANDEM_MEL_HOP;
+    out->speakers = (int)s->n_spk;
+    out->speaker = tandem_synth_speaker_name(s, s->spk);
     return tandem_device_get_info(s->dev, &out->device);
 }
 
@@ -410,16 +453,22 @@ tandem_status tandem_synth_encode(tandem_synth *s, const char *text, size_t len,
                                "normalisation; the model knows space, . , ? ! ; : ' -, a-z and "
                                "the Persian letters)", names);
         }
-    const size_t need = n + TANDEM_SYMBOLS_FRAMING;
+    const size_t need = n + TANDEM_SYMBOLS_FRAMING + (s->spk >= 0);
     if (need > (size_t)s->dims.text_len)
         return tandem_fail(TANDEM_E_INVALID,
-                           "text: %zu tokens after normalisation (incl. <lang>, BOS, EOS); the "
-                           "model was trained with max_text %d", need, s->dims.text_len);
+                           "text: %zu tokens after normalisation (incl. <lang>, %sBOS, EOS); the "
+                           "model was trained with max_text %d", need, s->spk >= 0 ? "<spk>, " : "",
+                           s->dims.text_len);
     uint16_t tmp[16384];
     size_t got = 0;
     if (need > sizeof tmp / sizeof tmp[0])
         return tandem_fail(TANDEM_E_INVALID, "text: %zu tokens is too long", need);
     TANDEM_TRY(tandem_symbols_encode(s->norm.out, n, lg, tmp, sizeof tmp / sizeof tmp[0], &got, NULL));
+    if (s->spk >= 0) { /* [<lang>, <spk>, BOS, ...] as the index frames a speaker's utterance */
+        memmove(tmp + 2, tmp + 1, (got - 1) * sizeof *tmp);
+        tmp[1] = (uint16_t)(tandem_symbols_count() + s->spk);
+        got++;
+    }
     for (int i = 0; i < s->dims.text_len; i++) ids[i] = (size_t)i < got ? tmp[i] : TANDEM_SYM_PAD;
     *count = (int)got;
     if (used) *used = lg;

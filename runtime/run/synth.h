@@ -40,8 +40,10 @@
  * made here (call before training starts: nothing is allocated afterwards). No parameters
  * yet: tandem_synth_copy_params brings the training model's flat f32 parameters [P] (a tensor
  * of the same device; `from` is the stream that last wrote them, synchronised first). */
-tandem_status tandem_synth_open_device(tandem_device *dev, const tandem_config *cfg, int gl_iters,
-                                       tandem_synth **out);
+/* n_speakers: the training set's speaker count (its embedding rows follow the symbols'); with
+ * speakers, encoded test sentences carry speaker 0. */
+tandem_status tandem_synth_open_device(tandem_device *dev, const tandem_config *cfg, uint32_t n_speakers,
+                                       int gl_iters, tandem_synth **out);
 tandem_status tandem_synth_copy_params(tandem_synth *s, tandem_stream *from,
                                        const tandem_tensor *params);
 /* For `tandem plan`: the tensors tandem_synth_open_device(dev, cfg) declares into its own pool

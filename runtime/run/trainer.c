@@ -115,7 +115,12 @@ static tandem_status open_data(tandem_trainer *t) {
         /* the one taken may be older than the one build checked (a sampler position out of range) */
         TANDEM_TRY(tandem_resume_check(t->resume_file, t->opt.resume_dir, &t->cfg, t->opt.force_resume, 1));
     }
-    return tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir);
+    TANDEM_TRY(tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir));
+    if (t->val.have_index && !tandem_text_index_same_speakers(&t->ix, &t->val.vix))
+        return tandem_fail(TANDEM_E_INVALID, "val data '%s': its speakers (%u) are not train data '%s''s (%u); "
+                           "a held-out set must use the training set's speaker names", t->cfg.val_data,
+                           t->val.vix.n_speakers, t->cfg.train_data, t->ix.n_speakers);
+    return TANDEM_OK;
 }
 
 /* "CUDA 1" / "host 0": how the progress line names a device. */
@@ -189,7 +194,7 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     TANDEM_TRY(tandem_model_declare(&t->model, t->model_dev, t->model_pool, dims));
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
     TANDEM_TRY(tandem_profile_ops_init(&t->prof, t->model_dev, t->s, t->opt.profile_ops));
-    TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, t->s, t->resume_file || t->init_file));
+    TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, &t->ix, t->s, t->resume_file || t->init_file));
     if (t->resume_file) tandem_run_ckpt_resumed(&t->ck, t->resume_file, t->st.step);
     TANDEM_TRY(tandem_run_ckpt_freeze(&t->ck, t->resume_file, t->opt.freeze));
     TANDEM_TRY(tandem_freeze_spans(&t->model, t->ck.freeze, &t->frozen, &t->optim.n_frozen));
@@ -247,6 +252,7 @@ static tandem_status build(tandem_trainer *t) {
         TANDEM_TRY(tandem_init_from_open(t->opt.init_from, &t->init_file, t->init_path, sizeof t->init_path));
     if (made) TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
     TANDEM_TRY(open_data(t));
+    dims.vocab += (int)t->ix.n_speakers; /* speaker tokens follow the symbols (sym_emb rows) */
     tandem_optim_from_config(&t->cfg, &t->optim); /* after open_data: `epochs` may set max_steps */
     TANDEM_TRY(open_devices(t));
     TANDEM_TRY(declare_model(t, &dims));

@@ -79,7 +79,7 @@ tandem_status tandem_val_speak_create(tandem_val_speak *e, const tandem_text_ind
     tandem_free(audio);
     TANDEM_TRY(st);
     e->n = n;
-    TANDEM_TRY(tandem_synth_open_device(dev, cfg, TANDEM_VAL_SPEAK_GL_ITERS, &e->syn));
+    TANDEM_TRY(tandem_synth_open_device(dev, cfg, vix->n_speakers, TANDEM_VAL_SPEAK_GL_ITERS, &e->syn));
     return load_tests(e, cfg);
 }
 

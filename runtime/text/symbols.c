@@ -117,3 +117,54 @@ tandem_status tandem_symbols_to_json(char **json, size_t *len) {
     if (len) *len = o;
     return TANDEM_OK;
 }
+
+tandem_status tandem_speakers_to_json(const char *const *names, uint32_t n, char **json) {
+    size_t cap = 3;
+    for (uint32_t k = 0; k < n; k++) cap += 2 * strlen(names[k]) + 3;
+    char *s = tandem_malloc(cap), *o = s;
+    if (!s) return tandem_fail(TANDEM_E_NOMEM, "speakers: out of memory");
+    *o++ = '[';
+    for (uint32_t k = 0; k < n; k++) {
+        if (k) *o++ = ',';
+        *o++ = '"';
+        for (const char *p = names[k]; *p; p++) {
+            if (*p == '"' || *p == '\\') *o++ = '\\';
+            *o++ = *p;
+        }
+        *o++ = '"';
+    }
+    *o++ = ']';
+    *o = 0;
+    *json = s;
+    return TANDEM_OK;
+}
+
+tandem_status tandem_speakers_from_json(const char *json, char **names, uint32_t *n) {
+    *names = NULL;
+    *n = 0;
+    size_t len = strlen(json);
+    char *b = tandem_malloc(len + 1), *o = b;
+    if (!b) return tandem_fail(TANDEM_E_NOMEM, "speakers: out of memory");
+    const char *p = json;
+    uint32_t count = 0;
+    if (*p++ != '[') goto bad;
+    while (*p == '"') {
+        for (p++; *p && *p != '"'; p++) {
+            if (*p == '\\' && (p[1] == '"' || p[1] == '\\')) p++;
+            else if (*p == '\\' || (unsigned char)*p < 0x20) goto bad;
+            *o++ = *p;
+        }
+        if (*p++ != '"' || o == b || o[-1] == 0) goto bad; /* unterminated or empty name */
+        *o++ = 0;
+        count++;
+        if (*p == ',' && p[1] == '"') p++;
+    }
+    if (*p != ']' || p[1] != 0) goto bad;
+    *names = b;
+    *n = count;
+    return TANDEM_OK;
+bad:
+    tandem_free(b);
+    return tandem_fail(TANDEM_E_FORMAT, "speakers: malformed speaker table at byte %zu of '%.60s'; expected "
+                       "[\"name\",...] as tandem train writes it", (size_t)(p - json), json);
+}

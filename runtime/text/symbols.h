@@ -40,4 +40,11 @@ tandem_status tandem_symbols_encode(const uint32_t *cps, size_t n, tandem_lang l
  * where symbols[i] is the text of id i (special ids as "<pad>", "<bos>", ...). */
 tandem_status tandem_symbols_to_json(char **json, size_t *len);
 
+/* A dataset's speaker table as JSON, as checkpoints store it (key "speakers"): ["name0",...] in
+ * speaker-id order; '"' and '\\' escaped (names hold no control characters). New string, tandem_free. */
+tandem_status tandem_speakers_to_json(const char *const *names, uint32_t n, char **json);
+/* Parses tandem_speakers_to_json's output into *names: a new buffer (tandem_free) of *n
+ * NUL-terminated names in id order. Anything else → TANDEM_E_FORMAT naming the byte. */
+tandem_status tandem_speakers_from_json(const char *json, char **names, uint32_t *n);
+
 #endif
