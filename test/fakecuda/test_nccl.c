@@ -33,6 +33,7 @@
 #include "platform/cuda/nccl_api.h"
 #include "platform/device.h"
 #include "platform/os/log.h"
+#include "runtime/core/dev.h"
 #include "test/fixtures.h"
 
 #define DRIVER TANDEM_FAKECUDA_DIR "/libcuda.so.1"
@@ -459,6 +460,22 @@ static void test_reject_immediate(void **state) {
     for (int r = 0; r < 2; r++) io_close(&io[r]);
 }
 
+/* The host backend has no collectives yet (MPI): the device API says so, naming it. */
+static void test_host_has_none(void **state) {
+    (void)state;
+    tandem_device *h = NULL;
+    CHECK(tandem_host_device_open(0, &h));
+    tandem_coll_id id;
+    tandem_coll *c = (tandem_coll *)&id;
+    assert_int_equal(tandem_dev_coll_unique_id(h, &id), TANDEM_E_UNSUPPORTED);
+    assert_non_null(strstr(tandem_last_error(), "the host backend has no collectives yet"));
+    assert_int_equal(tandem_dev_coll_open(h, &id, 2, 0, &c), TANDEM_E_UNSUPPORTED);
+    assert_null(c);
+    assert_int_equal(tandem_dev_coll_open_local(&h, 1, &c), TANDEM_E_UNSUPPORTED);
+    assert_null(c);
+    h->ops->close(h);
+}
+
 /* ---- loading ---- */
 
 static void test_load_errors(void **state) {
@@ -617,7 +634,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_reject_type),        cmocka_unit_test(test_reject_root),
         cmocka_unit_test(test_reject_order),       cmocka_unit_test(test_reject_wrong_comm),
         cmocka_unit_test(test_reject_immediate),   cmocka_unit_test(test_two_processes),
-        cmocka_unit_test(test_killed_rank),
+        cmocka_unit_test(test_killed_rank),        cmocka_unit_test(test_host_has_none),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
