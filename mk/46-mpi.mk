@@ -22,5 +22,5 @@ $(TEST_BIN_DIR)/check_mpi_2_ranks: $(TEST_BIN_DIR)/mpi_smoke test/mpi/run_mpi.sh
 	@printf '#!/bin/sh\nexec bash %s %s 2\n' '$(abspath test/mpi/run_mpi.sh)' '$(abspath $<)' > $@
 	@chmod +x $@
 else
-$(info NOTE: MPI not found (mpicc, pkg-config ompi-c): multi-rank host runs and their tests are left out; install OpenMPI with tools/deps.sh (Debian openmpi-bin libopenmpi-dev))
+$(info NOTE: building without MPI (TANDEM_HAVE_MPI=0: no mpicc / pkg-config ompi-c, or set so): multi-rank host runs and their tests are left out; install OpenMPI with tools/deps.sh (Debian openmpi-bin libopenmpi-dev))
 endif
