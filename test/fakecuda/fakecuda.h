@@ -31,6 +31,7 @@
 #define FC_EXPORT_V2(name)                                                                \
     extern __typeof__(name) name##_v2 __attribute__((alias(#name), visibility("default")));
 #define FC_MAX_DEVICES 8
+#define TANDEM_FAKECUDA_MAX_KERNELS 256 /* > TANDEM_KERNEL_COUNT (asserted in fc_module.c) */
 #define FC_DRIVER_VERSION 13000 /* what cuDriverGetVersion reports (CUDA 13.0) */
 
 /* ---- bridge exported by libcuda.so.1 (used by libcublasLt.so.13 and by tests) ---- */
@@ -70,6 +71,18 @@ FC_EXPORT int tandem_fakecuda_event_flags(CUevent ev);
  * freed (free()) after run. desc names the operation in reports. */
 FC_EXPORT void tandem_fakecuda_submit(CUstream stream, const char *desc, void (*run)(void *),
                                       void *arg, const void *acc, int n);
+/* What the driver API queued since the process started, counted when a call succeeds (for the
+ * step cost model's test: its recorded launch list must match these kind by kind). Takes the
+ * lock. Matmuls are counted by libcublasLt.so.13: tandem_fakecublaslt_matmuls() there. */
+typedef struct tandem_fakecuda_counts {
+    uint64_t launches;                          /* cuLaunchKernel, all kernels */
+    uint64_t kernel[TANDEM_FAKECUDA_MAX_KERNELS]; /* per registry kernel id */
+    uint64_t copies_h2d, copies_d2h, copies_d2d, copies_peer;
+} tandem_fakecuda_counts;
+FC_EXPORT void tandem_fakecuda_get_counts(tandem_fakecuda_counts *out);
+/* Internal (libcuda.so.1): the counters, under the lock. */
+extern tandem_fakecuda_counts fc_counts;
+
 /* PCI bus of device dev of n: device 0 sits on the highest bus, as on a machine where CUDA's
  * fastest-first order is the reverse of NVML's PCI order, so matching by index would be wrong. */
 #define FC_PCI_BUS(dev, n) (0x18u + 0x20u * (unsigned)((n) - 1 - (dev)))

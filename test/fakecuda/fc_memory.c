@@ -268,6 +268,10 @@ static void run_copy(fc_op *op) { memcpy(op->dst, op->owned ? op->owned : op->sr
 static void queue_copy(const char *call, CUstream stream, void *dst, const void *src, size_t bytes,
                        int dst_mem, int src_mem, int snapshot) {
     fc_stream *s = fc_stream_of(stream);
+    if (strcmp(call, "cuMemcpyHtoDAsync") == 0) fc_counts.copies_h2d++;
+    else if (strcmp(call, "cuMemcpyDtoHAsync") == 0) fc_counts.copies_d2h++;
+    else if (strcmp(call, "cuMemcpyDtoDAsync") == 0) fc_counts.copies_d2d++;
+    else fc_counts.copies_peer++;
     fc_op *op = fc_op_new("%s of %zu bytes", call, bytes);
     op->run = run_copy;
     op->dst = dst;
