@@ -460,6 +460,58 @@ static void test_reject_immediate(void **state) {
     for (int r = 0; r < 2; r++) io_close(&io[r]);
 }
 
+/* The device API (runtime/core/dev.h) on committed tensors: an in-place all-reduce of a range
+ * [off, off + m) of a gradient-like tensor on 2 devices sums that range only; a range past the
+ * tensor's end is refused before reaching NCCL. */
+static void test_dev_api_tensor_range(void **state) {
+    (void)state;
+    enum { N = 5000, OFF = 1000, M = 3000 };
+    tandem_device *dev[2];
+    tandem_stream s[2];
+    tandem_pool *pool[2];
+    tandem_tensor *t[2];
+    tandem_coll *c[2];
+    int before = fc_error_count();
+    int64_t shape[1] = {N};
+    for (int r = 0; r < 2; r++) {
+        CHECK(tandem_cuda_device_open(r, &dev[r]));
+        CHECK(dev[r]->ops->stream_create(dev[r], &s[r]));
+        s[r].dev = dev[r];
+        CHECK(tandem_pool_create(dev[r], "grads", 0, &pool[r]));
+        CHECK(tandem_pool_declare(pool[r], "grad", TANDEM_F32, 1, shape, TANDEM_PERSISTENT, 0, 0, &t[r]));
+        CHECK(tandem_pool_commit(pool[r]));
+        float *in = make_input(41, r, N, TANDEM_F32);
+        CHECK(tandem_dev_upload(&s[r], t[r], 0, in, N * 4));
+        free(in);
+    }
+    CHECK(tandem_dev_coll_open_local(dev, 2, c));
+    CHECK(tandem_dev_coll_group(dev[0], 1));
+    for (int r = 0; r < 2; r++) CHECK(tandem_dev_all_reduce_sum(c[r], &s[r], t[r], OFF, M));
+    CHECK(tandem_dev_coll_group(dev[0], 0));
+    assert_int_equal(tandem_dev_all_reduce_sum(c[0], &s[0], t[0], OFF, N), TANDEM_E_INVALID);
+    float *mine[2], *out = malloc(N * 4);
+    for (int r = 0; r < 2; r++) mine[r] = make_input(41, r, N, TANDEM_F32);
+    for (int r = 0; r < 2; r++) {
+        CHECK(dev[r]->ops->stream_sync(&s[r]));
+        CHECK(tandem_dev_coll_check(dev[r], c[r]));
+        CHECK(tandem_dev_download(&s[r], out, t[r], 0, N * 4));
+        CHECK(dev[r]->ops->stream_sync(&s[r]));
+        for (int i = 0; i < N; i++) {
+            float want = i >= OFF && i < OFF + M ? mine[0][i] + mine[1][i] : mine[r][i];
+            if (out[i] != want) fail_msg("rank %d element %d: %g, expected %g", r, i, out[i], want);
+        }
+    }
+    for (int r = 0; r < 2; r++) {
+        free(mine[r]);
+        tandem_dev_coll_close(dev[r], c[r], 0);
+        tandem_pool_destroy(pool[r]);
+        dev[r]->ops->stream_destroy(&s[r]);
+        dev[r]->ops->close(dev[r]);
+    }
+    free(out);
+    assert_int_equal(fc_error_count(), before);
+}
+
 /* The host backend has no collectives yet (MPI): the device API says so, naming it. */
 static void test_host_has_none(void **state) {
     (void)state;
@@ -635,6 +687,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_reject_order),       cmocka_unit_test(test_reject_wrong_comm),
         cmocka_unit_test(test_reject_immediate),   cmocka_unit_test(test_two_processes),
         cmocka_unit_test(test_killed_rank),        cmocka_unit_test(test_host_has_none),
+        cmocka_unit_test(test_dev_api_tensor_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
