@@ -400,6 +400,9 @@ static ncclResult_t comm_leave(ncclComm_t comm, const char *call, int wait) {
     /* queued collectives finish first (each is bounded by the timeout) */
     while (wait && atomic_load(&c->pending) > 0) usleep(1000);
     c->alive = 0;
+    /* collectives still queued (abort) find the comm failed and skip */
+    int ok = ncclSuccess;
+    atomic_compare_exchange_strong(&c->async, &ok, ncclRemoteError);
     sh_lock(c->sh);
     c->sh->left[c->rank] = 1;
     pthread_cond_broadcast(&c->sh->cv);

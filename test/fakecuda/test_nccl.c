@@ -457,6 +457,7 @@ static void test_reject_immediate(void **state) {
     assert_int_equal(group_end(), ncclInvalidUsage); /* no group open */
     unsetenv("TANDEM_FAKENCCL_TIMEOUT_MS");
     assert_int_equal(fc_error_count() - before, 11);
+    for (int r = 0; r < 2; r++) io[r].c = c[r]; /* closed with the rank */
     for (int r = 0; r < 2; r++) io_close(&io[r]);
 }
 
@@ -602,6 +603,7 @@ static int rank_main(int rank, const char *idhex, const char *mode) {
         if (st == TANDEM_E_DEVICE && strstr(e, "rank 1 (pid ") && strstr(e, "died") && took < 5.0) {
             io.dev->ops->coll_abort(io.c);
             io.c = NULL;
+            io_close(&io);
             return 0;
         }
         fprintf(stderr, "rank 0 after the kill: status %d after %.2f s: %s\n", (int)st, took, e);
