@@ -33,6 +33,19 @@ typedef struct tandem_gemm_desc {
 
 typedef struct tandem_backend_ops tandem_backend_ops;
 
+/* Collectives across model devices (data-parallel training, docs/SCALING.md). A tandem_coll is
+ * one rank's membership in a group of nranks devices (threads of one process, processes, or
+ * machines): backend-private, created by coll_open / coll_open_local, freed by coll_close.
+ * The unique id is made by one rank (coll_unique_id) and handed to the others by the launcher
+ * (MPI broadcast, rendezvous) before coll_open; its bytes are opaque. cuda: NCCL
+ * (platform/cuda/nccl.h); host: MPI (not built yet: the host table leaves these NULL and
+ * runtime/core answers TANDEM_E_UNSUPPORTED). */
+#define TANDEM_COLL_ID_BYTES 128
+typedef struct tandem_coll_id {
+    unsigned char bytes[TANDEM_COLL_ID_BYTES];
+} tandem_coll_id;
+typedef struct tandem_coll tandem_coll;
+
 struct tandem_device {
     const tandem_backend_ops *ops;
     tandem_device_info info;
@@ -97,6 +110,29 @@ struct tandem_backend_ops {
      * (dynamic shared memory against what the kernel may use), checked when a plan is made;
      * NULL: no such limits (host). TANDEM_E_UNSUPPORTED naming the need and the limit. */
     tandem_status (*launch_check)(tandem_device *dev, int kernel_id, const tandem_launch_dims *dims);
+
+    /* Collectives (see tandem_coll above); NULL where the backend has none. open blocks until
+     * every rank joined (or fails naming who is missing); open_local makes n members at once,
+     * one per device of this process (ranks 0..n-1 in devs' order, out[n]). Every rank calls
+     * the same collectives in the same order with the same count, type and root. The
+     * operations are queued on s and return at once: a failure seen while they run (a rank
+     * died, arguments differing across ranks) is reported by coll_check, and on the next
+     * synchronisation of s by the caller checking coll_check. group(1) ... group(0) brackets
+     * calls on several members from one thread (each would otherwise wait for the others). */
+    tandem_status (*coll_unique_id)(tandem_device *dev, tandem_coll_id *out);
+    tandem_status (*coll_open)(tandem_device *dev, const tandem_coll_id *id, int nranks, int rank,
+                               tandem_coll **out);
+    tandem_status (*coll_open_local)(tandem_device *const *devs, int n, tandem_coll **out);
+    void (*coll_close)(tandem_coll *c);
+    void (*coll_abort)(tandem_coll *c); /* a failed group: leave without waiting for the others */
+    tandem_status (*coll_group)(int begin);
+    /* recv[count] = sum over ranks of send[count] (send == recv: in place); type F32 or BF16 */
+    tandem_status (*coll_all_reduce_sum)(tandem_coll *c, tandem_stream *s, tandem_dptr send,
+                                         tandem_dptr recv, size_t count, tandem_dtype type);
+    /* recv[count] of every rank = send[count] of rank root (send used on root only) */
+    tandem_status (*coll_broadcast)(tandem_coll *c, tandem_stream *s, tandem_dptr send,
+                                    tandem_dptr recv, size_t count, tandem_dtype type, int root);
+    tandem_status (*coll_check)(tandem_coll *c);
 };
 
 /* Backend entry points. */

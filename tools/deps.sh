@@ -13,12 +13,21 @@ pkgs=(
   libpng-dev                   # loss and mel plots
   espeak-ng                    # demo corpus voices
 )
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ]; then
+# Optional: the build detects them (mk/46-mpi.mk, TANDEM_HAVE_MPI) and leaves out what needs
+# them when absent, so a user without root is told, not stopped; as root they are installed.
+optional=(
+  openmpi-bin libopenmpi-dev   # mpirun and MPI: multi-rank runs, the host backend's collectives
+)
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+missing=(); missing_opt=()
+for p in "${pkgs[@]}"; do installed "$p" || missing+=("$p"); done
+for p in "${optional[@]}"; do installed "$p" || missing_opt+=("$p"); done
+if [ ${#missing[@]} -eq 0 ] && { [ ${#missing_opt[@]} -eq 0 ] || [ "$(id -u)" -ne 0 ]; }; then
   echo "deps: all Debian packages present"
+  if [ ${#missing_opt[@]} -gt 0 ]; then
+    echo "deps: optional, not installed (MPI: multi-rank runs are left out); as root:"
+    echo "  apt-get update && apt-get install -y --no-install-recommends ${missing_opt[*]}"
+  fi
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -26,9 +35,18 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
   exit 1
 fi
-echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1 || {
-  apt-get update >/dev/null && apt-get install -y --no-install-recommends "${missing[@]}"
+install() {
+  apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1 || {
+    apt-get update >/dev/null && apt-get install -y --no-install-recommends "$@"
+  }
 }
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  install "${missing[@]}"
+fi
+if [ ${#missing_opt[@]} -gt 0 ]; then
+  echo "deps: installing (optional) ${missing_opt[*]}"
+  install "${missing_opt[@]}" || echo "deps: could not install ${missing_opt[*]}: building without MPI"
+fi
 echo "deps: done"

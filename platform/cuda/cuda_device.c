@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "platform/cuda/cuda_internal.h"
+#include "platform/cuda/nccl.h"
 #include "platform/cuda/fatbin.h"
 #include "platform/os/log.h"
 
@@ -611,4 +612,14 @@ static const tandem_backend_ops cuda_ops = {
     .gemm_prepare = guarded_tandem_cuda_gemm_prepare,
     .gemm = guarded_tandem_cuda_gemm,
     .launch_check = guarded_cuda_launch_check,
+    /* collectives over NCCL (platform/cuda/nccl.c) */
+    .coll_unique_id = tandem_cuda_coll_unique_id,
+    .coll_open = tandem_cuda_coll_open,
+    .coll_open_local = tandem_cuda_coll_open_local,
+    .coll_close = tandem_cuda_coll_close,
+    .coll_abort = tandem_cuda_coll_abort,
+    .coll_group = tandem_cuda_coll_group,
+    .coll_all_reduce_sum = tandem_cuda_coll_all_reduce_sum,
+    .coll_broadcast = tandem_cuda_coll_broadcast,
+    .coll_check = tandem_cuda_coll_check,
 };

@@ -348,6 +348,84 @@ int32_t *tandem_tensor_i32_at(const tandem_tensor *t, int64_t off) {
 }
 uint8_t *tandem_tensor_u8(const tandem_tensor *t) { return (uint8_t *)typed(t, TANDEM_U8); }
 
+/* ---- collectives ------------------------------------------------------------------------------ */
+
+static tandem_status no_coll(const tandem_device *dev, const char *op) {
+    return tandem_fail(TANDEM_E_UNSUPPORTED,
+                       "%s: the %s backend has no collectives yet (cuda: NCCL; host: MPI, not built); "
+                       "expected cuda devices for data-parallel training", op, dev->ops->name);
+}
+
+tandem_status tandem_dev_coll_unique_id(tandem_device *dev, tandem_coll_id *out) {
+    if (!dev->ops->coll_unique_id) return no_coll(dev, "collective id");
+    return dev->ops->coll_unique_id(dev, out);
+}
+
+tandem_status tandem_dev_coll_open(tandem_device *dev, const tandem_coll_id *id, int nranks, int rank,
+                                   tandem_coll **out) {
+    *out = NULL;
+    if (!dev->ops->coll_open) return no_coll(dev, "collective open");
+    return dev->ops->coll_open(dev, id, nranks, rank, out);
+}
+
+tandem_status tandem_dev_coll_open_local(tandem_device *const *devs, int n, tandem_coll **out) {
+    for (int i = 0; i < n; i++) out[i] = NULL;
+    if (n < 1) return tandem_fail(TANDEM_E_INVALID, "collective open: %d devices, expected at least 1", n);
+    for (int i = 1; i < n; i++)
+        if (devs[i]->ops != devs[0]->ops)
+            return tandem_fail(TANDEM_E_INVALID, "collective open: device %d is %s, device 0 is %s; expected one backend",
+                               i, devs[i]->ops->name, devs[0]->ops->name);
+    if (!devs[0]->ops->coll_open_local) return no_coll(devs[0], "collective open");
+    return devs[0]->ops->coll_open_local(devs, n, out);
+}
+
+void tandem_dev_coll_close(tandem_device *dev, tandem_coll *c, int abort) {
+    if (!c) return;
+    if (abort) dev->ops->coll_abort(c);
+    else dev->ops->coll_close(c);
+}
+
+tandem_status tandem_dev_coll_group(tandem_device *dev, int begin) {
+    if (!dev->ops->coll_group) return no_coll(dev, "collective group");
+    return dev->ops->coll_group(begin);
+}
+
+/* t f32 or bf16 on s's device, [off, off + n) inside it: the address of element off. */
+static tandem_status coll_range(const char *op, tandem_stream *s, const tandem_tensor *t, int64_t off, int64_t n,
+                                tandem_dptr *at_off) {
+    TANDEM_TRY(check_stream(op, s));
+    if (!s->dev->ops->coll_all_reduce_sum) return no_coll(s->dev, op);
+    if (!t) return tandem_fail(TANDEM_E_INVALID, "%s: tensor is NULL", op);
+    tandem_dtype dt = tandem_tensor_dtype(t);
+    if (dt != TANDEM_F32 && dt != TANDEM_BF16)
+        return tandem_fail(TANDEM_E_INVALID, "%s: '%s' is %s; expected f32 or bf16", op, tandem_tensor_name(t),
+                           tandem_dtype_name(dt));
+    if (off < 0 || n < 0) return tandem_fail(TANDEM_E_INVALID, "%s: elements [%" PRId64 ", +%" PRId64 ")", op, off, n);
+    size_t es = tandem_dtype_size(dt);
+    TANDEM_TRY(check_range(op, "buffer", s, t, (size_t)off * es, (size_t)n * es));
+    *at_off = at(t, (size_t)off * es);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_dev_all_reduce_sum(tandem_coll *c, tandem_stream *s, const tandem_tensor *t, int64_t off,
+                                        int64_t n) {
+    tandem_dptr p = 0;
+    TANDEM_TRY(coll_range("all-reduce", s, t, off, n, &p));
+    return s->dev->ops->coll_all_reduce_sum(c, s, p, p, (size_t)n, tandem_tensor_dtype(t));
+}
+
+tandem_status tandem_dev_broadcast(tandem_coll *c, tandem_stream *s, const tandem_tensor *t, int64_t off, int64_t n,
+                                   int root) {
+    tandem_dptr p = 0;
+    TANDEM_TRY(coll_range("broadcast", s, t, off, n, &p));
+    return s->dev->ops->coll_broadcast(c, s, p, p, (size_t)n, tandem_tensor_dtype(t), root);
+}
+
+tandem_status tandem_dev_coll_check(tandem_device *dev, tandem_coll *c) {
+    if (!dev->ops->coll_check) return no_coll(dev, "collective check");
+    return dev->ops->coll_check(c);
+}
+
 /* ---- the dry device (dev.h) ------------------------------------------------------------------ */
 
 typedef struct dry_impl {

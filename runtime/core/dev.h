@@ -174,4 +174,24 @@ typedef struct tandem_dev_op_profile {
 /* Attach p (its n reset to 0, its anchor recorded) or, with NULL, detach. */
 tandem_status tandem_dev_op_profile_attach(tandem_dev_op_profile *p);
 
+/* ---- collectives across model devices (platform/device.h tandem_coll; docs/SCALING.md) -------
+ * Backends without collectives (host until MPI is built) answer TANDEM_E_UNSUPPORTED naming
+ * the backend. The reductions run in place on n elements of a committed f32 or bf16 tensor
+ * from element off, on s (of the tensor's device), queued: failures seen while they run are
+ * reported by tandem_dev_coll_check. Every rank makes the same calls in the same order. */
+tandem_status tandem_dev_coll_unique_id(tandem_device *dev, tandem_coll_id *out);
+tandem_status tandem_dev_coll_open(tandem_device *dev, const tandem_coll_id *id, int nranks, int rank,
+                                   tandem_coll **out);
+/* One member per device of this process (ranks 0..n-1 in devs' order); out[n]. */
+tandem_status tandem_dev_coll_open_local(tandem_device *const *devs, int n, tandem_coll **out);
+/* abort: leave without waiting for queued collectives or the other ranks (after a failure). */
+void tandem_dev_coll_close(tandem_device *dev, tandem_coll *c, int abort);
+/* Bracket calls on several members made from one thread (begin 1, then 0). */
+tandem_status tandem_dev_coll_group(tandem_device *dev, int begin);
+tandem_status tandem_dev_all_reduce_sum(tandem_coll *c, tandem_stream *s, const tandem_tensor *t,
+                                        int64_t off, int64_t n);
+tandem_status tandem_dev_broadcast(tandem_coll *c, tandem_stream *s, const tandem_tensor *t,
+                                   int64_t off, int64_t n, int root);
+tandem_status tandem_dev_coll_check(tandem_device *dev, tandem_coll *c);
+
 #endif

@@ -255,8 +255,9 @@ const char *fc_error_name(CUresult r);
 /* Lock depth helpers (fc_state.c): release the lock however deep, take it back; wait on a
  * condition variable with the lock released completely. */
 #include <pthread.h>
-int tandem_fakecuda_unlock_all(void);
-void tandem_fakecuda_relock(int depth);
+/* (exported: the stand-in NCCL, fc_nccl.c, waits for other ranks with the lock released) */
+FC_EXPORT int tandem_fakecuda_unlock_all(void);
+FC_EXPORT void tandem_fakecuda_relock(int depth);
 void tandem_fakecuda_wait(pthread_cond_t *c);
 /* The i-th registered handle object (NULL past the end); the table may grow meanwhile. */
 fc_obj *fc_obj_at(size_t i);
