@@ -580,7 +580,7 @@ static void test_plan_counts_eval_arena(void **state) {
     tandem_device *dev = NULL;
     assert_int_equal(tandem_device_open(g_backend, 0, &dev), TANDEM_OK);
     tandem_synth *s = NULL;
-    assert_int_equal(tandem_synth_open_device(dev, &cfg, 0, &s), TANDEM_OK);
+    assert_int_equal(tandem_synth_open_device(dev, &cfg, 0, 0, &s), TANDEM_OK);
     tandem_pool_stats ps;
     tandem_synth_pool_stats(s, &ps);
     const size_t opened = ps.arena_bytes;
