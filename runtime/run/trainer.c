@@ -10,6 +10,7 @@
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
+#include "runtime/core/dev.h"
 #include "runtime/data/pipeline.h"
 #include "runtime/data/roles.h"
 #include "runtime/model/model.h"
@@ -51,6 +52,15 @@ struct tandem_trainer {
     tandem_run_dir rd;  /* the run directory's lock, held from create to destroy */
     int metrics_failed; /* a metrics.jsonl write failed: the run ends after a last checkpoint */
     int fig_mel; /* 1: a validation set and f32 tensors to take the mel from */
+    /* No host sync per step (docs/TRAINING.md, "Graph mode"): on a CUDA model device the
+       step's scalars are read back only on the steps that need them (lazy = 1). graph[k]:
+       the step whose first micro-batch is in ring slot k, captured once and replayed (the
+       slots' tensors differ, so one graph per slot); NULL: eager. */
+    int lazy;
+    int unread;  /* steps ran since the last read-back */
+    tandem_graph *graph[TANDEM_CONFIG_MAX_PREFETCH];
+    int n_graphs;
+    tandem_step_result last; /* the last read-back */
     volatile sig_atomic_t stop;
 };
 
@@ -58,7 +68,7 @@ struct tandem_trainer {
 typedef struct run_totals {
     tandem_trainer_summary S;
     double sum_step, sum_wait, sum_busy, sum_samples; /* past warm-up */
-    int64_t n_meas;
+    int64_t n_meas, n_busy; /* n_busy: of those, with a busy % (read-back steps on CUDA) */
     uint64_t t0; /* after the initial validation: the ETA's clock */
     int saved_at_end;
 } run_totals;
@@ -143,11 +153,33 @@ static tandem_status setup_figures(tandem_trainer *t) {
     return TANDEM_OK;
 }
 
+/* Graph mode (docs/TRAINING.md): on a CUDA model device with cuda_graphs, one graph handle per
+ * ring slot, created here before the commit (captured at the first step that starts in that
+ * slot). All micro-batches of a step are acquired before its graph runs, so grad_accum must
+ * not exceed the ring's slots; otherwise the step runs eagerly. */
+static tandem_status create_graphs(tandem_trainer *t, const tandem_model_dims *dims) {
+    tandem_device_info info;
+    TANDEM_TRY(tandem_device_get_info(t->model_dev, &info));
+    t->lazy = info.backend == TANDEM_BACKEND_CUDA;
+    if (!t->cfg.cuda_graphs || !tandem_graph_supported(t->model_dev)) return TANDEM_OK;
+    const int slots = t->cfg.prefetch_buffer_size;
+    if (dims->micro_batches > slots) {
+        tandem_logf(TANDEM_LOG_INFO, "trainer: grad_accum %d > prefetch_buffer_size %d: the step runs "
+                    "eagerly (a graph needs all its micro-batches in the ring at once)",
+                    dims->micro_batches, slots);
+        return TANDEM_OK;
+    }
+    for (int k = 0; k < slots; k++) TANDEM_TRY(tandem_graph_create(t->model_dev, &t->graph[k]));
+    t->n_graphs = slots;
+    return TANDEM_OK;
+}
+
 /* The model into its arena, and what the loop needs around it (all before the commit). */
 static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *dims) {
     t->model_declared = 1; /* a failed declare leaves its part for tandem_model_free */
     TANDEM_TRY(tandem_model_declare(&t->model, t->model_dev, t->model_pool, dims));
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
+    TANDEM_TRY(create_graphs(t, dims));
     TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, t->s, t->resume_file != NULL));
     if (t->resume_file) tandem_checkpoint_set_good(t->ck.writer, t->st.step); /* checked finite by find */
     TANDEM_TRY(setup_figures(t));
@@ -172,11 +204,12 @@ static tandem_status commit(tandem_trainer *t) {
     TANDEM_TRY(tandem_pool_commit(t->model_pool));
     TANDEM_TRY(tandem_validation_commit(&t->val));
     TANDEM_TRY(tandem_model_init_params(&t->model, t->s, (uint64_t)t->cfg.seed));
-    if (!t->resume_file) return TANDEM_OK;
-    TANDEM_TRY(tandem_run_ckpt_restore(&t->ck, t->resume_file));
-    tandem_st_close(t->resume_file);
-    t->resume_file = NULL;
-    return TANDEM_OK;
+    if (t->resume_file) {
+        TANDEM_TRY(tandem_run_ckpt_restore(&t->ck, t->resume_file));
+        tandem_st_close(t->resume_file);
+        t->resume_file = NULL;
+    }
+    return tandem_train_state_put(&t->model, t->s, &t->st); /* the device's counters */
 }
 
 static tandem_status build(tandem_trainer *t) {
@@ -224,6 +257,7 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     tandem_validation_free(&t->val);
     if (t->model_declared) tandem_model_free(&t->model);
     tandem_step_timer_free(&t->timer);
+    for (int k = 0; k < t->n_graphs; k++) tandem_graph_destroy(t->graph[k]);
     tandem_run_ckpt_free(&t->ck);
     if (t->resume_file) tandem_st_close(t->resume_file);
     if (t->metrics) tandem_metrics_close(t->metrics);
@@ -252,61 +286,115 @@ static void advance_pos(tandem_trainer *t, const tandem_batch_view *v) {
     t->next_pos = p;
 }
 
-/* Micro-batch a: acquire, forward + backward on the model stream, release. */
-static tandem_status micro_batch(tandem_trainer *t, int a, double *wait_ms, double *audio_s) {
-    tandem_batch_view v;
-    tandem_model_batch mb;
-    TANDEM_TRY(tandem_run_acquire(t->pipe, &v, &mb, wait_ms, &t->stop));
-    /* Marked after acquire queued the wait for the slot: the region spans only this
-     * micro-batch's work on the model device. */
-    tandem_status st = tandem_step_timer_mark(&t->timer, t->s, a, 0);
-    if (st == TANDEM_OK && a == 0) st = tandem_train_begin(&t->model, t->s, &t->st);
-    if (st == TANDEM_OK) st = tandem_train_micro(&t->model, t->s, &t->optim, &mb, a);
-    if (st == TANDEM_OK) st = tandem_step_timer_mark(&t->timer, t->s, a, 1);
-    /* v.pos points into the slot's metadata, which the producer rewrites once the slot is
-     * released: read it first. */
-    advance_pos(t, &v);
-    *audio_s += v.audio_seconds;
-    tandem_status rs = tandem_pipeline_release(t->pipe, v.slot);
-    return st != TANDEM_OK ? st : rs;
+/* What micro-batch a queues on the model stream: forward, loss, backward, between the step
+ * timer's marks (recorded after the wait for the slot, so only this micro-batch's work is in
+ * the region). */
+static tandem_status micro_work(tandem_trainer *t, const tandem_model_batch *mb, int a) {
+    TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, a, 0));
+    if (a == 0) TANDEM_TRY(tandem_train_begin(&t->model, t->s, &t->st));
+    TANDEM_TRY(tandem_train_micro(&t->model, t->s, &t->optim, mb, a));
+    return tandem_step_timer_mark(&t->timer, t->s, a, 1);
 }
 
-/* One optimizer step: its micro-batches, the update, the read-back (the step's one
- * synchronisation) and what it measured. */
-static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
-    const tandem_model_dims *d = &t->model.dims;
-    const int A = d->micro_batches;
-    const uint64_t t0 = tandem_now_ns();
-    double wait = 0, audio_s = 0;
-    const tandem_sampler_pos pos0 = t->next_pos;
+/* The update: norm, check, schedule, AdamW, the scalars' copies into pinned memory. */
+static tandem_status update_work(tandem_trainer *t) {
+    const int A = t->model.dims.micro_batches;
+    TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, A, 0));
+    TANDEM_TRY(tandem_train_update(&t->model, t->s, &t->optim, &t->st));
+    return tandem_step_timer_mark(&t->timer, t->s, A, 1);
+}
+
+/* After a consumed micro-batch: the sampler position, the audio seconds, the slot released
+ * (its "free" record queued on the model stream after the work that reads it). v->pos points
+ * into the slot's metadata, which the producer rewrites once the slot is released: read first. */
+static tandem_status consumed(tandem_trainer *t, const tandem_batch_view *v, double *audio_s) {
+    advance_pos(t, v);
+    *audio_s += v->audio_seconds;
+    return tandem_pipeline_release(t->pipe, v->slot);
+}
+
+/* Eager: micro-batch by micro-batch (acquire, queue the work, release), then the update. The
+ * test hook's NaN gradients go in before the update. */
+static tandem_status step_eager(tandem_trainer *t, double *wait, double *audio_s) {
+    const int A = t->model.dims.micro_batches;
     for (int a = 0; a < A; a++) {
-        tandem_status st = micro_batch(t, a, &wait, &audio_s);
-        if (st == TANDEM_OK) continue;
-        if (t->stop && st == TANDEM_E_STATE) { /* a stop while waiting for data: the step never happened */
-            t->next_pos = pos0;
-            return TANDEM_E_STATE;
-        }
-        return st;
+        tandem_batch_view v;
+        tandem_model_batch mb;
+        TANDEM_TRY(tandem_run_acquire(t->pipe, &v, &mb, wait, &t->stop));
+        tandem_status st = micro_work(t, &mb, a);
+        tandem_status rs = consumed(t, &v, audio_s);
+        TANDEM_TRY(st != TANDEM_OK ? st : rs);
     }
     const int64_t k = t->st.step - t->opt.nonfinite_from;
     if (t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count)
         TANDEM_TRY(tandem_op_fill(t->s, t->model.grads, NAN));
-    TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, A, 0));
-    TANDEM_TRY(tandem_train_update(&t->model, t->s, &t->optim, &t->st));
-    TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, A, 1));
-    tandem_step_result res;
-    TANDEM_TRY(tandem_train_collect(&t->model, t->s, &t->optim, &t->st, &res));
-    const double step_ms = ms_since(t0), samples = (double)d->batch * d->micro_batches;
+    return update_work(t);
+}
+
+/* Capture the step's work into g (nothing runs); a failure ends the capture all the same. */
+static tandem_status capture(tandem_trainer *t, tandem_graph *g, const tandem_model_batch *mb) {
+    TANDEM_TRY(tandem_graph_begin(g, t->s));
+    tandem_status st = TANDEM_OK;
+    for (int a = 0; a < t->model.dims.micro_batches && st == TANDEM_OK; a++) st = micro_work(t, &mb[a], a);
+    if (st == TANDEM_OK) st = update_work(t);
+    char why[1024];
+    snprintf(why, sizeof why, "%s", tandem_last_error());
+    tandem_status es = tandem_graph_end(g, t->s);
+    if (st != TANDEM_OK) return tandem_fail(st, "%s", why);
+    return es;
+}
+
+/* Graph mode: every micro-batch acquired (their waits for "slot filled" queued on the model
+ * stream), the step's graph for that first slot launched (captured first if it never was),
+ * then the slots released (their "slot free" records queued after the graph). The ring's
+ * slots are used in order, so a step starting in slot k always reads slots k, k+1, ...: the
+ * graph of slot k holds exactly those tensors. */
+static tandem_status step_graph(tandem_trainer *t, double *wait, double *audio_s) {
+    const int A = t->model.dims.micro_batches, N = t->n_graphs;
+    tandem_batch_view v[TANDEM_CONFIG_MAX_PREFETCH];
+    tandem_model_batch mb[TANDEM_CONFIG_MAX_PREFETCH];
+    for (int a = 0; a < A; a++) TANDEM_TRY(tandem_run_acquire(t->pipe, &v[a], &mb[a], wait, &t->stop));
+    tandem_status st = TANDEM_OK;
+    for (int a = 1; a < A; a++)
+        if (v[a].slot != (v[0].slot + a) % N)
+            st = tandem_fail(TANDEM_E_STATE, "trainer: micro-batch %d of a step in ring slot %d; expected "
+                             "slot %d (the ring hands slots out in order)", a, v[a].slot, (v[0].slot + a) % N);
+    tandem_graph *g = t->graph[v[0].slot];
+    if (st == TANDEM_OK && !g->ready) st = capture(t, g, mb);
+    if (st == TANDEM_OK) st = tandem_graph_launch(g, t->s);
+    for (int a = 0; a < A; a++) {
+        tandem_status rs = consumed(t, &v[a], audio_s);
+        if (st == TANDEM_OK) st = rs;
+    }
+    return st;
+}
+
+/* Whether the step that makes `done` steps needs its scalars on the host: always on a host
+ * model device (free: it has run already); on CUDA only when it is logged, validated,
+ * checkpointed, the last of the run, the first of the run, or a test-hook step. */
+static int needs_read(const tandem_trainer *t, int64_t done, int64_t end, int first) {
+    const tandem_config *c = &t->cfg;
+    const int64_t k = done - 1 - t->opt.nonfinite_from;
+    return !t->lazy || first || done % c->log_every == 0 || done >= c->max_steps || done >= end ||
+           (t->val.pipe && done % c->val_every == 0) || (c->checkpoint_every > 0 && done % c->checkpoint_every == 0) ||
+           (t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count);
+}
+
+/* The step's metrics from the last read-back (a step not read repeats those scalars). */
+static void fill_metrics(tandem_trainer *t, tandem_step_metrics *m, double step_ms, double wait, double audio_s) {
+    const tandem_model_dims *d = &t->model.dims;
+    const double samples = (double)d->batch * d->micro_batches;
+    const tandem_step_result *res = &t->last;
     memset(m, 0, sizeof *m);
     m->step = t->st.step;
     m->total_steps = t->cfg.max_steps;
-    m->loss = res.loss;
-    m->l1 = res.l1;
-    m->stop_bce = res.stop_bce;
-    m->ga = res.ga;
-    m->lr = res.lr;
-    m->grad_norm = res.grad_norm;
-    m->skipped = res.skipped;
+    m->loss = res->loss;
+    m->l1 = res->l1;
+    m->stop_bce = res->stop_bce;
+    m->ga = res->ga;
+    m->lr = tandem_optim_lr(&t->optim, t->st.step - 1);
+    m->grad_norm = res->grad_norm;
+    m->skipped = t->unread ? 0 : res->skipped;
     m->step_ms = step_ms;
     m->data_wait_ms = wait;
     m->samples_per_s = samples / (step_ms * 1e-3);
@@ -314,7 +402,36 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
     m->ring_slots = t->cfg.prefetch_buffer_size;
     m->val_l1 = m->val_stop_bce = m->eta_s = -1;
     m->eval_stop_within = m->eval_len_ratio = m->eval_dtw_l1 = m->eval_text_dep = m->eval_ms = -1;
-    return tandem_step_timer_busy(&t->timer, step_ms, wait, &m->model_busy_pct);
+    m->model_busy_pct = -1;
+}
+
+/* Read the scalars of the last step the device took (synchronises the model stream). */
+static tandem_status read_back(tandem_trainer *t) {
+    TANDEM_TRY(tandem_train_collect(&t->model, t->s, &t->optim, &t->st, &t->last));
+    t->unread = 0;
+    return TANDEM_OK;
+}
+
+/* One optimizer step: its micro-batches and update (as one graph launch or eagerly), then,
+ * when this step needs it, the read-back (the step's one synchronisation). */
+static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m, int64_t end, int first) {
+    const uint64_t t0 = tandem_now_ns();
+    double wait = 0, audio_s = 0;
+    const tandem_sampler_pos pos0 = t->next_pos;
+    const int64_t done = t->st.step + 1, k = t->st.step - t->opt.nonfinite_from;
+    const int inject = t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count;
+    tandem_status st = t->n_graphs && !inject ? step_graph(t, &wait, &audio_s) : step_eager(t, &wait, &audio_s);
+    if (st != TANDEM_OK) {
+        if (t->stop && st == TANDEM_E_STATE) t->next_pos = pos0; /* stopped waiting for data: no step */
+        return st;
+    }
+    t->st.step = done; /* the device's counter did the same; the rest is read back */
+    t->unread = 1;
+    const int read = needs_read(t, done, end, first);
+    if (read) TANDEM_TRY(read_back(t));
+    fill_metrics(t, m, ms_since(t0), wait, audio_s);
+    /* the step timer's events have completed only after a read-back */
+    return read ? tandem_step_timer_busy(&t->timer, m->step_ms, wait, &m->model_busy_pct) : TANDEM_OK;
 }
 
 /* ---- accounting, logging, the callback ------------------------------------------------------------- */
@@ -342,7 +459,10 @@ static void account(tandem_trainer *t, run_totals *r, tandem_step_metrics *m) {
     if (S->steps_run > 2) { /* past warm-up */
         r->sum_step += m->step_ms;
         r->sum_wait += m->data_wait_ms;
-        r->sum_busy += m->model_busy_pct;
+        if (m->model_busy_pct >= 0) {
+            r->sum_busy += m->model_busy_pct;
+            r->n_busy++;
+        }
         r->sum_samples += (double)t->model.dims.batch * t->model.dims.micro_batches;
         r->n_meas++;
     }
@@ -493,7 +613,7 @@ static tandem_status run_loop(tandem_trainer *t, run_totals *r) {
     const int64_t end = t->opt.run_steps > 0 ? t->st.step + t->opt.run_steps : max_steps;
     while (t->st.step < max_steps && t->st.step < end && !t->stop) {
         tandem_step_metrics m;
-        tandem_status st = one_step(t, &m);
+        tandem_status st = one_step(t, &m, end, r->S.steps_run == 0);
         if (st == TANDEM_E_STATE && t->stop) break; /* stopped while the ring was empty */
         TANDEM_TRY(st);
         TANDEM_TRY(check_nonfinite(t, r, &m));
@@ -526,6 +646,7 @@ static void save_after_metrics_error(tandem_trainer *t, const run_totals *r) {
 }
 
 static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st, tandem_trainer_summary *sum) {
+    if (st == TANDEM_OK && t->unread) st = read_back(t); /* stopped on a step not read back */
     if (st == TANDEM_OK && !r->saved_at_end && r->S.steps_run > 0) st = save_checkpoint(t);
     if (st == TANDEM_E_IO) save_after_metrics_error(t, r);
     char why[1024] = "";
@@ -548,7 +669,7 @@ static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st,
     if (r->n_meas > 0) {
         S->samples_per_s = r->sum_samples / (r->sum_step * 1e-3);
         S->data_wait_pct = 100.0 * r->sum_wait / r->sum_step;
-        S->model_busy_pct = r->sum_busy / (double)r->n_meas;
+        S->model_busy_pct = r->n_busy > 0 ? r->sum_busy / (double)r->n_busy : 0;
     }
     S->data_busy_pct = pst.data_busy_pct;
     S->step_cv = tandem_step_timer_cv(&t->timer);

@@ -69,8 +69,10 @@ static int is_default(const fc_stream *s) { return s->slot < FC_MAX_DEVICES; }
 int fc_op_done(const fc_stream *s, uint64_t pos) { return !s || s->done >= pos; }
 
 static void op_free(fc_op *op) {
-    if (op->fini) op->fini(op);
-    free(op->owned);
+    if (!op->borrowed) {
+        if (op->fini) op->fini(op);
+        free(op->owned);
+    }
     free(op);
 }
 
@@ -131,6 +133,7 @@ static void *worker(void *arg) {
 static void join_blocking(fc_stream *d, int drain);
 
 void fc_submit(fc_stream *s, fc_op *op, const fc_acc_list *acc) {
+    if (fc_capture_take(s, op, acc)) return;
     op->stream = s;
     op->ctx = s->h.ctx;
     vc_join(&s->vc, &observed);
