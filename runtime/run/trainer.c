@@ -333,6 +333,9 @@ static tandem_status step_eager(tandem_trainer *t, double *wait, double *audio_s
 
 /* Capture the step's work into g (nothing runs); a failure ends the capture all the same. */
 static tandem_status capture(tandem_trainer *t, tandem_graph *g, const tandem_model_batch *mb) {
+    /* bf16: a forward casts the weights when they changed outside a step (initialisation,
+       restore); done now, so the graph holds only the every-step cast of the update */
+    if (t->model.wcopy_stale) TANDEM_TRY(tandem_model_cast_weights(&t->model, t->s));
     TANDEM_TRY(tandem_graph_begin(g, t->s));
     tandem_status st = TANDEM_OK;
     for (int a = 0; a < t->model.dims.micro_batches && st == TANDEM_OK; a++) st = micro_work(t, &mb[a], a);
@@ -348,7 +351,15 @@ static tandem_status capture(tandem_trainer *t, tandem_graph *g, const tandem_mo
  * stream), the step's graph for that first slot launched (captured first if it never was),
  * then the slots released (their "slot free" records queued after the graph). The ring's
  * slots are used in order, so a step starting in slot k always reads slots k, k+1, ...: the
- * graph of slot k holds exactly those tensors. */
+ * graph of slot k holds exactly those tensors (one graph per ring slot).
+ * Why the ring's waits and records stay ordinary stream operations at the graph's boundary
+ * rather than external event nodes inside it: the host may hand a slot back to the producer only
+ * once the "free" record that follows its last reader is queued, and the producer's stream then
+ * waits on that record. Queued eagerly after cuGraphLaunch, that is exactly the eager path's
+ * order, with no reliance on when a graph's record node counts as "the latest record" for a
+ * wait issued on another stream; recording inside a graph captured once would also release the
+ * slot at capture time, before anything ran. The cost: two non-blocking driver calls per
+ * micro-batch. The step timer's marks, read only after a read-back, are external record nodes. */
 static tandem_status step_graph(tandem_trainer *t, double *wait, double *audio_s) {
     const int A = t->model.dims.micro_batches, N = t->n_graphs;
     tandem_batch_view v[TANDEM_CONFIG_MAX_PREFETCH];

@@ -303,6 +303,8 @@ int fc_capture_take(fc_stream *s, fc_op *op, const fc_acc_list *acc);
 fc_stream *fc_capture_of_ctx(const fc_ctx *ctx);
 /* Report call as unsupported during s's capture and invalidate it (returns the code). */
 CUresult fc_capture_reject(fc_stream *s, CUresult code, const char *call, const char *why);
+/* At unload: a graph's nodes and what they own (the handle itself is freed by the caller). */
+void fc_graph_free_nodes(fc_obj *graph);
 /* An event record / wait queued by a graph launch (fc_stream.c). */
 void fc_event_mark_recorded(fc_event *e);
 /* What the stand-in counted since load (tests: host synchronisations and launches per step). */

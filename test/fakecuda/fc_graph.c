@@ -77,6 +77,19 @@ int fc_capture_take(fc_stream *s, fc_op *op, const fc_acc_list *acc) {
     return 1;
 }
 
+void fc_graph_free_nodes(fc_obj *o) {
+    fc_graph *g = (fc_graph *)o;
+    for (int i = 0; i < g->n; i++) {
+        fc_op *op = g->nodes[i].op;
+        if (op->fini) op->fini(op);
+        free(op->owned);
+        free(op);
+    }
+    free(g->nodes);
+    g->nodes = NULL;
+    g->n = 0;
+}
+
 static void each_capture(const fc_ctx *ctx, fc_stream **out) {
     *out = NULL;
     for (size_t i = 0;; i++) {

@@ -149,7 +149,10 @@ __attribute__((destructor)) static void fc_state_unload(void) {
     lock_depth++;
     fc_queue_shutdown();
     tandem_fakecuda_unlock();
-    for (size_t i = 0; i < obj_count; i++) free(objs[i]);
+    for (size_t i = 0; i < obj_count; i++) {
+        if (objs[i]->kind == FC_KIND_GRAPH) fc_graph_free_nodes(objs[i]);
+        free(objs[i]);
+    }
     free(objs);
     objs = NULL;
     obj_count = obj_cap = 0;
