@@ -133,6 +133,12 @@ typedef struct tandem_system_report {
  * problems; TANDEM_E_INVALID for a NULL out. */
 tandem_status tandem_system_query(tandem_system_report *out);
 
+/* NVML's current readings of CUDA device cuda_ordinal alone (`tandem monitor`; loads NVML and the
+ * driver once per process): *out zeroed, then filled; returns and stores in out->status NVML's
+ * status (no NVML is TANDEM_E_NODRIVER or TANDEM_E_UNSUPPORTED, a normal state; the message in
+ * out->error says why). Six NVML queries; allocation-free after the first call; any thread. */
+tandem_status tandem_system_nvml_read(int cuda_ordinal, tandem_system_nvml_reading *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,6 +38,53 @@ extern "C" {
 
 typedef struct tandem_trainer tandem_trainer;
 
+/* ---- where the time goes: the verdict (docs/TRAINING.md "Verdicts") ---------------------------- */
+
+typedef enum tandem_bound {
+    TANDEM_BOUND_UNKNOWN = 0, /* no step measured yet */
+    TANDEM_BOUND_INPUT,       /* the model device waits for data: median data wait > 2 % of step */
+    TANDEM_BOUND_LAUNCH,      /* the model device waits for the host: median model busy (host
+                                 launch time counted as idle) below 50 % of the step */
+    TANDEM_BOUND_DEVICE,      /* neither: the model device's own work sets the pace */
+} tandem_bound;
+
+#define TANDEM_VERDICT_INPUT_WAIT_PCT 2.0   /* input-bound above this data wait, % of step */
+#define TANDEM_VERDICT_LAUNCH_BUSY_PCT 50.0 /* launch-/host-bound below this model busy % */
+#define TANDEM_VERDICT_WINDOW 256           /* the medians are over at most this many steps */
+
+typedef struct tandem_verdict {
+    tandem_bound bound;
+    int steps;                   /* steps behind the medians */
+    double step_ms;              /* median step time */
+    double data_wait_ms;         /* median data wait (device-side on CUDA) */
+    double data_wait_device_ms;  /* median of its part the model stream stalled on the copies */
+    double wait_pct;             /* data_wait_ms / step_ms, % */
+    double model_busy_pct;       /* median model busy %, host launch time counted as idle */
+    double model_occupied_pct;   /* median share of the step inside the step's work regions */
+    double data_busy_pct;        /* data device, latest */
+    char why[320];               /* the rule that fired, with its numbers */
+    char advice[320];            /* one recommendation (loader threads, ring depth, batch size,
+                                    precision, CUDA graphs) */
+} tandem_verdict;
+
+/* What the rules read besides the per-step medians. */
+typedef struct tandem_verdict_context {
+    int cuda;          /* 1: the model device is a CUDA device (launch-bound applies) */
+    int num_workers;   /* config (0 = one per core) */
+    int ring_slots;    /* prefetch_buffer_size */
+    int batch_size;
+    int bf16;          /* precision bf16 */
+    double data_busy_pct, ring_occupancy, step_cv;
+} tandem_verdict_context;
+
+/* "input-bound", "launch-/host-bound", "device-bound", "unknown". */
+const char *tandem_bound_name(tandem_bound b);
+/* The verdict over n steps' figures (arrays of n; the last TANDEM_VERDICT_WINDOW are used) by the
+ * rules above; n = 0 gives TANDEM_BOUND_UNKNOWN. Allocation-free; any thread. */
+void tandem_verdict_compute(const double *step_ms, const double *data_wait_ms, const double *data_wait_device_ms,
+                            const double *busy_pct, const double *occupied_pct, int n,
+                            const tandem_verdict_context *ctx, tandem_verdict *out);
+
 /* One optimizer step as measured (DESIGN.md §8). Times are wall-clock milliseconds; rates are
  * over this step alone. Fields that metrics.jsonl carries have its names (docs/TRAINING.md). */
 typedef struct tandem_step_metrics {
@@ -51,8 +98,14 @@ typedef struct tandem_step_metrics {
     double grad_norm;      /* global gradient norm before clipping */
     int skipped;           /* 1: non-finite loss or gradient, the update was not applied */
     double step_ms;        /* the whole step, waits for data included */
-    double data_wait_ms;   /* time the model device waited for its batches */
-    double model_busy_pct; /* model-device work / step time (device events on CUDA) */
+    double data_wait_ms;   /* time the model device waited for its batches (CUDA: device events
+                              from the previous work's end to the batch's arrival on the stream) */
+    double data_wait_device_ms; /* of it, the model stream stalled on the copies after the host
+                              had queued its wait (CUDA; 0 on host devices) */
+    double model_busy_pct; /* model-device work / step time, host launch time counted as idle
+                              (device events on CUDA; host clocks: step minus data wait) */
+    double model_occupied_pct; /* share of the step inside the step's work regions (launch gaps
+                              inside them included); busy far below it: launch-/host-bound */
     double data_busy_pct;  /* data-device work / wall time since the run started */
     double ring_occupancy; /* ready ring slots, time-weighted mean since the run started */
     int ring_slots;        /* prefetch_buffer_size */
@@ -70,6 +123,10 @@ typedef struct tandem_step_metrics {
     double eval_ms;           /* wall time of the evaluation */
     double eta_s;          /* estimated seconds to max_steps; < 0 when unknown */
     int logged;            /* 1: this step wrote a metrics.jsonl line */
+    tandem_verdict verdict; /* over this run's steps so far, past the first two (warm-up) */
+    const char *model_device_name, *data_device_name; /* "CUDA 1", "host 0" (the trainer's) */
+    int nvml;              /* 1: the NVML readings below are valid */
+    int model_gpu_util_pct, data_gpu_util_pct; /* NVML utilisation (-1: none for that device) */
 } tandem_step_metrics;
 
 /* Called after every step, on the thread that runs the loop, after the step's metrics line and
@@ -94,6 +151,9 @@ typedef struct tandem_trainer_options {
     int new_run;             /* 0 (default): a fresh run refuses a non-empty out directory; 1: start
                                 a new run there, the previous run's files (checkpoints, metrics.jsonl,
                                 figures) moved into out/previous-<n>/ (docs/TRAINING.md) */
+    int profile_ops;         /* > 0: time up to this many kernels/GEMMs of this run's last step
+                                with events (`tandem profile`; tandem_trainer_op_times); 0 (default):
+                                off */
     /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) (0-based) get NaN
        gradients before the update, as a diverging run would; default -1, 0 (off) */
     int64_t nonfinite_from, nonfinite_count;
@@ -114,6 +174,15 @@ typedef struct tandem_trainer_summary {
     int busy_from_events;   /* 1: model_busy_pct measured with device events */
     int64_t steps_measured; /* steps behind the rates above */
     int stopped_by_request; /* 1: tandem_trainer_request_stop ended the run */
+    double data_wait_device_pct; /* share of step time the model stream stalled on the copies */
+    double model_occupied_pct;
+    tandem_verdict verdict;  /* over the measured steps (docs/TRAINING.md "Verdicts") */
+    /* the data path's stages over the run: count, total and mean ms (tandem_stage_name order:
+       read, decode, resample, h2d, features, ring_copy) */
+    int stages;
+    char stage_name[8][16];
+    double stage_count[8], stage_total_ms[8], stage_mean_ms[8];
+    double wall_ms;          /* the run's wall time (the data side's clock) */
 } tandem_trainer_summary;
 
 /* Build everything a run needs from cfg (train_data required; val_data optional; out is the run
@@ -126,6 +195,23 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
  * step wrote one) and fill *summary (may be NULL; filled on failure too, as far as the run got).
  * A stop request ends the run after the current step and returns TANDEM_OK. Call once. */
 tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *summary);
+/* One op kind's device time at the profiled step (options.profile_ops). */
+typedef struct tandem_op_time {
+    const char *name;  /* kernel name (kernels/registry.h) or "gemm"; static storage */
+    int count;         /* launches of it in the step */
+    double device_ms;  /* their device time, gaps waiting for the host excluded */
+} tandem_op_time;
+
+/* After run with options.profile_ops: up to cap op kinds by descending device time into out;
+ * returns how many; *ops (may be NULL) = ops timed, *total_ms = their device time, *span_ms = the
+ * profiled step's device span from its first op's queueing to its last op's end, *overflow = ops
+ * past profile_ops, not timed. 0 when nothing was profiled. */
+int tandem_trainer_op_times(const tandem_trainer *t, tandem_op_time *out, int cap, int *ops, double *total_ms,
+                            double *span_ms, int *overflow);
+/* The last complete line of run_dir/metrics.jsonl into buf ("" when there is none yet), for a
+ * monitor of a running training: never blocks (a FIFO or device in its place is refused:
+ * TANDEM_E_IO naming it), reads only the file's tail, a line still being written is skipped. */
+tandem_status tandem_metrics_last_line(const char *run_dir, char *buf, size_t cap);
 /* Async-signal-safe and thread-safe: the loop ends after the current step (before the first
  * one when run has not reached it), then run writes its checkpoint and returns. Bounded even when
  * a loader thread meets a stuck file: a step waiting for data notices the request within 50 ms

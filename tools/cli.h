@@ -15,6 +15,8 @@ int cli_pipeline(int argc, char **argv);
 int cli_train(int argc, char **argv);
 int cli_synth(int argc, char **argv);
 int cli_plot(int argc, char **argv);
+int cli_profile(int argc, char **argv);
+int cli_monitor(int argc, char **argv);
 
 /* The one status → exit-code mapping of every command (README "Exit codes"):
  * 0 TANDEM_OK; 2 bad usage or bad input — TANDEM_E_INVALID, TANDEM_E_FORMAT, TANDEM_E_BUDGET

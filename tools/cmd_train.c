@@ -74,14 +74,16 @@ static void print_summary(const tandem_trainer_summary *sum) {
            sum->stopped_by_request ? ", stopped by signal" : "", sum->loss_first, sum->loss_last,
            sum->l1_first, sum->l1_last);
     if (sum->val_l1_first >= 0) printf(", val l1 %.4f -> %.4f", sum->val_l1_first, sum->val_l1_last);
-    if (sum->steps_measured > 0)
+    if (sum->steps_measured > 0) {
         printf("\n%.1f samples/s, data wait %.2f %% of step time, model busy %.1f %%, data busy %.1f %%, "
                "step-time CV %.1f %% (%lld steps past warm-up), skipped steps %lld\n", sum->samples_per_s,
                sum->data_wait_pct, sum->model_busy_pct, sum->data_busy_pct, 100.0 * sum->step_cv,
                (long long)sum->steps_measured, (long long)sum->skipped);
-    else
+        cli_print_verdict(stdout, &sum->verdict);
+    } else {
         printf("\nrates not measured: the first 2 steps are warm-up and this run had no more; "
                "skipped steps %lld\n", (long long)sum->skipped);
+    }
     if (sum->checkpoint[0]) printf("checkpoint: %s\n", sum->checkpoint);
 }
 

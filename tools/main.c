@@ -34,6 +34,8 @@ static const cli_cmd cmds[] = {
     {"train", cli_train, "train the acoustic model"},
     {"synth", cli_synth, "synthesize speech from a checkpoint"},
     {"plot", cli_plot, "loss curve and target-vs-predicted mel PNGs of a run"},
+    {"profile", cli_profile, "train N steps and report busy/idle, data wait, op times and the bottleneck"},
+    {"monitor", cli_monitor, "live NVML view of every GPU and of a running training's metrics"},
 };
 #define NCMDS (int)(sizeof cmds / sizeof cmds[0])
 

@@ -20,20 +20,40 @@ static size_t fmt_duration(double s, char *buf, size_t cap) {
     return (size_t)snprintf(buf, cap, "%llds", t);
 }
 
+/* "model 97 %" or, with NVML, "model 97 % (GPU 95 %)". */
+static int fmt_device(char *buf, size_t cap, const char *role, double busy, int nvml, int util) {
+    if (nvml && util >= 0) return snprintf(buf, cap, "%s %.0f %% (GPU %d %%)", role, busy, util);
+    return snprintf(buf, cap, "%s %.0f %%", role, busy);
+}
+
 size_t cli_progress_format(const tandem_step_metrics *m, char *buf, size_t cap) {
     if (!cap) return 0;
-    char eta[24];
+    char eta[24], model[48], data[48], verdict[48] = "";
     fmt_duration(m->eta_s, eta, sizeof eta);
+    fmt_device(model, sizeof model, "model", m->model_busy_pct, m->nvml, m->model_gpu_util_pct);
+    fmt_device(data, sizeof data, "data", m->data_busy_pct, m->nvml, m->data_gpu_util_pct);
+    if (m->verdict.bound != TANDEM_BOUND_UNKNOWN)
+        snprintf(verdict, sizeof verdict, "  [%s]", tandem_bound_name(m->verdict.bound));
     int n = snprintf(buf, cap,
                      "step %" PRId64 "/%" PRId64 "  loss %.4f  %.1f samples/s  %.1fx RT  wait %.1f ms  "
-                     "busy %.0f/%.0f%%  ETA %s",
-                     m->step, m->total_steps, m->loss, m->samples_per_s, m->x_realtime, m->data_wait_ms,
-                     m->model_busy_pct, m->data_busy_pct, eta);
+                     "%s \xc2\xb7 %s  ETA %s%s",
+                     m->step, m->total_steps, m->loss, m->samples_per_s, m->x_realtime, m->data_wait_ms, model,
+                     data, eta, verdict);
     if (n < 0) {
         buf[0] = '\0';
         return 0;
     }
     return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+void cli_print_verdict(FILE *f, const tandem_verdict *v) {
+    if (!f) return;
+    if (v->bound == TANDEM_BOUND_UNKNOWN) {
+        fprintf(f, "verdict: none (%s)\n", v->why);
+        return;
+    }
+    fprintf(f, "verdict: %s over %d steps: %s\n", tandem_bound_name(v->bound), v->steps, v->why);
+    fprintf(f, "recommendation: %s\n", v->advice);
 }
 
 /* A validation's line (its free-running evaluation: eval_ms > 0), above the progress line. */
@@ -50,7 +70,7 @@ static void validation_line(cli_progress *p, const tandem_step_metrics *m) {
 void cli_progress_update(cli_progress *p, const tandem_step_metrics *m) {
     if (!p->out) return;
     validation_line(p, m);
-    char line[256];
+    char line[320];
     cli_progress_format(m, line, sizeof line);
     if (p->tty) {
         /* \033[K clears what a longer previous line left behind */

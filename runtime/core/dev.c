@@ -3,10 +3,39 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "platform/os/log.h"
+#include "platform/os/os.h"
 #include "runtime/core/pool_internal.h"
+
+/* ---- op profiling (dev.h) ------------------------------------------------------------------- */
+
+static _Atomic(tandem_dev_op_profile *) op_profile;
+
+tandem_status tandem_dev_op_profile_attach(tandem_dev_op_profile *p) {
+    atomic_store(&op_profile, (tandem_dev_op_profile *)NULL);
+    if (!p) return TANDEM_OK;
+    p->n = p->overflow = 0;
+    p->anchor_ns = tandem_now_ns();
+    TANDEM_TRY(tandem_event_record(p->anchor, p->s));
+    atomic_store(&op_profile, p);
+    return TANDEM_OK;
+}
+
+/* After an op queued on s: the attached profile's next event, when s is its stream. */
+static tandem_status profile_op(tandem_stream *s, const char *name, uint64_t t_ns, tandem_status st) {
+    tandem_dev_op_profile *p = atomic_load_explicit(&op_profile, memory_order_relaxed);
+    if (st != TANDEM_OK || !p || p->s != s) return st;
+    if (p->n >= p->cap) {
+        p->overflow++;
+        return st;
+    }
+    p->name[p->n] = name;
+    p->host_ns[p->n] = t_ns;
+    return tandem_event_record(p->ev[p->n++], s);
+}
 
 /* ---- devices ------------------------------------------------------------------------------- */
 
@@ -213,7 +242,8 @@ tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float
     TANDEM_TRY(check_operand(g, "A", s, a, g->a_type, g->m * g->k, g->stride_a));
     TANDEM_TRY(check_operand(g, "B", s, b, g->b_type, g->k * g->n, g->stride_b));
     TANDEM_TRY(check_operand(g, "C", s, c, g->c_type, g->m * g->n, g->stride_c));
-    return s->dev->ops->gemm(s, g, alpha, view_addr(a), view_addr(b), beta, view_addr(c));
+    const uint64_t t0 = tandem_now_ns();
+    return profile_op(s, "gemm", t0, s->dev->ops->gemm(s, g, alpha, view_addr(a), view_addr(b), beta, view_addr(c)));
 }
 
 /* ---- launches ------------------------------------------------------------------------------ */
@@ -237,7 +267,8 @@ tandem_status tandem_launch(tandem_stream *s, tandem_kernel_id id, const void *a
                            k->name, s->dev->ops->name);
     tandem_launch_dims dims;
     k->geom(args, &dims);
-    return s->dev->ops->launch(s, (int)id, &dims, args, args_size);
+    const uint64_t t0 = tandem_now_ns();
+    return profile_op(s, k->name, t0, s->dev->ops->launch(s, (int)id, &dims, args, args_size));
 }
 
 /* ---- pointer accessors --------------------------------------------------------------------- */

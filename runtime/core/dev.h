@@ -120,4 +120,22 @@ int32_t *tandem_tensor_i32(const tandem_tensor *t);
 int32_t *tandem_tensor_i32_at(const tandem_tensor *t, int64_t off);
 uint8_t *tandem_tensor_u8(const tandem_tensor *t);
 
+/* ---- op profiling (`tandem profile`) ---------------------------------------------------------
+ * While a profile is attached, every kernel launch and GEMM queued on its stream records the
+ * profile's next event after it (with the op's name and the host clock at the launch), until
+ * the buffer is full (overflow counted). Events and arrays are the caller's, made before commit;
+ * nothing is allocated. One profile at a time per process;
+ * attach and detach on the stream's thread (launches on other streams only read the pointer). */
+typedef struct tandem_dev_op_profile {
+    tandem_stream *s;
+    tandem_event *anchor;  /* recorded on s by attach: the device clock's zero */
+    uint64_t anchor_ns;    /* host clock then */
+    tandem_event **ev;     /* [cap] */
+    const char **name;     /* [cap]: kernel name, "gemm" */
+    uint64_t *host_ns;     /* [cap]: host clock when the op was queued */
+    int cap, n, overflow;
+} tandem_dev_op_profile;
+/* Attach p (its n reset to 0, its anchor recorded) or, with NULL, detach. */
+tandem_status tandem_dev_op_profile_attach(tandem_dev_op_profile *p);
+
 #endif

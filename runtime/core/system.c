@@ -145,25 +145,35 @@ static void query_devices(const tandem_fatbin_summary *sum, int have_fatbin, tan
         }
 }
 
-static void nvml_reading(int i, tandem_system_cuda_device *d, tandem_system_report *r) {
-    tandem_system_nvml_reading *n = &d->nvml;
-    snprintf(n->pci_bus_id, sizeof n->pci_bus_id, "%s", tandem_nvml_bus_id(i));
-    tandem_nvml_sample_t s;
-    n->status = tandem_nvml_sample(i, &s);
-    if (n->status != TANDEM_OK) {
-        COPY_ERROR(n->error);
-        if (n->status == TANDEM_E_DEVICE) r->problems = 1;
-        return;
+tandem_status tandem_system_nvml_read(int cuda_ordinal, tandem_system_nvml_reading *n) {
+    if (!n) return tandem_fail(TANDEM_E_INVALID, "tandem_system_nvml_read: NULL argument");
+    memset(n, 0, sizeof *n);
+    tandem_status st = tandem_nvml_open();
+    if (st == TANDEM_OK) {
+        snprintf(n->pci_bus_id, sizeof n->pci_bus_id, "%s", tandem_nvml_bus_id(cuda_ordinal));
+        tandem_nvml_sample_t s;
+        memset(&s, 0, sizeof s);
+        st = tandem_nvml_sample(cuda_ordinal, &s);
+        n->have = s.have;
+        n->gpu_util_pct = s.gpu_util_pct;
+        n->mem_util_pct = s.mem_util_pct;
+        n->mem_used_bytes = s.mem_used_bytes;
+        n->mem_total_bytes = s.mem_total_bytes;
+        n->power_w = s.power_w;
+        n->sm_clock_mhz = s.sm_clock_mhz;
+        n->mem_clock_mhz = s.mem_clock_mhz;
+        n->temperature_c = s.temperature_c;
     }
-    n->have = s.have;
-    n->gpu_util_pct = s.gpu_util_pct;
-    n->mem_util_pct = s.mem_util_pct;
-    n->mem_used_bytes = s.mem_used_bytes;
-    n->mem_total_bytes = s.mem_total_bytes;
-    n->power_w = s.power_w;
-    n->sm_clock_mhz = s.sm_clock_mhz;
-    n->mem_clock_mhz = s.mem_clock_mhz;
-    n->temperature_c = s.temperature_c;
+    n->status = st;
+    if (st != TANDEM_OK) {
+        n->have = 0;
+        COPY_ERROR(n->error);
+    }
+    return st;
+}
+
+static void nvml_reading(int i, tandem_system_cuda_device *d, tandem_system_report *r) {
+    if (tandem_system_nvml_read(i, &d->nvml) == TANDEM_E_DEVICE) r->problems = 1;
 }
 
 /* NVML: found or why not; one reading per listed CUDA device (none without a driver). */

@@ -402,13 +402,18 @@ tandem_status tandem_pipeline_stop(tandem_pipeline *p) {
 /* ---- consumer -------------------------------------------------------------------------------- */
 
 tandem_status tandem_pipeline_acquire(tandem_pipeline *p, tandem_batch_view *v, int64_t timeout_ms) {
+    return tandem_pipeline_acquire_timed(p, v, timeout_ms, NULL, NULL);
+}
+
+tandem_status tandem_pipeline_acquire_timed(tandem_pipeline *p, tandem_batch_view *v, int64_t timeout_ms,
+                                            tandem_event *pre, tandem_event *post) {
     if (!p || !v) return tandem_fail(TANDEM_E_INVALID, "pipeline acquire: NULL argument");
     if (!p->started) return tandem_fail(TANDEM_E_STATE, "pipeline acquire: not started");
     int k;
     int64_t seq;
     uint64_t waited = 0;
     TANDEM_TRY(tandem_ring_acquire(&p->ring, timeout_ms, &k, &seq, &waited));
-    tandem_status st = tandem_stream_wait_event(p->consumer_stream, p->ring.filled[k]);
+    tandem_status st = tandem_ring_wait_filled(&p->ring, k, p->consumer_stream, pre, post);
     if (st != TANDEM_OK) {
         tandem_pipeline_abort(p, st, tandem_last_error());
         return st;

@@ -70,6 +70,10 @@ tandem_status tandem_pipeline_create(const tandem_pipeline_options *o, tandem_pi
 tandem_status tandem_pipeline_start(tandem_pipeline *p);
 /* Next batch in order; the consumer stream waits for it. timeout_ms < 0: no limit. */
 tandem_status tandem_pipeline_acquire(tandem_pipeline *p, tandem_batch_view *view, int64_t timeout_ms);
+/* The same, with events recorded on the consumer stream just before and after its wait for the
+ * slot (either may be NULL): the device-side wait (tandem_ring_wait_filled). */
+tandem_status tandem_pipeline_acquire_timed(tandem_pipeline *p, tandem_batch_view *view, int64_t timeout_ms,
+                                            tandem_event *pre, tandem_event *post);
 /* Give the slot back once the consumer's work on it has been queued on the consumer stream. */
 tandem_status tandem_pipeline_release(tandem_pipeline *p, int slot);
 /* Consumer-side error: stop the data side with it (acquire then returns it too). */

@@ -147,6 +147,15 @@ tandem_status tandem_ring_acquire(tandem_ring *r, int64_t timeout_ms, int *slot,
     return st;
 }
 
+tandem_status tandem_ring_wait_filled(tandem_ring *r, int slot, tandem_stream *s, tandem_event *pre,
+                                      tandem_event *post) {
+    if (slot < 0 || slot >= r->n_slots)
+        return tandem_fail(TANDEM_E_INVALID, "ring wait: slot %d: expected 0 to %d", slot, r->n_slots - 1);
+    if (pre) TANDEM_TRY(tandem_event_record(pre, s));
+    TANDEM_TRY(tandem_stream_wait_event(s, r->filled[slot]));
+    return post ? tandem_event_record(post, s) : TANDEM_OK;
+}
+
 tandem_status tandem_ring_release(tandem_ring *r, int slot) {
     if (slot < 0 || slot >= r->n_slots)
         return tandem_fail(TANDEM_E_INVALID, "ring release: slot %d: expected 0 to %d", slot, r->n_slots - 1);

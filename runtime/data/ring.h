@@ -11,8 +11,9 @@
  *     use was queued). Device streams wait on them; the CPU never waits for device work here;
  *   - a shared status: the first error from either side (or a clean stop) wakes every waiter
  *     and makes every later claim/acquire return at once, so both sides end in bounded time;
- *   - measurements: time the consumer spent blocked in acquire, and the time-weighted mean
- *     number of READY slots (occupancy).
+ *   - measurements: time the consumer spent blocked in acquire, the time-weighted mean number
+ *     of READY slots (occupancy), and events around the consumer stream's wait for a slot
+ *     (tandem_ring_wait_filled: the device-side wait).
  * Owns: the events (created at init, before any pool is committed) and the mutex/condvar.
  */
 #ifndef TANDEM_RUNTIME_RING_H
@@ -66,6 +67,12 @@ void tandem_ring_publish(tandem_ring *r, int slot);
  * clean stop. *waited_ns = time spent blocked. */
 tandem_status tandem_ring_acquire(tandem_ring *r, int64_t timeout_ms, int *slot, int64_t *seq,
                                   uint64_t *waited_ns);
+/* Consumer: make stream s wait for slot's "filled" event (the data side's copies into it), with
+ * events recorded on s just before (pre) and just after (post) the wait when not NULL: elapsed
+ * (pre → post) is how long the model device itself stalled for the copies, which the CPU-side
+ * wait above cannot see (the data side publishes once its copies are queued, not done). */
+tandem_status tandem_ring_wait_filled(tandem_ring *r, int slot, tandem_stream *s, tandem_event *pre,
+                                      tandem_event *post);
 /* Consumer: IN_USE → FREE (the freed event has been recorded). TANDEM_E_STATE if the slot is
  * not in use. */
 tandem_status tandem_ring_release(tandem_ring *r, int slot);

@@ -211,3 +211,30 @@ tandem_status tandem_metrics_end(tandem_metrics *m) {
                        (long long)m->step, strerror(e), w < 0 ? (ssize_t)0 : w, n,
                        w > 0 ? (cut ? ", removed again" : ", could not be removed") : "");
 }
+
+/* ---- the last line, for `tandem monitor` (tandem_train.h) ------------------------------------- */
+
+tandem_status tandem_metrics_last_line(const char *run_dir, char *buf, size_t cap) {
+    if (!run_dir || !buf || cap < 2) return tandem_fail(TANDEM_E_INVALID, "metrics last line: bad argument");
+    buf[0] = '\0';
+    char path[2048];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
+    int fd = -1;
+    uint64_t size = 0;
+    TANDEM_TRY(tandem_file_open_input(path, 0, NULL, &fd, &size)); /* never blocks: regular files only */
+    char tail[TANDEM_METRICS_LINE_MAX + 1];
+    const uint64_t want = size < TANDEM_METRICS_LINE_MAX ? size : TANDEM_METRICS_LINE_MAX;
+    ssize_t got = want ? pread(fd, tail, (size_t)want, (off_t)(size - want)) : 0;
+    close(fd);
+    if (got < 0) return tandem_fail(TANDEM_E_IO, "%s: read failed", path);
+    size_t n = (size_t)got;
+    while (n > 0 && tail[n - 1] != '\n') n--; /* a line still being written: not yet */
+    while (n > 0 && tail[n - 1] == '\n') n--;
+    if (n == 0) return TANDEM_OK;
+    tail[n] = '\0';
+    const char *start = strrchr(tail, '\n');
+    if (!start && want < size) return TANDEM_OK; /* longer than any metrics line: not one */
+    start = start ? start + 1 : tail;
+    snprintf(buf, cap, "%s", start);
+    return TANDEM_OK;
+}

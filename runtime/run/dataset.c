@@ -23,11 +23,17 @@ tandem_status tandem_run_open_index(const tandem_config *cfg, const char *dir, c
 
 tandem_status tandem_run_acquire(tandem_pipeline *p, tandem_batch_view *v, tandem_model_batch *mb,
                                  double *wait_ms, const volatile sig_atomic_t *stop) {
+    return tandem_run_acquire_timed(p, v, mb, wait_ms, stop, NULL, NULL);
+}
+
+tandem_status tandem_run_acquire_timed(tandem_pipeline *p, tandem_batch_view *v, tandem_model_batch *mb,
+                                       double *wait_ms, const volatile sig_atomic_t *stop, tandem_event *pre,
+                                       tandem_event *post) {
     /* in slices, so a stop request is seen while the ring is empty (a stuck or slow loader) */
     const int64_t slice_ms = stop ? TANDEM_RUN_ACQUIRE_SLICE_MS : TANDEM_RUN_ACQUIRE_TIMEOUT_MS;
     const uint64_t t0 = tandem_now_ns();
     for (int64_t waited = 0;; waited += slice_ms) {
-        tandem_status st = tandem_pipeline_acquire(p, v, slice_ms);
+        tandem_status st = tandem_pipeline_acquire_timed(p, v, slice_ms, pre, post);
         if (st == TANDEM_OK) break;
         if (st != TANDEM_E_STATE || waited + slice_ms >= TANDEM_RUN_ACQUIRE_TIMEOUT_MS) return st;
         if (stop && *stop) {

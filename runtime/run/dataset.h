@@ -28,5 +28,10 @@ tandem_status tandem_run_open_index(const tandem_config *cfg, const char *dir, c
 #define TANDEM_RUN_ACQUIRE_SLICE_MS 50
 tandem_status tandem_run_acquire(tandem_pipeline *p, tandem_batch_view *v, tandem_model_batch *mb,
                                  double *wait_ms, const volatile sig_atomic_t *stop);
+/* The same, with events around the consumer stream's wait for the slot (pre, post: may be NULL;
+ * tandem_pipeline_acquire_timed). */
+tandem_status tandem_run_acquire_timed(tandem_pipeline *p, tandem_batch_view *v, tandem_model_batch *mb,
+                                       double *wait_ms, const volatile sig_atomic_t *stop, tandem_event *pre,
+                                       tandem_event *post);
 
 #endif

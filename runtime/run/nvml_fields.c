@@ -42,3 +42,10 @@ void tandem_nvml_fields_add(tandem_nvml_fields *n, tandem_metrics *m, const char
     NVML_FIELD(TANDEM_NVML_HAVE_TEMPERATURE, "temp_c", s.temperature_c)
 #undef NVML_FIELD
 }
+
+int tandem_nvml_fields_util(const tandem_nvml_fields *n, const tandem_device *dev) {
+    tandem_nvml_sample_t s;
+    if (!n->on || dev->info.backend != TANDEM_BACKEND_CUDA) return -1;
+    if (tandem_nvml_sample(dev->info.ordinal, &s) != TANDEM_OK || !(s.have & TANDEM_NVML_HAVE_UTIL)) return -1;
+    return (int)s.gpu_util_pct;
+}

@@ -20,4 +20,7 @@ void tandem_nvml_fields_open(tandem_nvml_fields *n, const tandem_device *model_d
 void tandem_nvml_fields_add(tandem_nvml_fields *n, tandem_metrics *m, const char *role,
                             const tandem_device *dev);
 
+/* dev's NVML GPU utilisation %, or -1 (NVML off, a host device, no reading). */
+int tandem_nvml_fields_util(const tandem_nvml_fields *n, const tandem_device *dev);
+
 #endif

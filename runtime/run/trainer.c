@@ -18,9 +18,11 @@
 #include "runtime/report/metrics.h"
 #include "runtime/run/dataset.h"
 #include "runtime/run/nvml_fields.h"
+#include "runtime/run/profile_ops.h"
 #include "runtime/run/run_ckpt.h"
 #include "runtime/run/run_dir.h"
 #include "runtime/run/step_timer.h"
+#include "runtime/run/verdict.h"
 #include "runtime/run/validation.h"
 #include "runtime/text/symbols.h"
 
@@ -31,6 +33,7 @@ struct tandem_trainer {
     int have_ix;
     tandem_device *data_dev, *model_dev;
     char devices[512];
+    char model_name[32], data_name[32]; /* "CUDA 1", "host 0": the progress line's names */
     tandem_pool *data_pool, *model_pool;
     tandem_stream *s; /* the model stream: consumer of both pipelines */
     tandem_pipeline *pipe;
@@ -41,6 +44,8 @@ struct tandem_trainer {
     tandem_optim optim;
     tandem_train_state st;
     tandem_step_timer timer;
+    tandem_profile_ops prof; /* options.profile_ops: per-op device times of step prof_at */
+    int64_t prof_at;
     tandem_run_ckpt ck;
     tandem_st_file *resume_file; /* open from create's start to the restore after commit */
     tandem_sampler_pos next_pos;
@@ -52,10 +57,11 @@ struct tandem_trainer {
     tandem_run_dir rd;  /* the run directory's lock, held from create to destroy */
     int metrics_failed; /* a metrics.jsonl write failed: the run ends after a last checkpoint */
     int fig_mel; /* 1: a validation set and f32 tensors to take the mel from */
+    int util_model, util_data; /* NVML utilisation at the last logged step (-1: none) */
     /* No host sync per step (docs/TRAINING.md, "Graph mode"): on a CUDA model device the
        step's scalars are read back only on the steps that need them (lazy = 1). graph[k]:
        the step whose first micro-batch is in ring slot k, captured once and replayed (the
-       slots' tensors differ, so one graph per slot); NULL: eager. */
+       slots' tensors differ, so one graph per slot); none (n_graphs 0): eager. */
     int lazy;
     int unread;  /* steps ran since the last read-back */
     tandem_graph *graph[TANDEM_CONFIG_MAX_PREFETCH];
@@ -67,8 +73,11 @@ struct tandem_trainer {
 /* What run accumulates besides the trainer's own state. */
 typedef struct run_totals {
     tandem_trainer_summary S;
-    double sum_step, sum_wait, sum_busy, sum_samples; /* past warm-up */
-    int64_t n_meas, n_busy; /* n_busy: of those, with a busy % (read-back steps on CUDA) */
+    double sum_step, sum_wait, sum_wait_dev, sum_busy, sum_occupied, sum_samples; /* past warm-up */
+    tandem_verdict_window vw; /* the verdict's steps (past warm-up) */
+    int64_t n_meas; /* steps past warm-up */
+    double sum_step_meas; /* of those with device measurements (read-back steps on CUDA) */
+    int64_t n_dev;
     uint64_t t0; /* after the initial validation: the ETA's clock */
     int saved_at_end;
 } run_totals;
@@ -100,11 +109,23 @@ static tandem_status open_data(tandem_trainer *t) {
     return tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir);
 }
 
+/* "CUDA 1" / "host 0": how the progress line names a device. */
+static void device_name(tandem_device *d, char *buf, size_t cap) {
+    tandem_device_info info;
+    if (tandem_device_get_info(d, &info) != TANDEM_OK) {
+        snprintf(buf, cap, "?");
+        return;
+    }
+    snprintf(buf, cap, "%s %d", info.backend == TANDEM_BACKEND_CUDA ? "CUDA" : "host", info.ordinal);
+}
+
 /* Roles, the model stream, both arenas and the pipelines that declare into them. */
 static tandem_status open_devices(tandem_trainer *t) {
     TANDEM_TRY(tandem_roles_open(t->opt.backend, t->cfg.data_gpu, t->cfg.model_gpu, &t->data_dev,
                                  &t->model_dev, t->devices, sizeof t->devices));
     if (t->cfg.force_staged) tandem_roles_note_force_staged(t->devices, sizeof t->devices);
+    device_name(t->model_dev, t->model_name, sizeof t->model_name);
+    device_name(t->data_dev, t->data_name, sizeof t->data_name);
     TANDEM_TRY(tandem_stream_create(t->model_dev, &t->s));
     TANDEM_TRY(tandem_pool_create(t->data_dev, "data", (size_t)t->cfg.data_gpu_memory << 20, &t->data_pool));
     TANDEM_TRY(tandem_pool_create(t->model_dev, "model", (size_t)t->cfg.model_gpu_memory << 20, &t->model_pool));
@@ -179,6 +200,7 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     t->model_declared = 1; /* a failed declare leaves its part for tandem_model_free */
     TANDEM_TRY(tandem_model_declare(&t->model, t->model_dev, t->model_pool, dims));
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
+    TANDEM_TRY(tandem_profile_ops_init(&t->prof, t->model_dev, t->s, t->opt.profile_ops));
     TANDEM_TRY(create_graphs(t, dims));
     TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, t->s, t->resume_file != NULL));
     if (t->resume_file) tandem_checkpoint_set_good(t->ck.writer, t->st.step); /* checked finite by find */
@@ -234,6 +256,7 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
     if (!t) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
     t->cfg = *cfg;
     t->rd.fd = -1;
+    t->util_model = t->util_data = -1;
     if (o) t->opt = *o;
     else tandem_trainer_options_init(&t->opt);
     tandem_status st = build(t);
@@ -257,6 +280,7 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     tandem_validation_free(&t->val);
     if (t->model_declared) tandem_model_free(&t->model);
     tandem_step_timer_free(&t->timer);
+    tandem_profile_ops_free(&t->prof);
     for (int k = 0; k < t->n_graphs; k++) tandem_graph_destroy(t->graph[k]);
     tandem_run_ckpt_free(&t->ck);
     if (t->resume_file) tandem_st_close(t->resume_file);
@@ -269,6 +293,19 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     if (t->have_ix) tandem_text_index_free(&t->ix);
     tandem_run_dir_close(&t->rd);
     tandem_free(t);
+}
+
+int tandem_trainer_op_times(const tandem_trainer *t, tandem_op_time *out, int cap, int *ops, double *total_ms,
+                            double *span_ms, int *overflow) {
+    const tandem_profile_ops *x = t ? &t->prof : NULL;
+    const int done = x && x->done;
+    if (ops) *ops = done ? x->timed : 0;
+    if (total_ms) *total_ms = done ? x->total_ms : 0;
+    if (span_ms) *span_ms = done ? x->span_ms : 0;
+    if (overflow) *overflow = done ? x->overflow : 0;
+    int n = 0;
+    for (; done && out && n < cap && n < x->names; n++) out[n] = x->agg[n];
+    return n;
 }
 
 /* ---- one step ------------------------------------------------------------------------------------ */
@@ -286,9 +323,8 @@ static void advance_pos(tandem_trainer *t, const tandem_batch_view *v) {
     t->next_pos = p;
 }
 
-/* What micro-batch a queues on the model stream: forward, loss, backward, between the step
- * timer's marks (recorded after the wait for the slot, so only this micro-batch's work is in
- * the region). */
+/* What micro-batch a queues on the model stream after its slot's wait: forward, loss, backward,
+ * then the end of its timer region (the region's start was recorded by the ring's wait). */
 static tandem_status micro_work(tandem_trainer *t, const tandem_model_batch *mb, int a) {
     TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, a, 0));
     if (a == 0) TANDEM_TRY(tandem_train_begin(&t->model, t->s, &t->st));
@@ -313,14 +349,16 @@ static tandem_status consumed(tandem_trainer *t, const tandem_batch_view *v, dou
     return tandem_pipeline_release(t->pipe, v->slot);
 }
 
-/* Eager: micro-batch by micro-batch (acquire, queue the work, release), then the update. The
- * test hook's NaN gradients go in before the update. */
+/* Eager: micro-batch by micro-batch (acquire with the timer's events around the stream's wait,
+ * queue the work, release), then the update. The test hook's NaN gradients go in before it. */
 static tandem_status step_eager(tandem_trainer *t, double *wait, double *audio_s) {
     const int A = t->model.dims.micro_batches;
     for (int a = 0; a < A; a++) {
         tandem_batch_view v;
         tandem_model_batch mb;
-        TANDEM_TRY(tandem_run_acquire(t->pipe, &v, &mb, wait, &t->stop));
+        tandem_event *pre, *start; /* around the stream's wait for the slot (step_timer.h) */
+        tandem_step_timer_wait_events(&t->timer, a, &pre, &start);
+        TANDEM_TRY(tandem_run_acquire_timed(t->pipe, &v, &mb, wait, &t->stop, pre, start));
         tandem_status st = micro_work(t, &mb, a);
         tandem_status rs = consumed(t, &v, audio_s);
         TANDEM_TRY(st != TANDEM_OK ? st : rs);
@@ -331,14 +369,22 @@ static tandem_status step_eager(tandem_trainer *t, double *wait, double *audio_s
     return update_work(t);
 }
 
-/* Capture the step's work into g (nothing runs); a failure ends the capture all the same. */
+/* The step's work between begin and end of a capture into g (nothing runs). Every wait for a
+ * slot precedes the graph, so micro-batch a > 0 starts its timer region (pre = start, no wait)
+ * with record nodes inside the graph. A failure ends the capture all the same. */
 static tandem_status capture(tandem_trainer *t, tandem_graph *g, const tandem_model_batch *mb) {
     /* bf16: a forward casts the weights when they changed outside a step (initialisation,
        restore); done now, so the graph holds only the every-step cast of the update */
     if (t->model.wcopy_stale) TANDEM_TRY(tandem_model_cast_weights(&t->model, t->s));
     TANDEM_TRY(tandem_graph_begin(g, t->s));
     tandem_status st = TANDEM_OK;
-    for (int a = 0; a < t->model.dims.micro_batches && st == TANDEM_OK; a++) st = micro_work(t, &mb[a], a);
+    for (int a = 0; a < t->model.dims.micro_batches && st == TANDEM_OK; a++) {
+        tandem_event *pre, *start;
+        tandem_step_timer_wait_events(&t->timer, a, &pre, &start);
+        if (a > 0 && pre) st = tandem_event_record(pre, t->s);
+        if (a > 0 && start && st == TANDEM_OK) st = tandem_event_record(start, t->s);
+        if (st == TANDEM_OK) st = micro_work(t, &mb[a], a);
+    }
     if (st == TANDEM_OK) st = update_work(t);
     char why[1024];
     snprintf(why, sizeof why, "%s", tandem_last_error());
@@ -347,11 +393,28 @@ static tandem_status capture(tandem_trainer *t, tandem_graph *g, const tandem_mo
     return es;
 }
 
-/* Graph mode: every micro-batch acquired (their waits for "slot filled" queued on the model
- * stream), the step's graph for that first slot launched (captured first if it never was),
- * then the slots released (their "slot free" records queued after the graph). The ring's
- * slots are used in order, so a step starting in slot k always reads slots k, k+1, ...: the
- * graph of slot k holds exactly those tensors (one graph per ring slot).
+/* Every micro-batch of a graph step acquired: their waits for "slot filled" queued on the
+ * model stream, the first one's timer region starting before the first wait (pre) and after
+ * the last (start), so the waits all count as the step's data wait. */
+static tandem_status acquire_all(tandem_trainer *t, tandem_batch_view *v, tandem_model_batch *mb, double *wait) {
+    const int A = t->model.dims.micro_batches;
+    tandem_event *pre0, *start0;
+    tandem_step_timer_wait_events(&t->timer, 0, &pre0, &start0);
+    for (int a = 0; a < A; a++)
+        TANDEM_TRY(tandem_run_acquire_timed(t->pipe, &v[a], &mb[a], wait, &t->stop, a == 0 ? pre0 : NULL,
+                                            a == A - 1 ? start0 : NULL));
+    for (int a = 1; a < A; a++)
+        if (v[a].slot != (v[0].slot + a) % t->n_graphs)
+            return tandem_fail(TANDEM_E_STATE, "trainer: micro-batch %d of a step in ring slot %d; expected "
+                               "slot %d (the ring hands slots out in order)", a, v[a].slot,
+                               (v[0].slot + a) % t->n_graphs);
+    return TANDEM_OK;
+}
+
+/* Graph mode: every micro-batch acquired, the step's graph for that first slot launched
+ * (captured first if it never was), then the slots released (their "slot free" records queued
+ * after the graph). The ring's slots are used in order, so a step starting in slot k always
+ * reads slots k, k+1, ...: the graph of slot k holds exactly those tensors (one graph per slot).
  * Why the ring's waits and records stay ordinary stream operations at the graph's boundary
  * rather than external event nodes inside it: the host may hand a slot back to the producer only
  * once the "free" record that follows its last reader is queued, and the producer's stream then
@@ -359,40 +422,44 @@ static tandem_status capture(tandem_trainer *t, tandem_graph *g, const tandem_mo
  * order, with no reliance on when a graph's record node counts as "the latest record" for a
  * wait issued on another stream; recording inside a graph captured once would also release the
  * slot at capture time, before anything ran. The cost: two non-blocking driver calls per
- * micro-batch. The step timer's marks, read only after a read-back, are external record nodes. */
+ * micro-batch. The step timer's marks inside the step are external record nodes. */
 static tandem_status step_graph(tandem_trainer *t, double *wait, double *audio_s) {
-    const int A = t->model.dims.micro_batches, N = t->n_graphs;
+    const int A = t->model.dims.micro_batches;
     tandem_batch_view v[TANDEM_CONFIG_MAX_PREFETCH];
     tandem_model_batch mb[TANDEM_CONFIG_MAX_PREFETCH];
-    for (int a = 0; a < A; a++) TANDEM_TRY(tandem_run_acquire(t->pipe, &v[a], &mb[a], wait, &t->stop));
-    tandem_status st = TANDEM_OK;
-    for (int a = 1; a < A; a++)
-        if (v[a].slot != (v[0].slot + a) % N)
-            st = tandem_fail(TANDEM_E_STATE, "trainer: micro-batch %d of a step in ring slot %d; expected "
-                             "slot %d (the ring hands slots out in order)", a, v[a].slot, (v[0].slot + a) % N);
-    tandem_graph *g = t->graph[v[0].slot];
+    tandem_status st = acquire_all(t, v, mb, wait);
+    if (st == TANDEM_E_STATE && t->stop) return st; /* stopped waiting: nothing to release */
+    tandem_graph *g = st == TANDEM_OK ? t->graph[v[0].slot] : NULL;
     if (st == TANDEM_OK && !g->ready) st = capture(t, g, mb);
     if (st == TANDEM_OK) st = tandem_graph_launch(g, t->s);
-    for (int a = 0; a < A; a++) {
-        tandem_status rs = consumed(t, &v[a], audio_s);
-        if (st == TANDEM_OK) st = rs;
-    }
+    if (st == TANDEM_OK) tandem_step_timer_replayed(&t->timer); /* no host time inside regions */
+    for (int a = 0; a < A && st == TANDEM_OK; a++) st = consumed(t, &v[a], audio_s);
     return st;
 }
 
 /* Whether the step that makes `done` steps needs its scalars on the host: always on a host
  * model device (free: it has run already); on CUDA only when it is logged, validated,
- * checkpointed, the last of the run, the first of the run, or a test-hook step. */
+ * checkpointed, profiled, the first or the last of the run, or a test-hook step. */
 static int needs_read(const tandem_trainer *t, int64_t done, int64_t end, int first) {
     const tandem_config *c = &t->cfg;
     const int64_t k = done - 1 - t->opt.nonfinite_from;
     return !t->lazy || first || done % c->log_every == 0 || done >= c->max_steps || done >= end ||
-           (t->val.pipe && done % c->val_every == 0) || (c->checkpoint_every > 0 && done % c->checkpoint_every == 0) ||
+           done == t->prof_at || (t->val.pipe && done % c->val_every == 0) ||
+           (c->checkpoint_every > 0 && done % c->checkpoint_every == 0) ||
            (t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count);
 }
 
-/* The step's metrics from the last read-back (a step not read repeats those scalars). */
-static void fill_metrics(tandem_trainer *t, tandem_step_metrics *m, double step_ms, double wait, double audio_s) {
+/* Read the scalars of the last step the device took (synchronises the model stream). */
+static tandem_status read_back(tandem_trainer *t) {
+    TANDEM_TRY(tandem_train_collect(&t->model, t->s, &t->optim, &t->st, &t->last));
+    t->unread = 0;
+    return TANDEM_OK;
+}
+
+/* The step's metrics: scalars from the last read-back (a step not read repeats them), device
+ * times when read (tm; NULL: not measured, -1). */
+static void fill_metrics(tandem_trainer *t, tandem_step_metrics *m, double step_ms, double wait, double audio_s,
+                         const tandem_step_times *tm) {
     const tandem_model_dims *d = &t->model.dims;
     const double samples = (double)d->batch * d->micro_batches;
     const tandem_step_result *res = &t->last;
@@ -407,31 +474,36 @@ static void fill_metrics(tandem_trainer *t, tandem_step_metrics *m, double step_
     m->grad_norm = res->grad_norm;
     m->skipped = t->unread ? 0 : res->skipped;
     m->step_ms = step_ms;
-    m->data_wait_ms = wait;
     m->samples_per_s = samples / (step_ms * 1e-3);
     m->x_realtime = audio_s / (step_ms * 1e-3);
     m->ring_slots = t->cfg.prefetch_buffer_size;
     m->val_l1 = m->val_stop_bce = m->eta_s = -1;
     m->eval_stop_within = m->eval_len_ratio = m->eval_dtw_l1 = m->eval_text_dep = m->eval_ms = -1;
-    m->model_busy_pct = -1;
+    m->data_wait_ms = tm ? tm->data_wait_ms : wait;
+    m->data_wait_device_ms = tm ? tm->data_wait_device_ms : -1;
+    m->model_busy_pct = tm ? tm->busy_pct : -1;
+    m->model_occupied_pct = tm ? tm->occupied_pct : -1;
+    m->model_device_name = t->model_name;
+    m->data_device_name = t->data_name;
+    m->model_gpu_util_pct = t->util_model;
+    m->data_gpu_util_pct = t->util_data;
+    m->nvml = t->util_model >= 0 || t->util_data >= 0;
 }
 
-/* Read the scalars of the last step the device took (synchronises the model stream). */
-static tandem_status read_back(tandem_trainer *t) {
-    TANDEM_TRY(tandem_train_collect(&t->model, t->s, &t->optim, &t->st, &t->last));
-    t->unread = 0;
-    return TANDEM_OK;
-}
-
-/* One optimizer step: its micro-batches and update (as one graph launch or eagerly), then,
- * when this step needs it, the read-back (the step's one synchronisation). */
+/* One optimizer step: its micro-batches and update (one graph launch, or eagerly: a test-hook
+ * or profiled step always), then, when this step needs it, the read-back (the step's one
+ * synchronisation) and its device times. */
 static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m, int64_t end, int first) {
     const uint64_t t0 = tandem_now_ns();
     double wait = 0, audio_s = 0;
     const tandem_sampler_pos pos0 = t->next_pos;
     const int64_t done = t->st.step + 1, k = t->st.step - t->opt.nonfinite_from;
     const int inject = t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count;
-    tandem_status st = t->n_graphs && !inject ? step_graph(t, &wait, &audio_s) : step_eager(t, &wait, &audio_s);
+    const int profiled = done == t->prof_at && t->prof.cap > 0;
+    TANDEM_TRY(tandem_step_timer_begin(&t->timer, t->s));
+    if (profiled) TANDEM_TRY(tandem_profile_ops_begin(&t->prof));
+    tandem_status st = t->n_graphs && !inject && !profiled ? step_graph(t, &wait, &audio_s)
+                                                           : step_eager(t, &wait, &audio_s);
     if (st != TANDEM_OK) {
         if (t->stop && st == TANDEM_E_STATE) t->next_pos = pos0; /* stopped waiting for data: no step */
         return st;
@@ -440,9 +512,13 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m, int64_t
     t->unread = 1;
     const int read = needs_read(t, done, end, first);
     if (read) TANDEM_TRY(read_back(t));
-    fill_metrics(t, m, ms_since(t0), wait, audio_s);
-    /* the step timer's events have completed only after a read-back */
-    return read ? tandem_step_timer_busy(&t->timer, m->step_ms, wait, &m->model_busy_pct) : TANDEM_OK;
+    const double step_ms = ms_since(t0);
+    tandem_step_times tm;
+    /* the timer's events have completed only after a read-back */
+    if (read) TANDEM_TRY(tandem_step_timer_read(&t->timer, step_ms, wait, &tm));
+    if (profiled) TANDEM_TRY(tandem_profile_ops_end(&t->prof));
+    fill_metrics(t, m, step_ms, wait, audio_s, read ? &tm : NULL);
+    return TANDEM_OK;
 }
 
 /* ---- accounting, logging, the callback ------------------------------------------------------------- */
@@ -453,6 +529,19 @@ static void pipeline_fields(tandem_trainer *t, tandem_step_metrics *m) {
     tandem_pipeline_get_stats(t->pipe, &ps);
     m->data_busy_pct = ps.data_busy_pct;
     m->ring_occupancy = ps.mean_ready_slots;
+}
+
+/* What the verdict's rules read besides the steps' figures. */
+static void verdict_context(const tandem_trainer *t, const tandem_step_metrics *m, tandem_verdict_context *c) {
+    memset(c, 0, sizeof *c);
+    c->cuda = t->timer.use_events;
+    c->num_workers = t->cfg.num_workers;
+    c->ring_slots = t->cfg.prefetch_buffer_size;
+    c->batch_size = t->cfg.batch_size;
+    c->bf16 = t->cfg.precision == TANDEM_PRECISION_BF16;
+    c->data_busy_pct = m->data_busy_pct;
+    c->ring_occupancy = m->ring_occupancy;
+    c->step_cv = m->step_cv;
 }
 
 /* The step into the summary and the step-time window. */
@@ -469,15 +558,22 @@ static void account(tandem_trainer *t, run_totals *r, tandem_step_metrics *m) {
     m->step_cv = tandem_step_timer_cv(&t->timer);
     if (S->steps_run > 2) { /* past warm-up */
         r->sum_step += m->step_ms;
-        r->sum_wait += m->data_wait_ms;
-        if (m->model_busy_pct >= 0) {
-            r->sum_busy += m->model_busy_pct;
-            r->n_busy++;
-        }
         r->sum_samples += (double)t->model.dims.batch * t->model.dims.micro_batches;
         r->n_meas++;
+        if (m->model_busy_pct >= 0) { /* measured: a read-back step on CUDA, every step on the host */
+            r->sum_step_meas += m->step_ms;
+            r->sum_wait += m->data_wait_ms;
+            r->sum_busy += m->model_busy_pct;
+            r->sum_wait_dev += m->data_wait_device_ms;
+            r->sum_occupied += m->model_occupied_pct;
+            tandem_verdict_window_push(&r->vw, m);
+            r->n_dev++;
+        }
     }
     pipeline_fields(t, m);
+    tandem_verdict_context c;
+    verdict_context(t, m, &c);
+    tandem_verdict_window_compute(&r->vw, &c, &m->verdict);
 }
 
 /* The ETA, then the caller's callback. */
@@ -534,7 +630,9 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     tandem_metrics_set(x, "grad_norm", m->grad_norm);
     tandem_metrics_set(x, "step_ms", m->step_ms);
     tandem_metrics_set(x, "data_wait_ms", m->data_wait_ms);
+    tandem_metrics_set(x, "data_wait_device_ms", m->data_wait_device_ms);
     tandem_metrics_set(x, "model_busy_pct", m->model_busy_pct);
+    tandem_metrics_set(x, "model_occupied_pct", m->model_occupied_pct);
     tandem_metrics_set(x, "data_busy_pct", m->data_busy_pct);
     tandem_metrics_set(x, "samples_per_s", m->samples_per_s);
     tandem_metrics_set(x, "x_realtime", m->x_realtime);
@@ -547,6 +645,8 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     }
     tandem_nvml_fields_add(&t->nvml, x, "model", t->model_dev);
     if (t->data_dev != t->model_dev) tandem_nvml_fields_add(&t->nvml, x, "data", t->data_dev);
+    t->util_model = tandem_nvml_fields_util(&t->nvml, t->model_dev);
+    t->util_data = t->data_dev != t->model_dev ? tandem_nvml_fields_util(&t->nvml, t->data_dev) : t->util_model;
     tandem_status st = tandem_metrics_end(x);
     if (st == TANDEM_E_IO) t->metrics_failed = 1;
     return st;
@@ -622,6 +722,7 @@ static tandem_status run_begin(tandem_trainer *t, run_totals *r) {
 static tandem_status run_loop(tandem_trainer *t, run_totals *r) {
     const int64_t max_steps = t->cfg.max_steps;
     const int64_t end = t->opt.run_steps > 0 ? t->st.step + t->opt.run_steps : max_steps;
+    t->prof_at = end < max_steps ? end : max_steps;
     while (t->st.step < max_steps && t->st.step < end && !t->stop) {
         tandem_step_metrics m;
         tandem_status st = one_step(t, &m, end, r->S.steps_run == 0);
@@ -656,6 +757,28 @@ static void save_after_metrics_error(tandem_trainer *t, const run_totals *r) {
     tandem_fail(TANDEM_E_IO, "%s", why);
 }
 
+/* The run's verdict and the data path's stage times into the summary. */
+static void summary_verdict(const tandem_trainer *t, const tandem_pipeline_stats *pst, const run_totals *r,
+                            tandem_trainer_summary *S) {
+    tandem_step_metrics m;
+    memset(&m, 0, sizeof m);
+    m.data_busy_pct = pst->data_busy_pct;
+    m.ring_occupancy = pst->mean_ready_slots;
+    m.step_cv = tandem_step_timer_cv(&t->timer);
+    tandem_verdict_context c;
+    verdict_context(t, &m, &c);
+    tandem_verdict_window_compute(&r->vw, &c, &S->verdict);
+    S->stages = TANDEM_STAGE_COUNT < 8 ? TANDEM_STAGE_COUNT : 8;
+    for (int i = 0; i < S->stages; i++) {
+        const tandem_stage_stat *x = &pst->stages[i];
+        snprintf(S->stage_name[i], sizeof S->stage_name[i], "%s", tandem_stage_name((tandem_stage)i));
+        S->stage_count[i] = (double)x->count;
+        S->stage_total_ms[i] = x->total_ms;
+        S->stage_mean_ms[i] = x->count ? x->total_ms / (double)x->count : 0;
+    }
+    S->wall_ms = pst->wall_ms;
+}
+
 static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st, tandem_trainer_summary *sum) {
     if (st == TANDEM_OK && t->unread) st = read_back(t); /* stopped on a step not read back */
     if (st == TANDEM_OK && !r->saved_at_end && r->S.steps_run > 0) st = save_checkpoint(t);
@@ -677,11 +800,14 @@ static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st,
     S->stopped_by_request = t->stop != 0;
     S->busy_from_events = t->timer.use_events;
     S->steps_measured = r->n_meas;
-    if (r->n_meas > 0) {
-        S->samples_per_s = r->sum_samples / (r->sum_step * 1e-3);
-        S->data_wait_pct = 100.0 * r->sum_wait / r->sum_step;
-        S->model_busy_pct = r->n_busy > 0 ? r->sum_busy / (double)r->n_busy : 0;
+    if (r->n_meas > 0) S->samples_per_s = r->sum_samples / (r->sum_step * 1e-3);
+    if (r->n_dev > 0) { /* device measurements: the steps read back */
+        S->data_wait_pct = 100.0 * r->sum_wait / r->sum_step_meas;
+        S->model_busy_pct = r->sum_busy / (double)r->n_dev;
+        S->data_wait_device_pct = 100.0 * r->sum_wait_dev / r->sum_step_meas;
+        S->model_occupied_pct = r->sum_occupied / (double)r->n_dev;
     }
+    summary_verdict(t, &pst, r, S);
     S->data_busy_pct = pst.data_busy_pct;
     S->step_cv = tandem_step_timer_cv(&t->timer);
     snprintf(S->checkpoint, sizeof S->checkpoint, "%s", tandem_checkpoint_last_path(t->ck.writer));

@@ -126,6 +126,8 @@ void fc_kernel_accesses(int kernel_id, const void *args, fc_acc_list *L);
 
 typedef struct fc_op fc_op;
 
+#define FC_END_RING 4096  /* modelled end times kept per stream (by op position mod this) */
+
 typedef struct fc_stream {
     fc_obj h;
     unsigned flags;
@@ -140,6 +142,10 @@ typedef struct fc_stream {
     /* stream capture (fc_graph.c): ops go into capture instead of the queue */
     struct fc_graph *capture;
     CUresult capture_err;  /* != 0: the capture was invalidated by that error */
+    /* modelled device time (fc_queue.c, "Device time"): when its last op ended, and the end of
+       each recent op by position (what a wait on a record of this stream waits for) */
+    uint64_t clock_ns;
+    uint64_t end_ns[FC_END_RING];
 } fc_stream;
 
 typedef struct fc_event {
@@ -147,7 +153,7 @@ typedef struct fc_event {
     unsigned flags;
     int recorded;
     uint64_t seq;          /* global order of records */
-    uint64_t t_ns;         /* monotonic time at which the last record completed */
+    uint64_t t_ns;         /* modelled device time of the last record (fc_queue.c) */
     fc_stream *rec_stream; /* stream of the last record (NULL: default stream, done at once) */
     uint64_t rec_op;       /* its position in that stream's queue */
     fc_vc vc;              /* the recording stream's clock at the record */
@@ -182,6 +188,12 @@ typedef struct fc_config {
     int no_peer;           /* TANDEM_FAKECUDA_NO_PEER=1 */
     size_t total_mem;      /* TANDEM_FAKECUDA_MEM_MB, default 8192 */
     int driver_version;    /* TANDEM_FAKECUDA_DRIVER_VERSION, default FC_DRIVER_VERSION */
+    /* device-time model (fc_queue.c, "Device time") */
+    uint64_t launch_ns;    /* TANDEM_FAKECUDA_LAUNCH_NS, default 4000: submit to earliest start */
+    uint64_t op_ns;        /* TANDEM_FAKECUDA_OP_NS, default 3000: fixed cost of a copy/kernel */
+    uint64_t bytes_per_us; /* TANDEM_FAKECUDA_BYTES_PER_US, default 200000 (200 GB/s) */
+    uint64_t delay_ns;     /* TANDEM_FAKECUDA_STREAM_DELAY_US x 1000, default 0 */
+    int delay_device;      /* TANDEM_FAKECUDA_DELAY_DEVICE, default 0 (the automatic data device) */
 } fc_config;
 
 extern fc_config fc_cfg;
@@ -271,7 +283,8 @@ struct fc_op {
     void *user_arg;
     fc_event *wait_event;   /* a captured external wait: resolved when the graph is launched */
     int borrowed;           /* a graph replay's op: owned / fini belong to the graph's template */
-    int eager_launch;       /* a kernel launched by cuLaunchKernel itself (counted) */
+    uint64_t submit_ns;     /* host clock when queued */
+    uint64_t dur_ns;        /* modelled device time (0: a record or a wait) */
 };
 fc_op *fc_op_new(const char *desc_fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Check the op's declared ranges against the hazard state, record them, and queue the op on

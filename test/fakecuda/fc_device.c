@@ -35,6 +35,16 @@ static int env_int(const char *name, int def, int lo, int hi, int *bad) {
     return (int)x;
 }
 
+/* The device-time model (fc_queue.c). Also re-read when a first context is retained again (a
+ * process that closed its devices, e.g. between two training runs of one test, can change it). */
+static void read_timing(int *bad) {
+    fc_cfg.launch_ns = (uint64_t)env_int("TANDEM_FAKECUDA_LAUNCH_NS", 4000, 0, 100000000, bad);
+    fc_cfg.op_ns = (uint64_t)env_int("TANDEM_FAKECUDA_OP_NS", 3000, 0, 1000000000, bad);
+    fc_cfg.bytes_per_us = (uint64_t)env_int("TANDEM_FAKECUDA_BYTES_PER_US", 200000, 1, 1000000000, bad);
+    fc_cfg.delay_ns = (uint64_t)env_int("TANDEM_FAKECUDA_STREAM_DELAY_US", 0, 0, 10000000, bad) * 1000u;
+    fc_cfg.delay_device = env_int("TANDEM_FAKECUDA_DELAY_DEVICE", 0, 0, FC_MAX_DEVICES - 1, bad);
+}
+
 /* Re-read whenever no context is retained, so one process can try several configurations. */
 static int read_config(void) {
     int bad = 0;
@@ -56,6 +66,7 @@ static int read_config(void) {
         fc_cfg.seed = (unsigned)(ts.tv_nsec ^ ts.tv_sec ^ getpid()) % 1000000u;
     }
     fc_cfg.driver_version = env_int("TANDEM_FAKECUDA_DRIVER_VERSION", FC_DRIVER_VERSION, 11000, 99000, &bad);
+    read_timing(&bad);
     return bad ? -1 : 0;
 }
 
@@ -246,6 +257,9 @@ FC_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     if (r) return fc_leave(r);
     if (!pctx) return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "pctx is NULL"));
     if ((r = check_dev(call, dev))) return fc_leave(r);
+    int busy = 0, bad = 0;
+    for (int i = 0; i < FC_MAX_DEVICES; i++) busy |= fc_ctxs[i].refcount > 0;
+    if (!busy) read_timing(&bad); /* a bad value was reported; its default stays */
     fc_ctxs[dev].refcount++;
     *pctx = (CUcontext)(void *)&fc_ctxs[dev];
     return fc_leave(CUDA_SUCCESS);

@@ -16,12 +16,28 @@
  * from any thread, runs after it.
  *
  * All of it runs under the process-wide lock; a worker holds it while an op runs, so ops of
- * different streams interleave but never overlap. Waiting threads use one condition variable. */
+ * different streams interleave but never overlap. Waiting threads use one condition variable.
+ *
+ * Device time. Emulated kernels take CPU time unrelated to a GPU's, so event timestamps are not
+ * the wall clock but a modelled device clock per stream: an op starts at the latest of (the host
+ * clock when it was queued + TANDEM_FAKECUDA_LAUNCH_NS — the launch latency), the end of the
+ * stream's previous op, and, for a wait, the modelled end of the record it waits for; a copy,
+ * kernel or matmul then lasts TANDEM_FAKECUDA_OP_NS + (bytes it declares) / TANDEM_FAKECUDA_
+ * BYTES_PER_US (a memory-bound GPU: defaults 3 us + 200 GB/s), plus TANDEM_FAKECUDA_STREAM_DELAY_US
+ * on the created streams of device TANDEM_FAKECUDA_DELAY_DEVICE (default 0, the automatic data
+ * device: a slow data GPU); records and waits take no time. A record's event gets its op's
+ * modelled end. So a host that launches small kernels one by one leaves the modelled device idle
+ * between them (launch-bound), and a slow rate makes the device the bottleneck. The model is
+ * kept honest with the wall clock: a worker that finishes an op before its modelled end sleeps
+ * until then, to within 0.2 ms (so the host does not see work complete before the model says); when
+ * emulation is slower than the model, the device clock simply runs behind (idle time). The
+ * default stream and TANDEM_FAKECUDA_ASYNC=0 run inline and do not sleep. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test/fakecuda/fakecuda.h"
@@ -93,9 +109,35 @@ static uint64_t next_rand(fc_stream *s) {
     return z ^ (z >> 31);
 }
 
+/* A worker ahead of its modelled device by less than this does not sleep (usleep's granularity
+ * is about this size; sleeping for every microsecond-scale op would only slow the tests). */
+#define FC_PACE_SLACK_NS 200000u
+
+static uint64_t host_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The op's modelled start and end on its stream's device clock (see "Device time" above). */
+static uint64_t model_op(fc_stream *s, fc_op *op) {
+    uint64_t start = op->submit_ns + fc_cfg.launch_ns;
+    if (s->clock_ns > start) start = s->clock_ns;
+    if (op->wait_stream) {
+        uint64_t w = op->wait_stream->end_ns[op->wait_pos % FC_END_RING];
+        if (w > start) start = w;
+    }
+    const uint64_t end = start + op->dur_ns;
+    s->clock_ns = end;
+    s->end_ns[op->pos % FC_END_RING] = end;
+    return end;
+}
+
 static void run_op(fc_op *op) {
     /* After a fault the context is unusable, as on a GPU: later work does not run. */
     if (op->ctx->sticky == CUDA_SUCCESS && op->run) op->run(op);
+    const uint64_t end = model_op(op->stream, op);
+    if (op->event) op->event->t_ns = end;
 }
 
 static void *worker(void *arg) {
@@ -119,6 +161,12 @@ static void *worker(void *arg) {
             tandem_fakecuda_lock();
         }
         run_op(op);
+        const uint64_t end = s->clock_ns, now = host_ns();
+        if (end > now + FC_PACE_SLACK_NS) { /* the modelled device is slower than the emulation */
+            tandem_fakecuda_unlock();
+            usleep((useconds_t)((end - now) / 1000u));
+            tandem_fakecuda_lock();
+        }
         s->head = op->next;
         if (!s->head) s->tail = NULL;
         s->done++;
@@ -132,10 +180,23 @@ static void *worker(void *arg) {
 /* Legacy default stream: the context's blocking streams. */
 static void join_blocking(fc_stream *d, int drain);
 
+/* Modelled device time of a copy, kernel or matmul (acc: the ranges it declares); 0 for records
+ * and waits, which declare none. */
+static uint64_t op_duration(const fc_stream *s, const fc_acc_list *acc) {
+    if (!acc) return 0;
+    uint64_t bytes = 0;
+    for (int i = 0; i < acc->n; i++) bytes += acc->a[i].n;
+    uint64_t d = fc_cfg.op_ns + bytes * 1000u / fc_cfg.bytes_per_us;
+    if (!is_default(s) && s->h.ctx->device == fc_cfg.delay_device) d += fc_cfg.delay_ns;
+    return d;
+}
+
 void fc_submit(fc_stream *s, fc_op *op, const fc_acc_list *acc) {
     if (fc_capture_take(s, op, acc)) return;
     op->stream = s;
     op->ctx = s->h.ctx;
+    op->submit_ns = host_ns();
+    op->dur_ns = op_duration(s, acc);
     vc_join(&s->vc, &observed);
     if (is_default(s)) {
         join_blocking(s, 0);

@@ -43,7 +43,7 @@ static void test_progress_format(void **state) {
     assert_non_null(strstr(buf, "41.2 samples/s"));
     assert_non_null(strstr(buf, "12.5x RT"));
     assert_non_null(strstr(buf, "wait 0.3 ms"));
-    assert_non_null(strstr(buf, "busy 97/64%"));
+    assert_non_null(strstr(buf, "model 97 % \xc2\xb7 data 64 %"));
     assert_non_null(strstr(buf, "ETA 3m12s"));
     v.eta_s = 3 * 3600 + 5 * 60;
     cli_progress_format(&v, buf, sizeof buf);

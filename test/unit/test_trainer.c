@@ -727,7 +727,10 @@ static void test_device_roles(void **state) {
     assert_non_null(strstr(s[1].devices, "model device: CUDA 0"));
     assert_int_equal(s[1].busy_from_events, 1);
     assert_int_equal(s[0].busy_from_events, 0);
-    assert_true(s[1].model_busy_pct > 0 && s[1].model_busy_pct <= 100);
+    /* events measured the regions; busy counts the host's launch time as idle, so through the
+     * stand-in (small kernels launched one by one) it may be 0, never above the regions' span */
+    assert_true(s[1].model_occupied_pct > 0 && s[1].model_occupied_pct <= 100);
+    assert_true(s[1].model_busy_pct >= 0 && s[1].model_busy_pct <= s[1].model_occupied_pct);
     /* NVML fields: on the stand-in (TANDEM_NVML names its libnvidia-ml.so.1) both roles report;
      * the host run has none. */
     char mp[400], *mj = NULL;
