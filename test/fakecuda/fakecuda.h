@@ -327,12 +327,15 @@ typedef struct tandem_fakecuda_counts {
     uint64_t graph_launches, graph_instantiations;
     uint64_t stream_syncs, ctx_syncs, event_syncs; /* host waits */
     uint64_t copies;            /* cuMemcpy*Async outside a capture */
+    uint64_t matmuls, captured_matmuls; /* cublasLtMatmul outside / into a capture */
 } tandem_fakecuda_counts;
 /* The counts of device dev (its context's streams, events and calls); zeros for no device. */
 FC_EXPORT void tandem_fakecuda_get_counts(int dev, tandem_fakecuda_counts *out);
 /* The counts of the calls the calling thread made (all devices): a training loop's own, apart
  * from the loader and data-device threads'. */
 FC_EXPORT void tandem_fakecuda_get_thread_counts(tandem_fakecuda_counts *out);
+/* With the lock held, for libcublasLt: one matmul queued on stream (counted). */
+FC_EXPORT void tandem_fakecuda_count_matmul(CUstream stream);
 extern tandem_fakecuda_counts fc_counts[FC_MAX_DEVICES];
 extern __thread tandem_fakecuda_counts fc_thread_counts;
 #define FC_COUNT(dev, field) (fc_counts[(dev)].field++, fc_thread_counts.field++)

@@ -48,6 +48,12 @@ __thread tandem_fakecuda_counts fc_thread_counts;
 
 FC_EXPORT void tandem_fakecuda_get_thread_counts(tandem_fakecuda_counts *out) { *out = fc_thread_counts; }
 
+FC_EXPORT void tandem_fakecuda_count_matmul(CUstream h) {
+    fc_stream *s = fc_stream_of(h);
+    if (s->capture) FC_COUNT(s->h.ctx->device, captured_matmuls);
+    else FC_COUNT(s->h.ctx->device, matmuls);
+}
+
 FC_EXPORT void tandem_fakecuda_get_counts(int dev, tandem_fakecuda_counts *out) {
     tandem_fakecuda_lock();
     if (dev >= 0 && dev < FC_MAX_DEVICES) *out = fc_counts[dev];
