@@ -37,6 +37,14 @@ $(BUILD)/test/bin/check_archive: test/check_archive.sh
 	@printf '#!/bin/sh\nTANDEM_TEST_BUILD_DIR=%s exec bash %s\n' '$(abspath $(BUILD))' '$(abspath $<)' > $@
 	@chmod +x $@
 
+# The commands shown in README.md and docs/*.md, run as written (test/docs_commands.sh; its
+# allow-list names the slow ones, which make demo runs instead).
+TEST_BINS += $(BUILD)/test/bin/check_docs_commands
+$(BUILD)/test/bin/check_docs_commands: test/docs_commands.sh $(BUILD)/tandem
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec bash %s %s %s\n' '$(abspath $<)' '$(abspath .)' '$(abspath $(BUILD))' > $@
+	@chmod +x $@
+
 # Source rules, each a script run from the repository root: the dependency rule of
 # docs/ARCHITECTURE.md (check_layering.sh), no function in runtime/ over 80 lines
 # (check_function_length.sh + fnlen.awk), library code neither prints nor reads the

@@ -64,6 +64,47 @@ size_t tandem_config_dump(const tandem_config *cfg, char *buf, size_t cap);
  * `tandem train --help` prints). Same contract as dump. */
 size_t tandem_config_describe(char *buf, size_t cap);
 
+/* ---- the schema and MyXTTS's names, for tools (flags, help, docs) ------------------------------
+ * Names: every key is also a command-line flag (`--batch-size 16`, `--batch_size=16`): set and
+ * set_from read dashes as underscores. MyXTTS's config keys and train_main.py flags are accepted
+ * too (docs/MIGRATING.md): inside a file's `model:`, `data:` and `training:` sections (at the top
+ * level of a flat Tandem config they are errors naming the Tandem key) and by set: a renamed key sets the Tandem key (`learning_rate` is `lr`; `mixed_precision: true`
+ * is `precision: bf16`), one with no meaning here (an always-on feature, a part of MyXTTS's own
+ * model) changes nothing; each use logs one INFO line saying the Tandem name or why. Unknown keys
+ * inside a MyXTTS section are accepted with a WARN line; unknown top-level keys stay errors.
+ * These calls read static tables: no allocation, any thread. */
+
+typedef struct tandem_config_key_info {
+    const char *key;      /* "batch_size" */
+    const char *doc;      /* what it means */
+    const char *def;      /* default, as written in a file */
+    char expected[96];    /* "an integer in [1, 4096]" */
+    int is_bool;          /* true or false */
+} tandem_config_key_info;
+
+/* The number of keys, and key i (0 <= i < count) in schema order; TANDEM_E_INVALID outside. */
+int tandem_config_key_count(void);
+tandem_status tandem_config_key_at(int i, tandem_config_key_info *out);
+
+typedef struct tandem_config_alias_info {
+    const char *name;     /* MyXTTS's name, underscores ("gradient_accumulation_steps") */
+    const char *key;      /* the Tandem key it sets; NULL: accepted, sets nothing (see why) */
+    const char *why;      /* the INFO line's text: the Tandem meaning, or why nothing is set */
+    int is_switch;        /* an always-on feature: a flag without a value */
+} tandem_config_alias_info;
+
+int tandem_config_alias_count(void);
+tandem_status tandem_config_alias_at(int i, tandem_config_alias_info *out);
+
+/* What a name (dashes or underscores) is: */
+enum {
+    TANDEM_CONFIG_NAME_UNKNOWN = 0,
+    TANDEM_CONFIG_NAME_KEY,    /* a Tandem key: takes a value */
+    TANDEM_CONFIG_NAME_ALIAS,  /* a MyXTTS name that takes a value */
+    TANDEM_CONFIG_NAME_SWITCH, /* a MyXTTS flag without a value (an always-on feature) */
+};
+int tandem_config_name_kind(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

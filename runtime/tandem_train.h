@@ -154,6 +154,18 @@ typedef struct tandem_trainer_options {
     int profile_ops;         /* > 0: time up to this many kernels/GEMMs of this run's last step
                                 with events (`tandem profile`; tandem_trainer_op_times); 0 (default):
                                 off */
+    int force_resume;        /* 0 (default): a resume whose config changes a key that fixes the model's
+                                shapes or the data order (d_model, layers, heads, reduction, max_text,
+                                max_frames, batch_size, grad_accum, seed, shuffle, train_data) is
+                                refused naming each key, old and new value; 1: go on (a warning each) */
+    const char *init_from;   /* NULL (default); else a checkpoint file or run directory whose parameters
+                                (only: not the moments, step or sampler) start this new run; tensors of
+                                another shape keep their initialisation and are reported, sym_emb rows
+                                are copied by symbol name (docs/TRAINING.md, "Fine-tuning") */
+    const char *freeze;      /* NULL (default): none (a resume keeps the run's own); else comma-separated
+                                parameter groups not trained — embeddings, prenet, blocks.N,
+                                blocks.A-B, final_norm, heads, or a parameter-name prefix — whose
+                                parameters and AdamW moments stay as they are ("" trains all) */
     /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) (0-based) get NaN
        gradients before the update, as a diverging run would; default -1, 0 (off) */
     int64_t nonfinite_from, nonfinite_count;
@@ -185,12 +197,41 @@ typedef struct tandem_trainer_summary {
     double wall_ms;          /* the run's wall time (the data side's clock) */
 } tandem_trainer_summary;
 
+/* The config a resume of run_dir continues with (`tandem train --resume DIR` alone): the config
+ * stored in run_dir's newest usable checkpoint, with out = run_dir and, where a stored relative
+ * data path does not resolve from the current directory, the absolute one the checkpoint recorded.
+ * Set keys on it afterwards to change them (the trainer lists each change and refuses those that
+ * change shapes or the data order unless options.force_resume). On failure cfg is unchanged. */
+tandem_status tandem_trainer_resume_config(const char *run_dir, tandem_config *cfg);
+
 /* Build everything a run needs from cfg (train_data required; val_data optional; out is the run
  * directory, created) and o (NULL: the defaults): index the data (text cache), open the devices,
  * plan and commit both arenas, initialise or restore the parameters. The config is copied; o's
  * strings are read during create only. On failure *out = NULL and nothing is left to free. */
 tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_trainer_options *o,
                                     tandem_trainer **out);
+/* What create set up, for the caller to show before run (`tandem train` prints it at start): the
+ * devices and roles, the training set (rows, usable, left out by reason), the text cache, the
+ * memory plan, and where the run starts. Plain data the caller owns. */
+#define TANDEM_TRAINER_SKIP_REASONS 8 /* = TANDEM_DATA_SKIP_REASONS (tandem_data_skip_reason_name) */
+typedef struct tandem_trainer_startup {
+    char devices[512];          /* the device roles in words */
+    uint32_t rows;              /* non-empty lines of metadata.csv */
+    uint32_t utterances;        /* rows the text frontend accepted */
+    uint32_t n_train;           /* usable for training (after the duration filter) */
+    uint32_t skipped[TANDEM_TRAINER_SKIP_REASONS]; /* rows left out, by reason */
+    uint32_t too_long, too_short, unreadable; /* audio left out by the duration filter */
+    double max_s_allowed;       /* max_frames in seconds: longer audio is too long */
+    double longest_s;           /* the longest utterance found (also a too-long one), seconds */
+    int cache_hit;              /* 1: the text index came from the cache */
+    char cache_path[1024];      /* "" when there is no persistent cache */
+    uint32_t n_val;             /* utterances each validation uses (the fixed subset; 0: none) */
+    double data_arena_mib, model_arena_mib; /* committed arenas */
+    int ring_slots;
+    int64_t start_step;         /* 0 for a fresh run; the checkpoint's step on resume */
+} tandem_trainer_startup;
+/* Fill *r from a created trainer; TANDEM_E_INVALID for NULL arguments. */
+tandem_status tandem_trainer_startup_report(const tandem_trainer *t, tandem_trainer_startup *r);
 /* Train until max_steps, run_steps or a stop request, then write a checkpoint (unless the last
  * step wrote one) and fill *summary (may be NULL; filled on failure too, as far as the run got).
  * A stop request ends the run after the current step and returns TANDEM_OK. Call once. */

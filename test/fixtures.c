@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -159,6 +160,19 @@ void *tandem_test_read_file_ok(const char *path, size_t *len) {
     void *buf = tandem_test_read_file(path, len);
     if (!buf) fail_msg("cannot read %s: %s", path, strerror(errno));
     return buf;
+}
+
+int tandem_test_run_stderr(const char *cmd, const char *errfile, char *err, size_t cap) {
+    char full[4096];
+    if (snprintf(full, sizeof full, "%s >/dev/null 2>'%s'", cmd, errfile) >= (int)sizeof full)
+        fail_msg("command too long: %.200s", cmd);
+    const int rc = system(full);
+    FILE *f = fopen(errfile, "r");
+    if (!f) fail_msg("cannot read %s: %s", errfile, strerror(errno));
+    const size_t n = fread(err, 1, cap - 1, f);
+    err[n] = 0;
+    fclose(f);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 unsigned char *tandem_test_read_png(const char *path, int *w, int *h) {

@@ -95,6 +95,10 @@ void tandem_test_write_file(const char *path, const void *data, size_t len);
 void *tandem_test_read_file(const char *path, size_t *len);
 /* The same, failing the test when path cannot be read. */
 void *tandem_test_read_file_ok(const char *path, size_t *len);
+/* Runs the shell command `cmd` with stdout discarded and stderr into errfile, then reads that
+ * file into err (NUL-terminated, at most cap - 1 bytes). Returns the exit code (-1: no normal
+ * exit). For tests of the `tandem` command line. */
+int tandem_test_run_stderr(const char *cmd, const char *errfile, char *err, size_t cap);
 /* An RGB PNG through libpng's simplified reader (signature, CRCs and zlib checked): a new
  * malloc'd [h, w, 3] buffer; fails the test with libpng's message on a bad file. */
 unsigned char *tandem_test_read_png(const char *path, int *w, int *h);

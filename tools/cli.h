@@ -4,6 +4,8 @@
 #ifndef TANDEM_TOOLS_CLI_H
 #define TANDEM_TOOLS_CLI_H
 
+#include <stdio.h>
+
 #include "tandem.h"
 
 int cli_diagnose(int argc, char **argv);
@@ -17,6 +19,7 @@ int cli_synth(int argc, char **argv);
 int cli_plot(int argc, char **argv);
 int cli_profile(int argc, char **argv);
 int cli_monitor(int argc, char **argv);
+int cli_validate(int argc, char **argv);
 
 /* The one status → exit-code mapping of every command (README "Exit codes"):
  * 0 TANDEM_OK; 2 bad usage or bad input — TANDEM_E_INVALID, TANDEM_E_FORMAT, TANDEM_E_BUDGET
@@ -38,5 +41,34 @@ int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out);
  * flag), then the cross-key checks. On failure *out = NULL (nothing to destroy). */
 tandem_status cli_load_config(tandem_config **out, const char *path, int n, const char *const *flag,
                               const char *const *key, const char *const *val);
+/* The same with the base config, when path is NULL and resume is not, taken from the run resume
+ * continues (tandem_trainer_resume_config: `tandem train --resume DIR` without --config). */
+tandem_status cli_load_config_from(tandem_config **out, const char *path, const char *resume, int n,
+                                   const char *const *flag, const char *const *key, const char *const *val);
+
+/* ---- options (tools/cli_flags.c) ----
+ * Commands that take a config accept every config key as a flag (`--batch-size 16`,
+ * `--batch_size=16`) and MyXTTS's names (tandem_config_name_kind), collected in order and applied
+ * after the file by cli_load_config. */
+#define CLI_MAX_OVERRIDES 128
+typedef struct cli_overrides {
+    int n;
+    const char *flag[CLI_MAX_OVERRIDES], *key[CLI_MAX_OVERRIDES], *val[CLI_MAX_OVERRIDES];
+} cli_overrides;
+/* "--name=value": cuts arg at '=' in place and returns the value; NULL when arg has no '='. */
+const char *cli_opt_split(char *arg);
+/* The value of option argv[*i]: inline_value when given (--name=value), else argv[*i + 1]
+ * (*i advanced); NULL after printing "option needs a value" when there is none. */
+const char *cli_opt_value(const char *cmd, int argc, char **argv, int *i, const char *inline_value);
+/* argv[*i] as a config flag into ov: 1 taken, 0 not a config name, -1 error (printed). */
+int cli_config_option(const char *cmd, int argc, char **argv, int *i, const char *inline_value,
+                      cli_overrides *ov);
+/* Prints "unknown option" and returns 2. */
+int cli_unknown_option(const char *cmd, const char *arg);
+/* A log hook that drops every line: for commands that print the same facts in their report
+ * (plan's over-budget pool report, validate's findings). */
+void cli_quiet_hook(void *user, tandem_log_level level, const char *msg);
+/* Every config key as a flag with its doc, range and default, then the MyXTTS names. */
+void cli_print_config_flags(FILE *f);
 
 #endif

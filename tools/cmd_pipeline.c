@@ -11,9 +11,8 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem pipeline --data DIR --steps N [--config FILE] [--batch-size B]\n"
-            "                       [--num-workers W] [--prefetch-buffer-size N] [--backend auto|host|cuda]\n"
-            "                       [--force-staged true|false] [--poison]\n\n"
+            "usage: tandem pipeline --data DIR --steps N [--config FILE] [--backend auto|host|cuda]\n"
+            "                       [--poison] [--KEY VALUE ...]\n\n"
             "Runs the data side of training alone: indexes DIR (text cache included), opens the data\n"
             "and model devices (roles: two CUDA devices -> 0 and 1, one -> both roles, none -> two\n"
             "host devices), plans and commits both arenas, then loads, featurises and hands N batches\n"
@@ -21,10 +20,10 @@ static void usage(FILE *f) {
             "with the lengths, padding) and releases it. Prints batches/s, audio seconds/s (x real\n"
             "time), data-device busy %%, ring occupancy and the time of every stage.\n\n"
             "  --config FILE              run config (default: built-in defaults = the tiny preset)\n"
-            "  --batch-size B, --num-workers W, --prefetch-buffer-size N   override the config\n"
-            "  --force-staged true        ring copies through pinned host memory even with peer access\n"
             "  --backend B                auto (default), host or cuda\n"
-            "  --poison                   fill released slots with NaN (catches use after release)\n");
+            "  --poison                   fill released slots with NaN (catches use after release)\n"
+            "  --data-gpu N, --model-gpu N   CUDA ordinals of the roles (config keys, as every key below)\n");
+    cli_print_config_flags(f);
 }
 
 /* Each stage's line as soon as it is reached (the run itself may take a while). */
@@ -87,42 +86,24 @@ int cli_pipeline(int argc, char **argv) {
     long steps = -1;
     int poison = 0;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
-    static const struct { const char *flag, *key; } flags[] = {
-        {"--batch-size", "batch_size"},
-        {"--num-workers", "num_workers"},
-        {"--prefetch-buffer-size", "prefetch_buffer_size"},
-        {"--force-staged", "force_staged"},
-    };
-    enum { N_PIPE_FLAGS = (int)(sizeof flags / sizeof flags[0]) };
-    const char *over_flag[8], *over_key[8], *over_val[8];
-    int n_over = 0;
+    static cli_overrides ov;
+    ov.n = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *iv = cli_opt_split(argv[i]), *a = argv[i], *v;
         if (!strcmp(a, "--poison")) {
             poison = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tandem pipeline: option '%s' needs a value (see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--data")) data_dir = v;
-        else if (!strcmp(a, "--config")) config_path = v;
-        else if (!strcmp(a, "--steps")) {
-            if (!parse_int(a, v, 1, 100000000L, &steps)) return 2;
-        } else if (!strcmp(a, "--backend")) {
-            if (!cli_parse_backend("pipeline", v, &backend)) return 2;
+        } else if (!strcmp(a, "--data") || !strcmp(a, "--config") || !strcmp(a, "--steps") ||
+                   !strcmp(a, "--backend")) {
+            if (!(v = cli_opt_value("pipeline", argc, argv, &i, iv))) return 2;
+            if (a[2] == 'd') data_dir = v;
+            else if (a[2] == 'c') config_path = v;
+            else if (a[2] == 's') {
+                if (!parse_int(a, v, 1, 100000000L, &steps)) return 2;
+            } else if (!cli_parse_backend("pipeline", v, &backend)) return 2;
         } else {
-            int k = 0;
-            while (k < N_PIPE_FLAGS && strcmp(a, flags[k].flag)) k++;
-            if (k == N_PIPE_FLAGS || n_over == 8) {
-                fprintf(stderr, "tandem pipeline: unknown option '%s' (see --help)\n", a);
-                return 2;
-            }
-            over_flag[n_over] = flags[k].flag;
-            over_key[n_over] = flags[k].key;
-            over_val[n_over++] = v;
+            const int r = cli_config_option("pipeline", argc, argv, &i, iv, &ov);
+            if (r < 0) return 2;
+            if (r == 0) return cli_unknown_option("pipeline", a);
         }
     }
     if (!data_dir || steps < 0) {
@@ -132,7 +113,7 @@ int cli_pipeline(int argc, char **argv) {
     }
 
     tandem_config *cfg = NULL;
-    tandem_status st = cli_load_config(&cfg, config_path, n_over, over_flag, over_key, over_val);
+    tandem_status st = cli_load_config(&cfg, config_path, ov.n, ov.flag, ov.key, ov.val);
     if (st != TANDEM_OK) return cli_fail("pipeline", st);
     tandem_data_run_options o;
     tandem_data_run_options_init(&o);

@@ -10,22 +10,14 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem plan --config FILE [--batch-size N] [--data-gpu-memory MiB]\n"
-            "                   [--model-gpu-memory MiB] [--backend cuda|host]\n\n"
+            "usage: tandem plan --config FILE [--backend cuda|host] [--KEY VALUE ...]\n\n"
             "Prints the memory plan of every arena (data device, model device, pinned host\n"
             "staging) for a config, without opening a device. --backend picks the alignment the\n"
             "plan uses: cuda (default, 256 B) or host (64 B). Budgets (MiB, 0 = size by plan)\n"
-            "come from the config or the flags; a plan over budget exits with status 2.\n\n"
-            "config keys:\n");
-    char keys[8192];
-    tandem_config_describe(keys, sizeof keys);
-    fputs(keys, f);
-}
-
-/* The pools log an over-budget report through the hook; here the same report goes to stdout
- * with the rest of the plan, so the logged copy is dropped while planning. */
-static void quiet_hook(void *user, tandem_log_level level, const char *msg) {
-    (void)user, (void)level, (void)msg;
+            "come from the config or the flags; a plan over budget exits with status 2.\n"
+            "The device flags (--data-gpu, --model-gpu, --data-gpu-memory, --model-gpu-memory) and\n"
+            "every other config key are accepted as in tandem train.\n");
+    cli_print_config_flags(f);
 }
 
 static int fail_usage(const char *fmt, const char *arg) {
@@ -42,38 +34,26 @@ int cli_plan(int argc, char **argv) {
     }
     const char *config_path = NULL;
     tandem_backend backend = TANDEM_BACKEND_CUDA;
-    /* overrides: flag → config key, applied in order after the file */
-    static const struct { const char *flag, *key; } flags[] = {
-        {"--batch-size", "batch_size"},
-        {"--data-gpu-memory", "data_gpu_memory"},
-        {"--model-gpu-memory", "model_gpu_memory"},
-    };
-    const char *over_flag[16], *over_key[16], *over_val[16];
-    int n_over = 0;
+    static cli_overrides ov;
+    ov.n = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (i + 1 >= argc) return fail_usage("option '%s' needs a value", a);
-        const char *v = argv[++i];
-        if (strcmp(a, "--config") == 0) {
-            config_path = v;
-        } else if (strcmp(a, "--backend") == 0) {
-            if (strcmp(v, "cuda") == 0) backend = TANDEM_BACKEND_CUDA;
+        const char *iv = cli_opt_split(argv[i]), *a = argv[i], *v;
+        if (strcmp(a, "--config") == 0 || strcmp(a, "--backend") == 0) {
+            if (!(v = cli_opt_value("plan", argc, argv, &i, iv))) return 2;
+            if (a[2] == 'c') config_path = v;
+            else if (strcmp(v, "cuda") == 0) backend = TANDEM_BACKEND_CUDA;
             else if (strcmp(v, "host") == 0) backend = TANDEM_BACKEND_HOST;
             else return fail_usage("--backend '%s': expected cuda or host", v);
         } else {
-            int k = 0;
-            while (k < 3 && strcmp(a, flags[k].flag) != 0) k++;
-            if (k == 3) return fail_usage("unknown option '%s'", a);
-            if (n_over == 16) return fail_usage("too many overrides (at '%s')", a);
-            over_flag[n_over] = flags[k].flag;
-            over_key[n_over] = flags[k].key;
-            over_val[n_over++] = v;
+            const int r = cli_config_option("plan", argc, argv, &i, iv, &ov);
+            if (r < 0) return 2;
+            if (r == 0) return fail_usage("unknown option '%s'", a);
         }
     }
     if (!config_path) return fail_usage("%s", "--config FILE is required");
 
     tandem_config *cfg = NULL;
-    tandem_status st = cli_load_config(&cfg, config_path, n_over, over_flag, over_key, over_val);
+    tandem_status st = cli_load_config(&cfg, config_path, ov.n, ov.flag, ov.key, ov.val);
     if (st != TANDEM_OK) return cli_fail("plan", st);
     tandem_plan_options po;
     tandem_plan_options_init(&po);
@@ -87,7 +67,7 @@ int cli_plan(int argc, char **argv) {
         return 1;
     }
     size_t len = 0;
-    tandem_log_set_hook(quiet_hook, NULL);
+    tandem_log_set_hook(cli_quiet_hook, NULL); /* the pools log an over-budget report: it is in the text */
     st = tandem_plan_report(cfg, &po, text, TEXT_MAX, &len);
     tandem_log_set_hook(NULL, NULL);
     tandem_config_destroy(cfg);

@@ -19,52 +19,56 @@ static void on_signal(int sig) {
     if (t) tandem_trainer_request_stop(t);
 }
 
-/* flag → config key */
-static const struct {
-    const char *flag, *key;
-} k_flags[] = {
-    {"--train-data", "train_data"},
-    {"--val-data", "val_data"},
-    {"--model-size", "model_size"},
-    {"--batch-size", "batch_size"},
-    {"--grad-accum", "grad_accum"},
-    {"--num-workers", "num_workers"},
-    {"--prefetch-buffer-size", "prefetch_buffer_size"},
-    {"--force-staged", "force_staged"},
-    {"--data-gpu", "data_gpu"},
-    {"--model-gpu", "model_gpu"},
-    {"--data-gpu-memory", "data_gpu_memory"},
-    {"--model-gpu-memory", "model_gpu_memory"},
-    {"--max-steps", "max_steps"},
-    {"--lr", "lr"},
-    {"--seed", "seed"},
-    {"--out", "out"},
-    {"--precision", "precision"},
-    {"--checkpoint-every", "checkpoint_every"},
-    {"--keep", "keep"},
-    {"--log-every", "log_every"},
-    {"--val-every", "val_every"},
-    {"--warmup-steps", "warmup_steps"},
-};
-#define N_FLAGS (int)(sizeof k_flags / sizeof k_flags[0])
-
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem train [--config FILE.yaml] [--resume DIR | --new-run] [--backend auto|host|cuda] "
-            "[--quiet] [overrides]\n\n"
+            "usage: tandem train [--config FILE.yaml] [--resume DIR [--force-resume] | --new-run] "
+            "[--init-from CKPT] [--freeze GROUPS] [--backend auto|host|cuda] "
+            "[--quiet] [--KEY VALUE ...]\n\n"
             "Trains the acoustic model: the data device fills a ring of fixed-shape batches, the "
             "model device trains on them.\nOutput in --out: metrics.jsonl and "
-            "ckpt-<step>.safetensors. SIGINT/SIGTERM: finish the step, checkpoint, exit 0.\n\n"
-            "overrides (each sets the config key named after it):\n");
-    for (int i = 0; i < N_FLAGS; i++) fprintf(f, "  %-24s %s\n", k_flags[i].flag, k_flags[i].key);
-    fprintf(f, "\n  --resume DIR             continue from the newest valid checkpoint in DIR\n"
-               "  --backend B              auto (cuda when present, else two host devices), host, cuda\n"
-               "  --new-run                start a new run in a non-empty --out (the previous run's files\n"
-               "                           move to OUT/previous-<n>/; without it such a directory is refused)\n"
-               "  --quiet                  no progress line\n\nconfig keys:\n");
-    char buf[16384];
-    tandem_config_describe(buf, sizeof buf);
-    fputs(buf, f);
+            "ckpt-<step>.safetensors. SIGINT/SIGTERM: finish the step, checkpoint, exit 0.\n"
+            "At start it prints the devices and their roles, the dataset (usable utterances, rows\n"
+            "and audio left out by reason), the text cache (hit or miss) and the memory plan.\n\n"
+            "  --config FILE            YAML config: flat Tandem keys, or a MyXTTS config (model:, data:,\n"
+            "                           training: sections; docs/MIGRATING.md)\n"
+            "  --resume DIR             continue the run in DIR from its newest valid checkpoint: its config,\n"
+            "                           data paths and symbol table (without --config); flags given change\n"
+            "                           keys (each listed); keys that fix shapes or the data order are refused\n"
+            "  --force-resume           resume even when the flags change such keys\n"
+            "  --init-from CKPT         a new run starting from the parameters of CKPT (a checkpoint file\n"
+            "                           or run directory): fine-tuning; other shapes are reported\n"
+            "  --freeze GROUPS          parameter groups not trained, comma-separated: embeddings, prenet,\n"
+            "                           blocks.N, blocks.A-B, final_norm, heads, or a parameter-name prefix\n"
+            "  --backend B              auto (cuda when present, else two host devices), host, cuda\n"
+            "  --new-run                start a new run in a non-empty --out (the previous run's files\n"
+            "                           move to OUT/previous-<n>/; without it such a directory is refused)\n"
+            "  --quiet                  no progress line and no start-up report\n");
+    cli_print_config_flags(f);
+}
+
+/* What create set up, before the first step (the library prints nothing itself). */
+static void print_startup(const tandem_trainer *t) {
+    tandem_trainer_startup r;
+    if (tandem_trainer_startup_report(t, &r) != TANDEM_OK) return;
+    printf("devices: %s\n", r.devices);
+    printf("data: %u rows, %u usable for training", r.rows, r.n_train);
+    if (r.n_val) printf(", %u for validation", r.n_val);
+    printf("; left out:");
+    int any = 0;
+    for (int k = 0; k < TANDEM_TRAINER_SKIP_REASONS; k++)
+        if (r.skipped[k]) printf("%s %u %s", any++ ? "," : "", r.skipped[k], tandem_data_skip_reason_name(k));
+    if (r.too_long)
+        printf("%s %u audio too long (over %.2f s = max_frames; longest %.2f s: raise max_frames to keep them)",
+               any++ ? "," : "", r.too_long, r.max_s_allowed, r.longest_s);
+    if (r.too_short) printf("%s %u audio shorter than one hop", any++ ? "," : "", r.too_short);
+    if (r.unreadable) printf("%s %u audio unreadable", any++ ? "," : "", r.unreadable);
+    printf("%s\n", any ? "" : " none");
+    printf("text cache: %s%s%s\n", r.cache_hit ? "hit" : "miss (built now)", r.cache_path[0] ? ", " : " (none: in memory)",
+           r.cache_path);
+    printf("memory plan: data arena %.1f MiB, model arena %.1f MiB (ring of %d slots)\n", r.data_arena_mib,
+           r.model_arena_mib, r.ring_slots);
+    if (r.start_step) printf("resuming at step %lld\n", (long long)r.start_step);
+    fflush(stdout);
 }
 
 static void print_summary(const tandem_trainer_summary *sum) {
@@ -94,41 +98,34 @@ int cli_train(int argc, char **argv) {
     }
     const char *config_path = NULL, *resume = NULL;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
-    int quiet = 0, new_run = 0;
-    enum { MAX_OVER = 64 };
-    const char *over_flag[MAX_OVER], *over_key[MAX_OVER], *over_val[MAX_OVER];
-    int n_over = 0;
+    int quiet = 0, new_run = 0, force_resume = 0;
+    const char *init_from = NULL, *freeze = NULL;
+    static cli_overrides ov;
+    ov.n = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--quiet") || !strcmp(a, "--new-run")) {
+        const char *iv = cli_opt_split(argv[i]), *a = argv[i], *v;
+        if (!strcmp(a, "--quiet") || !strcmp(a, "--new-run") || !strcmp(a, "--force-resume")) {
             if (a[2] == 'q') quiet = 1;
-            else new_run = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tandem train: option '%s' needs a value (see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--config")) config_path = v;
-        else if (!strcmp(a, "--resume")) resume = v;
-        else if (!strcmp(a, "--backend")) {
-            if (!cli_parse_backend("train", v, &backend)) return 2;
+            else if (a[2] == 'n') new_run = 1;
+            else force_resume = 1;
+        } else if (!strcmp(a, "--config") || !strcmp(a, "--resume") || !strcmp(a, "--backend") ||
+                   !strcmp(a, "--init-from") || !strcmp(a, "--freeze")) {
+            if (!(v = cli_opt_value("train", argc, argv, &i, iv))) return 2;
+            if (a[2] == 'c') config_path = v;
+            else if (a[2] == 'r') resume = v;
+            else if (a[2] == 'i') init_from = v;
+            else if (a[2] == 'f') freeze = v;
+            else if (!cli_parse_backend("train", v, &backend)) return 2;
         } else {
-            int k = 0;
-            while (k < N_FLAGS && strcmp(a, k_flags[k].flag)) k++;
-            if (k == N_FLAGS || n_over == MAX_OVER) {
-                fprintf(stderr, "tandem train: unknown option '%s' (see --help)\n", a);
-                return 2;
-            }
-            over_flag[n_over] = k_flags[k].flag;
-            over_key[n_over] = k_flags[k].key;
-            over_val[n_over++] = v;
+            const int r = cli_config_option("train", argc, argv, &i, iv, &ov);
+            if (r < 0) return 2;
+            if (r == 0) return cli_unknown_option("train", a);
         }
     }
 
     tandem_config *cfg = NULL;
-    tandem_status st = cli_load_config(&cfg, config_path, n_over, over_flag, over_key, over_val);
+    /* --resume without --config: the run's own config (its checkpoint's), then the flags */
+    tandem_status st = cli_load_config_from(&cfg, config_path, resume, ov.n, ov.flag, ov.key, ov.val);
     if (st != TANDEM_OK) return cli_fail("train", st);
     char train_data[TANDEM_CONFIG_VALUE_MAX], log_every[TANDEM_CONFIG_VALUE_MAX];
     if ((st = tandem_config_get(cfg, "train_data", train_data, sizeof train_data)) != TANDEM_OK ||
@@ -149,6 +146,9 @@ int cli_train(int argc, char **argv) {
     o.backend = backend;
     o.resume_dir = resume;
     o.new_run = new_run;
+    o.force_resume = force_resume;
+    o.init_from = init_from;
+    o.freeze = freeze;
     if (!quiet) {
         o.on_step = cli_progress_on_step;
         o.on_step_user = &progress;
@@ -157,6 +157,7 @@ int cli_train(int argc, char **argv) {
     st = tandem_trainer_create(cfg, &o, &t);
     tandem_config_destroy(cfg);
     if (st != TANDEM_OK) return cli_fail("train", st);
+    if (!quiet) print_startup(t);
     g_trainer = t;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -17,6 +17,7 @@
 #pragma weak cli_train
 #pragma weak cli_synth
 #pragma weak cli_plot
+#pragma weak cli_validate
 
 typedef struct {
     const char *name;
@@ -36,6 +37,8 @@ static const cli_cmd cmds[] = {
     {"plot", cli_plot, "loss curve and target-vs-predicted mel PNGs of a run"},
     {"profile", cli_profile, "train N steps and report busy/idle, data wait, op times and the bottleneck"},
     {"monitor", cli_monitor, "live NVML view of every GPU and of a running training's metrics"},
+    {"validate", cli_validate, "check a config, its dataset and the devices before training"},
+    /* one line per command: `tandem help` and `tandem help <command>` follow from this table */
 };
 #define NCMDS (int)(sizeof cmds / sizeof cmds[0])
 
@@ -76,9 +79,15 @@ int cli_parse_backend(const char *cmd, const char *v, tandem_backend *out) {
 
 tandem_status cli_load_config(tandem_config **out, const char *path, int n, const char *const *flag,
                               const char *const *key, const char *const *val) {
+    return cli_load_config_from(out, path, NULL, n, flag, key, val);
+}
+
+tandem_status cli_load_config_from(tandem_config **out, const char *path, const char *resume, int n,
+                                   const char *const *flag, const char *const *key, const char *const *val) {
     tandem_config *cfg = NULL;
     tandem_status st = tandem_config_create(&cfg);
     if (st == TANDEM_OK && path) st = tandem_config_load(cfg, path);
+    else if (st == TANDEM_OK && resume) st = tandem_trainer_resume_config(resume, cfg);
     for (int i = 0; st == TANDEM_OK && i < n; i++) st = tandem_config_set_from(cfg, flag[i], key[i], val[i]);
     if (st == TANDEM_OK) st = tandem_config_check(cfg);
     if (st != TANDEM_OK) {
@@ -91,10 +100,28 @@ tandem_status cli_load_config(tandem_config **out, const char *path, int n, cons
 
 static void usage(FILE *f) {
     fprintf(f, "tandem %s — train a TTS acoustic model on two devices\n\n", TANDEM_VERSION_STRING);
-    fprintf(f, "usage: tandem <command> [options]   (tandem <command> --help for details)\n\n");
+    fprintf(f, "usage: tandem <command> [options]   (tandem help <command> or tandem <command> --help for "
+               "details)\n\n");
     for (int i = 0; i < NCMDS; i++)
         if (cmds[i].fn) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+    fprintf(f, "  %-10s %s\n", "help", "this list, or one command's options: tandem help <command>");
     cli_env_usage(f);
+}
+
+/* `tandem help [command]`: the list, or the command's own --help. */
+static int help(int argc, char **argv) {
+    if (argc < 3) {
+        usage(stdout);
+        return 0;
+    }
+    for (int i = 0; i < NCMDS; i++)
+        if (cmds[i].fn && strcmp(argv[2], cmds[i].name) == 0) {
+            char *args[] = {argv[2], (char *)"--help", NULL};
+            return cmds[i].fn(2, args);
+        }
+    fprintf(stderr, "tandem help: unknown command '%s'\n\n", argv[2]);
+    usage(stderr);
+    return 2;
 }
 
 int main(int argc, char **argv) {
@@ -106,6 +133,7 @@ int main(int argc, char **argv) {
         printf("tandem %s\n", TANDEM_VERSION_STRING);
         return 0;
     }
+    if (strcmp(argv[1], "help") == 0) return help(argc, argv);
     for (int i = 0; i < NCMDS; i++) {
         if (strcmp(argv[1], cmds[i].name) != 0) continue;
         if (!cmds[i].fn) {

@@ -16,6 +16,7 @@
 #include "platform/os/log.h"
 #include "platform/os/strbuf.h"
 #include "platform/os/os.h"
+#include "runtime/core/config_compat.h"
 #include "runtime/core/utf8.h"
 #include "kernels/layers.h" /* LayerNorm backward's shared memory bounds d_model */
 #include "kernels/mel.h" /* the feature recipe: n_mels is fixed by it */
@@ -85,6 +86,9 @@ static const key_spec schema[] = {
          "sentences synthesized at every validation, WAVs under out/samples (a YAML list; "
          "on the command line joined by '|')"),
     KINT64(max_steps, "10000", 1, (int64_t)1000000000000, "optimizer steps to run"),
+    KINT64(epochs, "0", 0, 1000000,
+           "passes over the training set: at start max_steps = ceil(epochs * usable utterances / "
+           "(batch_size * grad_accum)) (0 = off; a max_steps given explicitly wins)"),
     KFLOAT(lr, "0.0003", 0.0, 1.0, "peak learning rate"),
     KINT64(warmup_steps, "200", 0, (int64_t)1000000000000, "linear learning-rate warm-up steps"),
     KFLOAT(min_lr_ratio, "0.1", 0.0, 1.0, "the cosine schedule ends at lr * min_lr_ratio"),
@@ -105,6 +109,7 @@ static const key_spec schema[] = {
     KINT(val_batches, "4", 1, 100000, "batches per validation (from the start of the held-out set)"),
     KINT64(log_every, "10", 1, (int64_t)1000000000000,
            "metrics.jsonl line (and plain progress line off a terminal) every N steps"),
+    KBOOL(tensorboard, "true", "TensorBoard event files in out (scalars, figures, test-sentence audio)"),
     KINT64(checkpoint_every, "1000", 0, (int64_t)1000000000000,
            "checkpoint every N steps (0 = only at the end and on SIGINT/SIGTERM)"),
     KINT(keep, "3", 1, 1000000, "checkpoints kept (the newest K)"),
@@ -309,14 +314,76 @@ void tandem_config_init(tandem_config *cfg) {
     apply_preset(cfg);
 }
 
+/* ---- MyXTTS names (config_compat.h) ---------------------------------------------------------- */
+
+/* name with dashes read as underscores ("batch-size" is batch_size); 0 when it does not fit. */
+static int normalise_name(const char *name, char *out, size_t cap) {
+    size_t n = strlen(name);
+    if (n >= cap) return 0;
+    for (size_t i = 0; i <= n; i++) out[i] = name[i] == '-' ? '_' : name[i];
+    return 1;
+}
+
+static void where_text(const origin *o, char *buf, size_t cap) {
+    if (o->line > 0) snprintf(buf, cap, "%s:%d", o->name, o->line);
+    else snprintf(buf, cap, "%s", o->name);
+}
+
+/* A MyXTTS name: set the Tandem key it stands for, or accept it saying why it means nothing here
+ * (one INFO line either way). shown is the name as the user wrote it ("training.epochs"). */
+static tandem_status apply_compat(tandem_config *cfg, const tandem_compat *c, const char *value,
+                                  const origin *o, const char *shown) {
+    char where[320];
+    where_text(o, where, sizeof where);
+    int on = 1;
+    if ((c->kind == TANDEM_COMPAT_SWITCH && *value) || c->kind == TANDEM_COMPAT_BOOL_MAP)
+        if (!parse_bool(value, &on))
+            return tandem_fail(TANDEM_E_INVALID, "%s: key '%s': expected true or false, got '%.100s'",
+                               where, shown, value);
+    if (c->kind == TANDEM_COMPAT_IGNORE && c->only && strcasecmp(value, c->only) != 0)
+        return tandem_fail(TANDEM_E_INVALID, "%s: key '%s': expected '%s' (%s), got '%.100s'", where,
+                           shown, c->only, c->why, value);
+    if (c->kind == TANDEM_COMPAT_SWITCH || c->kind == TANDEM_COMPAT_IGNORE) {
+        tandem_logf(TANDEM_LOG_INFO, "%s: '%s' accepted, nothing to set: %s%s", where, shown, c->why,
+                    on ? "" : " (it cannot be turned off)");
+        return TANDEM_OK;
+    }
+    const int ki = find_key(c->key);
+    const key_spec *k = &schema[ki];
+    char clamped[32];
+    int64_t v;
+    if (c->kind == TANDEM_COMPAT_BOOL_MAP) {
+        value = on ? c->if_true : c->if_false;
+        tandem_logf(TANDEM_LOG_INFO, "%s: '%s' is Tandem's '%s: %s' (%s)", where, shown, c->key, value, c->why);
+    } else if (c->clamp_from && k->type == K_INT && parse_int64(value, &v) && v > k->imax &&
+               v <= c->clamp_from) {
+        snprintf(clamped, sizeof clamped, "%lld", (long long)k->imax);
+        tandem_logf(TANDEM_LOG_INFO, "%s: '%s: %s' set as '%s: %s' (%s)", where, shown, value, c->key,
+                    clamped, c->why);
+        value = clamped;
+    } else if (strcmp(c->name, c->key) != 0) {
+        tandem_logf(TANDEM_LOG_INFO, "%s: '%s' is Tandem's '%s' (%s)", where, shown, c->key, c->why);
+    }
+    return set_key(cfg, ki, value, o);
+}
+
+/* Set a key named by its Tandem name or a MyXTTS name (dashes or underscores). */
+static tandem_status set_named(tandem_config *cfg, const char *name, const char *value, const origin *o) {
+    char n[128];
+    if (!normalise_name(name, n, sizeof n)) return fail_unknown(o, name);
+    const tandem_compat *c = tandem_compat_find(n);
+    if (c) return apply_compat(cfg, c, value, o, name);
+    const int ki = find_key(n);
+    if (ki < 0) return fail_unknown(o, name);
+    return set_key(cfg, ki, value, o);
+}
+
 tandem_status tandem_config_set_from(tandem_config *cfg, const char *origin_name, const char *key,
                                      const char *value) {
     origin o = {origin_name ? origin_name : "override", 0};
     if (!cfg || !key || !value)
         return tandem_fail(TANDEM_E_INVALID, "tandem_config_set: NULL argument");
-    int ki = find_key(key);
-    if (ki < 0) return fail_unknown(&o, key);
-    return set_key(cfg, ki, value, &o);
+    return set_named(cfg, key, value, &o);
 }
 
 tandem_status tandem_config_set(tandem_config *cfg, const char *key, const char *value) {
@@ -384,57 +451,147 @@ static tandem_status read_list(yaml_parser_t *p, tandem_config *cfg, int ki, con
     }
 }
 
-/* The top-level mapping, one `key: scalar` pair at a time. */
-static tandem_status read_mapping(yaml_parser_t *p, tandem_config *cfg, const char *name) {
-    int seen_line[N_KEYS] = {0};
+/* Skip one node whose first event is ev (already read and deleted by the caller: kind given). */
+static tandem_status skip_node(yaml_parser_t *p, yaml_event_type_t first, const char *name) {
+    int depth = first == YAML_MAPPING_START_EVENT || first == YAML_SEQUENCE_START_EVENT;
+    while (depth > 0) {
+        yaml_event_t ev;
+        TANDEM_TRY(next_event(p, &ev, name));
+        if (ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_SEQUENCE_START_EVENT) depth++;
+        if (ev.type == YAML_MAPPING_END_EVENT || ev.type == YAML_SEQUENCE_END_EVENT) depth--;
+        yaml_event_delete(&ev);
+    }
+    return TANDEM_OK;
+}
+
+/* Where a mapping is read: the file, the section (NULL at the top level; "model", "data" or
+ * "training" of a MyXTTS config) and the line each Tandem key was first given on. */
+typedef struct map_ctx {
+    const char *name, *section;
+    int *seen_line;
+} map_ctx;
+
+static tandem_status read_mapping(yaml_parser_t *p, tandem_config *cfg, const map_ctx *m);
+
+/* A key of a MyXTTS section that Tandem does not know: accepted with a warning (such configs
+ * carry many keys of MyXTTS's own model), naming the nearest Tandem key when one is close. */
+static tandem_status skip_unknown(yaml_parser_t *p, const map_ctx *m, const char *key, int line) {
+    int best = 0, best_d = 99;
+    for (int i = 0; i < N_KEYS; i++) {
+        int d = edit_distance(key, schema[i].key);
+        if (d < best_d) best_d = d, best = i;
+    }
+    char hint[96] = "";
+    if (best_d <= 2 + (int)strlen(key) / 4) snprintf(hint, sizeof hint, " (did you mean '%s'?)", schema[best].key);
+    tandem_logf(TANDEM_LOG_WARN, "%s:%d: '%s.%s': no Tandem equivalent, ignored%s", m->name, line, m->section,
+                key, hint);
+    yaml_event_t ev;
+    TANDEM_TRY(next_event(p, &ev, m->name));
+    const yaml_event_type_t t = ev.type;
+    yaml_event_delete(&ev);
+    return skip_node(p, t, m->name);
+}
+
+/* The value of key (schema index ki, or -1 with a compat entry c) at origin o. */
+static tandem_status read_value(yaml_parser_t *p, tandem_config *cfg, const map_ctx *m, int ki,
+                                const tandem_compat *c, const char *shown, origin *o) {
+    yaml_event_t vev;
+    TANDEM_TRY(next_event(p, &vev, m->name));
+    o->line = (int)vev.start_mark.line + 1;
+    const int nested = vev.type == YAML_SEQUENCE_START_EVENT || vev.type == YAML_MAPPING_START_EVENT;
+    if (vev.type == YAML_SEQUENCE_START_EVENT && ki >= 0 && !c && strcmp(schema[ki].key, "test_sentences") == 0) {
+        yaml_event_delete(&vev);
+        return read_list(p, cfg, ki, o);
+    }
+    if (nested && c && (c->kind == TANDEM_COMPAT_IGNORE || c->kind == TANDEM_COMPAT_SWITCH) && !c->only) {
+        const yaml_event_type_t t = vev.type;
+        yaml_event_delete(&vev);
+        TANDEM_TRY(skip_node(p, t, m->name));
+        return apply_compat(cfg, c, "", o, shown);
+    }
+    if (vev.type != YAML_SCALAR_EVENT) {
+        char what[96], got[32];
+        if (ki >= 0) expected_text(&schema[ki], what, sizeof what);
+        else snprintf(what, sizeof what, "a plain value");
+        snprintf(got, sizeof got, "%s", event_kind(&vev));
+        yaml_event_delete(&vev);
+        return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': expected %s, got %s", m->name, o->line, shown,
+                           what, got);
+    }
+    const char *v = (const char *)vev.data.scalar.value;
+    /* `key:`, `key: ~` and `key: null` are YAML's null: an empty string for string keys
+     * (and an error naming the empty value for the others). */
+    if (vev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && (strcmp(v, "~") == 0 || strcasecmp(v, "null") == 0))
+        v = "";
+    tandem_status st = c ? apply_compat(cfg, c, v, o, shown) : set_key(cfg, ki, v, o);
+    yaml_event_delete(&vev);
+    return st;
+}
+
+/* A MyXTTS name at the top level of a file: flat files are Tandem configs (a typo-free name there
+ * is still an error); MyXTTS's names are read inside its sections and on the command line. */
+static tandem_status fail_flat_alias(const origin *o, const tandem_compat *c, const char *key) {
+    if (c->key)
+        return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': MyXTTS's name for '%s'; a flat Tandem config "
+                           "uses Tandem's names: write '%s' (or keep MyXTTS's layout: model:, data:, training: "
+                           "sections)", o->name, o->line, key, c->key, c->key);
+    return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': MyXTTS's name, which sets nothing in Tandem (%s); "
+                       "remove it from this flat config (or keep MyXTTS's layout: model:, data:, training: "
+                       "sections)", o->name, o->line, key, c->why);
+}
+
+/* One `key: value` pair of a mapping (the key's scalar already read). */
+static tandem_status read_entry(yaml_parser_t *p, tandem_config *cfg, const map_ctx *m, const char *key,
+                                int line) {
+    origin o = {m->name, line};
+    if (!m->section && tandem_compat_is_section(key)) {
+        yaml_event_t ev;
+        TANDEM_TRY(next_event(p, &ev, m->name));
+        const int is_map = ev.type == YAML_MAPPING_START_EVENT;
+        yaml_event_delete(&ev);
+        if (!is_map)
+            return tandem_fail(TANDEM_E_INVALID, "%s:%d: '%s': expected a mapping (a MyXTTS config section "
+                               "of `key: value` lines)", m->name, line, key);
+        const map_ctx sub = {m->name, key, m->seen_line};
+        return read_mapping(p, cfg, &sub);
+    }
+    const tandem_compat *c = tandem_compat_find(key);
+    if (c && !m->section) { /* a flat file is a Tandem config: Tandem's names, Tandem's ranges */
+        if (c->key && strcmp(c->key, key) == 0) c = NULL;
+        else return fail_flat_alias(&o, c, key);
+    }
+    const int ki = find_key(c && c->key ? c->key : key);
+    if (!c && ki < 0) return m->section ? skip_unknown(p, m, key, line) : fail_unknown(&o, key);
+    if (ki >= 0 && m->seen_line[ki])
+        return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': given twice (first on line %d)", m->name, line,
+                           schema[ki].key, m->seen_line[ki]);
+    if (ki >= 0) m->seen_line[ki] = line;
+    char shown[160];
+    if (m->section) snprintf(shown, sizeof shown, "%s.%s", m->section, key);
+    else snprintf(shown, sizeof shown, "%s", key);
+    return read_value(p, cfg, m, ki, c, shown, &o);
+}
+
+/* A mapping, one `key: value` pair at a time; MyXTTS sections recurse once. */
+static tandem_status read_mapping(yaml_parser_t *p, tandem_config *cfg, const map_ctx *m) {
     for (;;) {
-        yaml_event_t kev, vev;
-        TANDEM_TRY(next_event(p, &kev, name));
+        yaml_event_t kev;
+        TANDEM_TRY(next_event(p, &kev, m->name));
         if (kev.type == YAML_MAPPING_END_EVENT) {
             yaml_event_delete(&kev);
             return TANDEM_OK;
         }
-        origin o = {name, (int)kev.start_mark.line + 1};
+        const int line = (int)kev.start_mark.line + 1;
         if (kev.type != YAML_SCALAR_EVENT) {
             const char *what = event_kind(&kev);
             yaml_event_delete(&kev);
-            return tandem_fail(TANDEM_E_INVALID, "%s:%d: expected a key (a plain name), got %s",
-                               name, o.line, what);
+            return tandem_fail(TANDEM_E_INVALID, "%s:%d: expected a key (a plain name), got %s", m->name,
+                               line, what);
         }
         char key[128];
         snprintf(key, sizeof key, "%s", (const char *)kev.data.scalar.value);
         yaml_event_delete(&kev);
-        int ki = find_key(key);
-        if (ki < 0) return fail_unknown(&o, key);
-        if (seen_line[ki])
-            return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': given twice (first on line %d)",
-                               name, o.line, key, seen_line[ki]);
-        seen_line[ki] = o.line;
-
-        TANDEM_TRY(next_event(p, &vev, name));
-        o.line = (int)vev.start_mark.line + 1;
-        if (vev.type == YAML_SEQUENCE_START_EVENT && strcmp(key, "test_sentences") == 0) {
-            yaml_event_delete(&vev);
-            TANDEM_TRY(read_list(p, cfg, ki, &o));
-            continue;
-        }
-        if (vev.type != YAML_SCALAR_EVENT) {
-            char what[96], got[32];
-            expected_text(&schema[ki], what, sizeof what);
-            snprintf(got, sizeof got, "%s", event_kind(&vev));
-            yaml_event_delete(&vev);
-            return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': expected %s, got %s", name,
-                               o.line, key, what, got);
-        }
-        const char *v = (const char *)vev.data.scalar.value;
-        /* `key:`, `key: ~` and `key: null` are YAML's null: an empty string for string keys
-         * (and an error naming the empty value for the others). */
-        if (vev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-            (strcmp(v, "~") == 0 || strcasecmp(v, "null") == 0))
-            v = "";
-        tandem_status st = set_key(cfg, ki, v, &o);
-        yaml_event_delete(&vev);
-        if (st != TANDEM_OK) return st;
+        TANDEM_TRY(read_entry(p, cfg, m, key, line));
     }
 }
 
@@ -453,7 +610,9 @@ static tandem_status read_stream(yaml_parser_t *p, tandem_config *cfg, const cha
     int is_map = ev.type == YAML_MAPPING_START_EVENT;
     int empty_doc = ev.type == YAML_SCALAR_EVENT && ev.data.scalar.length == 0;
     yaml_event_delete(&ev);
-    if (is_map) TANDEM_TRY(read_mapping(p, cfg, name));
+    int seen_line[N_KEYS] = {0};
+    const map_ctx top = {name, NULL, seen_line};
+    if (is_map) TANDEM_TRY(read_mapping(p, cfg, &top));
     else if (!empty_doc)
         return tandem_fail(TANDEM_E_INVALID,
                            "%s:%d: expected a mapping of `key: value` lines at the top level",
@@ -631,4 +790,52 @@ size_t tandem_config_describe(char *buf, size_t cap) {
              schema[i].type == K_STRING ? "'" : "", "", what);
     }
     return o.len;
+}
+
+/* ---- the schema and the MyXTTS names for tools (help, flags, docs) -------------------------- */
+
+int tandem_config_key_count(void) { return N_KEYS; }
+
+tandem_status tandem_config_key_at(int i, tandem_config_key_info *out) {
+    if (!out || i < 0 || i >= N_KEYS)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_config_key_at: index %d outside [0, %d) or NULL out",
+                           i, N_KEYS);
+    memset(out, 0, sizeof *out);
+    out->key = schema[i].key;
+    out->doc = schema[i].doc;
+    out->def = schema[i].def;
+    out->is_bool = schema[i].type == K_BOOL;
+    expected_text(&schema[i], out->expected, sizeof out->expected);
+    return TANDEM_OK;
+}
+
+int tandem_config_alias_count(void) { return tandem_compat_count(); }
+
+tandem_status tandem_config_alias_at(int i, tandem_config_alias_info *out) {
+    const tandem_compat *c = tandem_compat_at(i);
+    if (!out || !c)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_config_alias_at: index %d outside [0, %d) or NULL out",
+                           i, tandem_compat_count());
+    out->name = c->name;
+    out->key = c->key;
+    out->why = c->why;
+    out->is_switch = c->kind == TANDEM_COMPAT_SWITCH;
+    return TANDEM_OK;
+}
+
+int tandem_config_name_kind(const char *name) {
+    char n[128];
+    if (!name || !normalise_name(name, n, sizeof n)) return TANDEM_CONFIG_NAME_UNKNOWN;
+    const tandem_compat *c = tandem_compat_find(n);
+    if (c && c->key && strcmp(c->key, n) == 0) return TANDEM_CONFIG_NAME_KEY; /* a key with a MyXTTS range */
+    if (c) return c->kind == TANDEM_COMPAT_SWITCH ? TANDEM_CONFIG_NAME_SWITCH : TANDEM_CONFIG_NAME_ALIAS;
+    return find_key(n) >= 0 ? TANDEM_CONFIG_NAME_KEY : TANDEM_CONFIG_NAME_UNKNOWN;
+}
+
+int64_t tandem_config_epoch_steps(const tandem_config *cfg, uint32_t n_train) {
+    const int ki = find_key("max_steps");
+    if (cfg->epochs <= 0 || (cfg->explicit_keys & ((uint64_t)1 << ki))) return 0;
+    const int64_t per_step = (int64_t)cfg->batch_size * cfg->grad_accum;
+    const int64_t steps = (cfg->epochs * (int64_t)n_train + per_step - 1) / per_step;
+    return steps < 1 ? 1 : steps;
 }

@@ -57,6 +57,7 @@ typedef struct tandem_config {
     /* training */
     int precision; /* tandem_precision */
     int64_t seed, max_steps;
+    int64_t epochs; /* > 0: max_steps from the training set's size at start (tandem_config_epoch_steps) */
     double lr;
     char train_data[TANDEM_CONFIG_PATH_MAX], val_data[TANDEM_CONFIG_PATH_MAX];
     char out[TANDEM_CONFIG_PATH_MAX];
@@ -73,6 +74,7 @@ typedef struct tandem_config {
     /* training loop (trainer.h) */
     int64_t val_every, log_every, checkpoint_every;
     int val_batches, keep, max_nonfinite;
+    int tensorboard; /* bool: TensorBoard event files in out (runtime/run/run_tb.h) */
     int data_gpu, model_gpu; /* CUDA ordinals of the two roles; -1 = automatic */
 
     uint64_t explicit_keys; /* bit i: schema key i was given (presets leave it alone) */
@@ -80,6 +82,10 @@ typedef struct tandem_config {
 
 /* Defaults (model_size tiny). */
 void tandem_config_init(tandem_config *cfg);
+/* The max_steps that `epochs` asks for over n_train usable utterances (ceil(epochs * n_train /
+ * (batch_size * grad_accum)), at least 1); 0 when epochs is 0 or max_steps was given explicitly
+ * (it wins). The trainer applies it at start and logs it. */
+int64_t tandem_config_epoch_steps(const tandem_config *cfg, uint32_t n_train);
 /* The rest — load, load_string, set, set_from, get, check, dump, describe, create, destroy — is
  * the public API, declared and documented in runtime/tandem_config.h (included by tandem.h). */
 

@@ -264,9 +264,10 @@ static tandem_status prune(tandem_checkpoint *c, int64_t newest) {
     return for_each_entry(c->dir, delete_old, &s);
 }
 
-tandem_status tandem_checkpoint_save(tandem_checkpoint *c, int64_t step, const tandem_st_meta *meta,
-                                     int meta_count, tandem_st_fetch_fn fetch, void *ctx) {
-    if (!c) return tandem_fail(TANDEM_E_INVALID, "tandem_checkpoint_save: NULL checkpoint");
+/* The metadata with format_version and step in front, the file written, the finite scan's result
+ * in c->nonfinite. */
+static tandem_status write_file(tandem_checkpoint *c, const char *path, int64_t step, const tandem_st_meta *meta,
+                                int meta_count, tandem_st_fetch_fn fetch, void *ctx) {
     if (meta_count < 0 || meta_count > TANDEM_CKPT_MAX_META || (meta_count && !meta))
         return tandem_fail(TANDEM_E_INVALID, "checkpoint save: %d metadata entries, expected 0..%d", meta_count,
                            TANDEM_CKPT_MAX_META);
@@ -282,15 +283,21 @@ tandem_status tandem_checkpoint_save(tandem_checkpoint *c, int64_t step, const t
                                "checkpoint itself; leave it out", meta[i].key);
         all[2 + i] = meta[i];
     }
-    char path[PATH_MAX];
-    TANDEM_TRY(tandem_checkpoint_path(c->dir, step, path, sizeof path));
     c->nonfinite = 0;
     c->nonfinite_name = NULL;
     for (int i = 0; i < c->count; i++)
         if (c->tensors[i].data) scan_finite(c, &c->tensors[i], c->tensors[i].data, c->tensors[i].bytes);
     c->user_fetch = fetch;
     c->user_ctx = ctx;
-    TANDEM_TRY(tandem_st_write(c->w, path, all, meta_count + 2, fetch ? scanning_fetch : NULL, c));
+    return tandem_st_write(c->w, path, all, meta_count + 2, fetch ? scanning_fetch : NULL, c);
+}
+
+tandem_status tandem_checkpoint_save(tandem_checkpoint *c, int64_t step, const tandem_st_meta *meta,
+                                     int meta_count, tandem_st_fetch_fn fetch, void *ctx) {
+    if (!c) return tandem_fail(TANDEM_E_INVALID, "tandem_checkpoint_save: NULL checkpoint");
+    char path[PATH_MAX];
+    TANDEM_TRY(tandem_checkpoint_path(c->dir, step, path, sizeof path));
+    TANDEM_TRY(write_file(c, path, step, meta, meta_count, fetch, ctx));
     memcpy(c->last, path, sizeof path);
     if (!c->nonfinite) c->good = step;
     else
@@ -300,6 +307,19 @@ tandem_status tandem_checkpoint_save(tandem_checkpoint *c, int64_t step, const t
     /* the new file is durable: a failure to delete old ones is only logged */
     if (prune(c, step) != TANDEM_OK)
         tandem_logf(TANDEM_LOG_WARN, "checkpoint: pruning old checkpoints failed: %s", tandem_last_error());
+    return TANDEM_OK;
+}
+
+tandem_status tandem_checkpoint_save_best(tandem_checkpoint *c, int64_t step, const tandem_st_meta *meta,
+                                          int meta_count, tandem_st_fetch_fn fetch, void *ctx) {
+    if (!c) return tandem_fail(TANDEM_E_INVALID, "tandem_checkpoint_save_best: NULL checkpoint");
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/" TANDEM_CKPT_BEST_NAME, c->dir) >= (int)sizeof path)
+        return tandem_fail(TANDEM_E_INVALID, "checkpoint directory %s: path too long", c->dir);
+    TANDEM_TRY(write_file(c, path, step, meta, meta_count, fetch, ctx));
+    if (c->nonfinite)
+        tandem_logf(TANDEM_LOG_WARN, "best checkpoint %s holds non-finite values (tensor %s)", path,
+                    c->nonfinite_name ? c->nonfinite_name : "?");
     return TANDEM_OK;
 }
 

@@ -26,6 +26,9 @@
 #define TANDEM_CKPT_KEY_SAMPLER_EPOCH "sampler_epoch"
 #define TANDEM_CKPT_KEY_SAMPLER_POSITION "sampler_position"
 #define TANDEM_CKPT_KEY_SYMBOLS "symbols"
+/* The best-by-validation checkpoint's file name, and the validation L1 it was written for. */
+#define TANDEM_CKPT_BEST_NAME "ckpt-best.safetensors"
+#define TANDEM_CKPT_KEY_BEST_VAL_L1 "best_val_l1"
 /* Metadata entries a save may pass (besides format_version and step). */
 #define TANDEM_CKPT_MAX_META 30
 
@@ -44,6 +47,11 @@ void tandem_checkpoint_free(tandem_checkpoint *c);
  * allocation. fetch/ctx as in tandem_st_write. */
 tandem_status tandem_checkpoint_save(tandem_checkpoint *c, int64_t step, const tandem_st_meta *meta,
                                      int meta_count, tandem_st_fetch_fn fetch, void *ctx);
+/* Write <dir>/ckpt-best.safetensors the same way (atomic; the same tensors and metadata rules),
+ * outside the rotation: its name is not ckpt-<step>, so pruning never deletes it and a resume never
+ * picks it (resume takes the newest ckpt-<step>). No heap allocation. */
+tandem_status tandem_checkpoint_save_best(tandem_checkpoint *c, int64_t step, const tandem_st_meta *meta,
+                                          int meta_count, tandem_st_fetch_fn fetch, void *ctx);
 /* A checkpoint with a NaN or Inf in an F32 tensor is still written (it is the state) but is not
  * "good": a warning names it, and pruning never deletes the newest good checkpoint (the newest
  * step saved with finite values only, or marked with set_good, e.g. the one a run resumed from),

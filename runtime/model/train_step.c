@@ -78,8 +78,11 @@ tandem_status tandem_train_micro(tandem_model *m, tandem_stream *s, const tandem
 
 /* norm_sq = sum of grads^2 (one partial per chunk, reduced in a fixed order); skip = 1 when it
  * is not finite or a micro-batch loss is not. */
-static tandem_status grad_norm(tandem_model *m, tandem_stream *s) {
+static tandem_status grad_norm(tandem_model *m, tandem_stream *s, const tandem_optim *o) {
     int *skip = tandem_tensor_i32(m->skip); /* [1] */
+    for (int i = 0; i < o->n_frozen; i++) /* frozen: no gradient */
+        TANDEM_TRY(tandem_fill_f32(s, tandem_tensor_f32_at(m->grads, o->frozen[2 * i]),
+                                   o->frozen[2 * i + 1] - o->frozen[2 * i], 0.0f));
     /* norm_sq [1] = sum of grads [P]^2 */
     TANDEM_TRY(tandem_sum_squares(s, F32(m->grads), F32(m->norm_partials), m->n_flat));
     TANDEM_TRY(tandem_reduce_sum(s, F32(m->norm_partials), F32(m->norm_sq), skip,
@@ -136,17 +139,31 @@ static tandem_status adamw_span(tandem_model *m, tandem_stream *s, const tandem_
                         tandem_tensor_i32(m->skip), end - begin, &h);
 }
 
+/* adamw_span over [begin, end) less the frozen ranges. */
+static tandem_status adamw_trainable(tandem_model *m, tandem_stream *s, const tandem_optim *o, int64_t begin,
+                                     int64_t end, float wd) {
+    int64_t at = begin;
+    for (int i = 0; i < o->n_frozen && at < end; i++) {
+        const int64_t fb = o->frozen[2 * i], fe = o->frozen[2 * i + 1];
+        if (fe <= at) continue;
+        if (fb >= end) break;
+        TANDEM_TRY(adamw_span(m, s, o, at, fb, wd));
+        at = fe;
+    }
+    return adamw_span(m, s, o, at, end, wd);
+}
+
 tandem_status tandem_train_update(tandem_model *m, tandem_stream *s, const tandem_optim *o,
                                   const tandem_train_state *st) {
     if (!m || !s || !o || !st) return tandem_fail(TANDEM_E_INVALID, "train update: NULL argument");
-    TANDEM_TRY(grad_norm(m, s));
+    TANDEM_TRY(grad_norm(m, s, o));
     /* sched [3] = lr(step), 1 - beta1^t, 1 - beta2^t with t = updates + 1, from the device's
      * counters; then the counters advance (a skipped step leaves the moments and t alone) */
     const tandem_schedule_hyper sh = {o->lr, o->min_lr_ratio, o->warmup_steps, o->max_steps, o->beta1, o->beta2};
     TANDEM_TRY(tandem_train_schedule(s, F32(m->norm_sq), tandem_tensor_i32(m->skip),
                                      tandem_tensor_i32(m->train_ctr), F32(m->sched), &sh));
-    TANDEM_TRY(adamw_span(m, s, o, 0, m->decay_end, o->weight_decay));
-    TANDEM_TRY(adamw_span(m, s, o, m->decay_end, m->n_flat, 0.0f));
+    TANDEM_TRY(adamw_trainable(m, s, o, 0, m->decay_end, o->weight_decay));
+    TANDEM_TRY(adamw_trainable(m, s, o, m->decay_end, m->n_flat, 0.0f));
     /* bf16 mode: the GEMMs' weight copy follows the f32 masters once per update (a skipped
      * update leaves the masters, so the cast reproduces the same copy) */
     TANDEM_TRY(tandem_model_cast_weights(m, s));
@@ -195,7 +212,7 @@ tandem_status tandem_train_grads(tandem_model *m, tandem_stream *s, const tandem
     TANDEM_TRY(tandem_train_begin(m, s, NULL));
     for (int i = 0; i < m->dims.micro_batches; i++)
         TANDEM_TRY(tandem_train_micro(m, s, o, &batches[i], i));
-    TANDEM_TRY(grad_norm(m, s));
+    TANDEM_TRY(grad_norm(m, s, o));
     TANDEM_TRY(read_back(m, s));
     if (out) {
         memset(out, 0, sizeof *out);

@@ -39,6 +39,12 @@ typedef struct tandem_optim {
     float ga_weight;      /* loss += ga_weight * ga (guided attention, docs/TRAINING.md) */
     float ga_sigma;
     int ga_heads;         /* the first ga_heads heads of every layer; 0 = off */
+    /* frozen parameters (--freeze): [begin, end) element ranges of the flat tensors, sorted and
+       disjoint, n_frozen pairs (the caller owns them). Their gradients are zeroed before the
+       norm (so they neither count in it nor clip the rest) and AdamW skips them: no update, no
+       moment change. 0 (default): everything trains. */
+    const int64_t *frozen;
+    int n_frozen;
 } tandem_optim;
 
 /* From the config's training keys. */

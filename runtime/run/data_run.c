@@ -220,8 +220,9 @@ static tandem_status stage_run(data_run *d) {
 
 static tandem_status run_stages(data_run *d) {
     TANDEM_TRY(stage_index(d));
-    TANDEM_TRY(tandem_roles_open(d->o->backend, -1, -1, &d->data_dev, &d->model_dev, d->r->devices,
-                                 sizeof d->r->devices));
+    /* the config's ordinals pick the roles, as in training (tandem pipeline --data-gpu / --model-gpu) */
+    TANDEM_TRY(tandem_roles_open(d->o->backend, d->cfg->data_gpu, d->cfg->model_gpu, &d->data_dev, &d->model_dev,
+                                 d->r->devices, sizeof d->r->devices));
     if (d->cfg->force_staged) tandem_roles_note_force_staged(d->r->devices, sizeof d->r->devices);
     reached(d, TANDEM_DATA_STAGE_DEVICES);
     TANDEM_TRY(stage_plan(d));

@@ -12,6 +12,7 @@
 #include "runtime/core/pool_internal.h"
 #include "runtime/data/plan_layout.h"
 #include "runtime/model/model.h"
+#include "runtime/run/plan.h"
 #include "runtime/text/symbols.h"
 #include "tandem.h"
 
@@ -37,6 +38,13 @@ static tandem_status declare(const tandem_config *cfg, tandem_backend backend, p
     TANDEM_TRY(tandem_model_dims_from_config(cfg, tandem_symbols_count(), &dims));
     TANDEM_TRY(tandem_model_declare_plan(&p->model, backend, p->pool[1], &dims));
     return tandem_model_staging_declare(&dims, &p->layout.staging); /* the model's pinned block */
+}
+
+static void release(plan_parts *p) {
+    tandem_model_free(&p->model);
+    tandem_layout_release(&p->layout);
+    tandem_pool_destroy(p->pool[0]);
+    tandem_pool_destroy(p->pool[1]);
 }
 
 static void heading(tandem_strbuf *o, const tandem_config *cfg, tandem_backend backend, const char *name) {
@@ -100,9 +108,22 @@ tandem_status tandem_plan_report(const tandem_config *cfg, const tandem_plan_opt
         st = report(cfg, &p, &text);
         if (len) *len = text.len;
     }
-    tandem_model_free(&p.model);
-    tandem_layout_release(&p.layout);
-    tandem_pool_destroy(p.pool[0]);
-    tandem_pool_destroy(p.pool[1]);
+    release(&p);
+    return st;
+}
+
+tandem_status tandem_plan_arena_bytes(const tandem_config *cfg, tandem_backend backend, size_t bytes[2]) {
+    bytes[0] = bytes[1] = 0;
+    plan_parts p;
+    memset(&p, 0, sizeof p);
+    tandem_status st = declare(cfg, backend == TANDEM_BACKEND_HOST ? TANDEM_BACKEND_HOST : TANDEM_BACKEND_CUDA, &p);
+    for (int i = 0; st == TANDEM_OK && i < 2; i++) {
+        tandem_status pst = tandem_pool_plan(p.pool[i]); /* over budget: its message, the size still known */
+        tandem_pool_stats s;
+        tandem_pool_get_stats(p.pool[i], &s);
+        bytes[i] = s.arena_bytes;
+        if (pst != TANDEM_OK) st = pst;
+    }
+    release(&p);
     return st;
 }

@@ -2,14 +2,18 @@
 #include "runtime/run/run_ckpt.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
 #include "runtime/core/dev.h"
+#include "runtime/run/resume.h"
 #include "runtime/text/symbols.h"
 
 #define NAME_CAP (TANDEM_MODEL_PARAM_NAME_MAX + 8)
@@ -66,23 +70,48 @@ static tandem_status accept(void *ctx, const tandem_st_file *f, const char *path
     TANDEM_TRY(meta_int(f, path, "skipped", 0, 0, step, &c->st.skipped));
     TANDEM_TRY(meta_int(f, path, "skipped_in_row", 0, 0, step, &c->st.skipped_in_row));
     TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_EPOCH, 0, 0, INT64_MAX, &c->next.epoch));
-    TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_POSITION, 0, 0, c->n_train - 1, &c->next.index));
+    TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_POSITION, 0, 0, c->n_train > 0 ? c->n_train - 1 : INT64_MAX,
+                        &c->next.index));
     return check_finite(f, path);
+}
+
+/* The newest usable checkpoint of dir, opened, its counters in *c. */
+static tandem_status find_open(const char *dir, find_ctx *c, tandem_st_file **out, char *path, size_t cap,
+                               int64_t *step) {
+    int found = 0;
+    *out = NULL;
+    TANDEM_TRY(tandem_checkpoint_find_usable(dir, accept, c, path, cap, step, &found));
+    if (!found)
+        return tandem_fail(TANDEM_E_INVALID, "resume: no usable checkpoint in '%s' (each one skipped is named in a "
+                           "warning above)", dir);
+    TANDEM_TRY(tandem_checkpoint_open(path, *step, out));
+    return accept(c, *out, path); /* the counters of the one taken */
+}
+
+tandem_status tandem_run_ckpt_peek(const char *dir, tandem_st_file **out, char *path, size_t cap) {
+    *out = NULL;
+    struct stat sb;
+    const int missing = stat(dir, &sb) != 0;
+    if (missing || !S_ISDIR(sb.st_mode))
+        return tandem_fail(TANDEM_E_INVALID, "'%s' is not a run directory (%s); expected the --out of an earlier "
+                           "tandem train, holding ckpt-<step>.safetensors", dir,
+                           missing ? strerror(errno) : "not a directory");
+    find_ctx c = {.n_train = 0};
+    int64_t step = 0;
+    tandem_status st = find_open(dir, &c, out, path, cap, &step);
+    if (st != TANDEM_OK && *out) {
+        tandem_st_close(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, int64_t n_train, tandem_st_file **out,
                                    tandem_train_state *st, tandem_sampler_pos *next) {
     char path[1100];
     int64_t step = 0;
-    int found = 0;
-    *out = NULL;
     find_ctx c = {.n_train = n_train};
-    TANDEM_TRY(tandem_checkpoint_find_usable(dir, accept, &c, path, sizeof path, &step, &found));
-    if (!found)
-        return tandem_fail(TANDEM_E_INVALID, "resume: no usable checkpoint in '%s' (each one skipped is named in a "
-                           "warning above)", dir);
-    TANDEM_TRY(tandem_checkpoint_open(path, step, out));
-    TANDEM_TRY(accept(&c, *out, path)); /* the counters of the one taken */
+    TANDEM_TRY(find_open(dir, &c, out, path, sizeof path, &step));
     *st = c.st;
     const tandem_st_file *f = *out;
     const char *rs = tandem_st_meta_find(f, TANDEM_CKPT_KEY_RNG);
@@ -140,7 +169,9 @@ static tandem_status create_parts(tandem_run_ckpt *c, const tandem_model *m, con
         c->load_buf = tandem_malloc((size_t)biggest * sizeof(float));
         if (!c->load_buf) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
     }
-    return tandem_checkpoint_create(cfg->out, cfg->keep, c->tensors, c->count, cl + len + 1024, &c->writer);
+    /* the paths escaped as JSON take at most 6 bytes a byte (\u00XX) */
+    const size_t paths = 6 * (strlen(c->train_abs) + strlen(c->val_abs)) + 128;
+    return tandem_checkpoint_create(cfg->out, cfg->keep, c->tensors, c->count, cl + len + paths + 1024, &c->writer);
 }
 
 tandem_status tandem_run_ckpt_create(tandem_run_ckpt *c, const tandem_model *m, const tandem_config *cfg,
@@ -148,6 +179,10 @@ tandem_status tandem_run_ckpt_create(tandem_run_ckpt *c, const tandem_model *m, 
     memset(c, 0, sizeof *c);
     c->s = s;
     c->seed = cfg->seed;
+    c->best_val_l1 = INFINITY;
+    /* absolute data paths: a resume from another working directory still finds the data */
+    if (!cfg->train_data[0] || !realpath(cfg->train_data, c->train_abs)) c->train_abs[0] = '\0';
+    if (!cfg->val_data[0] || !realpath(cfg->val_data, c->val_abs)) c->val_abs[0] = '\0';
     tandem_status st = create_parts(c, m, cfg, resume);
     if (st != TANDEM_OK) tandem_run_ckpt_free(c);
     return st;
@@ -175,9 +210,9 @@ static tandem_status fetch(void *ctx, void *user, void *dst, size_t offset, size
     return tandem_stream_sync(c->s);
 }
 
-tandem_status tandem_run_ckpt_save(tandem_run_ckpt *c, const tandem_train_state *st,
-                                   tandem_sampler_pos next) {
-    char upd[32], skp[32], row[32], rng[32], ep[32], pos[32];
+static tandem_status save(tandem_run_ckpt *c, const tandem_train_state *st, tandem_sampler_pos next,
+                          int to_best) {
+    char upd[32], skp[32], row[32], rng[32], ep[32], pos[32], best[40];
     snprintf(upd, sizeof upd, "%" PRId64, st->updates);
     snprintf(skp, sizeof skp, "%" PRId64, st->skipped);
     snprintf(row, sizeof row, "%" PRId64, st->skipped_in_row);
@@ -186,6 +221,7 @@ tandem_status tandem_run_ckpt_save(tandem_run_ckpt *c, const tandem_train_state 
     snprintf(rng, sizeof rng, "%" PRId64, c->seed);
     snprintf(ep, sizeof ep, "%" PRId64, next.epoch);
     snprintf(pos, sizeof pos, "%" PRId64, next.index);
+    snprintf(best, sizeof best, "%.17g", c->best_val_l1);
     const tandem_st_meta meta[] = {
         {TANDEM_CKPT_KEY_CONFIG, c->cfg_yaml},
         {TANDEM_CKPT_KEY_SYMBOLS, c->symbols_json},
@@ -195,8 +231,56 @@ tandem_status tandem_run_ckpt_save(tandem_run_ckpt *c, const tandem_train_state 
         {"skipped", skp},
         {"skipped_in_row", row},
         {TANDEM_CKPT_KEY_RNG, rng},
+        {TANDEM_CKPT_KEY_TRAIN_ABS, c->train_abs},
+        {TANDEM_CKPT_KEY_VAL_ABS, c->val_abs},
+        {"freeze", c->freeze},
+        {TANDEM_CKPT_KEY_BEST_VAL_L1, best}, /* last: left out while there is no best */
     };
-    return tandem_checkpoint_save(c->writer, st->step, meta, (int)(sizeof meta / sizeof meta[0]), fetch, c);
+    const int n = (int)(sizeof meta / sizeof meta[0]) - (c->best_val_l1 < INFINITY ? 0 : 1);
+    if (!to_best) return tandem_checkpoint_save(c->writer, st->step, meta, n, fetch, c);
+    return tandem_checkpoint_save_best(c->writer, st->step, meta, n, fetch, c);
+}
+
+tandem_status tandem_run_ckpt_save(tandem_run_ckpt *c, const tandem_train_state *st,
+                                   tandem_sampler_pos next) {
+    return save(c, st, next, 0);
+}
+
+tandem_status tandem_run_ckpt_best(tandem_run_ckpt *c, const tandem_train_state *st, tandem_sampler_pos next,
+                                   double val_l1) {
+    if (st->step < 1 || !(val_l1 < c->best_val_l1)) return TANDEM_OK; /* NaN never improves */
+    const double before = c->best_val_l1;
+    c->best_val_l1 = val_l1;
+    tandem_status rc = save(c, st, next, 1);
+    if (rc != TANDEM_OK) {
+        c->best_val_l1 = before;
+        return rc;
+    }
+    tandem_logf(TANDEM_LOG_INFO, "step %" PRId64 ": validation L1 %.5g, the best so far: " TANDEM_CKPT_BEST_NAME
+                " written", st->step, val_l1);
+    return TANDEM_OK;
+}
+
+void tandem_run_ckpt_resumed(tandem_run_ckpt *c, const tandem_st_file *f, int64_t step) {
+    tandem_checkpoint_set_good(c->writer, step); /* checked finite by find */
+    const char *best = tandem_st_meta_find(f, TANDEM_CKPT_KEY_BEST_VAL_L1);
+    char *end = NULL;
+    const double v = best ? strtod(best, &end) : NAN;
+    if (best && end != best && !*end && v == v) c->best_val_l1 = v;
+}
+
+tandem_status tandem_run_ckpt_freeze(tandem_run_ckpt *c, const tandem_st_file *f, const char *spec) {
+    const char *stored = f ? tandem_st_meta_find(f, "freeze") : NULL;
+    const char *use = spec ? spec : stored ? stored : "";
+    if (strlen(use) >= sizeof c->freeze)
+        return tandem_fail(TANDEM_E_INVALID, "--freeze: %zu bytes of groups, at most %zu", strlen(use),
+                           sizeof c->freeze - 1);
+    if (!spec && stored && stored[0])
+        tandem_logf(TANDEM_LOG_INFO, "resume: freezing '%s' as the run did (--freeze \"\" trains everything)", stored);
+    else if (spec && f && strcmp(spec, stored ? stored : ""))
+        tandem_logf(TANDEM_LOG_INFO, "resume: --freeze changes '%s' -> '%s'", stored ? stored : "", spec);
+    memcpy(c->freeze, use, strlen(use) + 1);
+    return TANDEM_OK;
 }
 
 void tandem_run_ckpt_free(tandem_run_ckpt *c) {

@@ -5,14 +5,18 @@
  * Tensor names: the parameter table's names, AdamW moments as adam_m.<name> / adam_v.<name>.
  * Metadata: config (YAML), symbols (JSON), sampler_epoch / sampler_position (of the next utterance
  * the model consumes), updates, skipped, skipped_in_row, rng_state (the seed: initialisation and
- * the sampler's permutations are pure functions of it, there is no dropout), plus format_version
- * and step from runtime/formats/checkpoint.h.
+ * the sampler's permutations are pure functions of it, there is no dropout), train_data_abs /
+ * val_data_abs (the data directories' absolute paths, "" when unknown), best_val_l1 (once a
+ * validation improved: the L1 of ckpt-best.safetensors), freeze (the --freeze groups, "" none),
+ * plus format_version and step from
+ * runtime/formats/checkpoint.h.
  * Owns: the table, the checkpoint writer (sized at create: save allocates nothing), the config and
  * symbol texts and, for a resume, a host buffer of the largest parameter. One thread: the
  * trainer's. */
 #ifndef TANDEM_RUNTIME_RUN_CKPT_H
 #define TANDEM_RUNTIME_RUN_CKPT_H
 
+#include <limits.h>
 #include <stdint.h>
 
 #include "runtime/core/config.h"
@@ -37,6 +41,9 @@ typedef struct tandem_run_ckpt {
     float *load_buf;                /* the largest parameter (resume only) */
     tandem_stream *s;               /* model stream: downloads and uploads */
     int64_t seed;
+    double best_val_l1;       /* the best validation L1 a checkpoint was written for; +inf: none */
+    char train_abs[PATH_MAX], val_abs[PATH_MAX]; /* realpath of the data directories ("" unknown) */
+    char freeze[256];         /* the run's --freeze groups ("" none), saved as metadata `freeze` */
 } tandem_run_ckpt;
 
 /* The newest usable checkpoint of dir, opened (before the pool commit: opening allocates), and the
@@ -48,6 +55,10 @@ typedef struct tandem_run_ckpt {
  * the config's). None usable is TANDEM_E_INVALID naming dir. */
 tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, int64_t n_train, tandem_st_file **out,
                                    tandem_train_state *st, tandem_sampler_pos *next);
+/* The newest usable checkpoint of dir as find picks it, without a training set to check the sampler
+ * position against (a resume's config is read from it before the data is opened); its path into
+ * path. None usable is TANDEM_E_INVALID naming dir; on failure *out = NULL. */
+tandem_status tandem_run_ckpt_peek(const char *dir, tandem_st_file **out, char *path, size_t cap);
 /* Build the table for m's parameters and the writer into cfg->out (keeping cfg->keep files); with
  * resume, the load buffer too. On failure everything is freed (c zeroed). */
 tandem_status tandem_run_ckpt_create(tandem_run_ckpt *c, const tandem_model *m, const tandem_config *cfg,
@@ -57,6 +68,18 @@ tandem_status tandem_run_ckpt_restore(tandem_run_ckpt *c, const tandem_st_file *
 /* Write ckpt-<st->step>.safetensors with the metadata above. No heap allocation. */
 tandem_status tandem_run_ckpt_save(tandem_run_ckpt *c, const tandem_train_state *st,
                                    tandem_sampler_pos next);
+/* ckpt-best.safetensors (the same tensors and metadata) when val_l1 after st->step >= 1 steps is
+ * below every earlier one (this run's, and the resumed checkpoint's best_val_l1); nothing
+ * otherwise. No heap allocation. */
+tandem_status tandem_run_ckpt_best(tandem_run_ckpt *c, const tandem_train_state *st, tandem_sampler_pos next,
+                                   double val_l1);
+/* A run resumed from f (step): that step counts as good for rotation, and its best_val_l1 is the
+ * one to beat. */
+void tandem_run_ckpt_resumed(tandem_run_ckpt *c, const tandem_st_file *f, int64_t step);
+/* The run's freeze groups into c->freeze: spec when given (NULL: not given), else on a resume the
+ * resumed checkpoint's (f; an info line), else none. A spec of 256 bytes or more is
+ * TANDEM_E_INVALID. */
+tandem_status tandem_run_ckpt_freeze(tandem_run_ckpt *c, const tandem_st_file *f, const char *spec);
 void tandem_run_ckpt_free(tandem_run_ckpt *c);
 
 #endif

@@ -25,8 +25,9 @@ int tandem_run_pid_alive(long pid) {
 
 /* The outputs a run writes into its directory (besides the lock). */
 static int is_run_file(const char *name) {
-    return tandem_checkpoint_parse_name(name) >= 0 || !strcmp(name, "metrics.jsonl") ||
-           !strcmp(name, "loss.png") || !strcmp(name, "mel.png");
+    return tandem_checkpoint_parse_name(name) >= 0 || !strcmp(name, TANDEM_CKPT_BEST_NAME) ||
+           !strcmp(name, "metrics.jsonl") || !strcmp(name, "loss.png") || !strcmp(name, "mel.png") ||
+           !strncmp(name, "events.out.tfevents.", 20);
 }
 
 /* ".<run file>.tmp.<pid>.<n>" → pid; 0 when name is not such a temp file. */
@@ -153,11 +154,35 @@ static tandem_status check_contents(const char *out, const char *resume_dir, int
 tandem_status tandem_run_dir_open(tandem_run_dir *rd, const char *out, const char *resume_dir, int new_run) {
     rd->fd = -1;
     if (!out || !out[0]) return tandem_fail(TANDEM_E_INVALID, "config: key 'out': expected a run directory");
+    if (strlen(out) + 32 >= sizeof rd->out)
+        return tandem_fail(TANDEM_E_INVALID, "run directory %.64s...: path too long", out);
+    struct stat sb;
+    rd->created = stat(out, &sb) != 0;
+    memcpy(rd->out, out, strlen(out) + 1);
     TANDEM_TRY(tandem_mkdir_p(out));
     TANDEM_TRY(take_lock(rd, out));
     tandem_status st = check_contents(out, resume_dir, new_run);
     if (st != TANDEM_OK) tandem_run_dir_close(rd);
     return st;
+}
+
+/* dir/name, or "" when it does not fit. */
+static const char *join(char *buf, size_t cap, const char *dir, const char *name) {
+    if (snprintf(buf, cap, "%s/%s", dir, name) >= (int)cap) buf[0] = '\0';
+    return buf;
+}
+
+void tandem_run_dir_discard(tandem_run_dir *rd) {
+    if (rd->fd < 0) return;
+    char p[PATH_MAX];
+    struct stat sb;
+    if (stat(join(p, sizeof p, rd->out, "metrics.jsonl"), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
+        unlink(p);
+    if (!rd->created) return;
+    unlink(join(p, sizeof p, rd->out, TANDEM_RUN_LOCK_NAME));
+    rmdir(join(p, sizeof p, rd->out, "samples")); /* only when empty, like the directory */
+    if (rmdir(rd->out) == 0)
+        tandem_logf(TANDEM_LOG_INFO, "run directory %s removed: the run did not start", rd->out);
 }
 
 void tandem_run_dir_close(tandem_run_dir *rd) {

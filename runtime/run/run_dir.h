@@ -5,8 +5,8 @@
  * directory fails at once naming it (the kernel drops the lock when the holder dies, kill -9
  * included: a stale lock file never blocks a later run).
  * A fresh run (no resume from this directory) refuses a directory that is not empty, unless
- * new_run is set: then the files of the previous run (ckpt-*.safetensors, metrics.jsonl,
- * loss.png, mel.png) are moved into <out>/previous-<n>/ (the first free n) and other files are
+ * new_run is set: then the files of the previous run (ckpt-*.safetensors, ckpt-best.safetensors,
+ * metrics.jsonl, loss.png, mel.png, events.out.tfevents.*) are moved into <out>/previous-<n>/ (the first free n) and other files are
  * left alone. Resuming from the directory itself keeps everything.
  * Under the lock, temp files of the run's own outputs (".<name>.tmp.<pid>.<n>" of checkpoints,
  * loss.png, mel.png) whose process is gone are removed; a live process's temp file is never
@@ -21,13 +21,19 @@
 #define TANDEM_RUN_LOCK_NAME ".tandem-run.lock"
 
 typedef struct tandem_run_dir {
-    int fd; /* the locked file; -1 when not held */
+    int fd;      /* the locked file; -1 when not held */
+    int created; /* open made the directory */
+    char out[4096];
 } tandem_run_dir;
 
 /* Create out (mkdir -p), lock it, apply the rules above. resume_dir: the directory a resume reads
  * (NULL: a fresh run). On failure nothing is held (rd->fd = -1): TANDEM_E_STATE when another
  * process holds the lock (its pid named), TANDEM_E_INVALID for a non-empty directory. */
 tandem_status tandem_run_dir_open(tandem_run_dir *rd, const char *out, const char *resume_dir, int new_run);
+/* A trainer create that failed after open: remove an empty metrics.jsonl and, when open made the
+ * directory, the lock file, an empty samples/ and the directory itself if nothing else is in it,
+ * so a refused or failed start leaves no empty run behind. Call before close. */
+void tandem_run_dir_discard(tandem_run_dir *rd);
 /* Release the lock (idempotent; the lock file stays). */
 void tandem_run_dir_close(tandem_run_dir *rd);
 

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
@@ -17,10 +18,15 @@
 #include "runtime/model/train_step.h"
 #include "runtime/report/metrics.h"
 #include "runtime/run/dataset.h"
+#include "runtime/run/freeze.h"
+#include "runtime/run/index_summary.h"
+#include "runtime/run/init_from.h"
 #include "runtime/run/nvml_fields.h"
 #include "runtime/run/profile_ops.h"
+#include "runtime/run/resume.h"
 #include "runtime/run/run_ckpt.h"
 #include "runtime/run/run_dir.h"
+#include "runtime/run/run_tb.h"
 #include "runtime/run/step_timer.h"
 #include "runtime/run/verdict.h"
 #include "runtime/run/validation.h"
@@ -48,8 +54,13 @@ struct tandem_trainer {
     int64_t prof_at;
     tandem_run_ckpt ck;
     tandem_st_file *resume_file; /* open from create's start to the restore after commit */
+    tandem_st_file *init_file;   /* --init-from: likewise, until its parameters are copied */
+    char init_path[1100];
+    int discard;                 /* create failed: remove what it left in the run directory */
+    int64_t *frozen;             /* --freeze: the optimizer's frozen ranges (freeze.h), or NULL */
     tandem_sampler_pos next_pos;
     tandem_metrics *metrics;
+    tandem_tb *tb; /* TensorBoard events (run_tb.h); NULL: off */
     tandem_nvml_fields nvml;
     /* figures (figures.h), written at every checkpoint: the loss history of the logged steps
        and the mel of the fixed validation subset's first utterance, taken at each validation */
@@ -103,9 +114,19 @@ static tandem_status open_data(tandem_trainer *t) {
     t->have_ix = 1;
     if (t->ix.n_train == 0)
         return tandem_fail(TANDEM_E_INVALID, "train data '%s': no usable utterance", t->cfg.train_data);
-    if (t->opt.resume_dir) /* after the index: a checkpoint's sampler position is checked against it */
+    const int64_t epoch_steps = tandem_config_epoch_steps(&t->cfg, t->ix.n_train);
+    if (epoch_steps > 0) { /* before the schedule and the resume checks read max_steps */
+        tandem_logf(TANDEM_LOG_INFO, "trainer: epochs %lld over %u usable utterances at %d x %d per step: "
+                    "max_steps %lld", (long long)t->cfg.epochs, t->ix.n_train, t->cfg.batch_size,
+                    t->cfg.grad_accum, (long long)epoch_steps);
+        t->cfg.max_steps = epoch_steps;
+    }
+    if (t->opt.resume_dir) { /* after the index: a checkpoint's sampler position is checked against it */
         TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, (int64_t)t->ix.n_train, &t->resume_file,
                                         &t->st, &t->next_pos));
+        /* the one taken may be older than the one build checked (a sampler position out of range) */
+        TANDEM_TRY(tandem_resume_check(t->resume_file, t->opt.resume_dir, &t->cfg, t->opt.force_resume, 1));
+    }
     return tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir);
 }
 
@@ -202,8 +223,11 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
     TANDEM_TRY(tandem_profile_ops_init(&t->prof, t->model_dev, t->s, t->opt.profile_ops));
     TANDEM_TRY(create_graphs(t, dims));
-    TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, t->s, t->resume_file != NULL));
-    if (t->resume_file) tandem_checkpoint_set_good(t->ck.writer, t->st.step); /* checked finite by find */
+    TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, t->s, t->resume_file || t->init_file));
+    if (t->resume_file) tandem_run_ckpt_resumed(&t->ck, t->resume_file, t->st.step);
+    TANDEM_TRY(tandem_run_ckpt_freeze(&t->ck, t->resume_file, t->opt.freeze));
+    TANDEM_TRY(tandem_freeze_spans(&t->model, t->ck.freeze, &t->frozen, &t->optim.n_frozen));
+    t->optim.frozen = t->frozen;
     TANDEM_TRY(setup_figures(t));
     char mpath[1100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", t->cfg.out);
@@ -216,6 +240,7 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
                         t->st.step);
     }
     TANDEM_TRY(tandem_metrics_open(mpath, t->opt.resume_dir != NULL, &t->metrics));
+    TANDEM_TRY(tandem_run_tb_open(&t->cfg, t->resume_file ? t->st.step : 0, &t->tb));
     tandem_nvml_fields_open(&t->nvml, t->model_dev); /* optional: never fails the run */
     return TANDEM_OK;
 }
@@ -226,6 +251,11 @@ static tandem_status commit(tandem_trainer *t) {
     TANDEM_TRY(tandem_pool_commit(t->model_pool));
     TANDEM_TRY(tandem_validation_commit(&t->val));
     TANDEM_TRY(tandem_model_init_params(&t->model, t->s, (uint64_t)t->cfg.seed));
+    if (t->init_file) {
+        TANDEM_TRY(tandem_init_from_apply(t->init_file, t->init_path, &t->model, t->s, t->ck.load_buf));
+        tandem_st_close(t->init_file);
+        t->init_file = NULL;
+    }
     if (t->resume_file) {
         TANDEM_TRY(tandem_run_ckpt_restore(&t->ck, t->resume_file));
         tandem_st_close(t->resume_file);
@@ -235,11 +265,24 @@ static tandem_status commit(tandem_trainer *t) {
 }
 
 static tandem_status build(tandem_trainer *t) {
-    tandem_optim_from_config(&t->cfg, &t->optim);
     tandem_model_dims dims;
     TANDEM_TRY(tandem_model_dims_from_config(&t->cfg, tandem_symbols_count(), &dims));
-    TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
+    if (t->opt.resume_dir && t->opt.init_from)
+        return tandem_fail(TANDEM_E_INVALID, "--resume %s and --init-from %s: a resume continues a run, --init-from "
+                           "starts a new one from a checkpoint's weights; give one of them", t->opt.resume_dir,
+                           t->opt.init_from);
+    /* An existing run directory is locked first (another run in it is the first thing to report);
+       a new one is made only after the resume's checks and --init-from's checkpoint passed, so a
+       refused start leaves nothing behind. */
+    struct stat sb;
+    const int made = stat(t->cfg.out, &sb) != 0;
+    if (!made) TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
+    if (t->opt.resume_dir) TANDEM_TRY(tandem_resume_check_dir(t->opt.resume_dir, &t->cfg, t->opt.force_resume));
+    if (t->opt.init_from)
+        TANDEM_TRY(tandem_init_from_open(t->opt.init_from, &t->init_file, t->init_path, sizeof t->init_path));
+    if (made) TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
     TANDEM_TRY(open_data(t));
+    tandem_optim_from_config(&t->cfg, &t->optim); /* after open_data: `epochs` may set max_steps */
     TANDEM_TRY(open_devices(t));
     TANDEM_TRY(declare_model(t, &dims));
     return commit(t);
@@ -260,10 +303,11 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
     if (o) t->opt = *o;
     else tandem_trainer_options_init(&t->opt);
     tandem_status st = build(t);
-    t->opt.resume_dir = t->opt.cache_dir = NULL;
+    t->opt.resume_dir = t->opt.cache_dir = t->opt.init_from = t->opt.freeze = NULL;
     if (st != TANDEM_OK) {
         char why[1024]; /* destroy may set messages of its own */
         snprintf(why, sizeof why, "%s", tandem_last_error());
+        t->discard = 1;
         tandem_trainer_destroy(t);
         return tandem_fail(st, "%s", why);
     }
@@ -283,14 +327,18 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     tandem_profile_ops_free(&t->prof);
     for (int k = 0; k < t->n_graphs; k++) tandem_graph_destroy(t->graph[k]);
     tandem_run_ckpt_free(&t->ck);
+    tandem_free(t->frozen);
     if (t->resume_file) tandem_st_close(t->resume_file);
+    if (t->init_file) tandem_st_close(t->init_file);
     if (t->metrics) tandem_metrics_close(t->metrics);
+    tandem_tb_close(t->tb, t->discard);
     tandem_figures_free(t->fig);
     if (t->data_pool) tandem_pool_destroy(t->data_pool);
     if (t->model_pool) tandem_pool_destroy(t->model_pool);
     if (t->s) tandem_stream_destroy(t->s);
     tandem_roles_close(t->data_dev, t->model_dev);
     if (t->have_ix) tandem_text_index_free(&t->ix);
+    if (t->discard) tandem_run_dir_discard(&t->rd);
     tandem_run_dir_close(&t->rd);
     tandem_free(t);
 }
@@ -662,12 +710,15 @@ static tandem_status validate_and_log(tandem_trainer *t, run_totals *r, tandem_s
         TANDEM_TRY(tandem_validation_run(&t->val, &t->model, t->s, &t->optim, t->fig_mel ? t->fig : NULL,
                                          done, &m->val_l1, &m->val_stop_bce));
         eval_metrics(t, m);
+        TANDEM_TRY(tandem_run_ckpt_best(&t->ck, &t->st, t->next_pos, m->val_l1));
+        tandem_run_tb_samples(&t->tb, t->val.speak.samples_dir, done, t->val.speak.n_tests);
         validated = 1;
         if (r->S.val_l1_first < 0) r->S.val_l1_first = m->val_l1;
         r->S.val_l1_last = m->val_l1;
     }
     if (done % t->cfg.log_every == 0 || done == max_steps || validated || m->skipped) {
         TANDEM_TRY(write_metrics(t, m, validated));
+        tandem_run_tb_step(&t->tb, m, validated);
         m->logged = 1;
         tandem_figures_add_loss(t->fig, done, m->loss);
         if (validated) tandem_figures_add_val(t->fig, done, m->val_l1);
@@ -691,6 +742,7 @@ static void write_figures(tandem_trainer *t) {
 static tandem_status save_checkpoint(tandem_trainer *t) {
     TANDEM_TRY(tandem_run_ckpt_save(&t->ck, &t->st, t->next_pos));
     write_figures(t);
+    tandem_run_tb_figures(&t->tb, t->cfg.out, t->st.step);
     return TANDEM_OK;
 }
 
@@ -713,6 +765,8 @@ static tandem_status run_begin(tandem_trainer *t, run_totals *r) {
         tandem_metrics_set(t->metrics, "val_stop_bce", vbce);
         eval_fields(t, t->metrics);
         TANDEM_TRY(tandem_metrics_end(t->metrics));
+        tandem_run_tb_initial(&t->tb, vl1, vbce);
+        tandem_run_tb_samples(&t->tb, t->val.speak.samples_dir, 0, t->val.speak.n_tests);
         tandem_figures_add_val(t->fig, 0, vl1);
     }
     r->t0 = tandem_now_ns();
@@ -827,4 +881,22 @@ tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum)
     tandem_status st = run_begin(t, &r);
     if (st == TANDEM_OK) st = run_loop(t, &r);
     return run_end(t, &r, st, sum);
+}
+
+/* ---- start-up report ------------------------------------------------------------------------- */
+
+tandem_status tandem_trainer_startup_report(const tandem_trainer *t, tandem_trainer_startup *r) {
+    if (!t || !r) return tandem_fail(TANDEM_E_INVALID, "tandem_trainer_startup_report: NULL argument");
+    memset(r, 0, sizeof *r);
+    snprintf(r->devices, sizeof r->devices, "%s", t->devices);
+    tandem_index_summary(&t->ix, &t->cfg, r);
+    r->n_val = t->val.pipe ? t->val.vix.n_train : 0;
+    tandem_pool_stats ds, ms;
+    tandem_pool_get_stats(t->data_pool, &ds);
+    tandem_pool_get_stats(t->model_pool, &ms);
+    r->data_arena_mib = (double)ds.arena_bytes / (1 << 20);
+    r->model_arena_mib = (double)ms.arena_bytes / (1 << 20);
+    r->ring_slots = t->cfg.prefetch_buffer_size;
+    r->start_step = t->st.step;
+    return TANDEM_OK;
 }

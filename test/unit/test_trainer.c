@@ -889,15 +889,8 @@ static void test_graphs(void **state) {
 static int run_cli(const char *args, char *err, size_t cap) {
     char cmd[2048], errf[400];
     snprintf(errf, sizeof errf, "%s/cli_err.txt", root);
-    snprintf(cmd, sizeof cmd, "'%s/tandem' train --quiet --backend host %s >/dev/null 2>'%s'",
-             TANDEM_TEST_BUILD_DIR, args, errf);
-    const int rc = system(cmd);
-    FILE *f = fopen(errf, "r");
-    assert_non_null(f);
-    size_t n = fread(err, 1, cap - 1, f);
-    err[n] = 0;
-    fclose(f);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    snprintf(cmd, sizeof cmd, "'%s/tandem' train --quiet --backend host %s", TANDEM_TEST_BUILD_DIR, args);
+    return tandem_test_run_stderr(cmd, errf, err, cap);
 }
 
 static void test_bad_configs(void **state) {

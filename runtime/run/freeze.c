@@ -1,0 +1,100 @@
+/* freeze.c — the parameter ranges a run does not train (see freeze.h). */
+#include "runtime/run/freeze.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/os/log.h"
+#include "platform/os/os.h"
+
+#define GROUPS "embeddings, prenet, blocks.N, blocks.A-B, final_norm, heads, or a parameter-name prefix"
+
+/* Does parameter `name` belong to group g (len bytes)? */
+static int in_group(const char *name, const char *g, size_t len) {
+    static const struct {
+        const char *group, *prefix[2];
+    } named[] = {
+        {"embeddings", {"sym_emb.", "pos_emb."}}, {"prenet", {"prenet.", NULL}},
+        {"final_norm", {"ln_f.", NULL}},         {"heads", {"mel_head.", "stop_head."}},
+    };
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+        if (strlen(named[i].group) == len && !memcmp(g, named[i].group, len))
+            return !strncmp(name, named[i].prefix[0], strlen(named[i].prefix[0])) ||
+                   (named[i].prefix[1] && !strncmp(name, named[i].prefix[1], strlen(named[i].prefix[1])));
+    char text[128];
+    if (len >= sizeof text) return 0;
+    memcpy(text, g, len);
+    text[len] = '\0';
+    long a = 0, b = 0;
+    int used = 0;
+    const int range = sscanf(text, "blocks.%ld-%ld%n", &a, &b, &used) == 2 && (size_t)used == len;
+    if (!range) {
+        used = 0;
+        if (sscanf(text, "blocks.%ld%n", &a, &used) != 1 || (size_t)used != len)
+            return !strncmp(name, text, len); /* a parameter-name prefix */
+        b = a;
+    }
+    long layer = -1;
+    return sscanf(name, "layers.%ld.", &layer) == 1 && layer >= a && layer <= b;
+}
+
+static int cmp_span(const void *x, const void *y) {
+    const int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Mark the parameters of each group of spec in frozen[]; the first group naming nothing fails. */
+static tandem_status mark(const tandem_model *m, const char *spec, char *frozen) {
+    for (const char *g = spec; *g;) {
+        const size_t len = strcspn(g, ",");
+        int hits = 0;
+        for (int i = 0; len && i < m->n_params; i++)
+            if (in_group(m->param[i].name, g, len)) frozen[i] = 1, hits++;
+        if (!hits)
+            return tandem_fail(TANDEM_E_INVALID, "--freeze '%s': group '%.*s' names no parameter of this model; "
+                               "expected %s", spec, (int)len, g, GROUPS);
+        g += len + (g[len] == ',');
+    }
+    return TANDEM_OK;
+}
+
+tandem_status tandem_freeze_spans(const tandem_model *m, const char *spec, int64_t **spans, int *n) {
+    *spans = NULL;
+    *n = 0;
+    if (!spec || !spec[0]) return TANDEM_OK;
+    char *frozen = tandem_calloc((size_t)m->n_params, 1);
+    int64_t *s = tandem_calloc((size_t)m->n_params * 2 + 2, sizeof *s);
+    tandem_status st = frozen && s ? mark(m, spec, frozen) : tandem_fail(TANDEM_E_NOMEM, "freeze: out of memory");
+    int k = 0, count = 0;
+    int64_t elems = 0;
+    for (int i = 0; st == TANDEM_OK && i < m->n_params; i++)
+        if (frozen[i]) {
+            s[2 * k] = m->param[i].offset;
+            s[2 * k + 1] = m->param[i].offset + m->param[i].numel;
+            k++, count++;
+            elems += m->param[i].numel;
+        }
+    qsort(s, (size_t)k, 2 * sizeof *s, cmp_span);
+    int merged = 0;
+    for (int i = 0; i < k; i++) {
+        if (merged && s[2 * (merged - 1) + 1] >= s[2 * i]) {
+            if (s[2 * i + 1] > s[2 * (merged - 1) + 1]) s[2 * (merged - 1) + 1] = s[2 * i + 1];
+            continue;
+        }
+        s[2 * merged] = s[2 * i];
+        s[2 * merged + 1] = s[2 * i + 1];
+        merged++;
+    }
+    tandem_free(frozen);
+    if (st != TANDEM_OK) {
+        tandem_free(s);
+        return st;
+    }
+    tandem_logf(TANDEM_LOG_INFO, "freeze '%s': %d of %d parameters (%" PRId64 " values) not trained", spec, count,
+                m->n_params, elems);
+    *spans = s;
+    *n = merged;
+    return TANDEM_OK;
+}

@@ -1,0 +1,23 @@
+/* freeze.h — `--freeze GROUPS`: parameter groups that a run does not train.
+ *
+ * GROUPS is a comma-separated list of: embeddings (sym_emb, pos_emb), prenet, blocks.N or
+ * blocks.A-B (transformer blocks, the parameters layers.<i>.*), final_norm (ln_f), heads (mel_head,
+ * stop_head), or any other text, taken as a parameter-name prefix (e.g. layers.2.attn). Each must
+ * name at least one parameter. The result is the frozen [begin, end) element ranges of the flat
+ * tensors (sorted, adjacent ones merged) for tandem_optim.frozen (train_step.h): their gradients
+ * are zeroed before the norm and AdamW skips them — no update, no moment change.
+ * Allocates the ranges (create time). One thread. */
+#ifndef TANDEM_RUNTIME_RUN_FREEZE_H
+#define TANDEM_RUNTIME_RUN_FREEZE_H
+
+#include <stdint.h>
+
+#include "runtime/model/model.h"
+#include "tandem.h"
+
+/* The ranges of spec over m's parameters into *spans (2 * *n int64_t, tandem_free them; NULL and
+ * 0 for an empty spec); an info line names the frozen parameters' count and size. A group that
+ * names nothing is TANDEM_E_INVALID naming it and the groups. */
+tandem_status tandem_freeze_spans(const tandem_model *m, const char *spec, int64_t **spans, int *n);
+
+#endif
