@@ -215,3 +215,51 @@ void tandem_k_softmax_causal_bwd_host(const tandem_k_softmax_causal_bwd_args *a)
     tandem_host_parallel_for((int64_t)a->batch * a->heads * a->seq, grain_of(a->seq),
                              softmax_causal_bwd_rows, (void *)a);
 }
+
+/* ---- costs (registry.h): the layout kernels move each element once; the [B, H, T, T] passes
+ * touch every score, the causal half included (it is written as zero, read back later) ------ */
+
+static double heads_elems(int batch, int seq, int heads, int head_dim) {
+    return (double)batch * seq * heads * head_dim;
+}
+
+void tandem_k_qkv_split_cost(const tandem_k_qkv_split_args *a, tandem_kernel_cost *c) {
+    const double n = 3.0 * heads_elems(a->batch, a->seq, a->heads, a->head_dim);
+    tandem_kcost(c, 0.0, 4.0 * n, 4.0 * n);
+}
+void tandem_k_qkv_merge_grad_cost(const tandem_k_qkv_merge_grad_args *a, tandem_kernel_cost *c) {
+    const double n = 3.0 * heads_elems(a->batch, a->seq, a->heads, a->head_dim);
+    tandem_kcost(c, 0.0, 4.0 * n, 4.0 * n);
+}
+void tandem_k_heads_merge_cost(const tandem_k_heads_merge_args *a, tandem_kernel_cost *c) {
+    const double n = heads_elems(a->batch, a->seq, a->heads, a->head_dim);
+    tandem_kcost(c, 0.0, 4.0 * n, 4.0 * n);
+}
+void tandem_k_heads_split_grad_cost(const tandem_k_heads_split_grad_args *a, tandem_kernel_cost *c) {
+    const double n = heads_elems(a->batch, a->seq, a->heads, a->head_dim);
+    tandem_kcost(c, 0.0, 4.0 * n, 4.0 * n);
+}
+void tandem_k_softmax_causal_fwd_cost(const tandem_k_softmax_causal_fwd_args *a,
+                                      tandem_kernel_cost *c) {
+    const double n = (double)a->batch * a->heads * (double)a->seq * a->seq;
+    /* on the causal half (n / 2): max, exp, sum, scale ~ 5 per element */
+    tandem_kcost(c, 2.5 * n, 4.0 * n + (double)a->batch * a->seq, 4.0 * n);
+}
+void tandem_k_softmax_causal_bwd_cost(const tandem_k_softmax_causal_bwd_args *a,
+                                      tandem_kernel_cost *c) {
+    const double n = (double)a->batch * a->heads * (double)a->seq * a->seq;
+    /* ds = p (dp - sum(p dp)): ~4 per element of the causal half */
+    tandem_kcost(c, 2.0 * n, 8.0 * n, 4.0 * n);
+}
+void tandem_k_ga_fwd_cost(const tandem_k_ga_fwd_args *a, tandem_kernel_cost *c) {
+    /* the first ga_heads heads' mel-query x text-key block of p */
+    const double n = (double)a->batch * a->ga_heads * (double)a->mel_len * a->text_len;
+    const double seq = (double)a->text_len + a->mel_len;
+    tandem_kcost(c, 12.0 * n, 4.0 * n + (double)a->batch * seq,
+                 4.0 * (double)a->batch * a->ga_heads * a->mel_len);
+}
+void tandem_k_ga_bwd_cost(const tandem_k_ga_bwd_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->batch * a->ga_heads * (double)a->mel_len * a->text_len;
+    const double seq = (double)a->text_len + a->mel_len;
+    tandem_kcost(c, 12.0 * n, 4.0 * n + (double)a->batch * seq, 4.0 * n);
+}

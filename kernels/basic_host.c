@@ -109,3 +109,25 @@ void tandem_k_row_sum_f32_host(const tandem_k_row_sum_f32_args *a) {
     int64_t grain = a->cols > 0 ? HOST_GRAIN / a->cols + 1 : HOST_GRAIN;
     tandem_host_parallel_for(a->rows, grain, row_sum_f32_rows, (void *)a);
 }
+
+/* ---- costs (registry.h): element-wise passes read and write each element once ------------ */
+
+void tandem_k_fill_f32_cost(const tandem_k_fill_f32_args *a, tandem_kernel_cost *c) {
+    tandem_kcost(c, 0.0, 0.0, 4.0 * (double)a->n);
+}
+void tandem_k_scale_f32_cost(const tandem_k_scale_f32_args *a, tandem_kernel_cost *c) {
+    tandem_kcost(c, (double)a->n, 4.0 * (double)a->n, 4.0 * (double)a->n);
+}
+void tandem_k_axpy_f32_cost(const tandem_k_axpy_f32_args *a, tandem_kernel_cost *c) {
+    tandem_kcost(c, 2.0 * (double)a->n, 8.0 * (double)a->n, 4.0 * (double)a->n);
+}
+void tandem_k_cast_f32_bf16_cost(const tandem_k_cast_f32_bf16_args *a, tandem_kernel_cost *c) {
+    tandem_kcost(c, (double)a->n, 4.0 * (double)a->n, 2.0 * (double)a->n); /* one rounding */
+}
+void tandem_k_cast_bf16_f32_cost(const tandem_k_cast_bf16_f32_args *a, tandem_kernel_cost *c) {
+    tandem_kcost(c, 0.0, 2.0 * (double)a->n, 4.0 * (double)a->n); /* a shift */
+}
+void tandem_k_row_sum_f32_cost(const tandem_k_row_sum_f32_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->rows * (double)a->cols;
+    tandem_kcost(c, n, 4.0 * n, 4.0 * (double)a->rows);
+}

@@ -43,3 +43,11 @@ void tandem_k_batch_prep_host(const tandem_k_batch_prep_args *a) {
     int64_t per_item = (int64_t)a->text_len + a->mel_len + a->frames;
     tandem_host_parallel_for(a->batch, per_item > 0 ? 16384 / per_item + 1 : 16384, batch_prep_items, &job);
 }
+
+/* ---- cost (registry.h) --------------------------------------------------------------------- */
+
+void tandem_k_batch_prep_cost(const tandem_k_batch_prep_args *a, tandem_kernel_cost *c) {
+    const double keys = (double)a->batch * ((double)a->text_len + a->mel_len);
+    const double w = (double)a->batch * a->frames;
+    tandem_kcost(c, keys + w, 8.0 * a->batch + 4.0 * w, keys + 4.0 * w);
+}

@@ -100,3 +100,12 @@ void tandem_k_gemm_bf16_host(const tandem_k_gemm_bf16_args *a) {
     tandem_host_parallel_for((int64_t)a->batch * a->m, work > 0 ? 16384 / work + 1 : 16384, gemm_bf16_rows,
                              (void *)a);
 }
+
+/* ---- costs (registry.h) -------------------------------------------------------------------- */
+
+void tandem_k_gemm_f32_cost(const tandem_k_gemm_f32_args *a, tandem_kernel_cost *c) {
+    tandem_kcost_gemm(c, a->m, a->n, a->k, a->batch, a->stride_a, a->stride_b, 4.0, a->beta);
+}
+void tandem_k_gemm_bf16_cost(const tandem_k_gemm_bf16_args *a, tandem_kernel_cost *c) {
+    tandem_kcost_gemm(c, a->m, a->n, a->k, a->batch, a->stride_a, a->stride_b, 2.0, a->beta);
+}

@@ -358,3 +358,57 @@ void tandem_k_prenet_input_host(const tandem_k_prenet_input_args *a) {
     tandem_host_parallel_for((int64_t)a->batch * a->mel_len, grain_of((int64_t)a->r * a->n_mels),
                              prenet_input_rows, (void *)a);
 }
+
+/* ---- costs (registry.h) -------------------------------------------------------------------- */
+
+void tandem_k_layernorm_fwd_cost(const tandem_k_layernorm_fwd_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->rows * (double)a->d;
+    /* mean, variance, normalise, scale and shift: ~8 per element */
+    tandem_kcost(c, 8.0 * n, 4.0 * n + 8.0 * a->d, 4.0 * n + 8.0 * a->rows);
+}
+void tandem_k_layernorm_bwd_cost(const tandem_k_layernorm_bwd_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->rows * (double)a->d;
+    const double scratch = (double)tandem_layernorm_bwd_scratch_floats(a->rows, a->d);
+    tandem_kcost(c, 12.0 * n, 8.0 * n + 8.0 * a->rows + 4.0 * a->d, 4.0 * n + 4.0 * scratch);
+}
+void tandem_k_layernorm_bwd_params_cost(const tandem_k_layernorm_bwd_params_args *a,
+                                        tandem_kernel_cost *c) {
+    const double scratch = (double)tandem_layernorm_bwd_scratch_floats(a->rows, a->d);
+    tandem_kcost(c, scratch, 4.0 * scratch + 8.0 * a->d, 8.0 * a->d);
+}
+void tandem_k_gelu_fwd_cost(const tandem_k_gelu_fwd_args *a, tandem_kernel_cost *c) {
+    tandem_kcost(c, 10.0 * (double)a->n, 4.0 * (double)a->n, 4.0 * (double)a->n);
+}
+void tandem_k_gelu_bwd_cost(const tandem_k_gelu_bwd_args *a, tandem_kernel_cost *c) {
+    tandem_kcost(c, 18.0 * (double)a->n, 8.0 * (double)a->n, 4.0 * (double)a->n);
+}
+void tandem_k_bias_add_cost(const tandem_k_bias_add_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->rows * (double)a->d;
+    tandem_kcost(c, n, 4.0 * n + 4.0 * a->d, 4.0 * n);
+}
+void tandem_k_col_sum_acc_cost(const tandem_k_col_sum_acc_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->rows * (double)a->d;
+    tandem_kcost(c, n + a->d, 4.0 * n + 4.0 * a->d, 4.0 * a->d);
+}
+void tandem_k_seq_embed_fwd_cost(const tandem_k_seq_embed_fwd_args *a, tandem_kernel_cost *c) {
+    const double T = (double)a->text_len + (double)a->mel_len, n = (double)a->batch * T * a->d;
+    /* x = (token row or prenet row) + position row: the gathered rows, the prenet output and the
+     * position table read once each */
+    const double text = (double)a->batch * a->text_len, mel = (double)a->batch * a->mel_len;
+    tandem_kcost(c, n, 4.0 * (text + (text + mel) * a->d + T * a->d), 4.0 * n);
+}
+void tandem_k_seq_embed_bwd_cost(const tandem_k_seq_embed_bwd_args *a, tandem_kernel_cost *c) {
+    const double T = (double)a->text_len + (double)a->mel_len, n = (double)a->batch * T * a->d;
+    const double text = (double)a->batch * a->text_len, mel = (double)a->batch * a->mel_len;
+    /* dx read once; d_pos and the touched d_sym rows read and written (+=); d_prenet written */
+    tandem_kcost(c, 2.0 * n, 4.0 * (n + text + (double)a->vocab * a->d + T * a->d),
+                 4.0 * ((double)a->vocab * a->d + T * a->d + mel * a->d));
+}
+void tandem_k_prenet_input_cost(const tandem_k_prenet_input_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->batch * (double)a->mel_len * a->r * a->n_mels;
+    tandem_kcost(c, 0.0, 4.0 * n, 4.0 * n); /* a shifted copy */
+}
+void tandem_k_prenet_dropout_cost(const tandem_k_prenet_dropout_args *a, tandem_kernel_cost *c) {
+    /* a counter-based hash per element (~12 integer ops) and the scale */
+    tandem_kcost(c, 13.0 * (double)a->n, 4.0 * (double)a->n, 4.0 * (double)a->n);
+}

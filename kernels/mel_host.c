@@ -282,3 +282,29 @@ void tandem_k_mel_targets_host(const tandem_k_mel_targets_args *a) {
         }
     }
 }
+
+/* ---- costs (registry.h): every frame slot of the batch counted (padding frames are cheap on
+ * the device but their blocks still run) -------------------------------------------------- */
+
+void tandem_k_mel_stft_cost(const tandem_k_mel_stft_args *a, tandem_kernel_cost *c) {
+    const double frames = (double)a->batch * (double)a->max_frames;
+    /* radix-2 real FFT of 1024 points: ~5 N log2 N / 2 flops, plus window and magnitude */
+    const double per = 2.5 * TANDEM_MEL_N_FFT * 10.0 + TANDEM_MEL_N_FFT + 4.0 * TANDEM_MEL_N_BINS;
+    tandem_kcost(c, frames * per, 4.0 * (double)a->batch * (double)a->max_samples + 4.0 * a->batch,
+                 4.0 * frames * TANDEM_MEL_N_BINS);
+}
+void tandem_k_mel_project_cost(const tandem_k_mel_project_args *a, tandem_kernel_cost *c) {
+    const double frames = (double)a->batch * (double)a->max_frames;
+    double w = 0.0;
+    for (int m = 0; m < TANDEM_MEL_N_MELS; m++) w += a->bands.len[m];
+    tandem_kcost(c, 2.0 * frames * w, 4.0 * frames * TANDEM_MEL_N_BINS + 4.0 * w + 4.0 * a->batch,
+                 4.0 * frames * TANDEM_MEL_N_MELS);
+}
+void tandem_k_mel_log_cost(const tandem_k_mel_log_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->batch * (double)a->max_frames * TANDEM_MEL_N_MELS;
+    tandem_kcost(c, 2.0 * n, 4.0 * n + 4.0 * a->batch, 4.0 * n);
+}
+void tandem_k_mel_targets_cost(const tandem_k_mel_targets_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->batch * (double)a->max_frames;
+    tandem_kcost(c, 2.0 * n, 4.0 * a->batch, 8.0 * n + 4.0 * a->batch);
+}

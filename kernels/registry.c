@@ -7,13 +7,18 @@
     static void geom_##name(const void *a, tandem_launch_dims *d) {                       \
         tandem_k_##name##_geom((const tandem_k_##name##_args *)a, d);                     \
     }                                                                                     \
-    static void host_##name(const void *a) { tandem_k_##name##_host((const tandem_k_##name##_args *)a); }
+    static void host_##name(const void *a) { tandem_k_##name##_host((const tandem_k_##name##_args *)a); } \
+    static void cost_##name(const void *a, tandem_kernel_cost *c) {                       \
+        memset(c, 0, sizeof *c);                                                          \
+        tandem_k_##name##_cost((const tandem_k_##name##_args *)a, c);                     \
+    }
 TANDEM_KERNEL_LIST(TANDEM_KWRAP)
 #undef TANDEM_KWRAP
 
 const tandem_kernel_info tandem_kernel_table[TANDEM_KERNEL_COUNT] = {
 #define TANDEM_KROW(name, group)                                                          \
-    {#name, "tandem_k_" #name, sizeof(tandem_k_##name##_args), geom_##name, host_##name},
+    {#name, "tandem_k_" #name, #group, sizeof(tandem_k_##name##_args), geom_##name, host_##name,  \
+     cost_##name},
     TANDEM_KERNEL_LIST(TANDEM_KROW)
 #undef TANDEM_KROW
 };

@@ -10,6 +10,11 @@
  *       void tandem_k_<name>_geom(const tandem_k_<name>_args *a, tandem_launch_dims *d);
  *                         (blocks of exactly n threads: test_fatbin compares n with the cubin)
  *       void tandem_k_<name>_host(const tandem_k_<name>_args *a);    (host implementation)
+ *       void tandem_k_<name>_cost(const tandem_k_<name>_args *a, tandem_kernel_cost *c);
+ *                         (what one launch costs: FLOPs and the minimum bytes read and written,
+ *                         from the arguments alone, never from device data (kernels/ktypes.h);
+ *                         the table below references it, so an entry without one fails the link;
+ *                         the step cost model, `tandem cost`, sums it over a recorded step)
  * The fatbin entry point is named "tandem_k_<name>". Device pointers in argument structs are
  * plain C pointers: host addresses on the host backend, CUdeviceptr values on cuda.
  */
@@ -80,18 +85,43 @@ typedef enum tandem_kernel_id {
 } tandem_kernel_id;
 
 #ifndef __CUDACC__
+/* For the cost functions: c = flops, and elements read / written at the given element sizes
+ * (bytes). Counts are doubles: a step's totals pass 2^31 easily. */
+static inline void tandem_kcost(tandem_kernel_cost *c, double flops, double read_bytes,
+                                double written_bytes) {
+    c->flops = flops;
+    c->bytes_read = read_bytes;
+    c->bytes_written = written_bytes;
+}
+
+/* A GEMM's cost (the fatbin GEMM kernels and the GEMM op share it): 2·m·n·k per item; A and B
+ * read once each (an operand with batch stride 0 is one matrix shared by every item), at
+ * ab_bytes per element; C (f32) read when beta != 0 and written once. */
+static inline void tandem_kcost_gemm(tandem_kernel_cost *c, int64_t m, int64_t n, int64_t k,
+                                     int64_t batch, int64_t stride_a, int64_t stride_b,
+                                     double ab_bytes, float beta) {
+    const double items = (double)batch, cn = (double)m * (double)n * items;
+    const double an = (double)m * (double)k * (stride_a ? items : 1.0);
+    const double bn = (double)k * (double)n * (stride_b ? items : 1.0);
+    tandem_kcost(c, 2.0 * (double)m * (double)n * (double)k * items,
+                 (an + bn) * ab_bytes + (beta != 0.0f ? cn * 4.0 : 0.0), cn * 4.0);
+}
+
 #define TANDEM_KDECL(name, group)                                                         \
     void tandem_k_##name##_geom(const tandem_k_##name##_args *a, tandem_launch_dims *d);  \
-    void tandem_k_##name##_host(const tandem_k_##name##_args *a);
+    void tandem_k_##name##_host(const tandem_k_##name##_args *a);                         \
+    void tandem_k_##name##_cost(const tandem_k_##name##_args *a, tandem_kernel_cost *c);
 TANDEM_KERNEL_LIST(TANDEM_KDECL)
 #undef TANDEM_KDECL
 
 typedef struct tandem_kernel_info {
     const char *name;        /* "fill_f32" */
     const char *entry;       /* "tandem_k_fill_f32": the symbol in the fatbin */
+    const char *group;       /* "basic": the kernels/<group>.* files it lives in */
     size_t args_size;        /* sizeof(tandem_k_<name>_args) */
     void (*geom)(const void *args, tandem_launch_dims *d);
     void (*host)(const void *args);
+    void (*cost)(const void *args, tandem_kernel_cost *c); /* zeroes c, then fills it */
 } tandem_kernel_info;
 
 /* Indexed by tandem_kernel_id. */

@@ -235,3 +235,39 @@ void tandem_k_train_schedule_cost(const tandem_k_train_schedule_args *a, tandem_
     c->bytes_read = sizeof(float) + sizeof(int) + TANDEM_K_TRAIN_CTRS * sizeof(int);
     c->bytes_written = TANDEM_K_TRAIN_CTRS * sizeof(int) + 3 * sizeof(float);
 }
+
+/* ---- costs (registry.h) -------------------------------------------------------------------- */
+
+void tandem_k_l1_masked_fwd_cost(const tandem_k_l1_masked_fwd_args *a, tandem_kernel_cost *c) {
+    const double f = (double)a->batch * a->frames, n = f * a->channels;
+    tandem_kcost(c, 4.0 * n, 8.0 * n + 4.0 * f,
+                 4.0 * (double)tandem_k_train_partials((int64_t)n));
+}
+void tandem_k_l1_masked_bwd_cost(const tandem_k_l1_masked_bwd_args *a, tandem_kernel_cost *c) {
+    const double f = (double)a->batch * a->frames, n = f * a->channels;
+    tandem_kcost(c, 3.0 * n, 8.0 * n + 4.0 * f, 4.0 * n);
+}
+void tandem_k_bce_stop_fwd_cost(const tandem_k_bce_stop_fwd_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->batch * a->frames;
+    tandem_kcost(c, 20.0 * n, 12.0 * n, 4.0 * (double)tandem_k_train_partials((int64_t)n));
+}
+void tandem_k_bce_stop_bwd_cost(const tandem_k_bce_stop_bwd_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->batch * a->frames;
+    tandem_kcost(c, 16.0 * n, 12.0 * n, 4.0 * n);
+}
+void tandem_k_sum_squares_cost(const tandem_k_sum_squares_args *a, tandem_kernel_cost *c) {
+    tandem_kcost(c, 2.0 * (double)a->n, 4.0 * (double)a->n,
+                 4.0 * (double)tandem_k_train_partials(a->n));
+}
+void tandem_k_reduce_sum_cost(const tandem_k_reduce_sum_args *a, tandem_kernel_cost *c) {
+    tandem_kcost(c, (double)a->n + 1.0, 4.0 * (double)a->n, a->nonfinite ? 8.0 : 4.0);
+}
+void tandem_k_nonfinite_check_cost(const tandem_k_nonfinite_check_args *a, tandem_kernel_cost *c) {
+    tandem_kcost(c, (double)a->n, 4.0 * (double)a->n, 4.0);
+}
+void tandem_k_adamw_cost(const tandem_k_adamw_args *a, tandem_kernel_cost *c) {
+    /* param, grad, m, v read; param, m, v written; ~16 flops (clip scale, moments, sqrt, divide,
+     * decay) per element; the norm and skip flag once */
+    const double n = (double)a->n;
+    tandem_kcost(c, 16.0 * n, 16.0 * n + 8.0, 12.0 * n);
+}

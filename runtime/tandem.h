@@ -292,6 +292,7 @@ tandem_status tandem_op_row_sum(tandem_stream *s, const tandem_tensor *x, tandem
 #include "tandem_synth.h"
 #include "tandem_plot.h"
 #include "tandem_system.h"
+#include "tandem_cost.h"
 #include "tandem_validate.h"
 
 #endif /* TANDEM_H */

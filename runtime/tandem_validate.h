@@ -10,7 +10,8 @@
  *     the memory of the devices the run would use;
  *   - the devices: the CUDA driver, whether the fatbin has code for each device and the driver
  *     is new enough for it (what `tandem diagnose` checks), bf16 support for precision bf16;
- *   - the expected throughput, when a cost model is built in (not yet: said so).
+ *   - the expected throughput from the step cost model (tandem_cost.h: one step recorded on a dry
+ *     device, priced on an H100's published peaks; a model, not a measurement).
  * Each finding has a level, the area, what was found and what to change.
  *
  * Threads: any; calls may run at once on different reports. Allocation: while it runs (the index,

@@ -17,6 +17,7 @@ int cli_pipeline(int argc, char **argv);
 int cli_train(int argc, char **argv);
 int cli_synth(int argc, char **argv);
 int cli_plot(int argc, char **argv);
+int cli_cost(int argc, char **argv);
 int cli_profile(int argc, char **argv);
 int cli_monitor(int argc, char **argv);
 int cli_validate(int argc, char **argv);

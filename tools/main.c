@@ -17,6 +17,7 @@
 #pragma weak cli_train
 #pragma weak cli_synth
 #pragma weak cli_plot
+#pragma weak cli_cost
 #pragma weak cli_validate
 
 typedef struct {
@@ -35,6 +36,7 @@ static const cli_cmd cmds[] = {
     {"train", cli_train, "train the acoustic model"},
     {"synth", cli_synth, "synthesize speech from a checkpoint"},
     {"plot", cli_plot, "loss curve and target-vs-predicted mel PNGs of a run"},
+    {"cost", cli_cost, "model one training step's cost on a GPU from its recorded launches"},
     {"profile", cli_profile, "train N steps and report busy/idle, data wait, op times and the bottleneck"},
     {"monitor", cli_monitor, "live NVML view of every GPU and of a running training's metrics"},
     {"validate", cli_validate, "check a config, its dataset and the devices before training"},

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
@@ -51,6 +52,39 @@ static tandem_status check_stream(const char *op, const tandem_stream *s) {
     if (!s || !s->dev || !s->dev->ops)
         return tandem_fail(TANDEM_E_INVALID, "%s: stream is NULL or has no device", op);
     return TANDEM_OK;
+}
+
+/* ---- the recorder (dev.h) ------------------------------------------------------------------ */
+
+static _Atomic(tandem_dev_recorder *) recorder;
+
+void tandem_dev_record(tandem_dev_recorder *r) {
+    if (r) atomic_store(&r->n, 0);
+    atomic_store(&recorder, r);
+}
+
+/* The slot for the next entry, or NULL (not recording, or full: then only counted). */
+static tandem_rec_entry *rec_slot(const tandem_stream *s, tandem_rec_kind kind) {
+    tandem_dev_recorder *r = atomic_load_explicit(&recorder, memory_order_relaxed);
+    if (!r) return NULL;
+    const int64_t i = atomic_fetch_add(&r->n, 1);
+    if (i >= r->cap) return NULL;
+    tandem_rec_entry *e = &r->entries[i];
+    memset(e, 0, sizeof *e);
+    e->kind = kind;
+    e->kernel = -1;
+    e->stream = s;
+    return e;
+}
+
+static void rec_copy(const tandem_stream *s, tandem_rec_kind kind, size_t bytes) {
+    tandem_rec_entry *e = rec_slot(s, kind);
+    if (e) e->cost = (tandem_kernel_cost){0.0, (double)bytes, (double)bytes};
+}
+
+void tandem_dev_gemm_cost(const tandem_gemm_desc *g, float beta, tandem_kernel_cost *c) {
+    tandem_kcost_gemm(c, g->m, g->n, g->k, g->batch, g->stride_a, g->stride_b,
+                      (double)tandem_dtype_size(g->a_type), beta);
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -128,6 +162,7 @@ tandem_status tandem_dev_upload(tandem_stream *s, const tandem_tensor *dst, size
     TANDEM_TRY(check_stream(op, s));
     if (!src) return tandem_fail(TANDEM_E_INVALID, "%s: host source is NULL", op);
     TANDEM_TRY(check_range(op, "destination", s, dst, offset, bytes));
+    rec_copy(s, TANDEM_REC_COPY_H2D, bytes);
     return s->dev->ops->copy_h2d(s, at(dst, offset), src, bytes);
 }
 
@@ -137,6 +172,7 @@ tandem_status tandem_dev_download(tandem_stream *s, void *dst, const tandem_tens
     TANDEM_TRY(check_stream(op, s));
     if (!dst) return tandem_fail(TANDEM_E_INVALID, "%s: host destination is NULL", op);
     TANDEM_TRY(check_range(op, "source", s, src, offset, bytes));
+    rec_copy(s, TANDEM_REC_COPY_D2H, bytes);
     return s->dev->ops->copy_d2h(s, dst, at(src, offset), bytes);
 }
 
@@ -149,6 +185,7 @@ tandem_status tandem_dev_copy(tandem_stream *s, const tandem_tensor *dst, size_t
     if (!s->dev->ops->copy_d2d)
         return tandem_fail(TANDEM_E_UNSUPPORTED, "%s: the %s backend has no device copy", op,
                            s->dev->ops->name);
+    rec_copy(s, TANDEM_REC_COPY_D2D, bytes);
     return s->dev->ops->copy_d2d(s, at(dst, dst_offset), at(src, src_offset), bytes);
 }
 
@@ -168,6 +205,7 @@ tandem_status tandem_dev_copy_peer(tandem_stream *s, const tandem_tensor *dst,
                            "%s device %d", op, tandem_tensor_name(src), tandem_tensor_name(dst),
                            tandem_dev_backend_name(dd), dd ? dd->info.ordinal : -1,
                            s->dev->ops->name, s->dev->info.ordinal);
+    rec_copy(s, TANDEM_REC_COPY_PEER, tandem_tensor_bytes(src));
     return s->dev->ops->copy_peer(s, dd, tandem_tensor_addr(dst), tandem_tensor_addr(src),
                                   tandem_tensor_bytes(src));
 }
@@ -242,6 +280,12 @@ tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float
     TANDEM_TRY(check_operand(g, "A", s, a, g->a_type, g->m * g->k, g->stride_a));
     TANDEM_TRY(check_operand(g, "B", s, b, g->b_type, g->k * g->n, g->stride_b));
     TANDEM_TRY(check_operand(g, "C", s, c, g->c_type, g->m * g->n, g->stride_c));
+    tandem_rec_entry *e = rec_slot(s, TANDEM_REC_GEMM);
+    if (e) {
+        e->gemm = *g;
+        e->beta = beta;
+        tandem_dev_gemm_cost(g, beta, &e->cost);
+    }
     const uint64_t t0 = tandem_now_ns();
     return profile_op(s, "gemm", t0, s->dev->ops->gemm(s, g, alpha, view_addr(a), view_addr(b), beta, view_addr(c)));
 }
@@ -267,6 +311,12 @@ tandem_status tandem_launch(tandem_stream *s, tandem_kernel_id id, const void *a
                            k->name, s->dev->ops->name);
     tandem_launch_dims dims;
     k->geom(args, &dims);
+    tandem_rec_entry *e = rec_slot(s, TANDEM_REC_KERNEL);
+    if (e) {
+        e->kernel = (int)id;
+        e->blocks = (int64_t)dims.grid[0] * dims.grid[1] * dims.grid[2];
+        k->cost(args, &e->cost);
+    }
     const uint64_t t0 = tandem_now_ns();
     return profile_op(s, k->name, t0, s->dev->ops->launch(s, (int)id, &dims, args, args_size));
 }
@@ -297,3 +347,107 @@ int32_t *tandem_tensor_i32_at(const tandem_tensor *t, int64_t off) {
     return (int32_t *)typed_at(t, TANDEM_I32, off);
 }
 uint8_t *tandem_tensor_u8(const tandem_tensor *t) { return (uint8_t *)typed(t, TANDEM_U8); }
+
+/* ---- the dry device (dev.h) ------------------------------------------------------------------ */
+
+typedef struct dry_impl {
+    tandem_dptr next; /* the next arena address handed out (address space only) */
+} dry_impl;
+
+static void dry_close(tandem_device *dev) {
+    tandem_free(dev->impl);
+    tandem_free(dev);
+}
+static tandem_status dry_ok_dev(tandem_device *dev) { return TANDEM_OK; }
+static int dry_peer(const tandem_device *dst, const tandem_device *src) { return dst == src; }
+static tandem_status dry_mem_alloc(tandem_device *dev, size_t bytes, tandem_dptr *out) {
+    dry_impl *d = dev->impl;
+    *out = d->next; /* 1 TiB up and 4 KiB apart: never dereferenced, never NULL */
+    d->next += ((tandem_dptr)bytes + 8191) & ~(tandem_dptr)4095;
+    return TANDEM_OK;
+}
+static void dry_mem_free(tandem_device *dev, tandem_dptr p) {}
+static tandem_status dry_pinned_alloc(tandem_device *dev, size_t bytes, void **out) {
+    *out = tandem_calloc(1, bytes ? bytes : 1);
+    return *out ? TANDEM_OK
+                : tandem_fail(TANDEM_E_NOMEM, "dry device: no host memory for %zu pinned bytes", bytes);
+}
+static void dry_pinned_free(tandem_device *dev, void *p) { tandem_free(p); }
+static tandem_status dry_stream_create(tandem_device *dev, tandem_stream *s) { return TANDEM_OK; }
+static void dry_stream_destroy(tandem_stream *s) {}
+static tandem_status dry_ok_stream(tandem_stream *s) { return TANDEM_OK; }
+static tandem_status dry_event_create(tandem_device *dev, tandem_event *e) { return TANDEM_OK; }
+static void dry_event_destroy(tandem_event *e) {}
+static tandem_status dry_ok_event(tandem_event *e) { return TANDEM_OK; }
+static tandem_status dry_event_record(tandem_event *e, tandem_stream *s) { return TANDEM_OK; }
+static tandem_status dry_wait(tandem_stream *s, tandem_event *e) { return TANDEM_OK; }
+static tandem_status dry_query(tandem_event *e, int *done) {
+    *done = 1;
+    return TANDEM_OK;
+}
+static tandem_status dry_elapsed(tandem_event *a, tandem_event *b, float *ms) {
+    *ms = 0.0f;
+    return TANDEM_OK;
+}
+static tandem_status dry_h2d(tandem_stream *s, tandem_dptr d, const void *h, size_t n) { return TANDEM_OK; }
+static tandem_status dry_d2h(tandem_stream *s, void *h, tandem_dptr d, size_t n) { return TANDEM_OK; }
+static tandem_status dry_d2d(tandem_stream *s, tandem_dptr d, tandem_dptr x, size_t n) { return TANDEM_OK; }
+static tandem_status dry_peer_copy(tandem_stream *s, tandem_device *dd, tandem_dptr d, tandem_dptr x,
+                                   size_t n) {
+    return TANDEM_OK;
+}
+static tandem_status dry_launch(tandem_stream *s, int id, const tandem_launch_dims *dims,
+                                const void *args, size_t size) {
+    return TANDEM_OK;
+}
+static tandem_status dry_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *g) { return TANDEM_OK; }
+static tandem_status dry_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha, tandem_dptr a,
+                              tandem_dptr b, float beta, tandem_dptr c) {
+    return TANDEM_OK;
+}
+
+static const tandem_backend_ops dry_ops = {
+    .name = "dry",
+    .close = dry_close,
+    .sync = dry_ok_dev,
+    .can_access_peer = dry_peer,
+    .mem_alloc = dry_mem_alloc,
+    .mem_free = dry_mem_free,
+    .host_alloc_pinned = dry_pinned_alloc,
+    .host_free_pinned = dry_pinned_free,
+    .stream_create = dry_stream_create,
+    .stream_destroy = dry_stream_destroy,
+    .stream_sync = dry_ok_stream,
+    .event_create = dry_event_create,
+    .event_destroy = dry_event_destroy,
+    .event_record = dry_event_record,
+    .stream_wait_event = dry_wait,
+    .event_query = dry_query,
+    .event_sync = dry_ok_event,
+    .event_elapsed_ms = dry_elapsed,
+    .copy_h2d = dry_h2d,
+    .copy_d2h = dry_d2h,
+    .copy_d2d = dry_d2d,
+    .copy_peer = dry_peer_copy,
+    .launch = dry_launch,
+    .gemm_prepare = dry_gemm_prepare,
+    .gemm = dry_gemm,
+};
+
+tandem_status tandem_dev_dry_open(const tandem_device_info *info, tandem_device **out) {
+    if (!info || !out) return tandem_fail(TANDEM_E_INVALID, "dry device: NULL argument");
+    *out = NULL;
+    tandem_device *dev = tandem_calloc(1, sizeof *dev);
+    dry_impl *d = tandem_calloc(1, sizeof *d);
+    if (!dev || !d) {
+        tandem_free(dev);
+        tandem_free(d);
+        return tandem_fail(TANDEM_E_NOMEM, "dry device: out of host memory");
+    }
+    d->next = (tandem_dptr)1 << 40;
+    dev->ops = &dry_ops;
+    dev->info = *info;
+    dev->impl = d;
+    *out = dev;
+    return TANDEM_OK;
+}

@@ -7,8 +7,9 @@
  * a driver. test/check_device_api.sh (make test) fails on any other caller of the table.
  *
  * Threads: whoever owns the stream (or, for memory, the device) passed in, as for the table.
- * Allocates: only tandem_dev_mem_alloc (the pool's arena) and tandem_dev_pinned_alloc (pinned
- * staging), both before a pool is committed; nothing else allocates.
+ * Allocates: only tandem_dev_mem_alloc (the pool's arena), tandem_dev_pinned_alloc (pinned
+ * staging), both before a pool is committed, and tandem_dev_dry_open; nothing else allocates
+ * (the recorder appends into a buffer its caller made).
  */
 #ifndef TANDEM_RUNTIME_CORE_DEV_H
 #define TANDEM_RUNTIME_CORE_DEV_H
@@ -119,6 +120,55 @@ tandem_bf16 *tandem_tensor_bf16(const tandem_tensor *t);
 int32_t *tandem_tensor_i32(const tandem_tensor *t);
 int32_t *tandem_tensor_i32_at(const tandem_tensor *t, int64_t off);
 uint8_t *tandem_tensor_u8(const tandem_tensor *t);
+
+/* ---- recording the launch list (the step cost model, runtime/run/cost.h) --------------------
+ * While a recorder is installed, every kernel launch, GEMM and copy that passes its checks here
+ * is appended to it, with its stream and its cost (the kernel's registry cost function, the
+ * GEMM's from its shape and dtypes, a copy's bytes), before the backend runs it. One recorder
+ * for the process (installing is for a tool or a test that controls every thread launching
+ * meanwhile); appends are atomic. Off (the default) costs one relaxed load per call. */
+typedef enum tandem_rec_kind {
+    TANDEM_REC_KERNEL = 0,
+    TANDEM_REC_GEMM,
+    TANDEM_REC_COPY_H2D,
+    TANDEM_REC_COPY_D2H,
+    TANDEM_REC_COPY_D2D,
+    TANDEM_REC_COPY_PEER,
+    TANDEM_REC_KINDS
+} tandem_rec_kind;
+
+typedef struct tandem_rec_entry {
+    tandem_rec_kind kind;
+    int kernel;             /* TANDEM_REC_KERNEL: its tandem_kernel_id; else -1 */
+    tandem_gemm_desc gemm;  /* TANDEM_REC_GEMM: the descriptor */
+    float beta;             /* TANDEM_REC_GEMM: C read when nonzero */
+    int64_t blocks;         /* TANDEM_REC_KERNEL: blocks in its grid (how much of a GPU it fills) */
+    const tandem_stream *stream;
+    tandem_kernel_cost cost;
+} tandem_rec_entry;
+
+typedef struct tandem_dev_recorder {
+    tandem_rec_entry *entries; /* [cap], the caller's */
+    int64_t cap;
+    _Atomic int64_t n;         /* calls seen; entries past cap are counted, not stored */
+} tandem_dev_recorder;
+
+/* Install r (n reset to 0) or, with NULL, stop recording. */
+void tandem_dev_record(tandem_dev_recorder *r);
+/* The cost of a GEMM on tandem_dev_gemm's terms (runtime/core/gemm.c's op too). */
+void tandem_dev_gemm_cost(const tandem_gemm_desc *g, float beta, tandem_kernel_cost *c);
+
+/* ---- the dry device ---------------------------------------------------------------------------
+ * A device that executes nothing, for the cost model: `tandem cost` runs one real training step
+ * on it, shapes alone deciding the launch list. It reports info (a CUDA device, as the model
+ * requires for bf16); arena memory is address space only (never touched, so a 6 GiB arena costs
+ * nothing), pinned host memory is real (the host writes staging buffers); streams and events
+ * complete at once; launches, GEMMs and copies pass dev.c's checks, are recorded, and do nothing.
+ * A download leaves its destination as it was: whatever the host later reads from a step's
+ * read-back is what it held (zeros from the pinned allocation: a finite step, nothing skipped;
+ * the skip decision lives on the device anyway, so it never changes the launch list).
+ * Close with tandem_device_close. */
+tandem_status tandem_dev_dry_open(const tandem_device_info *info, tandem_device **out);
 
 /* ---- op profiling (`tandem profile`) ---------------------------------------------------------
  * While a profile is attached, every kernel launch and GEMM queued on its stream records the

@@ -304,6 +304,21 @@ static void check_devices(const tandem_config *c, const tandem_validate_options 
     tandem_free(s);
 }
 
+/* Expected throughput from the step cost model (tandem_cost.h): one step recorded on a dry
+ * device and priced on an H100's published peaks — a model, not a measurement. */
+static void check_speed(const tandem_config *cfg, tandem_validate_report *r) {
+    tandem_cost_estimate e;
+    if (tandem_cost_estimate_step(cfg, NULL, &e) != TANDEM_OK) {
+        add(r, TANDEM_FINDING_WARN, "speed", "run `tandem cost --config ...` to see why",
+            "expected throughput: the step cost model could not price this config: %s", tandem_last_error());
+        return;
+    }
+    add(r, TANDEM_FINDING_INFO, "speed", "`tandem cost --config ... --gpu h100|a100|rtx4090|l4` for details",
+        "expected throughput (modelled on an %s, not measured): %.2f ms per step in a CUDA graph, %.2f ms eager, "
+        "%lld launches, floor %.2f ms; about %.0f samples/s", e.gpu, e.graph_ms, e.eager_ms, (long long)e.launches,
+        e.floor_ms, e.samples_per_s);
+}
+
 tandem_status tandem_validate(const tandem_config *cfg, const tandem_validate_options *o,
                               tandem_validate_report *r) {
     if (!cfg || !r) return tandem_fail(TANDEM_E_INVALID, "tandem_validate: NULL argument");
@@ -316,6 +331,6 @@ tandem_status tandem_validate(const tandem_config *cfg, const tandem_validate_op
     size_t bytes[2] = {0, 0};
     check_plan(cfg, o->backend, bytes, r);
     check_devices(cfg, o, bytes, r);
-    add(r, TANDEM_FINDING_INFO, "speed", "", "expected throughput: not available (this build has no cost model)");
+    check_speed(cfg, r);
     return TANDEM_OK;
 }

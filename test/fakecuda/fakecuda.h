@@ -31,6 +31,7 @@
 #define FC_EXPORT_V2(name)                                                                \
     extern __typeof__(name) name##_v2 __attribute__((alias(#name), visibility("default")));
 #define FC_MAX_DEVICES 8
+#define TANDEM_FAKECUDA_MAX_KERNELS 256 /* > TANDEM_KERNEL_COUNT (asserted in fc_module.c) */
 #define FC_DRIVER_VERSION 13000 /* what cuDriverGetVersion reports (CUDA 13.0) */
 
 /* ---- bridge exported by libcuda.so.1 (used by libcublasLt.so.13 and by tests) ---- */
@@ -70,6 +71,18 @@ FC_EXPORT int tandem_fakecuda_event_flags(CUevent ev);
  * freed (free()) after run. desc names the operation in reports. */
 FC_EXPORT void tandem_fakecuda_submit(CUstream stream, const char *desc, void (*run)(void *),
                                       void *arg, const void *acc, int n);
+/* What the driver API queued since the process started, counted when a call succeeds (for the
+ * step cost model's test: its recorded launch list must match these kind by kind). Takes the
+ * lock. Matmuls are counted by libcublasLt.so.13: tandem_fakecublaslt_matmuls() there. */
+typedef struct tandem_fakecuda_counts {
+    uint64_t launches;                          /* cuLaunchKernel, all kernels */
+    uint64_t kernel[TANDEM_FAKECUDA_MAX_KERNELS]; /* per registry kernel id */
+    uint64_t copies_h2d, copies_d2h, copies_d2d, copies_peer;
+} tandem_fakecuda_counts;
+FC_EXPORT void tandem_fakecuda_get_counts(tandem_fakecuda_counts *out);
+/* Internal (libcuda.so.1): the counters, under the lock. */
+extern tandem_fakecuda_counts fc_counts;
+
 /* PCI bus of device dev of n: device 0 sits on the highest bus, as on a machine where CUDA's
  * fastest-first order is the reverse of NVML's PCI order, so matching by index would be wrong. */
 #define FC_PCI_BUS(dev, n) (0x18u + 0x20u * (unsigned)((n) - 1 - (dev)))
@@ -321,24 +334,24 @@ void fc_graph_free_nodes(fc_obj *graph);
 /* An event record / wait queued by a graph launch (fc_stream.c). */
 void fc_event_mark_recorded(fc_event *e);
 /* What the stand-in counted since load (tests: host synchronisations and launches per step). */
-typedef struct tandem_fakecuda_counts {
+typedef struct tandem_fakecuda_dev_counts {
     uint64_t kernel_launches;   /* cuLaunchKernel outside a capture */
     uint64_t captured_launches; /* cuLaunchKernel into a capture */
     uint64_t graph_launches, graph_instantiations;
     uint64_t stream_syncs, ctx_syncs, event_syncs; /* host waits */
     uint64_t copies;            /* cuMemcpy*Async outside a capture */
     uint64_t matmuls, captured_matmuls; /* cublasLtMatmul outside / into a capture */
-} tandem_fakecuda_counts;
+} tandem_fakecuda_dev_counts;
 /* The counts of device dev (its context's streams, events and calls); zeros for no device. */
-FC_EXPORT void tandem_fakecuda_get_counts(int dev, tandem_fakecuda_counts *out);
+FC_EXPORT void tandem_fakecuda_get_device_counts(int dev, tandem_fakecuda_dev_counts *out);
 /* The counts of the calls the calling thread made (all devices): a training loop's own, apart
  * from the loader and data-device threads'. */
-FC_EXPORT void tandem_fakecuda_get_thread_counts(tandem_fakecuda_counts *out);
+FC_EXPORT void tandem_fakecuda_get_thread_counts(tandem_fakecuda_dev_counts *out);
 /* With the lock held, for libcublasLt: one matmul queued on stream (counted). */
 FC_EXPORT void tandem_fakecuda_count_matmul(CUstream stream);
-extern tandem_fakecuda_counts fc_counts[FC_MAX_DEVICES];
-extern __thread tandem_fakecuda_counts fc_thread_counts;
-#define FC_COUNT(dev, field) (fc_counts[(dev)].field++, fc_thread_counts.field++)
+extern tandem_fakecuda_dev_counts fc_dev_counts[FC_MAX_DEVICES];
+extern __thread tandem_fakecuda_dev_counts fc_thread_counts;
+#define FC_COUNT(dev, field) (fc_dev_counts[(dev)].field++, fc_thread_counts.field++)
 
 /* ---- hazards (fc_hazard.c) ---- */
 /* Check op's ranges (stream slot, clock vc, epoch = vc->c[slot]) and record them. */

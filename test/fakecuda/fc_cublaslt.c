@@ -674,6 +674,15 @@ static cublasStatus_t check_alignment(const char *call, const cublasLtMatmulAlgo
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* Matmuls queued (under the driver's lock), for the cost model's test. */
+static uint64_t lt_matmuls;
+FC_EXPORT uint64_t tandem_fakecublaslt_matmuls(void) {
+    tandem_fakecuda_lock();
+    const uint64_t n = lt_matmuls;
+    tandem_fakecuda_unlock();
+    return n;
+}
+
 FC_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                                         const void *alpha, const void *A,
                                         cublasLtMatrixLayout_t Adesc, const void *B,
@@ -742,6 +751,7 @@ FC_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulD
     }
     lt_queue(&p, fa, fb, A, B, C, D, workspace, ws_used, stream);
     tandem_fakecuda_count_matmul(stream);
+    lt_matmuls++;
     st = CUBLAS_STATUS_SUCCESS;
 out:
     tandem_fakecuda_unlock();

@@ -43,10 +43,10 @@ typedef struct fc_exec {
     fc_graph *g;
 } fc_exec;
 
-tandem_fakecuda_counts fc_counts[FC_MAX_DEVICES];
-__thread tandem_fakecuda_counts fc_thread_counts;
+tandem_fakecuda_dev_counts fc_dev_counts[FC_MAX_DEVICES];
+__thread tandem_fakecuda_dev_counts fc_thread_counts;
 
-FC_EXPORT void tandem_fakecuda_get_thread_counts(tandem_fakecuda_counts *out) { *out = fc_thread_counts; }
+FC_EXPORT void tandem_fakecuda_get_thread_counts(tandem_fakecuda_dev_counts *out) { *out = fc_thread_counts; }
 
 FC_EXPORT void tandem_fakecuda_count_matmul(CUstream h) {
     fc_stream *s = fc_stream_of(h);
@@ -54,9 +54,9 @@ FC_EXPORT void tandem_fakecuda_count_matmul(CUstream h) {
     else FC_COUNT(s->h.ctx->device, matmuls);
 }
 
-FC_EXPORT void tandem_fakecuda_get_counts(int dev, tandem_fakecuda_counts *out) {
+FC_EXPORT void tandem_fakecuda_get_device_counts(int dev, tandem_fakecuda_dev_counts *out) {
     tandem_fakecuda_lock();
-    if (dev >= 0 && dev < FC_MAX_DEVICES) *out = fc_counts[dev];
+    if (dev >= 0 && dev < FC_MAX_DEVICES) *out = fc_dev_counts[dev];
     else memset(out, 0, sizeof *out);
     tandem_fakecuda_unlock();
 }

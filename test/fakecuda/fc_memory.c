@@ -278,6 +278,10 @@ static void queue_copy(const char *call, CUstream stream, void *dst, const void 
                        int dst_mem, int src_mem, int snapshot) {
     fc_stream *s = fc_stream_of(stream);
     if (!s->capture) FC_COUNT(s->h.ctx->device, copies);
+    if (strcmp(call, "cuMemcpyHtoDAsync") == 0) fc_counts.copies_h2d++;
+    else if (strcmp(call, "cuMemcpyDtoHAsync") == 0) fc_counts.copies_d2h++;
+    else if (strcmp(call, "cuMemcpyDtoDAsync") == 0) fc_counts.copies_d2d++;
+    else fc_counts.copies_peer++;
     fc_op *op = fc_op_new("%s of %zu bytes", call, bytes);
     op->run = run_copy;
     op->dst = dst;

@@ -437,7 +437,18 @@ FC_EXPORT CUresult cuLaunchKernel(CUfunction hf, unsigned gx, unsigned gy, unsig
     fc_acc_list L;
     fc_kernel_accesses(f->kernel_id, args, &L);
     fc_stream *s = fc_stream_of(stream);
+    fc_counts.launches++;
+    fc_counts.kernel[f->kernel_id]++;
     fc_submit(s, op, &L);
     /* On the default stream the launch has run: its fault is this call's result. */
     return fc_leave(stream ? CUDA_SUCCESS : cur->sticky);
+}
+
+_Static_assert(TANDEM_KERNEL_COUNT <= TANDEM_FAKECUDA_MAX_KERNELS, "raise TANDEM_FAKECUDA_MAX_KERNELS");
+tandem_fakecuda_counts fc_counts;
+
+FC_EXPORT void tandem_fakecuda_get_counts(tandem_fakecuda_counts *out) {
+    tandem_fakecuda_lock();
+    *out = fc_counts;
+    tandem_fakecuda_unlock();
 }

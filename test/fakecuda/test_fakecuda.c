@@ -1045,9 +1045,9 @@ static void test_graph_replay(void **state) {
     size_t len;
     void *fatbin = read_fatbin(&len);
     if (!fatbin) skip();
-    void (*counts)(int, void *) = (void (*)(int, void *))dlsym(D.h, "tandem_fakecuda_get_counts");
+    void (*counts)(int, void *) = (void (*)(int, void *))dlsym(D.h, "tandem_fakecuda_get_device_counts");
     assert_non_null(counts);
-    uint64_t c0[8], c1[8]; /* tandem_fakecuda_counts: 8 uint64_t in declaration order */
+    uint64_t c0[10], c1[10]; /* tandem_fakecuda_dev_counts: 10 uint64_t in declaration order */
     CUmodule mod;
     CUfunction fill, scale;
     OK(D.cuModuleLoadData(&mod, fatbin));

@@ -89,6 +89,28 @@ static int compare(const tandem_kcase_buf *b, const void *emu, const void *host,
     return 0;
 }
 
+/* The registry's cost function on this launch (kernels/registry.h): finite, non-negative, some
+ * bytes moved, and no more than every buffer of the case read and written once (a minimum
+ * traffic cannot exceed that). 0 when sane, else msg says why. */
+static int check_cost(const tandem_kernel_info *k, const tandem_kcase *c, const void *args, char *msg,
+                      size_t cap) {
+    tandem_kernel_cost kc;
+    memset(&kc, 0xff, sizeof kc); /* NaN: a field the function forgot stays visible */
+    k->cost(args, &kc);
+    double all = 0.0;
+    for (int j = 0; j < c->nbufs; j++)
+        all += (double)c->bufs[j].count * (double)tandem_kcase_dtype_bytes(c->bufs[j].dtype);
+    const double moved = kc.bytes_read + kc.bytes_written;
+    if (!(kc.flops >= 0.0 && kc.bytes_read >= 0.0 && kc.bytes_written >= 0.0 && moved > 0.0 &&
+          moved <= 2.0 * all + 64.0)) {
+        snprintf(msg, cap, "cost function: flops %g, bytes read %g, written %g; expected non-negative, "
+                 "some bytes, at most %g (every buffer read and written once)", kc.flops, kc.bytes_read,
+                 kc.bytes_written, 2.0 * all + 64.0);
+        return 1;
+    }
+    return 0;
+}
+
 /* One size of one kernel; 0 on success, else msg says why. */
 static int run_case(int id, const tandem_kcase *c, tandem_rng *rng, char *msg, size_t cap) {
     const tandem_kernel_info *k = &tandem_kernel_table[id];
@@ -120,6 +142,9 @@ static int run_case(int id, const tandem_kcase *c, tandem_rng *rng, char *msg, s
     if (!bad) {
         specs[id]->bind(c, hb, hargs);
         specs[id]->bind(c, eb, eargs);
+        bad = check_cost(k, c, hargs, msg, cap);
+    }
+    if (!bad) {
         k->host(hargs);
         tandem_launch_dims d;
         k->geom(eargs, &d);

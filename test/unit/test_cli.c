@@ -176,6 +176,8 @@ static void test_validate(void **state) {
     expect_in(o, "4 audio files probed (decoded whole), 0 failed");
     expect_in(o, "0 errors, 0 warnings");
     if (backend == TANDEM_BACKEND_CUDA) expect_in(o, "device cuda 0");
+    expect_in(o, "expected throughput (modelled on an h100, not measured): "); /* tandem_cost.h */
+    expect_in(o, " ms per step in a CUDA graph, ");
     free(o);
     /* warnings: no validation set, too-long audio (with the max_frames that keeps it) */
     rc = run(&o, "validate --config configs/tiny.yaml --backend %s --train-data '%s' --max-steps 1000 "

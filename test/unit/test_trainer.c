@@ -760,7 +760,7 @@ static void test_device_roles(void **state) {
 
 /* ---- graph mode (docs/TRAINING.md): counts through the stand-in, graphs on and off ----------- */
 
-/* The stand-in's per-device counters (test/fakecuda/fakecuda.h, tandem_fakecuda_counts). */
+/* The stand-in's counters (test/fakecuda/fakecuda.h, tandem_fakecuda_dev_counts). */
 typedef struct fc_counts {
     uint64_t kernel_launches, captured_launches, graph_launches, graph_instantiations;
     uint64_t stream_syncs, ctx_syncs, event_syncs, copies;
