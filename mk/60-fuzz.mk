@@ -4,13 +4,16 @@
 #   make test        replays every target deterministically (replay_main.c: the corpus plus 300
 #                    seeded mutations per file), one test binary per target: build/test/bin/fuzz_<name>
 #   make fuzz        coverage-guided fuzzing with clang's libFuzzer + ASan + UBSan, each target
-#                    for FUZZ_SECONDS (default 60); FUZZ_TARGETS=<names> picks a subset,
-#                    FUZZ_ARGS passes libFuzzer flags (e.g. -jobs=2); crashes land in
-#                    BUILD/fuzz/artifacts/, logs in BUILD/fuzz/log/
+#                    for FUZZ_SECONDS (default 60) or FUZZ_RUNS executions (-runs=; empty: no
+#                    execution bound), whichever comes first, as one plain process per target;
+#                    -j2 runs two targets at a time; FUZZ_TARGETS=<names> picks a subset,
+#                    FUZZ_ARGS passes more libFuzzer flags; crashes land in
+#                    BUILD/fuzz/artifacts/, logs and summaries in BUILD/fuzz/log/
 #   make fuzz-corpus regenerates the binary seeds (text caches, audio, safetensors, fatbins)
 FUZZ_NAMES   := $(sort $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c)))
 FUZZ_TARGETS ?= $(FUZZ_NAMES)
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?=
 FUZZ_ARGS    ?=
 FUZZ_CC      ?= clang
 FUZZ_DIR     := $(BUILD)/fuzz
@@ -69,25 +72,25 @@ $(FUZZ_DIR)/bin/fuzz_%: test/fuzz/fuzz_%.c $(FUZZ_HDRS) $(FUZZ_LIB)
 .PHONY: fuzz fuzz-build fuzz-corpus
 fuzz-build: $(FUZZ_DIR)/probe.ok $(FUZZ_BINS)
 
-# Each target in turn: new inputs go to BUILD/fuzz/work/<name> (the seed corpus stays
-# untouched), crashes to BUILD/fuzz/artifacts/<name>-crash-*. Fails if any target failed.
-fuzz: fuzz-build
-	@mkdir -p $(FUZZ_DIR)/artifacts $(FUZZ_DIR)/log; failed=""; \
-	for t in $(FUZZ_TARGETS); do \
-	  mkdir -p $(FUZZ_DIR)/work/$$t; \
-	  echo "=== fuzz_$$t: $(FUZZ_SECONDS) s (log: $(FUZZ_DIR)/log/$$t.log)"; \
-	  if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	     $(FUZZ_DIR)/bin/fuzz_$$t $(FUZZ_DIR)/work/$$t test/fuzz/corpus/$$t \
-	       -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
-	       -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t- $(FUZZ_ARGS) >$(FUZZ_DIR)/log/$$t.log 2>&1; then \
-	    grep -E '^stat::number_of_executed_units|^Done' $(FUZZ_DIR)/log/$$t.log | tr '\n' ' '; \
-	    grep -E '#[0-9]+.*(DONE|pulse|REDUCE|NEW).*cov:' $(FUZZ_DIR)/log/$$t.log | tail -n 1 | sed 's/^/  /'; \
-	  else \
-	    failed="$$failed $$t"; tail -n 40 $(FUZZ_DIR)/log/$$t.log; \
-	  fi; \
-	done; \
-	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (inputs in $(FUZZ_DIR)/artifacts/; replay one with $(TEST_BIN_DIR)/fuzz_<name> FILE)"; exit 1; fi; \
-	echo "fuzz: all targets ran $(FUZZ_SECONDS) s without a failure"
+# One plain libFuzzer run per target (test/fuzz/run_target.sh; no -fork/-jobs): new inputs go to
+# BUILD/fuzz/work/<name> (the seed corpus stays untouched), crashes/leaks/timeouts to
+# BUILD/fuzz/artifacts/<name>-*, the log to BUILD/fuzz/log/<name>.log. Each run stops after
+# FUZZ_SECONDS or FUZZ_RUNS executions, whichever comes first; `make -j2 fuzz` runs two targets
+# at a time. Each target's summary line is kept in BUILD/fuzz/log/<name>.summary; fails if any
+# target found something.
+FUZZ_RUN_STAMPS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/log/%.summary)
+.PHONY: $(FUZZ_RUN_STAMPS)
+$(FUZZ_RUN_STAMPS): $(FUZZ_DIR)/log/%.summary: fuzz-build
+	@mkdir -p $(dir $@)
+	@echo "=== fuzz_$*: $(FUZZ_SECONDS) s$(if $(FUZZ_RUNS), or $(FUZZ_RUNS) executions) (log: $(FUZZ_DIR)/log/$*.log)"
+	@sh test/fuzz/run_target.sh $* $(FUZZ_DIR)/bin/fuzz_$* test/fuzz/corpus/$* $(FUZZ_DIR)/work/$* \
+	  $(FUZZ_DIR)/artifacts $(FUZZ_DIR)/log/$*.log $(FUZZ_SECONDS) '$(FUZZ_RUNS)' $(FUZZ_ARGS) >$@.tmp; \
+	  rc=$$?; cat $@.tmp; mv $@.tmp $@; \
+	  if [ $$rc -ne 0 ]; then echo "fuzz_$*: FAILED (inputs in $(FUZZ_DIR)/artifacts/; replay one with $(TEST_BIN_DIR)/fuzz_$* FILE)"; exit 1; fi
+
+fuzz: $(FUZZ_RUN_STAMPS)
+	@cat $(FUZZ_RUN_STAMPS) | grep '^fuzz_'
+	@echo "fuzz: all targets ran $(FUZZ_SECONDS) s$(if $(FUZZ_RUNS), or $(FUZZ_RUNS) executions) without a failure"
 
 $(FUZZ_DIR)/gen_corpus: test/fuzz/gen_corpus.c $(TEST_FIXTURES) $(LIB)
 	@mkdir -p $(dir $@)

@@ -5,11 +5,12 @@
  * and the AdamW moments as F32 tensors, and string metadata: format_version, step, config (the
  * run's config as YAML), symbols (the symbol table as JSON), sampler and optimizer counters.
  * A tandem_ckpt is one such file opened read-only and validated (header, dtypes, shapes, offsets,
- * format version): the file is mapped, the strings and tensor descriptions point into the handle
- * and live until close. Tensor data is not read here (tandem_synth.h and the trainer load it).
+ * format version): the file is read whole into memory the handle owns (never mapped, so a file
+ * truncated or rewritten while open cannot fault; one that changes while read is refused), the
+ * strings and tensor descriptions point into the handle and live until close. Tensor data is not read here (tandem_synth.h and the trainer load it).
  *
  * Threads: the accessors of one open checkpoint may be called from any threads at once (they only
- * read); close must not overlap them. Allocation: open allocates (the entry table, the mapping);
+ * read); close must not overlap them. Allocation: open allocates (the entry table, the file's bytes);
  * the accessors do not, except tandem_ckpt_config, which creates a config.
  * Errors: TANDEM_E_IO for a file or directory that cannot be read, TANDEM_E_FORMAT for a file that
  * is not a valid checkpoint (the message names the file, the offset and the field), TANDEM_E_INVALID

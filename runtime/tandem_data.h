@@ -4,7 +4,7 @@
  * A dataset is a directory in the LJSpeech layout: metadata.csv (id|text|normalized text) and
  * wavs/<id>.wav (or .flac, .ogg). Preparing it parses and checks every row, runs the text frontend
  * on worker threads and stores the result in the persistent text cache, so a trainer opening the
- * same data later loads it in one mapping. The data run is `tandem pipeline`: the data device
+ * same data later loads it in one read. The data run is `tandem pipeline`: the data device
  * featurises batches into the ring on the model device and a consumer checks and releases them.
  *
  * Threads: both calls block the calling thread and start (and join) their own workers; calls may

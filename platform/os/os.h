@@ -76,6 +76,12 @@ tandem_status tandem_file_open_input(const char *path, uint64_t max_bytes, const
  * tandem_file_open_input; a file that grows past the limit while read is refused too). */
 tandem_status tandem_file_read_limited(const char *path, uint64_t max_bytes, const char *raise_hint,
                                        char **data, size_t *len);
+/* Read bytes [0, bytes) of the regular file open on fd (path names it in messages) into buf, in
+ * bounded pread calls (at most TANDEM_FILE_READ_CHUNK each, EINTR retried). A file that ends
+ * before `bytes` (truncated while read) is TANDEM_E_IO naming path and how much was there.
+ * Allocates nothing. */
+#define TANDEM_FILE_READ_CHUNK ((size_t)64 << 20)
+tandem_status tandem_file_read_exact(int fd, const char *path, void *buf, size_t bytes);
 /* mkdir -p */
 tandem_status tandem_mkdir_p(const char *path);
 

@@ -129,6 +129,20 @@ tandem_status tandem_file_read_limited(const char *path, uint64_t max_bytes, con
     return TANDEM_OK;
 }
 
+tandem_status tandem_file_read_exact(int fd, const char *path, void *buf, size_t bytes) {
+    for (size_t got = 0; got < bytes;) {
+        const size_t want = bytes - got < TANDEM_FILE_READ_CHUNK ? bytes - got : TANDEM_FILE_READ_CHUNK;
+        const ssize_t r = pread(fd, (char *)buf + got, want, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return tandem_fail(TANDEM_E_IO, "read %s: %s", path, strerror(errno));
+        if (r == 0)
+            return tandem_fail(TANDEM_E_IO, "read %s: the file ended after %zu of its %zu bytes: it was truncated "
+                               "while read (is another process writing it?)", path, got, bytes);
+        got += (size_t)r;
+    }
+    return TANDEM_OK;
+}
+
 tandem_status tandem_file_read_all(const char *path, char **data, size_t *len) {
     return tandem_file_read_limited(path, TANDEM_FILE_READ_MAX, NULL, data, len);
 }

@@ -1,13 +1,17 @@
 /* text_cache.c — persistent, content-keyed cache of the text index (see text_cache.h). */
 #include "runtime/data/text_cache.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "platform/os/log.h"
@@ -84,6 +88,43 @@ const char *tandem_text_cache_dir(char buf[TANDEM_RUNTIME_PATH_MAX]) {
 
 /* ix->cache_path for the dataset at real_dir; left "" when there is no cache directory (the
  * frontend then runs in memory) or it cannot be made. */
+/* The pid in a temp name of the cache's own writes, ".text-<16 hex>.cache.tmp.<pid>.<n>" (what
+ * tandem_file_write_atomic makes of "text-<16 hex>.cache"); 0 for any other name. */
+static long cache_temp_pid(const char *name) {
+    static const char pre[] = ".text-", mid[] = ".cache.tmp.";
+    if (strncmp(name, pre, sizeof pre - 1) != 0) return 0;
+    const char *p = name + sizeof pre - 1;
+    for (int i = 0; i < 16; i++, p++)
+        if (!isxdigit((unsigned char)*p) || isupper((unsigned char)*p)) return 0;
+    if (strncmp(p, mid, sizeof mid - 1) != 0) return 0;
+    p += sizeof mid - 1;
+    long pid = 0;
+    for (; isdigit((unsigned char)*p) && pid < 1000000000L; p++) pid = pid * 10 + (*p - '0');
+    if (*p++ != '.' || !isdigit((unsigned char)*p)) return 0;
+    while (isdigit((unsigned char)*p)) p++;
+    return *p ? 0 : pid;
+}
+
+/* Remove the cache's own temp files left by writers that died (text_cache.h). */
+static void sweep_temps(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    const time_t now = time(NULL);
+    for (struct dirent *e; (e = readdir(d));) {
+        const long pid = cache_temp_pid(e->d_name);
+        char p[PATH_MAX];
+        struct stat sb;
+        if (pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue; /* not ours, or alive */
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p || lstat(p, &sb) != 0 ||
+            !S_ISREG(sb.st_mode) || now - sb.st_mtime < TANDEM_TEXT_CACHE_TEMP_AGE_S)
+            continue;
+        if (unlink(p) == 0)
+            tandem_logf(TANDEM_LOG_INFO, "text cache: removed %s, a temp file left by an interrupted write "
+                        "(process %ld is gone)", p, pid);
+    }
+    closedir(d);
+}
+
 static void cache_path_for(const tandem_text_index_config *cfg, const char *real_dir, tandem_text_index *ix) {
     char dir[TANDEM_RUNTIME_PATH_MAX];
     if (cfg->cache_dir) snprintf(dir, sizeof dir, "%s", cfg->cache_dir);
@@ -97,6 +138,7 @@ static void cache_path_for(const tandem_text_index_config *cfg, const char *real
         tandem_logf(TANDEM_LOG_WARN, "text cache disabled: %s", tandem_last_error());
         return;
     }
+    sweep_temps(dir);
     int k = snprintf(ix->cache_path, sizeof ix->cache_path, "%s/text-%016llx.cache", dir,
                      (unsigned long long)tandem_hash64(real_dir, strlen(real_dir), 0));
     if (k < 0 || (size_t)k >= sizeof ix->cache_path) ix->cache_path[0] = 0;
@@ -176,13 +218,7 @@ static tandem_status read_cache(const char *path, void **data, size_t *bytes, in
     }
     char *buf = st == TANDEM_OK ? tandem_malloc(total) : NULL;
     if (st == TANDEM_OK && !buf) st = tandem_fail(TANDEM_E_NOMEM, "text cache %s: %zu bytes", path, total);
-    for (size_t got = 0; st == TANDEM_OK && got < total;) {
-        ssize_t r = pread(fd, buf + got, total - got, (off_t)got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) st = tandem_fail(TANDEM_E_IO, "read %s: %s", path, strerror(errno));
-        else if (r == 0) st = tandem_fail(TANDEM_E_FORMAT, "truncated while read: %zu of %zu bytes", got, total);
-        else got += (size_t)r;
-    }
+    if (st == TANDEM_OK) st = tandem_file_read_exact(fd, path, buf, total);
     close(fd);
     if (st != TANDEM_OK) {
         tandem_free(buf);

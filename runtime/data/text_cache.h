@@ -7,7 +7,12 @@
  * and checksums; a file whose size, magic, versions, key or checksums do not match is rebuilt,
  * never trusted. Written atomically; read whole into memory the index owns (only when its size
  * is what its header's counts give), never mapped, so changes to the file after the read cannot
- * reach the index. Owns nothing between calls. */
+ * reach the index. Temp files its writes leave behind (a writer killed between creating the
+ * temp and the rename) are swept when the cache directory is next used: only names of the
+ * cache's own pattern (".text-<16 hex>.cache.tmp.<pid>.<n>"), only when that process is gone
+ * and the file is older than TANDEM_TEXT_CACHE_TEMP_AGE_S (the directory may be shared with
+ * other hosts or PID namespaces, where a pid means nothing here); a live writer's temp is never
+ * touched. Owns nothing between calls. */
 #ifndef TANDEM_TEXT_CACHE_H
 #define TANDEM_TEXT_CACHE_H
 
@@ -18,6 +23,9 @@
 #include "runtime/data/text_index.h"
 
 #define TANDEM_TEXT_CACHE_MAGIC "TNDMTXT\x1a"
+/* A temp file of a dead writer is swept only when not modified for this long: writing a cache
+ * takes seconds, so an older one is abandoned even if its pid is another host's. */
+#define TANDEM_TEXT_CACHE_TEMP_AGE_S 600
 #define TANDEM_TEXT_CACHE_FORMAT 2 /* 2: tandem_utt.n_samples filled from the audio headers */
 
 /* The on-disk header (native byte order; the magic and version reject foreign files). */

@@ -11,8 +11,9 @@
  * Dtypes handled: F32, BF16, F16, I32, U8 (tandem_dtype).
  *
  * Owns: the writer (tensor list and fixed buffers sized at create, so writing allocates nothing
- * and can happen during training) and the reader (mmaps the file, validates it strictly with
- * its own JSON parser, then hands out pointers into the mapping). Assumes a little-endian host
+ * and can happen during training) and the reader (reads the whole file into memory it owns —
+ * never a mapping, so a file truncated or rewritten while in use cannot fault — validates it
+ * strictly with its own JSON parser, then hands out pointers into its copy). Assumes a little-endian host
  * (checked at create/open: TANDEM_E_UNSUPPORTED otherwise). */
 #ifndef TANDEM_RUNTIME_SAFETENSORS_H
 #define TANDEM_RUNTIME_SAFETENSORS_H
@@ -79,17 +80,19 @@ typedef struct tandem_st_info {
     tandem_dtype dtype;
     int ndim;
     int64_t shape[TANDEM_MAX_DIMS];
-    const void *data;  /* into the mapping; may be unaligned for its dtype: copy with memcpy */
+    const void *data;  /* into the reader's copy; may be unaligned for its dtype: copy with memcpy */
     size_t bytes;
     uint64_t begin, end; /* data_offsets as stored */
 } tandem_st_info;
 
 typedef struct tandem_st_file tandem_st_file;
 
-/* mmap and validate path: header length against the file size, JSON syntax (strict),
+/* Read path whole (bounded reads; a file that changes size or mtime while read is
+ * TANDEM_E_IO naming it) and validate it: header length against the file size, JSON syntax (strict),
  * dtypes, shapes, data_offsets in bounds, matching dtype x shape, contiguous, covering the
  * data exactly. Anything wrong → TANDEM_E_FORMAT naming the file, the byte offset in the
- * header and the field. Allocates (the entry table): open checkpoints before the pool commit. */
+ * header and the field. Allocates (the file's bytes and the entry table): open checkpoints
+ * before the pool commit. */
 tandem_status tandem_st_open(const char *path, tandem_st_file **out);
 /* The same on bytes already in memory (which must outlive the handle); label names them in
  * errors. */
@@ -111,6 +114,11 @@ const char *tandem_st_meta_find(const tandem_st_file *f, const char *key);
  * (errors name the file, the tensor, what was expected and what was found). */
 tandem_status tandem_st_read_tensor(const tandem_st_file *f, const char *name, tandem_dtype dtype,
                                     int ndim, const int64_t *shape, void *dst, size_t bytes);
+
+/* Test hook (test_safetensors.c): when set, tandem_st_open calls it between its first fstat
+ * and the read, so a test can change the file under the reader as another process could.
+ * NULL outside tests. */
+extern void (*tandem_st_test_before_read)(const char *path);
 
 /* "F32", "BF16", "F16", "I32", "U8" (NULL for an unknown value); parse returns 0 when unknown. */
 const char *tandem_st_dtype_name(tandem_dtype dt);

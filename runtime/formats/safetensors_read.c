@@ -1,4 +1,5 @@
-/* safetensors_read.c — the safetensors reader (see safetensors.h): mmap, a strict JSON parser
+/* safetensors_read.c — the safetensors reader (see safetensors.h): the whole file read into
+ * memory the reader owns (never mapped), a strict JSON parser
  * for the header's subset (objects, strings, non-negative integers, arrays of them), then the
  * layout checks. Every error is TANDEM_E_FORMAT naming the file, the header byte and the field. */
 #include "runtime/formats/safetensors.h"
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,8 +18,7 @@
 #include "runtime/core/utf8.h"
 
 struct tandem_st_file {
-    void *map;            /* NULL for open_memory */
-    size_t map_len;
+    void *owned;          /* the file's bytes (tandem_st_open); NULL for open_memory */
     const uint8_t *bytes; /* whole file */
     size_t len;
     tandem_st_info *t;    /* [count] */
@@ -524,40 +523,77 @@ tandem_status tandem_st_open_memory(const void *data, size_t len, const char *la
     return TANDEM_OK;
 }
 
+void (*tandem_st_test_before_read)(const char *path) = NULL;
+
+/* Did the file change between two fstat calls? (size, modification time, inode) */
+static int same_file(const struct stat *a, const struct stat *b) {
+    return a->st_size == b->st_size && a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Read path whole into a new buffer. Never mapped: a mapping faults (SIGBUS) when the file is
+ * truncated while it is in use — a checkpoint being resumed while someone rewrites it in place,
+ * or a copy still in progress. Bounded reads of exactly the size fstat gave, then fstat again: a
+ * file that shrank, grew or was rewritten while read is refused (TANDEM_E_IO naming it), which a
+ * resume treats like any unusable checkpoint (it takes an older one). */
+static tandem_status read_owned(const char *path, uint8_t **data, size_t *len) {
+    *data = NULL;
+    *len = 0;
+    int fd = -1;
+    uint64_t size = 0;
+    /* a FIFO or device is refused before anything could block on it */
+    TANDEM_TRY(tandem_file_open_input(path, 0, NULL, &fd, &size));
+    struct stat before, after;
+    memset(&after, 0, sizeof after);
+    tandem_status st = TANDEM_OK;
+    uint8_t *buf = NULL;
+    if (fstat(fd, &before) != 0) st = tandem_fail(TANDEM_E_IO, "fstat %s: %s", path, strerror(errno));
+    else if (size > SIZE_MAX - 1) st = tandem_fail(TANDEM_E_NOMEM, "read %s: %llu bytes do not fit in memory", path,
+                                                   (unsigned long long)size);
+    else if (!(buf = tandem_malloc((size_t)size + 1)))
+        st = tandem_fail(TANDEM_E_NOMEM, "read %s: cannot allocate %llu bytes for the file", path,
+                         (unsigned long long)size);
+    if (st == TANDEM_OK && tandem_st_test_before_read) tandem_st_test_before_read(path);
+    if (st == TANDEM_OK) st = tandem_file_read_exact(fd, path, buf, (size_t)size);
+    if (st == TANDEM_OK) {
+        uint8_t extra;
+        const ssize_t r = pread(fd, &extra, 1, (off_t)size); /* one byte more: did it grow? */
+        const int stat_ok = fstat(fd, &after) == 0;
+        if (r != 0 || !stat_ok || !same_file(&before, &after))
+            st = tandem_fail(TANDEM_E_IO, "read %s: the file changed while read (%llu bytes when opened, %llu "
+                             "after): another process is writing it; read it again when that is done", path,
+                             (unsigned long long)size, (unsigned long long)after.st_size);
+    }
+    close(fd);
+    if (st != TANDEM_OK) {
+        tandem_free(buf);
+        return st;
+    }
+    *data = buf;
+    *len = (size_t)size;
+    return TANDEM_OK;
+}
+
 tandem_status tandem_st_open(const char *path, tandem_st_file **out) {
     if (out) *out = NULL;
     if (!path || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_st_open: NULL argument");
-    /* a FIFO or device is refused before anything could block on it */
-    int fd = -1;
-    uint64_t size = 0;
-    TANDEM_TRY(tandem_file_open_input(path, 0, NULL, &fd, &size));
-    size_t len = (size_t)size;
-    void *map = NULL;
-    if (len > 0) {
-        map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return tandem_fail(TANDEM_E_IO, "mmap %s (%zu bytes): %s", path, len, strerror(e));
-        }
-    }
-    close(fd);
-    static const uint8_t empty[1] = {0};
+    uint8_t *data = NULL;
+    size_t len = 0;
+    TANDEM_TRY(read_owned(path, &data, &len));
     tandem_st_file *f = NULL;
-    tandem_status st = tandem_st_open_memory(map ? map : empty, len, path, &f);
+    tandem_status st = tandem_st_open_memory(data, len, path, &f);
     if (st != TANDEM_OK) {
-        if (map) munmap(map, len);
+        tandem_free(data);
         return st;
     }
-    f->map = map;
-    f->map_len = len;
+    f->owned = data;
     *out = f;
     return TANDEM_OK;
 }
 
 void tandem_st_close(tandem_st_file *f) {
     if (!f) return;
-    if (f->map) munmap(f->map, f->map_len);
+    tandem_free(f->owned);
     tandem_free(f->t);
     tandem_free(f->meta);
     tandem_free(f->strings);

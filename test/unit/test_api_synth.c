@@ -10,7 +10,10 @@
  *     stop head firing or not is reported; too-small buffers are refused before any work;
  *   * a missing or corrupt checkpoint: the error, and *out NULL;
  *   * text normalisation into a caller buffer, files (mkdir, atomic write, .npy), a run's
- *     figures, and the system report listing the host devices (and the CUDA ones on cuda).
+ *     figures, and the system report listing the host devices (and the CUDA ones on cuda);
+ *   * a FIFO as a run's metrics.jsonl or its dataset's metadata.csv: tandem_plot_run fails at once
+ *     naming it (under the deadline helper of test/fixtures.h, so a blocking open fails the test
+ *     instead of hanging it).
  * Output buffers are poisoned (NaN bit patterns) before every call.
  * TANDEM_TEST_BACKEND=cuda runs features and synthesis on cuda device 0 (the stand-in driver). */
 #include <math.h>
@@ -21,11 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "tandem.h"
+#include "test/fixtures.h"
 #include "test/synth_checkpoint.h"
 
 #define RATE 22050
@@ -35,12 +40,6 @@
 static char g_dir[256];
 static uint64_t g_seed;
 static tandem_backend g_backend = TANDEM_BACKEND_HOST;
-
-#define CHECK(call)                                                                            \
-    do {                                                                                       \
-        tandem_status st_ = (call);                                                            \
-        if (st_ != TANDEM_OK) fail_msg("%s: %s: %s", #call, tandem_status_name(st_), tandem_last_error()); \
-    } while (0)
 
 static void poison(void *p, size_t bytes) { memset(p, 0xFF, bytes); } /* all NaN floats */
 
@@ -375,6 +374,15 @@ static void test_files(void **state) {
     assert_int_equal(tandem_files_write_atomic(path, "x", 1), TANDEM_E_IO);
 }
 
+/* Options drawing mel.png from ckpt and the dataset data, the PNGs into data. */
+static void plot_options(tandem_plot_options *o, const char *ckpt, const char *data) {
+    tandem_plot_options_init(o);
+    o->checkpoint = ckpt;
+    o->data_dir = data;
+    o->backend = g_backend;
+    o->out_dir = data;
+}
+
 static void test_plot(void **state) {
     (void)state;
     char run[300], data[300], path[400];
@@ -407,11 +415,7 @@ static void test_plot(void **state) {
     snprintf(path, sizeof path, "%s/wavs/utt1.wav", data);
     CHECK(tandem_wav_write_pcm16(path, x, 15 * HOP, RATE));
     tandem_plot_options o;
-    tandem_plot_options_init(&o);
-    o.checkpoint = ckpt;
-    o.data_dir = data;
-    o.backend = g_backend;
-    o.out_dir = data;
+    plot_options(&o, ckpt, data);
     poison(&r, sizeof r);
     CHECK(tandem_plot_run(run, &o, &r));
     assert_true(r.loss_written && r.mel_written);
@@ -427,6 +431,57 @@ static void test_plot(void **state) {
     snprintf(path, sizeof path, "%s/none", g_dir);
     assert_int_equal(tandem_plot_run(path, NULL, &r), TANDEM_E_IO);
     assert_false(r.loss_written);
+}
+
+/* A FIFO in place of a run's metrics.jsonl or of the dataset's metadata.csv: opening it for
+ * reading would block for ever without a writer; tandem_plot_run must fail at once naming it. */
+typedef struct plot_call {
+    const char *run;
+    const tandem_plot_options *o;
+    tandem_plot_result r;
+    tandem_status st;
+    char error[1024];
+} plot_call;
+static void plot_call_run(void *arg) {
+    plot_call *c = arg;
+    c->st = tandem_plot_run(c->run, c->o, &c->r);
+    snprintf(c->error, sizeof c->error, "%s", c->st == TANDEM_OK ? "" : tandem_last_error());
+}
+static void expect_plot_fails_fast(plot_call *c, const char *fifo) {
+    double ms = 0;
+    if (!tandem_test_finishes_within(plot_call_run, c, 5000, &ms))
+        fail_msg("tandem_plot_run with a FIFO at %s did not return within 5 s", fifo);
+    assert_int_equal(c->st, TANDEM_E_IO);
+    if (!strstr(c->error, fifo) || !strstr(c->error, "FIFO"))
+        fail_msg("the error does not name the FIFO %s: \"%s\"", fifo, c->error);
+    printf("  FIFO %s refused in %.1f ms: %s\n", strrchr(fifo, '/') + 1, ms, c->error);
+}
+static void test_plot_fifo(void **state) {
+    (void)state;
+    char run[300], data[300], path[400], ckpt[600];
+    snprintf(run, sizeof run, "%s/fifo_run", g_dir);
+    snprintf(data, sizeof data, "%s/fifo_data", g_dir);
+    CHECK(tandem_files_mkdir_p(run));
+    CHECK(tandem_files_mkdir_p(data));
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    plot_call c = {.run = run};
+    expect_plot_fails_fast(&c, path);
+    assert_false(c.r.loss_written);
+
+    /* metrics fine, metadata.csv a FIFO: loss.png is drawn, the mel part fails fast */
+    unlink(path);
+    const char metrics[] = "{\"step\":1,\"loss\":3.5}\n{\"step\":2,\"loss\":3.0}\n";
+    CHECK(tandem_files_write_atomic(path, metrics, sizeof metrics - 1));
+    checkpoint(0, "plot_fifo", ckpt, sizeof ckpt);
+    snprintf(path, sizeof path, "%s/metadata.csv", data);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    tandem_plot_options o;
+    plot_options(&o, ckpt, data);
+    c = (plot_call){.run = run, .o = &o};
+    expect_plot_fails_fast(&c, path);
+    assert_true(c.r.loss_written);
+    assert_false(c.r.mel_written);
 }
 
 static void test_system(void **state) {
@@ -473,7 +528,8 @@ int main(void) {
         cmocka_unit_test(test_features),        cmocka_unit_test(test_synth_buffers),
         cmocka_unit_test(test_synth_stop_and_mel_only), cmocka_unit_test(test_synth_bad_checkpoints),
         cmocka_unit_test(test_text),            cmocka_unit_test(test_files),
-        cmocka_unit_test(test_plot),            cmocka_unit_test(test_system),
+        cmocka_unit_test(test_plot),            cmocka_unit_test(test_plot_fifo),
+        cmocka_unit_test(test_system),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (!failed) {

@@ -10,11 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <setjmp.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "runtime/formats/checkpoint.h"
 #include "runtime/formats/safetensors.h"
 #include "test/fixtures.h"
 
@@ -545,6 +549,149 @@ static void test_pool_fetch(void **state) {
     tandem_device_close(dev);
 }
 
+/* ---- a checkpoint that changes under its reader (issue 10) ---- */
+
+#define CHANGED_N (64 * 1024) /* 256 KiB of data: many pages past the header */
+
+/* A checkpoint of step `step` with one F32 tensor "w" [CHANGED_N] holding values[]. */
+static void write_checkpoint(const char *path, int64_t step, const float *values) {
+    tandem_st_tensor t = {"w", TANDEM_F32, 1, {CHANGED_N}, values, NULL};
+    char step_s[32];
+    snprintf(step_s, sizeof step_s, "%lld", (long long)step);
+    tandem_st_meta meta[] = {{TANDEM_CKPT_KEY_FORMAT_VERSION, TANDEM_CKPT_FORMAT_VERSION}, {TANDEM_CKPT_KEY_STEP, step_s}};
+    tandem_st_writer *w = NULL;
+    assert_int_equal(tandem_st_writer_create(&t, 1, 64, 0, &w), TANDEM_OK);
+    assert_int_equal(tandem_st_write(w, path, meta, 2, NULL, NULL), TANDEM_OK);
+    tandem_st_writer_free(w);
+}
+
+static float *changed_values(void) {
+    float *v = malloc(CHANGED_N * sizeof *v);
+    tandem_rng_fill(&rng, v, CHANGED_N, -4.0f, 4.0f);
+    return v;
+}
+
+/* In a child: open the checkpoint, change the file (truncate = 1: to 0 bytes; else overwrite
+ * every byte in place), then read the tensor: the reader must hand back the bytes it opened.
+ * Exit 0 when it does, 1 when it returns other bytes; a fault (SIGBUS from a mapping whose file
+ * shrank) ends the child with that signal. */
+static void change_after_open_child(const char *path, const float *values, int truncate_it) {
+    signal(SIGBUS, SIG_DFL); /* not cmocka's handler: the parent must see the fault */
+    signal(SIGSEGV, SIG_DFL);
+    tandem_st_file *f = NULL;
+    if (tandem_checkpoint_open(path, 7, &f) != TANDEM_OK) _exit(2);
+    if (truncate_it) {
+        if (truncate(path, 0) != 0) _exit(3);
+    } else {
+        int fd = open(path, O_WRONLY);
+        struct stat sb;
+        if (fd < 0 || fstat(fd, &sb) != 0) _exit(3);
+        unsigned char *junk = malloc((size_t)sb.st_size);
+        memset(junk, 0xA5, (size_t)sb.st_size);
+        if (pwrite(fd, junk, (size_t)sb.st_size, 0) != sb.st_size) _exit(3);
+        close(fd);
+        free(junk);
+    }
+    float *back = malloc(CHANGED_N * sizeof *back);
+    int64_t shape[1] = {CHANGED_N};
+    if (tandem_st_read_tensor(f, "w", TANDEM_F32, 1, shape, back, CHANGED_N * sizeof *back) != TANDEM_OK) _exit(4);
+    _exit(memcmp(back, values, CHANGED_N * sizeof *back) == 0 ? 0 : 1);
+}
+
+/* A checkpoint truncated or rewritten in place after it was opened (a resume racing another
+ * process that writes the file, or a copy still in progress) must neither fault nor change the
+ * tensors read from it. With the file mapped, the truncation ended in SIGBUS and the rewrite
+ * changed the tensor's bytes. */
+static void test_changed_after_open(void **state) {
+    (void)state;
+    float *values = changed_values();
+    for (int truncate_it = 1; truncate_it >= 0; truncate_it--) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/ckpt-after-open-%d.safetensors", scratch, truncate_it);
+        write_checkpoint(path, 7, values);
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) change_after_open_child(path, values, truncate_it);
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status))
+            fail_msg("%s: reading a tensor after the file was %s died of signal %d (%s)", path,
+                     truncate_it ? "truncated" : "rewritten", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) != 0)
+            fail_msg("%s: after the file was %s, the tensor read back %s (child exit %d)", path,
+                     truncate_it ? "truncated" : "rewritten",
+                     WEXITSTATUS(status) == 1 ? "other bytes than were opened" : "failed", WEXITSTATUS(status));
+    }
+    free(values);
+}
+
+/* What the hook does to the file between the reader's fstat and its read. */
+static enum { CHANGE_NONE, CHANGE_SHRINK, CHANGE_GROW, CHANGE_TOUCH } change_mode;
+static const char *change_path; /* only this file is changed */
+
+static void change_hook(const char *path) {
+    if (!change_path || strcmp(path, change_path) != 0) return;
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    if (change_mode == CHANGE_SHRINK) assert_int_equal(truncate(path, sb.st_size / 2), 0);
+    if (change_mode == CHANGE_GROW) assert_int_equal(truncate(path, sb.st_size + 100), 0);
+    if (change_mode == CHANGE_TOUCH) { /* same size, same bytes, another mtime: rewritten in place */
+        struct timespec ts[2] = {{0, UTIME_OMIT}, {sb.st_mtim.tv_sec - 1000, 0}};
+        assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+    }
+}
+
+/* A file that shrinks, grows or is rewritten while it is read is refused naming it (never a
+ * mix of old and new bytes), the handle stays NULL, and a resume's search takes the older
+ * checkpoint instead, naming the one it skipped. */
+static void test_changed_while_read(void **state) {
+    (void)state;
+    float *values = changed_values();
+    char path[400];
+    snprintf(path, sizeof path, "%s/changing.safetensors", scratch);
+    static const struct { int mode; const char *says; } cases[] = {
+        {CHANGE_SHRINK, "truncated while read"},
+        {CHANGE_GROW, "changed while read"},
+        {CHANGE_TOUCH, "changed while read"},
+    };
+    tandem_st_test_before_read = change_hook;
+    change_path = path;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        write_checkpoint(path, 7, values);
+        change_mode = cases[k].mode;
+        tandem_st_file *f = (tandem_st_file *)path; /* must be set to NULL */
+        assert_int_equal(tandem_st_open(path, &f), TANDEM_E_IO);
+        assert_null(f);
+        assert_non_null(strstr(tandem_last_error(), path));
+        if (!strstr(tandem_last_error(), cases[k].says))
+            fail_msg("case %zu: \"%s\" does not say \"%s\"", k, tandem_last_error(), cases[k].says);
+    }
+    /* resume: ckpt of step 6 shrinks while read, step 3 is taken */
+    char dir[400], p3[600], p6[600], found_path[600];
+    snprintf(dir, sizeof dir, "%s/changing_run", scratch);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(tandem_checkpoint_path(dir, 3, p3, sizeof p3), TANDEM_OK);
+    assert_int_equal(tandem_checkpoint_path(dir, 6, p6, sizeof p6), TANDEM_OK);
+    write_checkpoint(p3, 3, values);
+    write_checkpoint(p6, 6, values);
+    change_path = p6;
+    change_mode = CHANGE_SHRINK;
+    int64_t step = -1;
+    int found = 0;
+    tandem_test_log_capture(TANDEM_LOG_WARN);
+    assert_int_equal(tandem_checkpoint_find_latest(dir, found_path, sizeof found_path, &step, &found), TANDEM_OK);
+    assert_true(found);
+    assert_int_equal(step, 3);
+    assert_non_null(strstr(tandem_test_log_text(), p6));
+    assert_non_null(strstr(tandem_test_log_text(), "truncated while read"));
+    tandem_test_log_stop();
+    tandem_st_test_before_read = NULL;
+    change_path = NULL;
+    free(values);
+}
+
 int main(void) {
     rng.s = tandem_test_seed("test_safetensors");
     const struct CMUnitTest tests[] = {
@@ -553,6 +700,8 @@ int main(void) {
         cmocka_unit_test(test_broken_files),
         cmocka_unit_test(test_mutations),
         cmocka_unit_test(test_pool_fetch),
+        cmocka_unit_test(test_changed_after_open),
+        cmocka_unit_test(test_changed_while_read),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

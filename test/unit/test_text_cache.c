@@ -3,6 +3,7 @@
  * hash reacts to every single-bit change, no cache directory means no persistent cache, and an
  * index loaded from the cache survives the file being truncated or rewritten under it.
  * TANDEM_CACHE_DIR (applied as the CLI does) points into a temp dir. */
+#include <fcntl.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -270,11 +273,65 @@ static void test_hash(void **state) {
     }
 }
 
+/* Temp files of the cache's writes left by a writer that died are removed when the cache
+ * directory is next used; a live writer's, a recent one's (whose pid may be another host's) and
+ * anything not of the cache's own name pattern are left alone. */
+static void make_temp(const char *name, int old, int as_dir) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", cachedir, name);
+    if (as_dir) assert_int_equal(mkdir(p, 0755), 0);
+    else tandem_test_write_file(p, "partial", 7);
+    if (old) {
+        struct timespec ts[2] = {{0, UTIME_OMIT}, {time(NULL) - 2 * TANDEM_TEXT_CACHE_TEMP_AGE_S, 0}};
+        assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
+    }
+}
+
+static int temp_exists(const char *name) {
+    char p[4096];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", cachedir, name);
+    return lstat(p, &sb) == 0;
+}
+
+static void test_stale_temps_swept(void **state) {
+    (void)state;
+    make_meta(NULL);
+    tandem_text_index ix;
+    open_ix(&ix, 0);
+    char base[100];
+    snprintf(base, sizeof base, "%s", strrchr(ix.cache_path, '/') + 1); /* text-<16 hex>.cache */
+    tandem_text_index_free(&ix);
+    fflush(NULL);
+    pid_t dead = fork(); /* a pid that is gone */
+    assert_true(dead >= 0);
+    if (dead == 0) _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    char name[9][200];
+    snprintf(name[0], sizeof name[0], ".%s.tmp.%ld.3", base, (long)dead);        /* swept */
+    snprintf(name[1], sizeof name[1], ".%s.tmp.%ld.4", base, (long)dead);        /* recent: kept */
+    snprintf(name[2], sizeof name[2], ".%s.tmp.%ld.5", base, (long)getpid());    /* live writer */
+    snprintf(name[3], sizeof name[3], ".%s.tmp.%ld.5", base, (long)getppid());   /* live writer */
+    snprintf(name[4], sizeof name[4], ".text-zzzzzzzzzzzzzzzz.cache.tmp.%ld.1", (long)dead);
+    snprintf(name[5], sizeof name[5], ".other.cache.tmp.%ld.1", (long)dead);
+    snprintf(name[6], sizeof name[6], ".%s.tmp.%ld.6.x", base, (long)dead);
+    snprintf(name[7], sizeof name[7], "%s.tmp.%ld.7", base, (long)dead);
+    snprintf(name[8], sizeof name[8], ".%s.tmp.%ld.8", base, (long)dead);        /* a directory */
+    for (int i = 0; i < 9; i++) make_temp(name[i], i != 1, i == 8);
+    open_ix(&ix, 1);
+    tandem_text_index_free(&ix);
+    if (temp_exists(name[0])) fail_msg("%s (writer gone) was not swept; log:\n%s", name[0], tandem_test_log_text());
+    assert_non_null(strstr(tandem_test_log_text(), name[0]));
+    for (int i = 1; i < 9; i++)
+        if (!temp_exists(name[i])) fail_msg("%s was removed, but it is not a dead writer's stale temp", name[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hit_corrupt_stale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cache_changed_under_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_cache_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_temps_swept, setup, teardown),
         cmocka_unit_test(test_check_rejects_garbage),
         cmocka_unit_test(test_hash),
     };
