@@ -156,4 +156,84 @@ TANDEM_HD void tandem_k_ga_bwd_row(const tandem_k_ga_bwd_args *a, int64_t row, i
     for (int t = 0; t < tt; t++) a->dp[off + t] -= c * tandem_k_ga_g(t, j, tt, nm, a->sigma);
 }
 
+/* ---- fused causal attention (flash-style; docs/TRAINING.md) ---------------------------------
+ * No [T, T] tensor: the forward keeps per query row its log-sum-exp (and, on guided-attention
+ * rows, the raw sum of p G), and the backward recomputes the probabilities from them.
+ *
+ * Layout: element c of head h at position t of item b of a "query-side" tensor (q, o, dy, dq) is
+ *   x[(b * q_rows + t - q0) * ld_q + h * hs_q + c]          (positions q0 .. q0 + q_rows - 1)
+ * and of a "key-side" tensor (k, v, dk, dv)
+ *   x[(b * seq + t) * ld_k + h * hs_k + c]                   (positions 0 .. seq - 1)
+ * Training: q, k, v are column blocks of qkv [B, T, 3d] (ld 3d, hs dh), o and dy [B, T, d]
+ * (ld d), dq, dk, dv column blocks of dqkv [B, T, 3d]. The KV-cache step: one query row q0 = p
+ * against the caches [H, T, dh] (ld_k dh, hs_k T * dh).
+ *
+ * Key t is allowed for query i when t <= i and key_mask[b, t] != 0; p[i, t] = exp(s - lse_i)
+ * with s = qk_scale * q_i . k_t; p = 0 at other keys; a query with no allowed key gets o = 0
+ * and lse = 0 (never read: the backward computes nothing for it).
+ * Inputs q, k, v (and o in the backward) are f32, or bf16 when bf16 != 0; sums are f32.
+ *
+ * Guided attention (ga_heads > 0; text_len = Tt, mel positions Tt .. seq - 1; formula of
+ * ga_fwd above): for h < ga_heads and a real mel query j (query Tt + j):
+ *   forward:  ga_sum[b, h, j] = sum_{t < Tt_b} p G (0 on rows without loss);
+ *             ga_rows[b, h, j] = ga_scale / Nq * (1 - ga_sum), as ga_fwd writes them;
+ *   backward: dp[i, t] += -ga_scale / Nq * G[j, t] for t < Tt_b before the softmax backward,
+ *             i.e. dS = P (dP - D), D_i = rowsum(dO o O)_i - ga_scale / Nq * ga_sum. */
+#define TANDEM_K_ATTN_FA_THREADS 128 /* 4 warps */
+#define TANDEM_K_ATTN_FA_BQ 16       /* query rows per forward / dq block (4 per warp) */
+#define TANDEM_K_ATTN_FA_BK 32       /* keys per tile (one per lane) */
+/* head_dim limit of the fused kernels: their shared tiles stay under 48 KiB of the default
+ * dynamic shared memory (runtime/model/attention.c keeps the materialised path past it) */
+#define TANDEM_K_ATTN_FA_MAX_DH 64
+
+typedef struct tandem_k_attn_fused_fwd_args {
+    const void *q, *k, *v;   /* f32 or bf16 (layout above) */
+    const uint8_t *key_mask; /* [B, seq] */
+    void *o;                 /* out f32 or bf16: the heads' outputs, element (b, r, h, c) at
+                                (b * q_rows + r) * ld_o + h * head_dim + c */
+    float *lse;              /* out [B, H, q_rows] */
+    float *ga_sum;           /* out [B, ga_heads, seq - text_len] (ga_heads > 0) */
+    float *ga_rows;          /* out [B, ga_heads, seq - text_len] (ga_heads > 0) */
+    int batch, seq, heads, head_dim, q0, q_rows, ld_q, hs_q, ld_k, hs_k, ld_o, bf16;
+    int ga_heads, text_len; /* text_len only read with ga_heads > 0 */
+    float qk_scale, ga_sigma, ga_scale;
+} tandem_k_attn_fused_fwd_args;
+
+/* dq, dk, dv written (not accumulated), f32, query-side / key-side layouts with ld_g (every
+ * head's hs = head_dim). q0 = 0 and q_rows = seq (training only). */
+typedef struct tandem_k_attn_fused_bwd_args {
+    const void *q, *k, *v;   /* as the forward's */
+    const uint8_t *key_mask; /* [B, seq] */
+    const void *o;           /* the forward's output (query-side, ld_o, hs = head_dim) */
+    const float *dy;         /* its gradient (query-side, ld_o) */
+    const float *lse;        /* [B, H, seq] */
+    const float *ga_sum;     /* [B, ga_heads, seq - text_len] (ga_heads > 0) */
+    float *dq, *dk, *dv;     /* out f32 */
+    int batch, seq, heads, head_dim, ld_q, ld_o, ld_g, bf16;
+    int ga_heads, text_len;
+    float qk_scale, ga_sigma, ga_scale;
+} tandem_k_attn_fused_bwd_args;
+
+/* Element i of an f32 (bf16 == 0) or bf16 array. */
+TANDEM_HD float tandem_k_attn_load(const void *p, int64_t i, int bf16) {
+    return bf16 ? tandem_bf16_to_f32(((const tandem_bf16 *)p)[i]) : ((const float *)p)[i];
+}
+TANDEM_HD void tandem_k_attn_store(void *p, int64_t i, int bf16, float v) {
+    if (bf16)
+        ((tandem_bf16 *)p)[i] = tandem_f32_to_bf16(v);
+    else
+        ((float *)p)[i] = v;
+}
+/* ga_scale / Nq for query i of head h of an item with tt real text keys and nm real mel
+ * positions (nq = Nq of the batch); 0 when the row carries no guided-attention loss. */
+TANDEM_HD float tandem_k_attn_ga_coef(int h, int i, int ga_heads, int text_len, int tt, int nm,
+                                      int nq, float ga_scale) {
+    if (h >= ga_heads || i < text_len || nq == 0 || tt == 0 || i - text_len >= nm) return 0.0f;
+    return ga_scale / (float)nq;
+}
+/* Offset of head h, position t (relative row r) of item b in a strided tensor (layout above). */
+TANDEM_HD int64_t tandem_k_attn_at(int b, int rows, int r, int ld, int h, int hs) {
+    return ((int64_t)b * rows + r) * ld + (int64_t)h * hs;
+}
+
 #endif

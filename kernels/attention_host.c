@@ -216,6 +216,336 @@ void tandem_k_softmax_causal_bwd_host(const tandem_k_softmax_causal_bwd_args *a)
                              softmax_causal_bwd_rows, (void *)a);
 }
 
+/* ---- fused causal attention (attention.h) ---------------------------------------------------
+ * Host twins of attn_fused_fwd / attn_fused_bwd. Work items are fixed (forward: a tile of
+ * FA_QB query rows of one (b, h); backward: one (b, h)), each computed in a fixed order, so
+ * results do not depend on the thread count. Memory per item: key/value tiles of FA_KT keys and
+ * per-row state on the stack (~100 KiB; no [T, T] anywhere). The inner loops run over 8-lane
+ * float vectors (GCC/Clang vector extensions: lane-wise multiply and add, no reassociation or
+ * contraction, so the bits do not depend on the vector width the compiler picks) of a key tile
+ * or of the head padded to TANDEM_K_ATTN_FA_MAX_DH, accumulating in registers; on x86-64 the
+ * item functions are also built for AVX2 and chosen when the CPU has it (target_clones). */
+enum { FA_KT = 64, FA_QB = 32, FA_VL = 8, FA_DHP = TANDEM_K_ATTN_FA_MAX_DH };
+enum { FA_KV = FA_KT / FA_VL, FA_NV = FA_DHP / FA_VL }; /* vectors per key tile / padded head */
+typedef float fa_v8 __attribute__((vector_size(32)));
+#define FA_INLINE static inline __attribute__((always_inline))
+/* the vector loops below unrolled whole, so their accumulators stay in registers */
+#define FA_UNROLL _Pragma("GCC unroll 8")
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+#define FA_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FA_CLONES
+#endif
+
+/* row [0, dh) = f32 of src (f32 or bf16) from element at; zeros to FA_DHP. */
+FA_INLINE void fa_row_load(fa_v8 *row, const void *src, int64_t at, int dh, int bf16) {
+    float *f = (float *)row;
+    if (bf16)
+        for (int c = 0; c < dh; c++) f[c] = tandem_bf16_to_f32(((const tandem_bf16 *)src)[at + c]);
+    else
+        memcpy(f, (const float *)src + at, (size_t)dh * sizeof(float));
+    for (int c = dh; c < FA_DHP; c++) f[c] = 0.0f;
+}
+
+/* s [FA_KT] = q . columns of kt (a transposed key tile). */
+FA_INLINE void fa_dots(fa_v8 *s, const fa_v8 *q, const fa_v8 (*kt)[FA_KV], int dh) {
+    fa_v8 acc[FA_KV] = {{0}};
+    const float *qf = (const float *)q;
+    for (int c = 0; c < dh; c++) {
+        const float qc = qf[c];
+        FA_UNROLL
+        for (int v = 0; v < FA_KV; v++) acc[v] += qc * kt[c][v];
+    }
+    FA_UNROLL
+    for (int v = 0; v < FA_KV; v++) s[v] = acc[v];
+}
+
+/* The key tile [t0, t0 + nt) of (b, h) from k, v at base (row stride ld): transposed into kt (and
+ * vt if not NULL), as rows into rows (rows of v, or of k when rows_of_k); zeros past nt. */
+FA_INLINE void fa_tile(const void *kp, const void *vp, int64_t base, int ld, int nt, int dh, int bf16,
+                       fa_v8 (*kt)[FA_KV], fa_v8 (*vt)[FA_KV], fa_v8 (*rows)[FA_NV], int rows_of_k) {
+    fa_v8 row[FA_NV];
+    const float *rf = (const float *)row;
+    for (int t = 0; t < FA_KT; t++) {
+        const int real = t < nt;
+        if (real) fa_row_load(row, kp, base + (int64_t)t * ld, dh, bf16);
+        else memset(row, 0, sizeof row);
+        for (int c = 0; c < dh; c++) ((float *)kt[c])[t] = rf[c];
+        if (rows_of_k) memcpy(rows[t], row, sizeof row);
+        if (real) fa_row_load(row, vp, base + (int64_t)t * ld, dh, bf16);
+        else memset(row, 0, sizeof row);
+        if (vt) for (int c = 0; c < dh; c++) ((float *)vt[c])[t] = rf[c];
+        if (!rows_of_k) memcpy(rows[t], row, sizeof row);
+    }
+}
+
+void tandem_k_attn_fused_fwd_geom(const tandem_k_attn_fused_fwd_args *a, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(a->q_rows, TANDEM_K_ATTN_FA_BQ);
+    d->block[0] = TANDEM_K_ATTN_FA_THREADS;
+    d->grid[1] = (unsigned)(a->batch * a->heads);
+    const int dh = a->head_dim;
+    d->shmem = (unsigned)(((size_t)TANDEM_K_ATTN_FA_BQ * dh + (size_t)TANDEM_K_ATTN_FA_BK * (2 * dh + 1)) *
+                          sizeof(float));
+}
+
+/* One forward item's state: FA_QB query rows and the current key tile. */
+typedef struct fa_fwd_work {
+    fa_v8 q[FA_QB][FA_NV], o[FA_QB][FA_NV]; /* query rows, output accumulators */
+    fa_v8 kt[FA_DHP][FA_KV], vr[FA_KT][FA_NV];
+    float m[FA_QB], l[FA_QB], gs[FA_QB], gc[FA_QB];
+    int any[FA_QB];
+} fa_fwd_work;
+
+/* Key tile [t0, t0 + nt) into query row r (position i) of w: online softmax update. */
+FA_INLINE void fa_fwd_tile(const tandem_k_attn_fused_fwd_args *a, fa_fwd_work *w, int r, int i,
+                           int t0, int nt, const uint8_t *mask, const int *ga) {
+    fa_v8 sv[FA_KV];
+    fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, a->head_dim);
+    const float *s = (const float *)sv;
+    const int lim = i - t0 + 1 < nt ? i - t0 + 1 : nt; /* keys t < lim are not after query i */
+    float sc[FA_KT], p[FA_KT], tmax = -INFINITY;
+    int hit = 0;
+    for (int t = 0; t < lim; t++) {
+        sc[t] = s[t] * a->qk_scale;
+        if (mask[t0 + t]) hit = 1, tmax = sc[t] > tmax ? sc[t] : tmax;
+    }
+    if (!hit) return;
+    const float mn = w->any[r] && w->m[r] > tmax ? w->m[r] : tmax;
+    const float alpha = w->any[r] ? expf(w->m[r] - mn) : 0.0f;
+    float sum = 0.0f, g = 0.0f;
+    for (int t = 0; t < lim; t++) {
+        p[t] = mask[t0 + t] ? expf(sc[t] - mn) : 0.0f;
+        sum += p[t];
+    }
+    if (w->gc[r] != 0.0f)
+        for (int t = 0; t < lim && t0 + t < ga[0]; t++)
+            if (p[t] != 0.0f) g += p[t] * tandem_k_ga_g(t0 + t, i - a->text_len, ga[0], ga[1], a->ga_sigma);
+    w->l[r] = w->l[r] * alpha + sum;
+    w->gs[r] = w->gs[r] * alpha + g;
+    fa_v8 acc[FA_NV];
+    FA_UNROLL
+    for (int v = 0; v < FA_NV; v++) acc[v] = w->o[r][v] * alpha;
+    for (int t = 0; t < lim; t++)
+        if (p[t] != 0.0f)
+            FA_UNROLL
+            for (int v = 0; v < FA_NV; v++) acc[v] += p[t] * w->vr[t][v];
+    FA_UNROLL
+    for (int v = 0; v < FA_NV; v++) w->o[r][v] = acc[v];
+    w->m[r] = mn, w->any[r] = 1;
+}
+
+static void fa_fwd_write(const tandem_k_attn_fused_fwd_args *a, const fa_fwd_work *w, int k,
+                         int b, int h, int r, const int *ga) {
+    const int i = a->q0 + r, tm = a->seq - a->text_len;
+    const float inv = w->any[k] ? 1.0f / w->l[k] : 0.0f;
+    const int64_t at = tandem_k_attn_at(b, a->q_rows, r, a->ld_o, h, a->head_dim);
+    const float *o = (const float *)w->o[k];
+    for (int c = 0; c < a->head_dim; c++) tandem_k_attn_store(a->o, at + c, a->bf16, o[c] * inv);
+    a->lse[((int64_t)b * a->heads + h) * a->q_rows + r] = w->any[k] ? w->m[k] + logf(w->l[k]) : 0.0f;
+    if (h >= a->ga_heads || i < a->text_len) return;
+    const int64_t gi = ((int64_t)b * a->ga_heads + h) * tm + (i - a->text_len);
+    const float sum = w->gc[k] != 0.0f ? w->gs[k] * inv : 0.0f;
+    a->ga_sum[gi] = sum;
+    a->ga_rows[gi] = w->gc[k] != 0.0f ? (float)((1.0 - (double)sum) * ((double)a->ga_scale / (double)ga[2]))
+                                      : 0.0f;
+}
+
+/* The guided-attention counts of item b: tt, nm, Nq (zeros without guided attention on h). */
+static void fa_ga_counts(const uint8_t *key_mask, int b, int h, int batch, int ga_heads,
+                         int text_len, int seq, int *ga) {
+    ga[0] = ga[1] = ga[2] = 0;
+    if (h >= ga_heads) return;
+    tandem_k_ga_counts(key_mask, b, text_len, seq - text_len, &ga[0], &ga[1]);
+    ga[2] = tandem_k_ga_queries(key_mask, batch, text_len, seq - text_len);
+}
+
+/* Forward item: rows [r0, r0 + nr) of (b, h). */
+FA_CLONES static void fa_fwd_item(const tandem_k_attn_fused_fwd_args *a, fa_fwd_work *w, int b,
+                                  int h, int r0, int nr) {
+    const int dh = a->head_dim, T = a->seq;
+    const uint8_t *mask = a->key_mask + (int64_t)b * T;
+    int ga[3];
+    fa_ga_counts(a->key_mask, b, h, a->batch, a->ga_heads, a->text_len, T, ga);
+    for (int r = 0; r < nr; r++) {
+        memset(w->o[r], 0, sizeof w->o[r]);
+        fa_row_load(w->q[r], a->q, tandem_k_attn_at(b, a->q_rows, r0 + r, a->ld_q, h, a->hs_q), dh, a->bf16);
+        w->m[r] = w->l[r] = w->gs[r] = 0.0f, w->any[r] = 0;
+        w->gc[r] = tandem_k_attn_ga_coef(h, a->q0 + r0 + r, a->ga_heads, a->text_len, ga[0], ga[1],
+                                         ga[2], a->ga_scale);
+    }
+    const int last = a->q0 + r0 + nr - 1;
+    for (int t0 = 0; t0 <= last; t0 += FA_KT) {
+        const int nt = last + 1 - t0 < FA_KT ? last + 1 - t0 : FA_KT;
+        fa_tile(a->k, a->v, tandem_k_attn_at(b, T, t0, a->ld_k, h, a->hs_k), a->ld_k, nt, dh,
+                a->bf16, w->kt, NULL, w->vr, 0);
+        for (int r = 0; r < nr; r++)
+            if (a->q0 + r0 + r >= t0) fa_fwd_tile(a, w, r, a->q0 + r0 + r, t0, nt, mask, ga);
+    }
+    for (int r = 0; r < nr; r++) fa_fwd_write(a, w, r, b, h, r0 + r, ga);
+}
+
+/* Items [i0, i1) of [B * H * ceil(q_rows / FA_QB)]. */
+static void attn_fused_fwd_items(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_attn_fused_fwd_args *a = ctx;
+    const int nb = (a->q_rows + FA_QB - 1) / FA_QB;
+    fa_fwd_work w;
+    for (int64_t item = i0; item < i1; item++) {
+        const int bh = (int)(item / nb), r0 = (int)(item % nb) * FA_QB;
+        const int nr = a->q_rows - r0 < FA_QB ? a->q_rows - r0 : FA_QB;
+        fa_fwd_item(a, &w, bh / a->heads, bh % a->heads, r0, nr);
+    }
+}
+
+void tandem_k_attn_fused_fwd_host(const tandem_k_attn_fused_fwd_args *a) {
+    const int64_t n = (int64_t)a->batch * a->heads * ((a->q_rows + FA_QB - 1) / FA_QB);
+    tandem_host_parallel_for(n, 1, attn_fused_fwd_items, (void *)a);
+}
+
+void tandem_k_attn_fused_fwd_cost(const tandem_k_attn_fused_fwd_args *a, tandem_kernel_cost *c) {
+    const double bh = (double)a->batch * a->heads, dh = a->head_dim, es = a->bf16 ? 2.0 : 4.0;
+    const double pairs = (double)a->q_rows * a->q0 + (double)a->q_rows * (a->q_rows + 1) / 2.0;
+    const double ga = (double)a->batch * (a->ga_heads > 0 ? a->ga_heads : 0) * (a->seq - a->text_len);
+    c->flops = bh * pairs * (4.0 * dh + 6.0);
+    c->bytes_read = bh * (a->q_rows + 2.0 * a->seq) * dh * es + (double)a->batch * a->seq;
+    c->bytes_written = bh * a->q_rows * (dh * es + 4.0) + (a->ga_heads > 0 ? 8.0 * ga : 0.0);
+}
+
+void tandem_k_attn_fused_bwd_geom(const tandem_k_attn_fused_bwd_args *a, tandem_launch_dims *d) {
+    const int T = a->seq, dh = a->head_dim, W = 32;
+    const int nqb = (T + TANDEM_K_ATTN_FA_BQ - 1) / TANDEM_K_ATTN_FA_BQ;
+    const int nkb = (T + TANDEM_K_ATTN_FA_BK - 1) / TANDEM_K_ATTN_FA_BK;
+    *d = tandem_dims_1d(1, TANDEM_K_ATTN_FA_THREADS);
+    d->grid[0] = (unsigned)(nqb + nkb);
+    d->grid[1] = (unsigned)(a->batch * a->heads);
+    const size_t dq = 2 * (size_t)TANDEM_K_ATTN_FA_BQ * dh + 2 * (size_t)TANDEM_K_ATTN_FA_BK * (dh + 1);
+    const size_t kv = 2 * (size_t)TANDEM_K_ATTN_FA_BK * dh + 2 * (size_t)W * (dh + 1) + 2 * (size_t)W;
+    d->shmem = (unsigned)((dq > kv ? dq : kv) * sizeof(float));
+}
+
+/* One backward item's state: the key tile, its dk / dv accumulators, a block of FA_QB query
+ * rows with their P and dS against the tile. */
+typedef struct fa_bwd_work {
+    fa_v8 kt[FA_DHP][FA_KV], vt[FA_DHP][FA_KV]; /* K^T, V^T */
+    fa_v8 kr[FA_KT][FA_NV];                     /* K rows */
+    fa_v8 dk[FA_KT][FA_NV], dv[FA_KT][FA_NV];
+    fa_v8 q[FA_QB][FA_NV], dor[FA_QB][FA_NV];
+    float p[FA_QB][FA_KT], ds[FA_QB][FA_KT]; /* ds scaled by qk_scale */
+} fa_bwd_work;
+
+/* Row r (query i) of the block against the tile [t0, t0 + nt): P and dS; 0 if no key allowed. */
+FA_INLINE int fa_bwd_scores(const tandem_k_attn_fused_bwd_args *a, fa_bwd_work *w, int b, int h,
+                            int r, int i, int t0, int nt, const int *ga) {
+    const int dh = a->head_dim, T = a->seq;
+    const uint8_t *mask = a->key_mask + (int64_t)b * T;
+    int hit = 0;
+    for (int t = 0; t < nt && t0 + t <= i; t++) hit |= mask[t0 + t] != 0;
+    if (!hit) return 0;
+    fa_row_load(w->q[r], a->q, tandem_k_attn_at(b, T, i, a->ld_q, h, dh), dh, a->bf16);
+    fa_row_load(w->dor[r], a->dy, tandem_k_attn_at(b, T, i, a->ld_o, h, dh), dh, 0);
+    const float gc = tandem_k_attn_ga_coef(h, i, a->ga_heads, a->text_len, ga[0], ga[1], ga[2], a->ga_scale);
+    /* D_i = dO_i . O_i - c ga_sum (the softmax backward's row term, guided attention included) */
+    const int64_t at = tandem_k_attn_at(b, T, i, a->ld_o, h, dh);
+    const float *dof = (const float *)w->dor[r];
+    float dd = 0.0f;
+    for (int c = 0; c < dh; c++) dd += dof[c] * tandem_k_attn_load(a->o, at + c, a->bf16);
+    if (gc != 0.0f) dd -= gc * a->ga_sum[((int64_t)b * a->ga_heads + h) * (T - a->text_len) + i - a->text_len];
+    const float lse = a->lse[((int64_t)b * a->heads + h) * T + i];
+    fa_v8 sv[FA_KV], dv[FA_KV];
+    fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, dh);
+    fa_dots(dv, w->dor[r], (const fa_v8(*)[FA_KV])w->vt, dh);
+    const float *s = (const float *)sv, *dov = (const float *)dv;
+    const int lim = i - t0 + 1 < nt ? i - t0 + 1 : nt; /* keys t < lim are not after query i */
+    memset(w->p[r], 0, sizeof w->p[r]);
+    memset(w->ds[r], 0, sizeof w->ds[r]);
+    for (int t = 0; t < lim; t++) {
+        const int key = t0 + t;
+        if (!mask[key]) continue;
+        const float p = expf(s[t] * a->qk_scale - lse);
+        float dp = dov[t];
+        if (gc != 0.0f && key < ga[0]) dp -= gc * tandem_k_ga_g(key, i - a->text_len, ga[0], ga[1], a->ga_sigma);
+        w->p[r][t] = p;
+        w->ds[r][t] = p * (dp - dd) * a->qk_scale;
+    }
+    return 1;
+}
+
+/* The block's rows [0, nr) (live[r]: any key allowed) into dk, dv of the tile and dq rows. */
+FA_INLINE void fa_bwd_block(const tandem_k_attn_fused_bwd_args *a, fa_bwd_work *w, int b, int h,
+                            int i0, int nr, int nt, const int *live) {
+    for (int t = 0; t < nt; t++) {
+        fa_v8 gk[FA_NV], gv[FA_NV];
+        FA_UNROLL
+        for (int v = 0; v < FA_NV; v++) gk[v] = w->dk[t][v], gv[v] = w->dv[t][v];
+        for (int r = 0; r < nr; r++) {
+            if (!live[r] || w->p[r][t] == 0.0f) continue;
+            const float p = w->p[r][t], ds = w->ds[r][t];
+            FA_UNROLL
+            for (int v = 0; v < FA_NV; v++) gv[v] += p * w->dor[r][v], gk[v] += ds * w->q[r][v];
+        }
+        FA_UNROLL
+        for (int v = 0; v < FA_NV; v++) w->dk[t][v] = gk[v], w->dv[t][v] = gv[v];
+    }
+    for (int r = 0; r < nr; r++) {
+        if (!live[r]) continue;
+        fa_v8 gq[FA_NV] = {{0}};
+        for (int t = 0; t < nt; t++)
+            if (w->ds[r][t] != 0.0f)
+                FA_UNROLL
+                for (int v = 0; v < FA_NV; v++) gq[v] += w->ds[r][t] * w->kr[t][v];
+        float *dq = a->dq + tandem_k_attn_at(b, a->seq, i0 + r, a->ld_g, h, a->head_dim);
+        const float *g = (const float *)gq;
+        for (int c = 0; c < a->head_dim; c++) dq[c] += g[c];
+    }
+}
+
+/* Backward item: all of (b, h), key tile by key tile. */
+FA_CLONES static void fa_bwd_item(const tandem_k_attn_fused_bwd_args *a, fa_bwd_work *w, int b,
+                                  int h) {
+    const int T = a->seq, dh = a->head_dim;
+    int ga[3], live[FA_QB];
+    fa_ga_counts(a->key_mask, b, h, a->batch, a->ga_heads, a->text_len, T, ga);
+    for (int i = 0; i < T; i++)
+        memset(a->dq + tandem_k_attn_at(b, T, i, a->ld_g, h, dh), 0, (size_t)dh * sizeof(float));
+    for (int t0 = 0; t0 < T; t0 += FA_KT) {
+        const int nt = T - t0 < FA_KT ? T - t0 : FA_KT;
+        fa_tile(a->k, a->v, tandem_k_attn_at(b, T, t0, a->ld_q, h, dh), a->ld_q, nt, dh, a->bf16,
+                w->kt, w->vt, w->kr, 1);
+        memset(w->dk, 0, sizeof w->dk);
+        memset(w->dv, 0, sizeof w->dv);
+        for (int i0 = t0; i0 < T; i0 += FA_QB) {
+            const int nr = T - i0 < FA_QB ? T - i0 : FA_QB;
+            for (int r = 0; r < nr; r++) live[r] = fa_bwd_scores(a, w, b, h, r, i0 + r, t0, nt, ga);
+            fa_bwd_block(a, w, b, h, i0, nr, nt, live);
+        }
+        for (int t = 0; t < nt; t++) {
+            const int64_t at = tandem_k_attn_at(b, T, t0 + t, a->ld_g, h, dh);
+            memcpy(a->dk + at, w->dk[t], (size_t)dh * sizeof(float));
+            memcpy(a->dv + at, w->dv[t], (size_t)dh * sizeof(float));
+        }
+    }
+}
+
+/* Items [i0, i1) of [B * H]. */
+static void attn_fused_bwd_items(void *ctx, int64_t i0, int64_t i1) {
+    const tandem_k_attn_fused_bwd_args *a = ctx;
+    fa_bwd_work w; /* ~100 KiB of stack */
+    for (int64_t item = i0; item < i1; item++)
+        fa_bwd_item(a, &w, (int)(item / a->heads), (int)(item % a->heads));
+}
+
+void tandem_k_attn_fused_bwd_host(const tandem_k_attn_fused_bwd_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->heads, 1, attn_fused_bwd_items, (void *)a);
+}
+
+void tandem_k_attn_fused_bwd_cost(const tandem_k_attn_fused_bwd_args *a, tandem_kernel_cost *c) {
+    const double bh = (double)a->batch * a->heads, dh = a->head_dim, T = a->seq;
+    const double es = a->bf16 ? 2.0 : 4.0, pairs = T * (T + 1) / 2.0;
+    const double ga = (double)a->batch * (a->ga_heads > 0 ? a->ga_heads : 0) * (a->seq - a->text_len);
+    c->flops = bh * pairs * (10.0 * dh + 8.0);
+    c->bytes_read = bh * T * dh * (4.0 * es + 4.0) + bh * T * 4.0 + (double)a->batch * T + 4.0 * ga;
+    c->bytes_written = 3.0 * bh * T * dh * 4.0;
+}
+
 /* ---- costs (registry.h): the layout kernels move each element once; the [B, H, T, T] passes
  * touch every score, the causal half included (it is written as zero, read back later) ------ */
 

@@ -75,6 +75,8 @@
     X(softmax_causal_bwd, attention)                                                      \
     X(ga_fwd, attention)                                                                  \
     X(ga_bwd, attention)                                                                  \
+    X(attn_fused_fwd, attention)                                                          \
+    X(attn_fused_bwd, attention)                                                          \
     X(batch_prep, batch_prep)
 
 typedef enum tandem_kernel_id {

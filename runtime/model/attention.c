@@ -29,6 +29,7 @@ tandem_status tandem_attention_sizes_of(const tandem_attention_shape *sh,
         out->heads = B * H * T * dh;
         out->scores = B * H * T * T;
         out->mask = B * T;
+        out->rows = B * H * T;
     }
     return TANDEM_OK;
 }
@@ -73,9 +74,14 @@ static void attn_gemm_descs(const tandem_attention_shape *sh, attn_gemms *g) {
     set_desc(&g->tn, op, 1, 0, T, dh, T, bh);
 }
 
+int tandem_attention_fused(const tandem_attention_shape *sh) {
+    return !sh->materialised && sh->head_dim <= TANDEM_K_ATTN_FA_MAX_DH;
+}
+
 tandem_status tandem_attention_prepare(tandem_device *dev, const tandem_attention_shape *sh) {
     if (!dev) return tandem_fail(TANDEM_E_INVALID, "attention prepare: device is NULL");
     TANDEM_TRY(tandem_attention_sizes_of(sh, NULL));
+    if (tandem_attention_fused(sh)) return TANDEM_OK; /* no GEMMs */
     attn_gemms g;
     attn_gemm_descs(sh, &g);
     TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g.nt));
@@ -129,6 +135,68 @@ static attn_pass pass_of(const tandem_attention_shape *sh) {
     return a;
 }
 
+/* ---- fused passes --------------------------------------------------------------------------- */
+
+/* The model's layout: q, k, v column blocks of qkv_op [B, T, 3d], o / dy [B, T, d]. */
+static tandem_attn_layout fused_layout(const tandem_attention_shape *sh) {
+    const int d = sh->heads * sh->head_dim;
+    tandem_attn_layout l = {0, sh->seq, 3 * d, sh->head_dim, 3 * d, sh->head_dim, d, 3 * d, sh->bf16};
+    return l;
+}
+
+/* Raw device address of an op tensor (f32 or bf16) and its column block `block` of width d. */
+static const char *op_block(const tandem_tensor *t, int bf16, int block, int d) {
+    const char *base = bf16 ? (const char *)tandem_tensor_bf16(t) : (const char *)F32(t);
+    return base + (size_t)block * (size_t)d * (bf16 ? 2 : 4);
+}
+
+static tandem_status fused_fwd(tandem_stream *s, const tandem_attention_shape *sh,
+                               const tandem_attention_fwd_io *io, const tandem_attention_sizes *n) {
+    static const char op[] = "attention forward (fused)";
+    const tandem_dtype o16 = operand_dtype(sh);
+    const io_check c[] = {
+        {"qkv", io->qkv, TANDEM_F32, n->qkv},    {"key_mask", io->key_mask, TANDEM_U8, n->mask},
+        {"qkv_op", io->qkv_op, o16, n->qkv},     {"y", io->y, o16, n->model},
+        {"lse", io->lse, TANDEM_F32, n->rows},
+    };
+    TANDEM_TRY(check_io(op, s, c, 5));
+    if (io->ga && !io->ga_sum) return tandem_fail(TANDEM_E_INVALID, "%s: ga without ga_sum", op);
+    const attn_pass a = pass_of(sh);
+    const int d = sh->heads * sh->head_dim, bf = sh->bf16;
+    /* bf16: the kernels read the bf16 cast of qkv (kept for the backward) */
+    if (bf) TANDEM_TRY(tandem_cast_f32_bf16(s, F32(io->qkv), tandem_tensor_bf16(io->qkv_op), n->qkv));
+    const tandem_attn_layout lay = fused_layout(sh);
+    void *y = bf ? (void *)tandem_tensor_bf16(io->y) : (void *)F32(io->y);
+    return tandem_attn_fused_fwd(s, op_block(io->qkv_op, bf, 0, d), op_block(io->qkv_op, bf, 1, d),
+                                 op_block(io->qkv_op, bf, 2, d), tandem_tensor_u8(io->key_mask), y,
+                                 F32(io->lse), io->ga ? io->ga_sum : NULL, io->ga ? io->ga_rows : NULL,
+                                 &a.hd, &lay, io->ga);
+}
+
+static tandem_status fused_bwd(tandem_stream *s, const tandem_attention_shape *sh,
+                               const tandem_attention_bwd_io *io, const tandem_attention_sizes *n) {
+    static const char op[] = "attention backward (fused)";
+    const tandem_dtype o16 = operand_dtype(sh);
+    const io_check c[] = {
+        {"dy", io->dy, TANDEM_F32, n->model},    {"key_mask", io->key_mask, TANDEM_U8, n->mask},
+        {"qkv_op", io->qkv_op, o16, n->qkv},     {"y", io->y, o16, n->model},
+        {"lse", io->lse, TANDEM_F32, n->rows},   {"dqkv", io->dqkv, TANDEM_F32, n->qkv},
+    };
+    TANDEM_TRY(check_io(op, s, c, 6));
+    if (io->ga && !io->ga_sum) return tandem_fail(TANDEM_E_INVALID, "%s: ga without ga_sum", op);
+    const attn_pass a = pass_of(sh);
+    const int d = sh->heads * sh->head_dim, bf = sh->bf16;
+    const tandem_attn_layout lay = fused_layout(sh);
+    float *g = F32(io->dqkv);
+    const tandem_attn_fused_bwd_io f = {
+        op_block(io->qkv_op, bf, 0, d), op_block(io->qkv_op, bf, 1, d),
+        op_block(io->qkv_op, bf, 2, d), op_block(io->y, bf, 0, d),
+        tandem_tensor_u8(io->key_mask), F32(io->dy), F32(io->lse), io->ga ? io->ga_sum : NULL,
+        g, g + d, g + 2 * d,
+    };
+    return tandem_attn_fused_bwd(s, &f, &a.hd, &lay, io->ga);
+}
+
 /* ---- passes --------------------------------------------------------------------------------- */
 
 tandem_status tandem_attention_fwd(tandem_stream *s, const tandem_attention_shape *sh,
@@ -136,6 +204,7 @@ tandem_status tandem_attention_fwd(tandem_stream *s, const tandem_attention_shap
     static const char op[] = "attention forward";
     tandem_attention_sizes n;
     TANDEM_TRY(check_call(op, io, s, sh, &n));
+    if (tandem_attention_fused(sh)) return fused_fwd(s, sh, io, &n);
     const tandem_dtype o16 = operand_dtype(sh);
     const io_check c[] = {
         {"qkv", io->qkv, TANDEM_F32, n.qkv},       {"key_mask", io->key_mask, TANDEM_U8, n.mask},
@@ -175,6 +244,7 @@ tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shap
     static const char op[] = "attention backward";
     tandem_attention_sizes n;
     TANDEM_TRY(check_call(op, io, s, sh, &n));
+    if (tandem_attention_fused(sh)) return fused_bwd(s, sh, io, &n);
     const tandem_dtype o16 = operand_dtype(sh);
     const int64_t nop = n.heads > n.scores ? n.heads : n.scores; /* dO, then dS */
     const io_check c[] = {

@@ -17,6 +17,13 @@
  *         operand scratch before their GEMMs, and softmax's backward reads p widened into p32
  *         (the bf16-rounded P that P V used, so the gradient is that of what ran).
  *
+ * Fused (tandem_attention_fused: head_dim <= TANDEM_K_ATTN_FA_MAX_DH, every model preset): one
+ * kernel each way (kernels/attention.h, attn_fused_fwd / attn_fused_bwd), reading q, k, v from
+ * qkv_op [B, T, 3d] (fp32: qkv itself; bf16: its bf16 cast) and writing y [B, T, d] directly;
+ * the forward keeps per row the log-sum-exp (lse) and the guided-attention sum, the backward
+ * recomputes P from them and writes dqkv. No [B, H, T, T] tensor; q, k, v, p, o, stage, scores
+ * and the backward's scratch are not used. The materialised path below serves wider heads.
+ *
  * The QKV projection before and the output projection after are the caller's GEMMs. Tensors
  * are the caller's, committed on the stream's device; each is checked (dtype, at least the
  * elements named below); nothing here allocates. Call tandem_attention_prepare before the pool
@@ -37,7 +44,12 @@ typedef struct tandem_attention_shape {
     int heads;    /* H */
     int head_dim; /* dh; the model width is d = H * dh */
     int bf16;     /* 0: fp32; 1: bf16 GEMM operands (see above) */
+    int materialised; /* 1: the materialised path whatever the head size (reference tests) */
 } tandem_attention_shape;
+
+/* 1 when the fused kernels serve the shape (head_dim <= TANDEM_K_ATTN_FA_MAX_DH and not
+ * materialised), else 0. */
+int tandem_attention_fused(const tandem_attention_shape *sh);
 
 /* Element counts of the tensors below, for declaring them. */
 typedef struct tandem_attention_sizes {
@@ -46,6 +58,7 @@ typedef struct tandem_attention_sizes {
     int64_t heads;  /* B * H * T * dh   q, k, v, o and their gradients */
     int64_t scores; /* B * H * T * T    p, dp, the bf16 scores and p32 */
     int64_t mask;   /* B * T  (bytes: key_mask is u8) */
+    int64_t rows;   /* B * H * T    lse (fused) */
 } tandem_attention_sizes;
 
 /* TANDEM_E_INVALID unless every dimension is >= 1 and 3d fits an int. */
@@ -69,6 +82,10 @@ typedef struct tandem_attention_fwd_io {
     float *ga_rows;                /* out [B, ga->ga_heads, Tm] f32: the guided-attention rows
                                       of the f32 P (kernels/attention.h, ga_fwd); with ga */
     const tandem_ga_dims *ga;      /* NULL: no guided-attention loss */
+    /* fused only: */
+    tandem_tensor *qkv_op;         /* out [B, T, 3d] op, kept (fp32: may be qkv itself) */
+    tandem_tensor *lse;            /* out [B, H, T] f32, kept */
+    float *ga_sum;                 /* out [B, ga->ga_heads, Tm] f32, kept; with ga */
 } tandem_attention_fwd_io;
 
 /* All tensors distinct (they meet in GEMMs). The bf16-only ones are ignored in fp32 mode. */
@@ -89,6 +106,11 @@ typedef struct tandem_attention_bwd_io {
     const tandem_tensor *key_mask;    /* in [B, T] u8, with ga only */
     const tandem_ga_dims *ga;         /* the guided-attention gradient (scale = its weight),
                                          added to dP before the softmax backward; NULL: none */
+    /* fused only (and key_mask always): */
+    const tandem_tensor *qkv_op;      /* in [B, T, 3d] op from the forward */
+    const tandem_tensor *y;           /* in [B, T, d] op: the forward's output */
+    const tandem_tensor *lse;         /* in [B, H, T] f32 from the forward */
+    const float *ga_sum;              /* in [B, ga->ga_heads, Tm] f32 from the forward; with ga */
 } tandem_attention_bwd_io;
 
 /* No key mask is needed for attention itself: the forward's P is exactly 0 at masked and future

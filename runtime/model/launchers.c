@@ -1,6 +1,8 @@
 /* launchers.c — the typed launchers of the model's kernels (see launchers.h). */
 #include "runtime/model/launchers.h"
 
+#include <math.h>
+
 /* ---- layers --------------------------------------------------------------------------------- */
 
 tandem_status tandem_layernorm_fwd(tandem_stream *s, const float *x, const float *gamma,
@@ -245,6 +247,42 @@ tandem_status tandem_ga_bwd(tandem_stream *s, float *dp, const uint8_t *key_mask
     a.ga_heads = g->ga_heads, a.text_len = g->text_len, a.mel_len = g->mel_len;
     a.sigma = g->sigma, a.scale = g->scale;
     return TANDEM_LAUNCH(s, ga_bwd, &a);
+}
+
+static void fa_common(int *batch, int *seq, int *heads, int *head_dim, int *ga_heads, int *text_len,
+                      float *qk_scale, float *sigma, float *scale, const tandem_heads_dims *hd,
+                      const tandem_ga_dims *ga) {
+    *batch = hd->batch, *seq = hd->seq, *heads = hd->heads, *head_dim = hd->head_dim;
+    *qk_scale = (float)(1.0 / sqrt((double)hd->head_dim));
+    *ga_heads = ga ? ga->ga_heads : 0, *text_len = ga ? ga->text_len : 0;
+    *sigma = ga ? ga->sigma : 0.0f, *scale = ga ? ga->scale : 0.0f;
+}
+
+tandem_status tandem_attn_fused_fwd(tandem_stream *s, const void *q, const void *k, const void *v,
+                                    const uint8_t *key_mask, void *o, float *lse, float *ga_sum,
+                                    float *ga_rows, const tandem_heads_dims *hd,
+                                    const tandem_attn_layout *lay, const tandem_ga_dims *ga) {
+    TANDEM_KARGS(attn_fused_fwd, a);
+    a.q = q, a.k = k, a.v = v, a.key_mask = key_mask, a.o = o, a.lse = lse;
+    a.ga_sum = ga_sum, a.ga_rows = ga_rows;
+    fa_common(&a.batch, &a.seq, &a.heads, &a.head_dim, &a.ga_heads, &a.text_len, &a.qk_scale,
+              &a.ga_sigma, &a.ga_scale, hd, ga);
+    a.q0 = lay->q0, a.q_rows = lay->q_rows, a.ld_q = lay->ld_q, a.hs_q = lay->hs_q;
+    a.ld_k = lay->ld_k, a.hs_k = lay->hs_k, a.ld_o = lay->ld_o, a.bf16 = lay->bf16;
+    return TANDEM_LAUNCH(s, attn_fused_fwd, &a);
+}
+
+tandem_status tandem_attn_fused_bwd(tandem_stream *s, const tandem_attn_fused_bwd_io *io,
+                                    const tandem_heads_dims *hd, const tandem_attn_layout *lay,
+                                    const tandem_ga_dims *ga) {
+    TANDEM_KARGS(attn_fused_bwd, a);
+    a.q = io->q, a.k = io->k, a.v = io->v, a.key_mask = io->key_mask, a.o = io->o;
+    a.dy = io->dy, a.lse = io->lse, a.ga_sum = io->ga_sum;
+    a.dq = io->dq, a.dk = io->dk, a.dv = io->dv;
+    fa_common(&a.batch, &a.seq, &a.heads, &a.head_dim, &a.ga_heads, &a.text_len, &a.qk_scale,
+              &a.ga_sigma, &a.ga_scale, hd, ga);
+    a.ld_q = lay->ld_q, a.ld_o = lay->ld_o, a.ld_g = lay->ld_g, a.bf16 = lay->bf16;
+    return TANDEM_LAUNCH(s, attn_fused_bwd, &a);
 }
 
 /* ---- the bf16 seams ------------------------------------------------------------------------- */

@@ -172,6 +172,35 @@ tandem_status tandem_ga_fwd(tandem_stream *s, const float *p, const uint8_t *key
 tandem_status tandem_ga_bwd(tandem_stream *s, float *dp, const uint8_t *key_mask,
                             const tandem_ga_dims *g);
 
+/* ---- fused causal attention (kernels/attention.h: layouts, semantics) ----
+ * Element c of head h at position t of item b: q, o, dy, dq at (b * q_rows + t - q0) * ld + h *
+ * hs + c (o, dy, dq: hs = dh); k, v, dk, dv at (b * T + t) * ld + h * hs + c. */
+typedef struct tandem_attn_layout {
+    int q0, q_rows; /* the query positions computed (training: 0, T) */
+    int ld_q, hs_q; /* q (in the backward also k and v: hs = dh) */
+    int ld_k, hs_k; /* k, v (forward) */
+    int ld_o;       /* o and dy */
+    int ld_g;       /* dq, dk, dv (backward) */
+    int bf16;       /* q, k, v and o are bf16 (else f32) */
+} tandem_attn_layout;
+/* o = softmax_causal(q k^T / sqrt(dh), key_mask) v per head, lse [B, H, q_rows]; with ga
+ * (not NULL): ga_sum, ga_rows [B, ga_heads, Tm] (ga_rows as tandem_ga_fwd writes them). */
+tandem_status tandem_attn_fused_fwd(tandem_stream *s, const void *q, const void *k, const void *v,
+                                    const uint8_t *key_mask, void *o, float *lse, float *ga_sum,
+                                    float *ga_rows, const tandem_heads_dims *hd,
+                                    const tandem_attn_layout *lay, const tandem_ga_dims *ga);
+/* dq, dk, dv (written) from dy and the forward's o, lse (and ga_sum with ga: the
+ * guided-attention gradient with weight ga->scale enters dP before the softmax backward). */
+typedef struct tandem_attn_fused_bwd_io {
+    const void *q, *k, *v, *o;
+    const uint8_t *key_mask;
+    const float *dy, *lse, *ga_sum;
+    float *dq, *dk, *dv;
+} tandem_attn_fused_bwd_io;
+tandem_status tandem_attn_fused_bwd(tandem_stream *s, const tandem_attn_fused_bwd_io *io,
+                                    const tandem_heads_dims *hd, const tandem_attn_layout *lay,
+                                    const tandem_ga_dims *ga);
+
 /* ---- the bf16 seams (model.h, "Precision") ---------------------------------------------------
  * In bf16 mode an f32 kernel whose output only feeds GEMMs writes into an f32 stage and a cast
  * publishes the bf16 tensor; an f32 gradient that is a GEMM operand is cast into a bf16

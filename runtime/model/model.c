@@ -381,10 +381,17 @@ static tandem_status declare_layer(tandem_model *m, tandem_pool *pool, int l,
     TANDEM_TRY(decl(&c, &ly->h1, ga, 3, B, T, D, 0, "l%d.ln1", l));
     TANDEM_TRY(decl(&c, &ly->mean1, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln1_mean", l));
     TANDEM_TRY(decl(&c, &ly->rstd1, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln1_rstd", l));
-    TANDEM_TRY(decl(&c, &ly->q, ga, 4, B, H, T, dh, "l%d.q", l));
-    TANDEM_TRY(decl(&c, &ly->k, ga, 4, B, H, T, dh, "l%d.k", l));
-    TANDEM_TRY(decl(&c, &ly->v, ga, 4, B, H, T, dh, "l%d.v", l));
-    TANDEM_TRY(decl(&c, &ly->p, ga, 4, B, H, T, T, "l%d.attn_p", l));
+    if (tandem_attention_fused(&m->attn)) {
+        /* what the fused backward reads: qkv, the softmax statistics and the GA sums */
+        TANDEM_TRY(decl(&c, &ly->qkv, ga, 3, B, T, 3 * D, 0, "l%d.qkv", l));
+        TANDEM_TRY(decl(&c, &ly->lse, TANDEM_F32, 3, B, H, T, 0, "l%d.attn_lse", l));
+        TANDEM_TRY(decl(&c, &ly->ga_sum, TANDEM_F32, 3, B, H, d->mel_len, 0, "l%d.attn_ga_sum", l));
+    } else {
+        TANDEM_TRY(decl(&c, &ly->q, ga, 4, B, H, T, dh, "l%d.q", l));
+        TANDEM_TRY(decl(&c, &ly->k, ga, 4, B, H, T, dh, "l%d.k", l));
+        TANDEM_TRY(decl(&c, &ly->v, ga, 4, B, H, T, dh, "l%d.v", l));
+        TANDEM_TRY(decl(&c, &ly->p, ga, 4, B, H, T, T, "l%d.attn_p", l));
+    }
     TANDEM_TRY(decl(&c, &ly->att, ga, 3, B, T, D, 0, "l%d.attn_heads", l));
     TANDEM_TRY(decl(&c, &ly->x_mid, TANDEM_F32, 3, B, T, D, 0, "l%d.x_mid", l));
     TANDEM_TRY(decl(&c, &ly->h2, ga, 3, B, T, D, 0, "l%d.ln2", l));
@@ -406,9 +413,11 @@ static tandem_status declare_outputs(tandem_model *m, tandem_pool *pool, const d
     const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, dh = d->head_dim, N = B * T;
     decl_ctx c = per_step(pool, ph->lf_last, ph->out_b);
     TANDEM_TRY(decl(&c, &m->x_out, TANDEM_F32, 3, B, T, D, 0, "model.x_out"));
+    const int fused = tandem_attention_fused(&m->attn);
     c = per_step(pool, ph->lf0, ph->lf_last);
-    TANDEM_TRY(decl(&c, &m->qkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.qkv"));
-    TANDEM_TRY(decl(&c, &m->o, TANDEM_F32, 4, B, H, T, dh, "model.attn_o"));
+    /* fused fp32: the QKV projection writes each layer's kept qkv itself */
+    if (!fused || d->bf16) TANDEM_TRY(decl(&c, &m->qkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.qkv"));
+    if (!fused) TANDEM_TRY(decl(&c, &m->o, TANDEM_F32, 4, B, H, T, dh, "model.attn_o"));
     c = per_step(pool, ph->out_f, ph->out_b);
     TANDEM_TRY(decl(&c, &m->hf, ph->ga, 3, B, T, D, 0, "model.ln_f"));
     TANDEM_TRY(decl(&c, &m->meanf, TANDEM_F32, 1, N, 0, 0, 0, "model.ln_f_mean"));
@@ -426,14 +435,26 @@ static tandem_status declare_outputs(tandem_model *m, tandem_pool *pool, const d
     c = per_step(pool, ph->in_f, ph->out_f);
     TANDEM_TRY(decl(&c, &m->fwd32, TANDEM_F32, 1, staged_floats(d), 0, 0, 0,
                     "model.bf16_stage_f32"));
+    if (fused) return TANDEM_OK;
     c = per_step(pool, ph->lf0, ph->lf_last);
     return decl(&c, &m->scores, TANDEM_F32, 4, B, H, T, T, "model.attn_scores_f32");
+}
+
+/* The materialised attention backward's per-head scratch (attention.h). */
+static tandem_status declare_materialised_bwd(tandem_model *m, decl_ctx *c) {
+    const tandem_model_dims *d = &m->dims;
+    const int64_t B = d->batch, T = d->seq, H = d->heads, dh = d->head_dim;
+    TANDEM_TRY(decl(c, &m->d_o, TANDEM_F32, 4, B, H, T, dh, "model.bwd_o"));
+    TANDEM_TRY(decl(c, &m->dq, TANDEM_F32, 4, B, H, T, dh, "model.bwd_q"));
+    TANDEM_TRY(decl(c, &m->dk, TANDEM_F32, 4, B, H, T, dh, "model.bwd_k"));
+    TANDEM_TRY(decl(c, &m->dv, TANDEM_F32, 4, B, H, T, dh, "model.bwd_v"));
+    return decl(c, &m->dp, TANDEM_F32, 4, B, H, T, T, "model.bwd_p");
 }
 
 /* Gradients of activations and the backward's scratch (none for a forward-only model). */
 static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const decl_phases *ph) {
     const tandem_model_dims *d = &m->dims;
-    const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, dh = d->head_dim, N = B * T;
+    const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, N = B * T;
     decl_ctx c = per_step(pool, ph->out_b, ph->out_b);
     TANDEM_TRY(decl(&c, &m->dhf, TANDEM_F32, 3, B, T, D, 0, "model.d_ln_f"));
     c = per_step(pool, ph->out_b, ph->in_b);
@@ -447,20 +468,17 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
     TANDEM_TRY(decl(&c, &m->db, TANDEM_F32, 3, B, T, D, 0, "model.bwd_b"));
     TANDEM_TRY(decl(&c, &m->dff, TANDEM_F32, 3, B, T, d->ff, 0, "model.bwd_ff"));
     TANDEM_TRY(decl(&c, &m->dqkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.bwd_qkv"));
-    TANDEM_TRY(decl(&c, &m->d_o, TANDEM_F32, 4, B, H, T, dh, "model.bwd_o"));
-    TANDEM_TRY(decl(&c, &m->dq, TANDEM_F32, 4, B, H, T, dh, "model.bwd_q"));
-    TANDEM_TRY(decl(&c, &m->dk, TANDEM_F32, 4, B, H, T, dh, "model.bwd_k"));
-    TANDEM_TRY(decl(&c, &m->dv, TANDEM_F32, 4, B, H, T, dh, "model.bwd_v"));
-    TANDEM_TRY(decl(&c, &m->dp, TANDEM_F32, 4, B, H, T, T, "model.bwd_p"));
+    const int fused = tandem_attention_fused(&m->attn);
+    if (!fused) TANDEM_TRY(declare_materialised_bwd(m, &c));
     c = per_step(pool, ph->in_b, ph->in_b);
     TANDEM_TRY(decl(&c, &m->dpre, TANDEM_F32, 2, B * d->mel_len, D, 0, 0, "model.d_prenet"));
     if (d->bf16) {
         c = per_step(pool, ph->out_b, ph->in_b);
-        const int64_t staged = staged_floats(d), scores = B * H * T * T;
+        const int64_t staged = staged_floats(d), scores = fused ? 0 : B * H * T * T;
         const int64_t nbf = staged > scores ? staged : scores;
         TANDEM_TRY(decl(&c, &m->gbf, TANDEM_BF16, 1, nbf, 0, 0, 0, "model.bf16_grad_operand"));
         c = per_step(pool, ph->lb_last, ph->lb0);
-        TANDEM_TRY(decl(&c, &m->p32, TANDEM_F32, 4, B, H, T, T, "model.attn_p_f32"));
+        if (!fused) TANDEM_TRY(decl(&c, &m->p32, TANDEM_F32, 4, B, H, T, T, "model.attn_p_f32"));
     }
     c = per_step(pool, ph->opt, ph->opt);
     return decl(&c, &m->norm_partials, TANDEM_F32, 1, tandem_k_train_partials(m->n_flat), 0, 0, 0,
@@ -517,6 +535,7 @@ static tandem_status declare_common(tandem_model *m, tandem_backend backend, tan
     m->attn.heads = dims->heads;
     m->attn.head_dim = dims->head_dim;
     m->attn.bf16 = dims->bf16;
+    m->attn.materialised = dims->attn_materialised;
 
     build_table(m); /* count */
     m->param = tandem_calloc((size_t)m->n_params, sizeof *m->param);

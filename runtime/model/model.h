@@ -79,6 +79,8 @@ typedef struct tandem_model_dims {
     int forward_only;     /* 1: inference (tandem synth): no gradients, AdamW moments or
                              backward tensors are declared; backward is refused */
     int bf16;             /* 1: precision bf16 (see "Precision" above; cuda devices only) */
+    int attn_materialised; /* 1: the materialised attention at any head size (reference
+                              tests; 0 from the config: fused where it serves, attention.h) */
 } tandem_model_dims;
 
 /* From a checked config (model keys, batch_size, grad_accum) and the symbol table size. */
@@ -116,8 +118,13 @@ typedef struct tandem_model_top_params {
 typedef struct tandem_model_layer {
     tandem_tensor *x;                   /* [B, T, d] the block's input (residual stream) */
     tandem_tensor *h1, *mean1, *rstd1;  /* [B, T, d], [B*T], [B*T]: LN1 */
-    tandem_tensor *q, *k, *v;           /* [B, H, T, dh] (bf16 in bf16 mode) */
-    tandem_tensor *p;                   /* [B, H, T, T] attention probabilities (bf16 mode: bf16) */
+    tandem_tensor *q, *k, *v;           /* [B, H, T, dh] (bf16 in bf16 mode); materialised only */
+    tandem_tensor *p;                   /* [B, H, T, T] attention probabilities (bf16 mode: bf16);
+                                           materialised attention only (attention.h) */
+    tandem_tensor *qkv;                 /* [B, T, 3d] (bf16 mode: bf16); fused attention only */
+    tandem_tensor *lse;                 /* [B, H, T] f32 softmax log-sum-exp; fused only */
+    tandem_tensor *ga_sum;              /* [B, H, Tm] f32 guided-attention sums (the first
+                                           ga_heads heads); fused only */
     tandem_tensor *att;                 /* [B, T, d] heads merged, before the output projection
                                            (h1, h2, g, q, k, v, p, att: bf16 in bf16 mode) */
     tandem_tensor *x_mid;               /* [B, T, d] x + attention */

@@ -56,8 +56,12 @@ static tandem_status attention_bwd(tandem_model *m, tandem_stream *s, tandem_mod
                                (float)((double)m->ga.grad_scale / ((double)m->ga.heads * d->layers))};
     tandem_attention_bwd_io io;
     memset(&io, 0, sizeof io);
-    if (m->ga.heads > 0 && m->ga.grad_scale != 0.0f) io.ga = &ga, io.key_mask = m->key_mask;
+    if (m->ga.heads > 0 && m->ga.grad_scale != 0.0f) io.ga = &ga;
+    io.key_mask = m->key_mask;
     io.dy = m->da;
+    /* fused: what the forward kept */
+    io.qkv_op = ly->qkv, io.y = ly->att, io.lse = ly->lse;
+    io.ga_sum = ly->ga_sum ? tandem_tensor_f32(ly->ga_sum) : NULL;
     io.q = ly->q, io.k = ly->k, io.v = ly->v, io.p = ly->p;
     io.d_o = m->d_o, io.dp = m->dp, io.dq = m->dq, io.dk = m->dk, io.dv = m->dv;
     io.dqkv = m->dqkv;

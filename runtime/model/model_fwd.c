@@ -70,6 +70,12 @@ static tandem_status batch_prep(tandem_model *m, tandem_stream *s, const tandem_
                              F32(m->l1_weight), &bd);
 }
 
+/* Where the QKV projection of layer ly writes (f32): the layer's kept qkv itself when the fused
+ * attention reads it in fp32, else the shared scratch. */
+static tandem_tensor *qkv_out(const tandem_model *m, const tandem_model_layer *ly) {
+    return ly->qkv && !m->dims.bf16 ? ly->qkv : m->qkv;
+}
+
 /* att [B, T, d] = heads merged of softmax_causal(Q K^T / sqrt(dh), key_mask) V, q, k, v from
  * qkv [B, T, 3d] (runtime/model/attention.c, in the model's precision). */
 static tandem_status attention(tandem_model *m, tandem_stream *s, int l) {
@@ -84,12 +90,16 @@ static tandem_status attention(tandem_model *m, tandem_stream *s, int l) {
         io.ga = &ga;
         io.ga_rows = tandem_tensor_f32_at(m->ga_rows, (int64_t)l * d->batch * m->ga.heads * d->mel_len);
     }
-    io.qkv = m->qkv;
+    io.qkv = qkv_out(m, ly);
     io.key_mask = m->key_mask;
+    io.y = ly->att;
+    /* fused: qkv kept per layer, the softmax statistics (ga_sum: the layer's [B, ga.heads, Tm]) */
+    io.qkv_op = ly->qkv, io.lse = ly->lse;
+    io.ga_sum = ly->ga_sum ? tandem_tensor_f32(ly->ga_sum) : NULL;
+    /* materialised: per-head q, k, v, P and scratch (bf16: the f32 stage and scores) */
     io.q = ly->q, io.k = ly->k, io.v = ly->v, io.p = ly->p;
     io.o = m->o;
-    io.y = ly->att;
-    io.stage = m->fwd32, io.scores = m->scores; /* bf16 mode only (NULL in fp32) */
+    io.stage = m->fwd32, io.scores = m->scores;
     return tandem_attention_fwd(s, &m->attn, &io);
 }
 
@@ -103,7 +113,7 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
 
     /* h1 [N, d] = LN1(x);  qkv [N, 3d] = h1 Wqkv^T + bqkv */
     TANDEM_TRY(layernorm(m, s, ly->x, lp->ln1_g, lp->ln1_b, ly->h1, ly->mean1, ly->rstd1));
-    TANDEM_TRY(linear(m, s, ly->h1, lp->qkv_w, lp->qkv_b, 0.0f, m->qkv, N, D, 3 * D));
+    TANDEM_TRY(linear(m, s, ly->h1, lp->qkv_w, lp->qkv_b, 0.0f, qkv_out(m, ly), N, D, 3 * D));
     /* att [N, d] = MHA(qkv);  x_mid [N, d] = x + att Wo^T + bo */
     TANDEM_TRY(attention(m, s, l));
     TANDEM_TRY(tandem_dev_copy(s, ly->x_mid, 0, ly->x, 0, xbytes));

@@ -47,6 +47,7 @@ static tandem_status kv_prepare(tandem_model_kv *kv) {
         const tandem_gemm_desc g = tandem_model_desc_linear(d, 1, lin[i][0], lin[i][1]);
         TANDEM_TRY(tandem_dev_gemm_prepare(kv->m->dev, &g));
     }
+    if (tandem_attention_fused(&kv->m->attn)) return TANDEM_OK; /* no attention GEMMs */
     tandem_gemm_desc g = kv_desc(kv, 1);
     TANDEM_TRY(tandem_dev_gemm_prepare(kv->m->dev, &g));
     g = kv_desc(kv, 0);
@@ -64,7 +65,9 @@ static tandem_status kv_decl_rows(tandem_model_kv *kv, tandem_pool *pool) {
     TANDEM_TRY(kv_decl(pool, &kv->mean, TANDEM_F32, 1, 0, 0, "kv.mean"));
     TANDEM_TRY(kv_decl(pool, &kv->rstd, TANDEM_F32, 1, 0, 0, "kv.rstd"));
     TANDEM_TRY(kv_decl(pool, &kv->qkv, TANDEM_F32, 3 * d->d, 0, 0, "kv.qkv"));
-    TANDEM_TRY(kv_decl(pool, &kv->scores, TANDEM_F32, kv->H, kv->T, kv->T, "kv.scores"));
+    const int fused = tandem_attention_fused(&kv->m->attn);
+    if (fused) TANDEM_TRY(kv_decl(pool, &kv->lse, TANDEM_F32, kv->H, 0, 0, "kv.lse"));
+    else TANDEM_TRY(kv_decl(pool, &kv->scores, TANDEM_F32, kv->H, kv->T, kv->T, "kv.scores"));
     TANDEM_TRY(kv_decl(pool, &kv->o, TANDEM_F32, d->d, 0, 0, "kv.o"));
     TANDEM_TRY(kv_decl(pool, &kv->f, TANDEM_F32, d->ff, 0, 0, "kv.f"));
     TANDEM_TRY(kv_decl(pool, &kv->g, op, d->ff, 0, 0, "kv.g"));
@@ -73,7 +76,7 @@ static tandem_status kv_decl_rows(tandem_model_kv *kv, tandem_pool *pool) {
     TANDEM_TRY(kv_decl(pool, &kv->stop, TANDEM_F32, d->r, 0, 0, "kv.stop"));
     if (!d->bf16) return TANDEM_OK;
     TANDEM_TRY(kv_decl(pool, &kv->q, op, d->d, 0, 0, "kv.q"));
-    TANDEM_TRY(kv_decl(pool, &kv->prow, op, kv->H, kv->T, 0, "kv.prow"));
+    if (!fused) TANDEM_TRY(kv_decl(pool, &kv->prow, op, kv->H, kv->T, 0, "kv.prow"));
     TANDEM_TRY(kv_decl(pool, &kv->att, op, d->d, 0, 0, "kv.att"));
     TANDEM_TRY(kv_decl(pool, &kv->gin, op, d->group, 0, 0, "kv.gin"));
     return kv_decl(pool, &kv->stage, TANDEM_F32, d->ff + d->group, 0, 0, "kv.stage");
@@ -151,6 +154,23 @@ static tandem_status put(const tandem_model_kv *kv, tandem_stream *s, const tand
                            (size_t)n * sizeof(float));
 }
 
+/* The fused kernel on the query row p against the caches [H, T, dh] (kernels/attention.h):
+ * the same per-row arithmetic as the whole forward's, so both give the same bits. */
+static tandem_status row_attention_fused(const tandem_model_kv *kv, tandem_stream *s, int l, int p,
+                                         tandem_view *att) {
+    const int T = kv->T, dh = kv->dh, d = kv->m->dims.d, bf = kv->m->dims.bf16;
+    const tandem_heads_dims hd = {1, T, kv->H, dh};
+    const tandem_attn_layout lay = {p, 1, d, dh, dh, T * dh, d, 0, bf};
+    const void *q = bf ? (const void *)tandem_tensor_bf16(kv->q) : (const void *)F32(kv->qkv);
+    const void *k = bf ? (const void *)tandem_tensor_bf16(kv->kc[l]) : (const void *)F32(kv->kc[l]);
+    const void *v = bf ? (const void *)tandem_tensor_bf16(kv->vc[l]) : (const void *)F32(kv->vc[l]);
+    void *o = bf ? (void *)tandem_tensor_bf16(kv->att) : (void *)F32(kv->o);
+    TANDEM_TRY(tandem_attn_fused_fwd(s, q, k, v, tandem_tensor_u8(kv->key_mask), o, F32(kv->lse),
+                                     NULL, NULL, &hd, &lay, NULL));
+    *att = tandem_view_of(bf ? kv->att : kv->o);
+    return TANDEM_OK;
+}
+
 /* att = softmax_causal(q K^T / sqrt(dh)) V for the row at position p, the row's k, v cached
  * first (kv->qkv holds its q, k, v). Returns the operand the out projection reads. */
 static tandem_status row_attention(const tandem_model_kv *kv, tandem_stream *s, int l, int p,
@@ -162,6 +182,7 @@ static tandem_status row_attention(const tandem_model_kv *kv, tandem_stream *s, 
         TANDEM_TRY(put(kv, s, kv->qkv, 2 * d + h * dh, kv->vc[l], (h * T + p) * dh, dh));
     }
     if (bf) TANDEM_TRY(put(kv, s, kv->qkv, 0, kv->q, 0, d));
+    if (tandem_attention_fused(&kv->m->attn)) return row_attention_fused(kv, s, l, p, att);
     const tandem_view q = tandem_view_of(bf ? kv->q : kv->qkv);
     const tandem_gemm_desc gs = kv_desc(kv, 1), gp = kv_desc(kv, 0);
     const float scale = (float)(1.0 / sqrt((double)dh));
@@ -246,13 +267,13 @@ tandem_status tandem_model_kv_begin(tandem_model_kv *kv, tandem_stream *s, const
     for (int t = 0; t < kv->T; t++) kv->host_mask[t] = (uint8_t)(t < count || t >= d->text_len);
     TANDEM_TRY(tandem_dev_upload(s, kv->key_mask, 0, kv->host_mask, (size_t)kv->T));
     if (d->bf16 && m->wcopy_stale) TANDEM_TRY(tandem_model_cast_weights(m, s));
-    /* Keys and values past the current position are read by the GEMMs (weighted by P = 0):
-     * zeros, never stale non-finite values. */
+    /* Keys and values past the current position are read by the GEMMs or loaded into the
+     * fused kernel's tiles (weighted by P = 0): zeros, never stale non-finite values. */
     for (int l = 0; l < d->layers; l++) {
         TANDEM_TRY(zero_op(kv, s, kv->kc[l]));
         TANDEM_TRY(zero_op(kv, s, kv->vc[l]));
     }
-    TANDEM_TRY(tandem_op_fill(s, kv->scores, 0.0f));
+    if (kv->scores) TANDEM_TRY(tandem_op_fill(s, kv->scores, 0.0f));
     const int sym = m->top.sym_emb;
     const float *pos = PARAM(m->top.pos_emb);
     const size_t row = (size_t)d->d * sizeof(float);

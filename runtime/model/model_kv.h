@@ -45,8 +45,10 @@ typedef struct tandem_model_kv {
     tandem_tensor *mean, *rstd; /* [1] f32 */
     tandem_tensor *qkv;        /* [3d] f32 */
     tandem_tensor *q;          /* [d] op (bf16 only; fp32 reads qkv) */
-    tandem_tensor *scores;     /* [H, T, T] f32: row p of each head is the current one */
-    tandem_tensor *prow;       /* [H, T] op (bf16 only; fp32 reads scores) */
+    tandem_tensor *scores;     /* [H, T, T] f32: row p of each head is the current one
+                                  (materialised attention only, runtime/model/attention.h) */
+    tandem_tensor *prow;       /* [H, T] op (bf16, materialised only; fp32 reads scores) */
+    tandem_tensor *lse;        /* [H] f32: the fused kernel's row statistics (fused only) */
     tandem_tensor *o;          /* [d] f32: heads merged ([H, 1, dh]) */
     tandem_tensor *att;        /* [d] op (bf16 only; fp32 reads o) */
     tandem_tensor *f;          /* [4d] f32 */

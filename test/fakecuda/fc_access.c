@@ -201,6 +201,38 @@ ACC(ga_bwd) {
     RW(a->dp, (size_t)a->batch * a->heads * T * T * F4); R(a->key_mask, (size_t)a->batch * T);
 }
 
+/* Fused attention: strided views (attention.h's layouts) declared from their first to their
+ * last element; q, k, v may be column blocks of one tensor (reads may overlap). */
+static size_t fa_span(int batch, int rows, int ld, int heads, int hs, int dh) {
+    if (batch <= 0 || rows <= 0) return 0;
+    return (size_t)(((int64_t)batch * rows - 1) * ld + (int64_t)(heads - 1) * hs + dh);
+}
+ACC(attn_fused_fwd) {
+    const size_t es = a->bf16 ? 2 : F4, tm = (size_t)(a->seq - a->text_len);
+    const size_t nq = fa_span(a->batch, a->q_rows, a->ld_q, a->heads, a->hs_q, a->head_dim);
+    const size_t nk = fa_span(a->batch, a->seq, a->ld_k, a->heads, a->hs_k, a->head_dim);
+    R(a->q, nq * es); R(a->k, nk * es); R(a->v, nk * es);
+    R(a->key_mask, (size_t)a->batch * a->seq);
+    W(a->o, fa_span(a->batch, a->q_rows, a->ld_o, a->heads, a->head_dim, a->head_dim) * es);
+    W(a->lse, (size_t)a->batch * a->heads * a->q_rows * F4);
+    if (a->ga_heads > 0) {
+        W(a->ga_sum, (size_t)a->batch * a->ga_heads * tm * F4);
+        W(a->ga_rows, (size_t)a->batch * a->ga_heads * tm * F4);
+    }
+}
+ACC(attn_fused_bwd) {
+    const size_t es = a->bf16 ? 2 : F4, tm = (size_t)(a->seq - a->text_len);
+    const size_t nq = fa_span(a->batch, a->seq, a->ld_q, a->heads, a->head_dim, a->head_dim);
+    const size_t no = fa_span(a->batch, a->seq, a->ld_o, a->heads, a->head_dim, a->head_dim);
+    const size_t ng = fa_span(a->batch, a->seq, a->ld_g, a->heads, a->head_dim, a->head_dim);
+    R(a->q, nq * es); R(a->k, nq * es); R(a->v, nq * es);
+    R(a->key_mask, (size_t)a->batch * a->seq);
+    R(a->o, no * es); R(a->dy, no * F4);
+    R(a->lse, (size_t)a->batch * a->heads * a->seq * F4);
+    if (a->ga_heads > 0) R(a->ga_sum, (size_t)a->batch * a->ga_heads * tm * F4);
+    W(a->dq, ng * F4); W(a->dk, ng * F4); W(a->dv, ng * F4);
+}
+
 /* ---- batch_prep ---- */
 ACC(batch_prep) {
     R(a->text_lengths, a->batch * F4);

@@ -15,7 +15,9 @@
  *     expf and CUDA's may differ by an ulp: expected error ~1e-14; one wrong or unmasked element
  *     in a row of 600 gives > 1e-6.
  */
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "test/kernels/kcase.h"
 
@@ -237,3 +239,116 @@ static void ga_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->sigma = c->f[0], a->scale = c->f[1];
 }
 const tandem_kcase_spec tandem_kcase_ga_bwd = {N_GA, ga_bwd_make, ga_bwd_bind};
+
+/* ---- fused attention: c->i = {B, T, H, dh, ga_heads, Tt, bf16, kv}; c->f = {sigma, ga scale,
+ * largest key-mask value}. q, k, v are the column blocks of one qkv [B, T, 3d] (the model's
+ * layout, ld 3d); kv = 1: one query row, the last position (q0 = T - 1, the KV-cache step),
+ * B = 1. Sizes off the 16-row / 32-key tiles, head sizes below, at and past one warp (1..2
+ * columns per lane), bf16 inputs and outputs, with and without guided attention, masks random
+ * 0/1 on small shapes (rows with no allowed key occur) and mostly real on large ones.
+ * Backward inputs lse and ga_sum are random (in [1, 3] and [0, 1]): the formula holds for any
+ * values, and p = exp(s - lse) stays in (0, 1] for these scores.
+ * Tolerance: f32 1e-10 (host and kernel sum in different orders in f32: ~1e-14 expected; one
+ * wrong or unmasked key in a row of 100 gives > 1e-6). bf16 outputs 1e-7: both sides round the
+ * same f32 value to bf16, and an f32 difference of ~1e-7 relative flips the rounding of a few
+ * elements in 10^4 by one bf16 ulp (2^-8), ~1e-9 of the energy. ---- */
+static const int fa_shapes[][8] = {
+    {1, 1, 1, 1, 0, 0, 0, 0},    {2, 37, 2, 33, 1, 10, 0, 0},  {1, 70, 3, 64, 2, 20, 1, 0},
+    {2, 100, 2, 64, 1, 40, 0, 0}, {3, 45, 1, 16, 0, 5, 1, 0}, {1, 90, 2, 64, 0, 30, 0, 1},
+    {1, 33, 2, 40, 0, 8, 1, 1},  {-1, 0, 0, 0, 0, 0, 0, 0},
+};
+#define N_FA ((int)(sizeof fa_shapes / sizeof fa_shapes[0]))
+
+static void fa_shape(int idx, tandem_rng *rng, tandem_kcase *c, int kv_ok) {
+    int64_t v[8];
+    for (int j = 0; j < 8; j++) v[j] = fa_shapes[idx][j];
+    if (v[0] < 0) {
+        v[0] = tandem_rng_int(rng, 1, 3), v[1] = tandem_rng_int(rng, 1, 80);
+        v[2] = tandem_rng_int(rng, 1, 3), v[3] = tandem_rng_int(rng, 1, TANDEM_K_ATTN_FA_MAX_DH);
+        v[4] = tandem_rng_int(rng, 0, v[2]), v[5] = tandem_rng_int(rng, 0, v[1] - 1);
+        v[6] = tandem_rng_int(rng, 0, 1), v[7] = 0;
+    }
+    if (!kv_ok) v[7] = 0; /* the backward has no KV-cache form */
+    for (int j = 0; j < 8; j++) c->i[j] = v[j];
+    c->f[0] = 0.2f, c->f[1] = tandem_rng_uniform(rng, 0.1f, 2.0f);
+    c->f[2] = v[1] >= 90 ? 7.0f : 1.0f;
+    c->tol = v[6] ? 1e-7 : 1e-10;
+    snprintf(c->desc, sizeof c->desc, "B=%lld T=%lld H=%lld dh=%lld ga_heads=%lld Tt=%lld %s%s",
+             (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
+             (long long)v[5], v[6] ? "bf16" : "f32", v[7] ? " kv-step" : "");
+}
+
+/* The guided-attention buffers [B, ga_heads, Tm] at j, j + 1: outputs (forward) or ga_sum an
+ * input; a 1-element unused input without guided attention. */
+static int fa_ga_bufs(tandem_kcase *c, int j, int out) {
+    const int64_t n = c->i[0] * c->i[4] * (c->i[1] - c->i[5]);
+    const int on = c->i[4] > 0 && n > 0;
+    tandem_kcase_set_buf(c, j, "ga_sum", TANDEM_F32, on ? n : 1, on && out ? TANDEM_KB_OUT : TANDEM_KB_IN, 0.0f, 1.0f);
+    if (!out) return j + 1;
+    tandem_kcase_set_buf(c, j + 1, "ga_rows", TANDEM_F32, on ? n : 1, on ? TANDEM_KB_OUT : TANDEM_KB_IN, 0.0f, 1.0f);
+    return j + 2;
+}
+
+/* The shape, and buffers 0 (qkv) and 1 (key_mask) both passes read; returns the operand dtype. */
+static tandem_dtype fa_inputs(int idx, tandem_rng *rng, tandem_kcase *c, int kv_ok) {
+    fa_shape(idx, rng, c, kv_ok);
+    const int64_t B = c->i[0], T = c->i[1], d = c->i[2] * c->i[3];
+    const tandem_dtype dt = c->i[6] ? TANDEM_BF16 : TANDEM_F32;
+    tandem_kcase_set_buf(c, 0, "qkv", dt, B * T * 3 * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "key_mask", TANDEM_U8, B * T, TANDEM_KB_IN, 0.0f, c->f[2]);
+    return dt;
+}
+
+static void fa_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    const tandem_dtype dt = fa_inputs(idx, rng, c, 1);
+    const int64_t B = c->i[0], T = c->i[1], d = c->i[2] * c->i[3];
+    tandem_kcase_set_buf(c, 2, "o", dt, (c->i[7] ? 1 : T) * B * d, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 3, "lse", TANDEM_F32, B * c->i[2] * (c->i[7] ? 1 : T), TANDEM_KB_OUT, 0, 0);
+    fa_ga_bufs(c, 4, 1);
+}
+static void fa_fwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_attn_fused_fwd_args *a = (tandem_k_attn_fused_fwd_args *)args;
+    const int B = (int)c->i[0], T = (int)c->i[1], H = (int)c->i[2], dh = (int)c->i[3];
+    const size_t es = c->i[6] ? 2 : 4, d = (size_t)H * dh;
+    const char *qkv = (const char *)bufs[0];
+    memset(a, 0, sizeof *a);
+    a->q = qkv, a->k = qkv + d * es, a->v = qkv + 2 * d * es;
+    a->key_mask = (const uint8_t *)bufs[1];
+    a->o = bufs[2], a->lse = (float *)bufs[3];
+    a->ga_sum = (float *)bufs[4], a->ga_rows = (float *)bufs[5];
+    a->batch = B, a->seq = T, a->heads = H, a->head_dim = dh;
+    a->q0 = c->i[7] ? T - 1 : 0, a->q_rows = c->i[7] ? 1 : T;
+    if (c->i[7]) a->q = qkv + (size_t)(T - 1) * 3 * d * es;
+    a->ld_q = 3 * (int)d, a->hs_q = dh, a->ld_k = 3 * (int)d, a->hs_k = dh, a->ld_o = (int)d, a->bf16 = (int)c->i[6];
+    a->ga_heads = (int)c->i[4], a->text_len = (int)c->i[5];
+    a->qk_scale = (float)(1.0 / sqrt((double)dh)), a->ga_sigma = c->f[0], a->ga_scale = c->f[1];
+}
+const tandem_kcase_spec tandem_kcase_attn_fused_fwd = {N_FA, fa_fwd_make, fa_fwd_bind};
+
+static void fa_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    const tandem_dtype dt = fa_inputs(idx, rng, c, 0);
+    const int64_t B = c->i[0], T = c->i[1], d = c->i[2] * c->i[3];
+    tandem_kcase_set_buf(c, 2, "o", dt, B * T * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 3, "dy", TANDEM_F32, B * T * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 4, "lse", TANDEM_F32, B * c->i[2] * T, TANDEM_KB_IN, 1.0f, 3.0f);
+    fa_ga_bufs(c, 5, 0);
+    tandem_kcase_set_buf(c, 6, "dqkv", TANDEM_F32, B * T * 3 * d, TANDEM_KB_OUT, 0, 0);
+}
+static void fa_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_attn_fused_bwd_args *a = (tandem_k_attn_fused_bwd_args *)args;
+    const int H = (int)c->i[2], dh = (int)c->i[3], d = H * dh;
+    const size_t es = c->i[6] ? 2 : 4;
+    const char *qkv = (const char *)bufs[0];
+    float *dqkv = (float *)bufs[6];
+    memset(a, 0, sizeof *a);
+    a->q = qkv, a->k = qkv + (size_t)d * es, a->v = qkv + 2 * (size_t)d * es;
+    a->key_mask = (const uint8_t *)bufs[1];
+    a->o = bufs[2], a->dy = (const float *)bufs[3], a->lse = (const float *)bufs[4];
+    a->ga_sum = (const float *)bufs[5];
+    a->dq = dqkv, a->dk = dqkv + d, a->dv = dqkv + 2 * d;
+    a->batch = (int)c->i[0], a->seq = (int)c->i[1], a->heads = H, a->head_dim = dh;
+    a->ld_q = 3 * d, a->ld_o = d, a->ld_g = 3 * d, a->bf16 = (int)c->i[6];
+    a->ga_heads = (int)c->i[4], a->text_len = (int)c->i[5];
+    a->qk_scale = (float)(1.0 / sqrt((double)dh)), a->ga_sigma = c->f[0], a->ga_scale = c->f[1];
+}
+const tandem_kcase_spec tandem_kcase_attn_fused_bwd = {N_FA, fa_bwd_make, fa_bwd_bind};

@@ -189,9 +189,15 @@ static void test_plan(void **state) {
     assert_int_equal(tandem_tensor_numel(m16.wcopy), m16.decay_end);
     for (int l = 0; l < m16.dims.layers; l++) {
         const tandem_model_layer *a = &m32.layer[l], *b = &m16.layer[l];
-        const tandem_tensor *gemm_only[8] = {b->h1, b->q, b->k, b->v, b->p, b->att, b->h2, b->g};
-        const tandem_tensor *gemm_only32[8] = {a->h1, a->q, a->k, a->v, a->p, a->att, a->h2, a->g};
-        for (int i = 0; i < 8; i++) {
+        /* the fused attention (tiny's head size) keeps qkv, read by its kernels as operands,
+         * and f32 row statistics instead of per-head q, k, v and P */
+        assert_true(tandem_attention_fused(&m16.attn));
+        const tandem_tensor *gemm_only[5] = {b->h1, b->qkv, b->att, b->h2, b->g};
+        const tandem_tensor *gemm_only32[5] = {a->h1, a->qkv, a->att, a->h2, a->g};
+        assert_null(b->p);
+        assert_int_equal(tandem_tensor_dtype(b->lse), TANDEM_F32);
+        assert_int_equal(tandem_tensor_dtype(b->ga_sum), TANDEM_F32);
+        for (int i = 0; i < 5; i++) {
             assert_int_equal(tandem_tensor_dtype(gemm_only[i]), TANDEM_BF16);
             assert_int_equal(tandem_tensor_dtype(gemm_only32[i]), TANDEM_F32);
             assert_int_equal(tandem_tensor_numel(gemm_only[i]), tandem_tensor_numel(gemm_only32[i]));

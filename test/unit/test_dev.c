@@ -236,7 +236,7 @@ static void test_pinned(void **state) {
 /* Shape {1, 4, 1, 3}: qkv 36, model and heads 12, scores 16, mask 4 elements. */
 static void test_attention_checks(void **state) {
     env *e = *state;
-    tandem_attention_shape sh = {1, 4, 1, 3, 0};
+    tandem_attention_shape sh = {1, 4, 1, 3, 0, 1}; /* the materialised path's tensors */
     tandem_attention_fwd_io f = {.qkv = e->small, .key_mask = e->mask, .q = e->a, .k = e->b,
                                  .v = e->c, .p = e->i32, .o = e->b, .y = e->c};
     expect(tandem_attention_fwd(e->s, &sh, &f), TANDEM_E_INVALID, "'qkv'", "at least 36");

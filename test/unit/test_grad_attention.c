@@ -93,6 +93,7 @@ typedef struct attn_run {
     tandem_pool *pool;
     tandem_tensor *qkv, *mask, *q, *k, *v, *p, *o, *y;
     tandem_tensor *dy, *d_o, *dp, *dq, *dk, *dv, *dqkv;
+    tandem_tensor *lse; /* fused: [B, H, T] */
 } attn_run;
 
 typedef struct env {
@@ -156,6 +157,7 @@ static void run_open(env *e, const tandem_attention_shape *sh, attn_run *r) {
     r->dk = declare(pl, "dk", TANDEM_F32, r->n.heads);
     r->dv = declare(pl, "dv", TANDEM_F32, r->n.heads);
     r->dqkv = declare(pl, "dqkv", TANDEM_F32, r->n.qkv);
+    r->lse = declare(pl, "lse", TANDEM_F32, r->n.rows);
     assert_int_equal(tandem_attention_prepare(e->dev, sh), TANDEM_OK);
     if (tandem_pool_commit(pl) != TANDEM_OK) fail_msg("commit: %s", tandem_last_error());
 }
@@ -170,7 +172,7 @@ static void download(env *e, void *dst, const tandem_tensor *t) {
 /* Fill every output and scratch tensor with NaN. */
 static void poison(env *e, attn_run *r) {
     tandem_tensor *ts[] = {r->q, r->k, r->v, r->p, r->o, r->y, r->d_o, r->dp, r->dq, r->dk, r->dv,
-                           r->dqkv};
+                           r->dqkv, r->lse};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
         size_t bytes = tandem_tensor_bytes(ts[i]);
         void *nan = malloc(bytes);
@@ -181,8 +183,10 @@ static void poison(env *e, attn_run *r) {
 }
 
 static void run_forward(env *e, attn_run *r) {
+    /* fused (fp32): the kernels read qkv itself */
     const tandem_attention_fwd_io io = {.qkv = r->qkv, .key_mask = r->mask, .q = r->q, .k = r->k,
-                                        .v = r->v, .p = r->p, .o = r->o, .y = r->y};
+                                        .v = r->v, .p = r->p, .o = r->o, .y = r->y,
+                                        .qkv_op = r->qkv, .lse = r->lse};
     if (tandem_attention_fwd(e->s, &r->sh, &io) != TANDEM_OK)
         fail_msg("attention forward: %s", tandem_last_error());
 }
@@ -190,7 +194,8 @@ static void run_forward(env *e, attn_run *r) {
 static void run_backward(env *e, attn_run *r) {
     const tandem_attention_bwd_io io = {.dy = r->dy, .q = r->q, .k = r->k, .v = r->v, .p = r->p,
                                         .d_o = r->d_o, .dp = r->dp, .dq = r->dq, .dk = r->dk,
-                                        .dv = r->dv, .dqkv = r->dqkv};
+                                        .dv = r->dv, .dqkv = r->dqkv, .qkv_op = r->qkv,
+                                        .y = r->y, .lse = r->lse, .key_mask = r->mask};
     if (tandem_attention_bwd(e->s, &r->sh, &io) != TANDEM_OK)
         fail_msg("attention backward: %s", tandem_last_error());
 }
@@ -228,6 +233,7 @@ static tandem_attention_shape random_shape(void) {
     sh.heads = (int)tandem_rng_int(&rng, 1, 3);
     sh.head_dim = (int)tandem_rng_int(&rng, 1, 6);
     sh.bf16 = 0; /* fp32: what the host backend runs */
+    sh.materialised = 0;
     return sh;
 }
 
@@ -247,14 +253,17 @@ static void check_forward(env *e, const tandem_attention_shape *sh, int mode) {
     poison(e, &r);
     run_forward(e, &r);
     download(e, y, r.y);
-    download(e, p, r.p);
+    const int fused = tandem_attention_fused(sh); /* no P to check */
+    if (!fused) download(e, p, r.p);
     ref_forward(sh, qkv_d, mask, y_ref, p_ref);
-    double ey = tandem_test_rel_err(y, y_ref, r.n.model), ep = tandem_test_rel_err(p, p_ref, r.n.scores);
-    printf("forward B=%d T=%d H=%d dh=%d mask=%s: y error %.2e, P error %.2e\n", sh->batch,
-           sh->seq, sh->heads, sh->head_dim, mode ? "scattered" : "padding", ey, ep);
+    double ey = tandem_test_rel_err(y, y_ref, r.n.model);
+    double ep = fused ? 0.0 : tandem_test_rel_err(p, p_ref, r.n.scores);
+    printf("forward %s B=%d T=%d H=%d dh=%d mask=%s: y error %.2e, P error %.2e\n",
+           fused ? "fused" : "materialised", sh->batch, sh->seq, sh->heads, sh->head_dim,
+           mode ? "scattered" : "padding", ey, ep);
     if (!(ey <= 1e-5) || !(ep <= 1e-5)) fail_msg("forward differs from the double reference");
     /* exact zeros where a key is not allowed: the backward relies on it */
-    for (int64_t i = 0; i < r.n.scores; i++)
+    for (int64_t i = 0; !fused && i < r.n.scores; i++)
         if (p_ref[i] == 0.0 && p[i] != 0.0f) fail_msg("P[%lld] = %g where the key is not allowed", (long long)i, p[i]);
 
     free(qkv_f), free(qkv_d), free(mask), free(y), free(p), free(y_ref), free(p_ref);
@@ -263,12 +272,23 @@ static void check_forward(env *e, const tandem_attention_shape *sh, int mode) {
 
 static void test_forward_vs_reference(void **state) {
     env *e = *state;
-    const tandem_attention_shape fixed[] = {{1, 1, 1, 1, 0}, {2, 7, 3, 5, 0}, {3, 40, 2, 33, 0}};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        for (int mode = 0; mode < 2; mode++) check_forward(e, &fixed[i], mode);
-    for (int rep = 0; rep < 4; rep++) {
-        tandem_attention_shape sh = random_shape();
-        check_forward(e, &sh, rep % 2);
+    /* each shape through both paths (materialised 1, fused 0); the last is wider than the
+     * fused kernels serve, so it runs materialised either way */
+    const tandem_attention_shape fixed[] = {{1, 1, 1, 1, 0, 0}, {2, 7, 3, 5, 0, 0},
+                                            {3, 40, 2, 33, 0, 0}, {2, 70, 2, 64, 0, 0},
+                                            {1, 9, 1, 80, 0, 0}};
+    for (int mat = 0; mat < 2; mat++) {
+        for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+            for (int mode = 0; mode < 2; mode++) {
+                tandem_attention_shape sh = fixed[i];
+                sh.materialised = mat;
+                check_forward(e, &sh, mode);
+            }
+        for (int rep = 0; rep < 4; rep++) {
+            tandem_attention_shape sh = random_shape();
+            sh.materialised = mat;
+            check_forward(e, &sh, rep % 2);
+        }
     }
 }
 
@@ -307,8 +327,9 @@ static void check_gradients(env *e, const tandem_attention_shape *sh, int mode) 
         g_num[i] = (lp - lm) / (2 * h);
     }
     double err = tandem_test_rel_err(g, g_num, nq);
-    printf("gradient B=%d T=%d H=%d dh=%d mask=%s: dqkv error %.2e over %lld inputs\n", sh->batch,
-           sh->seq, sh->heads, sh->head_dim, mode ? "scattered" : "padding", err, (long long)nq);
+    printf("gradient %s B=%d T=%d H=%d dh=%d mask=%s: dqkv error %.2e over %lld inputs\n",
+           tandem_attention_fused(sh) ? "fused" : "materialised", sh->batch, sh->seq, sh->heads,
+           sh->head_dim, mode ? "scattered" : "padding", err, (long long)nq);
     if (!(err <= 1e-5)) {
         for (int64_t i = 0; i < nq; i++)
             if (fabs(g[i] - g_num[i]) > 1e-4 * (1 + fabs(g_num[i])))
@@ -321,20 +342,35 @@ static void check_gradients(env *e, const tandem_attention_shape *sh, int mode) 
 
 static void test_gradients_vs_finite_differences(void **state) {
     env *e = *state;
-    const tandem_attention_shape fixed[] = {{1, 1, 1, 1, 0}, {2, 5, 2, 3, 0}, {1, 9, 3, 4, 0}};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        for (int mode = 0; mode < 2; mode++) check_gradients(e, &fixed[i], mode);
-    for (int rep = 0; rep < 4; rep++) {
-        tandem_attention_shape sh = random_shape();
-        check_gradients(e, &sh, rep % 2);
+    /* both paths; {1, 40, 1, 40}: more than one 32-key tile of the fused kernels */
+    const tandem_attention_shape fixed[] = {{1, 1, 1, 1, 0, 0}, {2, 5, 2, 3, 0, 0},
+                                            {1, 9, 3, 4, 0, 0}, {1, 40, 1, 40, 0, 0}};
+    for (int mat = 0; mat < 2; mat++) {
+        for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+            for (int mode = 0; mode < 2; mode++) {
+                tandem_attention_shape sh = fixed[i];
+                sh.materialised = mat;
+                check_gradients(e, &sh, mode);
+            }
+        for (int rep = 0; rep < 4; rep++) {
+            tandem_attention_shape sh = random_shape();
+            sh.materialised = mat;
+            check_gradients(e, &sh, rep % 2);
+        }
     }
 }
 
 /* The tiny model's attention: forward against the reference, and <dqkv, u> against
  * (L(x + h u) - L(x - h u)) / 2h for random directions u. */
+static void check_tiny(env *e, int materialised);
+
 static void test_tiny_model_shape(void **state) {
     env *e = *state;
-    const tandem_attention_shape sh = {2, 128 + 512 / 4, 4, 64, 0};
+    for (int mat = 0; mat < 2; mat++) check_tiny(e, mat);
+}
+
+static void check_tiny(env *e, int materialised) {
+    const tandem_attention_shape sh = {2, 128 + 512 / 4, 4, 64, 0, materialised};
     attn_run r;
     run_open(e, &sh, &r);
     const int64_t nq = r.n.qkv, ny = r.n.model;
@@ -356,8 +392,8 @@ static void test_tiny_model_shape(void **state) {
 
     ref_forward(&sh, qkv_d, mask, ybuf, NULL);
     double ey = tandem_test_rel_err(y, ybuf, ny);
-    printf("tiny model shape B=%d T=%d H=%d dh=%d: y error %.2e\n", sh.batch, sh.seq, sh.heads,
-           sh.head_dim, ey);
+    printf("tiny model shape %s B=%d T=%d H=%d dh=%d: y error %.2e\n",
+           materialised ? "materialised" : "fused", sh.batch, sh.seq, sh.heads, sh.head_dim, ey);
     if (!(ey <= 1e-5)) fail_msg("forward differs from the double reference");
 
     const double h = 1e-4;
@@ -395,7 +431,8 @@ static void expect_invalid(tandem_status st, const char *name) {
 
 static void test_bad_arguments(void **state) {
     env *e = *state;
-    const tandem_attention_shape good = {1, 4, 2, 3, 0}, zero_heads = {1, 4, 0, 3, 0};
+    const tandem_attention_shape good = {1, 4, 2, 3, 0, 1}, zero_heads = {1, 4, 0, 3, 0, 1};
+    const tandem_attention_shape fused = {1, 4, 2, 3, 0, 0};
     expect_invalid(tandem_attention_prepare(e->dev, &zero_heads), "heads=0");
     expect_invalid(tandem_attention_sizes_of(NULL, NULL), "shape");
 
@@ -410,6 +447,11 @@ static void test_bad_arguments(void **state) {
     b.dy = r.dy;
     expect_invalid(tandem_attention_bwd(e->s, &good, &b), "'q'");
     expect_invalid(tandem_attention_bwd(NULL, &good, &b), "stream");
+    /* the fused path checks what it reads */
+    expect_invalid(tandem_attention_fwd(e->s, &fused, &f), "key_mask");
+    expect_invalid(tandem_attention_bwd(e->s, &fused, &b), "'key_mask'");
+    b.key_mask = r.mask;
+    expect_invalid(tandem_attention_bwd(e->s, &fused, &b), "'qkv_op'");
     run_close(&r);
 }
 
