@@ -193,6 +193,9 @@ typedef struct tandem_k_prenet_dropout_args {
     uint64_t seed;            /* the run's seed */
     int64_t step;             /* optimizer step (0-based, checkpointed) */
     int64_t micro;            /* micro-batch within the step */
+    const int *step_at;       /* [1] or NULL: the step is step_at[0] (the device's step counter,
+                                 kernels/train.h), so a captured step (CUDA graph) draws each
+                                 step's own mask; `step` is then ignored */
 } tandem_k_prenet_dropout_args;
 
 /* SplitMix64's finaliser: a bijective 64-bit mix. */

@@ -325,12 +325,14 @@ void tandem_k_prenet_dropout_geom(const tandem_k_prenet_dropout_args *a, tandem_
 }
 /* Elements [i0, i1): each element's mask from its own counter, so any split gives the same bits. */
 static void prenet_dropout_range(void *ctx, int64_t i0, int64_t i1) {
-    const tandem_k_prenet_dropout_args *a = ctx;
+    const tandem_k_prenet_dropout_args *a = ctx; /* step_at resolved into step by the caller */
     for (int64_t i = i0; i < i1; i++)
         a->x[i] = tandem_k_dropout_keep(a->seed, a->step, a->micro, i, a->p) ? a->x[i] * a->scale : 0.0f;
 }
 void tandem_k_prenet_dropout_host(const tandem_k_prenet_dropout_args *a) {
-    tandem_host_parallel_for(a->n, HOST_GRAIN, prenet_dropout_range, (void *)a);
+    tandem_k_prenet_dropout_args b = *a;
+    if (b.step_at) b.step = b.step_at[0];
+    tandem_host_parallel_for(b.n, HOST_GRAIN, prenet_dropout_range, &b);
 }
 
 /* ---- prenet_input ---- */

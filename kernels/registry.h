@@ -66,6 +66,7 @@
     X(reduce_sum, train)                                                                  \
     X(nonfinite_check, train)                                                             \
     X(adamw, train)                                                                       \
+    X(train_schedule, train)                                                              \
     X(qkv_split, attention)                                                               \
     X(qkv_merge_grad, attention)                                                          \
     X(heads_merge, attention)                                                             \

@@ -138,8 +138,10 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_THREADS) tandem_k_adamw(tandem_k_adamw_args 
         if (!tandem_k_train_finite(norm_sq)) return;
         clip = tandem_k_train_clip_factor(norm_sq, a.max_norm);
     }
+    const float lr = a.sched ? a.sched[0] : a.lr;
+    const float bias1 = a.sched ? a.sched[1] : a.bias1, bias2 = a.sched ? a.sched[2] : a.bias2;
     const int decay = a.weight_decay > 0.0f;
-    const float keep = 1.0f - a.lr * a.weight_decay;
+    const float keep = 1.0f - lr * a.weight_decay;
     const float one_m_b1 = 1.0f - a.beta1, one_m_b2 = 1.0f - a.beta2;
     const int64_t stride = train_k_stride();
     for (int64_t i = train_k_first(); i < a.n; i += stride) {
@@ -148,9 +150,14 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_THREADS) tandem_k_adamw(tandem_k_adamw_args 
         if (decay) p *= keep;
         float m = a.beta1 * a.m[i] + one_m_b1 * g;
         float v = a.beta2 * a.v[i] + one_m_b2 * (g * g);
-        p -= a.lr * (m / a.bias1) / (sqrtf(v / a.bias2) + a.eps);
+        p -= lr * (m / bias1) / (sqrtf(v / bias2) + a.eps);
         a.m[i] = m;
         a.v[i] = v;
         a.param[i] = p;
     }
+}
+
+/* One thread does it all: a handful of scalars once per step. */
+KERNEL LAUNCH_BOUNDS(TANDEM_K_TRAIN_SCHEDULE_THREADS) tandem_k_train_schedule(tandem_k_train_schedule_args a) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) tandem_k_train_schedule_apply(&a);
 }

@@ -7,6 +7,8 @@
  *   reduce_sum             partials → one scalar, fixed order, optional non-finite flag
  *   nonfinite_check        ORs "x has a NaN/Inf" into an int flag
  *   adamw                  one AdamW step with clipping and skip read from device scalars
+ *   train_schedule         the step's learning rate and bias corrections from the device's
+ *                          step counters, then the counters advanced (skip-aware)
  *
  * Partial sums. The loss and norm kernels do not use atomics: element i of a flat input of n
  * elements belongs to chunk i / TANDEM_K_TRAIN_CHUNK, one block sums one chunk in a fixed tree
@@ -168,7 +170,70 @@ typedef struct tandem_k_adamw_args {
     float lr, beta1, beta2, eps, weight_decay;
     float bias1, bias2;   /* 1 - beta1^t, 1 - beta2^t */
     float max_norm;       /* <= 0: no clipping */
+    const float *sched;   /* [3] or NULL: lr, bias1, bias2 read from here (train_schedule's
+                             output) instead of the three fields above, so a captured step
+                             (CUDA graph) needs no per-step argument */
 } tandem_k_adamw_args;
+
+/* The learning rate of optimizer step `step` (0-based): linear warm-up over `warmup` steps to
+ * lr, then a half cosine from lr to lr * min_lr_ratio at max_steps (held there after). In
+ * double, on the host (tandem_optim_lr) and on the device (train_schedule) alike. */
+TANDEM_HD double tandem_k_train_lr(double lr, double min_lr_ratio, int64_t warmup, int64_t max_steps,
+                                   int64_t step) {
+    if (step < 0) step = 0;
+    if (warmup > 0 && step < warmup) return lr * (double)(step + 1) / (double)warmup;
+    const double lo = lr * min_lr_ratio;
+    const int64_t span = max_steps - warmup;
+    if (span <= 0) return lr;
+    double t = (double)(step - warmup) / (double)span;
+    if (t > 1.0) t = 1.0;
+    return lo + 0.5 * (lr - lo) * (1.0 + cos(3.14159265358979323846 * t));
+}
+
+/* Counters of the device-resident training state (int32, so a step counter wraps only past
+ * 2^31 steps; the host checks that bound when it writes them). */
+#define TANDEM_K_TRAIN_CTR_STEP 0    /* optimizer steps taken (applied or skipped) */
+#define TANDEM_K_TRAIN_CTR_UPDATES 1 /* applied: AdamW's t - 1 */
+#define TANDEM_K_TRAIN_CTR_SKIPPED 2 /* skipped for non-finite values, in total */
+#define TANDEM_K_TRAIN_CTR_IN_ROW 3  /* skipped in a row */
+#define TANDEM_K_TRAIN_CTRS 4
+#define TANDEM_K_TRAIN_SCHEDULE_THREADS 32 /* one warp; thread 0 works */
+
+/* One thread, once per optimizer step, after the gradient norm and the non-finite check and
+ * before adamw:
+ *   t = ctr[UPDATES] + 1, s = ctr[STEP]
+ *   sched = {lr(s), 1 - beta1^t, 1 - beta2^t}   (float of the double formulas, as the host did)
+ *   skipped = skip[0] != 0 or norm_sq[0] is not finite   (adamw's own rule)
+ *   ctr[STEP]++; skipped: ctr[SKIPPED]++, ctr[IN_ROW]++; else ctr[UPDATES]++, ctr[IN_ROW] = 0
+ * So the skip decision, the update counter and the learning rate never leave the device during
+ * a step: the host reads the counters back when it logs. */
+typedef struct tandem_k_train_schedule_args {
+    const float *norm_sq; /* [1] */
+    const int *skip;      /* [1] */
+    int *ctr;             /* [TANDEM_K_TRAIN_CTRS] in/out */
+    float *sched;         /* [3] out: lr, bias1, bias2 */
+    double lr, min_lr_ratio;
+    int64_t warmup_steps, max_steps;
+    float beta1, beta2;
+} tandem_k_train_schedule_args;
+
+/* The body of train_schedule (shared by the kernel and the host implementation). */
+TANDEM_HD void tandem_k_train_schedule_apply(const tandem_k_train_schedule_args *a) {
+    const int64_t step = a->ctr[TANDEM_K_TRAIN_CTR_STEP];
+    const double t = (double)a->ctr[TANDEM_K_TRAIN_CTR_UPDATES] + 1.0;
+    a->sched[0] = (float)tandem_k_train_lr(a->lr, a->min_lr_ratio, a->warmup_steps, a->max_steps, step);
+    a->sched[1] = (float)(1.0 - pow((double)a->beta1, t));
+    a->sched[2] = (float)(1.0 - pow((double)a->beta2, t));
+    const int skipped = a->skip[0] != 0 || !tandem_k_train_finite(a->norm_sq[0]);
+    a->ctr[TANDEM_K_TRAIN_CTR_STEP]++;
+    if (skipped) {
+        a->ctr[TANDEM_K_TRAIN_CTR_SKIPPED]++;
+        a->ctr[TANDEM_K_TRAIN_CTR_IN_ROW]++;
+    } else {
+        a->ctr[TANDEM_K_TRAIN_CTR_UPDATES]++;
+        a->ctr[TANDEM_K_TRAIN_CTR_IN_ROW] = 0;
+    }
+}
 
 /* The clip factor adamw applies (shared by the kernel and the host implementation). */
 TANDEM_HD float tandem_k_train_clip_factor(float norm_sq, float max_norm) {

@@ -187,14 +187,15 @@ void tandem_k_adamw_geom(const tandem_k_adamw_args *a, tandem_launch_dims *d) {
 }
 typedef struct adamw_job {
     const tandem_k_adamw_args *a;
-    float clip;
+    float clip, lr, bias1, bias2;
 } adamw_job;
 static void adamw_range(void *ctx, int64_t i0, int64_t i1) {
     const adamw_job *j = ctx;
     const tandem_k_adamw_args *a = j->a;
     const float clip = j->clip;
+    const float lr = j->lr, bias1 = j->bias1, bias2 = j->bias2;
     const int decay = a->weight_decay > 0.0f;
-    const float keep = 1.0f - a->lr * a->weight_decay;
+    const float keep = 1.0f - lr * a->weight_decay;
     const float one_m_b1 = 1.0f - a->beta1, one_m_b2 = 1.0f - a->beta2;
     for (int64_t i = i0; i < i1; i++) {
         float g = clip * a->grad[i];
@@ -202,7 +203,7 @@ static void adamw_range(void *ctx, int64_t i0, int64_t i1) {
         if (decay) p *= keep;
         float m = a->beta1 * a->m[i] + one_m_b1 * g;
         float v = a->beta2 * a->v[i] + one_m_b2 * (g * g);
-        p -= a->lr * (m / a->bias1) / (sqrtf(v / a->bias2) + a->eps);
+        p -= lr * (m / bias1) / (sqrtf(v / bias2) + a->eps);
         a->m[i] = m;
         a->v[i] = v;
         a->param[i] = p;
@@ -215,8 +216,24 @@ void tandem_k_adamw_host(const tandem_k_adamw_args *a) {
         if (!tandem_k_train_finite(a->norm_sq[0])) return;
         clip = tandem_k_train_clip_factor(a->norm_sq[0], a->max_norm);
     }
-    adamw_job j = {a, clip};
+    adamw_job j = {a, clip, a->sched ? a->sched[0] : a->lr, a->sched ? a->sched[1] : a->bias1,
+                   a->sched ? a->sched[2] : a->bias2};
     tandem_host_parallel_for(a->n, HOST_GRAIN, adamw_range, &j);
+}
+
+/* ---- train_schedule ---- */
+void tandem_k_train_schedule_geom(const tandem_k_train_schedule_args *a, tandem_launch_dims *d) {
+    (void)a;
+    *d = tandem_dims_1d(1, TANDEM_K_TRAIN_SCHEDULE_THREADS);
+}
+void tandem_k_train_schedule_host(const tandem_k_train_schedule_args *a) { tandem_k_train_schedule_apply(a); }
+/* Reads norm_sq, skip and the counters, writes the counters and three floats; ~10 double ops
+ * (the cosine and the two powers counted as one each). */
+void tandem_k_train_schedule_cost(const tandem_k_train_schedule_args *a, tandem_kernel_cost *c) {
+    (void)a;
+    c->flops = 10.0;
+    c->bytes_read = sizeof(float) + sizeof(int) + TANDEM_K_TRAIN_CTRS * sizeof(int);
+    c->bytes_written = TANDEM_K_TRAIN_CTRS * sizeof(int) + 3 * sizeof(float);
 }
 
 /* ---- costs (registry.h) -------------------------------------------------------------------- */

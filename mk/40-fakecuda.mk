@@ -14,7 +14,8 @@ EMU_LIB_PATH   := $(BUILD)/test/emu/libtandem_emu.a
 
 FAKECUDA_SRC := test/fakecuda/fc_state.c test/fakecuda/fc_device.c test/fakecuda/fc_memory.c \
                 test/fakecuda/fc_stream.c test/fakecuda/fc_module.c test/fakecuda/fc_procaddr.c \
-                test/fakecuda/fc_queue.c test/fakecuda/fc_hazard.c test/fakecuda/fc_access.c
+                test/fakecuda/fc_queue.c test/fakecuda/fc_hazard.c test/fakecuda/fc_access.c \
+                test/fakecuda/fc_graph.c
 FAKECUDA_OBJ := $(FAKECUDA_SRC:%.c=$(BUILD)/obj/%.o)
 FAKECUBLAS_OBJ := $(BUILD)/obj/test/fakecuda/fc_cublaslt.o
 

@@ -62,6 +62,15 @@ struct tandem_event {
     void *impl;
 };
 
+/* A captured sequence of a stream's work, replayed as one launch (CUDA graphs). Created
+ * before a pool is committed (the handle and its backend part are the only allocations);
+ * capture and instantiation happen later, in the driver. */
+typedef struct tandem_graph {
+    tandem_device *dev;
+    void *impl;
+    int ready; /* 1: an instance exists (graph_end succeeded) */
+} tandem_graph;
+
 struct tandem_backend_ops {
     const char *name; /* "host", "cuda" */
     void (*close)(tandem_device *dev);
@@ -133,6 +142,21 @@ struct tandem_backend_ops {
     tandem_status (*coll_broadcast)(tandem_coll *c, tandem_stream *s, tandem_dptr send,
                                     tandem_dptr recv, size_t count, tandem_dtype type, int root);
     tandem_status (*coll_check)(tandem_coll *c);
+
+    /* Graphs (cuda: stream capture, global mode, through the driver API). NULL on a backend
+     * without them (host: its calls run as they are made, so a step simply runs eagerly).
+     *   graph_create  the backend part of g (before commit)
+     *   graph_begin   s starts capturing: what is queued on s from now on is recorded, not run;
+     *                 event records and waits on s become external event nodes
+     *   graph_end     s stops capturing; the capture is instantiated into g (replacing an older
+     *                 instance); on failure the capture is ended all the same and g unchanged
+     *   graph_launch  the instance queued on s as one launch
+     *   graph_destroy the instance and the backend part */
+    tandem_status (*graph_create)(tandem_device *dev, tandem_graph *g);
+    tandem_status (*graph_begin)(tandem_graph *g, tandem_stream *s);
+    tandem_status (*graph_end)(tandem_graph *g, tandem_stream *s);
+    tandem_status (*graph_launch)(tandem_graph *g, tandem_stream *s);
+    void (*graph_destroy)(tandem_graph *g);
 };
 
 /* Backend entry points. */

@@ -130,7 +130,10 @@ typedef struct tandem_step_metrics {
 } tandem_step_metrics;
 
 /* Called after every step, on the thread that runs the loop, after the step's metrics line and
- * validation and before its checkpoint. It must not call back into this trainer except
+ * validation and before its checkpoint. On a CUDA model device the step's scalars are read back
+ * only on the steps that need them (logged, validated, checkpointed, the first and the last of
+ * the run: docs/TRAINING.md, "Graph mode"); on the other steps loss, l1, stop_bce, ga,
+ * grad_norm repeat the last values read, skipped is 0 and model_busy_pct is -1. It must not call back into this trainer except
  * tandem_trainer_request_stop; the time it takes counts in the next step's numbers. */
 typedef void (*tandem_step_fn)(void *user, const tandem_step_metrics *m);
 

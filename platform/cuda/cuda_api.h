@@ -46,6 +46,7 @@ typedef enum cudaError_enum {
     CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
     CUDA_ERROR_SHARED_OBJECT_INIT_FAILED = 303,
     CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_ILLEGAL_STATE = 401,
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
@@ -57,6 +58,12 @@ typedef enum cudaError_enum {
     CUDA_ERROR_NOT_PERMITTED = 800,
     CUDA_ERROR_NOT_SUPPORTED = 801,
     CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900, /* the call is not permitted while capturing */
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901, /* the capture was invalidated by an earlier error */
+    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,   /* end capture on a stream that did not begin it */
+    CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,   /* a dependency on work outside the capture */
+    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,    /* the legacy stream during a global capture */
+    CUDA_ERROR_CAPTURED_EVENT = 907,             /* query/sync of an event recorded in a capture */
     CUDA_ERROR_UNKNOWN = 999
 } CUresult;
 
@@ -68,6 +75,20 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
+typedef struct CUgraph_st *CUgraph;         /* a captured graph */
+typedef struct CUgraphExec_st *CUgraphExec; /* its executable instance */
+
+/* Stream capture (cuStreamBeginCapture, cuStreamIsCapturing). */
+typedef enum CUstreamCaptureMode_enum {
+    CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    CU_STREAM_CAPTURE_MODE_RELAXED = 2
+} CUstreamCaptureMode;
+typedef enum CUstreamCaptureStatus_enum {
+    CU_STREAM_CAPTURE_STATUS_NONE = 0,
+    CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+    CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
 
 /* Function attributes (cuFuncGetAttribute / cuFuncSetAttribute). */
 typedef enum CUfunction_attribute_enum {
@@ -116,6 +137,10 @@ typedef enum CUdriverProcAddressQueryResult_enum {
 #define CU_EVENT_DEFAULT 0x0u
 #define CU_EVENT_BLOCKING_SYNC 0x1u
 #define CU_EVENT_DISABLE_TIMING 0x2u
+/* cuEventRecordWithFlags / cuStreamWaitEvent flags: inside a capture, an event record / wait
+ * node on an event outside the graph (outside a capture they change nothing) */
+#define CU_EVENT_RECORD_EXTERNAL 0x1u
+#define CU_EVENT_WAIT_EXTERNAL 0x1u
 /* primary context scheduling (cuDevicePrimaryCtxSetFlags): how a host thread waits */
 #define CU_CTX_SCHED_AUTO 0x00u
 #define CU_CTX_SCHED_SPIN 0x01u
@@ -183,6 +208,19 @@ typedef CUresult (*tandem_pfn_cuEventRecord)(CUevent event, CUstream stream);
 typedef CUresult (*tandem_pfn_cuEventQuery)(CUevent event); /* CUDA_ERROR_NOT_READY if pending */
 typedef CUresult (*tandem_pfn_cuEventSynchronize)(CUevent event);
 typedef CUresult (*tandem_pfn_cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
+typedef CUresult (*tandem_pfn_cuEventRecordWithFlags)(CUevent event, CUstream stream, unsigned int flags);
+typedef CUresult (*tandem_pfn_cuStreamQuery)(CUstream stream); /* CUDA_ERROR_NOT_READY if pending */
+
+/* Graphs. cuStreamBeginCapture at 12.0 is cuStreamBeginCapture_v2 (with the mode);
+ * cuGraphInstantiateWithFlags is asked for by that name (cuGraphInstantiate's 12.0 form). */
+typedef CUresult (*tandem_pfn_cuStreamBeginCapture)(CUstream stream, CUstreamCaptureMode mode);
+typedef CUresult (*tandem_pfn_cuStreamEndCapture)(CUstream stream, CUgraph *graph);
+typedef CUresult (*tandem_pfn_cuStreamIsCapturing)(CUstream stream, CUstreamCaptureStatus *status);
+typedef CUresult (*tandem_pfn_cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph,
+                                                           unsigned long long flags);
+typedef CUresult (*tandem_pfn_cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+typedef CUresult (*tandem_pfn_cuGraphExecDestroy)(CUgraphExec exec);
+typedef CUresult (*tandem_pfn_cuGraphDestroy)(CUgraph graph);
 
 typedef CUresult (*tandem_pfn_cuModuleLoadData)(CUmodule *module, const void *image);
 typedef CUresult (*tandem_pfn_cuModuleUnload)(CUmodule module);
@@ -360,7 +398,10 @@ typedef cublasStatus_t (*tandem_pfn_cublasLtMatmul)(
     X(cuEventSynchronize) X(cuEventElapsedTime) X(cuModuleLoadData) X(cuModuleUnload)      \
     X(cuModuleGetFunction) X(cuLaunchKernel)                                               \
     X(cuDevicePrimaryCtxSetFlags) X(cuDevicePrimaryCtxGetState)                           \
-    X(cuFuncGetAttribute) X(cuFuncSetAttribute)
+    X(cuFuncGetAttribute) X(cuFuncSetAttribute)                                           \
+    X(cuEventRecordWithFlags) X(cuStreamQuery) X(cuStreamBeginCapture)                    \
+    X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuGraphInstantiateWithFlags)           \
+    X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
 #define TANDEM_CUBLASLT_CALLS(X)                                                          \
     X(cublasLtGetVersion) X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) \
     X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)                         \

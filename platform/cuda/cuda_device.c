@@ -374,14 +374,22 @@ static void cuda_event_destroy(tandem_event *e) {
 static tandem_status cuda_event_record(tandem_event *e, tandem_stream *s) {
     tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
     TANDEM_TRY(tandem_cuda_make_current(d));
-    TANDEM_CU_TRY(cuEventRecord, ((CUevent)e->impl, tandem_cuda_stream(s)), "device %d", d->ordinal);
+    const tandem_cuda_stream_impl *si = s->impl;
+    /* In a capture a plain record would stay inside the graph; the step timer's and the ring's
+     * events are read outside it, so they become external record nodes. */
+    if (si->capturing)
+        TANDEM_CU_TRY(cuEventRecordWithFlags, ((CUevent)e->impl, si->cs, CU_EVENT_RECORD_EXTERNAL), "device %d",
+                      d->ordinal);
+    else
+        TANDEM_CU_TRY(cuEventRecord, ((CUevent)e->impl, si->cs), "device %d", d->ordinal);
     return TANDEM_OK;
 }
 
 static tandem_status cuda_stream_wait_event(tandem_stream *s, tandem_event *e) {
     tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
     TANDEM_TRY(tandem_cuda_make_current(d));
-    TANDEM_CU_TRY(cuStreamWaitEvent, (tandem_cuda_stream(s), (CUevent)e->impl, 0),
+    const unsigned flags = ((const tandem_cuda_stream_impl *)s->impl)->capturing ? CU_EVENT_WAIT_EXTERNAL : 0;
+    TANDEM_CU_TRY(cuStreamWaitEvent, (tandem_cuda_stream(s), (CUevent)e->impl, flags),
                   "stream of device %d waiting on an event of device %d", d->ordinal,
                   tandem_cuda_impl(e->dev)->ordinal);
     return TANDEM_OK;
@@ -518,6 +526,64 @@ static void ctx_restore(CUcontext prev) {
     TANDEM_CU_WARN(cuCtxSetCurrent, (prev), "restoring the calling thread's context");
 }
 
+/* ---- graphs ---- */
+
+typedef struct cuda_graph_impl {
+    CUgraphExec exec; /* NULL until the first graph_end */
+} cuda_graph_impl;
+
+static tandem_status cuda_graph_create(tandem_device *dev, tandem_graph *g) {
+    g->impl = tandem_calloc(1, sizeof(cuda_graph_impl));
+    if (!g->impl) return tandem_fail(TANDEM_E_NOMEM, "cuda device %d: no memory for a graph", tandem_cuda_impl(dev)->ordinal);
+    return TANDEM_OK;
+}
+
+static tandem_status cuda_graph_begin(tandem_graph *g, tandem_stream *s) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    tandem_cuda_stream_impl *si = s->impl;
+    /* global mode: a synchronising or allocating call anywhere in the process during the
+     * capture is an error, not a silent hole in the graph */
+    TANDEM_CU_TRY(cuStreamBeginCapture, (si->cs, CU_STREAM_CAPTURE_MODE_GLOBAL), "device %d", d->ordinal);
+    si->capturing = 1;
+    (void)g;
+    return TANDEM_OK;
+}
+
+static tandem_status cuda_graph_end(tandem_graph *g, tandem_stream *s) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    tandem_cuda_stream_impl *si = s->impl;
+    cuda_graph_impl *gi = g->impl;
+    CUgraph graph = NULL;
+    si->capturing = 0;
+    TANDEM_CU_TRY(cuStreamEndCapture, (si->cs, &graph), "device %d (a call in the captured step was "
+                  "not capturable: see the error before this one)", d->ordinal);
+    CUgraphExec exec = NULL;
+    CUresult r = tandem_cu.cuGraphInstantiateWithFlags(&exec, graph, 0);
+    tandem_cu.cuGraphDestroy(graph); /* the instance does not need it */
+    if (r != CUDA_SUCCESS) return tandem_cuda_fail("cuGraphInstantiateWithFlags", r, "device %d", d->ordinal);
+    if (gi->exec) tandem_cu.cuGraphExecDestroy(gi->exec);
+    gi->exec = exec;
+    return TANDEM_OK;
+}
+
+static tandem_status cuda_graph_launch(tandem_graph *g, tandem_stream *s) {
+    tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuGraphLaunch, (((cuda_graph_impl *)g->impl)->exec, tandem_cuda_stream(s)), "device %d", d->ordinal);
+    return TANDEM_OK;
+}
+
+static void cuda_graph_destroy(tandem_graph *g) {
+    cuda_graph_impl *gi = g->impl;
+    if (!gi) return;
+    if (gi->exec && tandem_cuda_make_current(tandem_cuda_impl(g->dev)) == TANDEM_OK)
+        TANDEM_CU_WARN(cuGraphExecDestroy, (gi->exec), "device %d", tandem_cuda_impl(g->dev)->ordinal);
+    tandem_free(gi);
+    g->impl = NULL;
+}
+
 #define GUARDED(name, params, args)                                                       \
     static tandem_status guarded_##name params {                                          \
         CUcontext prev_ = ctx_save();                                                     \
@@ -556,6 +622,10 @@ GUARDED(tandem_cuda_launch, (tandem_stream *s, int id, const tandem_launch_dims 
         (s, id, d, a, n))
 GUARDED(tandem_cuda_gemm_prepare, (tandem_device *dev, const tandem_gemm_desc *g), (dev, g))
 GUARDED(cuda_launch_check, (tandem_device *dev, int id, const tandem_launch_dims *d), (dev, id, d))
+GUARDED(cuda_graph_begin, (tandem_graph *g, tandem_stream *s), (g, s))
+GUARDED(cuda_graph_end, (tandem_graph *g, tandem_stream *s), (g, s))
+GUARDED(cuda_graph_launch, (tandem_graph *g, tandem_stream *s), (g, s))
+GUARDED_VOID(cuda_graph_destroy, (tandem_graph *g), (g))
 GUARDED(tandem_cuda_gemm,
         (tandem_stream *s, const tandem_gemm_desc *g, float al, tandem_dptr a, tandem_dptr b, float be, tandem_dptr c),
         (s, g, al, a, b, be, c))
@@ -622,4 +692,9 @@ static const tandem_backend_ops cuda_ops = {
     .coll_all_reduce_sum = tandem_cuda_coll_all_reduce_sum,
     .coll_broadcast = tandem_cuda_coll_broadcast,
     .coll_check = tandem_cuda_coll_check,
+    .graph_create = cuda_graph_create,
+    .graph_begin = guarded_cuda_graph_begin,
+    .graph_end = guarded_cuda_graph_end,
+    .graph_launch = guarded_cuda_graph_launch,
+    .graph_destroy = guarded_cuda_graph_destroy,
 };

@@ -36,6 +36,7 @@ static inline tandem_cuda_dev *tandem_cuda_impl(const tandem_device *d) { return
 typedef struct tandem_cuda_stream_impl {
     CUstream cs;
     CUdeviceptr lt_workspace; /* TANDEM_CUDA_LT_WORKSPACE bytes, or 0 without cuBLASLt */
+    int capturing;            /* between graph_begin and graph_end: events become external nodes */
 } tandem_cuda_stream_impl;
 static inline CUstream tandem_cuda_stream(const tandem_stream *s) {
     return ((const tandem_cuda_stream_impl *)s->impl)->cs;

@@ -89,6 +89,20 @@ tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float
  * for plans, before any launch. TANDEM_OK on backends without such limits. */
 tandem_status tandem_dev_launch_check(tandem_device *dev, int kernel_id, const tandem_launch_dims *dims);
 
+/* ---- graphs (device.c) ----------------------------------------------------------------------
+ * One step's work captured once and replayed as one launch (platform/device.h). create before
+ * the pools are committed (the handle is the only allocation); begin/end around the calls to
+ * record on s (nothing runs meanwhile; a synchronising or allocating call fails the capture);
+ * launch replays it on s. A backend without graphs (host): supported() is 0 and create
+ * returns TANDEM_E_UNSUPPORTED — the caller runs its step eagerly, which on the host is what a
+ * replay would do anyway. */
+int tandem_graph_supported(const tandem_device *dev);
+tandem_status tandem_graph_create(tandem_device *dev, tandem_graph **out);
+tandem_status tandem_graph_begin(tandem_graph *g, tandem_stream *s);
+tandem_status tandem_graph_end(tandem_graph *g, tandem_stream *s);
+tandem_status tandem_graph_launch(tandem_graph *g, tandem_stream *s);
+void tandem_graph_destroy(tandem_graph *g);
+
 /* ---- kernel launches -------------------------------------------------------------------------
  * args points at a tandem_k_<name>_args of exactly args_size bytes. An unknown id or a size
  * that differs from the registry's → TANDEM_E_INVALID naming the kernel. Callers use the typed

@@ -182,3 +182,51 @@ tandem_status tandem_event_elapsed_ms(tandem_event *start, tandem_event *end, fl
                            start->dev->ops->name, end->dev->ops->name);
     return start->dev->ops->event_elapsed_ms(start, end, ms);
 }
+
+/* ---- graphs (dev.h) ------------------------------------------------------------------------------- */
+
+int tandem_graph_supported(const tandem_device *dev) { return dev && dev->ops->graph_create != NULL; }
+
+tandem_status tandem_graph_create(tandem_device *dev, tandem_graph **out) {
+    if (!dev || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_graph_create: NULL argument");
+    *out = NULL;
+    if (!dev->ops->graph_create)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "%s device %d: no graphs (its calls run as they are made: "
+                           "run the step eagerly)", dev->ops->name, dev->info.ordinal);
+    tandem_graph *g = tandem_calloc(1, sizeof *g);
+    if (!g) return tandem_fail(TANDEM_E_NOMEM, "tandem_graph_create: out of memory for the handle");
+    g->dev = dev;
+    tandem_status st = dev->ops->graph_create(dev, g);
+    if (st != TANDEM_OK) {
+        tandem_free(g);
+        return st;
+    }
+    *out = g;
+    return TANDEM_OK;
+}
+
+tandem_status tandem_graph_begin(tandem_graph *g, tandem_stream *s) {
+    if (!g || !s) return tandem_fail(TANDEM_E_INVALID, "tandem_graph_begin: NULL argument");
+    if (s->dev != g->dev) return tandem_fail(TANDEM_E_INVALID, "tandem_graph_begin: stream of another device");
+    return g->dev->ops->graph_begin(g, s);
+}
+
+tandem_status tandem_graph_end(tandem_graph *g, tandem_stream *s) {
+    if (!g || !s) return tandem_fail(TANDEM_E_INVALID, "tandem_graph_end: NULL argument");
+    tandem_status st = g->dev->ops->graph_end(g, s);
+    if (st == TANDEM_OK) g->ready = 1;
+    return st;
+}
+
+tandem_status tandem_graph_launch(tandem_graph *g, tandem_stream *s) {
+    if (!g || !s) return tandem_fail(TANDEM_E_INVALID, "tandem_graph_launch: NULL argument");
+    if (!g->ready) return tandem_fail(TANDEM_E_STATE, "tandem_graph_launch: the graph was never captured");
+    if (s->dev != g->dev) return tandem_fail(TANDEM_E_INVALID, "tandem_graph_launch: stream of another device");
+    return g->dev->ops->graph_launch(g, s);
+}
+
+void tandem_graph_destroy(tandem_graph *g) {
+    if (!g) return;
+    g->dev->ops->graph_destroy(g);
+    tandem_free(g);
+}

@@ -46,9 +46,10 @@ tandem_status tandem_gelu_bwd(tandem_stream *s, const float *dy, const float *x,
 }
 
 tandem_status tandem_prenet_dropout(tandem_stream *s, float *x, int64_t n, float p, uint64_t seed,
-                                    int64_t step, int64_t micro) {
+                                    int64_t step, const int *step_at, int64_t micro) {
     TANDEM_KARGS(prenet_dropout, a);
     a.x = x, a.n = n, a.p = p, a.scale = 1.0f / (1.0f - p), a.seed = seed, a.step = step, a.micro = micro;
+    a.step_at = step_at;
     return TANDEM_LAUNCH(s, prenet_dropout, &a);
 }
 
@@ -168,8 +169,17 @@ tandem_status tandem_adamw(tandem_stream *s, float *param, const float *grad, fl
     a.param = param, a.grad = grad, a.m = m, a.v = v, a.norm_sq = norm_sq, a.skip = skip;
     a.n = n, a.lr = h->lr, a.beta1 = h->beta1, a.beta2 = h->beta2, a.eps = h->eps;
     a.weight_decay = h->weight_decay, a.bias1 = h->bias1, a.bias2 = h->bias2;
-    a.max_norm = h->max_norm;
+    a.max_norm = h->max_norm, a.sched = h->sched;
     return TANDEM_LAUNCH(s, adamw, &a);
+}
+
+tandem_status tandem_train_schedule(tandem_stream *s, const float *norm_sq, const int *skip, int *ctr,
+                                    float *sched, const tandem_schedule_hyper *h) {
+    TANDEM_KARGS(train_schedule, a);
+    a.norm_sq = norm_sq, a.skip = skip, a.ctr = ctr, a.sched = sched;
+    a.lr = h->lr, a.min_lr_ratio = h->min_lr_ratio, a.warmup_steps = h->warmup_steps;
+    a.max_steps = h->max_steps, a.beta1 = h->beta1, a.beta2 = h->beta2;
+    return TANDEM_LAUNCH(s, train_schedule, &a);
 }
 
 /* ---- attention ------------------------------------------------------------------------------ */

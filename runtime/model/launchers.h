@@ -33,9 +33,10 @@ tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch
 tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, int64_t n);
 /* dx [n] = dy [n] * GELU'(x [n]); dx may alias dy. */
 /* x [n] *= keep(seed, step, micro, i) / (1 - p), in place (kernels/layers.h): the prenet
- * dropout's forward and, with the same counters, its backward. 0 <= p < 1. */
+ * dropout's forward and, with the same counters, its backward. 0 <= p < 1. step_at (or NULL):
+ * the device's step counter [1], read instead of step when the launch runs. */
 tandem_status tandem_prenet_dropout(tandem_stream *s, float *x, int64_t n, float p, uint64_t seed,
-                                    int64_t step, int64_t micro);
+                                    int64_t step, const int *step_at, int64_t micro);
 tandem_status tandem_gelu_bwd(tandem_stream *s, const float *dy, const float *x, float *dx,
                               int64_t n);
 /* y [rows, d] += b [d] */
@@ -109,6 +110,7 @@ typedef struct tandem_adamw_hyper {
     float lr, beta1, beta2, eps, weight_decay;
     float bias1, bias2; /* 1 - beta1^t, 1 - beta2^t */
     float max_norm;     /* clip the global norm to this; <= 0: no clipping */
+    const float *sched; /* [3] device lr, bias1, bias2 (train_schedule) or NULL: the fields */
 } tandem_adamw_hyper;
 
 /* One AdamW step on param, m, v [n] from grad [n], clipped by norm_sq [1], skipped when
@@ -116,6 +118,18 @@ typedef struct tandem_adamw_hyper {
 tandem_status tandem_adamw(tandem_stream *s, float *param, const float *grad, float *m, float *v,
                            const float *norm_sq, const int *skip, int64_t n,
                            const tandem_adamw_hyper *h);
+
+/* The learning-rate schedule of one step (kernels/train.h, tandem_k_train_lr). */
+typedef struct tandem_schedule_hyper {
+    double lr, min_lr_ratio;
+    int64_t warmup_steps, max_steps;
+    float beta1, beta2;
+} tandem_schedule_hyper;
+
+/* sched [3] = lr, bias1, bias2 of the step ctr [4] holds; then ctr advanced, skip-aware
+ * (skip [1], norm_sq [1]). One thread. */
+tandem_status tandem_train_schedule(tandem_stream *s, const float *norm_sq, const int *skip, int *ctr,
+                                    float *sched, const tandem_schedule_hyper *h);
 
 /* ---- attention -------------------------------------------------------------------------------
  * Heads layout [B, H, T, dh]; the model width d = H * dh. */

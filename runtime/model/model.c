@@ -345,6 +345,8 @@ static tandem_status declare_persistent(tandem_model *m, tandem_pool *pool) {
                     "model.ga_rows"));
     TANDEM_TRY(decl(&pc, &m->norm_sq, TANDEM_F32, 1, 1, 0, 0, 0, "model.norm_sq"));
     TANDEM_TRY(decl(&pc, &m->skip, TANDEM_I32, 1, 1, 0, 0, 0, "model.skip"));
+    TANDEM_TRY(decl(&pc, &m->train_ctr, TANDEM_I32, 1, TANDEM_K_TRAIN_CTRS, 0, 0, 0, "model.train_ctr"));
+    TANDEM_TRY(decl(&pc, &m->sched, TANDEM_F32, 1, 3, 0, 0, 0, "model.sched"));
     return decl(&pc, &m->lengths, TANDEM_I32, 3, d->micro_batches + 1, 2, B, 0, "model.lengths");
 }
 
@@ -501,7 +503,7 @@ tandem_status tandem_model_staging_declare(const tandem_model_dims *d, tandem_st
                                     "parameter upload chunks, step results, host lengths", NULL));
     TANDEM_TRY(tandem_staging_add(p, "stage", TANDEM_F32, 1, TANDEM_MODEL_STAGE_FLOATS, 0, 0));
     TANDEM_TRY(tandem_staging_add(p, "losses_norm", TANDEM_F32, 1, TANDEM_MODEL_LOSSES * slots + 1, 0, 0));
-    TANDEM_TRY(tandem_staging_add(p, "skip", TANDEM_I32, 1, 1, 0, 0));
+    TANDEM_TRY(tandem_staging_add(p, "skip_ctr", TANDEM_I32, 1, 1 + TANDEM_K_TRAIN_CTRS, 0, 0));
     return tandem_staging_add(p, "lengths", TANDEM_I32, 3, slots, 2, d->batch);
 }
 

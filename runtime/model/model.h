@@ -157,6 +157,7 @@ typedef struct tandem_model_dropout {
     float p;       /* drop probability; 0 = off */
     uint64_t seed; /* the run's seed */
     int64_t step;  /* optimizer step */
+    const int *step_at; /* the device's step counter (train_ctr) or NULL: `step` */
     int64_t micro; /* micro-batch within the step */
 } tandem_model_dropout;
 
@@ -194,6 +195,10 @@ typedef struct tandem_model {
                                                         used, packed [L, B, ga.heads, Tm]) */
     tandem_tensor *norm_sq;                          /* [1] squared global gradient norm */
     tandem_tensor *skip;                             /* [1] i32: 1 = non-finite, skip update */
+    tandem_tensor *train_ctr;                        /* [4] i32: step, updates, skipped, skipped
+                                                        in a row (kernels/train.h), on the device
+                                                        so a step needs no host decision */
+    tandem_tensor *sched;                            /* [3] f32: this step's lr, bias1, bias2 */
 
     tandem_tensor *lengths;                          /* [micro_batches + 1, 2, B] i32: host
                                                         lengths uploaded per slot (text, frames) */
@@ -244,7 +249,7 @@ typedef struct tandem_model {
     float *stage;      /* [TANDEM_MODEL_STAGE_FLOATS] parameter init / transfer chunks */
     int32_t *host_len;  /* [micro_batches + 1, 2, B] host lengths staged per slot */
     float *host_out;    /* [3 * (micro_batches + 1) + 1] losses then norm_sq */
-    int32_t *host_skip; /* [1] */
+    int32_t *host_skip; /* [1 + 4]: skip, then train_ctr (read back with the losses) */
 } tandem_model;
 
 #define TANDEM_MODEL_STAGE_FLOATS 16384

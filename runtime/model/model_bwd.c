@@ -152,7 +152,7 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
      * the dropout's backward is the same mask and scale, from the same counters */
     if (m->drop.p > 0.0f)
         TANDEM_TRY(tandem_prenet_dropout(s, F32(m->dpre), Np * D, m->drop.p, m->drop.seed,
-                                         m->drop.step, m->drop.micro));
+                                         m->drop.step, m->drop.step_at, m->drop.micro));
     TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dpre), F32(m->pre), F32(m->dpre), Np * D));
     return linear_bwd(m, s, m->top.prenet_w, m->top.prenet_b, Np, d->group, D, m->dpre, m->groups,
                       NULL);

@@ -143,7 +143,7 @@ static tandem_status embed(tandem_model *m, tandem_stream *s, const tandem_model
     /* training: pre_act = dropout(pre_act), the decoder cannot just copy the previous frames */
     if (m->drop.p > 0.0f)
         TANDEM_TRY(tandem_prenet_dropout(s, F32(m->pre_act), Np * d->d, m->drop.p, m->drop.seed,
-                                         m->drop.step, m->drop.micro));
+                                         m->drop.step, m->drop.step_at, m->drop.micro));
     const tandem_seq_dims sd = {d->batch, d->text_len, d->mel_len, d->vocab, d->d};
     return tandem_seq_embed_fwd(s, tandem_tensor_i32(b->tokens), PARAM(m->top.sym_emb),
                                 F32(m->pre_act), PARAM(m->top.pos_emb), F32(m->layer[0].x), &sd);

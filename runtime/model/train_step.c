@@ -1,7 +1,9 @@
 /* train_step.c — one optimizer step (see train_step.h). */
 #include "runtime/model/train_step.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "platform/os/log.h"
@@ -29,20 +31,31 @@ void tandem_optim_from_config(const tandem_config *cfg, tandem_optim *o) {
 }
 
 double tandem_optim_lr(const tandem_optim *o, int64_t step) {
-    if (step < 0) step = 0;
-    if (o->warmup_steps > 0 && step < o->warmup_steps)
-        return o->lr * (double)(step + 1) / (double)o->warmup_steps;
-    const double lo = o->lr * o->min_lr_ratio;
-    const int64_t span = o->max_steps - o->warmup_steps;
-    if (span <= 0) return o->lr;
-    double t = (double)(step - o->warmup_steps) / (double)span;
-    if (t > 1.0) t = 1.0;
-    return lo + 0.5 * (o->lr - lo) * (1.0 + cos(M_PI * t));
+    return tandem_k_train_lr(o->lr, o->min_lr_ratio, o->warmup_steps, o->max_steps, step);
+}
+
+tandem_status tandem_train_state_put(tandem_model *m, tandem_stream *s, const tandem_train_state *st) {
+    if (!m || !s || !st) return tandem_fail(TANDEM_E_INVALID, "train state put: NULL argument");
+    if (st->step < 0 || st->step > INT32_MAX || st->updates < 0 || st->skipped < 0 || st->skipped_in_row < 0)
+        return tandem_fail(TANDEM_E_INVALID, "train state: step %" PRId64 " (updates %" PRId64 ", skipped %"
+                           PRId64 "); expected 0 <= counts <= %d (the device keeps them as int32)",
+                           st->step, st->updates, st->skipped, INT32_MAX);
+    int32_t *c = m->host_skip + 1; /* [TANDEM_K_TRAIN_CTRS], pinned */
+    c[TANDEM_K_TRAIN_CTR_STEP] = (int32_t)st->step;
+    c[TANDEM_K_TRAIN_CTR_UPDATES] = (int32_t)st->updates;
+    c[TANDEM_K_TRAIN_CTR_SKIPPED] = (int32_t)st->skipped;
+    c[TANDEM_K_TRAIN_CTR_IN_ROW] = (int32_t)st->skipped_in_row;
+    TANDEM_TRY(tandem_dev_upload(s, m->train_ctr, 0, c, TANDEM_K_TRAIN_CTRS * sizeof(int32_t)));
+    return tandem_stream_sync(s); /* the pinned words are the read-back's too */
 }
 
 tandem_status tandem_train_begin(tandem_model *m, tandem_stream *s, const tandem_train_state *st) {
     if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "train begin: NULL argument");
     m->drop.step = st ? st->step : 0; /* checkpointed: a resumed run draws the same masks */
+    /* With a state, the mask's step is read from the device's counter when the kernel runs
+     * (train_state_put wrote st there; train_schedule advances it), so a replayed graph draws
+     * each step's own mask. */
+    m->drop.step_at = st ? tandem_tensor_i32(m->train_ctr) : NULL;
     return tandem_op_fill(s, m->grads, 0.0f);
 }
 
@@ -79,12 +92,19 @@ static tandem_status grad_norm(tandem_model *m, tandem_stream *s, const tandem_o
                                   TANDEM_MODEL_LOSSES * (int64_t)m->dims.micro_batches);
 }
 
-/* Copy losses, norm_sq and skip to the pinned host block and wait for them. */
-static tandem_status read_back(tandem_model *m, tandem_stream *s) {
+/* Queue the copies of losses, norm_sq, skip and the counters into the pinned host block
+ * (asynchronous: read after a synchronisation). */
+static tandem_status queue_results(tandem_model *m, tandem_stream *s) {
     const int nl = TANDEM_MODEL_LOSSES * (m->dims.micro_batches + 1);
     TANDEM_TRY(tandem_dev_download(s, m->host_out, m->losses, 0, (size_t)nl * sizeof(float)));
     TANDEM_TRY(tandem_dev_download(s, m->host_out + nl, m->norm_sq, 0, sizeof(float)));
     TANDEM_TRY(tandem_dev_download(s, m->host_skip, m->skip, 0, sizeof(int32_t)));
+    return tandem_dev_download(s, m->host_skip + 1, m->train_ctr, 0, TANDEM_K_TRAIN_CTRS * sizeof(int32_t));
+}
+
+/* ... and wait for them. */
+static tandem_status read_back(tandem_model *m, tandem_stream *s) {
+    TANDEM_TRY(queue_results(m, s));
     return tandem_stream_sync(s);
 }
 
@@ -106,10 +126,11 @@ static void fill_result(const tandem_model *m, const tandem_optim *o, tandem_ste
 }
 
 static tandem_status adamw_span(tandem_model *m, tandem_stream *s, const tandem_optim *o,
-                                int64_t begin, int64_t end, float lr, float wd, float bias1,
-                                float bias2) {
+                                int64_t begin, int64_t end, float wd) {
     if (end <= begin) return TANDEM_OK;
-    const tandem_adamw_hyper h = {lr, o->beta1, o->beta2, o->eps, wd, bias1, bias2, o->clip_norm};
+    /* lr and the bias corrections come from the device (sched, written by train_schedule) */
+    const tandem_adamw_hyper h = {0.0f, o->beta1, o->beta2, o->eps, wd, 1.0f, 1.0f, o->clip_norm,
+                                  tandem_tensor_f32(m->sched)};
     /* params, m, v [begin, end) from grads [begin, end) */
     return tandem_adamw(s, tandem_tensor_f32_at(m->params, begin),
                         tandem_tensor_f32_at(m->grads, begin),
@@ -120,51 +141,49 @@ static tandem_status adamw_span(tandem_model *m, tandem_stream *s, const tandem_
 
 /* adamw_span over [begin, end) less the frozen ranges. */
 static tandem_status adamw_trainable(tandem_model *m, tandem_stream *s, const tandem_optim *o, int64_t begin,
-                                     int64_t end, float lr, float wd, float bias1, float bias2) {
+                                     int64_t end, float wd) {
     int64_t at = begin;
     for (int i = 0; i < o->n_frozen && at < end; i++) {
         const int64_t fb = o->frozen[2 * i], fe = o->frozen[2 * i + 1];
         if (fe <= at) continue;
         if (fb >= end) break;
-        TANDEM_TRY(adamw_span(m, s, o, at, fb, lr, wd, bias1, bias2));
+        TANDEM_TRY(adamw_span(m, s, o, at, fb, wd));
         at = fe;
     }
-    return adamw_span(m, s, o, at, end, lr, wd, bias1, bias2);
+    return adamw_span(m, s, o, at, end, wd);
 }
 
 tandem_status tandem_train_update(tandem_model *m, tandem_stream *s, const tandem_optim *o,
                                   const tandem_train_state *st) {
     if (!m || !s || !o || !st) return tandem_fail(TANDEM_E_INVALID, "train update: NULL argument");
     TANDEM_TRY(grad_norm(m, s, o));
-    const double lr = tandem_optim_lr(o, st->step);
-    /* t = the update this would be; a skipped step leaves the moments and t alone. */
-    const double t = (double)(st->updates + 1);
-    const float bias1 = (float)(1.0 - pow((double)o->beta1, t));
-    const float bias2 = (float)(1.0 - pow((double)o->beta2, t));
-    TANDEM_TRY(adamw_trainable(m, s, o, 0, m->decay_end, (float)lr, o->weight_decay, bias1, bias2));
-    TANDEM_TRY(adamw_trainable(m, s, o, m->decay_end, m->n_flat, (float)lr, 0.0f, bias1, bias2));
+    /* sched [3] = lr(step), 1 - beta1^t, 1 - beta2^t with t = updates + 1, from the device's
+     * counters; then the counters advance (a skipped step leaves the moments and t alone) */
+    const tandem_schedule_hyper sh = {o->lr, o->min_lr_ratio, o->warmup_steps, o->max_steps, o->beta1, o->beta2};
+    TANDEM_TRY(tandem_train_schedule(s, F32(m->norm_sq), tandem_tensor_i32(m->skip),
+                                     tandem_tensor_i32(m->train_ctr), F32(m->sched), &sh));
+    TANDEM_TRY(adamw_trainable(m, s, o, 0, m->decay_end, o->weight_decay));
+    TANDEM_TRY(adamw_trainable(m, s, o, m->decay_end, m->n_flat, 0.0f));
     /* bf16 mode: the GEMMs' weight copy follows the f32 masters once per update (a skipped
      * update leaves the masters, so the cast reproduces the same copy) */
-    return tandem_model_cast_weights(m, s);
+    TANDEM_TRY(tandem_model_cast_weights(m, s));
+    return queue_results(m, s); /* read when the caller collects */
 }
 
 tandem_status tandem_train_collect(tandem_model *m, tandem_stream *s, const tandem_optim *o,
                                    tandem_train_state *st, tandem_step_result *out) {
     if (!m || !s || !o || !st) return tandem_fail(TANDEM_E_INVALID, "train collect: NULL argument");
-    TANDEM_TRY(read_back(m, s));
+    TANDEM_TRY(tandem_stream_sync(s)); /* update() queued the copies */
     tandem_step_result r;
     memset(&r, 0, sizeof r);
     fill_result(m, o, &r);
-    r.step = st->step;
-    r.lr = tandem_optim_lr(o, st->step);
-    st->step++;
-    if (r.skipped) {
-        st->skipped++;
-        st->skipped_in_row++;
-    } else {
-        st->updates++;
-        st->skipped_in_row = 0;
-    }
+    const int32_t *c = m->host_skip + 1;
+    st->step = c[TANDEM_K_TRAIN_CTR_STEP];
+    st->updates = c[TANDEM_K_TRAIN_CTR_UPDATES];
+    st->skipped = c[TANDEM_K_TRAIN_CTR_SKIPPED];
+    st->skipped_in_row = c[TANDEM_K_TRAIN_CTR_IN_ROW];
+    r.step = st->step - 1; /* the last step the device took */
+    r.lr = tandem_optim_lr(o, r.step);
     if (out) *out = r;
     return TANDEM_OK;
 }
@@ -179,6 +198,8 @@ tandem_status tandem_train_step(tandem_model *m, tandem_stream *s, const tandem_
                                 tandem_train_state *st, const tandem_model_batch *batches,
                                 tandem_step_result *out) {
     if (!batches) return tandem_fail(TANDEM_E_INVALID, "train step: batches is NULL");
+    if (!st) return tandem_fail(TANDEM_E_INVALID, "train step: state is NULL");
+    TANDEM_TRY(tandem_train_state_put(m, s, st)); /* the device counters follow the caller's state */
     TANDEM_TRY(tandem_train_begin(m, s, st));
     for (int i = 0; i < m->dims.micro_batches; i++)
         TANDEM_TRY(tandem_train_micro(m, s, o, &batches[i], i));

@@ -2,9 +2,12 @@
  * grad_accum micro-batches forward → masked L1 + stop BCE (reduced on the device) → backward
  * with gradients summed, then the global gradient norm, the non-finite check, clipping and
  * AdamW (decoupled weight decay on the linear weights only) with a warm-up + cosine learning
- * rate computed on the host. The update is skipped on the device when the gradient norm or a
- * loss is NaN/Inf (no device→host read between backward and update); the host learns it when
- * it reads the step's scalars back at the end of the step (one synchronisation per step).
+ * rate. Nothing of a step is decided on the host: the skip decision (gradient norm or a loss
+ * NaN/Inf), the step and update counters and the learning rate live on the device (model
+ * train_ctr and sched; kernels/train.h, train_schedule), and the step's scalars are copied
+ * into pinned memory asynchronously. The host reads them when it collects (one
+ * synchronisation, at the caller's choice: every step, or only the logged ones), so a whole
+ * step can be captured once and replayed (CUDA graphs, docs/TRAINING.md).
  *
  * Precision: AdamW updates the f32 master weights; in bf16 mode (model.h, "Precision") the
  * update is followed by the cast of the linear weights into their bf16 copy.
@@ -69,6 +72,10 @@ typedef struct tandem_step_result {
     int skipped;       /* 1: non-finite loss or gradient, parameters unchanged */
 } tandem_step_result;
 
+/* Write st into the device's counters (train_ctr) and wait: before the first step of a run,
+ * after a resume. tandem_train_step does it itself. Fails past INT32_MAX steps. */
+tandem_status tandem_train_state_put(tandem_model *m, tandem_stream *s, const tandem_train_state *st);
+
 /* The step in parts, for a loop that acquires each micro-batch from the ring:
  *   begin (zero the gradients; st->step is the dropout mask's step counter, NULL: 0) ·
  *   micro(b, i) for i = 0 .. grad_accum-1 · finish.
@@ -81,9 +88,11 @@ tandem_status tandem_train_micro(tandem_model *m, tandem_stream *s, const tandem
 tandem_status tandem_train_finish(tandem_model *m, tandem_stream *s, const tandem_optim *o,
                                   tandem_train_state *st, tandem_step_result *out);
 
-/* finish() in two parts, so a caller can record an event between them: update() queues the
- * norm, the check and AdamW; collect() reads the scalars back (synchronises s), fills out and
- * advances st. */
+/* finish() in two parts: update() queues the norm, the check, the schedule, AdamW and the
+ * asynchronous copies of the step's scalars and counters (st is not read: the device's
+ * counters hold the state); collect() synchronises s and reads the latest of them: st becomes
+ * the device's counters (every step taken so far, skipped ones counted), out the last step's
+ * scalars. Steps between two collects are counted, not lost. */
 tandem_status tandem_train_update(tandem_model *m, tandem_stream *s, const tandem_optim *o,
                                   const tandem_train_state *st);
 tandem_status tandem_train_collect(tandem_model *m, tandem_stream *s, const tandem_optim *o,

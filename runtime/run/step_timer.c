@@ -60,6 +60,12 @@ tandem_status tandem_step_timer_mark(tandem_step_timer *t, tandem_stream *s, int
     return tandem_event_record(EV(t, region, k), s);
 }
 
+void tandem_step_timer_replayed(tandem_step_timer *t) {
+    if (!t->use_events) return;
+    const uint64_t now = tandem_now_ns();
+    for (int i = 0; i < TANDEM_STEP_EV_PER_REGION * t->regions; i++) t->host_ns[i] = now;
+}
+
 static double clamp_pct(double x) { return x < 0 ? 0 : x > 100.0 ? 100.0 : x; }
 
 static tandem_status elapsed(tandem_event *a, tandem_event *b, double *acc) {

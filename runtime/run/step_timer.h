@@ -63,6 +63,10 @@ void tandem_step_timer_wait_events(tandem_step_timer *t, int region, tandem_even
  * clock; a micro-batch's start event was recorded by the ring already (only the clock is noted:
  * call it right after the acquire). No-op on a host device. */
 tandem_status tandem_step_timer_mark(tandem_step_timer *t, tandem_stream *s, int region, int end);
+/* Graph mode: the step's regions were queued by one graph launch, their marks being record
+ * nodes inside it; the host spent no time queueing any region (its clocks are set so). Call
+ * after the launch. No-op on a host device. */
+void tandem_step_timer_replayed(tandem_step_timer *t);
 /* The step's figures, once its read-back has synchronised the stream; host_wait_ms = time the
  * host was blocked in the ring. Percentages clamped to [0, 100]. */
 tandem_status tandem_step_timer_read(const tandem_step_timer *t, double step_ms, double host_wait_ms,

@@ -11,6 +11,7 @@
 
 #include "platform/os/log.h"
 #include "platform/os/os.h"
+#include "runtime/core/dev.h"
 #include "runtime/data/pipeline.h"
 #include "runtime/data/roles.h"
 #include "runtime/model/model.h"
@@ -68,6 +69,15 @@ struct tandem_trainer {
     int metrics_failed; /* a metrics.jsonl write failed: the run ends after a last checkpoint */
     int fig_mel; /* 1: a validation set and f32 tensors to take the mel from */
     int util_model, util_data; /* NVML utilisation at the last logged step (-1: none) */
+    /* No host sync per step (docs/TRAINING.md, "Graph mode"): on a CUDA model device the
+       step's scalars are read back only on the steps that need them (lazy = 1). graph[k]:
+       the step whose first micro-batch is in ring slot k, captured once and replayed (the
+       slots' tensors differ, so one graph per slot); none (n_graphs 0): eager. */
+    int lazy;
+    int unread;  /* steps ran since the last read-back */
+    tandem_graph *graph[TANDEM_CONFIG_MAX_PREFETCH];
+    int n_graphs;
+    tandem_step_result last; /* the last read-back */
     volatile sig_atomic_t stop;
 };
 
@@ -76,7 +86,9 @@ typedef struct run_totals {
     tandem_trainer_summary S;
     double sum_step, sum_wait, sum_wait_dev, sum_busy, sum_occupied, sum_samples; /* past warm-up */
     tandem_verdict_window vw; /* the verdict's steps (past warm-up) */
-    int64_t n_meas;
+    int64_t n_meas; /* steps past warm-up */
+    double sum_step_meas; /* of those with device measurements (read-back steps on CUDA) */
+    int64_t n_dev;
     uint64_t t0; /* after the initial validation: the ETA's clock */
     int saved_at_end;
 } run_totals;
@@ -188,12 +200,34 @@ static tandem_status setup_figures(tandem_trainer *t) {
     return TANDEM_OK;
 }
 
+/* Graph mode (docs/TRAINING.md): on a CUDA model device with cuda_graphs, one graph handle per
+ * ring slot, created here before the commit (captured at the first step that starts in that
+ * slot). All micro-batches of a step are acquired before its graph runs, so grad_accum must
+ * not exceed the ring's slots; otherwise the step runs eagerly. */
+static tandem_status create_graphs(tandem_trainer *t, const tandem_model_dims *dims) {
+    tandem_device_info info;
+    TANDEM_TRY(tandem_device_get_info(t->model_dev, &info));
+    t->lazy = info.backend == TANDEM_BACKEND_CUDA;
+    if (!t->cfg.cuda_graphs || !tandem_graph_supported(t->model_dev)) return TANDEM_OK;
+    const int slots = t->cfg.prefetch_buffer_size;
+    if (dims->micro_batches > slots) {
+        tandem_logf(TANDEM_LOG_INFO, "trainer: grad_accum %d > prefetch_buffer_size %d: the step runs "
+                    "eagerly (a graph needs all its micro-batches in the ring at once)",
+                    dims->micro_batches, slots);
+        return TANDEM_OK;
+    }
+    for (int k = 0; k < slots; k++) TANDEM_TRY(tandem_graph_create(t->model_dev, &t->graph[k]));
+    t->n_graphs = slots;
+    return TANDEM_OK;
+}
+
 /* The model into its arena, and what the loop needs around it (all before the commit). */
 static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *dims) {
     t->model_declared = 1; /* a failed declare leaves its part for tandem_model_free */
     TANDEM_TRY(tandem_model_declare(&t->model, t->model_dev, t->model_pool, dims));
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
     TANDEM_TRY(tandem_profile_ops_init(&t->prof, t->model_dev, t->s, t->opt.profile_ops));
+    TANDEM_TRY(create_graphs(t, dims));
     TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, &t->ix, t->s, t->resume_file || t->init_file));
     if (t->resume_file) tandem_run_ckpt_resumed(&t->ck, t->resume_file, t->st.step);
     TANDEM_TRY(tandem_run_ckpt_freeze(&t->ck, t->resume_file, t->opt.freeze));
@@ -227,11 +261,12 @@ static tandem_status commit(tandem_trainer *t) {
         tandem_st_close(t->init_file);
         t->init_file = NULL;
     }
-    if (!t->resume_file) return TANDEM_OK;
-    TANDEM_TRY(tandem_run_ckpt_restore(&t->ck, t->resume_file));
-    tandem_st_close(t->resume_file);
-    t->resume_file = NULL;
-    return TANDEM_OK;
+    if (t->resume_file) {
+        TANDEM_TRY(tandem_run_ckpt_restore(&t->ck, t->resume_file));
+        tandem_st_close(t->resume_file);
+        t->resume_file = NULL;
+    }
+    return tandem_train_state_put(&t->model, t->s, &t->st); /* the device's counters */
 }
 
 static tandem_status build(tandem_trainer *t) {
@@ -296,6 +331,7 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     if (t->model_declared) tandem_model_free(&t->model);
     tandem_step_timer_free(&t->timer);
     tandem_profile_ops_free(&t->prof);
+    for (int k = 0; k < t->n_graphs; k++) tandem_graph_destroy(t->graph[k]);
     tandem_run_ckpt_free(&t->ck);
     tandem_free(t->frozen);
     if (t->resume_file) tandem_st_close(t->resume_file);
@@ -341,83 +377,201 @@ static void advance_pos(tandem_trainer *t, const tandem_batch_view *v) {
     t->next_pos = p;
 }
 
-/* Micro-batch a: acquire, forward + backward on the model stream, release. */
-static tandem_status micro_batch(tandem_trainer *t, int a, double *wait_ms, double *audio_s) {
-    tandem_batch_view v;
-    tandem_model_batch mb;
-    tandem_event *pre, *start; /* around the stream's wait for the slot (step_timer.h) */
-    tandem_step_timer_wait_events(&t->timer, a, &pre, &start);
-    TANDEM_TRY(tandem_run_acquire_timed(t->pipe, &v, &mb, wait_ms, &t->stop, pre, start));
-    /* The region starts after the wait for the slot: it spans only this micro-batch's work. */
-    tandem_status st = tandem_step_timer_mark(&t->timer, t->s, a, 0);
-    if (st == TANDEM_OK && a == 0) st = tandem_train_begin(&t->model, t->s, &t->st);
-    if (st == TANDEM_OK) st = tandem_train_micro(&t->model, t->s, &t->optim, &mb, a);
-    if (st == TANDEM_OK) st = tandem_step_timer_mark(&t->timer, t->s, a, 1);
-    /* v.pos points into the slot's metadata, which the producer rewrites once the slot is
-     * released: read it first. */
-    advance_pos(t, &v);
-    *audio_s += v.audio_seconds;
-    tandem_status rs = tandem_pipeline_release(t->pipe, v.slot);
-    return st != TANDEM_OK ? st : rs;
+/* What micro-batch a queues on the model stream after its slot's wait: forward, loss, backward,
+ * then the end of its timer region (the region's start was recorded by the ring's wait). */
+static tandem_status micro_work(tandem_trainer *t, const tandem_model_batch *mb, int a) {
+    TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, a, 0));
+    if (a == 0) TANDEM_TRY(tandem_train_begin(&t->model, t->s, &t->st));
+    TANDEM_TRY(tandem_train_micro(&t->model, t->s, &t->optim, mb, a));
+    return tandem_step_timer_mark(&t->timer, t->s, a, 1);
 }
 
-/* One optimizer step: its micro-batches, the update, the read-back (the step's one
- * synchronisation) and what it measured. */
-static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m) {
-    const tandem_model_dims *d = &t->model.dims;
-    const int A = d->micro_batches;
-    const uint64_t t0 = tandem_now_ns();
-    double wait = 0, audio_s = 0;
-    const tandem_sampler_pos pos0 = t->next_pos;
-    TANDEM_TRY(tandem_step_timer_begin(&t->timer, t->s));
-    const int profiled = t->st.step + 1 == t->prof_at;
-    if (profiled) TANDEM_TRY(tandem_profile_ops_begin(&t->prof));
+/* The update: norm, check, schedule, AdamW, the scalars' copies into pinned memory. */
+static tandem_status update_work(tandem_trainer *t) {
+    const int A = t->model.dims.micro_batches;
+    TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, A, 0));
+    TANDEM_TRY(tandem_train_update(&t->model, t->s, &t->optim, &t->st));
+    return tandem_step_timer_mark(&t->timer, t->s, A, 1);
+}
+
+/* After a consumed micro-batch: the sampler position, the audio seconds, the slot released
+ * (its "free" record queued on the model stream after the work that reads it). v->pos points
+ * into the slot's metadata, which the producer rewrites once the slot is released: read first. */
+static tandem_status consumed(tandem_trainer *t, const tandem_batch_view *v, double *audio_s) {
+    advance_pos(t, v);
+    *audio_s += v->audio_seconds;
+    return tandem_pipeline_release(t->pipe, v->slot);
+}
+
+/* Eager: micro-batch by micro-batch (acquire with the timer's events around the stream's wait,
+ * queue the work, release), then the update. The test hook's NaN gradients go in before it. */
+static tandem_status step_eager(tandem_trainer *t, double *wait, double *audio_s) {
+    const int A = t->model.dims.micro_batches;
     for (int a = 0; a < A; a++) {
-        tandem_status st = micro_batch(t, a, &wait, &audio_s);
-        if (st == TANDEM_OK) continue;
-        if (t->stop && st == TANDEM_E_STATE) { /* a stop while waiting for data: the step never happened */
-            t->next_pos = pos0;
-            return TANDEM_E_STATE;
-        }
-        return st;
+        tandem_batch_view v;
+        tandem_model_batch mb;
+        tandem_event *pre, *start; /* around the stream's wait for the slot (step_timer.h) */
+        tandem_step_timer_wait_events(&t->timer, a, &pre, &start);
+        TANDEM_TRY(tandem_run_acquire_timed(t->pipe, &v, &mb, wait, &t->stop, pre, start));
+        tandem_status st = micro_work(t, &mb, a);
+        tandem_status rs = consumed(t, &v, audio_s);
+        TANDEM_TRY(st != TANDEM_OK ? st : rs);
     }
     const int64_t k = t->st.step - t->opt.nonfinite_from;
     if (t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count)
         TANDEM_TRY(tandem_op_fill(t->s, t->model.grads, NAN));
-    TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, A, 0));
-    TANDEM_TRY(tandem_train_update(&t->model, t->s, &t->optim, &t->st));
-    TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, A, 1));
-    tandem_step_result res;
-    TANDEM_TRY(tandem_train_collect(&t->model, t->s, &t->optim, &t->st, &res));
-    const double step_ms = ms_since(t0), samples = (double)d->batch * d->micro_batches;
+    return update_work(t);
+}
+
+/* The step's work between begin and end of a capture into g (nothing runs). Every wait for a
+ * slot precedes the graph, so micro-batch a > 0 starts its timer region (pre = start, no wait)
+ * with record nodes inside the graph. A failure ends the capture all the same. */
+static tandem_status capture(tandem_trainer *t, tandem_graph *g, const tandem_model_batch *mb) {
+    /* bf16: a forward casts the weights when they changed outside a step (initialisation,
+       restore); done now, so the graph holds only the every-step cast of the update */
+    if (t->model.wcopy_stale) TANDEM_TRY(tandem_model_cast_weights(&t->model, t->s));
+    TANDEM_TRY(tandem_graph_begin(g, t->s));
+    tandem_status st = TANDEM_OK;
+    for (int a = 0; a < t->model.dims.micro_batches && st == TANDEM_OK; a++) {
+        tandem_event *pre, *start;
+        tandem_step_timer_wait_events(&t->timer, a, &pre, &start);
+        if (a > 0 && pre) st = tandem_event_record(pre, t->s);
+        if (a > 0 && start && st == TANDEM_OK) st = tandem_event_record(start, t->s);
+        if (st == TANDEM_OK) st = micro_work(t, &mb[a], a);
+    }
+    if (st == TANDEM_OK) st = update_work(t);
+    char why[1024];
+    snprintf(why, sizeof why, "%s", tandem_last_error());
+    tandem_status es = tandem_graph_end(g, t->s);
+    if (st != TANDEM_OK) return tandem_fail(st, "%s", why);
+    return es;
+}
+
+/* Every micro-batch of a graph step acquired: their waits for "slot filled" queued on the
+ * model stream, the first one's timer region starting before the first wait (pre) and after
+ * the last (start), so the waits all count as the step's data wait. */
+static tandem_status acquire_all(tandem_trainer *t, tandem_batch_view *v, tandem_model_batch *mb, double *wait) {
+    const int A = t->model.dims.micro_batches;
+    tandem_event *pre0, *start0;
+    tandem_step_timer_wait_events(&t->timer, 0, &pre0, &start0);
+    for (int a = 0; a < A; a++)
+        TANDEM_TRY(tandem_run_acquire_timed(t->pipe, &v[a], &mb[a], wait, &t->stop, a == 0 ? pre0 : NULL,
+                                            a == A - 1 ? start0 : NULL));
+    for (int a = 1; a < A; a++)
+        if (v[a].slot != (v[0].slot + a) % t->n_graphs)
+            return tandem_fail(TANDEM_E_STATE, "trainer: micro-batch %d of a step in ring slot %d; expected "
+                               "slot %d (the ring hands slots out in order)", a, v[a].slot,
+                               (v[0].slot + a) % t->n_graphs);
+    return TANDEM_OK;
+}
+
+/* Graph mode: every micro-batch acquired, the step's graph for that first slot launched
+ * (captured first if it never was), then the slots released (their "slot free" records queued
+ * after the graph). The ring's slots are used in order, so a step starting in slot k always
+ * reads slots k, k+1, ...: the graph of slot k holds exactly those tensors (one graph per slot).
+ * Why the ring's waits and records stay ordinary stream operations at the graph's boundary
+ * rather than external event nodes inside it: the host may hand a slot back to the producer only
+ * once the "free" record that follows its last reader is queued, and the producer's stream then
+ * waits on that record. Queued eagerly after cuGraphLaunch, that is exactly the eager path's
+ * order, with no reliance on when a graph's record node counts as "the latest record" for a
+ * wait issued on another stream; recording inside a graph captured once would also release the
+ * slot at capture time, before anything ran. The cost: two non-blocking driver calls per
+ * micro-batch. The step timer's marks inside the step are external record nodes. */
+static tandem_status step_graph(tandem_trainer *t, double *wait, double *audio_s) {
+    const int A = t->model.dims.micro_batches;
+    tandem_batch_view v[TANDEM_CONFIG_MAX_PREFETCH];
+    tandem_model_batch mb[TANDEM_CONFIG_MAX_PREFETCH];
+    tandem_status st = acquire_all(t, v, mb, wait);
+    if (st == TANDEM_E_STATE && t->stop) return st; /* stopped waiting: nothing to release */
+    tandem_graph *g = st == TANDEM_OK ? t->graph[v[0].slot] : NULL;
+    if (st == TANDEM_OK && !g->ready) st = capture(t, g, mb);
+    if (st == TANDEM_OK) st = tandem_graph_launch(g, t->s);
+    if (st == TANDEM_OK) tandem_step_timer_replayed(&t->timer); /* no host time inside regions */
+    for (int a = 0; a < A && st == TANDEM_OK; a++) st = consumed(t, &v[a], audio_s);
+    return st;
+}
+
+/* Whether the step that makes `done` steps needs its scalars on the host: always on a host
+ * model device (free: it has run already); on CUDA only when it is logged, validated,
+ * checkpointed, profiled, the first or the last of the run, or a test-hook step. */
+static int needs_read(const tandem_trainer *t, int64_t done, int64_t end, int first) {
+    const tandem_config *c = &t->cfg;
+    const int64_t k = done - 1 - t->opt.nonfinite_from;
+    return !t->lazy || first || done % c->log_every == 0 || done >= c->max_steps || done >= end ||
+           done == t->prof_at || (t->val.pipe && done % c->val_every == 0) ||
+           (c->checkpoint_every > 0 && done % c->checkpoint_every == 0) ||
+           (t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count);
+}
+
+/* Read the scalars of the last step the device took (synchronises the model stream). */
+static tandem_status read_back(tandem_trainer *t) {
+    TANDEM_TRY(tandem_train_collect(&t->model, t->s, &t->optim, &t->st, &t->last));
+    t->unread = 0;
+    return TANDEM_OK;
+}
+
+/* The step's metrics: scalars from the last read-back (a step not read repeats them), device
+ * times when read (tm; NULL: not measured, -1). */
+static void fill_metrics(tandem_trainer *t, tandem_step_metrics *m, double step_ms, double wait, double audio_s,
+                         const tandem_step_times *tm) {
+    const tandem_model_dims *d = &t->model.dims;
+    const double samples = (double)d->batch * d->micro_batches;
+    const tandem_step_result *res = &t->last;
     memset(m, 0, sizeof *m);
     m->step = t->st.step;
     m->total_steps = t->cfg.max_steps;
-    m->loss = res.loss;
-    m->l1 = res.l1;
-    m->stop_bce = res.stop_bce;
-    m->ga = res.ga;
-    m->lr = res.lr;
-    m->grad_norm = res.grad_norm;
-    m->skipped = res.skipped;
+    m->loss = res->loss;
+    m->l1 = res->l1;
+    m->stop_bce = res->stop_bce;
+    m->ga = res->ga;
+    m->lr = tandem_optim_lr(&t->optim, t->st.step - 1);
+    m->grad_norm = res->grad_norm;
+    m->skipped = t->unread ? 0 : res->skipped;
     m->step_ms = step_ms;
     m->samples_per_s = samples / (step_ms * 1e-3);
     m->x_realtime = audio_s / (step_ms * 1e-3);
     m->ring_slots = t->cfg.prefetch_buffer_size;
     m->val_l1 = m->val_stop_bce = m->eta_s = -1;
     m->eval_stop_within = m->eval_len_ratio = m->eval_dtw_l1 = m->eval_text_dep = m->eval_ms = -1;
-    tandem_step_times tm;
-    TANDEM_TRY(tandem_step_timer_read(&t->timer, step_ms, wait, &tm));
-    if (profiled) TANDEM_TRY(tandem_profile_ops_end(&t->prof));
-    m->data_wait_ms = tm.data_wait_ms;
-    m->data_wait_device_ms = tm.data_wait_device_ms;
-    m->model_busy_pct = tm.busy_pct;
-    m->model_occupied_pct = tm.occupied_pct;
+    m->data_wait_ms = tm ? tm->data_wait_ms : wait;
+    m->data_wait_device_ms = tm ? tm->data_wait_device_ms : -1;
+    m->model_busy_pct = tm ? tm->busy_pct : -1;
+    m->model_occupied_pct = tm ? tm->occupied_pct : -1;
     m->model_device_name = t->model_name;
     m->data_device_name = t->data_name;
     m->model_gpu_util_pct = t->util_model;
     m->data_gpu_util_pct = t->util_data;
     m->nvml = t->util_model >= 0 || t->util_data >= 0;
+}
+
+/* One optimizer step: its micro-batches and update (one graph launch, or eagerly: a test-hook
+ * or profiled step always), then, when this step needs it, the read-back (the step's one
+ * synchronisation) and its device times. */
+static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m, int64_t end, int first) {
+    const uint64_t t0 = tandem_now_ns();
+    double wait = 0, audio_s = 0;
+    const tandem_sampler_pos pos0 = t->next_pos;
+    const int64_t done = t->st.step + 1, k = t->st.step - t->opt.nonfinite_from;
+    const int inject = t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count;
+    const int profiled = done == t->prof_at && t->prof.cap > 0;
+    TANDEM_TRY(tandem_step_timer_begin(&t->timer, t->s));
+    if (profiled) TANDEM_TRY(tandem_profile_ops_begin(&t->prof));
+    tandem_status st = t->n_graphs && !inject && !profiled ? step_graph(t, &wait, &audio_s)
+                                                           : step_eager(t, &wait, &audio_s);
+    if (st != TANDEM_OK) {
+        if (t->stop && st == TANDEM_E_STATE) t->next_pos = pos0; /* stopped waiting for data: no step */
+        return st;
+    }
+    t->st.step = done; /* the device's counter did the same; the rest is read back */
+    t->unread = 1;
+    const int read = needs_read(t, done, end, first);
+    if (read) TANDEM_TRY(read_back(t));
+    const double step_ms = ms_since(t0);
+    tandem_step_times tm;
+    /* the timer's events have completed only after a read-back */
+    if (read) TANDEM_TRY(tandem_step_timer_read(&t->timer, step_ms, wait, &tm));
+    if (profiled) TANDEM_TRY(tandem_profile_ops_end(&t->prof));
+    fill_metrics(t, m, step_ms, wait, audio_s, read ? &tm : NULL);
     return TANDEM_OK;
 }
 
@@ -458,13 +612,17 @@ static void account(tandem_trainer *t, run_totals *r, tandem_step_metrics *m) {
     m->step_cv = tandem_step_timer_cv(&t->timer);
     if (S->steps_run > 2) { /* past warm-up */
         r->sum_step += m->step_ms;
-        r->sum_wait += m->data_wait_ms;
-        r->sum_busy += m->model_busy_pct;
-        r->sum_wait_dev += m->data_wait_device_ms;
-        r->sum_occupied += m->model_occupied_pct;
-        tandem_verdict_window_push(&r->vw, m);
         r->sum_samples += (double)t->model.dims.batch * t->model.dims.micro_batches;
         r->n_meas++;
+        if (m->model_busy_pct >= 0) { /* measured: a read-back step on CUDA, every step on the host */
+            r->sum_step_meas += m->step_ms;
+            r->sum_wait += m->data_wait_ms;
+            r->sum_busy += m->model_busy_pct;
+            r->sum_wait_dev += m->data_wait_device_ms;
+            r->sum_occupied += m->model_occupied_pct;
+            tandem_verdict_window_push(&r->vw, m);
+            r->n_dev++;
+        }
     }
     pipeline_fields(t, m);
     tandem_verdict_context c;
@@ -627,7 +785,7 @@ static tandem_status run_loop(tandem_trainer *t, run_totals *r) {
     t->prof_at = end < max_steps ? end : max_steps;
     while (t->st.step < max_steps && t->st.step < end && !t->stop) {
         tandem_step_metrics m;
-        tandem_status st = one_step(t, &m);
+        tandem_status st = one_step(t, &m, end, r->S.steps_run == 0);
         if (st == TANDEM_E_STATE && t->stop) break; /* stopped while the ring was empty */
         TANDEM_TRY(st);
         TANDEM_TRY(check_nonfinite(t, r, &m));
@@ -682,6 +840,7 @@ static void summary_verdict(const tandem_trainer *t, const tandem_pipeline_stats
 }
 
 static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st, tandem_trainer_summary *sum) {
+    if (st == TANDEM_OK && t->unread) st = read_back(t); /* stopped on a step not read back */
     if (st == TANDEM_OK && !r->saved_at_end && r->S.steps_run > 0) st = save_checkpoint(t);
     if (st == TANDEM_E_IO) save_after_metrics_error(t, r);
     char why[1024] = "";
@@ -701,12 +860,12 @@ static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st,
     S->stopped_by_request = t->stop != 0;
     S->busy_from_events = t->timer.use_events;
     S->steps_measured = r->n_meas;
-    if (r->n_meas > 0) {
-        S->samples_per_s = r->sum_samples / (r->sum_step * 1e-3);
-        S->data_wait_pct = 100.0 * r->sum_wait / r->sum_step;
-        S->model_busy_pct = r->sum_busy / (double)r->n_meas;
-        S->data_wait_device_pct = 100.0 * r->sum_wait_dev / r->sum_step;
-        S->model_occupied_pct = r->sum_occupied / (double)r->n_meas;
+    if (r->n_meas > 0) S->samples_per_s = r->sum_samples / (r->sum_step * 1e-3);
+    if (r->n_dev > 0) { /* device measurements: the steps read back */
+        S->data_wait_pct = 100.0 * r->sum_wait / r->sum_step_meas;
+        S->model_busy_pct = r->sum_busy / (double)r->n_dev;
+        S->data_wait_device_pct = 100.0 * r->sum_wait_dev / r->sum_step_meas;
+        S->model_occupied_pct = r->sum_occupied / (double)r->n_dev;
     }
     summary_verdict(t, &pst, r, S);
     S->data_busy_pct = pst.data_busy_pct;

@@ -89,7 +89,9 @@ extern tandem_fakecuda_counts fc_counts;
 
 /* ---- internal state (libcuda.so.1 only) ---- */
 
-typedef enum { FC_KIND_STREAM = 1, FC_KIND_EVENT, FC_KIND_MODULE, FC_KIND_FUNCTION } fc_kind;
+typedef enum {
+    FC_KIND_STREAM = 1, FC_KIND_EVENT, FC_KIND_MODULE, FC_KIND_FUNCTION, FC_KIND_GRAPH, FC_KIND_EXEC
+} fc_kind;
 
 typedef struct fc_ctx fc_ctx;
 
@@ -150,6 +152,9 @@ typedef struct fc_stream {
     int worker, quit;      /* a worker thread runs; asked to stop */
     uint64_t rng;          /* delay generator, seeded from TANDEM_FAKECUDA_SEED and the slot */
     uint64_t worker_tid;   /* pthread_t of the worker */
+    /* stream capture (fc_graph.c): ops go into capture instead of the queue */
+    struct fc_graph *capture;
+    CUresult capture_err;  /* != 0: the capture was invalidated by that error */
     /* modelled device time (fc_queue.c, "Device time"): when its last op ended, and the end of
        each recent op by position (what a wait on a record of this stream waits for) */
     uint64_t clock_ns;
@@ -165,6 +170,7 @@ typedef struct fc_event {
     fc_stream *rec_stream; /* stream of the last record (NULL: default stream, done at once) */
     uint64_t rec_op;       /* its position in that stream's queue */
     fc_vc vc;              /* the recording stream's clock at the record */
+    int captured;          /* last recorded by a plain cuEventRecord inside a capture */
 } fc_event;
 
 typedef struct fc_module fc_module;
@@ -289,6 +295,8 @@ struct fc_op {
     uint64_t wait_pos;
     void (*user_run)(void *arg); /* bridge operations (cuBLASLt) */
     void *user_arg;
+    fc_event *wait_event;   /* a captured external wait: resolved when the graph is launched */
+    int borrowed;           /* a graph replay's op: owned / fini belong to the graph's template */
     uint64_t submit_ns;     /* host clock when queued */
     uint64_t dur_ns;        /* modelled device time (0: a record or a wait) */
 };
@@ -313,6 +321,38 @@ void fc_wait_cond(void);
 void fc_broadcast(void);
 /* Stop every worker (unload). */
 void fc_queue_shutdown(void);
+
+/* ---- stream capture and graphs (fc_graph.c); lock held for all ---- */
+/* When s is capturing, op (with its ranges) becomes a node of the graph instead of running:
+ * returns 1 (op taken). */
+int fc_capture_take(fc_stream *s, fc_op *op, const fc_acc_list *acc);
+/* The capturing stream of ctx (global mode: one at a time here), or NULL. */
+fc_stream *fc_capture_of_ctx(const fc_ctx *ctx);
+/* Report call as unsupported during s's capture and invalidate it (returns the code). */
+CUresult fc_capture_reject(fc_stream *s, CUresult code, const char *call, const char *why);
+/* At unload: a graph's nodes and what they own (the handle itself is freed by the caller). */
+void fc_graph_free_nodes(fc_obj *graph);
+/* An event record / wait queued by a graph launch (fc_stream.c). */
+void fc_event_mark_recorded(fc_event *e);
+/* What the stand-in counted since load (tests: host synchronisations and launches per step). */
+typedef struct tandem_fakecuda_dev_counts {
+    uint64_t kernel_launches;   /* cuLaunchKernel outside a capture */
+    uint64_t captured_launches; /* cuLaunchKernel into a capture */
+    uint64_t graph_launches, graph_instantiations;
+    uint64_t stream_syncs, ctx_syncs, event_syncs; /* host waits */
+    uint64_t copies;            /* cuMemcpy*Async outside a capture */
+    uint64_t matmuls, captured_matmuls; /* cublasLtMatmul outside / into a capture */
+} tandem_fakecuda_dev_counts;
+/* The counts of device dev (its context's streams, events and calls); zeros for no device. */
+FC_EXPORT void tandem_fakecuda_get_device_counts(int dev, tandem_fakecuda_dev_counts *out);
+/* The counts of the calls the calling thread made (all devices): a training loop's own, apart
+ * from the loader and data-device threads'. */
+FC_EXPORT void tandem_fakecuda_get_thread_counts(tandem_fakecuda_dev_counts *out);
+/* With the lock held, for libcublasLt: one matmul queued on stream (counted). */
+FC_EXPORT void tandem_fakecuda_count_matmul(CUstream stream);
+extern tandem_fakecuda_dev_counts fc_dev_counts[FC_MAX_DEVICES];
+extern __thread tandem_fakecuda_dev_counts fc_thread_counts;
+#define FC_COUNT(dev, field) (fc_dev_counts[(dev)].field++, fc_thread_counts.field++)
 
 /* ---- hazards (fc_hazard.c) ---- */
 /* Check op's ranges (stream slot, clock vc, epoch = vc->c[slot]) and record them. */

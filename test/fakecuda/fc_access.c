@@ -100,7 +100,7 @@ ACC(layernorm_bwd_params) {
     RW(a->dgamma, a->d * F4);
     RW(a->dbeta, a->d * F4);
 }
-ACC(prenet_dropout) { RW(a->x, (size_t)a->n * F4); }
+ACC(prenet_dropout) { RW(a->x, (size_t)a->n * F4); R(a->step_at, sizeof(int)); }
 ACC(gelu_fwd) { R(a->x, a->n * F4); W(a->y, a->n * F4); }
 ACC(gelu_bwd) { R(a->dy, a->n * F4); R(a->x, a->n * F4); W(a->dx, a->n * F4); }
 ACC(bias_add) { RW(a->y, (size_t)a->rows * a->d * F4); R(a->b, a->d * F4); }
@@ -157,7 +157,11 @@ ACC(nonfinite_check) { R(a->x, a->n * F4); RW(a->flag, sizeof(int)); }
 ACC(adamw) {
     size_t n = (size_t)a->n * F4;
     RW(a->param, n); R(a->grad, n); RW(a->m, n); RW(a->v, n);
+    R(a->norm_sq, F4); R(a->skip, sizeof(int)); R(a->sched, 3 * F4);
+}
+ACC(train_schedule) {
     R(a->norm_sq, F4); R(a->skip, sizeof(int));
+    RW(a->ctr, TANDEM_K_TRAIN_CTRS * sizeof(int)); W(a->sched, 3 * F4);
 }
 
 /* ---- attention ---- */

@@ -360,6 +360,10 @@ FC_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
 FC_EXPORT CUresult cuCtxSynchronize(void) {
     CUresult r = fc_enter("cuCtxSynchronize", 1);
     if (r) return fc_leave(r);
+    fc_stream *c = fc_capture_of_ctx(fc_current());
+    if (c) return fc_leave(fc_capture_reject(c, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuCtxSynchronize",
+                                             "synchronising the context"));
+    FC_COUNT(fc_current()->device, ctx_syncs);
     fc_drain_ctx(fc_current());
     return fc_leave(fc_current()->sticky);
 }

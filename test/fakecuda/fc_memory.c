@@ -187,6 +187,9 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytes) {
     const char *call = "cuMemAlloc";
     CUresult r = fc_enter(call, 1);
     if (r) return fc_leave(r);
+    if (fc_capture_of_ctx(fc_current()))
+        return fc_leave(fc_capture_reject(fc_capture_of_ctx(fc_current()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                                          call, "allocating"));
     fc_ctx *c = fc_current();
     if (!dptr) return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "dptr is NULL"));
     if (bytes == 0) return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "size 0"));
@@ -209,6 +212,9 @@ CUresult cuMemFree(CUdeviceptr dptr) {
     const char *call = "cuMemFree";
     CUresult r = fc_enter(call, 1);
     if (r) return fc_leave(r);
+    if (fc_capture_of_ctx(fc_current())) /* it synchronises: not during a global capture */
+        return fc_leave(fc_capture_reject(fc_capture_of_ctx(fc_current()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                                          call, "freeing"));
     fc_alloc *a = find_alloc((uintptr_t)dptr);
     if (!a || a->base != (uintptr_t)dptr || a->kind != FC_MEM_DEVICE)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
@@ -230,6 +236,9 @@ FC_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
     const char *call = "cuMemHostAlloc";
     CUresult r = fc_enter(call, 1);
     if (r) return fc_leave(r);
+    if (fc_capture_of_ctx(fc_current()))
+        return fc_leave(fc_capture_reject(fc_capture_of_ctx(fc_current()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                                          call, "allocating"));
     const unsigned known = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
                            CU_MEMHOSTALLOC_WRITECOMBINED;
     if (!pp) return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "pp is NULL"));
@@ -268,6 +277,7 @@ static void run_copy(fc_op *op) { memcpy(op->dst, op->owned ? op->owned : op->sr
 static void queue_copy(const char *call, CUstream stream, void *dst, const void *src, size_t bytes,
                        int dst_mem, int src_mem, int snapshot) {
     fc_stream *s = fc_stream_of(stream);
+    if (!s->capture) FC_COUNT(s->h.ctx->device, copies);
     if (strcmp(call, "cuMemcpyHtoDAsync") == 0) fc_counts.copies_h2d++;
     else if (strcmp(call, "cuMemcpyDtoHAsync") == 0) fc_counts.copies_d2h++;
     else if (strcmp(call, "cuMemcpyDtoDAsync") == 0) fc_counts.copies_d2d++;
@@ -299,6 +309,9 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
         check_host_range(call, "source", src, bytes))
         return fc_leave(CUDA_ERROR_INVALID_VALUE);
     int pinned = is_pinned(src);
+    if (!pinned && fc_stream_of(stream)->capture) /* a graph's memcpy node takes pinned memory only */
+        return fc_leave(fc_capture_reject(fc_stream_of(stream), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call,
+                                          "a copy from pageable memory (synchronous)"));
     queue_copy(call, stream, (void *)(uintptr_t)dst, src, bytes, 1, pinned, !pinned);
     return fc_leave(CUDA_SUCCESS);
 }
@@ -313,6 +326,9 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream st
         check_host_range(call, "destination", dst, bytes))
         return fc_leave(CUDA_ERROR_INVALID_VALUE);
     int pinned = is_pinned(dst);
+    if (!pinned && fc_stream_of(stream)->capture)
+        return fc_leave(fc_capture_reject(fc_stream_of(stream), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call,
+                                          "a copy into pageable memory (synchronous)"));
     queue_copy(call, stream, dst, (void *)(uintptr_t)src, bytes, pinned, 1, 0);
     if (!pinned) { /* pageable destination: the call returns once the bytes are there */
         fc_stream *s = fc_stream_of(stream);

@@ -423,6 +423,8 @@ FC_EXPORT CUresult cuLaunchKernel(CUfunction hf, unsigned gx, unsigned gy, unsig
     if (!args)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "%s: parameter 0 is NULL", kn));
     if (fc_check_kernel_pointers(call, kn, args, args_size, cur)) return fc_leave(CUDA_ERROR_ILLEGAL_ADDRESS);
+    if (fc_stream_of(stream)->capture) FC_COUNT(fc_stream_of(stream)->h.ctx->device, captured_launches);
+    else FC_COUNT(fc_stream_of(stream)->h.ctx->device, kernel_launches);
     fc_op *op = fc_op_new("cuLaunchKernel %s", kn);
     op->run = run_launch;
     op->kernel_id = f->kernel_id;

@@ -85,8 +85,10 @@ static int is_default(const fc_stream *s) { return s->slot < FC_MAX_DEVICES; }
 int fc_op_done(const fc_stream *s, uint64_t pos) { return !s || s->done >= pos; }
 
 static void op_free(fc_op *op) {
-    if (op->fini) op->fini(op);
-    free(op->owned);
+    if (!op->borrowed) {
+        if (op->fini) op->fini(op);
+        free(op->owned);
+    }
     free(op);
 }
 
@@ -190,6 +192,7 @@ static uint64_t op_duration(const fc_stream *s, const fc_acc_list *acc) {
 }
 
 void fc_submit(fc_stream *s, fc_op *op, const fc_acc_list *acc) {
+    if (fc_capture_take(s, op, acc)) return;
     op->stream = s;
     op->ctx = s->h.ctx;
     op->submit_ns = host_ns();

@@ -149,7 +149,10 @@ __attribute__((destructor)) static void fc_state_unload(void) {
     lock_depth++;
     fc_queue_shutdown();
     tandem_fakecuda_unlock();
-    for (size_t i = 0; i < obj_count; i++) free(objs[i]);
+    for (size_t i = 0; i < obj_count; i++) {
+        if (objs[i]->kind == FC_KIND_GRAPH) fc_graph_free_nodes(objs[i]);
+        free(objs[i]);
+    }
     free(objs);
     objs = NULL;
     obj_count = obj_cap = 0;
@@ -172,7 +175,10 @@ const char *fc_error_name(CUresult r) {
         FC_NAME(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED) FC_NAME(CUDA_ERROR_CONTEXT_IS_DESTROYED)
         FC_NAME(CUDA_ERROR_LAUNCH_FAILED) FC_NAME(CUDA_ERROR_NOT_PERMITTED)
         FC_NAME(CUDA_ERROR_NOT_SUPPORTED) FC_NAME(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)
-        FC_NAME(CUDA_ERROR_UNKNOWN)
+        FC_NAME(CUDA_ERROR_UNKNOWN) FC_NAME(CUDA_ERROR_ILLEGAL_STATE)
+        FC_NAME(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) FC_NAME(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        FC_NAME(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED) FC_NAME(CUDA_ERROR_STREAM_CAPTURE_ISOLATION)
+        FC_NAME(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) FC_NAME(CUDA_ERROR_CAPTURED_EVENT)
 #undef FC_NAME
     }
     return NULL;

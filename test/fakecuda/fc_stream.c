@@ -40,10 +40,15 @@ static CUresult get_event(const char *call, CUevent h, fc_event **out) {
 
 CUresult fc_check_stream(const char *call, CUstream h) {
     fc_ctx *cur = fc_current();
-    if (!h) return CUDA_SUCCESS; /* the current context's default stream */
+    if (!h) { /* the current context's default stream: legacy, so it joins a global capture */
+        fc_stream *c = cur ? fc_capture_of_ctx(cur) : NULL;
+        if (c) return fc_capture_reject(c, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, call, "the legacy default stream used");
+        return CUDA_SUCCESS;
+    }
     fc_stream *s = NULL;
     CUresult r = get_stream(call, h, &s);
     if (r) return r;
+    if (s->capture && s->capture_err) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; /* reported once */
     if (s->h.ctx != cur)
         return fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
                        "stream %p belongs to device %d, but the current context is device %d",
@@ -100,7 +105,10 @@ FC_EXPORT CUresult cuStreamSynchronize(CUstream h) {
     if (r) return fc_leave(r);
     fc_stream *s = NULL;
     if (h && (r = get_stream(call, h, &s))) return fc_leave(r);
-    if (!h) s = fc_stream_of(NULL);
+    if (!h && (r = fc_check_stream(call, h))) return fc_leave(r);
+    s = fc_stream_of(h);
+    if (s->capture) return fc_leave(fc_capture_reject(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call, "synchronising the stream"));
+    FC_COUNT(s->h.ctx->device, stream_syncs);
     fc_vc *vc = malloc(sizeof *vc);
     if (!vc) abort(); /* test-only */
     *vc = s->vc;
@@ -119,8 +127,26 @@ FC_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags)
     fc_stream *s = NULL;
     fc_event *e = NULL;
     if (h && (r = get_stream(call, h, &s))) return fc_leave(r);
+    if (!h && (r = fc_check_stream(call, h))) return fc_leave(r);
     if ((r = get_event(call, ev, &e))) return fc_leave(r);
-    if (flags != 0) return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "flags must be 0, got %u", flags));
+    if (flags & ~CU_EVENT_WAIT_EXTERNAL)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "flags must be 0 or CU_EVENT_WAIT_EXTERNAL, got %u", flags));
+    s = fc_stream_of(h);
+    if (s->capture) { /* a node of the graph, or ordering inside the capture */
+        if (e->captured) return fc_leave(CUDA_SUCCESS); /* one stream: already in order */
+        if (!(flags & CU_EVENT_WAIT_EXTERNAL))
+            return fc_leave(fc_capture_reject(s, CUDA_ERROR_STREAM_CAPTURE_ISOLATION, call,
+                                              "waiting on an event recorded outside the capture without "
+                                              "CU_EVENT_WAIT_EXTERNAL"));
+        fc_op *op = fc_op_new("cuStreamWaitEvent (external, in a graph)");
+        op->run = run_wait;
+        op->wait_event = e;
+        fc_submit(s, op, NULL);
+        return fc_leave(CUDA_SUCCESS);
+    }
+    if (e->captured)
+        return fc_leave(fc_fail(CUDA_ERROR_CAPTURED_EVENT, call, "event %p was last recorded inside a capture",
+                                (void *)ev));
     if (!e->recorded)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
                                 "event %p (device %d) was never recorded: the wait orders nothing",
@@ -174,8 +200,13 @@ FC_EXPORT_V2(cuEventDestroy)
 
 static void run_record(fc_op *op) { (void)op; /* t_ns: the op's modelled end (fc_queue.c) */ }
 
-FC_EXPORT CUresult cuEventRecord(CUevent ev, CUstream h) {
-    const char *call = "cuEventRecord";
+void fc_event_mark_recorded(fc_event *e) {
+    e->recorded = 1;
+    e->captured = 0;
+    e->seq = ++record_seq;
+}
+
+static CUresult record(const char *call, CUevent ev, CUstream h, unsigned flags) {
     CUresult r = fc_enter(call, h == NULL);
     if (r) return fc_leave(r);
     fc_event *e = NULL;
@@ -190,23 +221,55 @@ FC_EXPORT CUresult cuEventRecord(CUevent ev, CUstream h) {
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
                                 "event of device %d recorded on a stream of device %d",
                                 e->h.ctx->device, sctx->device));
-    if (!h) s = fc_stream_of(NULL);
-    e->recorded = 1;
-    e->seq = ++record_seq;
-    fc_op *op = fc_op_new("cuEventRecord");
+    if (!h && (r = fc_check_stream(call, h))) return fc_leave(r);
+    if (flags & ~CU_EVENT_RECORD_EXTERNAL)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "unknown flags 0x%x", flags));
+    s = fc_stream_of(h);
+    if (s->capture && !(flags & CU_EVENT_RECORD_EXTERNAL)) {
+        e->captured = 1; /* capture-internal: orders the capture, usable only inside it */
+        return fc_leave(CUDA_SUCCESS);
+    }
+    fc_op *op = fc_op_new("%s", s->capture ? "cuEventRecordWithFlags (external, in a graph)" : call);
     op->run = run_record;
     op->event = e;
+    if (!s->capture) fc_event_mark_recorded(e);
     fc_submit(s, op, NULL); /* sets rec_stream, rec_op, vc; may run (and free) op at once */
     return fc_leave(CUDA_SUCCESS);
 }
 
+FC_EXPORT CUresult cuEventRecord(CUevent ev, CUstream h) { return record("cuEventRecord", ev, h, 0); }
+
+FC_EXPORT CUresult cuEventRecordWithFlags(CUevent ev, CUstream h, unsigned int flags) {
+    return record("cuEventRecordWithFlags", ev, h, flags);
+}
+
+FC_EXPORT CUresult cuStreamQuery(CUstream h) {
+    const char *call = "cuStreamQuery";
+    CUresult r = fc_enter(call, 1);
+    if (r || (r = fc_check_stream(call, h))) return fc_leave(r);
+    fc_stream *s = fc_stream_of(h);
+    if (s->capture)
+        return fc_leave(fc_capture_reject(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call, "querying the stream"));
+    if (s->done < s->enqueued) return fc_leave(CUDA_ERROR_NOT_READY);
+    fc_observe_vc(&s->vc);
+    return fc_leave(CUDA_SUCCESS);
+}
+
 static int event_done(const fc_event *e) { return fc_op_done(e->rec_stream, e->rec_op); }
+
+/* An event last recorded inside a capture (not external) exists only in that graph. */
+static CUresult captured_event(const char *call, const fc_event *e) {
+    fc_stream *c = fc_capture_of_ctx(e->h.ctx);
+    if (c) return fc_capture_reject(c, CUDA_ERROR_CAPTURED_EVENT, call, "an event recorded in the capture used");
+    return fc_fail(CUDA_ERROR_CAPTURED_EVENT, call, "event %p was last recorded inside a capture", (void *)e);
+}
 
 FC_EXPORT CUresult cuEventQuery(CUevent ev) {
     CUresult r = fc_enter("cuEventQuery", 0);
     if (r) return fc_leave(r);
     fc_event *e = NULL;
     if ((r = get_event("cuEventQuery", ev, &e))) return fc_leave(r);
+    if (e->captured) return fc_leave(captured_event("cuEventQuery", e));
     if (!e->recorded) return fc_leave(CUDA_SUCCESS); /* never recorded counts as done */
     if (!event_done(e)) return fc_leave(CUDA_ERROR_NOT_READY);
     fc_observe_vc(&e->vc);
@@ -219,10 +282,12 @@ FC_EXPORT CUresult cuEventSynchronize(CUevent ev) {
     if (r) return fc_leave(r);
     fc_event *e = NULL;
     if ((r = get_event(call, ev, &e))) return fc_leave(r);
+    if (e->captured) return fc_leave(captured_event(call, e));
     if (!e->recorded)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
                                 "event %p (device %d) was never recorded", (void *)ev,
                                 e->h.ctx->device));
+    FC_COUNT(e->h.ctx->device, event_syncs);
     while (!event_done(e)) fc_wait_cond();
     fc_observe_vc(&e->vc);
     return fc_leave(e->h.ctx->sticky);
@@ -235,6 +300,7 @@ FC_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
     fc_event *a = NULL, *b = NULL;
     if ((r = get_event(call, start, &a)) || (r = get_event(call, end, &b))) return fc_leave(r);
     if (!ms) return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "pMilliseconds is NULL"));
+    if (a->captured || b->captured) return fc_leave(captured_event(call, a->captured ? a : b));
     if (!a->recorded || !b->recorded)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call, "%s event was never recorded",
                                 !a->recorded ? "start" : "end"));

@@ -4,7 +4,10 @@
  * context, a destroyed stream, a wrong parameter size, launch limits, a fatbin without code
  * for the device, an unsupported cuBLASLt layout/type/epilogue — each with an error code and
  * exactly one "fakecuda: error:" line; that correct use produces none; that events order work
- * across threads; and that cublasLtMatmul matches a test-side reference in double for every
+ * across threads; that stream capture records and graphs replay in order, and that what real
+ * capture rejects (synchronising, allocating, querying, pageable copies, the legacy stream,
+ * events across the capture's boundary, ending on another stream) is rejected with CUDA's code;
+ * and that cublasLtMatmul matches a test-side reference in double for every
  * transpose pair, odd shapes, strided batches, alpha/beta, bias and GELU, f32 and bf16. */
 #include <dlfcn.h>
 #include <math.h>
@@ -141,7 +144,7 @@ static void test_proc_address(void **state) {
     void *fn = (void *)1;
     CUdriverProcAddressQueryResult qr;
     /* Unknown names are not an error line: probing is legitimate. */
-    EXPECT_ERR(0, CUDA_ERROR_NOT_FOUND, D.get_proc("cuGraphLaunch", &fn, 12000, 0, &qr));
+    EXPECT_ERR(0, CUDA_ERROR_NOT_FOUND, D.get_proc("cuGraphAddKernelNode", &fn, 12000, 0, &qr));
     assert_null(fn);
     assert_int_equal(qr, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
     EXPECT_ERR(1, CUDA_ERROR_NOT_FOUND, D.get_proc("cuMemAlloc_v2", &fn, 12000, 0, &qr));
@@ -1031,6 +1034,169 @@ static void test_event_flags(void **state) {
     assert_int_equal(flags_of(e), -1);
 }
 
+/* ---- stream capture and graphs ---- */
+
+/* A graph records, does not run, and replays in order: x = 1 (eager), captured "wait for
+ * another stream's event (external), x *= 2, record an external event, copy x into pinned
+ * memory"; nothing changes at capture; three launches give x = 8; the external record
+ * completes with each launch; the counts say 3 graph launches and no eager launch of them. */
+static void test_graph_replay(void **state) {
+    (void)state;
+    size_t len;
+    void *fatbin = read_fatbin(&len);
+    if (!fatbin) skip();
+    void (*counts)(int, void *) = (void (*)(int, void *))dlsym(D.h, "tandem_fakecuda_get_device_counts");
+    assert_non_null(counts);
+    uint64_t c0[10], c1[10]; /* tandem_fakecuda_dev_counts: 10 uint64_t in declaration order */
+    CUmodule mod;
+    CUfunction fill, scale;
+    OK(D.cuModuleLoadData(&mod, fatbin));
+    OK(D.cuModuleGetFunction(&fill, mod, "tandem_k_fill_f32"));
+    OK(D.cuModuleGetFunction(&scale, mod, "tandem_k_scale_f32"));
+    enum { N = 1000 };
+    CUstream s, other;
+    CUevent in, out;
+    CUdeviceptr p;
+    float *pin;
+    OK(D.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(D.cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    OK(D.cuEventCreate(&in, 0));
+    OK(D.cuEventCreate(&out, 0));
+    OK(D.cuMemAlloc(&p, N * 4));
+    OK(D.cuMemHostAlloc((void **)&pin, N * 4, 0));
+    tandem_k_fill_f32_args fa = {(float *)(uintptr_t)p, N, 1.0f};
+    tandem_k_scale_f32_args sa = {(float *)(uintptr_t)p, N, 2.0f};
+    tandem_launch_dims d;
+    tandem_kernel_table[TANDEM_KID_fill_f32].geom(&fa, &d);
+    void *pf[] = {&fa}, *ps[] = {&sa};
+    OK(D.cuLaunchKernel(fill, d.grid[0], 1, 1, d.block[0], 1, 1, 0, other, pf, NULL));
+    OK(D.cuEventRecord(in, other));
+    counts(0, c0);
+    CUstreamCaptureStatus cs;
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(D.cuStreamIsCapturing(s, &cs));
+    assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    OK(D.cuStreamWaitEvent(s, in, CU_EVENT_WAIT_EXTERNAL));
+    OK(D.cuLaunchKernel(scale, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s, ps, NULL));
+    OK(D.cuEventRecordWithFlags(out, s, CU_EVENT_RECORD_EXTERNAL));
+    OK(D.cuMemcpyDtoHAsync(pin, p, N * 4, s));
+    CUgraph g;
+    CUgraphExec x;
+    OK(D.cuStreamEndCapture(s, &g));
+    OK(D.cuStreamIsCapturing(s, &cs));
+    assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_NONE);
+    OK(D.cuGraphInstantiateWithFlags(&x, g, 0));
+    OK(D.cuGraphDestroy(g)); /* the executable keeps what it needs */
+    OK(D.cuStreamSynchronize(other));
+    OK(D.cuStreamSynchronize(s));
+    float first;
+    OK(D.cuMemcpyDtoHAsync(&first, p, 4, NULL));
+    assert_true(first == 1.0f); /* captured, not run */
+    for (int i = 0; i < 3; i++) OK(D.cuGraphLaunch(x, s));
+    OK(D.cuEventSynchronize(out));
+    OK(D.cuStreamSynchronize(s));
+    for (int i = 0; i < N; i++) assert_true(pin[i] == 8.0f);
+    counts(0, c1);
+    printf("graph: 3 launches replayed 1 captured kernel each; counts: graph launches %llu, eager "
+           "kernel launches %llu, captured %llu\n", (unsigned long long)(c1[2] - c0[2]),
+           (unsigned long long)(c1[0] - c0[0]), (unsigned long long)(c1[1] - c0[1]));
+    assert_int_equal(c1[2] - c0[2], 3);  /* graph_launches */
+    assert_int_equal(c1[0] - c0[0], 0);  /* kernel_launches outside a capture */
+    assert_int_equal(c1[1] - c0[1], 1);  /* captured */
+    assert_int_equal(c1[3] - c0[3], 1);  /* instantiations */
+    OK(D.cuGraphExecDestroy(x));
+    EXPECT_ERR(1, CUDA_ERROR_INVALID_HANDLE, D.cuGraphLaunch(x, s));
+    OK(D.cuStreamDestroy(s));
+    OK(D.cuStreamDestroy(other));
+    OK(D.cuEventDestroy(in));
+    OK(D.cuEventDestroy(out));
+    OK(D.cuMemFree(p));
+    OK(D.cuMemFreeHost(pin));
+    OK(D.cuModuleUnload(mod));
+    free(fatbin);
+}
+
+/* End a capture that an earlier rejected call invalidated: no graph, no new error line. */
+static void end_invalidated(CUstream s) {
+    CUgraph g = (CUgraph)(uintptr_t)1;
+    CUstreamCaptureStatus cs;
+    OK(D.cuStreamIsCapturing(s, &cs));
+    assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    EXPECT_ERR(0, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, D.cuStreamEndCapture(s, &g));
+    assert_null(g);
+    OK(D.cuStreamIsCapturing(s, &cs));
+    assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
+/* What real capture rejects, one capture each: the code CUDA returns, one error line, and the
+ * capture invalidated. */
+static void test_capture_rejects(void **state) {
+    (void)state;
+    CUstream s, t;
+    CUevent e, inside;
+    CUdeviceptr p;
+    float host[4];
+    OK(D.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(D.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+    OK(D.cuEventCreate(&e, 0));
+    OK(D.cuEventCreate(&inside, 0));
+    OK(D.cuMemAlloc(&p, 256));
+    OK(D.cuEventRecord(e, t));
+    /* synchronising the capturing stream */
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, D.cuStreamSynchronize(s));
+    end_invalidated(s);
+    /* synchronising its context */
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, D.cuCtxSynchronize());
+    end_invalidated(s);
+    /* a synchronous copy (into pageable memory) */
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, D.cuMemcpyDtoHAsync(host, p, sizeof host, s));
+    end_invalidated(s);
+    /* allocation, on any stream's behalf, during a global capture */
+    CUdeviceptr q = 0;
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, D.cuMemAlloc(&q, 256));
+    end_invalidated(s);
+    /* querying the capturing stream */
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, D.cuStreamQuery(s));
+    end_invalidated(s);
+    /* querying / synchronising an event recorded inside the capture */
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(D.cuEventRecord(inside, s));
+    EXPECT_ERR(1, CUDA_ERROR_CAPTURED_EVENT, D.cuEventQuery(inside));
+    end_invalidated(s);
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(D.cuEventRecord(inside, s));
+    EXPECT_ERR(1, CUDA_ERROR_CAPTURED_EVENT, D.cuEventSynchronize(inside));
+    end_invalidated(s);
+    EXPECT_ERR(1, CUDA_ERROR_CAPTURED_EVENT, D.cuEventQuery(inside)); /* it lives in no graph */
+    OK(D.cuEventRecord(inside, s));
+    /* the legacy default stream while a (global-mode) capture is under way */
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, D.cuMemcpyHtoDAsync(p, host, sizeof host, NULL));
+    end_invalidated(s);
+    /* waiting on an event from outside the capture without CU_EVENT_WAIT_EXTERNAL */
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_ISOLATION, D.cuStreamWaitEvent(s, e, 0));
+    end_invalidated(s);
+    /* ending the capture on another stream */
+    CUgraph g = NULL;
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, D.cuStreamEndCapture(t, &g));
+    end_invalidated(s);
+    /* after all that the streams work */
+    OK(D.cuMemcpyHtoDAsync(p, host, sizeof host, s));
+    OK(D.cuStreamSynchronize(s));
+    OK(D.cuStreamDestroy(s));
+    OK(D.cuStreamDestroy(t));
+    OK(D.cuEventDestroy(e));
+    OK(D.cuEventDestroy(inside));
+    OK(D.cuMemFree(p));
+}
+
 static void test_no_unexpected_errors(void **state) {
     (void)state;
     assert_int_equal(D.error_count(), expected_errors);
@@ -1053,6 +1219,8 @@ int main(void) {
         cmocka_unit_test_setup(test_async_launch, per_test),
         cmocka_unit_test_setup(test_event_flags, per_test),
         cmocka_unit_test_setup(test_launch_resources, per_test),
+        cmocka_unit_test_setup(test_graph_replay, per_test),
+        cmocka_unit_test_setup(test_capture_rejects, per_test),
         cmocka_unit_test(test_no_unexpected_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

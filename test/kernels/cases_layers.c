@@ -323,6 +323,8 @@ static void dropout_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     c->i[3] = tandem_rng_int(rng, 0, 7);                /* micro */
     c->f[0] = ps[idx % 5];
     tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_INOUT, -3.0f, 3.0f);
+    /* odd cases read the step from a device counter (step_at) instead of the argument */
+    tandem_kcase_set_buf(c, 1, "step_at", TANDEM_I32, 1, TANDEM_KB_IN, 0.0f, 1.0e6f);
     c->tol = 0.0;
     snprintf(c->desc, sizeof c->desc, "n=%lld p=%g", (long long)n, c->f[0]);
 }
@@ -335,5 +337,6 @@ static void dropout_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->seed = (uint64_t)c->i[1];
     a->step = c->i[2];
     a->micro = c->i[3];
+    a->step_at = (c->i[0] & 1) ? (const int *)bufs[1] : NULL;
 }
 const tandem_kcase_spec tandem_kcase_prenet_dropout = {N_GELU, dropout_make, dropout_bind};

@@ -317,6 +317,9 @@ static void adamw_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     tandem_kcase_set_buf(c, 4, "norm_sq", TANDEM_F32, 1, TANDEM_KB_IN, ns_lo, ns_hi);
     tandem_kcase_set_buf(c, 5, "skip", TANDEM_I32, 1, TANDEM_KB_IN, regime == 3 ? 1.0f : 0.0f,
             regime == 3 ? 1.0f : 0.0f);
+    /* sched [3]: lr, bias1, bias2 read from the device (train_schedule's output) in the odd
+       regimes; the fields then hold wrong values that must not be used */
+    tandem_kcase_set_buf(c, 6, "sched", TANDEM_F32, 3, TANDEM_KB_IN, 0.05f, 0.5f);
     c->tol = 1e-12;
     static const char *const names[] = {"decay", "clipped", "no norm", "skipped", "clipped+decay",
                                         "under max_norm"};
@@ -339,5 +342,56 @@ static void adamw_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->bias1 = c->f[5];
     a->bias2 = c->f[6];
     a->max_norm = c->f[7];
+    if (c->i[1] & 1) {
+        a->sched = (const float *)bufs[6];
+        a->lr = a->bias1 = a->bias2 = NAN;
+    }
 }
 const tandem_kcase_spec tandem_kcase_adamw = {N_ADAMW, adamw_make, adamw_bind};
+
+/* ---- train_schedule: norm_sq [1], skip [1], ctr [4] (in/out) → sched [3] ----
+ * c->i = {regime: 0 applied, 1 skipped by the flag, 2 skipped by a non-finite norm, 3 in
+ * warm-up, 4 past max_steps}. Counters random (step >= updates + skipped), schedule random. */
+#define N_SCHED 5
+static void sched_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    c->i[0] = idx;
+    c->i[1] = tandem_rng_int(rng, 10, 1000);              /* warmup */
+    c->i[2] = c->i[1] + tandem_rng_int(rng, 1, 100000);   /* max_steps */
+    int64_t step = idx == 3 ? tandem_rng_int(rng, 0, c->i[1] - 1)
+                 : idx == 4 ? c->i[2] + tandem_rng_int(rng, 0, 50)
+                            : tandem_rng_int(rng, c->i[1], c->i[2]);
+    c->i[3] = step;
+    c->i[4] = tandem_rng_int(rng, 0, step);               /* updates */
+    c->i[5] = tandem_rng_int(rng, 0, 5);                  /* in a row */
+    c->f[0] = tandem_rng_uniform(rng, 1e-4f, 1e-2f);      /* lr */
+    c->f[1] = tandem_rng_uniform(rng, 0.0f, 0.5f);        /* min_lr_ratio */
+    tandem_kcase_set_buf(c, 0, "norm_sq", TANDEM_F32, 1, TANDEM_KB_IN, 0.0f, 100.0f);
+    tandem_kcase_set_buf(c, 1, "skip", TANDEM_I32, 1, TANDEM_KB_IN, idx == 1, idx == 1);
+    tandem_kcase_set_buf(c, 2, "ctr", TANDEM_I32, TANDEM_K_TRAIN_CTRS, TANDEM_KB_INOUT, 0.0f, 0.0f);
+    tandem_kcase_set_buf(c, 3, "sched", TANDEM_F32, 3, TANDEM_KB_OUT, 0.0f, 0.0f);
+    c->tol = 0.0; /* integers and the same double formulas: exact (a GPU's cos may differ in the
+                     last bit of a double, which float rounding hides) */
+    static const char *const names[] = {"applied", "skip flag", "NaN norm", "warm-up", "past max"};
+    snprintf(c->desc, sizeof c->desc, "step=%lld %s", (long long)step, names[idx]);
+}
+static void sched_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_train_schedule_args *a = (tandem_k_train_schedule_args *)args;
+    float *ns = (float *)bufs[0];
+    if (c->i[0] == 2) ns[0] = NAN;
+    int *ctr = (int *)bufs[2];
+    ctr[TANDEM_K_TRAIN_CTR_STEP] = (int)c->i[3];
+    ctr[TANDEM_K_TRAIN_CTR_UPDATES] = (int)c->i[4];
+    ctr[TANDEM_K_TRAIN_CTR_SKIPPED] = (int)(c->i[3] - c->i[4]);
+    ctr[TANDEM_K_TRAIN_CTR_IN_ROW] = (int)c->i[5];
+    a->norm_sq = ns;
+    a->skip = (const int *)bufs[1];
+    a->ctr = ctr;
+    a->sched = (float *)bufs[3];
+    a->lr = c->f[0];
+    a->min_lr_ratio = c->f[1];
+    a->warmup_steps = c->i[1];
+    a->max_steps = c->i[2];
+    a->beta1 = 0.9f;
+    a->beta2 = 0.999f;
+}
+const tandem_kcase_spec tandem_kcase_train_schedule = {N_SCHED, sched_make, sched_bind};

@@ -89,7 +89,7 @@ static void run_adamw_cfg(const adamw_cfg *cfg) {
         float bias1 = (float)(1.0 - pow(b1, t)), bias2 = (float)(1.0 - pow(b2, t));
         tandem_k_adamw_args a = {p, g, m, v, cfg->pass_norm ? &norm_sq : NULL, &flag, n,
                                  cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay,
-                                 bias1, bias2, cfg->max_norm};
+                                 bias1, bias2, cfg->max_norm, NULL};
         memcpy(sp, p, sizeof(float) * (size_t)n);
         memcpy(sm, m, sizeof(float) * (size_t)n);
         memcpy(sv, v, sizeof(float) * (size_t)n);
@@ -151,7 +151,7 @@ static void test_weight_decay_only_when_positive(void **state) {
     for (int k = 0; k < 3; k++) {
         memcpy(p, p_before, sizeof p);
         tandem_k_adamw_args a = {p, g, m, v, NULL, NULL, N, 0.01f, 0.9f, 0.999f, 1e-8f, wds[k],
-                                 0.1f, 0.001f, 0.0f};
+                                 0.1f, 0.001f, 0.0f, NULL};
         tandem_k_adamw_host(&a);
         for (int i = 0; i < N; i++) {
             double want = wds[k] > 0.0f ? (double)p_before[i] * (1.0 - 0.01 * (double)wds[k]) : p_before[i];

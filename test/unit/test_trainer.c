@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dlfcn.h>
 #include <sndfile.h>
 
 #include "runtime/core/config.h"
@@ -757,6 +758,133 @@ static void test_device_roles(void **state) {
     }
 }
 
+/* ---- graph mode (docs/TRAINING.md): counts through the stand-in, graphs on and off ----------- */
+
+/* The stand-in's counters (test/fakecuda/fakecuda.h, tandem_fakecuda_dev_counts). */
+typedef struct fc_counts {
+    uint64_t kernel_launches, captured_launches, graph_launches, graph_instantiations;
+    uint64_t stream_syncs, ctx_syncs, event_syncs, copies;
+    uint64_t matmuls, captured_matmuls;
+} fc_counts;
+typedef void (*fc_counts_fn)(fc_counts *out);
+
+enum { GRAPH_STEPS = 7 };
+typedef struct graph_log {
+    fc_counts_fn counts;
+    fc_counts at[GRAPH_STEPS + 1]; /* the training loop's calls after step i (1-based); [0] unused */
+    double loss[GRAPH_STEPS + 1];
+    int logged[GRAPH_STEPS + 1];
+    uint64_t allocs[GRAPH_STEPS + 1]; /* the runtime's allocation counter */
+} graph_log;
+
+static void on_step_graph(void *ctx, const tandem_step_metrics *m) {
+    graph_log *g = ctx;
+    if (m->step < 1 || m->step > GRAPH_STEPS) return;
+    if (g->counts) g->counts(&g->at[m->step]); /* on_step runs on the loop's thread */
+    g->loss[m->step] = m->loss;
+    g->logged[m->step] = m->logged;
+    g->allocs[m->step] = tandem_alloc_count();
+}
+
+static void graph_run(const char *data, const char *name, tandem_backend be, const char *graphs,
+                      const char *precision, graph_log *g) {
+    char out[300];
+    snprintf(out, sizeof out, "%s/%s", root, name);
+    tandem_config cfg;
+    small_config(&cfg, data, out);
+    char v[16];
+    snprintf(v, sizeof v, "%d", GRAPH_STEPS);
+    CHECK(tandem_config_set(&cfg, "max_steps", v));
+    CHECK(tandem_config_set(&cfg, "shuffle", "false"));
+    CHECK(tandem_config_set(&cfg, "log_every", "3"));
+    CHECK(tandem_config_set(&cfg, "cuda_graphs", graphs));
+    CHECK(tandem_config_set(&cfg, "precision", precision));
+    if (getenv("TANDEM_TEST_GRAPH_TINY")) { /* tiny's launch list (layers, heads, r, B 8), narrow and short */
+        static const char *const kv[][2] = {{"layers", "4"}, {"heads", "4"}, {"reduction", "4"},
+                                            {"batch_size", "8"}, {"grad_accum", "1"}};
+        for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) CHECK(tandem_config_set(&cfg, kv[i][0], kv[i][1]));
+    }
+    if (be == TANDEM_BACKEND_CUDA) {
+        CHECK(tandem_config_set(&cfg, "data_gpu", "1"));
+        CHECK(tandem_config_set(&cfg, "model_gpu", "0"));
+    }
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = be;
+    o.on_step = on_step_graph;
+    o.on_step_user = g;
+    tandem_trainer_summary sum;
+    CHECK(tandem_test_train_run(&cfg, &o, &sum));
+}
+
+/* Per step, the training loop's own driver calls through the stand-in (the loader and
+ * data-device threads wait on their own events, off the model stream): a graph run launches
+ * exactly one graph and no kernel, matmul or copy of its own, and synchronises nothing except on
+ * the logged steps (one stream sync: the read-back); an eager run launches its kernels one by one, with the same syncs. The losses of
+ * the logged steps: graph and eager identical (same operations in the same order), both within
+ * TOL_CUDA of the host's (which reads back every step); bf16 likewise graph = eager. The
+ * runtime's allocation counter is the same after every step (captures included).
+ * TANDEM_TEST_GRAPH_TINY=1: the tiny preset's launch list (4 layers, 4 heads, r 4, batch 8,
+ * grad_accum 1) at the test's width and lengths, for the per-step counts of docs/TRAINING.md. */
+static void test_graphs(void **state) {
+    (void)state;
+    if (backend != TANDEM_BACKEND_CUDA) skip();
+    const char *drv = getenv("TANDEM_CUDA_DRIVER");
+    void *h = drv ? dlopen(drv, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    fc_counts_fn counts = h ? (fc_counts_fn)dlsym(h, "tandem_fakecuda_get_thread_counts") : NULL;
+    char data[300];
+    snprintf(data, sizeof data, "%s/graph_data", root);
+    tandem_rng r = {seed ^ 0x6a};
+    write_corpus(data, getenv("TANDEM_TEST_GRAPH_TINY") ? 9 : 5, &r);
+    static graph_log g[5];
+    memset(g, 0, sizeof g);
+    for (int k = 0; k < 5; k++) g[k].counts = counts;
+    graph_run(data, "graph_host", TANDEM_BACKEND_HOST, "true", "fp32", &g[0]);
+    graph_run(data, "graph_on", TANDEM_BACKEND_CUDA, "true", "fp32", &g[1]);
+    graph_run(data, "graph_off", TANDEM_BACKEND_CUDA, "false", "fp32", &g[2]);
+    graph_run(data, "graph_bf16_on", TANDEM_BACKEND_CUDA, "true", "bf16", &g[3]);
+    graph_run(data, "graph_bf16_off", TANDEM_BACKEND_CUDA, "false", "bf16", &g[4]);
+    for (int i = 1; i <= GRAPH_STEPS; i++) {
+        assert_int_equal(g[1].logged[i], i % 3 == 0 || i == GRAPH_STEPS);
+        if (!g[1].logged[i]) continue;
+        const double rel = fabs(g[1].loss[i] - g[0].loss[i]) / fabs(g[0].loss[i]);
+        printf("step %d: host %.10g, graphs %.10g, eager %.10g (rel. %.1e, limit %.0e); bf16 graphs %.10g, "
+               "eager %.10g\n", i, g[0].loss[i], g[1].loss[i], g[2].loss[i], rel, TOL_CUDA, g[3].loss[i],
+               g[4].loss[i]);
+        assert_true(rel <= TOL_CUDA);
+        assert_true(g[1].loss[i] == g[2].loss[i]);
+        assert_true(isfinite(g[3].loss[i]) && g[3].loss[i] == g[4].loss[i]);
+    }
+    /* Graph handles are made before the commit; capturing and instantiating (first steps)
+     * allocate nothing of the runtime's own (the driver's graph memory is its own). */
+    for (int k = 1; k < 5; k++)
+        for (int i = 2; i <= GRAPH_STEPS; i++) assert_int_equal(g[k].allocs[i], g[k].allocs[1]);
+    if (!counts) {
+        printf("graph counts: not the stand-in driver (TANDEM_TEST_REAL_GPU): counts skipped\n");
+        return;
+    }
+    for (int k = 1; k <= 2; k++)
+        for (int i = 2; i <= GRAPH_STEPS; i++) {
+            const fc_counts *a = &g[k].at[i - 1], *b = &g[k].at[i];
+            const uint64_t graphs = b->graph_launches - a->graph_launches,
+                           launches = b->kernel_launches - a->kernel_launches,
+                           matmuls = b->matmuls - a->matmuls, copies = b->copies - a->copies,
+                           syncs = b->stream_syncs - a->stream_syncs, ctx = b->ctx_syncs - a->ctx_syncs,
+                           ev = b->event_syncs - a->event_syncs;
+            printf("%s step %d%s: %llu graph launch(es), %llu kernel launches, %llu matmuls, %llu copies, %llu "
+                   "stream / %llu context / %llu event synchronisations\n", k == 1 ? "graphs" : "eager", i,
+                   g[k].logged[i] ? " (logged)" : "", (unsigned long long)graphs, (unsigned long long)launches,
+                   (unsigned long long)matmuls, (unsigned long long)copies, (unsigned long long)syncs,
+                   (unsigned long long)ctx, (unsigned long long)ev);
+            assert_int_equal(graphs, k == 1 ? 1 : 0);
+            if (k == 1) assert_int_equal(launches + matmuls + copies, 0);
+            else assert_true(launches > 10 && matmuls > 10);
+            assert_int_equal(syncs, g[k].logged[i] ? 1 : 0);
+            assert_int_equal(ctx, 0);
+            assert_int_equal(ev, 0);
+        }
+}
+
 /* build/tandem train with extra arguments; stderr into err; returns the exit code. */
 static int run_cli(const char *args, char *err, size_t cap) {
     char cmd[2048], errf[400];
@@ -818,10 +946,12 @@ int main(void) {
         cmocka_unit_test(test_figures),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_device_roles),
+        cmocka_unit_test(test_graphs),
     };
     /* On the stand-in (emulated kernels, slow) only the device-role run. */
     const struct CMUnitTest cuda_tests[] = {
         cmocka_unit_test(test_device_roles),
+        cmocka_unit_test(test_graphs),
     };
     const int rc = backend == TANDEM_BACKEND_CUDA
                        ? cmocka_run_group_tests_name("trainer_cuda", cuda_tests, NULL, NULL)
