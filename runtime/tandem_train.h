@@ -74,6 +74,7 @@ typedef struct tandem_verdict_context {
     int ring_slots;    /* prefetch_buffer_size */
     int batch_size;
     int bf16;          /* precision bf16 */
+    int graphs;        /* 1: the step replays as one CUDA graph (cuda_graphs and a supported device) */
     double data_busy_pct, ring_occupancy, step_cv;
 } tandem_verdict_context;
 

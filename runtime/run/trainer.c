@@ -593,6 +593,7 @@ static void verdict_context(const tandem_trainer *t, const tandem_step_metrics *
     c->ring_slots = t->cfg.prefetch_buffer_size;
     c->batch_size = t->cfg.batch_size;
     c->bf16 = t->cfg.precision == TANDEM_PRECISION_BF16;
+    c->graphs = t->n_graphs > 0;
     c->data_busy_pct = m->data_busy_pct;
     c->ring_occupancy = m->ring_occupancy;
     c->step_cv = m->step_cv;

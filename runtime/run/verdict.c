@@ -74,8 +74,13 @@ void tandem_verdict_compute(const double *step_ms, const double *data_wait_ms, c
         snprintf(v->why, sizeof v->why, "median model busy %.0f %% of the step (< %.0f %%) while the step's work "
                  "regions span %.0f %%: the device waits for the host to launch its kernels", v->model_busy_pct,
                  TANDEM_VERDICT_LAUNCH_BUSY_PCT, v->model_occupied_pct);
-        snprintf(v->advice, sizeof v->advice, "CUDA graphs: capture the step (one launch instead of hundreds) when "
-                 "available; otherwise raise batch_size (now %d) so each launch does more work", ctx->batch_size);
+        if (ctx->graphs)
+            snprintf(v->advice, sizeof v->advice, "the step is already one CUDA graph launch: raise batch_size (now "
+                     "%d) so each step does more device work per host round trip", ctx->batch_size);
+        else
+            snprintf(v->advice, sizeof v->advice, "CUDA graphs: the step runs eagerly (cuda_graphs: false, or "
+                     "grad_accum above prefetch_buffer_size); capture it (one launch instead of hundreds), or raise "
+                     "batch_size (now %d) so each launch does more work", ctx->batch_size);
     } else {
         v->bound = TANDEM_BOUND_DEVICE;
         snprintf(v->why, sizeof v->why, "data wait %.1f %% of the step (<= %.0f %%), model busy %.0f %%: the model "

@@ -83,6 +83,15 @@ static void test_rules(void **state) {
     verdict_of(100, 0.5, 49, 1, &v);
     assert_int_equal(v.bound, TANDEM_BOUND_LAUNCH);
     assert_non_null(strstr(v.advice, "CUDA graphs"));
+    { /* already a graph: the advice is the batch size, not graphs again */
+        double st1[3] = {100, 100, 100}, w1[3] = {0.5, 0.5, 0.5}, z1[3] = {0}, b1[3] = {49, 49, 49};
+        tandem_verdict_context c1 = ctx(1);
+        c1.graphs = 1;
+        tandem_verdict_compute(st1, w1, z1, b1, b1, 3, &c1, &v);
+        assert_int_equal(v.bound, TANDEM_BOUND_LAUNCH);
+        assert_non_null(strstr(v.advice, "already one CUDA graph launch"));
+        assert_non_null(strstr(v.advice, "batch_size (now 8)"));
+    }
     verdict_of(100, 0.5, 51, 1, &v);
     assert_int_equal(v.bound, TANDEM_BOUND_DEVICE);
     verdict_of(100, 0.5, 10, 0, &v); /* host devices: no launches to wait for */
@@ -123,6 +132,8 @@ static void on_step(void *user, const tandem_step_metrics *m) {
     assert_non_null(m->data_device_name);
 }
 
+static int g_eager; /* 1: cuda_graphs false (the launch-bound case: hundreds of launches a step) */
+
 static void run(const char *name, int steps, int batch, tandem_trainer_summary *sum, seen *s) {
     char data[400], out[400];
     snprintf(data, sizeof data, "%s/data", root);
@@ -141,6 +152,7 @@ static void run(const char *name, int steps, int batch, tandem_trainer_summary *
     CHECK(tandem_config_set(&cfg, "max_steps", v));
     snprintf(v, sizeof v, "%d", batch);
     CHECK(tandem_config_set(&cfg, "batch_size", v));
+    if (g_eager) CHECK(tandem_config_set(&cfg, "cuda_graphs", "false"));
     snprintf(cfg.train_data, sizeof cfg.train_data, "%s", data);
     snprintf(cfg.out, sizeof cfg.out, "%s", out);
     tandem_trainer_options o;
@@ -202,7 +214,9 @@ static void test_standin_launch_bound(void **state) {
     tandem_trainer_summary sum;
     seen s;
     set_model(NULL, NULL);
+    g_eager = 1;
     run("launch", 6, 2, &sum, &s);
+    g_eager = 0;
     assert_int_equal(sum.verdict.bound, TANDEM_BOUND_LAUNCH);
     assert_true(sum.verdict.model_busy_pct < TANDEM_VERDICT_LAUNCH_BUSY_PCT);
     assert_non_null(strstr(sum.verdict.advice, "CUDA graphs"));
