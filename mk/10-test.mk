@@ -42,7 +42,7 @@ $(BUILD)/test/bin/check_archive: test/check_archive.sh
 TEST_BINS += $(BUILD)/test/bin/check_docs_commands
 $(BUILD)/test/bin/check_docs_commands: test/docs_commands.sh $(BUILD)/tandem
 	@mkdir -p $(dir $@)
-	@printf '#!/bin/sh\nexec bash %s %s %s\n' '$(abspath $<)' '$(abspath .)' '$(abspath $(BUILD))' > $@
+	@printf '#!/bin/sh\nexec bash %s %s %s %s\n' '$(abspath $<)' '$(abspath .)' '$(abspath $(BUILD))' '$(if $(SANITIZE),sanitized,plain)' > $@
 	@chmod +x $@
 
 # Source rules, each a script run from the repository root: the dependency rule of
