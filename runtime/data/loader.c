@@ -75,6 +75,7 @@ tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loade
     tandem_mutex_init(&l->m);
     tandem_cond_init(&l->cv);
     tandem_status st = tandem_sampler_init(&l->sampler, cfg->items, cfg->n_items, cfg->seed, cfg->shuffle);
+    if (st == TANDEM_OK) st = tandem_sampler_shard(&l->sampler, cfg->shard_world, cfg->shard_rank, cfg->shard_chunk);
     l->reported = tandem_calloc(cfg->ix->count ? cfg->ix->count : 1, 1);
     if (st == TANDEM_OK && !l->reported) st = tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
     const size_t B = (size_t)cfg->batch;

@@ -68,6 +68,8 @@ typedef struct tandem_loader_config {
     tandem_device *data_dev;     /* pins the buffers; audio_sent lives here */
     tandem_device *model_dev;    /* text_sent lives here */
     tandem_stage_times *times;   /* may be NULL */
+    int shard_world, shard_rank; /* data-parallel: tandem_sampler_shard (world <= 1: off) */
+    int64_t shard_chunk;
 } tandem_loader_config;
 
 typedef struct tandem_loader tandem_loader;

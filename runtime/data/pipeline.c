@@ -175,6 +175,9 @@ static tandem_status create_parts(tandem_pipeline *p) {
         .data_dev = o->data_dev,
         .model_dev = o->model_dev,
         .times = &p->times,
+        .shard_world = o->shard_world,
+        .shard_rank = o->shard_rank,
+        .shard_chunk = o->shard_chunk,
     };
     TANDEM_TRY(tandem_loader_create(&lc, &p->loader));
     if (o->start_pos.epoch || o->start_pos.index) TANDEM_TRY(tandem_loader_set_pos(p->loader, o->start_pos));

@@ -44,6 +44,10 @@ typedef struct tandem_pipeline_options {
     tandem_stream *consumer_stream; /* model-device stream the consumer works on; NULL: the
                                        pipeline creates one (tandem_pipeline_consumer_stream) */
     tandem_sampler_pos start_pos;   /* where the sampler starts (resume); {0, 0} = beginning */
+    /* data-parallel: this rank's shard of the sampler's stream, runs of shard_chunk items
+       (tandem_sampler_shard); shard_world <= 1 (default): the whole stream */
+    int shard_world, shard_rank;
+    int64_t shard_chunk;
     /* debug and test options */
     int poison_on_release;          /* fill a released slot's mels with NaN */
     int force_staged;               /* stage ring copies through pinned memory even with peer access */

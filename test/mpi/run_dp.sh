@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# run_dp.sh TEST_DP — data-parallel training on the host under `mpirun -np 2` (loopback), as
+# make test runs it (check_dp_2_ranks; test/mpi/test_dp.c):
+#   1. test_dp: 2 ranks match one device with the same global batch; resume on the same world
+#      size is exact. Bounded by timeout (a hang is a failure, not a stuck make test).
+#   2. test_dp kill: rank 1 dies by SIGKILL at step 3; mpirun must end rank 0 and the job with
+#      a non-zero status and a message naming the dead rank, within LIMIT seconds.
+# As root OpenMPI needs --allow-run-as-root (here: its two environment variables); more ranks
+# than cores need --oversubscribe (the 2-core CI machine).
+set -u
+prog=$1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export TANDEM_HOST_THREADS=1 # two ranks share two cores
+limit=60
+# the test's directories (a killed run cannot remove its own) go under one removed at the end
+TMPDIR=$(mktemp -d); export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+timeout 600 mpirun -np 2 --oversubscribe "$prog" || { echo "FAIL: test_dp under mpirun -np 2 (status $?)"; exit 1; }
+
+out=$TMPDIR/kill.log
+t0=$(date +%s)
+timeout $((limit * 2)) mpirun -np 2 --oversubscribe "$prog" kill >"$out" 2>&1
+rc=$?
+took=$(( $(date +%s) - t0 ))
+if [ "$rc" = 124 ]; then
+    echo "FAIL: a killed rank left the job running past $((limit * 2)) s (a hang)"; cat "$out"; exit 1
+fi
+if [ "$rc" = 0 ]; then echo "FAIL: the job with a killed rank ended with status 0"; cat "$out"; exit 1; fi
+if ! grep -Eq "rank 1 .*(signal 9|Killed)|signal 9 \(Killed\)" "$out"; then
+    echo "FAIL: mpirun's output does not name the killed rank (rank 1, signal 9):"; cat "$out"; exit 1
+fi
+if grep -q "training ended" "$out"; then
+    echo "FAIL: rank 0 finished training by itself (it should have been ended):"; cat "$out"; exit 1
+fi
+if [ "$took" -gt "$limit" ]; then
+    echo "FAIL: the job took ${took} s to end after rank 1 died; expected under ${limit} s"; cat "$out"; exit 1
+fi
+echo "[ dp ] rank 1 killed at step 3: mpirun ended the job in ${took} s (limit ${limit} s), status $rc:"
+grep -E "signal 9|Killed" "$out" | head -2 | sed 's/^/    /'
+echo "OK: data-parallel on the host under mpirun -np 2"
