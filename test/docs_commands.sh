@@ -38,6 +38,11 @@ if [ "$mode" = sanitized ]; then
   allow+=("cc -I runtime |links build/libtandem.a with a plain cc: this build's archive is sanitized (needs the sanitizer runtime); the plain make test runs it")
 fi
 
+# A host-only build (no nvcc: an empty fatbin) cannot run the stand-in driver's commands.
+if [ ! -s "$build/tandem.fatbin" ]; then
+  allow+=("LD_LIBRARY_PATH=build/test/fakecuda|this build is host-only (empty fatbin): the stand-in driver runs the fatbin's kernels; a build with nvcc runs it")
+fi
+
 skip_reason() {
   local cmd=$1 entry
   for entry in "${allow[@]}"; do

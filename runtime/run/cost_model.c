@@ -320,17 +320,18 @@ static tandem_status write_report(const cost_sum *c, const tandem_model *m, cons
     return TANDEM_OK;
 }
 
-/* Record one step of cfg and price it on o's GPU into c (c->sec owned by the caller: tandem_free);
- * *r (closed by the caller) keeps the entries alive. */
+/* Record one step of cfg and price it on o's GPU (o NULL: the defaults) into c; release with
+ * price_release (*r keeps the entries alive). */
 static tandem_status price_step(const tandem_config *cfg, const tandem_cost_options *o, cost_sum *c,
                                 tandem_cost_run **r) {
     memset(c, 0, sizeof *c);
     *r = NULL;
-    c->gpu = tandem_gpu_find(o->gpu ? o->gpu : "h100");
+    const char *gpu = o && o->gpu ? o->gpu : "h100";
+    c->gpu = tandem_gpu_find(gpu);
     if (!c->gpu)
-        return tandem_fail(TANDEM_E_INVALID, "cost: GPU '%s' is not known; expected one of %s", o->gpu,
+        return tandem_fail(TANDEM_E_INVALID, "cost: GPU '%s' is not known; expected one of %s", gpu,
                            tandem_gpu_keys());
-    c->tf32 = o->tf32 != 0;
+    c->tf32 = o && o->tf32;
     TANDEM_TRY(tandem_cost_run_open(cfg, NULL, r));
     TANDEM_TRY(tandem_cost_run_step(*r));
     c->e = tandem_cost_run_entries(*r, &c->n);
@@ -341,6 +342,11 @@ static tandem_status price_step(const tandem_config *cfg, const tandem_cost_opti
     return TANDEM_OK;
 }
 
+static void price_release(cost_sum *c, tandem_cost_run *r) {
+    tandem_free(c->sec);
+    if (r) tandem_cost_run_close(r);
+}
+
 tandem_status tandem_cost_report(const tandem_config *cfg, const tandem_cost_options *o, char *buf, size_t cap,
                                  size_t *len) {
     if (len) *len = 0;
@@ -348,7 +354,7 @@ tandem_status tandem_cost_report(const tandem_config *cfg, const tandem_cost_opt
     if (!cfg || (!buf && cap)) return tandem_fail(TANDEM_E_INVALID, "tandem_cost_report: NULL argument");
     tandem_cost_options def;
     tandem_cost_options_init(&def);
-    if (!o) o = &def;
+    if (!o) o = &def; /* write_report reads its other fields */
     cost_sum c;
     tandem_cost_run *r = NULL;
     tandem_status st = price_step(cfg, o, &c, &r);
@@ -357,8 +363,7 @@ tandem_status tandem_cost_report(const tandem_config *cfg, const tandem_cost_opt
         st = write_report(&c, tandem_cost_run_model(r), o, &out);
         if (len) *len = out.len;
     }
-    tandem_free(c.sec);
-    if (r) tandem_cost_run_close(r);
+    price_release(&c, r);
     return st;
 }
 
@@ -366,21 +371,17 @@ tandem_status tandem_cost_estimate_step(const tandem_config *cfg, const tandem_c
                                         tandem_cost_estimate *out) {
     if (!cfg || !out) return tandem_fail(TANDEM_E_INVALID, "tandem_cost_estimate_step: NULL argument");
     memset(out, 0, sizeof *out);
-    tandem_cost_options def;
-    tandem_cost_options_init(&def);
-    if (!o) o = &def;
     cost_sum c;
     tandem_cost_run *r = NULL;
     tandem_status st = price_step(cfg, o, &c, &r);
     if (st == TANDEM_OK) {
-        snprintf(out->gpu, sizeof out->gpu, "%s", o->gpu ? o->gpu : "h100");
+        snprintf(out->gpu, sizeof out->gpu, "%s", c.gpu->key);
         out->launches = c.all.launches;
         out->graph_ms = step_ms(&c, c.gpu->launch_graph_us);
         out->eager_ms = step_ms(&c, c.gpu->launch_eager_us);
         out->floor_ms = (c.min_flops_s > c.min_bytes_s ? c.min_flops_s : c.min_bytes_s) * 1e3;
         out->samples_per_s = out->graph_ms > 0 ? cfg->batch_size * cfg->grad_accum / (out->graph_ms * 1e-3) : 0;
     }
-    tandem_free(c.sec);
-    if (r) tandem_cost_run_close(r);
+    price_release(&c, r);
     return st;
 }

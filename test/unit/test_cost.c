@@ -39,6 +39,7 @@
 #include "tandem.h"
 #include "test/fakecuda/fakecuda.h"
 #include "test/fixtures.h"
+#include "test/testutil.h"
 #include "tools/env_options.h"
 
 #define FAKECUDA_DIR TANDEM_TEST_BUILD_DIR "/test/fakecuda"
@@ -156,6 +157,7 @@ static void compare_records(const tandem_rec_entry *a, int64_t na, const tandem_
 }
 
 static void standin_vs_dry(int small_bf16) {
+    if (!tandem_test_have_fatbin()) skip(); /* host-only build: the stand-in runs the fatbin's kernels */
     if (access(DRIVER, R_OK) != 0 || access(CUBLASLT, R_OK) != 0)
         fail_msg("the stand-in driver is not built (%s); build it with make test-build", DRIVER);
     tandem_config cfg;
