@@ -36,6 +36,34 @@ tandem_status tandem_buckets_choose(const uint32_t *lengths, uint32_t count, uin
     return TANDEM_OK;
 }
 
+tandem_status tandem_buckets_for_index(const tandem_text_index *ix, int buckets, int max_frames, int reduction,
+                                       uint32_t *lengths, uint32_t *frames, uint32_t *out_k, double *real) {
+    *out_k = 0;
+    if (real) *real = 1.0;
+    const uint32_t n = ix->n_train;
+    if (buckets <= 1 && !lengths && !real) return TANDEM_OK;
+    uint32_t *len = lengths ? lengths : tandem_malloc(sizeof(uint32_t) * (n ? n : 1));
+    if (!len) return tandem_fail(TANDEM_E_NOMEM, "buckets: %u lengths", n);
+    for (uint32_t i = 0; i < n; i++) {
+        /* one frame of slack: a resampled file's decoded length may differ from its header's
+           by a sample, and a row too short for it would skip it for the epoch */
+        const uint32_t s = ix->utts[ix->train[i]].n_samples, f = s / TANDEM_MEL_HOP + 1;
+        len[i] = s == 0 || f > (uint32_t)max_frames ? (uint32_t)max_frames : f;
+    }
+    tandem_status st = TANDEM_OK;
+    if (buckets > 1 && n > 0) {
+        st = tandem_buckets_choose(len, n, (uint32_t)buckets, (uint32_t)max_frames, (uint32_t)reduction, frames, out_k);
+        /* the last class holds the longest utterance (<= max_frames): planned at max_frames */
+        if (st == TANDEM_OK) frames[*out_k - 1] = (uint32_t)max_frames;
+        if (st == TANDEM_OK && real) *real = tandem_buckets_real_fraction(len, n, frames, *out_k);
+    } else if (real && n > 0) { /* one shape: max_frames */
+        const uint32_t mf = (uint32_t)max_frames;
+        *real = tandem_buckets_real_fraction(len, n, &mf, 1);
+    }
+    if (!lengths) tandem_free(len);
+    return st;
+}
+
 static uint32_t class_of(uint32_t len, const uint32_t *frames, uint32_t k) {
     uint32_t c = 0;
     while (c + 1 < k && len > frames[c]) c++;

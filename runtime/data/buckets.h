@@ -13,7 +13,8 @@
  * epoch). Position = (epoch, batch index): setting it rebuilds the same remaining batches.
  * Owns: copies of the items and their classes, the epoch plan; allocated at init, so next/set
  * allocate nothing. Not thread-safe: callers serialise.
- * Not yet wired into the pipeline/trainer (see STATUS: issue 14 bucketing).
+ * Wired: the loader draws its batches from it when the config's `buckets` > 1 (loader.h), the
+ * model plans every class (model.h, class_frames), the trainer keeps its position.
  */
 #ifndef TANDEM_RUNTIME_BUCKETS_H
 #define TANDEM_RUNTIME_BUCKETS_H
@@ -21,6 +22,7 @@
 #include <stdint.h>
 
 #include "runtime/data/sampler.h"
+#include "runtime/data/text_index.h"
 
 #define TANDEM_BUCKETS_MAX 8
 
@@ -28,6 +30,17 @@
  * distinct values; *out_k receives k'. Allocates a sorted copy (index time only). */
 tandem_status tandem_buckets_choose(const uint32_t *lengths, uint32_t count, uint32_t k, uint32_t max_frames,
                                     uint32_t round, uint32_t *out_frames, uint32_t *out_k);
+
+/* A run's shape classes (length bucketing): buckets <= 1: none (*out_k = 0). Otherwise the
+ * classes of tandem_buckets_choose over the frame counts of ix's training utterances
+ * (n_samples / hop + 1, a frame of slack for a resampled file's length; an unscanned one
+ * counts as max_frames), rounded up to reduction, the largest
+ * always max_frames (the shape every tensor is planned for). lengths (may be NULL): [n_train]
+ * receives the frame counts; *real (may be NULL) the real-frame fraction they give (without
+ * classes: that of max_frames alone). Allocates a
+ * scratch copy (index time only). */
+tandem_status tandem_buckets_for_index(const tandem_text_index *ix, int buckets, int max_frames, int reduction,
+                                       uint32_t *lengths, uint32_t *frames, uint32_t *out_k, double *real);
 
 /* Real frames / planned frames (0..1) when every item is padded to its class (no carry-up). */
 double tandem_buckets_real_fraction(const uint32_t *lengths, uint32_t count, const uint32_t *frames, uint32_t k);
