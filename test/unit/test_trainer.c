@@ -105,6 +105,7 @@ typedef struct step_log {
     double loss[64];
     int skipped[64];
     int frames[64]; /* the step's batch shape (length bucketing) */
+    uint64_t allocs[64]; /* the runtime's allocation counter after the step */
 } step_log;
 
 static void on_step(void *ctx, const tandem_step_metrics *r) {
@@ -113,6 +114,7 @@ static void on_step(void *ctx, const tandem_step_metrics *r) {
         l->loss[l->n] = r->loss;
         l->skipped[l->n] = r->skipped;
         l->frames[l->n] = r->frames;
+        l->allocs[l->n] = tandem_alloc_count();
     }
     l->n++;
 }
@@ -351,7 +353,8 @@ static void test_resume_bit_identical(void **state) {
 
 /* Length bucketing (issue 14): `buckets: 3` on 9 utterances of 3 .. 32 frames: every step's batch
  * has one of at most 3 shapes (multiples of r, the largest max_frames), more than one is used,
- * and the run's real-frame share is above the unbucketed run's; 8 steps straight vs 4 + resume
+ * the run's real-frame share is above the unbucketed run's, and the allocation counter stays
+ * put from the first step on; 8 steps straight vs 4 + resume
  * + 4 give bit-identical losses (the bucket sampler's position is in the checkpoint).
  * `buckets: 1` is off: its losses equal `buckets: 0`'s bit for bit. */
 static void test_bucketing(void **state) {
@@ -390,6 +393,7 @@ static void test_bucketing(void **state) {
         distinct += shapes[f]++ == 0;
     }
     assert_true(distinct >= 2 && distinct <= 3);
+    for (int i = 1; i < MAX_STEPS; i++) assert_int_equal(lg[2].allocs[i], lg[2].allocs[0]); /* none after commit */
     assert_memory_equal(lg[2].loss, lg[3].loss, sizeof lg[2].loss[0] * MAX_STEPS);
     printf("real frames: off %.1f %%, buckets 3 %.1f %% (resumed half %.1f %%); %d shapes\n", s[0].real_frames_pct,
            s[2].real_frames_pct, s[3].real_frames_pct, distinct);
