@@ -27,7 +27,8 @@
  * (runtime/run/dataset.h) looks at the trainer's stop flag every 50 ms.
  * Owns: the threads, decoders, pinned buffers (the staged batch blocks "loader.<i>" of
  * runtime/data/plan_layout.h, on the data device; all allocated at create, before any pool is
- * committed), their events and the sampler.
+ * committed), their events and the sampler (the plain one, or with length bucketing the
+ * bucket sampler of buckets.h).
  */
 #ifndef TANDEM_RUNTIME_LOADER_H
 #define TANDEM_RUNTIME_LOADER_H
