@@ -16,6 +16,7 @@ MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null || $(MPICC) --showme:
 # mpi.h, and every link of libtandem.a (CLI, tests, tandem.pc) gets MPI's libraries.
 $(BUILD)/obj/platform/host/host_mpi.o: CFLAGS += $(MPI_CFLAGS) -DTANDEM_HAVE_MPI=1
 DEP_LIBS += $(MPI_LIBS)
+$(PCFILE): mk/46-mpi.mk
 
 $(TEST_BIN_DIR)/mpi_smoke: test/mpi/mpi_smoke.c
 	@mkdir -p $(dir $@)
@@ -33,8 +34,8 @@ $(TEST_BIN_DIR)/test_dp: test/mpi/test_dp.c $(TEST_FIXTURES) $(LIB) $(wildcard t
 	$(CC) $(TEST_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)
 
 TEST_BINS += $(TEST_BIN_DIR)/check_dp_2_ranks
-$(TEST_BIN_DIR)/check_dp_2_ranks: $(TEST_BIN_DIR)/test_dp test/mpi/run_dp.sh
-	@printf '#!/bin/sh\nexec bash %s %s\n' '$(abspath test/mpi/run_dp.sh)' '$(abspath $<)' > $@
+$(TEST_BIN_DIR)/check_dp_2_ranks: $(TEST_BIN_DIR)/test_dp test/mpi/run_dp.sh $(FAKENCCL_LIB)
+	@printf '#!/bin/sh\nexec bash %s %s %s\n' '$(abspath test/mpi/run_dp.sh)' '$(abspath $<)' '$(abspath $(FAKECUDA_DIR))' > $@
 	@chmod +x $@
 else
 # The same test names, each saying why it does not run (the count stays the same).

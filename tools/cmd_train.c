@@ -192,7 +192,7 @@ int cli_train(int argc, char **argv) {
     signal(SIGTERM, SIG_DFL);
     cli_progress_finish(&progress);
     const int rc = cli_fail("train", st);
-    print_summary(&sum);
+    if (launch.rank == 0) print_summary(&sum); /* data-parallel: rank 0 reports */
     tandem_trainer_destroy(t);
     return rc;
 }

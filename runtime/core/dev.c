@@ -421,6 +421,15 @@ tandem_status tandem_dev_broadcast(tandem_coll *c, tandem_stream *s, const tande
     return s->dev->ops->coll_broadcast(c, s, p, p, (size_t)n, tandem_tensor_dtype(t), root);
 }
 
+tandem_status tandem_dev_coll_share_id(tandem_device *host, tandem_coll *c, tandem_coll_id *id, int root) {
+    if (!host->ops->coll_broadcast) return no_coll(host, "collective id exchange");
+    if (strcmp(host->ops->name, "host") != 0)
+        return tandem_fail(TANDEM_E_INVALID, "collective id exchange: a %s device; expected a host device (its "
+                           "group broadcasts host memory)", host->ops->name);
+    const tandem_dptr p = (tandem_dptr)(uintptr_t)id->bytes; /* host "device" memory is host memory */
+    return host->ops->coll_broadcast(c, NULL, p, p, sizeof id->bytes, TANDEM_U8, root);
+}
+
 tandem_status tandem_dev_coll_check(tandem_device *dev, tandem_coll *c) {
     if (!dev->ops->coll_check) return no_coll(dev, "collective check");
     return dev->ops->coll_check(c);

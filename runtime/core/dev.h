@@ -207,5 +207,8 @@ tandem_status tandem_dev_all_reduce_sum(tandem_coll *c, tandem_stream *s, const 
 tandem_status tandem_dev_broadcast(tandem_coll *c, tandem_stream *s, const tandem_tensor *t,
                                    int64_t off, int64_t n, int root);
 tandem_status tandem_dev_coll_check(tandem_device *dev, tandem_coll *c);
+/* The launcher's path for another backend's unique id: root's *id copied into every rank's
+ * over c, a group of the host backend (MPI) on host device `host`; blocks. */
+tandem_status tandem_dev_coll_share_id(tandem_device *host, tandem_coll *c, tandem_coll_id *id, int root);
 
 #endif

@@ -1,6 +1,8 @@
 /* dp.c — data-parallel training across ranks (dp.h). */
 #include "runtime/run/dp.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "platform/os/log.h"
@@ -24,10 +26,34 @@ static tandem_status failed(tandem_dp *dp, tandem_status st) {
     return st;
 }
 
+/* The group's unique id on every rank. Host: MPI's world needs none. Other backends (NCCL): rank
+ * 0 makes it, and it reaches the others through the launcher's MPI (a host group, closed after). */
+static tandem_status unique_id(tandem_dp *dp, tandem_coll_id *id) {
+    memset(id, 0, sizeof *id);
+    tandem_device_info info;
+    TANDEM_TRY(tandem_device_get_info(dp->dev, &info));
+    if (info.backend == TANDEM_BACKEND_HOST) return tandem_dev_coll_unique_id(dp->dev, id);
+    if (dp->rank == 0) TANDEM_TRY(tandem_dev_coll_unique_id(dp->dev, id));
+    tandem_device *h = NULL;
+    tandem_coll *hc = NULL;
+    tandem_coll_id none;
+    tandem_status st = tandem_device_open(TANDEM_BACKEND_HOST, 0, &h);
+    if (st == TANDEM_OK) st = tandem_dev_coll_unique_id(h, &none);
+    if (st == TANDEM_OK) st = tandem_dev_coll_open(h, &none, dp->world, dp->rank, &hc);
+    if (st == TANDEM_OK) st = tandem_dev_coll_share_id(h, hc, id, 0);
+    if (hc) tandem_dev_coll_close(h, hc, st != TANDEM_OK);
+    if (h) tandem_device_close(h);
+    if (st == TANDEM_OK) return TANDEM_OK;
+    char why[768];
+    snprintf(why, sizeof why, "%s", tandem_last_error());
+    return tandem_fail(st, "data-parallel on %s devices: handing rank 0's collective id to the others through "
+                       "MPI: %s", info.backend == TANDEM_BACKEND_CUDA ? "CUDA" : "other", why);
+}
+
 tandem_status tandem_dp_open(tandem_dp *dp, tandem_stream *s, tandem_model *m) {
     if (dp->world <= 1) return TANDEM_OK;
     tandem_coll_id id;
-    TANDEM_TRY(tandem_dev_coll_unique_id(dp->dev, &id)); /* MPI: empty; NCCL across processes: to do */
+    TANDEM_TRY(unique_id(dp, &id));
     TANDEM_TRY(tandem_dev_coll_open(dp->dev, &id, dp->world, dp->rank, &dp->coll));
     /* rank 0's parameters everywhere (a seeded init or the same checkpoint already agree; this
        makes it so whatever the start) */
@@ -73,4 +99,19 @@ tandem_sampler_pos tandem_dp_step_pos(const tandem_dp *dp, int64_t steps, int64_
 void tandem_dp_close(tandem_dp *dp, int failed_run) {
     if (dp->coll) tandem_dev_coll_close(dp->dev, dp->coll, dp->failed || failed_run);
     dp->coll = NULL;
+}
+
+tandem_status tandem_dp_check_resume(const tandem_st_file *f, const char *path, int world, int force) {
+    const char *v = tandem_st_meta_find(f, TANDEM_DP_KEY_WORLD_SIZE);
+    const long was = v ? strtol(v, NULL, 10) : 1;
+    const int now = world > 1 ? world : 1;
+    if (was == now) return TANDEM_OK;
+    if (!force)
+        return tandem_fail(TANDEM_E_INVALID, "resume %s: trained on %ld rank%s, now %d: the global batch (ranks x "
+                           "grad_accum x batch_size) and the data order would change; resume on %ld rank%s, or "
+                           "pass --force-resume to go on with %d", path, was, was == 1 ? "" : "s", now, was,
+                           was == 1 ? "" : "s", now);
+    tandem_logf(TANDEM_LOG_WARN, "resume %s: trained on %ld rank%s, now %d (--force-resume): the global batch and "
+                "the data order change from here", path, was, was == 1 ? "" : "s", now);
+    return TANDEM_OK;
 }

@@ -27,6 +27,7 @@
 
 #include "runtime/core/dev.h"
 #include "runtime/data/sampler.h"
+#include "runtime/formats/safetensors.h"
 #include "runtime/model/model.h"
 
 typedef struct tandem_dp {
@@ -37,6 +38,13 @@ typedef struct tandem_dp {
     int failed;             /* a collective failed: close aborts */
     tandem_sampler_pos start; /* the sampler position this run started from */
 } tandem_dp;
+
+/* The checkpoint metadata key holding the ranks a run trained on (absent: 1). */
+#define TANDEM_DP_KEY_WORLD_SIZE "world_size"
+
+/* A resume on another world size changes the global batch (and so what a step means): refused
+ * naming both unless force (then a warning). f: the resume checkpoint, path: its run directory. */
+tandem_status tandem_dp_check_resume(const tandem_st_file *f, const char *path, int world, int force);
 
 /* world/rank from the trainer's options; checks them. */
 tandem_status tandem_dp_declare(tandem_dp *dp, int world, int rank, tandem_device *dev, tandem_pool *pool,

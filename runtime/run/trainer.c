@@ -138,6 +138,7 @@ static tandem_status open_data(tandem_trainer *t) {
                                         &t->st, &t->next_pos));
         /* the one taken may be older than the one build checked (a sampler position out of range) */
         TANDEM_TRY(tandem_resume_check(t->resume_file, t->opt.resume_dir, &t->cfg, t->opt.force_resume, 1));
+        TANDEM_TRY(tandem_dp_check_resume(t->resume_file, t->opt.resume_dir, t->opt.world_size, t->opt.force_resume));
     }
     TANDEM_TRY(tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir));
     if (t->val.have_index && !tandem_text_index_same_speakers(&t->ix, &t->val.vix))
@@ -162,6 +163,11 @@ static tandem_status open_devices(tandem_trainer *t) {
     TANDEM_TRY(tandem_roles_open(t->opt.backend, t->cfg.data_gpu, t->cfg.model_gpu, &t->data_dev,
                                  &t->model_dev, t->devices, sizeof t->devices));
     if (t->cfg.force_staged) tandem_roles_note_force_staged(t->devices, sizeof t->devices);
+    if (t->opt.world_size > 1) { /* data-parallel: say which replica this is */
+        const size_t n = strlen(t->devices);
+        snprintf(t->devices + n, sizeof t->devices - n, "; data-parallel rank %d of %d", t->opt.rank,
+                 t->opt.world_size);
+    }
     device_name(t->model_dev, t->model_name, sizeof t->model_name);
     device_name(t->data_dev, t->data_name, sizeof t->data_name);
     TANDEM_TRY(tandem_stream_create(t->model_dev, &t->s));
@@ -259,6 +265,7 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     TANDEM_TRY(create_graphs(t, dims));
     TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, &t->ix, t->s, t->resume_file || t->init_file));
     if (t->resume_file) tandem_run_ckpt_resumed(&t->ck, t->resume_file, t->st.step);
+    t->ck.world_size = t->opt.world_size > 1 ? t->opt.world_size : 1;
     TANDEM_TRY(tandem_run_ckpt_freeze(&t->ck, t->resume_file, t->opt.freeze));
     TANDEM_TRY(tandem_freeze_spans(&t->model, t->ck.freeze, &t->frozen, &t->optim.n_frozen));
     t->optim.frozen = t->frozen;
@@ -561,7 +568,7 @@ static tandem_status read_back(tandem_trainer *t) {
 static void fill_metrics(tandem_trainer *t, tandem_step_metrics *m, double step_ms, double wait, double audio_s,
                          const tandem_step_times *tm) {
     const tandem_model_dims *d = &t->model.dims;
-    const double samples = (double)d->batch * d->micro_batches;
+    const double samples = (double)d->batch * d->micro_batches * (t->dp.world > 1 ? t->dp.world : 1); /* global */
     const tandem_step_result *res = &t->last;
     memset(m, 0, sizeof *m);
     m->step = t->st.step;
@@ -664,7 +671,7 @@ static void account(tandem_trainer *t, run_totals *r, tandem_step_metrics *m) {
     m->step_cv = tandem_step_timer_cv(&t->timer);
     if (S->steps_run > 2) { /* past warm-up */
         r->sum_step += m->step_ms;
-        r->sum_samples += (double)t->model.dims.batch * t->model.dims.micro_batches;
+        r->sum_samples += (double)t->model.dims.batch * t->model.dims.micro_batches * (t->dp.world > 1 ? t->dp.world : 1);
         r->n_meas++;
         if (m->model_busy_pct >= 0) { /* measured: a read-back step on CUDA, every step on the host */
             r->sum_step_meas += m->step_ms;

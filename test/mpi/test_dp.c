@@ -4,7 +4,8 @@
  *           2, grad_accum 4 (the same 8 utterances per step, the same micro-batch order): the
  *           losses of 10 steps within 1e-5 relative, and bit-identical on both ranks
  *   resume  5 steps, then a resume on the same world size to 10: the last 5 losses equal those
- *           of the uninterrupted 2-rank run exactly; rank 0 alone wrote the run directory
+ *           of the uninterrupted 2-rank run exactly; a resume on 1 rank is refused naming both
+ *           world sizes; rank 0 alone wrote the run directory
  * `test_dp kill`: both ranks train; rank 1 kills itself (SIGKILL, as an OOM killer would) at
  * step 3; run_dp.sh checks that mpirun ends the job with an error naming it, in bounded time.
  * Rank 0 writes the corpus and tells rank 1 where (MPI_Bcast): MPI is this test's own too. */
@@ -30,6 +31,7 @@
 #define TOL 1e-5
 
 static int rank, world;
+static tandem_backend backend = TANDEM_BACKEND_HOST; /* `test_dp cuda`: the stand-in driver and NCCL */
 static char root[256];
 static uint64_t seed;
 
@@ -67,7 +69,7 @@ static void on_step(void *ctx, const tandem_step_metrics *m) {
 static tandem_status train(const tandem_config *cfg, int ranks, const char *resume, int64_t run_steps, step_log *log) {
     tandem_trainer_options o;
     tandem_trainer_options_init(&o);
-    o.backend = TANDEM_BACKEND_HOST;
+    o.backend = backend;
     o.world_size = ranks;
     o.rank = ranks > 1 ? rank : 0;
     o.resume_dir = resume;
@@ -112,8 +114,8 @@ static void test_match_single_device(void **state) {
                 fail_msg("step %d: %d ranks loss %.9g, one device %.9g (rel %.3g); expected within %g", i + 1,
                          world, dp.loss[i], ref.loss[i], rel, TOL);
         }
-        printf("[ dp ] %d ranks vs one device with the same global batch: %d steps, worst relative loss "
-               "difference %.3g (limit %g); loss %.6g -> %.6g\n", world, STEPS, worst, TOL, dp.loss[0],
+        printf("[ dp%s ] %d ranks vs one device with the same global batch: %d steps, worst relative loss "
+               "difference %.3g (limit %g); loss %.6g -> %.6g\n", backend == TANDEM_BACKEND_CUDA ? " cuda" : "", world, STEPS, worst, TOL, dp.loss[0],
                dp.loss[STEPS - 1]);
         /* rank 0 alone wrote the run directory (no second metrics stream, no rank-1 files) */
         char p[600];
@@ -149,6 +151,18 @@ static void test_resume_same_world(void **state) {
                      b.loss[i], full.loss[5 + i]);
     }
     if (rank == 0) printf("[ dp ] resume at step 5 on %d ranks: steps 6..10 bit-identical\n", world);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) { /* another world size: refused, naming both */
+        step_log c = {0};
+        tandem_status st = train(&cfg, 1, cfg.out, 0, &c);
+        assert_int_equal(st, TANDEM_E_INVALID);
+        char want[64];
+        snprintf(want, sizeof want, "trained on %d ranks, now 1", world);
+        if (!strstr(tandem_last_error(), want) || !strstr(tandem_last_error(), "--force-resume"))
+            fail_msg("resume on 1 rank of a %d-rank run: \"%s\"; expected it refused naming both and "
+                     "--force-resume", world, tandem_last_error());
+        assert_int_equal(c.n, 0);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -198,9 +212,18 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_match_single_device),
         cmocka_unit_test(test_resume_same_world),
     };
-    char name[32];
-    snprintf(name, sizeof name, "test_dp rank %d", rank);
-    rc = cmocka_run_group_tests_name(name, tests, NULL, NULL);
+    const struct CMUnitTest cuda_tests[] = {
+        cmocka_unit_test(test_match_single_device),
+    };
+    /* cuda: each rank one stand-in CUDA data device and one model device, NCCL (the stand-in
+       libnccl.so.2) across the processes, the id from rank 0 through MPI; emulated kernels are
+       slow, so the match alone */
+    const int cuda = argc > 1 && !strcmp(argv[1], "cuda");
+    if (cuda) backend = TANDEM_BACKEND_CUDA;
+    char name[40];
+    snprintf(name, sizeof name, "test_dp%s rank %d", cuda ? " cuda" : "", rank);
+    rc = cuda ? cmocka_run_group_tests_name(name, cuda_tests, NULL, NULL)
+              : cmocka_run_group_tests_name(name, tests, NULL, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0 && rc == 0) tandem_test_rmtree(root);
     MPI_Finalize();
