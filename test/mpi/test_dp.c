@@ -6,6 +6,8 @@
  *   resume  5 steps, then a resume on the same world size to 10: the last 5 losses equal those
  *           of the uninterrupted 2-rank run exactly; a resume on 1 rank is refused naming both
  *           world sizes; rank 0 alone wrote the run directory
+ *   nonfinite  NaN gradients on rank 1 alone: every rank skips the same steps and stops with
+ *           the same error (the skip is decided on the all-reduced gradient)
  * `test_dp kill`: both ranks train; rank 1 kills itself (SIGKILL, as an OOM killer would) at
  * step 3; run_dp.sh checks that mpirun ends the job with an error naming it, in bounded time.
  * Rank 0 writes the corpus and tells rank 1 where (MPI_Bcast): MPI is this test's own too. */
@@ -66,6 +68,8 @@ static void on_step(void *ctx, const tandem_step_metrics *m) {
     if (l->kill_at > 0 && m->step == l->kill_at) raise(SIGKILL);
 }
 
+static int64_t nan_from = -1, nan_count; /* the trainer's non-finite test hook, this rank only */
+
 static tandem_status train(const tandem_config *cfg, int ranks, const char *resume, int64_t run_steps, step_log *log) {
     tandem_trainer_options o;
     tandem_trainer_options_init(&o);
@@ -76,6 +80,7 @@ static tandem_status train(const tandem_config *cfg, int ranks, const char *resu
     o.run_steps = run_steps;
     o.on_step = on_step;
     o.on_step_user = log;
+    o.nonfinite_from = nan_from, o.nonfinite_count = nan_count;
     tandem_trainer_summary sum;
     return tandem_test_train_run(cfg, &o, &sum);
 }
@@ -166,6 +171,26 @@ static void test_resume_same_world(void **state) {
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* Non-finite gradients on rank 1 alone (from step 3 on): the all-reduced gradient is
+ * non-finite on every rank, so every rank skips the same steps and ends at max_nonfinite with
+ * the same error and the same steps reported: the ranks never disagree about a step. */
+static void test_nonfinite_one_rank(void **state) {
+    (void)state;
+    tandem_config cfg;
+    config(&cfg, "nan", 2);
+    CHECK(tandem_config_set(&cfg, "max_nonfinite", "3"));
+    step_log l = {0};
+    if (rank == 1) nan_from = 2, nan_count = 100;
+    tandem_status st = train(&cfg, world, NULL, 0, &l);
+    nan_from = -1, nan_count = 0;
+    assert_int_equal(st, TANDEM_E_INVALID);
+    if (!strstr(tandem_last_error(), "non-finite steps in a row"))
+        fail_msg("rank %d: \"%s\"; expected the max_nonfinite error", rank, tandem_last_error());
+    assert_int_equal(l.n, 5); /* 2 good steps, 3 skipped */
+    check_ranks_agree(&l);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* Rank 1 dies at step 3 of a long run; mpirun must end rank 0 (run_dp.sh checks how). */
 static int run_kill(void) {
     tandem_config cfg;
@@ -211,6 +236,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_match_single_device),
         cmocka_unit_test(test_resume_same_world),
+        cmocka_unit_test(test_nonfinite_one_rank),
     };
     const struct CMUnitTest cuda_tests[] = {
         cmocka_unit_test(test_match_single_device),
