@@ -352,8 +352,8 @@ uint8_t *tandem_tensor_u8(const tandem_tensor *t) { return (uint8_t *)typed(t, T
 
 static tandem_status no_coll(const tandem_device *dev, const char *op) {
     return tandem_fail(TANDEM_E_UNSUPPORTED,
-                       "%s: the %s backend has no collectives yet (cuda: NCCL; host: MPI, not built); "
-                       "expected cuda devices for data-parallel training", op, dev->ops->name);
+                       "%s: the %s backend has no collectives; data-parallel training needs cuda (NCCL) or "
+                       "host (MPI) devices", op, dev->ops->name);
 }
 
 tandem_status tandem_dev_coll_unique_id(tandem_device *dev, tandem_coll_id *out) {

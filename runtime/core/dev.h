@@ -189,8 +189,8 @@ typedef struct tandem_dev_op_profile {
 tandem_status tandem_dev_op_profile_attach(tandem_dev_op_profile *p);
 
 /* ---- collectives across model devices (platform/device.h tandem_coll; docs/SCALING.md) -------
- * Backends without collectives (host until MPI is built) answer TANDEM_E_UNSUPPORTED naming
- * the backend. The reductions run in place on n elements of a committed f32 or bf16 tensor
+ * A backend without collectives (host built without MPI) answers TANDEM_E_UNSUPPORTED naming
+ * the backend and the way out. The reductions run in place on n elements of a committed f32 or bf16 tensor
  * from element off, on s (of the tensor's device), queued: failures seen while they run are
  * reported by tandem_dev_coll_check. Every rank makes the same calls in the same order. */
 tandem_status tandem_dev_coll_unique_id(tandem_device *dev, tandem_coll_id *out);
