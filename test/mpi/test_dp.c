@@ -6,6 +6,7 @@
  *   resume  5 steps, then a resume on the same world size to 10: the last 5 losses equal those
  *           of the uninterrupted 2-rank run exactly; a resume on 1 rank is refused naming both
  *           world sizes; rank 0 alone wrote the run directory
+ *   stop    a stop request on rank 1 alone stops every rank at the same step
  *   nonfinite  NaN gradients on rank 1 alone: every rank skips the same steps and stops with
  *           the same error (the skip is decided on the all-reduced gradient)
  * `test_dp kill`: both ranks train; rank 1 kills itself (SIGKILL, as an OOM killer would) at
@@ -57,7 +58,8 @@ static void config(tandem_config *cfg, const char *out, int grad_accum) {
 }
 
 typedef struct step_log {
-    int n, kill_at;
+    int n, kill_at, stop_at;
+    tandem_trainer *t; /* for stop_at */
     double loss[64];
 } step_log;
 
@@ -66,6 +68,7 @@ static void on_step(void *ctx, const tandem_step_metrics *m) {
     if (l->n < 64) l->loss[l->n] = m->loss;
     l->n++;
     if (l->kill_at > 0 && m->step == l->kill_at) raise(SIGKILL);
+    if (l->stop_at > 0 && m->step == l->stop_at) tandem_trainer_request_stop(l->t);
 }
 
 static int64_t nan_from = -1, nan_count; /* the trainer's non-finite test hook, this rank only */
@@ -171,6 +174,37 @@ static void test_resume_same_world(void **state) {
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* A stop request on rank 1 alone (at step 3, as Ctrl-C on one process would): every rank stops
+ * at the next step boundary, the same step, and rank 0 writes the last checkpoint there. */
+static void test_stop_one_rank(void **state) {
+    (void)state;
+    tandem_config cfg;
+    config(&cfg, "stop", 2);
+    CHECK(tandem_config_set(&cfg, "checkpoint_every", "0"));
+    step_log l = {0};
+    if (rank == 1) l.stop_at = 3;
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = backend;
+    o.world_size = world, o.rank = rank;
+    o.on_step = on_step, o.on_step_user = &l;
+    CHECK(tandem_trainer_create(&cfg, &o, &l.t));
+    tandem_trainer_summary sum;
+    CHECK(tandem_trainer_run(l.t, &sum));
+    tandem_trainer_destroy(l.t);
+    assert_int_equal(l.n, 3);
+    assert_int_equal(sum.last_step, 3);
+    assert_int_equal(sum.stopped_by_request, 1);
+    check_ranks_agree(&l);
+    if (rank == 0) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/stop/ckpt-00000003.safetensors", root);
+        struct stat sb;
+        if (stat(p, &sb) != 0) fail_msg("%s: missing; expected rank 0's checkpoint of the stop step", p);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* Non-finite gradients on rank 1 alone (from step 3 on): the all-reduced gradient is
  * non-finite on every rank, so every rank skips the same steps and ends at max_nonfinite with
  * the same error and the same steps reported: the ranks never disagree about a step. */
@@ -237,6 +271,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_match_single_device),
         cmocka_unit_test(test_resume_same_world),
         cmocka_unit_test(test_nonfinite_one_rank),
+        cmocka_unit_test(test_stop_one_rank),
     };
     const struct CMUnitTest cuda_tests[] = {
         cmocka_unit_test(test_match_single_device),
