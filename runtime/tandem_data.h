@@ -2,7 +2,8 @@
  * training alone (part of tandem.h; include tandem.h).
  *
  * A dataset is a directory in the LJSpeech layout: metadata.csv (id|text|normalized text) and
- * wavs/<id>.wav (or .flac, .ogg). Preparing it parses and checks every row, runs the text frontend
+ * wavs/<id>.wav (or .flac, .ogg), the generic id|speaker|text metadata.csv, or a VCTK or LibriTTS
+ * tree (docs/FORMATS.md, "dataset layouts"; found without metadata.csv, or named by dataset_layout). Preparing it parses and checks every row, runs the text frontend
  * on worker threads and stores the result in the persistent text cache, so a trainer opening the
  * same data later loads it in one read. The data run is `tandem pipeline`: the data device
  * featurises batches into the ring on the model device and a consumer checks and releases them.
@@ -30,8 +31,9 @@ extern "C" {
 
 /* Reasons a metadata row is skipped, in this order (tandem_data_skip_reason_name names them):
  * column count, bad id, duplicate id, no audio, empty text, bad UTF-8, unknown symbol, too long,
- * bad speaker. */
-#define TANDEM_DATA_SKIP_REASONS 9
+ * bad speaker, no text (directory layouts: audio without a transcript), unreadable text file
+ * (directory layouts: a transcript that is not a regular file, too large or unreadable). */
+#define TANDEM_DATA_SKIP_REASONS 11
 
 typedef struct tandem_data_prep_options {
     const char *data_dir;  /* required */
