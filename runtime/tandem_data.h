@@ -47,12 +47,18 @@ typedef struct tandem_data_prep_options {
     int check_audio;       /* 1 (default): require the audio files and read their durations */
     int use_cache;         /* 1 (default): read / write the text cache */
     const char *cache_dir; /* NULL (default): the index's default cache directory */
+    int layout;            /* 0 (default): auto; 1 LJSpeech, 2 generic, 3 VCTK, 4 LibriTTS (the
+                              config key dataset_layout; docs/FORMATS.md) */
+    int vctk_mic;          /* VCTK 0.92's microphone, 1 (default) or 2 */
 } tandem_data_prep_options;
 
 void tandem_data_prep_options_init(tandem_data_prep_options *o);
 
 typedef struct tandem_data_prep_report {
-    uint32_t rows;                   /* non-empty lines of metadata.csv */
+    uint32_t rows;                   /* non-empty lines of metadata.csv (directory layouts: utterances
+                                        listed, usable or not) */
+    int layout;                      /* the layout read: 1 LJSpeech, 2 generic, 3 VCTK, 4 LibriTTS */
+    uint32_t speakers;               /* the speaker table's size; 0: one speaker */
     uint32_t utterances, n_train, n_val;
     uint32_t skipped[TANDEM_DATA_SKIP_REASONS];
     uint32_t lang_en, lang_fa;
