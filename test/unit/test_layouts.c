@@ -290,6 +290,10 @@ static void test_hostile(void **state) {
     /* an id that could not be a file name elsewhere: control character */
     text_file(dir, "txt/p225/p225_\x01.txt", "red sun");
     audio_file(dir, "wav48/p225/p225_\x01.wav", 5);
+    /* a FIFO in place of audio: probed without blocking, the utterance kept without a length */
+    text_file(dir, "txt/p225/p225_006.txt", "we go");
+    snprintf(p, sizeof p, "%s/wav48/p225/p225_006.wav", dir);
+    assert_int_equal(mkfifo(p, 0600), 0);
     /* a second link to a walked speaker folder: walked once */
     snprintf(p, sizeof p, "%s/txt/p226", dir);
     assert_int_equal(symlink("p225", p), 0);
@@ -298,7 +302,9 @@ static void test_hostile(void **state) {
     tandem_text_index ix;
     CHECK(tandem_text_index_open(&c, &ix));
     printf("%s", tandem_test_log_text());
-    assert_int_equal(ix.count, 1);
+    assert_int_equal(ix.count, 2);
+    assert_int_equal(find(&ix, "p225_006")->n_samples, 0);
+    expect_log("txt/p225/p225_006.txt: audio unreadable, not used for training");
     assert_int_equal(ix.skipped[TANDEM_SKIP_BAD_TEXT_FILE], 2);
     assert_int_equal(ix.skipped[TANDEM_SKIP_BAD_UTF8], 1);
     assert_int_equal(ix.skipped[TANDEM_SKIP_BAD_ID], 1);
