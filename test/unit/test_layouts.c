@@ -34,6 +34,7 @@
 #include "tandem.h"
 #include "test/fixtures.h"
 #include "test/testutil.h"
+#include "test/tiny_corpus.h"
 
 static char tmpdir[256];
 static int setup(void **state) {
@@ -366,17 +367,7 @@ static void test_cache(void **state) {
 /* ---- training ---- */
 
 static void small_config(tandem_config *cfg, const char *train, const char *out) {
-    tandem_config_init(cfg);
-    static const char *const kv[][2] = {
-        {"model_size", "custom"}, {"d_model", "16"}, {"layers", "1"}, {"heads", "2"},
-        {"reduction", "2"}, {"max_text", "24"}, {"max_frames", "32"}, {"batch_size", "2"},
-        {"grad_accum", "1"}, {"num_workers", "1"}, {"prefetch_buffer_size", "3"},
-        {"lr", "0.003"}, {"warmup_steps", "2"}, {"log_every", "1"}, {"val_every", "0"},
-        {"keep", "3"}, {"max_steps", "2"}, {"checkpoint_every", "0"},
-    };
-    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) CHECK(tandem_config_set(cfg, kv[i][0], kv[i][1]));
-    snprintf(cfg->train_data, sizeof cfg->train_data, "%s", train);
-    snprintf(cfg->out, sizeof cfg->out, "%s", out);
+    tiny_corpus_train_config(cfg, train, out, 2);
 }
 
 static tandem_status train(const char *data, const char *out, const char *init_from, const char *lr) {
