@@ -232,7 +232,7 @@ tandem_status tandem_layout_add(tandem_layout_listing *l, const char *base, cons
     else
         st = read_text(l, base, src, &it);
     if (st != TANDEM_OK) return st;
-    l->items[l->n++] = it;
+    memcpy(&l->items[l->n++], &it, sizeof it); /* padding bytes too (zeroed): the items are hashed */
     return TANDEM_OK;
 }
 

@@ -93,9 +93,9 @@ static void list_add(char *b, size_t cap, size_t *fl, const char *name, size_t l
 
 /* Our rows filled from theirs by name into buf (our initialisation kept where they have none). */
 static void copy_rows(const tandem_st_info *x, const tandem_model_param *p, const sym_table *o, const sym_table *t,
-                      float *buf, int counts[4], char *fresh, size_t cap) {
+                      float *buf, int counts[4], char fresh[2][256]) {
     const size_t row = (size_t)p->shape[1] * sizeof(float);
-    size_t fl = 0;
+    size_t fl[2] = {0, 0};
     for (int64_t i = 0; i < (int64_t)o->n + o->n_spk; i++) {
         const char *spk = NULL;
         const int64_t j = their_row(o, t, i, &spk);
@@ -104,7 +104,8 @@ static void copy_rows(const tandem_st_info *x, const tandem_model_param *p, cons
             counts[spk ? 2 : 0]++;
         } else {
             counts[spk ? 3 : 1]++;
-            list_add(fresh, cap, &fl, spk ? spk : o->name[i], spk ? strlen(spk) : o->len[i]);
+            list_add(fresh[spk != NULL], sizeof fresh[0], &fl[spk != NULL], spk ? spk : o->name[i],
+                     spk ? strlen(spk) : o->len[i]);
         }
     }
 }
@@ -125,15 +126,15 @@ static tandem_status remap_with(const tandem_st_info *x, const tandem_st_file *f
     TANDEM_TRY(tandem_dev_download(s, buf, m->params, (size_t)p->offset * sizeof(float), row * (size_t)p->shape[0]));
     TANDEM_TRY(tandem_stream_sync(s));
     int c[4] = {0}; /* symbols copied, new; speakers copied, new */
-    char fresh[512] = "";
-    copy_rows(x, p, o, t, buf, c, fresh, sizeof fresh);
+    char fresh[2][256] = {"", ""};
+    copy_rows(x, p, o, t, buf, c, fresh);
     TANDEM_TRY(tandem_dev_upload(s, m->params, (size_t)p->offset * sizeof(float), buf, row * (size_t)p->shape[0]));
     TANDEM_TRY(tandem_stream_sync(s));
     tandem_logf(TANDEM_LOG_WARN, "init-from %s: " SYM_EMB " [%" PRId64 ", %" PRId64 "] here, [%" PRId64 ", %" PRId64
-                "] there: rows copied by name: %d symbols, %d speakers (of %u there); initialised afresh: %d new "
-                "symbol%s, %d new speaker%s%s%s", path, p->shape[0], p->shape[1], x->shape[0], x->shape[1], c[0],
-                c[2], t->n_spk, c[1], c[1] == 1 ? "" : "s", c[3], c[3] == 1 ? "" : "s", c[1] + c[3] ? ": " : "",
-                fresh);
+                "] there: %d rows copied by symbol name, %d new symbol%s initialised%s%s; speakers: %d rows copied by "
+                "name (of %u there), %d new speaker%s initialised%s%s", path, p->shape[0], p->shape[1], x->shape[0],
+                x->shape[1], c[0], c[1], c[1] == 1 ? "" : "s", c[1] ? ": " : "", fresh[0], c[2], t->n_spk, c[3],
+                c[3] == 1 ? "" : "s", c[3] ? ": " : "", fresh[1]);
     return TANDEM_OK;
 }
 
