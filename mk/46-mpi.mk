@@ -46,3 +46,10 @@ $(TEST_BIN_DIR)/check_dp_2_ranks:
 	@chmod +x $@
 $(info NOTE: building without MPI (TANDEM_HAVE_MPI=0: no mpicc / pkg-config ompi-c, or set so): multi-rank host runs and their tests are left out; install OpenMPI with tools/deps.sh (Debian openmpi-bin libopenmpi-dev))
 endif
+
+# test_launch_env: the CLI's reading of the launcher's rank variables (tools/launch_env.c), with
+# or without MPI.
+$(TEST_BIN_DIR)/test_launch_env: test/unit/test_launch_env.c $(BUILD)/obj/tools/launch_env.o $(TEST_FIXTURES) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/obj/tools/launch_env.o $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)
+
