@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/host_math.h"
 #include "kernels/host_parallel.h"
 #include "kernels/registry.h"
 
@@ -131,7 +132,7 @@ void tandem_k_layernorm_bwd_params_host(const tandem_k_layernorm_bwd_params_args
 
 /* ---- gelu_fwd / gelu_bwd ----
  * GELU 0.5 x (1 + tanh u), u = K0 (x + K1 x^3), in the sigmoid form the kernel uses (layers.h:
- * s = 1 / (1 + exp(-2u)), gelu = x s). The forward uses a branch-free exp of its own so that
+ * s = 1 / (1 + exp(-2u)), gelu = x s). The forward uses a branch-free exp (host_math.h) so that
  * blocks of GELU_BLOCK elements compile to vector code (glibc's tanhf, through expm1f, took a
  * quarter of the host training step's CPU time before; scalar expf still a tenth). Every
  * element, tail ones included (padded to a block), goes through the same block code, so an
@@ -139,24 +140,10 @@ void tandem_k_layernorm_bwd_params_host(const tandem_k_layernorm_bwd_params_args
  * by about an ulp (largest normalised error over x in [-6, 6]: 1e-13; kernel tests: 1e-12). */
 enum { GELU_BLOCK = 64 };
 
-/* exp(w) for w already in [-87, 88] (so 2^n stays a normal float), about 1 ulp: Cody-Waite
- * reduction w = n ln2 + r, |r| <= ln2/2, and the degree-7 Taylor polynomial of e^r. */
-static inline float exp_host(float w) {
-    float t = w * 1.44269504088896341f;
-    int32_t n = (int32_t)(t + copysignf(0.5f, t)); /* nearest; |t| < 128 */
-    float r = (w - (float)n * 0.693145751953125f) - (float)n * 1.42860682030941723e-6f;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
-              r * (1.0f / 720 + r * (1.0f / 5040)))))));
-    uint32_t bits = (uint32_t)(n + 127) << 23; /* 2^n */
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-
 /* s[k] = 1 / (1 + exp(v)), v = -2 u(x[k]): the sigmoid form of 0.5 (1 + tanh u), for one
  * block. Three loops of selects or arithmetic only, so that each compiles to vector code
  * (a select feeding the float-to-int conversion would keep the loop scalar): v clamped to
- * exp_host's range (a NaN as 0), the sigmoid, then NaN put back and 0 where exp(v) would
+ * tandem_host_exp's range (a NaN as 0), the sigmoid, then NaN put back and 0 where exp(v) would
  * overflow (as 1 / (1 + expf(v)) is; gelu(-1e30) must be 0, not -1e30 * 6e-39). */
 static void gelu_sigmoid_block(const float *restrict x, float *restrict s) {
     float v[GELU_BLOCK], w[GELU_BLOCK];
@@ -167,7 +154,7 @@ static void gelu_sigmoid_block(const float *restrict x, float *restrict s) {
         c = isgreater(c, 88.0f) ? 88.0f : c;
         w[k] = v[k] != v[k] ? 0.0f : c;
     }
-    for (int k = 0; k < GELU_BLOCK; k++) s[k] = 1.0f / (1.0f + exp_host(w[k]));
+    for (int k = 0; k < GELU_BLOCK; k++) s[k] = 1.0f / (1.0f + tandem_host_exp(w[k]));
     for (int k = 0; k < GELU_BLOCK; k++) {
         float sk = isgreater(v[k], 88.0f) ? 0.0f : s[k]; /* exp(v) overflows: 1 / inf */
         s[k] = v[k] != v[k] ? v[k] : sk;
