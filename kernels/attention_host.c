@@ -222,10 +222,17 @@ void tandem_k_softmax_causal_bwd_host(const tandem_k_softmax_causal_bwd_args *a)
  * FA_QF query rows of one (b, h); backward: one (b, h)), each computed in a fixed order, so
  * results do not depend on the thread count. Memory per item: key/value tiles of FA_KT keys and
  * per-row state on the stack (~100 KiB; no [T, T] anywhere). The inner loops run over 8-lane
- * float vectors (GCC/Clang vector extensions: lane-wise multiply and add, no reassociation or
- * contraction, so the bits do not depend on the vector width the compiler picks) of a key tile
- * or of the head padded to TANDEM_K_ATTN_FA_MAX_DH, accumulating in registers; on x86-64 the
- * item functions are also built for AVX2 and chosen when the CPU has it (target_clones). */
+ * float vectors (GCC/Clang vector extensions: lane-wise, no reassociation, so the bits do not
+ * depend on the vector width the compiler picks) of a key tile or of the head padded to
+ * TANDEM_K_ATTN_FA_MAX_DH, accumulating in registers; the softmax steps of a tile (scale, mask,
+ * max, exp, sum) run over the whole tile the same way. On x86-64 the item functions are also
+ * built for x86-64-v3 (AVX2 + FMA) and chosen when the CPU has it (target_clones); there the
+ * multiply-adds contract into FMAs (the pragma below; 10-15 % of the host step's attention
+ * time), so the bits depend on which clone the CPU runs, as the host GEMM's depend on the
+ * kernel OpenBLAS picks for the CPU, and never on the thread count. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
 enum { FA_KT = 64, FA_QB = 32, FA_QF = 128, FA_VL = 8, FA_DHP = TANDEM_K_ATTN_FA_MAX_DH };
 enum { FA_KV = FA_KT / FA_VL, FA_NV = FA_DHP / FA_VL }; /* vectors per key tile / padded head */
 typedef float fa_v8 __attribute__((vector_size(32)));
@@ -233,7 +240,7 @@ typedef float fa_v8 __attribute__((vector_size(32)));
 /* the vector loops below unrolled whole, so their accumulators stay in registers */
 #define FA_UNROLL _Pragma("GCC unroll 8")
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-#define FA_CLONES __attribute__((target_clones("avx2", "default")))
+#define FA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define FA_CLONES
 #endif
@@ -243,6 +250,8 @@ FA_INLINE void fa_row_load(fa_v8 *row, const void *src, int64_t at, int dh, int 
     float *f = (float *)row;
     if (bf16)
         for (int c = 0; c < dh; c++) f[c] = tandem_bf16_to_f32(((const tandem_bf16 *)src)[at + c]);
+    else if (dh == FA_DHP) /* a constant size: inline vector moves, not a memcpy call */
+        memcpy(f, (const float *)src + at, FA_DHP * sizeof(float));
     else
         memcpy(f, (const float *)src + at, (size_t)dh * sizeof(float));
     for (int c = dh; c < FA_DHP; c++) f[c] = 0.0f;
