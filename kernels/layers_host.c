@@ -193,13 +193,60 @@ void tandem_k_gelu_fwd_host(const tandem_k_gelu_fwd_args *a) {
 void tandem_k_gelu_bwd_geom(const tandem_k_gelu_bwd_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
-/* The derivative is layers.h's own, scalar expf and all: near its zero (x = -0.75) it is a
- * difference of two terms of ~0.23, so any other rounding of s is a relative error of ~1e-5
- * there and the kernel test (which compares single elements too) could not tell it from a
- * wrong kernel. */
+/* The derivative in layers.h's form, g = s + 2 x s (1 - s) K0 q with q = 1 + 3 K1 x^2 and
+ * s = 1 / (1 + exp(v)), v = -2 K0 x (1 + K1 x^2) (the same float operations), on blocks of
+ * GELU_BLOCK elements in vector code with tandem_host_exp (within ~2 ulp of expf). Where a
+ * difference in exp could show, an element is recomputed with layers.h's own function, scalar
+ * expf and all: near g's zero (x = -0.75) g is a difference of two terms of ~0.23 and an error
+ * in s is amplified (x in (-1.1, -0.4)); for x > 2, s is within a few ulp of 1 and a one-ulp
+ * flip of 1 + exp(v) is amplified by 2 x K0 q (x = 2.99 gave a squared relative error of
+ * 1.4e-12 with the bound at 3); |x| > 9 (the kernel's guard at 20, exp's range) and NaN.
+ * Elsewhere the squared relative difference from layers.h's function is at most 3.3e-13 on a
+ * dense grid of x (test_grad_layers' test_gelu_bwd_grid checks 1e-12, the kernel test's
+ * tolerance, which its one-element case applies to a single value). Which path an element
+ * takes depends on its own x only, so any split of the range gives the same bits. */
+static void gelu_grad_block(const float *restrict x, float *restrict g) {
+    float v[GELU_BLOCK], w[GELU_BLOCK], s[GELU_BLOCK];
+    int exact[GELU_BLOCK];
+    /* Loops of arithmetic, or of selects between loaded values, only: each compiles to vector
+     * code (a select of a value computed in the same loop keeps GCC's loop scalar). */
+    for (int k = 0; k < GELU_BLOCK; k++)
+        v[k] = -2.0f * (TANDEM_GELU_K0 * x[k] * (1.0f + TANDEM_GELU_K1 * (x[k] * x[k])));
+    for (int k = 0; k < GELU_BLOCK; k++) { /* |x| <= 9: |v| < 67, inside tandem_host_exp's range */
+        float c = isgreater(fabsf(x[k]), 9.0f) ? 0.0f : v[k];
+        w[k] = x[k] != x[k] ? 0.0f : c;
+    }
+    for (int k = 0; k < GELU_BLOCK; k++) s[k] = 1.0f / (1.0f + tandem_host_exp(w[k]));
+    for (int k = 0; k < GELU_BLOCK; k++)
+        g[k] = s[k] + 2.0f * x[k] * s[k] * (1.0f - s[k]) * TANDEM_GELU_K0 *
+                          (1.0f + 3.0f * TANDEM_GELU_K1 * (x[k] * x[k]));
+    for (int k = 0; k < GELU_BLOCK; k++)
+        exact[k] = !isless(fabsf(x[k]), 9.0f) | isgreater(x[k], 2.0f) |
+                   (isgreater(x[k], -1.1f) & isless(x[k], -0.4f));
+    for (int k = 0; k < GELU_BLOCK; k++)
+        if (exact[k]) g[k] = tandem_gelu_tanh_grad(x[k]);
+}
+
 static void gelu_bwd_range(void *ctx, int64_t i0, int64_t i1) {
     const tandem_k_gelu_bwd_args *a = ctx;
-    for (int64_t i = i0; i < i1; i++) a->dx[i] = a->dy[i] * tandem_gelu_tanh_grad(a->x[i]);
+    float xb[GELU_BLOCK], g[GELU_BLOCK];
+    for (int64_t i = i0; i < i1; i += GELU_BLOCK) {
+        int64_t n = i1 - i < GELU_BLOCK ? i1 - i : GELU_BLOCK;
+        if (n == GELU_BLOCK) {
+            gelu_grad_block(a->x + i, g);
+        } else { /* a short block padded with zeros runs the same code */
+            for (int64_t k = 0; k < GELU_BLOCK; k++) xb[k] = k < n ? a->x[i + k] : 0.0f;
+            gelu_grad_block(xb, g);
+        }
+        if (n == GELU_BLOCK) { /* through a copy: dx may be dy, and the loop is vector code */
+            float d[GELU_BLOCK];
+            memcpy(d, a->dy + i, sizeof d);
+            for (int k = 0; k < GELU_BLOCK; k++) d[k] *= g[k];
+            memcpy(a->dx + i, d, sizeof d);
+        } else {
+            for (int64_t k = 0; k < n; k++) a->dx[i + k] = a->dy[i + k] * g[k];
+        }
+    }
 }
 void tandem_k_gelu_bwd_host(const tandem_k_gelu_bwd_args *a) {
     tandem_host_parallel_for(a->n, HOST_GRAIN, gelu_bwd_range, (void *)a);
