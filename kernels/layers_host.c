@@ -147,13 +147,21 @@ void tandem_k_layernorm_bwd_params_host(const tandem_k_layernorm_bwd_params_args
  * element's result does not depend on where a range starts. It differs from the kernel's expf
  * by about an ulp (largest normalised error over x in [-6, 6]: 1e-13; kernel tests: 1e-12). */
 enum { GELU_BLOCK = 64 };
+/* The block functions are also built for x86-64-v3 (8-wide AVX2 vectors instead of SSE's 4)
+ * and chosen when the CPU has it: lane-wise operations, no contraction in this file, so the
+ * bits are the same either way. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define GELU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define GELU_CLONES
+#endif
 
 /* s[k] = 1 / (1 + exp(v)), v = -2 u(x[k]): the sigmoid form of 0.5 (1 + tanh u), for one
  * block. Three loops of selects or arithmetic only, so that each compiles to vector code
  * (a select feeding the float-to-int conversion would keep the loop scalar): v clamped to
  * tandem_host_exp's range (a NaN as 0), the sigmoid, then NaN put back and 0 where exp(v) would
  * overflow (as 1 / (1 + expf(v)) is; gelu(-1e30) must be 0, not -1e30 * 6e-39). */
-static void gelu_sigmoid_block(const float *restrict x, float *restrict s) {
+GELU_CLONES static void gelu_sigmoid_block(const float *restrict x, float *restrict s) {
     float v[GELU_BLOCK], w[GELU_BLOCK];
     for (int k = 0; k < GELU_BLOCK; k++) {
         float xv = x[k];
@@ -213,7 +221,7 @@ void tandem_k_gelu_bwd_geom(const tandem_k_gelu_bwd_args *a, tandem_launch_dims 
  * dense grid of x (test_grad_layers' test_gelu_bwd_grid checks 1e-12, the kernel test's
  * tolerance, which its one-element case applies to a single value). Which path an element
  * takes depends on its own x only, so any split of the range gives the same bits. */
-static void gelu_grad_block(const float *restrict x, float *restrict g) {
+GELU_CLONES static void gelu_grad_block(const float *restrict x, float *restrict g) {
     float v[GELU_BLOCK], w[GELU_BLOCK], s[GELU_BLOCK];
     int exact[GELU_BLOCK];
     /* Loops of arithmetic, or of selects between loaded values, only: each compiles to vector
