@@ -53,18 +53,35 @@ void tandem_k_layernorm_fwd_geom(const tandem_k_layernorm_fwd_args *a, tandem_la
     *d = tandem_dims_1d(a->rows, 1); /* one block per row (rows == 0: one idle block) */
     d->block[0] = LN_THREADS;
 }
+/* sum of x[0, n) in double over 4 lanes (element c into lane c % 4), then (0 + 1) + (2 + 3): a
+ * fixed order, so vector code with the same bits for any split of the rows. */
+static inline double lane_sum(const float *restrict x, int n) {
+    double l[4] = {0.0, 0.0, 0.0, 0.0};
+    int c = 0;
+    for (; c + 4 <= n; c += 4)
+        for (int k = 0; k < 4; k++) l[k] += x[c + k];
+    for (; c < n; c++) l[c & 3] += x[c];
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+/* sum of (x - mean)^2 the same way */
+static inline double lane_sum_sq(const float *restrict x, int n, double mean) {
+    double l[4] = {0.0, 0.0, 0.0, 0.0};
+    int c = 0;
+    for (; c + 4 <= n; c += 4)
+        for (int k = 0; k < 4; k++) l[k] += (x[c + k] - mean) * (x[c + k] - mean);
+    for (; c < n; c++) l[c & 3] += (x[c] - mean) * (x[c] - mean);
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
 static void layernorm_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
     const tandem_k_layernorm_fwd_args *a = ctx;
+    const int d = a->d;
+    const float *restrict gamma = a->gamma, *restrict beta = a->beta;
     for (int64_t r = r0; r < r1; r++) {
-        const float *x = a->x + r * a->d; /* [d] */
-        float *y = a->y + r * a->d;       /* [d] */
-        double s = 0.0, q = 0.0;
-        for (int c = 0; c < a->d; c++) s += x[c];
-        double mean = s / a->d;
-        for (int c = 0; c < a->d; c++) q += (x[c] - mean) * (x[c] - mean);
-        double rstd = 1.0 / sqrt(q / a->d + (double)a->eps);
-        for (int c = 0; c < a->d; c++)
-            y[c] = (float)((x[c] - mean) * rstd * a->gamma[c] + a->beta[c]);
+        const float *restrict x = a->x + r * d; /* [d] */
+        float *restrict y = a->y + r * d;       /* [d] */
+        double mean = lane_sum(x, d) / d;
+        double rstd = 1.0 / sqrt(lane_sum_sq(x, d, mean) / d + (double)a->eps);
+        for (int c = 0; c < d; c++) y[c] = (float)((x[c] - mean) * rstd * gamma[c] + beta[c]);
         a->mean[r] = (float)mean;
         a->rstd[r] = (float)rstd;
     }
@@ -84,24 +101,34 @@ void tandem_k_layernorm_bwd_geom(const tandem_k_layernorm_bwd_args *a, tandem_la
 static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
     const tandem_k_layernorm_bwd_args *a = ctx;
     int nb = tandem_layernorm_bwd_blocks(a->rows), d = a->d;
+    const float *restrict gamma = a->gamma;
     for (int blk = (int)b0; blk < (int)b1; blk++) {
-        float *part = a->scratch + (int64_t)blk * 2 * d; /* [2, d] */
+        float *restrict part = a->scratch + (int64_t)blk * 2 * d; /* [2, d] */
         for (int c = 0; c < 2 * d; c++) part[c] = 0.0f;
         for (int r = blk; r < a->rows; r += nb) {
-            const float *x = a->x + (int64_t)r * d;   /* [d] */
-            const float *dy = a->dy + (int64_t)r * d; /* [d] */
-            float *dx = a->dx + (int64_t)r * d;       /* [d] */
+            const float *restrict x = a->x + (int64_t)r * d;   /* [d] */
+            const float *restrict dy = a->dy + (int64_t)r * d; /* [d] */
+            float *restrict dx = a->dx + (int64_t)r * d;       /* [d] */
             float mean = a->mean[r], rstd = a->rstd[r];
-            double s_g = 0.0, s_gx = 0.0;
-            for (int c = 0; c < d; c++) {
-                double g = (double)a->gamma[c] * dy[c];
-                s_g += g;
-                s_gx += g * ((x[c] - mean) * rstd);
+            /* the row sums over 4 lanes, as lane_sum does */
+            double s_g[4] = {0.0, 0.0, 0.0, 0.0}, s_gx[4] = {0.0, 0.0, 0.0, 0.0};
+            int c = 0;
+            for (; c + 4 <= d; c += 4)
+                for (int k = 0; k < 4; k++) {
+                    double g = (double)gamma[c + k] * dy[c + k];
+                    s_g[k] += g;
+                    s_gx[k] += g * ((x[c + k] - mean) * rstd);
+                }
+            for (; c < d; c++) {
+                double g = (double)gamma[c] * dy[c];
+                s_g[c & 3] += g;
+                s_gx[c & 3] += g * ((x[c] - mean) * rstd);
             }
-            double m_g = s_g / d, m_gx = s_gx / d;
-            for (int c = 0; c < d; c++) {
+            double m_g = ((s_g[0] + s_g[1]) + (s_g[2] + s_g[3])) / d;
+            double m_gx = ((s_gx[0] + s_gx[1]) + (s_gx[2] + s_gx[3])) / d;
+            for (c = 0; c < d; c++) {
                 float xhat = (x[c] - mean) * rstd;
-                dx[c] = (float)(rstd * ((double)a->gamma[c] * dy[c] - m_g - xhat * m_gx));
+                dx[c] = (float)(rstd * ((double)gamma[c] * dy[c] - m_g - xhat * m_gx));
                 part[c] += dy[c] * xhat;
                 part[d + c] += dy[c];
             }
