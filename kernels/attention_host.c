@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "kernels/host_math.h"
 #include "kernels/host_parallel.h"
 #include "kernels/registry.h"
 
@@ -218,21 +219,28 @@ void tandem_k_softmax_causal_bwd_host(const tandem_k_softmax_causal_bwd_args *a)
 
 /* ---- fused causal attention (attention.h) ---------------------------------------------------
  * Host twins of attn_fused_fwd / attn_fused_bwd. Work items are fixed (forward: a tile of
- * FA_QB query rows of one (b, h); backward: one (b, h)), each computed in a fixed order, so
+ * FA_QF query rows of one (b, h); backward: one (b, h)), each computed in a fixed order, so
  * results do not depend on the thread count. Memory per item: key/value tiles of FA_KT keys and
  * per-row state on the stack (~100 KiB; no [T, T] anywhere). The inner loops run over 8-lane
- * float vectors (GCC/Clang vector extensions: lane-wise multiply and add, no reassociation or
- * contraction, so the bits do not depend on the vector width the compiler picks) of a key tile
- * or of the head padded to TANDEM_K_ATTN_FA_MAX_DH, accumulating in registers; on x86-64 the
- * item functions are also built for AVX2 and chosen when the CPU has it (target_clones). */
-enum { FA_KT = 64, FA_QB = 32, FA_VL = 8, FA_DHP = TANDEM_K_ATTN_FA_MAX_DH };
+ * float vectors (GCC/Clang vector extensions: lane-wise, no reassociation, so the bits do not
+ * depend on the vector width the compiler picks) of a key tile or of the head padded to
+ * TANDEM_K_ATTN_FA_MAX_DH, accumulating in registers; the softmax steps of a tile (scale, mask,
+ * max, exp, sum) run over the whole tile the same way. On x86-64 the item functions are also
+ * built for x86-64-v3 (AVX2 + FMA) and chosen when the CPU has it (target_clones); there the
+ * multiply-adds contract into FMAs (the pragma below; 10-15 % of the host step's attention
+ * time), so the bits depend on which clone the CPU runs, as the host GEMM's depend on the
+ * kernel OpenBLAS picks for the CPU, and never on the thread count. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
+enum { FA_KT = 64, FA_QB = 32, FA_QF = 128, FA_VL = 8, FA_DHP = TANDEM_K_ATTN_FA_MAX_DH };
 enum { FA_KV = FA_KT / FA_VL, FA_NV = FA_DHP / FA_VL }; /* vectors per key tile / padded head */
 typedef float fa_v8 __attribute__((vector_size(32)));
 #define FA_INLINE static inline __attribute__((always_inline))
 /* the vector loops below unrolled whole, so their accumulators stay in registers */
 #define FA_UNROLL _Pragma("GCC unroll 8")
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-#define FA_CLONES __attribute__((target_clones("avx2", "default")))
+#define FA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define FA_CLONES
 #endif
@@ -242,6 +250,8 @@ FA_INLINE void fa_row_load(fa_v8 *row, const void *src, int64_t at, int dh, int 
     float *f = (float *)row;
     if (bf16)
         for (int c = 0; c < dh; c++) f[c] = tandem_bf16_to_f32(((const tandem_bf16 *)src)[at + c]);
+    else if (dh == FA_DHP) /* a constant size: inline vector moves, not a memcpy call */
+        memcpy(f, (const float *)src + at, FA_DHP * sizeof(float));
     else
         memcpy(f, (const float *)src + at, (size_t)dh * sizeof(float));
     for (int c = dh; c < FA_DHP; c++) f[c] = 0.0f;
@@ -279,6 +289,53 @@ FA_INLINE void fa_tile(const void *kp, const void *vp, int64_t base, int ld, int
     }
 }
 
+/* kb [FA_KT] = 0 for the tile's keys the mask allows, -inf for the others and those past nt;
+ * returns the first allowed key of the tile (FA_KT if none). */
+FA_INLINE int fa_key_bias(float *kb, const uint8_t *mask, int t0, int nt) {
+    int first = FA_KT;
+    for (int t = 0; t < FA_KT; t++) {
+        const int ok = t < nt && mask[t0 + t];
+        kb[t] = ok ? 0.0f : -INFINITY;
+        if (ok && first == FA_KT) first = t;
+    }
+    return first;
+}
+
+/* The largest of z [FA_KT] (exact: max does not depend on the order). */
+FA_INLINE float fa_max(const float *z) {
+    typedef int32_t fa_i8 __attribute__((vector_size(32)));
+    fa_v8 zv[FA_KV], m;
+    memcpy(zv, z, sizeof zv);
+    m = zv[0];
+    FA_UNROLL
+    for (int v = 1; v < FA_KV; v++) {
+        const fa_i8 gt = zv[v] > m;
+        m = (fa_v8)(((fa_i8)zv[v] & gt) | ((fa_i8)m & ~gt));
+    }
+    const float *mf = (const float *)&m;
+    float r = mf[0];
+    for (int l = 1; l < FA_VL; l++) r = mf[l] > r ? mf[l] : r;
+    return r;
+}
+
+/* p [FA_KT] = exp(x) (tandem_host_exp; 0 where x < -87, masked keys' -inf included); returns
+ * their sum, taken in a fixed order (lanes of 8-key vectors, then the lanes in order). */
+FA_INLINE float fa_exp_sum(const float *x, float *p) {
+    float c[FA_KT], e[FA_KT];
+    for (int t = 0; t < FA_KT; t++) c[t] = isless(x[t], -87.0f) ? -87.0f : x[t];
+    for (int t = 0; t < FA_KT; t++) e[t] = tandem_host_exp(c[t]);
+    for (int t = 0; t < FA_KT; t++) p[t] = isless(x[t], -87.0f) ? 0.0f : e[t];
+    fa_v8 pv[FA_KV], acc;
+    memcpy(pv, p, sizeof pv);
+    acc = pv[0];
+    FA_UNROLL
+    for (int v = 1; v < FA_KV; v++) acc += pv[v];
+    const float *af = (const float *)&acc;
+    float sum = 0.0f;
+    for (int l = 0; l < FA_VL; l++) sum += af[l];
+    return sum;
+}
+
 void tandem_k_attn_fused_fwd_geom(const tandem_k_attn_fused_fwd_args *a, tandem_launch_dims *d) {
     *d = tandem_dims_1d(a->q_rows, TANDEM_K_ATTN_FA_BQ);
     d->block[0] = TANDEM_K_ATTN_FA_THREADS;
@@ -288,35 +345,35 @@ void tandem_k_attn_fused_fwd_geom(const tandem_k_attn_fused_fwd_args *a, tandem_
                           sizeof(float));
 }
 
-/* One forward item's state: FA_QB query rows and the current key tile. */
+/* One forward item's state: FA_QF query rows and the current key tile. */
 typedef struct fa_fwd_work {
-    fa_v8 q[FA_QB][FA_NV], o[FA_QB][FA_NV]; /* query rows, output accumulators */
+    fa_v8 q[FA_QF][FA_NV], o[FA_QF][FA_NV]; /* query rows, output accumulators */
     fa_v8 kt[FA_DHP][FA_KV], vr[FA_KT][FA_NV];
-    float m[FA_QB], l[FA_QB], gs[FA_QB], gc[FA_QB];
-    int any[FA_QB];
+    float m[FA_QF], l[FA_QF], gs[FA_QF], gc[FA_QF];
+    int any[FA_QF];
+    float kb[FA_KT]; /* the tile's key bias (fa_key_bias) */
+    int first;       /* the tile's first allowed key */
 } fa_fwd_work;
 
-/* Key tile [t0, t0 + nt) into query row r (position i) of w: online softmax update. */
+/* Key tile [t0, t0 + nt) into query row r (position i) of w: online softmax update. The
+ * element-wise steps run over the whole tile as vector code: keys after the query or not allowed
+ * carry -inf (exp 0). */
 FA_INLINE void fa_fwd_tile(const tandem_k_attn_fused_fwd_args *a, fa_fwd_work *w, int r, int i,
-                           int t0, int nt, const uint8_t *mask, const int *ga) {
+                           int t0, int nt, const int *ga) {
+    const int lim = i - t0 + 1 < nt ? i - t0 + 1 : nt; /* keys t < lim are not after query i */
+    if (w->first >= lim) return;                       /* no key allowed */
     fa_v8 sv[FA_KV];
     fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, a->head_dim);
     const float *s = (const float *)sv;
-    const int lim = i - t0 + 1 < nt ? i - t0 + 1 : nt; /* keys t < lim are not after query i */
-    float sc[FA_KT], p[FA_KT], tmax = -INFINITY;
-    int hit = 0;
-    for (int t = 0; t < lim; t++) {
-        sc[t] = s[t] * a->qk_scale;
-        if (mask[t0 + t]) hit = 1, tmax = sc[t] > tmax ? sc[t] : tmax;
-    }
-    if (!hit) return;
+    float z[FA_KT], p[FA_KT];
+    for (int t = 0; t < FA_KT; t++) z[t] = s[t] * a->qk_scale + w->kb[t];
+    for (int t = lim; t < FA_KT; t++) z[t] = -INFINITY;
+    const float tmax = fa_max(z);
     const float mn = w->any[r] && w->m[r] > tmax ? w->m[r] : tmax;
     const float alpha = w->any[r] ? expf(w->m[r] - mn) : 0.0f;
-    float sum = 0.0f, g = 0.0f;
-    for (int t = 0; t < lim; t++) {
-        p[t] = mask[t0 + t] ? expf(sc[t] - mn) : 0.0f;
-        sum += p[t];
-    }
+    for (int t = 0; t < FA_KT; t++) z[t] -= mn;
+    const float sum = fa_exp_sum(z, p);
+    float g = 0.0f;
     if (w->gc[r] != 0.0f)
         for (int t = 0; t < lim && t0 + t < ga[0]; t++)
             if (p[t] != 0.0f) g += p[t] * tandem_k_ga_g(t0 + t, i - a->text_len, ga[0], ga[1], a->ga_sigma);
@@ -378,26 +435,27 @@ FA_CLONES static void fa_fwd_item(const tandem_k_attn_fused_fwd_args *a, fa_fwd_
         const int nt = last + 1 - t0 < FA_KT ? last + 1 - t0 : FA_KT;
         fa_tile(a->k, a->v, tandem_k_attn_at(b, T, t0, a->ld_k, h, a->hs_k), a->ld_k, nt, dh,
                 a->bf16, w->kt, NULL, w->vr, 0);
+        w->first = fa_key_bias(w->kb, mask, t0, nt);
         for (int r = 0; r < nr; r++)
-            if (a->q0 + r0 + r >= t0) fa_fwd_tile(a, w, r, a->q0 + r0 + r, t0, nt, mask, ga);
+            if (a->q0 + r0 + r >= t0) fa_fwd_tile(a, w, r, a->q0 + r0 + r, t0, nt, ga);
     }
     for (int r = 0; r < nr; r++) fa_fwd_write(a, w, r, b, h, r0 + r, ga);
 }
 
-/* Items [i0, i1) of [B * H * ceil(q_rows / FA_QB)]. */
+/* Items [i0, i1) of [B * H * ceil(q_rows / FA_QF)]. */
 static void attn_fused_fwd_items(void *ctx, int64_t i0, int64_t i1) {
     const tandem_k_attn_fused_fwd_args *a = ctx;
-    const int nb = (a->q_rows + FA_QB - 1) / FA_QB;
+    const int nb = (a->q_rows + FA_QF - 1) / FA_QF;
     fa_fwd_work w;
     for (int64_t item = i0; item < i1; item++) {
-        const int bh = (int)(item / nb), r0 = (int)(item % nb) * FA_QB;
-        const int nr = a->q_rows - r0 < FA_QB ? a->q_rows - r0 : FA_QB;
+        const int bh = (int)(item / nb), r0 = (int)(item % nb) * FA_QF;
+        const int nr = a->q_rows - r0 < FA_QF ? a->q_rows - r0 : FA_QF;
         fa_fwd_item(a, &w, bh / a->heads, bh % a->heads, r0, nr);
     }
 }
 
 void tandem_k_attn_fused_fwd_host(const tandem_k_attn_fused_fwd_args *a) {
-    const int64_t n = (int64_t)a->batch * a->heads * ((a->q_rows + FA_QB - 1) / FA_QB);
+    const int64_t n = (int64_t)a->batch * a->heads * ((a->q_rows + FA_QF - 1) / FA_QF);
     tandem_host_parallel_for(n, 1, attn_fused_fwd_items, (void *)a);
 }
 
@@ -430,42 +488,54 @@ typedef struct fa_bwd_work {
     fa_v8 dk[FA_KT][FA_NV], dv[FA_KT][FA_NV];
     fa_v8 q[FA_QB][FA_NV], dor[FA_QB][FA_NV];
     float p[FA_QB][FA_KT], ds[FA_QB][FA_KT]; /* ds scaled by qk_scale */
+    float kb[FA_KT]; /* the tile's key bias (fa_key_bias) */
+    int first;       /* the tile's first allowed key */
 } fa_bwd_work;
 
-/* Row r (query i) of the block against the tile [t0, t0 + nt): P and dS; 0 if no key allowed. */
+/* a . b over the padded head (zeros past dh), summed in a fixed order (lanes, then in order). */
+FA_INLINE float fa_dot_row(const fa_v8 *x, const fa_v8 *y) {
+    fa_v8 acc = x[0] * y[0];
+    FA_UNROLL
+    for (int v = 1; v < FA_NV; v++) acc += x[v] * y[v];
+    const float *af = (const float *)&acc;
+    float sum = 0.0f;
+    for (int l = 0; l < FA_VL; l++) sum += af[l];
+    return sum;
+}
+
+/* Row r (query i) of the block against the tile [t0, t0 + nt): P and dS; 0 if no key allowed.
+ * P and dS over the whole tile as vector code (keys after the query or not allowed: -inf, so
+ * P = dS = 0); the guided-attention term on the text keys of its rows after that, scalar. */
 FA_INLINE int fa_bwd_scores(const tandem_k_attn_fused_bwd_args *a, fa_bwd_work *w, int b, int h,
                             int r, int i, int t0, int nt, const int *ga) {
     const int dh = a->head_dim, T = a->seq;
-    const uint8_t *mask = a->key_mask + (int64_t)b * T;
-    int hit = 0;
-    for (int t = 0; t < nt && t0 + t <= i; t++) hit |= mask[t0 + t] != 0;
-    if (!hit) return 0;
+    const int lim = i - t0 + 1 < nt ? i - t0 + 1 : nt; /* keys t < lim are not after query i */
+    if (w->first >= lim) return 0;                     /* no key allowed */
     fa_row_load(w->q[r], a->q, tandem_k_attn_at(b, T, i, a->ld_q, h, dh), dh, a->bf16);
     fa_row_load(w->dor[r], a->dy, tandem_k_attn_at(b, T, i, a->ld_o, h, dh), dh, 0);
     const float gc = tandem_k_attn_ga_coef(h, i, a->ga_heads, a->text_len, ga[0], ga[1], ga[2], a->ga_scale);
     /* D_i = dO_i . O_i - c ga_sum (the softmax backward's row term, guided attention included) */
-    const int64_t at = tandem_k_attn_at(b, T, i, a->ld_o, h, dh);
-    const float *dof = (const float *)w->dor[r];
-    float dd = 0.0f;
-    for (int c = 0; c < dh; c++) dd += dof[c] * tandem_k_attn_load(a->o, at + c, a->bf16);
+    fa_v8 orow[FA_NV];
+    fa_row_load(orow, a->o, tandem_k_attn_at(b, T, i, a->ld_o, h, dh), dh, a->bf16);
+    float dd = fa_dot_row(w->dor[r], orow);
     if (gc != 0.0f) dd -= gc * a->ga_sum[((int64_t)b * a->ga_heads + h) * (T - a->text_len) + i - a->text_len];
     const float lse = a->lse[((int64_t)b * a->heads + h) * T + i];
     fa_v8 sv[FA_KV], dv[FA_KV];
     fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, dh);
     fa_dots(dv, w->dor[r], (const fa_v8(*)[FA_KV])w->vt, dh);
     const float *s = (const float *)sv, *dov = (const float *)dv;
-    const int lim = i - t0 + 1 < nt ? i - t0 + 1 : nt; /* keys t < lim are not after query i */
-    memset(w->p[r], 0, sizeof w->p[r]);
-    memset(w->ds[r], 0, sizeof w->ds[r]);
-    for (int t = 0; t < lim; t++) {
-        const int key = t0 + t;
-        if (!mask[key]) continue;
-        const float p = expf(s[t] * a->qk_scale - lse);
-        float dp = dov[t];
-        if (gc != 0.0f && key < ga[0]) dp -= gc * tandem_k_ga_g(key, i - a->text_len, ga[0], ga[1], a->ga_sigma);
-        w->p[r][t] = p;
-        w->ds[r][t] = p * (dp - dd) * a->qk_scale;
-    }
+    float x[FA_KT], *p = w->p[r], *ds = w->ds[r];
+    for (int t = 0; t < FA_KT; t++) x[t] = s[t] * a->qk_scale - lse + w->kb[t];
+    for (int t = lim; t < FA_KT; t++) x[t] = -INFINITY;
+    (void)fa_exp_sum(x, p);
+    for (int t = 0; t < FA_KT; t++) ds[t] = p[t] * (dov[t] - dd) * a->qk_scale;
+    for (int t = 0; t < FA_KT; t++) ds[t] = p[t] == 0.0f ? 0.0f : ds[t]; /* 0 * inf would be NaN */
+    if (gc != 0.0f)
+        for (int t = 0; t < lim && t0 + t < ga[0]; t++) {
+            if (p[t] == 0.0f) continue;
+            const float dp = dov[t] - gc * tandem_k_ga_g(t0 + t, i - a->text_len, ga[0], ga[1], a->ga_sigma);
+            ds[t] = p[t] * (dp - dd) * a->qk_scale;
+        }
     return 1;
 }
 
@@ -494,7 +564,14 @@ FA_INLINE void fa_bwd_block(const tandem_k_attn_fused_bwd_args *a, fa_bwd_work *
                 for (int v = 0; v < FA_NV; v++) gq[v] += w->ds[r][t] * w->kr[t][v];
         float *dq = a->dq + tandem_k_attn_at(b, a->seq, i0 + r, a->ld_g, h, a->head_dim);
         const float *g = (const float *)gq;
-        for (int c = 0; c < a->head_dim; c++) dq[c] += g[c];
+        int c = 0;
+        for (; c + FA_VL <= a->head_dim; c += FA_VL) { /* whole vectors, then the rest */
+            fa_v8 cur;
+            memcpy(&cur, dq + c, sizeof cur);
+            cur += gq[c / FA_VL];
+            memcpy(dq + c, &cur, sizeof cur);
+        }
+        for (; c < a->head_dim; c++) dq[c] += g[c];
     }
 }
 
@@ -510,6 +587,7 @@ FA_CLONES static void fa_bwd_item(const tandem_k_attn_fused_bwd_args *a, fa_bwd_
         const int nt = T - t0 < FA_KT ? T - t0 : FA_KT;
         fa_tile(a->k, a->v, tandem_k_attn_at(b, T, t0, a->ld_q, h, dh), a->ld_q, nt, dh, a->bf16,
                 w->kt, w->vt, w->kr, 1);
+        w->first = fa_key_bias(w->kb, a->key_mask + (int64_t)b * T, t0, nt);
         memset(w->dk, 0, sizeof w->dk);
         memset(w->dv, 0, sizeof w->dv);
         for (int i0 = t0; i0 < T; i0 += FA_QB) {

@@ -17,8 +17,17 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/host_math.h"
 #include "kernels/host_parallel.h"
 #include "kernels/registry.h"
+
+/* Loops over runtime lengths compile to vector code: GCC's -O2 cost model ("very cheap")
+ * vectorises only loops that need no scalar epilogue. Vectorising changes no result here:
+ * float reductions keep their order (no -ffast-math), element-wise loops do the same
+ * operation per element. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
 
 /* Threads per block; layers.cu's reductions need a multiple of 32 (at most 1024). */
 enum { ELEMENTWISE_THREADS = TANDEM_K_LAYERS_THREADS, LN_THREADS = TANDEM_K_LN_THREADS };
@@ -44,18 +53,35 @@ void tandem_k_layernorm_fwd_geom(const tandem_k_layernorm_fwd_args *a, tandem_la
     *d = tandem_dims_1d(a->rows, 1); /* one block per row (rows == 0: one idle block) */
     d->block[0] = LN_THREADS;
 }
+/* sum of x[0, n) in double over 4 lanes (element c into lane c % 4), then (0 + 1) + (2 + 3): a
+ * fixed order, so vector code with the same bits for any split of the rows. */
+static inline double lane_sum(const float *restrict x, int n) {
+    double l[4] = {0.0, 0.0, 0.0, 0.0};
+    int c = 0;
+    for (; c + 4 <= n; c += 4)
+        for (int k = 0; k < 4; k++) l[k] += x[c + k];
+    for (; c < n; c++) l[c & 3] += x[c];
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+/* sum of (x - mean)^2 the same way */
+static inline double lane_sum_sq(const float *restrict x, int n, double mean) {
+    double l[4] = {0.0, 0.0, 0.0, 0.0};
+    int c = 0;
+    for (; c + 4 <= n; c += 4)
+        for (int k = 0; k < 4; k++) l[k] += (x[c + k] - mean) * (x[c + k] - mean);
+    for (; c < n; c++) l[c & 3] += (x[c] - mean) * (x[c] - mean);
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
 static void layernorm_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
     const tandem_k_layernorm_fwd_args *a = ctx;
+    const int d = a->d;
+    const float *restrict gamma = a->gamma, *restrict beta = a->beta;
     for (int64_t r = r0; r < r1; r++) {
-        const float *x = a->x + r * a->d; /* [d] */
-        float *y = a->y + r * a->d;       /* [d] */
-        double s = 0.0, q = 0.0;
-        for (int c = 0; c < a->d; c++) s += x[c];
-        double mean = s / a->d;
-        for (int c = 0; c < a->d; c++) q += (x[c] - mean) * (x[c] - mean);
-        double rstd = 1.0 / sqrt(q / a->d + (double)a->eps);
-        for (int c = 0; c < a->d; c++)
-            y[c] = (float)((x[c] - mean) * rstd * a->gamma[c] + a->beta[c]);
+        const float *restrict x = a->x + r * d; /* [d] */
+        float *restrict y = a->y + r * d;       /* [d] */
+        double mean = lane_sum(x, d) / d;
+        double rstd = 1.0 / sqrt(lane_sum_sq(x, d, mean) / d + (double)a->eps);
+        for (int c = 0; c < d; c++) y[c] = (float)((x[c] - mean) * rstd * gamma[c] + beta[c]);
         a->mean[r] = (float)mean;
         a->rstd[r] = (float)rstd;
     }
@@ -75,24 +101,34 @@ void tandem_k_layernorm_bwd_geom(const tandem_k_layernorm_bwd_args *a, tandem_la
 static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
     const tandem_k_layernorm_bwd_args *a = ctx;
     int nb = tandem_layernorm_bwd_blocks(a->rows), d = a->d;
+    const float *restrict gamma = a->gamma;
     for (int blk = (int)b0; blk < (int)b1; blk++) {
-        float *part = a->scratch + (int64_t)blk * 2 * d; /* [2, d] */
+        float *restrict part = a->scratch + (int64_t)blk * 2 * d; /* [2, d] */
         for (int c = 0; c < 2 * d; c++) part[c] = 0.0f;
         for (int r = blk; r < a->rows; r += nb) {
-            const float *x = a->x + (int64_t)r * d;   /* [d] */
-            const float *dy = a->dy + (int64_t)r * d; /* [d] */
-            float *dx = a->dx + (int64_t)r * d;       /* [d] */
+            const float *restrict x = a->x + (int64_t)r * d;   /* [d] */
+            const float *restrict dy = a->dy + (int64_t)r * d; /* [d] */
+            float *restrict dx = a->dx + (int64_t)r * d;       /* [d] */
             float mean = a->mean[r], rstd = a->rstd[r];
-            double s_g = 0.0, s_gx = 0.0;
-            for (int c = 0; c < d; c++) {
-                double g = (double)a->gamma[c] * dy[c];
-                s_g += g;
-                s_gx += g * ((x[c] - mean) * rstd);
+            /* the row sums over 4 lanes, as lane_sum does */
+            double s_g[4] = {0.0, 0.0, 0.0, 0.0}, s_gx[4] = {0.0, 0.0, 0.0, 0.0};
+            int c = 0;
+            for (; c + 4 <= d; c += 4)
+                for (int k = 0; k < 4; k++) {
+                    double g = (double)gamma[c + k] * dy[c + k];
+                    s_g[k] += g;
+                    s_gx[k] += g * ((x[c + k] - mean) * rstd);
+                }
+            for (; c < d; c++) {
+                double g = (double)gamma[c] * dy[c];
+                s_g[c & 3] += g;
+                s_gx[c & 3] += g * ((x[c] - mean) * rstd);
             }
-            double m_g = s_g / d, m_gx = s_gx / d;
-            for (int c = 0; c < d; c++) {
+            double m_g = ((s_g[0] + s_g[1]) + (s_g[2] + s_g[3])) / d;
+            double m_gx = ((s_gx[0] + s_gx[1]) + (s_gx[2] + s_gx[3])) / d;
+            for (c = 0; c < d; c++) {
                 float xhat = (x[c] - mean) * rstd;
-                dx[c] = (float)(rstd * ((double)a->gamma[c] * dy[c] - m_g - xhat * m_gx));
+                dx[c] = (float)(rstd * ((double)gamma[c] * dy[c] - m_g - xhat * m_gx));
                 part[c] += dy[c] * xhat;
                 part[d + c] += dy[c];
             }
@@ -131,34 +167,28 @@ void tandem_k_layernorm_bwd_params_host(const tandem_k_layernorm_bwd_params_args
 
 /* ---- gelu_fwd / gelu_bwd ----
  * GELU 0.5 x (1 + tanh u), u = K0 (x + K1 x^3), in the sigmoid form the kernel uses (layers.h:
- * s = 1 / (1 + exp(-2u)), gelu = x s). The forward uses a branch-free exp of its own so that
+ * s = 1 / (1 + exp(-2u)), gelu = x s). The forward uses a branch-free exp (host_math.h) so that
  * blocks of GELU_BLOCK elements compile to vector code (glibc's tanhf, through expm1f, took a
  * quarter of the host training step's CPU time before; scalar expf still a tenth). Every
  * element, tail ones included (padded to a block), goes through the same block code, so an
  * element's result does not depend on where a range starts. It differs from the kernel's expf
  * by about an ulp (largest normalised error over x in [-6, 6]: 1e-13; kernel tests: 1e-12). */
 enum { GELU_BLOCK = 64 };
-
-/* exp(w) for w already in [-87, 88] (so 2^n stays a normal float), about 1 ulp: Cody-Waite
- * reduction w = n ln2 + r, |r| <= ln2/2, and the degree-7 Taylor polynomial of e^r. */
-static inline float exp_host(float w) {
-    float t = w * 1.44269504088896341f;
-    int32_t n = (int32_t)(t + copysignf(0.5f, t)); /* nearest; |t| < 128 */
-    float r = (w - (float)n * 0.693145751953125f) - (float)n * 1.42860682030941723e-6f;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
-              r * (1.0f / 720 + r * (1.0f / 5040)))))));
-    uint32_t bits = (uint32_t)(n + 127) << 23; /* 2^n */
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
+/* The block functions are also built for x86-64-v3 (8-wide AVX2 vectors instead of SSE's 4)
+ * and chosen when the CPU has it: lane-wise operations, no contraction in this file, so the
+ * bits are the same either way. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define GELU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define GELU_CLONES
+#endif
 
 /* s[k] = 1 / (1 + exp(v)), v = -2 u(x[k]): the sigmoid form of 0.5 (1 + tanh u), for one
  * block. Three loops of selects or arithmetic only, so that each compiles to vector code
  * (a select feeding the float-to-int conversion would keep the loop scalar): v clamped to
- * exp_host's range (a NaN as 0), the sigmoid, then NaN put back and 0 where exp(v) would
+ * tandem_host_exp's range (a NaN as 0), the sigmoid, then NaN put back and 0 where exp(v) would
  * overflow (as 1 / (1 + expf(v)) is; gelu(-1e30) must be 0, not -1e30 * 6e-39). */
-static void gelu_sigmoid_block(const float *restrict x, float *restrict s) {
+GELU_CLONES static void gelu_sigmoid_block(const float *restrict x, float *restrict s) {
     float v[GELU_BLOCK], w[GELU_BLOCK];
     for (int k = 0; k < GELU_BLOCK; k++) {
         float xv = x[k];
@@ -167,7 +197,7 @@ static void gelu_sigmoid_block(const float *restrict x, float *restrict s) {
         c = isgreater(c, 88.0f) ? 88.0f : c;
         w[k] = v[k] != v[k] ? 0.0f : c;
     }
-    for (int k = 0; k < GELU_BLOCK; k++) s[k] = 1.0f / (1.0f + exp_host(w[k]));
+    for (int k = 0; k < GELU_BLOCK; k++) s[k] = 1.0f / (1.0f + tandem_host_exp(w[k]));
     for (int k = 0; k < GELU_BLOCK; k++) {
         float sk = isgreater(v[k], 88.0f) ? 0.0f : s[k]; /* exp(v) overflows: 1 / inf */
         s[k] = v[k] != v[k] ? v[k] : sk;
@@ -206,13 +236,60 @@ void tandem_k_gelu_fwd_host(const tandem_k_gelu_fwd_args *a) {
 void tandem_k_gelu_bwd_geom(const tandem_k_gelu_bwd_args *a, tandem_launch_dims *d) {
     elementwise_dims(a->n, d);
 }
-/* The derivative is layers.h's own, scalar expf and all: near its zero (x = -0.75) it is a
- * difference of two terms of ~0.23, so any other rounding of s is a relative error of ~1e-5
- * there and the kernel test (which compares single elements too) could not tell it from a
- * wrong kernel. */
+/* The derivative in layers.h's form, g = s + 2 x s (1 - s) K0 q with q = 1 + 3 K1 x^2 and
+ * s = 1 / (1 + exp(v)), v = -2 K0 x (1 + K1 x^2) (the same float operations), on blocks of
+ * GELU_BLOCK elements in vector code with tandem_host_exp (within ~2 ulp of expf). Where a
+ * difference in exp could show, an element is recomputed with layers.h's own function, scalar
+ * expf and all: near g's zero (x = -0.75) g is a difference of two terms of ~0.23 and an error
+ * in s is amplified (x in (-1.1, -0.4)); for x > 2, s is within a few ulp of 1 and a one-ulp
+ * flip of 1 + exp(v) is amplified by 2 x K0 q (x = 2.99 gave a squared relative error of
+ * 1.4e-12 with the bound at 3); |x| > 9 (the kernel's guard at 20, exp's range) and NaN.
+ * Elsewhere the squared relative difference from layers.h's function is at most 3.3e-13 on a
+ * dense grid of x (test_grad_layers' test_gelu_bwd_grid checks 1e-12, the kernel test's
+ * tolerance, which its one-element case applies to a single value). Which path an element
+ * takes depends on its own x only, so any split of the range gives the same bits. */
+GELU_CLONES static void gelu_grad_block(const float *restrict x, float *restrict g) {
+    float v[GELU_BLOCK], w[GELU_BLOCK], s[GELU_BLOCK];
+    int exact[GELU_BLOCK];
+    /* Loops of arithmetic, or of selects between loaded values, only: each compiles to vector
+     * code (a select of a value computed in the same loop keeps GCC's loop scalar). */
+    for (int k = 0; k < GELU_BLOCK; k++)
+        v[k] = -2.0f * (TANDEM_GELU_K0 * x[k] * (1.0f + TANDEM_GELU_K1 * (x[k] * x[k])));
+    for (int k = 0; k < GELU_BLOCK; k++) { /* |x| <= 9: |v| < 67, inside tandem_host_exp's range */
+        float c = isgreater(fabsf(x[k]), 9.0f) ? 0.0f : v[k];
+        w[k] = x[k] != x[k] ? 0.0f : c;
+    }
+    for (int k = 0; k < GELU_BLOCK; k++) s[k] = 1.0f / (1.0f + tandem_host_exp(w[k]));
+    for (int k = 0; k < GELU_BLOCK; k++)
+        g[k] = s[k] + 2.0f * x[k] * s[k] * (1.0f - s[k]) * TANDEM_GELU_K0 *
+                          (1.0f + 3.0f * TANDEM_GELU_K1 * (x[k] * x[k]));
+    for (int k = 0; k < GELU_BLOCK; k++)
+        exact[k] = !isless(fabsf(x[k]), 9.0f) | isgreater(x[k], 2.0f) |
+                   (isgreater(x[k], -1.1f) & isless(x[k], -0.4f));
+    for (int k = 0; k < GELU_BLOCK; k++)
+        if (exact[k]) g[k] = tandem_gelu_tanh_grad(x[k]);
+}
+
 static void gelu_bwd_range(void *ctx, int64_t i0, int64_t i1) {
     const tandem_k_gelu_bwd_args *a = ctx;
-    for (int64_t i = i0; i < i1; i++) a->dx[i] = a->dy[i] * tandem_gelu_tanh_grad(a->x[i]);
+    float xb[GELU_BLOCK], g[GELU_BLOCK];
+    for (int64_t i = i0; i < i1; i += GELU_BLOCK) {
+        int64_t n = i1 - i < GELU_BLOCK ? i1 - i : GELU_BLOCK;
+        if (n == GELU_BLOCK) {
+            gelu_grad_block(a->x + i, g);
+        } else { /* a short block padded with zeros runs the same code */
+            for (int64_t k = 0; k < GELU_BLOCK; k++) xb[k] = k < n ? a->x[i + k] : 0.0f;
+            gelu_grad_block(xb, g);
+        }
+        if (n == GELU_BLOCK) { /* through a copy: dx may be dy, and the loop is vector code */
+            float d[GELU_BLOCK];
+            memcpy(d, a->dy + i, sizeof d);
+            for (int k = 0; k < GELU_BLOCK; k++) d[k] *= g[k];
+            memcpy(a->dx + i, d, sizeof d);
+        } else {
+            for (int64_t k = 0; k < n; k++) a->dx[i + k] = a->dy[i + k] * g[k];
+        }
+    }
 }
 void tandem_k_gelu_bwd_host(const tandem_k_gelu_bwd_args *a) {
     tandem_host_parallel_for(a->n, HOST_GRAIN, gelu_bwd_range, (void *)a);
@@ -224,9 +301,11 @@ void tandem_k_bias_add_geom(const tandem_k_bias_add_args *a, tandem_launch_dims 
 }
 static void bias_add_rows(void *ctx, int64_t r0, int64_t r1) {
     const tandem_k_bias_add_args *a = ctx;
+    const float *restrict b = a->b; /* restrict locals: vector code (see axpy_f32_range) */
+    const int d = a->d;
     for (int64_t r = r0; r < r1; r++) {
-        float *y = a->y + r * a->d; /* [d] */
-        for (int c = 0; c < a->d; c++) y[c] += a->b[c];
+        float *restrict y = a->y + r * d; /* [d] */
+        for (int c = 0; c < d; c++) y[c] += b[c];
     }
 }
 void tandem_k_bias_add_host(const tandem_k_bias_add_args *a) {
@@ -247,7 +326,7 @@ static void col_sum_acc_cols(void *ctx, int64_t cb, int64_t ce) {
         int nc = (int)ce - c0 < HOST_COL_CHUNK ? (int)ce - c0 : HOST_COL_CHUNK;
         for (int k = 0; k < nc; k++) acc[k] = 0.0;
         for (int r = 0; r < a->rows; r++) {
-            const float *dy = a->dy + (int64_t)r * a->d + c0; /* [nc] */
+            const float *restrict dy = a->dy + (int64_t)r * a->d + c0; /* [nc] */
             for (int k = 0; k < nc; k++) acc[k] += dy[k];
         }
         for (int k = 0; k < nc; k++) a->db[c0 + k] = (float)(a->db[c0 + k] + acc[k]);

@@ -209,6 +209,34 @@ static double gelu_loss(const void *vc) {
     return l;
 }
 
+/* gelu_bwd's host implementation takes the derivative in vector code with its own exp and
+ * recomputes with layers.h's scalar function only where the difference could show
+ * (kernels/layers_host.c). Every element on a dense grid of x over [-12, 12] (spacing ~1e-5,
+ * every range of the derivative and both recompute boundaries) must stay within a squared
+ * relative error of 1e-12 of tandem_gelu_tanh_grad (the kernel test's tolerance, which a
+ * one-element case applies to a single value); exact zeros and the |x| > 9 tails equal. */
+static void test_gelu_bwd_grid(void **state) {
+    (void)state;
+    const int64_t n = 2400001;
+    float *x = fbuf(n), *dy = fbuf(n), *dx = fbuf(n);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(-12.0 + 24.0 * (double)i / (double)(n - 1)), dy[i] = 1.0f;
+    tandem_k_gelu_bwd_args a = {dy, x, dx, n};
+    tandem_k_gelu_bwd_host(&a);
+    double worst = 0.0;
+    int64_t at = 0, differ = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float ref = tandem_gelu_tanh_grad(x[i]);
+        if (dx[i] == ref) continue;
+        differ++;
+        const double e = ref != 0.0f ? ((double)dx[i] - ref) / ref : INFINITY;
+        if (e * e > worst) worst = e * e, at = i;
+    }
+    printf("gelu_bwd grid: %lld of %lld elements differ from layers.h's, worst squared relative "
+           "error %.3g at x = %.6g\n", (long long)differ, (long long)n, worst, (double)x[at]);
+    assert_true(worst <= 1e-12);
+    free(x), free(dy), free(dx);
+}
+
 static void test_gelu(void **state) {
     (void)state;
     tandem_rng rng = {seed ^ 0x22};
@@ -409,6 +437,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_gelu),
+        cmocka_unit_test(test_gelu_bwd_grid),
         cmocka_unit_test(test_bias),
         cmocka_unit_test(test_seq_embed),
         cmocka_unit_test(test_prenet_input),
