@@ -298,7 +298,9 @@ void tandem_plan_options_init(tandem_plan_options *o);
 /* The memory plan of a training run of cfg without opening a device: every arena (data device:
  * the feature path; model device: the ring, parameters, optimizer state and activations) with its
  * report (bytes per class, peak, budget, largest tensors), the pinned host staging, and the total
- * for one GPU in both roles — the text `tandem plan` prints. Written into buf (NUL-terminated,
+ * for one GPU in both roles — the text `tandem plan` prints. With `buckets` > 1 it names the
+ * shape classes training would choose from train_data's file headers (docs/TRAINING.md, "Length
+ * bucketing") and their real-frame share. Written into buf (NUL-terminated,
  * truncated to cap); *len (may be NULL) = the length it needs. An arena over its budget
  * (data_gpu_memory / model_gpu_memory) still gets the whole text and returns TANDEM_E_BUDGET, the
  * message naming each arena that does not fit (one per line); the pool also logs its report

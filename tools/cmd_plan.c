@@ -16,6 +16,8 @@ static void usage(FILE *f) {
             "config, without opening a device. --backend picks the alignment the\n"
             "plan uses: cuda (default, 256 B) or host (64 B). Budgets (MiB, 0 = size by plan)\n"
             "come from the config or the flags; a plan over budget exits with status 2.\n"
+            "With buckets N > 1 and train_data set it also shows the length-bucketing classes\n"
+            "(mel frames each, real-frame share), chosen from the audio headers as training does.\n"
             "The device flags (--data-gpu, --model-gpu, --data-gpu-memory, --model-gpu-memory) and\n"
             "every other config key are accepted as in tandem train.\n");
     cli_print_config_flags(f);

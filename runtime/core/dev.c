@@ -191,23 +191,31 @@ tandem_status tandem_dev_copy(tandem_stream *s, const tandem_tensor *dst, size_t
 
 tandem_status tandem_dev_copy_peer(tandem_stream *s, const tandem_tensor *dst,
                                    const tandem_tensor *src) {
+    if (dst && src && tandem_tensor_addr(dst) && tandem_tensor_bytes(dst) != tandem_tensor_bytes(src))
+        return tandem_fail(TANDEM_E_INVALID, "peer copy '%s' -> '%s': the destination must be committed "
+                           "and of the source's size (%zu bytes)", tandem_tensor_name(src),
+                           tandem_tensor_name(dst), tandem_tensor_bytes(src));
+    return tandem_dev_copy_peer_prefix(s, dst, src, src ? tandem_tensor_bytes(src) : 0);
+}
+
+tandem_status tandem_dev_copy_peer_prefix(tandem_stream *s, const tandem_tensor *dst,
+                                          const tandem_tensor *src, size_t bytes) {
     static const char op[] = "peer copy";
     TANDEM_TRY(check_stream(op, s));
     if (!dst || !src) return tandem_fail(TANDEM_E_INVALID, "%s: NULL tensor", op);
-    TANDEM_TRY(check_range(op, "source", s, src, 0, tandem_tensor_bytes(src)));
+    TANDEM_TRY(check_range(op, "source", s, src, 0, bytes));
     tandem_device *dd = tandem_tensor_device(dst);
-    if (tandem_tensor_addr(dst) == 0 || tandem_tensor_bytes(dst) != tandem_tensor_bytes(src))
+    if (tandem_tensor_addr(dst) == 0 || tandem_tensor_bytes(dst) < bytes)
         return tandem_fail(TANDEM_E_INVALID, "%s '%s' -> '%s': the destination must be committed "
-                           "and of the source's size (%zu bytes)", op, tandem_tensor_name(src),
-                           tandem_tensor_name(dst), tandem_tensor_bytes(src));
+                           "and hold %zu bytes (it has %zu)", op, tandem_tensor_name(src),
+                           tandem_tensor_name(dst), bytes, tandem_tensor_bytes(dst));
     if (!tandem_device_can_access_peer(dd, s->dev))
         return tandem_fail(TANDEM_E_UNSUPPORTED, "%s '%s' -> '%s': %s device %d cannot access "
                            "%s device %d", op, tandem_tensor_name(src), tandem_tensor_name(dst),
                            tandem_dev_backend_name(dd), dd ? dd->info.ordinal : -1,
                            s->dev->ops->name, s->dev->info.ordinal);
-    rec_copy(s, TANDEM_REC_COPY_PEER, tandem_tensor_bytes(src));
-    return s->dev->ops->copy_peer(s, dd, tandem_tensor_addr(dst), tandem_tensor_addr(src),
-                                  tandem_tensor_bytes(src));
+    rec_copy(s, TANDEM_REC_COPY_PEER, bytes);
+    return s->dev->ops->copy_peer(s, dd, tandem_tensor_addr(dst), tandem_tensor_addr(src), bytes);
 }
 
 /* ---- GEMM ---------------------------------------------------------------------------------- */

@@ -59,6 +59,10 @@ tandem_status tandem_dev_copy(tandem_stream *s, const tandem_tensor *dst, size_t
  * stream of the source's device (the backend's copy_peer contract). */
 tandem_status tandem_dev_copy_peer(tandem_stream *s, const tandem_tensor *dst,
                                    const tandem_tensor *src);
+/* The leading bytes of src into the leading bytes of dst, across devices as above (a ring slot's
+ * shape class packed at the start of tensors planned for the largest; bytes <= both sizes). */
+tandem_status tandem_dev_copy_peer_prefix(tandem_stream *s, const tandem_tensor *dst,
+                                          const tandem_tensor *src, size_t bytes);
 
 /* ---- GEMM on tensor views --------------------------------------------------------------------
  * An operand is a committed tensor from element `off` on; the descriptor's strides say how far

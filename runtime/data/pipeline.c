@@ -284,6 +284,12 @@ static tandem_status harvest(tandem_pipeline *p, int i) {
     return TANDEM_OK;
 }
 
+/* bytes from the start of src into dst: on one device, or across devices with peer access. */
+static tandem_status ring_copy(const tandem_pipeline *p, tandem_tensor *dst, const tandem_tensor *src, size_t bytes) {
+    if (p->o.data_dev == p->o.model_dev) return tandem_dev_copy(p->data_stream, dst, 0, src, 0, bytes);
+    return tandem_dev_copy_peer_prefix(p->data_stream, dst, src, bytes);
+}
+
 /* Queue batch seq (staged in b) into slot k. *sent = 1 once b's audio_sent and text_sent
  * events were recorded after every copy out of b. */
 static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int64_t seq, int *sent) {
@@ -310,9 +316,15 @@ static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int
     tandem_tensor *src[4] = {mel->mel, mel->mask, mel->stop, mel->frames};
     tandem_tensor *dst[4] = {s->mels, s->frame_mask, s->stop_targets, s->frame_lengths};
     void *stg[4] = {p->staging[k].mels, p->staging[k].mask, p->staging[k].stop, p->staging[k].frames};
+    /* a smaller class's features are packed [B, frames, ...] at the start: only that part moves
+       (mels, mask, stop; the lengths [B] whole); max_frames: the whole tensors, as unbucketed */
+    const size_t F = (size_t)mel->max_frames, f = b->frames > 0 && (size_t)b->frames < F ? (size_t)b->frames : F;
+    size_t n[4];
+    for (int i = 0; i < 4; i++)
+        n[i] = i < 3 && f < F ? tandem_tensor_bytes(src[i]) / F * f : tandem_tensor_bytes(src[i]);
     for (int i = 0; i < 4; i++) {
-        if (p->peer) TANDEM_TRY(tandem_tensor_copy(ds, dst[i], src[i]));
-        else TANDEM_TRY(tandem_tensor_download(ds, stg[i], src[i], tandem_tensor_bytes(src[i])));
+        if (p->peer) TANDEM_TRY(ring_copy(p, dst[i], src[i], n[i]));
+        else TANDEM_TRY(tandem_dev_download(ds, stg[i], src[i], 0, n[i]));
     }
     TANDEM_TRY(tandem_event_record(t->t3, ds));
 
@@ -321,7 +333,7 @@ static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int
     TANDEM_TRY(tandem_stream_wait_event(ms, p->ring.freed[k]));
     if (!p->peer) {
         TANDEM_TRY(tandem_event_record(t->m0, ms));
-        for (int i = 0; i < 4; i++) TANDEM_TRY(tandem_tensor_upload(ms, dst[i], stg[i], tandem_tensor_bytes(dst[i])));
+        for (int i = 0; i < 4; i++) TANDEM_TRY(tandem_dev_upload(ms, dst[i], 0, stg[i], n[i]));
         TANDEM_TRY(tandem_event_record(t->m1, ms));
     }
     TANDEM_TRY(tandem_tensor_upload(ms, s->tokens, b->tokens, B * T * sizeof(int32_t)));

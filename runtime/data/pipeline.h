@@ -5,8 +5,9 @@
  *
  * The data-device step for batch n (slot k = n mod N), all queued asynchronously:
  *   data stream:  wait "slot k free" · audio + lengths H2D · tandem_mel_batch ·
- *                 peer access: tandem_tensor_copy of mels, mask, stop targets, frame lengths
- *                 into the slot; none: D2H of the same into slot k's pinned staging
+ *                 peer access: copy of mels, mask, stop targets, frame lengths into the slot
+ *                 (a bucketed batch: only its class's packed [B, frames, ...] leading part);
+ *                 none: D2H of the same into slot k's pinned staging
  *   model copy stream (model device): wait for the data stream's step · (no peer: H2D of the
  *                 staged features into the slot) · tokens + text lengths H2D straight from
  *                 the loader's pinned staging · record "slot k filled"

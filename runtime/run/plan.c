@@ -4,7 +4,7 @@
  * declares them (runtime/data/plan_layout.h for the feature path, the ring and the pinned
  * staging; runtime/model/model.h for the model; runtime/run/synth.h for the free-running
  * evaluation's own arena on the model device, made when validation runs), then each pool's
- * report. */
+ * report; with `buckets` > 1 the shape classes training would choose (run_buckets.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +16,7 @@
 #include "runtime/model/model.h"
 #include "runtime/run/dataset.h"
 #include "runtime/run/plan.h"
+#include "runtime/run/run_buckets.h"
 #include "runtime/run/synth.h"
 #include "runtime/text/symbols.h"
 #include "tandem.h"
@@ -138,6 +139,24 @@ static tandem_status report(const tandem_config *cfg, plan_parts *p, tandem_strb
     return tandem_fail(st, "%s", all);
 }
 
+/* Length bucketing's classes as training chooses them (run_buckets.h: the training set's
+ * lengths from its file headers) with their real-frame share. A plan never fails for them: a
+ * dataset that does not open is named instead. */
+static void buckets_line(const tandem_config *cfg, tandem_strbuf *o) {
+    if (cfg->buckets <= 1) return;
+    if (!cfg->train_data[0]) {
+        tandem_strbuf_printf(o, "length bucketing: buckets %d; the classes come from the training set's lengths "
+                             "(set train_data to see them)\n", cfg->buckets);
+        return;
+    }
+    char line[320];
+    if (tandem_run_buckets_of_data(cfg, NULL, line, sizeof line) == TANDEM_OK)
+        tandem_strbuf_printf(o, "length bucketing: %s\n", line);
+    else
+        tandem_strbuf_printf(o, "length bucketing: buckets %d; classes unknown, train data '%s': %s\n", cfg->buckets,
+                             cfg->train_data, tandem_last_error());
+}
+
 tandem_status tandem_plan_report(const tandem_config *cfg, const tandem_plan_options *o, char *buf,
                                  size_t cap, size_t *len) {
     if (len) *len = 0;
@@ -154,6 +173,7 @@ tandem_status tandem_plan_report(const tandem_config *cfg, const tandem_plan_opt
     tandem_strbuf text = {buf, cap, 0};
     if (st == TANDEM_OK) {
         heading(&text, cfg, backend, o->config_name ? o->config_name : "config", &p);
+        buckets_line(cfg, &text); /* before the arenas: an over-budget message stays the last error */
         st = report(cfg, &p, &text);
         if (len) *len = text.len;
     }

@@ -5,22 +5,51 @@
 #include <string.h>
 
 #include "platform/os/log.h"
+#include "runtime/run/dataset.h"
 
-tandem_status tandem_run_buckets_open(tandem_run_buckets *rb, const tandem_config *cfg, const tandem_text_index *ix) {
+tandem_status tandem_run_buckets_classes(tandem_run_buckets *rb, const tandem_config *cfg,
+                                        const tandem_text_index *ix) {
     memset(rb, 0, sizeof *rb);
     uint32_t k = 0;
     TANDEM_TRY(tandem_buckets_for_index(ix, cfg->buckets, cfg->max_frames, cfg->reduction, NULL, rb->frames, &k,
                                         &rb->expected));
     rb->k = (int)k;
-    if (rb->k == 0) return TANDEM_OK;
+    return TANDEM_OK;
+}
+
+size_t tandem_run_buckets_describe(const tandem_run_buckets *rb, int asked, char *buf, size_t cap) {
     char list[128];
     size_t n = 0;
+    list[0] = 0;
     for (int c = 0; c < rb->k && n < sizeof list; c++)
         n += (size_t)snprintf(list + n, sizeof list - n, "%s%u", c ? ", " : "", rb->frames[c]);
-    tandem_logf(TANDEM_LOG_INFO, "trainer: length bucketing: %d shape classes of [%s] mel frames (from %d asked); "
-                "%.1f %% of the planned frames real over the training set", rb->k, list, cfg->buckets,
-                100.0 * rb->expected);
+    const int w = rb->k ? snprintf(buf, cap, "%d shape classes of [%s] mel frames (from %d asked); %.1f %% of the "
+                                   "planned frames real over the training set", rb->k, list, asked,
+                                   100.0 * rb->expected)
+                        : snprintf(buf, cap, "off (every batch max_frames); %.1f %% of the planned frames real over "
+                                   "the training set", 100.0 * rb->expected);
+    return w > 0 ? (size_t)w : 0;
+}
+
+tandem_status tandem_run_buckets_open(tandem_run_buckets *rb, const tandem_config *cfg, const tandem_text_index *ix) {
+    TANDEM_TRY(tandem_run_buckets_classes(rb, cfg, ix));
+    if (rb->k == 0) return TANDEM_OK;
+    char line[320];
+    tandem_run_buckets_describe(rb, cfg->buckets, line, sizeof line);
+    tandem_logf(TANDEM_LOG_INFO, "trainer: length bucketing: %s", line);
     return TANDEM_OK;
+}
+
+tandem_status tandem_run_buckets_of_data(const tandem_config *cfg, const char *cache_dir, char *buf, size_t cap) {
+    if (cap) buf[0] = 0;
+    tandem_text_index ix;
+    memset(&ix, 0, sizeof ix);
+    tandem_run_buckets rb;
+    tandem_status st = tandem_run_open_index(cfg, cfg->train_data, cache_dir, &ix);
+    if (st == TANDEM_OK) st = tandem_run_buckets_classes(&rb, cfg, &ix);
+    if (st == TANDEM_OK) tandem_run_buckets_describe(&rb, cfg->buckets, buf, cap);
+    tandem_text_index_free(&ix);
+    return st;
 }
 
 void tandem_run_buckets_dims(const tandem_run_buckets *rb, tandem_model_dims *dims) {

@@ -1,7 +1,7 @@
 /* run_buckets.h — length bucketing in a training run (docs/TRAINING.md, "Length bucketing"): the
  * shape classes chosen from the training set (runtime/data/buckets.h) for the model's plan and
  * the pipeline, the CUDA-graph key of a step's classes, and the real-frame accounting.
- * Owns nothing allocated; the trainer's thread only.
+ * Owns nothing allocated; the trainer's thread only (tandem_run_buckets_of_data: any one thread).
  */
 #ifndef TANDEM_RUNTIME_RUN_BUCKETS_H
 #define TANDEM_RUNTIME_RUN_BUCKETS_H
@@ -26,8 +26,19 @@ typedef struct tandem_run_buckets {
     int last_frames;                     /* the class of the last batch added */
 } tandem_run_buckets;
 
-/* The classes for cfg->buckets over ix's training set (off when buckets <= 1), logged. */
+/* The classes for cfg->buckets over ix's training set (off when buckets <= 1): k, frames and
+ * expected set, the counts zero. tandem_run_buckets_open: the same, logged (the trainer). */
+tandem_status tandem_run_buckets_classes(tandem_run_buckets *rb, const tandem_config *cfg,
+                                        const tandem_text_index *ix);
 tandem_status tandem_run_buckets_open(tandem_run_buckets *rb, const tandem_config *cfg, const tandem_text_index *ix);
+/* rb's classes in words ("3 shape classes of [a, b, c] mel frames (from 3 asked); x % of the planned
+ * frames real over the training set", or "off ..."), NUL-terminated in buf [cap]; the length. */
+size_t tandem_run_buckets_describe(const tandem_run_buckets *rb, int asked, char *buf, size_t cap);
+/* The classes a run of cfg trains with, in words (tandem_run_buckets_describe), for `tandem plan`
+ * and `tandem validate`: cfg->train_data indexed exactly as the trainer indexes it
+ * (tandem_run_open_index: text and audio file headers, no audio decoded; cache_dir as there), then
+ * tandem_run_buckets_classes. Allocates the index, freed before returning. */
+tandem_status tandem_run_buckets_of_data(const tandem_config *cfg, const char *cache_dir, char *buf, size_t cap);
 /* The model plans every class. */
 void tandem_run_buckets_dims(const tandem_run_buckets *rb, tandem_model_dims *dims);
 /* The pipeline draws batches of them. */

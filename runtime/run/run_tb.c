@@ -53,6 +53,7 @@ static const struct {
     F("train/grad_norm", grad_norm), F("perf/step_ms", step_ms), F("perf/data_wait_ms", data_wait_ms),
     F("perf/model_busy_pct", model_busy_pct), F("perf/data_busy_pct", data_busy_pct),
     F("perf/samples_per_s", samples_per_s), F("perf/x_realtime", x_realtime),
+    F("data/real_frames_pct", real_frames_pct),
 }, k_val[] = {
     F("val/l1", val_l1), F("val/stop_bce", val_stop_bce), F("eval/stop_within", eval_stop_within),
     F("eval/len_ratio", eval_len_ratio), F("eval/dtw_l1", eval_dtw_l1), F("eval/text_dep", eval_text_dep),

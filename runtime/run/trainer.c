@@ -751,7 +751,7 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     tandem_metrics_set(x, "data_busy_pct", m->data_busy_pct);
     tandem_metrics_set(x, "samples_per_s", m->samples_per_s);
     tandem_metrics_set(x, "x_realtime", m->x_realtime);
-    tandem_metrics_set(x, "real_frames_pct", tandem_run_buckets_window(&t->rb));
+    tandem_metrics_set(x, "real_frames_pct", m->real_frames_pct);
     tandem_metrics_set(x, "step_cv", m->step_cv);
     tandem_metrics_set_int(x, "skipped", m->skipped);
     if (validated) {
@@ -785,8 +785,10 @@ static tandem_status validate_and_log(tandem_trainer *t, run_totals *r, tandem_s
         r->S.val_l1_last = m->val_l1;
     }
     if (done % t->cfg.log_every == 0 || done == max_steps || validated || m->skipped) {
-        TANDEM_TRY(write_metrics(t, m, validated));
-        tandem_run_tb_step(&t->tb, m, validated);
+        tandem_step_metrics line = *m; /* real frames over the line's window, in both files */
+        line.real_frames_pct = tandem_run_buckets_window(&t->rb);
+        TANDEM_TRY(write_metrics(t, &line, validated));
+        tandem_run_tb_step(&t->tb, &line, validated);
         m->logged = 1;
         tandem_figures_add_loss(t->fig, done, m->loss);
         if (validated) tandem_figures_add_val(t->fig, done, m->val_l1);

@@ -14,6 +14,7 @@
 #include "runtime/data/text_index.h"
 #include "runtime/run/index_summary.h"
 #include "runtime/run/plan.h"
+#include "runtime/run/run_buckets.h"
 #include "tandem.h"
 
 #define FRAME_S ((double)TANDEM_MEL_HOP / TANDEM_AUDIO_RATE) /* seconds per mel frame */
@@ -178,6 +179,17 @@ static void duration_filter(const tandem_text_index *ix, const tandem_config *c,
     s->n_train = ix->count - s->too_long - s->too_short - s->unreadable;
 }
 
+/* Length bucketing's classes, chosen as the trainer chooses them (run_buckets.h). */
+static void buckets_finding(const tandem_config *c, const tandem_validate_options *o, tandem_validate_report *r) {
+    if (c->buckets <= 1) return;
+    char line[320];
+    if (tandem_run_buckets_of_data(c, o->cache_dir, line, sizeof line) == TANDEM_OK)
+        add(r, TANDEM_FINDING_INFO, "data", "", "length bucketing: %s", line);
+    else
+        add(r, TANDEM_FINDING_WARN, "data", "see the data findings above", "length bucketing: classes unknown: %s",
+            tandem_last_error());
+}
+
 static void check_data(const tandem_config *c, const tandem_validate_options *o, tandem_validate_report *r) {
     const char *dirs[2] = {c->train_data, c->val_data};
     for (int which = 0; which < 2; which++) {
@@ -197,6 +209,7 @@ static void check_data(const tandem_config *c, const tandem_validate_options *o,
             r->data_indexed = 1;
             data_findings(c, &r->data, r);
             probe_audio(&ix, c, o->probe_files, r);
+            buckets_finding(c, o, r);
         } else {
             add(r, TANDEM_FINDING_INFO, "data", "", "%s: %u usable validation utterances", dirs[1], ix.n_train);
         }

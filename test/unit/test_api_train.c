@@ -401,6 +401,51 @@ static void test_plan(void **state) {
     tandem_config_destroy(cfg);
 }
 
+/* `buckets` > 1: the plan shows the shape classes and their real-frame share exactly as the
+ * trainer chooses them (its startup report), from the training set's headers; a training set that
+ * does not open is named, the plan still whole; buckets 0 shows none. */
+static void test_plan_buckets(void **state) {
+    (void)state;
+    char out[300];
+    snprintf(out, sizeof out, "%s/run_buckets_plan", root);
+    tandem_config *cfg = small_config(out);
+    CHECK(tandem_config_set(cfg, "buckets", "3"));
+    tandem_plan_options po;
+    tandem_plan_options_init(&po);
+    po.backend = TANDEM_BACKEND_HOST;
+    static char text[32768];
+    size_t len = 0;
+    CHECK(tandem_plan_report(cfg, &po, text, sizeof text, &len));
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = TANDEM_BACKEND_HOST;
+    o.cache_dir = cache;
+    tandem_trainer *t = NULL;
+    CHECK(tandem_trainer_create(cfg, &o, &t));
+    tandem_trainer_startup su;
+    CHECK(tandem_trainer_startup_report(t, &su));
+    tandem_trainer_destroy(t);
+    char want[256];
+    int n = snprintf(want, sizeof want, "length bucketing: %d shape classes of [", su.n_buckets);
+    for (int c = 0; c < su.n_buckets; c++) n += snprintf(want + n, sizeof want - n, "%s%d", c ? ", " : "",
+                                                         su.bucket_frames[c]);
+    snprintf(want + n, sizeof want - n, "] mel frames (from 3 asked); %.1f %% of the planned frames real",
+             su.bucket_real_pct);
+    const char *line = strstr(text, "length bucketing");
+    assert_non_null(line);
+    printf("trainer: %d classes; plan: %.*s\n", su.n_buckets, (int)strcspn(line, "\n"), line);
+    assert_true(su.n_buckets >= 1 && su.bucket_frames[su.n_buckets - 1] == 32);
+    assert_non_null(strstr(text, want));
+    CHECK(tandem_config_set(cfg, "train_data", out)); /* not a dataset */
+    CHECK(tandem_plan_report(cfg, &po, text, sizeof text, &len));
+    assert_non_null(strstr(text, "length bucketing: buckets 3; classes unknown, train data '"));
+    assert_non_null(strstr(text, "[model device]"));
+    CHECK(tandem_config_set(cfg, "buckets", "0"));
+    CHECK(tandem_plan_report(cfg, &po, text, sizeof text, &len));
+    assert_null(strstr(text, "length bucketing"));
+    tandem_config_destroy(cfg);
+}
+
 static void test_prep(void **state) {
     (void)state;
     tandem_data_prep_options o;
@@ -498,6 +543,7 @@ int main(void) {
         cmocka_unit_test(test_config),        cmocka_unit_test(test_prep),
         cmocka_unit_test(test_train_callback), cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_create_fails_clean), cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_plan_buckets),
         cmocka_unit_test(test_data_run),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -171,14 +171,22 @@ static void test_validate(void **state) {
     char *o;
     /* all well: no finding above info */
     int rc = run(&o, "validate --config configs/tiny.yaml --backend %s --train-data '%s' --val-data '%s' "
-                 "--max-steps 1000 --warmup-steps 10 --probe 4 --batch-size 2", be, corpus, corpus);
+                 "--max-steps 1000 --warmup-steps 10 --probe 4 --batch-size 2 --buckets 3", be, corpus, corpus);
     printf("%s", o);
     if (rc != 0) fail_msg("exit %d:\n%s", rc, o);
     expect_in(o, "4 audio files probed (decoded whole), 0 failed");
+    expect_in(o, "length bucketing: "); /* the classes training would choose (test_api_train: the same) */
+    expect_in(o, " mel frames (from 3 asked); ");
     expect_in(o, "0 errors, 0 warnings");
     if (backend == TANDEM_BACKEND_CUDA) expect_in(o, "device cuda 0");
     expect_in(o, "expected throughput (modelled on an h100, not measured): "); /* tandem_cost.h */
     expect_in(o, " ms per step in a CUDA graph, ");
+    free(o);
+    /* the plan shows the same classes */
+    rc = run(&o, "plan --config configs/tiny.yaml --backend %s --train-data '%s' --buckets 3", be, corpus);
+    if (rc != 0) fail_msg("exit %d:\n%s", rc, o);
+    expect_in(o, "length bucketing: ");
+    expect_in(o, " % of the planned frames real over the training set\n");
     free(o);
     /* warnings: no validation set, too-long audio (with the max_frames that keeps it) */
     rc = run(&o, "validate --config configs/tiny.yaml --backend %s --train-data '%s' --max-steps 1000 "

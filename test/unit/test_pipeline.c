@@ -30,6 +30,7 @@
 
 #include "runtime/audio/audio.h"
 #include "runtime/core/config.h"
+#include "runtime/core/dev.h"
 #include "runtime/audio/mel_device.h"
 #include "platform/os/os.h"
 #include "runtime/data/buckets.h"
@@ -367,6 +368,38 @@ static void check_bucketed(tandem_stream *cs, const tandem_batch_view *v, const 
     assert_int_equal(v->real_frames, real);
 }
 
+/* The ring copies the device layer recorded (dev.h's recorder): the producer's four per batch, in
+ * batch order (mels, mask, stop, frame lengths; peer, same-device or staged D2H, never the test's
+ * own downloads on cs and the reference's stream). Each batch's copies must move only its class's packed [B, frames, ...]
+ * part: BATCH * frames * (M + 2) floats + the lengths, against the whole slot's
+ * BATCH * FRAMES * (M + 2) + BATCH. seq_frames [n]: the class of batch seq. */
+static void check_ring_copy_bytes(const tandem_dev_recorder *rec, const tandem_stream *cs, const tandem_stream *ref,
+                                  const int *seq_frames, int n) {
+    assert_true(rec->n <= rec->cap);
+    int64_t got[4 * 64], g = 0;
+    for (int64_t i = 0; i < rec->n && g < 4 * 64; i++) {
+        const tandem_rec_entry *e = &rec->entries[i];
+        if (e->kind == TANDEM_REC_COPY_PEER || e->kind == TANDEM_REC_COPY_D2D ||
+            (e->kind == TANDEM_REC_COPY_D2H && e->stream != cs && e->stream != ref))
+            got[g++] = (int64_t)e->cost.bytes_read;
+    }
+    assert_true(g >= 4 * (int64_t)n);
+    const int64_t whole = (int64_t)BATCH * FRAMES * (M + 2) * 4 + BATCH * 4;
+    int64_t small_seen = 0, small_bytes = 0;
+    for (int b = 0; b < n; b++) {
+        const int64_t f = seq_frames[b], *c = &got[4 * b];
+        if (c[0] != BATCH * f * M * 4 || c[1] != BATCH * f * 4 || c[2] != BATCH * f * 4 || c[3] != BATCH * 4)
+            fail_msg("batch %d (%lld frames): ring copies of %lld, %lld, %lld, %lld bytes; expected %lld, %lld, "
+                     "%lld, %d", b, (long long)f, (long long)c[0], (long long)c[1], (long long)c[2],
+                     (long long)c[3], (long long)(BATCH * f * M * 4), (long long)(BATCH * f * 4),
+                     (long long)(BATCH * f * 4), BATCH * 4);
+        if (f < FRAMES) small_seen++, small_bytes = c[0] + c[1] + c[2] + c[3];
+    }
+    assert_true(small_seen > 0);
+    printf("ring copies: %d batches as recorded; a batch of a smaller class moved %lld bytes of the slot's "
+           "%lld\n", n, (long long)small_bytes, (long long)whole);
+}
+
 /* Length bucketing (issue 14): with the training set's classes, over three epochs every
  * utterance is in exactly one batch's distinct rows per epoch, each batch's shape is one of the
  * classes and holds its rows, the features equal the direct computation's (check_bucketed),
@@ -388,6 +421,11 @@ static void test_bucketed_epochs(void **state) {
     reference ref;
     ref_init(&ref);
     run x;
+    static tandem_rec_entry entries[1 << 15];
+    static tandem_dev_recorder rec;
+    rec.entries = entries, rec.cap = 1 << 15;
+    tandem_dev_record(&rec); /* the ring copies' bytes (check_ring_copy_bytes) */
+    int seq_frames[64], n_seq = 0;
     start_k = (int)k, start_frames = frames;
     run_start(&x, &c, &ix, tandem_rng_next(&r), 0);
     start_k = 0, start_frames = NULL;
@@ -407,6 +445,8 @@ static void test_bucketed_epochs(void **state) {
         while (cls < k && frames[cls] != (uint32_t)v.frames) cls++;
         assert_true(cls < k); /* a shape of the fixed set */
         used[cls]++;
+        assert_true(v.seq == n_seq && n_seq < 64);
+        seq_frames[n_seq++] = v.frames;
         assert_true(v.n_real >= 1 && v.n_real <= BATCH);
         for (uint32_t b = 0; b < v.n_real; b++) seen[e][v.utt[b]]++;
         ref_batch(&ref, &c, &ix, v.utt, &want);
@@ -421,6 +461,8 @@ static void test_bucketed_epochs(void **state) {
     printf("3 epochs: every utterance once per epoch; %d of %u shapes used\n", shapes, k);
     assert_true(shapes >= 2);
     assert_int_equal(tandem_pipeline_stop(x.pipe), TANDEM_OK);
+    tandem_dev_record(NULL);
+    check_ring_copy_bytes(&rec, cs, ref.s, seq_frames, n_seq);
     tandem_pipeline_stats s;
     tandem_pipeline_get_stats(x.pipe, &s);
     assert_int_equal(s.too_long + s.decode_failures, 0);

@@ -355,11 +355,12 @@ static void test_writer(void **state) {
 typedef struct losses {
     int n;
     double loss[16];
+    double real_pct[16]; /* real_frames_pct of each step (log_every 1: the line's window) */
 } losses;
 
 static void on_step(void *ctx, const tandem_step_metrics *m) {
     losses *l = ctx;
-    if (l->n < 16) l->loss[l->n] = m->loss;
+    if (l->n < 16) l->loss[l->n] = m->loss, l->real_pct[l->n] = m->real_frames_pct;
     l->n++;
 }
 
@@ -400,7 +401,7 @@ static void test_trainer_events(void **state) {
     assert_int_equal(event_file(out, path, sizeof path), 1);
     rec rs[64];
     const int n = read_records(path, rs, 64);
-    int seen_loss = 0, seen_val = 0, seen_img = 0, seen_lr = 0;
+    int seen_loss = 0, seen_val = 0, seen_img = 0, seen_lr = 0, seen_real = 0;
     for (int i = 1; i < n; i++) {
         int64_t step;
         double wall;
@@ -412,6 +413,11 @@ static void test_trainer_events(void **state) {
                 assert_true(v[j].simple == (float)l.loss[step - 1]);
                 seen_loss |= 1 << step;
             }
+            if (!strcmp(v[j].tag, "data/real_frames_pct")) {
+                assert_true(step >= 1 && step <= 4);
+                assert_true(v[j].simple == (float)l.real_pct[step - 1] && v[j].simple > 0 && v[j].simple <= 100);
+                seen_real |= 1 << step;
+            }
             if (!strcmp(v[j].tag, "val/l1")) seen_val |= 1 << step;
             if (!strcmp(v[j].tag, "train/lr") || !strcmp(v[j].tag, "perf/step_ms")) seen_lr++;
             if (v[j].kind == 4) {
@@ -420,9 +426,10 @@ static void test_trainer_events(void **state) {
             }
         }
     }
-    printf("run: %d records; train/loss at steps 1..4 equal to the step callback's; val/l1 at steps 0, 2, 4; "
+    printf("run: %d records; train/loss at steps 1..4 equal to the step callback's; data/real_frames_pct at steps 1..4 equal to the callback's; val/l1 at steps 0, 2, 4; "
            "%d figures\n", n, seen_img);
     assert_int_equal(seen_loss, 0x1e);
+    assert_int_equal(seen_real, 0x1e);
     assert_int_equal(seen_val, 0x15);
     assert_int_equal(seen_lr, 8);
     assert_int_equal(seen_img, 4); /* loss and mel at the checkpoints of steps 2 and 4 */
