@@ -472,6 +472,11 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
     if (!fused) TANDEM_TRY(declare_materialised_bwd(m, &c));
     c = per_step(pool, ph->in_b, ph->in_b);
     TANDEM_TRY(decl(&c, &m->dpre, TANDEM_F32, 2, B * d->mel_len, D, 0, 0, "model.d_prenet"));
+    c = per_step(pool, ph->out_b, ph->in_b); /* every bias gradient, heads to prenet */
+    int64_t widest = d->ff > 3 * D ? d->ff : 3 * D;
+    if (d->group > widest) widest = d->group;
+    TANDEM_TRY(decl(&c, &m->cs_partial, TANDEM_F32, 1, TANDEM_K_CS_MAX_CHUNKS * widest, 0, 0, 0,
+                    "model.bias_grad_partials"));
     if (d->bf16) {
         c = per_step(pool, ph->out_b, ph->in_b);
         const int64_t staged = staged_floats(d), scores = fused ? 0 : B * H * T * T;

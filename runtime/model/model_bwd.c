@@ -20,13 +20,22 @@ static tandem_status operand(tandem_model *m, tandem_stream *s, const tandem_ten
     return tandem_seam_operand(s, m->dims.bf16, dy, m->gbf, n, out);
 }
 
+/* db [d] += colsum(dy [rows, d]) in two stages that fill the device (kernels/layers.h). */
+static tandem_status bias_grad(tandem_model *m, tandem_stream *s, const tandem_tensor *dy, int b,
+                               int64_t rows, int64_t d) {
+    const int chunks = tandem_col_sum_chunks((int)rows, (int)d);
+    float *partial = F32(m->cs_partial);
+    TANDEM_TRY(tandem_col_sum_partial(s, F32(dy), partial, (int)rows, (int)d, chunks));
+    return tandem_col_sum_acc(s, partial, tandem_model_grad_f32(m, b), chunks, (int)d);
+}
+
 /* A linear layer's weight and bias gradients from dy [rows, out] and its input x [rows, in]:
  * dW [out, in] += dy^T x,  db [out] += colsum(dy);  and (dx not NULL) dx [rows, in] = dy W. */
 static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b, int64_t rows,
                                 int64_t in, int64_t out, const tandem_tensor *dy,
                                 const tandem_tensor *x, tandem_tensor *dx) {
     const tandem_model_dims *d = &m->dims;
-    TANDEM_TRY(tandem_col_sum_acc(s, F32(dy), tandem_model_grad_f32(m, b), (int)rows, (int)out));
+    TANDEM_TRY(bias_grad(m, s, dy, b, rows, out));
     tandem_view dyo;
     TANDEM_TRY(operand(m, s, dy, rows * out, &dyo));
     tandem_gemm_desc g = tandem_model_desc_linear_dw(d, rows, in, out);
@@ -116,8 +125,7 @@ static tandem_status heads_bwd(tandem_model *m, tandem_stream *s) {
         tandem_gemm_desc g = tandem_model_desc_head_dx(d, out);
         TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, head_w[h]),
                                    h ? 1.0f : 0.0f, dhf_mel));
-        TANDEM_TRY(tandem_col_sum_acc(s, F32(head_dy[h]), tandem_model_grad_f32(m, head_b[h]),
-                                      (int)Np, (int)out));
+        TANDEM_TRY(bias_grad(m, s, head_dy[h], head_b[h], Np, out));
         g = tandem_model_desc_linear_dw(d, d->mel_len, D, out);
         for (int i = 0; i < d->batch; i++) {
             const tandem_view dy = tandem_view_at(dyo.t, dyo.off + (int64_t)i * d->mel_len * out);

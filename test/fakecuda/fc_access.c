@@ -105,6 +105,10 @@ ACC(gelu_fwd) { R(a->x, a->n * F4); W(a->y, a->n * F4); }
 ACC(gelu_bwd) { R(a->dy, a->n * F4); R(a->x, a->n * F4); W(a->dx, a->n * F4); }
 ACC(bias_add) { RW(a->y, (size_t)a->rows * a->d * F4); R(a->b, a->d * F4); }
 ACC(col_sum_acc) { R(a->dy, (size_t)a->rows * a->d * F4); RW(a->db, a->d * F4); }
+ACC(col_sum_partial) {
+    R(a->dy, (size_t)a->rows * a->d * F4);
+    W(a->partial, (size_t)a->chunks * a->d * F4);
+}
 ACC(seq_embed_fwd) {
     size_t t = (size_t)a->text_len + (size_t)a->mel_len;
     R(a->tokens, (size_t)a->batch * a->text_len * 4);
