@@ -102,7 +102,9 @@ static tandem_gemm_desc desc(const tandem_model_dims *dm, int ta, int tb, int64_
 
 tandem_gemm_desc tandem_model_desc_linear(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                           int64_t out) {
-    return desc(dm, 0, 1, rows, out, in);
+    tandem_gemm_desc g = desc(dm, 0, 1, rows, out, in);
+    g.epilogue = TANDEM_GEMM_EPI_BIAS; /* + b in the GEMM: no bias pass over y */
+    return g;
 }
 tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out) {
@@ -114,6 +116,7 @@ tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_
 }
 tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out) {
     tandem_gemm_desc g = desc(dm, 0, 1, dm->mel_len, out, dm->d);
+    g.epilogue = TANDEM_GEMM_EPI_BIAS;
     g.batch = dm->batch;
     g.stride_a = (int64_t)dm->seq * dm->d;
     g.stride_b = 0; /* one weight for every item */
@@ -256,6 +259,9 @@ tandem_view tandem_model_weight(const tandem_model *m, int idx) {
     if (!m->dims.bf16) return tandem_view_at(m->params, m->param[idx].offset);
     assert(m->param[idx].offset + m->param[idx].numel <= m->decay_end); /* a linear weight */
     return tandem_view_at(m->wcopy, m->param[idx].offset);
+}
+tandem_view tandem_model_param_view(const tandem_model *m, int idx) {
+    return tandem_view_at(m->params, m->param[idx].offset);
 }
 tandem_view tandem_model_grad_view(const tandem_model *m, int idx) {
     return tandem_view_at(m->grads, m->param[idx].offset);

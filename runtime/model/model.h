@@ -301,6 +301,8 @@ float *tandem_model_grad_f32(const tandem_model *m, int idx);
  * parameter's gradient. */
 tandem_view tandem_model_weight(const tandem_model *m, int idx);
 tandem_view tandem_model_grad_view(const tandem_model *m, int idx);
+/* A parameter's f32 master as a GEMM epilogue operand (a bias). */
+tandem_view tandem_model_param_view(const tandem_model *m, int idx);
 
 /* Check a batch's tensors against the dims (shapes, dtypes, device) and, when it gives host
  * lengths, their range (device lengths are clamped by the kernel: reading them would sync). */

@@ -43,6 +43,7 @@ ACC(gemm_f32) {
     R(a->b, gemm_elems(a->batch, a->stride_b, a->k, a->n) * F4);
     size_t c = gemm_elems(a->batch, a->stride_c, a->m, a->n) * F4;
     if (a->beta != 0.0f) R(a->c, c);
+    if (a->bias) R(a->bias, (size_t)a->n * F4);
     W(a->c, c);
 }
 ACC(gemm_bf16) {
@@ -50,6 +51,7 @@ ACC(gemm_bf16) {
     R(a->b, gemm_elems(a->batch, a->stride_b, a->k, a->n) * 2);
     size_t c = gemm_elems(a->batch, a->stride_c, a->m, a->n) * F4;
     if (a->beta != 0.0f) R(a->c, c);
+    if (a->bias) R(a->bias, (size_t)a->n * F4);
     W(a->c, c);
 }
 
