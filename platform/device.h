@@ -39,6 +39,9 @@ typedef struct tandem_gemm_desc {
     tandem_gemm_epilogue epilogue;        /* part of the shape (a plan per epilogue) */
     tandem_dptr bias; /* EPI_BIAS: the bias's address, set by runtime/core/dev.c from the
                          caller's view for the backend (not part of the shape) */
+    int tf32; /* f32 A and B on cuda with cuBLASLt: CUBLAS_COMPUTE_32F_FAST_TF32 (A and B rounded
+                 to TF32's 10-bit mantissa, f32 accumulation; the config's `tf32`). Part of the
+                 shape. The host GEMM and the fatbin's gemm_f32 compute exact f32 either way. */
 } tandem_gemm_desc;
 
 typedef struct tandem_backend_ops tandem_backend_ops;

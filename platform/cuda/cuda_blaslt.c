@@ -2,7 +2,9 @@
  * own gemm_f32 / gemm_bf16 kernels.
  *
  * Types (tandem_gemm_desc): A and B both f32, or both bf16 (CUDA_R_16BF layouts with
- * CUBLAS_COMPUTE_32F: f32 accumulation); C always f32. The types are part of a plan's key.
+ * CUBLAS_COMPUTE_32F: f32 accumulation); C always f32. f32 A and B with desc.tf32 use
+ * CUBLAS_COMPUTE_32F_FAST_TF32. Epilogue BIAS: CUBLASLT_EPILOGUE_BIAS, the bias pointer set per
+ * call. The types, tf32 and the epilogue are part of a plan's key.
  *
  * The API is row-major (tandem.h): C[m,n] = alpha op(A) op(B) + beta C. cuBLASLt is
  * column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
@@ -146,7 +148,7 @@ static const char *lt_status_name(cublasStatus_t s) {
 /* "[2 x] 64x32 @ 32x16 (trans_a 0, trans_b 1)" */
 static void shape_text(const tandem_gemm_desc *g, char *buf, size_t cap) {
     snprintf(buf, cap, "%sbatch %lld: [%lld x %lld]%s @ [%lld x %lld]%s -> [%lld x %lld]%s",
-             g->a_type == TANDEM_BF16 ? "bf16 " : "", (long long)g->batch,
+             g->a_type == TANDEM_BF16 ? "bf16 " : g->tf32 ? "tf32 " : "", (long long)g->batch,
              (long long)(g->trans_a ? g->k : g->m), (long long)(g->trans_a ? g->m : g->k), g->trans_a ? "^T" : "",
              (long long)(g->trans_b ? g->n : g->k), (long long)(g->trans_b ? g->k : g->n), g->trans_b ? "^T" : "",
              (long long)g->m, (long long)g->n, g->epilogue == TANDEM_GEMM_EPI_BIAS ? " + bias" : "");
@@ -195,7 +197,7 @@ static uint32_t operand_align(tandem_dptr p, int64_t stride, tandem_dtype t, int
 static int same_shape(const tandem_gemm_desc *x, const tandem_gemm_desc *y) {
     if (x->trans_a != y->trans_a || x->trans_b != y->trans_b || x->m != y->m || x->n != y->n || x->k != y->k ||
         x->batch != y->batch || x->a_type != y->a_type || x->b_type != y->b_type || x->c_type != y->c_type ||
-        x->epilogue != y->epilogue)
+        x->epilogue != y->epilogue || x->tf32 != y->tf32)
         return 0;
     return x->batch == 1 ||
            (x->stride_a == y->stride_a && x->stride_b == y->stride_b && x->stride_c == y->stride_c);
@@ -262,7 +264,9 @@ static tandem_status lt_heuristic(tandem_cuda_dev *d, const tandem_gemm_desc *g,
 }
 
 static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p) {
-    LT_TRY(cublasLtMatmulDescCreate, (&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), g);
+    /* TF32 (tensor cores) for f32 operands when asked; bf16 operands always accumulate in f32 */
+    const cublasComputeType_t ct = g->tf32 && g->a_type == TANDEM_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    LT_TRY(cublasLtMatmulDescCreate, (&p->op, ct, CUDA_R_32F), g);
     int32_t ta = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's A is our B */
     int32_t tb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), g);

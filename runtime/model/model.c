@@ -27,6 +27,7 @@ tandem_status tandem_model_dims_from_config(const tandem_config *cfg, int vocab,
     tandem_model_dims d;
     memset(&d, 0, sizeof d);
     d.bf16 = cfg->precision == TANDEM_PRECISION_BF16; /* refused later on a host device */
+    d.tf32 = !d.bf16 && cfg->tf32;
     d.batch = cfg->batch_size;
     d.d = cfg->d_model;
     d.layers = cfg->layers;
@@ -91,6 +92,7 @@ static tandem_gemm_desc desc(const tandem_model_dims *dm, int ta, int tb, int64_
     tandem_gemm_desc g;
     memset(&g, 0, sizeof g); /* C f32 */
     g.a_type = g.b_type = dm->bf16 ? TANDEM_BF16 : TANDEM_F32;
+    g.tf32 = dm->tf32 && !dm->bf16;
     g.trans_a = ta;
     g.trans_b = tb;
     g.m = m;

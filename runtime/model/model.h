@@ -79,6 +79,8 @@ typedef struct tandem_model_dims {
     int forward_only;     /* 1: inference (tandem synth): no gradients, AdamW moments or
                              backward tensors are declared; backward is refused */
     int bf16;             /* 1: precision bf16 (see "Precision" above; cuda devices only) */
+    int tf32;             /* 1: fp32 GEMMs ask for TF32 inputs (tandem_gemm_desc.tf32; cuBLASLt
+                             only: the host and the fatbin GEMM stay exact) */
     int attn_materialised; /* 1: the materialised attention at any head size (reference
                               tests; 0 from the config: fused where it serves, attention.h) */
 } tandem_model_dims;

@@ -85,7 +85,7 @@ const char *tandem_cost_describe(const tandem_rec_entry *e, char *buf, size_t ca
                                      ? tandem_kernel_table[e->kernel].name : "?");
         break;
     case TANDEM_REC_GEMM:
-        snprintf(buf, cap, "gemm %s %s%s m=%lld n=%lld k=%lld x%lld%s", tandem_dtype_name(g->a_type),
+        snprintf(buf, cap, "gemm %s %s%s m=%lld n=%lld k=%lld x%lld%s", g->tf32 ? "tf32" : tandem_dtype_name(g->a_type),
                  g->trans_a ? "T" : "N", g->trans_b ? "T" : "N", (long long)g->m, (long long)g->n,
                  (long long)g->k, (long long)g->batch, e->beta != 0.0f ? " +C" : "");
         break;
@@ -98,7 +98,9 @@ const char *tandem_cost_describe(const tandem_rec_entry *e, char *buf, size_t ca
 double tandem_cost_seconds(const tandem_rec_entry *e, const tandem_gpu_spec *g, int tf32) {
     double peak = g->fp32_tflops;
     if (e->kind == TANDEM_REC_GEMM)
-        peak = e->gemm.a_type == TANDEM_BF16 ? g->bf16_tflops : tf32 ? g->tf32_tflops : g->fp32_tflops;
+        peak = e->gemm.a_type == TANDEM_BF16 ? g->bf16_tflops
+               : tf32 || e->gemm.tf32        ? g->tf32_tflops /* --tf32, or the config's tf32 */
+                                             : g->fp32_tflops;
     const double t_flops = e->cost.flops / (peak * 1e12);
     double bytes = e->cost.bytes_read + e->cost.bytes_written;
     if (e->kind == TANDEM_REC_COPY_H2D || e->kind == TANDEM_REC_COPY_D2H) bytes = e->cost.bytes_read;
