@@ -112,6 +112,9 @@ typedef struct tandem_step_metrics {
     int ring_slots;        /* prefetch_buffer_size */
     double samples_per_s;  /* utterances trained per second */
     double x_realtime;     /* seconds of audio trained per wall second */
+    double real_frames_pct; /* real mel frames / frames of the step's batch shapes, % (length
+                              bucketing raises it; metrics.jsonl: over the lines' window) */
+    int frames;            /* the shape class (mel frames) of the step's last micro-batch */
     double step_cv;        /* coefficient of variation of step_ms over the last 50 steps */
     double val_l1, val_stop_bce; /* validation after this step; both < 0 when it did not validate */
     /* free-running evaluation at that validation (docs/TRAINING.md, "Free-running evaluation");
@@ -157,7 +160,7 @@ typedef struct tandem_trainer_options {
                                 off */
     int force_resume;        /* 0 (default): a resume whose config changes a key that fixes the model's
                                 shapes or the data order (d_model, layers, heads, reduction, max_text,
-                                max_frames, batch_size, grad_accum, seed, shuffle, train_data) is
+                                max_frames, batch_size, grad_accum, seed, shuffle, train_data, buckets) is
                                 refused naming each key, old and new value; 1: go on (a warning each) */
     const char *init_from;   /* NULL (default); else a checkpoint file or run directory whose parameters
                                 (only: not the moments, step or sampler) start this new run; tensors of
@@ -196,6 +199,7 @@ typedef struct tandem_trainer_summary {
     char stage_name[8][16];
     double stage_count[8], stage_total_ms[8], stage_mean_ms[8];
     double wall_ms;          /* the run's wall time (the data side's clock) */
+    double real_frames_pct;  /* real mel frames / frames of the batch shapes over the run, % */
 } tandem_trainer_summary;
 
 /* The config a resume of run_dir continues with (`tandem train --resume DIR` alone): the config
@@ -230,6 +234,10 @@ typedef struct tandem_trainer_startup {
     double data_arena_mib, model_arena_mib; /* committed arenas */
     int ring_slots;
     int64_t start_step;         /* 0 for a fresh run; the checkpoint's step on resume */
+    int n_buckets;              /* length bucketing's shape classes (0: off, every batch max_frames) */
+    int bucket_frames[8];       /* their mel frames, ascending */
+    double bucket_real_pct;     /* the real-frame share they give over the training set, %
+                                   (without bucketing: that of max_frames) */
 } tandem_trainer_startup;
 /* Fill *r from a created trainer; TANDEM_E_INVALID for NULL arguments. */
 tandem_status tandem_trainer_startup_report(const tandem_trainer *t, tandem_trainer_startup *r);

@@ -67,6 +67,14 @@ static void print_startup(const tandem_trainer *t) {
            r.cache_path);
     printf("memory plan: data arena %.1f MiB, model arena %.1f MiB (ring of %d slots)\n", r.data_arena_mib,
            r.model_arena_mib, r.ring_slots);
+    if (r.n_buckets) {
+        printf("length bucketing: %d shape classes of", r.n_buckets);
+        for (int c = 0; c < r.n_buckets; c++) printf("%s %d", c ? "," : "", r.bucket_frames[c]);
+        printf(" mel frames: %.1f %% of the planned frames real over the training set\n", r.bucket_real_pct);
+    } else {
+        printf("batch shape: every batch max_frames: %.1f %% of its frames real over the training set "
+               "(`buckets: 3` cuts the padding)\n", r.bucket_real_pct);
+    }
     if (r.start_step) printf("resuming at step %lld\n", (long long)r.start_step);
     fflush(stdout);
 }
@@ -83,6 +91,7 @@ static void print_summary(const tandem_trainer_summary *sum) {
                "step-time CV %.1f %% (%lld steps past warm-up), skipped steps %lld\n", sum->samples_per_s,
                sum->data_wait_pct, sum->model_busy_pct, sum->data_busy_pct, 100.0 * sum->step_cv,
                (long long)sum->steps_measured, (long long)sum->skipped);
+        printf("real frames %.1f %% of the batches' frames\n", sum->real_frames_pct);
         cli_print_verdict(stdout, &sum->verdict);
     } else {
         printf("\nrates not measured: the first 2 steps are warm-up and this run had no more; "

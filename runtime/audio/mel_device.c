@@ -134,10 +134,19 @@ static tandem_status mel_targets(tandem_stream *s, const int32_t *lengths, int32
 #define F32(t) tandem_tensor_f32(t)
 
 tandem_status tandem_mel_batch(tandem_mel_plan *p, tandem_stream *s) {
+    return tandem_mel_batch_frames(p, s, 0);
+}
+
+tandem_status tandem_mel_batch_frames(tandem_mel_plan *p, tandem_stream *s, int frames) {
     if (!p || !s || !p->audio) return tandem_fail(TANDEM_E_INVALID, "mel batch: plan or stream is NULL");
     if (!p->uploaded)
         return tandem_fail(TANDEM_E_STATE, "mel batch: filterbank not uploaded (tandem_mel_upload_constants)");
-    const mel_geom g = {p->max_samples, p->batch, p->max_frames};
+    if (frames < 0 || frames > p->max_frames)
+        return tandem_fail(TANDEM_E_INVALID, "mel batch: %d frames; expected 1..%d (the plan's max_frames)", frames,
+                           p->max_frames);
+    /* a smaller shape class: rows of frames * hop samples in, [B, frames, 80] out, packed */
+    const mel_geom g = frames == 0 ? (mel_geom){p->max_samples, p->batch, p->max_frames}
+                                   : (mel_geom){(int64_t)frames * TANDEM_MEL_HOP, p->batch, frames};
     const int32_t *lengths = tandem_tensor_i32(p->lengths);
     TANDEM_TRY(mel_stft(s, F32(p->audio), lengths, F32(p->mag), &g));
     TANDEM_TRY(mel_project(s, F32(p->mag), F32(p->filterbank), &p->bands, lengths,

@@ -59,6 +59,10 @@ tandem_status tandem_mel_plan_prepare(tandem_mel_plan *plan, tandem_device *dev)
 tandem_status tandem_mel_upload_constants(tandem_mel_plan *plan, tandem_stream *s);
 /* Queue the features of the batch in plan->audio / plan->lengths on s. */
 tandem_status tandem_mel_batch(tandem_mel_plan *plan, tandem_stream *s);
+/* The same for a batch of a smaller shape class (length bucketing): audio [B, frames * 256] and
+ * mel [B, frames, 80], mask and stop [B, frames] packed in the leading part of each tensor;
+ * frames 0 = max_frames (tandem_mel_batch). */
+tandem_status tandem_mel_batch_frames(tandem_mel_plan *plan, tandem_stream *s, int frames);
 /* Free the host copy of the constants if it was never uploaded (the tensors belong to the pool). */
 void tandem_mel_plan_release(tandem_mel_plan *plan);
 

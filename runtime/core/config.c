@@ -67,6 +67,9 @@ static const key_spec schema[] = {
     KFIXED(n_mels, TANDEM_MEL_N_MELS, "mel bands, fixed by the feature recipe"),
     KINT(batch_size, "8", 1, 4096, "utterances per batch"),
     KINT(grad_accum, "1", 1, 1024, "batches per optimizer step"),
+    KINT(buckets, "0", 0, 8,
+         "length bucketing: batches drawn from this many frame-count shape classes, chosen from the "
+         "training set's length quantiles (0 or 1 = off: every batch padded to max_frames)"),
     KINT(prefetch_buffer_size, "3", 2, TANDEM_CONFIG_MAX_PREFETCH,
          "ring slots between data and model device"),
     KINT(num_workers, "0", 0, 256, "audio loader threads (0 = one per CPU core)"),

@@ -48,6 +48,7 @@ typedef struct tandem_config {
     int n_mels;     /* TANDEM_MEL_N_MELS (80), fixed by the feature recipe */
     /* data pipeline */
     int batch_size, grad_accum;
+    int buckets;              /* length bucketing: shape classes (0 or 1 = off) */
     int prefetch_buffer_size; /* ring slots on the model device */
     int num_workers;          /* audio loader threads; 0 = one per CPU core */
     int shuffle;              /* bool */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "runtime/audio/audio.h"
+#include "runtime/data/buckets.h"
 #include "runtime/core/dev.h"
 #include "platform/os/log.h"
 #include "runtime/data/plan_layout.h"
@@ -32,6 +33,8 @@ struct tandem_loader {
     void *pinned[TANDEM_LAYOUT_STAGING]; /* one pinned block per batch */
     worker *workers;
     tandem_sampler sampler;
+    tandem_bucket_sampler bs; /* length bucketing (cfg.n_buckets > 0) instead of sampler */
+    int bucketed;
     /* under m */
     tandem_mutex m;
     tandem_cond cv;
@@ -74,7 +77,16 @@ tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loade
     l->cfg = *cfg;
     tandem_mutex_init(&l->m);
     tandem_cond_init(&l->cv);
-    tandem_status st = tandem_sampler_init(&l->sampler, cfg->items, cfg->n_items, cfg->seed, cfg->shuffle);
+    l->bucketed = cfg->n_buckets > 0;
+    tandem_status st = TANDEM_OK;
+    if (!l->bucketed) st = tandem_sampler_init(&l->sampler, cfg->items, cfg->n_items, cfg->seed, cfg->shuffle);
+    else if (!cfg->bucket_frames || !cfg->lengths ||
+             (int64_t)cfg->bucket_frames[cfg->n_buckets - 1] * TANDEM_MEL_HOP != cfg->max_samples)
+        st = tandem_fail(TANDEM_E_INVALID, "loader: %d length buckets need their frames (the last = max_samples %lld "
+                         "/ %d) and the items' lengths", cfg->n_buckets, (long long)cfg->max_samples, TANDEM_MEL_HOP);
+    else
+        st = tandem_bucket_sampler_init(&l->bs, cfg->items, cfg->lengths, cfg->n_items, cfg->bucket_frames,
+                                        (uint32_t)cfg->n_buckets, (uint32_t)cfg->batch, cfg->seed, cfg->shuffle);
     l->reported = tandem_calloc(cfg->ix->count ? cfg->ix->count : 1, 1);
     if (st == TANDEM_OK && !l->reported) st = tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
     const size_t B = (size_t)cfg->batch;
@@ -92,7 +104,8 @@ tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loade
         b->text_lengths = tandem_staging_ptr(&sp, i, l->pinned[i], TANDEM_STAGED_TEXT_LENGTHS);
         b->utt = tandem_calloc(B, sizeof *b->utt);
         b->pos = tandem_calloc(B, sizeof *b->pos);
-        if (!b->utt || !b->pos) st = tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
+        b->plan_ = tandem_calloc(B, sizeof *b->plan_);
+        if (!b->utt || !b->pos || !b->plan_) st = tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
         if (st == TANDEM_OK) st = tandem_event_create(cfg->data_dev, &b->audio_sent);
         if (st == TANDEM_OK) st = tandem_event_create(cfg->model_dev, &b->text_sent);
     }
@@ -141,8 +154,10 @@ void tandem_loader_destroy(tandem_loader *l) {
         tandem_staging_free(l->cfg.data_dev, l->pinned[i]);
         tandem_free(b->utt);
         tandem_free(b->pos);
+        tandem_free(b->plan_);
     }
     tandem_sampler_free(&l->sampler);
+    tandem_bucket_sampler_free(&l->bs);
     tandem_free(l->reported);
     tandem_cond_destroy(&l->cv);
     tandem_mutex_destroy(&l->m);
@@ -152,7 +167,8 @@ void tandem_loader_destroy(tandem_loader *l) {
 tandem_status tandem_loader_set_pos(tandem_loader *l, tandem_sampler_pos pos) {
     tandem_mutex_lock(&l->m);
     tandem_status st = l->running ? tandem_fail(TANDEM_E_STATE, "loader: set the position before start")
-                                  : tandem_sampler_set_pos(&l->sampler, pos);
+                      : l->bucketed ? tandem_bucket_sampler_set_pos(&l->bs, pos)
+                                    : tandem_sampler_set_pos(&l->sampler, pos);
     tandem_mutex_unlock(&l->m);
     return st;
 }
@@ -212,7 +228,8 @@ static tandem_status load_row(worker *w, tandem_staged_batch *b, int r, uint32_t
     int k = snprintf(path, sizeof path, "%s/%s", l->cfg.data_dir, tandem_utt_audio(ix, utt));
     if (k < 0 || (size_t)k >= sizeof path)
         return tandem_fail(TANDEM_E_INVALID, "loader: path of '%s' too long", tandem_utt_id(ix, utt));
-    const int64_t S = l->cfg.max_samples;
+    /* the row's samples: its batch's shape class (bucketing), else max_samples */
+    const int64_t S = l->bucketed ? (int64_t)b->frames * TANDEM_MEL_HOP : l->cfg.max_samples;
     float *row = b->audio + (size_t)r * (size_t)S;
     uint64_t t0 = tandem_now_ns();
     int fd = -1;
@@ -250,11 +267,33 @@ static tandem_status load_row(worker *w, tandem_staged_batch *b, int r, uint32_t
     if (resampled) l->stats.resampled++;
     l->stats.files_ok++;
     b->audio_seconds += (double)n / TANDEM_AUDIO_RATE;
+    b->real_frames += n / TANDEM_MEL_HOP; /* n <= S: at most the class's frames */
     tandem_mutex_unlock(&l->m);
     return TANDEM_OK;
 }
 
 /* ---- worker -------------------------------------------------------------------------------- */
+
+/* Under m, as batch b starts filling: with bucketing, the sampler's next batch (its utterances,
+ * class and positions); without, only the full shape. */
+static void start_batch(tandem_loader *l, tandem_staged_batch *b) {
+    b->frames = (int)(l->cfg.max_samples / TANDEM_MEL_HOP);
+    b->n_real = (uint32_t)l->cfg.batch;
+    if (!l->bucketed) return;
+    uint32_t cls = 0;
+    b->n_real = tandem_bucket_sampler_next(&l->bs, b->plan_, &cls, &b->bpos_);
+    b->frames = (int)l->bs.frames[cls];
+    b->next_pos = l->bs.pos;
+}
+
+/* Under m: the utterance for row r of b, on its try-th attempt (try > 0: the previous failed):
+ * the plain sampler's next; with bucketing the batch's own row, then its other utterances in
+ * turn (all of the batch's class, so they fit its rows). */
+static uint32_t next_utt(tandem_loader *l, tandem_staged_batch *b, int r, uint32_t try, tandem_sampler_pos *pos) {
+    if (!l->bucketed) return tandem_sampler_next(&l->sampler, pos);
+    *pos = b->bpos_;
+    return b->plan_[((uint32_t)r + try) % b->n_real];
+}
 
 static void *worker_main(void *arg) {
     worker *w = arg;
@@ -288,12 +327,14 @@ static void *worker_main(void *arg) {
             b->seq = l->fill_seq;
             b->rows_claimed_ = b->rows_done_ = 0;
             b->audio_seconds = 0;
+            b->real_frames = 0;
+            start_batch(l, b);
         }
         const int r = b->rows_claimed_++;
         if (b->rows_claimed_ == B) l->fill_seq++;
         tandem_sampler_pos pos;
-        uint32_t u = tandem_sampler_next(&l->sampler, &pos);
-        for (;;) {
+        uint32_t u = next_utt(l, b, r, 0, &pos);
+        for (uint32_t tries = 1;; tries++) {
             tandem_mutex_unlock(&l->m);
             tandem_status st = load_row(w, b, r, u);
             char msg[640];
@@ -320,7 +361,7 @@ static void *worker_main(void *arg) {
                 break;
             }
             if (l->stopped) break;
-            u = tandem_sampler_next(&l->sampler, &pos);
+            u = next_utt(l, b, r, tries, &pos);
         }
         if (l->stopped) break;
         if (++b->rows_done_ == B) {
@@ -418,6 +459,6 @@ void tandem_loader_give_back(tandem_loader *l, tandem_staged_batch *b, int recor
 void tandem_loader_get_stats(tandem_loader *l, tandem_loader_stats *out) {
     tandem_mutex_lock(&l->m);
     *out = l->stats;
-    out->next_pos = tandem_sampler_get_pos(&l->sampler);
+    out->next_pos = l->bucketed ? l->bs.pos : tandem_sampler_get_pos(&l->sampler);
     tandem_mutex_unlock(&l->m);
 }

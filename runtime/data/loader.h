@@ -3,7 +3,8 @@
  *
  * num_workers threads, each with its own tandem_audio_decoder, fill TANDEM_LAYOUT_STAGING
  * staged batches in turn. A batch's rows are claimed in sampler order (row r of batch n is the
- * sampler's (n*B + r)-th utterance while no file fails), each row is decoded straight into the
+ * sampler's (n*B + r)-th utterance while no file fails; with length bucketing, the bucket
+ * sampler's batch n, of one shape class), each row is decoded straight into the
  * pinned buffer and zero-padded; tokens come from the text index. A file that fails to decode
  * (not audio, not a regular file, non-finite or out-of-range samples, or longer than the row)
  * is logged once per file (not on every epoch's visit), counted on every visit, and its row
@@ -26,7 +27,8 @@
  * (runtime/run/dataset.h) looks at the trainer's stop flag every 50 ms.
  * Owns: the threads, decoders, pinned buffers (the staged batch blocks "loader.<i>" of
  * runtime/data/plan_layout.h, on the data device; all allocated at create, before any pool is
- * committed), their events and the sampler.
+ * committed), their events and the sampler (the plain one, or with length bucketing the
+ * bucket sampler of buckets.h).
  */
 #ifndef TANDEM_RUNTIME_LOADER_H
 #define TANDEM_RUNTIME_LOADER_H
@@ -48,10 +50,18 @@ typedef struct tandem_staged_batch {
     uint32_t *utt;            /* [B] index of each row's utterance in the text index */
     tandem_sampler_pos *pos;  /* [B] sampler position each row came from */
     double audio_seconds;     /* sum of the rows' durations */
+    int frames;               /* the batch's shape class: rows are frames * 256 samples apart in
+                                 audio ([B, frames * 256], packed); max_frames without bucketing */
+    uint32_t n_real;          /* rows 0..n_real-1 are distinct utterances (bucketing: later rows
+                                 repeat them, the epoch's short last batch); B otherwise */
+    int64_t real_frames;      /* sum over the rows of their mel frames (<= frames each) */
+    tandem_sampler_pos next_pos; /* bucketing: the sampler position after this batch */
     int64_t seq;              /* batch number since start */
     tandem_event *audio_sent; /* data device: record after the audio/lengths uploads */
     tandem_event *text_sent;  /* model device: record after the tokens/text-length uploads */
     /* private (under the loader's mutex) */
+    uint32_t *plan_;          /* [B] bucketing: the batch's utterances as the sampler drew them */
+    tandem_sampler_pos bpos_; /* bucketing: the batch's sampler position */
     int state_, rows_claimed_, rows_done_, events_pending_, syncing_, ever_recorded_;
 } tandem_staged_batch;
 
@@ -68,6 +78,14 @@ typedef struct tandem_loader_config {
     tandem_device *data_dev;     /* pins the buffers; audio_sent lives here */
     tandem_device *model_dev;    /* text_sent lives here */
     tandem_stage_times *times;   /* may be NULL */
+    /* length bucketing (buckets.h): n_buckets >= 1 classes bucket_frames [n_buckets] ascending,
+       the last = max_samples / 256; lengths [n_items] mel frames of each item. Then a batch is
+       one class's (the bucket sampler's), its rows bucket_frames[c] * 256 samples; a row that
+       fails takes another utterance of the same batch. 0: the plain sampler, every row
+       max_samples. */
+    int n_buckets;
+    const uint32_t *bucket_frames;
+    const uint32_t *lengths;
 } tandem_loader_config;
 
 typedef struct tandem_loader tandem_loader;

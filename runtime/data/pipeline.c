@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "runtime/core/dev.h"
+#include "runtime/data/buckets.h"
 #include "runtime/data/loader.h"
 #include "platform/os/log.h"
 #include "runtime/audio/mel_device.h"
@@ -72,6 +73,10 @@ typedef struct slot_meta {
     uint32_t *utt;            /* [B] */
     tandem_sampler_pos *pos;  /* [B] */
     double audio_seconds;
+    int frames;               /* shape class */
+    uint32_t n_real;
+    int64_t real_frames;
+    tandem_sampler_pos next_pos;
 } slot_meta;
 
 struct tandem_pipeline {
@@ -81,6 +86,7 @@ struct tandem_pipeline {
     tandem_ring ring;
     int ring_ok;
     tandem_loader *loader;
+    uint32_t *lengths; /* [n_train] mel frames per training utterance (bucketing) */
     tandem_stage_times times;
     tandem_stream *data_stream, *model_copy_stream, *consumer_stream;
     int own_consumer_stream;
@@ -176,6 +182,15 @@ static tandem_status create_parts(tandem_pipeline *p) {
         .model_dev = o->model_dev,
         .times = &p->times,
     };
+    if (o->n_buckets > 0) { /* length bucketing: the loader's bucket sampler needs each item's frames */
+        p->lengths = tandem_calloc(o->ix->n_train, sizeof *p->lengths);
+        if (!p->lengths) return tandem_fail(TANDEM_E_NOMEM, "pipeline: out of memory");
+        uint32_t none[1], k = 0;
+        TANDEM_TRY(tandem_buckets_for_index(o->ix, 0, c->max_frames, c->reduction, p->lengths, none, &k, NULL));
+        lc.n_buckets = o->n_buckets;
+        lc.bucket_frames = o->bucket_frames;
+        lc.lengths = p->lengths;
+    }
     TANDEM_TRY(tandem_loader_create(&lc, &p->loader));
     if (o->start_pos.epoch || o->start_pos.index) TANDEM_TRY(tandem_loader_set_pos(p->loader, o->start_pos));
     return TANDEM_OK;
@@ -214,6 +229,7 @@ void tandem_pipeline_destroy(tandem_pipeline *p) {
     if (p->model_copy_stream) tandem_stream_sync(p->model_copy_stream);
     if (p->consumer_stream) tandem_stream_sync(p->consumer_stream);
     tandem_loader_destroy(p->loader);
+    tandem_free(p->lengths);
     for (int i = 0; i < NSTAGE; i++) {
         step_timing *t = &p->timing[i];
         tandem_event *ev[6] = {t->t0, t->t1, t->t2, t->t3, t->m0, t->m1};
@@ -273,18 +289,20 @@ static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int
     const tandem_ring_slot *s = &p->layout.slot[k];
     step_timing *t = &p->timing[seq % NSTAGE];
     const size_t B = (size_t)p->cfg.batch_size, T = (size_t)p->cfg.max_text;
+    /* the batch's shape class: rows of frames * hop samples, features packed [B, frames, ...] */
+    const size_t audio = B * (size_t)b->frames * TANDEM_MEL_HOP * sizeof(float);
 
     /* the slot (and its staging) may still be read by the consumer's last use */
     TANDEM_TRY(tandem_stream_wait_event(ds, p->ring.freed[k]));
     TANDEM_TRY(tandem_event_record(t->t0, ds));
-    TANDEM_TRY(tandem_tensor_upload(ds, mel->audio, b->audio, tandem_tensor_bytes(mel->audio)));
+    TANDEM_TRY(tandem_dev_upload(ds, mel->audio, 0, b->audio, audio));
     TANDEM_TRY(tandem_tensor_upload(ds, mel->lengths, b->lengths, B * sizeof(int32_t)));
     TANDEM_TRY(tandem_event_record(b->audio_sent, ds));
     TANDEM_TRY(tandem_event_record(t->t1, ds));
     if (p->o.fail_at_batch == seq)
         return tandem_fail(TANDEM_E_INTERNAL, "pipeline: injected failure in the data-device step of batch %lld "
                            "(test hook fail_at_batch)", (long long)seq);
-    TANDEM_TRY(tandem_mel_batch(mel, ds));
+    TANDEM_TRY(tandem_mel_batch_frames(mel, ds, b->frames));
     TANDEM_TRY(tandem_event_record(t->t2, ds));
     tandem_tensor *src[4] = {mel->mel, mel->mask, mel->stop, mel->frames};
     tandem_tensor *dst[4] = {s->mels, s->frame_mask, s->stop_targets, s->frame_lengths};
@@ -313,6 +331,10 @@ static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int
     memcpy(p->meta[k].utt, b->utt, B * sizeof *b->utt);
     memcpy(p->meta[k].pos, b->pos, B * sizeof *b->pos);
     p->meta[k].audio_seconds = b->audio_seconds;
+    p->meta[k].frames = b->frames;
+    p->meta[k].n_real = b->n_real;
+    p->meta[k].real_frames = b->real_frames;
+    p->meta[k].next_pos = b->next_pos;
     tandem_mutex_lock(&p->stats_m);
     p->audio_seconds += b->audio_seconds;
     tandem_mutex_unlock(&p->stats_m);
@@ -424,6 +446,10 @@ tandem_status tandem_pipeline_acquire_timed(tandem_pipeline *p, tandem_batch_vie
     v->utt = p->meta[k].utt;
     v->pos = p->meta[k].pos;
     v->audio_seconds = p->meta[k].audio_seconds;
+    v->frames = p->meta[k].frames;
+    v->n_real = p->meta[k].n_real;
+    v->real_frames = p->meta[k].real_frames;
+    v->next_pos = p->meta[k].next_pos;
     v->wait_ms = (double)waited / 1e6;
     return TANDEM_OK;
 }

@@ -43,7 +43,14 @@ typedef struct tandem_pipeline_options {
     tandem_pool *data_pool, *model_pool; /* declared into by create, committed by the caller */
     tandem_stream *consumer_stream; /* model-device stream the consumer works on; NULL: the
                                        pipeline creates one (tandem_pipeline_consumer_stream) */
-    tandem_sampler_pos start_pos;   /* where the sampler starts (resume); {0, 0} = beginning */
+    tandem_sampler_pos start_pos;   /* where the sampler starts (resume); {0, 0} = beginning; with
+                                       bucketing (epoch, batch index) of the bucket sampler */
+    /* length bucketing (buckets.h, tandem_buckets_for_index): n_buckets classes of
+       bucket_frames [n_buckets] ascending, the last = cfg->max_frames; each batch is one class's,
+       its features packed [B, frames, 80] in the leading part of the slot's tensors (which are
+       planned for max_frames). 0: off, every batch max_frames. */
+    int n_buckets;
+    const uint32_t *bucket_frames;
     /* debug and test options */
     int poison_on_release;          /* fill a released slot's mels with NaN */
     int force_staged;               /* stage ring copies through pinned memory even with peer access */
@@ -61,6 +68,11 @@ typedef struct tandem_batch_view {
     const tandem_sampler_pos *pos;  /* [B] sampler position of each row */
     double audio_seconds;
     double wait_ms;                 /* time this acquire blocked */
+    int frames;                     /* the batch's shape class: mels [B, frames, 80] packed in the
+                                       leading part of t->mels (cfg max_frames without bucketing) */
+    uint32_t n_real;                /* rows 0..n_real-1 distinct utterances; later ones repeat them */
+    int64_t real_frames;            /* mel frames of the rows (the rest of B * frames is padding) */
+    tandem_sampler_pos next_pos;    /* bucketing: the sampler position after this batch */
 } tandem_batch_view;
 
 typedef struct tandem_pipeline tandem_pipeline;

@@ -24,7 +24,9 @@
 #include "runtime/audio/mel_device.h"
 #include "tandem.h"
 
-/* One batch as the model device receives it. B = batch_size, T = max_text, F = max_frames. */
+/* One batch as the model device receives it. B = batch_size, T = max_text, F = max_frames.
+ * With length bucketing a batch of a smaller shape class fills only the leading part of mels,
+ * frame_mask and stop_targets, packed [B, frames, ...] (tandem_batch_view.frames). */
 typedef struct tandem_ring_slot {
     tandem_tensor *tokens;        /* [B, T] i32 */
     tandem_tensor *text_lengths;  /* [B] i32 */

@@ -22,20 +22,24 @@ static uint32_t below(uint64_t *state, uint32_t n) {
     return (uint32_t)(r % n);
 }
 
-/* perm for one epoch: a function of (seed, epoch) only, so any position can be rebuilt. */
-static void build_perm(const tandem_sampler *s, int64_t epoch, uint32_t *perm) {
-    for (uint32_t i = 0; i < s->count; i++) perm[i] = i;
-    if (!s->shuffle) return;
+void tandem_sampler_permutation(uint32_t *perm, uint32_t n, uint64_t seed, int64_t epoch, int shuffle) {
+    for (uint32_t i = 0; i < n; i++) perm[i] = i;
+    if (!shuffle || n < 2) return;
     /* mix the epoch in through one splitmix step so that neighbouring epochs are unrelated */
-    uint64_t st = s->seed ^ 0x73616d706c6572ull;
+    uint64_t st = seed ^ 0x73616d706c6572ull;
     uint64_t e = (uint64_t)epoch;
     st = splitmix64(&e) ^ splitmix64(&st);
-    for (uint32_t i = s->count - 1; i > 0; i--) {
+    for (uint32_t i = n - 1; i > 0; i--) {
         uint32_t j = below(&st, i + 1);
         uint32_t t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;
     }
+}
+
+/* perm for one epoch: a function of (seed, epoch) only, so any position can be rebuilt. */
+static void build_perm(const tandem_sampler *s, int64_t epoch, uint32_t *perm) {
+    tandem_sampler_permutation(perm, s->count, s->seed, epoch, s->shuffle);
 }
 
 tandem_status tandem_sampler_init(tandem_sampler *s, const uint32_t *items, uint32_t count, uint64_t seed,

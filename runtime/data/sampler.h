@@ -36,6 +36,9 @@ void tandem_sampler_free(tandem_sampler *s);
 
 /* The next item; *at (may be NULL) receives its position. Advances by one. */
 uint32_t tandem_sampler_next(tandem_sampler *s, tandem_sampler_pos *at);
+/* perm [n] := the permutation of 0..n-1 for (seed, epoch), identity when !shuffle; the
+ * sampler's own order (shared with the bucket sampler). Allocates nothing. */
+void tandem_sampler_permutation(uint32_t *perm, uint32_t n, uint64_t seed, int64_t epoch, int shuffle);
 tandem_sampler_pos tandem_sampler_get_pos(const tandem_sampler *s);
 /* Resume at pos (index in [0, count), epoch >= 0); TANDEM_E_INVALID otherwise. */
 tandem_status tandem_sampler_set_pos(tandem_sampler *s, tandem_sampler_pos pos);

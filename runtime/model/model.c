@@ -64,6 +64,17 @@ static tandem_status check_dims(const tandem_model_dims *d) {
                            "%d, r %d, mel_len %d, group %d, seq %d); use "
                            "tandem_model_dims_from_config", d->d, d->heads, d->head_dim, d->ff,
                            d->frames, d->r, d->mel_len, d->group, d->seq);
+    if (d->n_classes < 0 || d->n_classes > TANDEM_MODEL_MAX_CLASSES ||
+        (d->n_classes > 0 && d->class_frames[d->n_classes - 1] != d->frames))
+        return tandem_fail(TANDEM_E_INVALID, "model: %d shape classes, the largest %d frames; expected 0..%d "
+                           "classes, the largest = max_frames %d", d->n_classes,
+                           d->n_classes > 0 && d->n_classes <= TANDEM_MODEL_MAX_CLASSES
+                               ? d->class_frames[d->n_classes - 1] : 0,
+                           TANDEM_MODEL_MAX_CLASSES, d->frames);
+    for (int c = 0; c < d->n_classes; c++)
+        if (d->class_frames[c] < d->r || d->class_frames[c] % d->r || (c && d->class_frames[c] <= d->class_frames[c - 1]))
+            return tandem_fail(TANDEM_E_INVALID, "model: shape class %d has %d frames; expected ascending "
+                               "multiples of reduction %d", c, d->class_frames[c], d->r);
     /* Row counts are int in the kernels' argument structs. */
     if ((int64_t)d->batch * d->seq * d->ff > INT_MAX ||
         (int64_t)d->batch * d->heads * d->seq * d->seq > INT_MAX)
@@ -134,7 +145,8 @@ tandem_gemm_desc tandem_model_desc_head_dx(const tandem_model_dims *dm, int64_t 
     return g;
 }
 
-static tandem_status prepare_gemms(tandem_model *m) {
+/* Every GEMM shape of the current dims.frames (one shape class). */
+static tandem_status prepare_class_gemms(tandem_model *m) {
     tandem_device *dev = m->dev;
     const tandem_model_dims *d = &m->dims;
     const int64_t N = (int64_t)d->batch * d->seq, Np = (int64_t)d->batch * d->mel_len;
@@ -166,6 +178,31 @@ static tandem_status prepare_gemms(tandem_model *m) {
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
     }
     return tandem_attention_prepare(dev, &m->attn); /* its three batched shapes, either precision */
+}
+
+/* ... of every shape class (length bucketing), the declared shape last, where dims stay. */
+static tandem_status prepare_gemms(tandem_model *m) {
+    for (int c = 0; c + 1 < m->full.n_classes; c++) {
+        TANDEM_TRY(tandem_model_use_frames(m, m->full.class_frames[c]));
+        TANDEM_TRY(prepare_class_gemms(m));
+    }
+    TANDEM_TRY(tandem_model_use_frames(m, 0));
+    return prepare_class_gemms(m);
+}
+
+tandem_status tandem_model_use_frames(tandem_model *m, int frames) {
+    const tandem_model_dims *f = &m->full;
+    if (frames == 0) frames = f->frames;
+    int ok = frames == f->frames;
+    for (int c = 0; c < f->n_classes && !ok; c++) ok = frames == f->class_frames[c];
+    if (!ok)
+        return tandem_fail(TANDEM_E_INVALID, "model: a batch of %d frames; expected max_frames %d or one of the "
+                           "%d shape classes planned at declare", frames, f->frames, f->n_classes);
+    m->dims.frames = frames;
+    m->dims.mel_len = frames / f->r;
+    m->dims.seq = f->text_len + m->dims.mel_len;
+    m->attn.seq = m->dims.seq;
+    return TANDEM_OK;
 }
 
 /* ---- parameter table --------------------------------------------------------------------------- */
@@ -543,6 +580,7 @@ static tandem_status declare_common(tandem_model *m, tandem_backend backend, tan
                            "model: precision bf16 needs a CUDA model device; the host backend "
                            "trains in fp32 (set 'precision: fp32' or --precision fp32)");
     m->dims = *dims;
+    m->full = *dims;
     m->attn.batch = dims->batch;
     m->attn.seq = dims->seq;
     m->attn.heads = dims->heads;
@@ -692,7 +730,8 @@ static tandem_status check_input(const tandem_model *m, const char *role, const 
 tandem_status tandem_model_check_batch(const tandem_model *m, const tandem_model_batch *b) {
     if (!m || !b) return tandem_fail(TANDEM_E_INVALID, "model batch: NULL argument");
     const tandem_model_dims *d = &m->dims;
-    const int64_t B = d->batch, F = d->frames;
+    /* the tensors are the planned shape (the largest class); the lengths fit the batch's class */
+    const int64_t B = d->batch, F = m->full.frames;
     TANDEM_TRY(check_input(m, "tokens", b->tokens, TANDEM_I32, B * d->text_len));
     TANDEM_TRY(check_input(m, "mels", b->mels, TANDEM_F32, B * F * d->n_mels));
     TANDEM_TRY(check_input(m, "frame_mask", b->frame_mask, TANDEM_F32, B * F));

@@ -63,6 +63,8 @@
 #include "runtime/model/attention.h"
 #include "tandem.h"
 
+#define TANDEM_MODEL_MAX_CLASSES 8 /* shape classes (length buckets) at most */
+
 typedef struct tandem_model_dims {
     int batch;            /* B: utterances per micro-batch */
     int d, layers, heads; /* model width, blocks, attention heads */
@@ -83,6 +85,13 @@ typedef struct tandem_model_dims {
                              only: the host and the fatbin GEMM stay exact) */
     int attn_materialised; /* 1: the materialised attention at any head size (reference
                               tests; 0 from the config: fused where it serves, attention.h) */
+    /* Length bucketing (docs/TRAINING.md, "Length bucketing"): the frame counts of the shape
+     * classes a batch may have, ascending, each a multiple of r, the last = frames; n_classes 0:
+     * one class, frames. Every per-step tensor is declared for frames (the largest class); a
+     * batch of a smaller class uses the leading part of each, packed with its own T
+     * (tandem_model_use_frames), and every GEMM shape of every class is resolved at declare. */
+    int n_classes;
+    int class_frames[TANDEM_MODEL_MAX_CLASSES];
 } tandem_model_dims;
 
 /* From a checked config (model keys, batch_size, grad_accum) and the symbol table size. */
@@ -152,6 +161,9 @@ typedef struct tandem_model_batch {
                                            NULL: host_frame_lengths */
     const int32_t *host_text_lengths;  /* host [B], only when text_lengths is NULL */
     const int32_t *host_frame_lengths; /* host [B], only when frame_lengths is NULL */
+    int frames; /* the batch's shape class: F of its mels/mask/stop targets, packed [B, frames, 80]
+                   in the leading part of tensors declared for dims.frames (length bucketing);
+                   0: dims.frames (the one shape without bucketing) */
 } tandem_model_batch;
 
 /* The counters of the prenet dropout mask (kernels/layers.h, prenet_dropout). */
@@ -175,7 +187,9 @@ typedef struct tandem_model_ga {
 #define TANDEM_MODEL_LOSSES 3
 
 typedef struct tandem_model {
-    tandem_model_dims dims;
+    tandem_model_dims dims; /* the current batch's shapes: frames, mel_len and seq follow its class
+                               (tandem_model_use_frames); the rest as declared */
+    tandem_model_dims full; /* as declared: the largest class, what every tensor is sized for */
     tandem_device *dev;
     tandem_attention_shape attn;
 
@@ -305,6 +319,11 @@ tandem_view tandem_model_weight(const tandem_model *m, int idx);
 tandem_view tandem_model_grad_view(const tandem_model *m, int idx);
 /* A parameter's f32 master as a GEMM epilogue operand (a bias). */
 tandem_view tandem_model_param_view(const tandem_model *m, int idx);
+
+/* The one place shapes follow a batch's class: dims.frames, mel_len, seq and the attention's
+ * seq become those of `frames` (0: the declared frames), which must be the declared frames or
+ * one of dims.class_frames. forward, loss and backward call it with their batch's frames. */
+tandem_status tandem_model_use_frames(tandem_model *m, int frames);
 
 /* Check a batch's tensors against the dims (shapes, dtypes, device) and, when it gives host
  * lengths, their range (device lengths are clamped by the kernel: reading them would sync). */

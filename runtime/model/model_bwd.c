@@ -141,6 +141,7 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
     if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "model backward: NULL argument");
     if (m->dims.forward_only)
         return tandem_fail(TANDEM_E_STATE, "model backward: the model was declared forward_only");
+    TANDEM_TRY(tandem_model_use_frames(m, b ? b->frames : 0)); /* the batch's shape class */
     TANDEM_TRY(tandem_model_check_batch(m, b));
     const tandem_model_dims *d = &m->dims;
     const int64_t Np = (int64_t)d->batch * d->mel_len, D = d->d;

@@ -165,6 +165,7 @@ tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tand
     if (slot < 0 || slot > m->dims.micro_batches)
         return tandem_fail(TANDEM_E_INVALID, "model forward: slot %d; expected 0..%d", slot,
                            m->dims.micro_batches);
+    TANDEM_TRY(tandem_model_use_frames(m, b ? b->frames : 0)); /* the batch's shape class */
     TANDEM_TRY(tandem_model_check_batch(m, b));
     const tandem_model_dims *d = &m->dims;
 
@@ -194,6 +195,7 @@ tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_
     if (slot < 0 || slot > m->dims.micro_batches)
         return tandem_fail(TANDEM_E_INVALID, "model loss: slot %d; expected 0..%d", slot,
                            m->dims.micro_batches);
+    TANDEM_TRY(tandem_model_use_frames(m, b->frames)); /* the batch's shape class */
     const tandem_model_dims *d = &m->dims;
     const int B = d->batch, F = d->frames, C = d->n_mels;
     /* The L1 is a mean over real frames x 80 bands: its normaliser is folded into l1_weight

@@ -63,7 +63,7 @@ static tandem_status declare_batch(tandem_cost_run *r, int a) {
                                        t[i].t));
     }
     r->mb[a] = (tandem_model_batch){b->tokens, b->mels, b->mask, b->stop, b->text_len, b->frame_len,
-                                    NULL, NULL};
+                                    NULL, NULL, 0};
     return TANDEM_OK;
 }
 

@@ -50,5 +50,6 @@ tandem_status tandem_run_acquire_timed(tandem_pipeline *p, tandem_batch_view *v,
     mb->stop_targets = v->t->stop_targets;
     mb->text_lengths = v->t->text_lengths;
     mb->frame_lengths = v->t->frame_lengths;
+    mb->frames = v->frames; /* the batch's shape class (length bucketing) */
     return TANDEM_OK;
 }

@@ -24,6 +24,7 @@
 #include "runtime/run/nvml_fields.h"
 #include "runtime/run/profile_ops.h"
 #include "runtime/run/resume.h"
+#include "runtime/run/run_buckets.h"
 #include "runtime/run/run_ckpt.h"
 #include "runtime/run/run_dir.h"
 #include "runtime/run/run_tb.h"
@@ -75,8 +76,9 @@ struct tandem_trainer {
        slots' tensors differ, so one graph per slot); none (n_graphs 0): eager. */
     int lazy;
     int unread;  /* steps ran since the last read-back */
-    tandem_graph *graph[TANDEM_CONFIG_MAX_PREFETCH];
-    int n_graphs;
+    tandem_graph **graph; /* [n_graphs * n_combos]: slot k, shape classes key c at k * n_combos + c */
+    int n_graphs, n_combos;
+    tandem_run_buckets rb; /* length bucketing: shape classes, graph keys, real frames */
     tandem_step_result last; /* the last read-back */
     volatile sig_atomic_t stop;
 };
@@ -121,6 +123,7 @@ static tandem_status open_data(tandem_trainer *t) {
                     t->cfg.grad_accum, (long long)epoch_steps);
         t->cfg.max_steps = epoch_steps;
     }
+    TANDEM_TRY(tandem_run_buckets_open(&t->rb, &t->cfg, &t->ix));
     if (t->opt.resume_dir) { /* after the index: a checkpoint's sampler position is checked against it */
         TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, (int64_t)t->ix.n_train, &t->resume_file,
                                         &t->st, &t->next_pos));
@@ -167,6 +170,7 @@ static tandem_status open_devices(tandem_trainer *t) {
     po.consumer_stream = t->s;
     po.start_pos = t->next_pos;
     po.force_staged = t->cfg.force_staged;
+    tandem_run_buckets_pipeline(&t->rb, &po);
     TANDEM_TRY(tandem_pipeline_create(&po, &t->pipe));
     return tandem_validation_declare(&t->val, t->data_dev, t->model_dev, t->s);
 }
@@ -216,8 +220,17 @@ static tandem_status create_graphs(tandem_trainer *t, const tandem_model_dims *d
                     dims->micro_batches, slots);
         return TANDEM_OK;
     }
-    for (int k = 0; k < slots; k++) TANDEM_TRY(tandem_graph_create(t->model_dev, &t->graph[k]));
-    t->n_graphs = slots;
+    /* length bucketing: one graph per ring slot and shape classes of the step's micro-batches */
+    const int combos = tandem_run_buckets_combos(&t->rb, dims->micro_batches);
+    if (combos == 0) {
+        tandem_logf(TANDEM_LOG_INFO, "trainer: %d shape classes ^ grad_accum %d graphs per ring slot is over %d: "
+                    "the step runs eagerly", t->rb.k, dims->micro_batches, TANDEM_RUN_BUCKETS_MAX_COMBOS);
+        return TANDEM_OK;
+    }
+    t->graph = tandem_calloc((size_t)(slots * combos), sizeof *t->graph);
+    if (!t->graph) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
+    t->n_graphs = slots, t->n_combos = combos;
+    for (int k = 0; k < slots * combos; k++) TANDEM_TRY(tandem_graph_create(t->model_dev, &t->graph[k]));
     return TANDEM_OK;
 }
 
@@ -288,6 +301,7 @@ static tandem_status build(tandem_trainer *t) {
     if (made) TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
     TANDEM_TRY(open_data(t));
     dims.vocab += (int)t->ix.n_speakers; /* speaker tokens follow the symbols (sym_emb rows) */
+    tandem_run_buckets_dims(&t->rb, &dims); /* every shape class planned */
     tandem_optim_from_config(&t->cfg, &t->optim); /* after open_data: `epochs` may set max_steps */
     TANDEM_TRY(open_devices(t));
     TANDEM_TRY(declare_model(t, &dims));
@@ -331,7 +345,8 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     if (t->model_declared) tandem_model_free(&t->model);
     tandem_step_timer_free(&t->timer);
     tandem_profile_ops_free(&t->prof);
-    for (int k = 0; k < t->n_graphs; k++) tandem_graph_destroy(t->graph[k]);
+    for (int k = 0; t->graph && k < t->n_graphs * t->n_combos; k++) tandem_graph_destroy(t->graph[k]);
+    tandem_free(t->graph);
     tandem_run_ckpt_free(&t->ck);
     tandem_free(t->frozen);
     if (t->resume_file) tandem_st_close(t->resume_file);
@@ -368,6 +383,10 @@ static double ms_since(uint64_t t0) { return (double)(tandem_now_ns() - t0) * 1e
 
 /* The sampler position after the last row of a consumed batch. */
 static void advance_pos(tandem_trainer *t, const tandem_batch_view *v) {
+    if (t->rb.k) { /* length bucketing: the bucket sampler's (epoch, batch) after this batch */
+        t->next_pos = v->next_pos;
+        return;
+    }
     tandem_sampler_pos p = v->pos[t->model.dims.batch - 1];
     p.index++;
     if (p.index >= (int64_t)t->ix.n_train) {
@@ -400,6 +419,7 @@ static tandem_status update_work(tandem_trainer *t) {
 static tandem_status consumed(tandem_trainer *t, const tandem_batch_view *v, double *audio_s) {
     advance_pos(t, v);
     *audio_s += v->audio_seconds;
+    tandem_run_buckets_add(&t->rb, v, t->model.dims.batch);
     return tandem_pipeline_release(t->pipe, v->slot);
 }
 
@@ -483,7 +503,8 @@ static tandem_status step_graph(tandem_trainer *t, double *wait, double *audio_s
     tandem_model_batch mb[TANDEM_CONFIG_MAX_PREFETCH];
     tandem_status st = acquire_all(t, v, mb, wait);
     if (st == TANDEM_E_STATE && t->stop) return st; /* stopped waiting: nothing to release */
-    tandem_graph *g = st == TANDEM_OK ? t->graph[v[0].slot] : NULL;
+    tandem_graph *g = st == TANDEM_OK ? t->graph[v[0].slot * t->n_combos + tandem_run_buckets_combo(&t->rb, v, A)]
+                                      : NULL;
     if (st == TANDEM_OK && !g->ready) st = capture(t, g, mb);
     if (st == TANDEM_OK) st = tandem_graph_launch(g, t->s);
     if (st == TANDEM_OK) tandem_step_timer_replayed(&t->timer); /* no host time inside regions */
@@ -530,6 +551,8 @@ static void fill_metrics(tandem_trainer *t, tandem_step_metrics *m, double step_
     m->step_ms = step_ms;
     m->samples_per_s = samples / (step_ms * 1e-3);
     m->x_realtime = audio_s / (step_ms * 1e-3);
+    m->real_frames_pct = tandem_run_buckets_step(&t->rb);
+    m->frames = t->rb.last_frames;
     m->ring_slots = t->cfg.prefetch_buffer_size;
     m->val_l1 = m->val_stop_bce = m->eta_s = -1;
     m->eval_stop_within = m->eval_len_ratio = m->eval_dtw_l1 = m->eval_text_dep = m->eval_ms = -1;
@@ -691,6 +714,7 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     tandem_metrics_set(x, "data_busy_pct", m->data_busy_pct);
     tandem_metrics_set(x, "samples_per_s", m->samples_per_s);
     tandem_metrics_set(x, "x_realtime", m->x_realtime);
+    tandem_metrics_set(x, "real_frames_pct", tandem_run_buckets_window(&t->rb));
     tandem_metrics_set(x, "step_cv", m->step_cv);
     tandem_metrics_set_int(x, "skipped", m->skipped);
     if (validated) {
@@ -838,6 +862,7 @@ static void summary_verdict(const tandem_trainer *t, const tandem_pipeline_stats
         S->stage_mean_ms[i] = x->count ? x->total_ms / (double)x->count : 0;
     }
     S->wall_ms = pst->wall_ms;
+    S->real_frames_pct = tandem_run_buckets_run(&t->rb);
 }
 
 static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st, tandem_trainer_summary *sum) {
@@ -905,5 +930,8 @@ tandem_status tandem_trainer_startup_report(const tandem_trainer *t, tandem_trai
     r->model_arena_mib = (double)ms.arena_bytes / (1 << 20);
     r->ring_slots = t->cfg.prefetch_buffer_size;
     r->start_step = t->st.step;
+    r->n_buckets = t->rb.k;
+    for (int c = 0; c < t->rb.k; c++) r->bucket_frames[c] = (int)t->rb.frames[c];
+    r->bucket_real_pct = 100.0 * t->rb.expected;
     return TANDEM_OK;
 }

@@ -5,6 +5,8 @@
  *     with peer copies and with copies staged through pinned host memory;
  *   - a file corrupted after the index was built is skipped and counted mid-run, its rows are
  *     filled with the next utterances, and the run goes on;
+ *   - length bucketing: every utterance once per epoch, batches of the fixed shapes only, their
+ *     packed features equal to the direct computation's leading frames;
  *   - backend AUTO gives cuda devices whenever the driver reports any, else host devices;
  *   - the stage table saw every stage: decode for every file, resampling on its own for the
  *     16000 Hz files.
@@ -30,6 +32,7 @@
 #include "runtime/core/config.h"
 #include "runtime/audio/mel_device.h"
 #include "platform/os/os.h"
+#include "runtime/data/buckets.h"
 #include "runtime/data/pipeline.h"
 #include "test/fixtures.h"
 #include "runtime/data/text_index.h"
@@ -156,6 +159,10 @@ typedef struct run {
     tandem_pipeline *pipe;
 } run;
 
+/* Length bucketing for the next run_start (0: off). */
+static int start_k;
+static const uint32_t *start_frames;
+
 static void run_start(run *x, const corpus *c, const tandem_text_index *ix, uint64_t seed, int force_staged) {
     memset(x, 0, sizeof *x);
     tandem_config_init(&x->cfg);
@@ -184,6 +191,8 @@ static void run_start(run *x, const corpus *c, const tandem_text_index *ix, uint
     o.model_pool = x->model_pool;
     o.force_staged = force_staged;
     o.poison_on_release = 1;
+    o.n_buckets = start_k;
+    o.bucket_frames = start_frames;
     assert_int_equal(tandem_pipeline_create(&o, &x->pipe), TANDEM_OK);
     assert_int_equal(tandem_pipeline_peer(x->pipe), !force_staged && can_peer);
     const char *no_peer = getenv("TANDEM_FAKECUDA_NO_PEER");
@@ -333,6 +342,94 @@ static void test_corrupt_file_mid_run(void **state) {
     remove_corpus(&c);
 }
 
+/* One bucketed batch against the direct computation at max_frames: its features are that
+ * computation's first v->frames frames of each row, packed [B, frames, 80] (mask, stop targets
+ * likewise), silence past each row's frames. */
+static void check_bucketed(tandem_stream *cs, const tandem_batch_view *v, const host_batch *want) {
+    static host_batch got; /* whole tensors; only the leading [B, F] part is the batch's */
+    const int F = v->frames;
+    download_slot(cs, v->t, &got);
+    int64_t real = 0;
+    for (int b = 0; b < BATCH; b++) {
+        assert_int_equal(got.frames[b], want->frames[b]);
+        assert_true(got.frames[b] <= F);
+        real += got.frames[b];
+        for (int f = 0; f < F; f++) {
+            for (int m = 0; m < M; m++) {
+                const float g = got.mels[((size_t)b * F + f) * M + m], w = want->mels[((size_t)b * FRAMES + f) * M + m];
+                if (fabs((double)g - w) > 1e-6)
+                    fail_msg("batch %lld row %d frame %d band %d: %g, direct %g", (long long)v->seq, b, f, m, g, w);
+            }
+            assert_true(got.mask[b * F + f] == want->mask[b * FRAMES + f]);
+            assert_true(got.stop[b * F + f] == want->stop[b * FRAMES + f]);
+        }
+    }
+    assert_int_equal(v->real_frames, real);
+}
+
+/* Length bucketing (issue 14): with the training set's classes, over three epochs every
+ * utterance is in exactly one batch's distinct rows per epoch, each batch's shape is one of the
+ * classes and holds its rows, the features equal the direct computation's (check_bucketed),
+ * and the position after a batch is the next batch's. */
+static void test_bucketed_epochs(void **state) {
+    (void)state;
+    tandem_rng r = {tandem_test_seed("test_pipeline buckets")};
+    corpus c;
+    write_corpus(&c, &r);
+    tandem_text_index ix;
+    open_index(&c, &ix);
+    uint32_t frames[TANDEM_BUCKETS_MAX], k = 0;
+    double real = 0;
+    assert_int_equal(tandem_buckets_for_index(&ix, 3, FRAMES, 1, NULL, frames, &k, &real), TANDEM_OK);
+    printf("classes:");
+    for (uint32_t i = 0; i < k; i++) printf(" %u", frames[i]);
+    printf(" (%.1f %% real)\n", 100 * real);
+    assert_true(k >= 2 && frames[k - 1] == FRAMES);
+    reference ref;
+    ref_init(&ref);
+    run x;
+    start_k = (int)k, start_frames = frames;
+    run_start(&x, &c, &ix, tandem_rng_next(&r), 0);
+    start_k = 0, start_frames = NULL;
+    tandem_stream *cs = tandem_pipeline_consumer_stream(x.pipe);
+    static host_batch want;
+    int seen[3][N_UTTS], used[TANDEM_BUCKETS_MAX] = {0};
+    memset(seen, 0, sizeof seen);
+    tandem_sampler_pos expect = {0, 0};
+    for (;;) {
+        tandem_batch_view v;
+        if (tandem_pipeline_acquire(x.pipe, &v, acquire_ms) != TANDEM_OK) fail_msg("acquire: %s", tandem_last_error());
+        const int64_t e = v.pos[0].epoch;
+        if (e == 3) break;
+        assert_true(v.pos[0].epoch == expect.epoch && v.pos[0].index == expect.index);
+        expect = v.next_pos;
+        uint32_t cls = 0;
+        while (cls < k && frames[cls] != (uint32_t)v.frames) cls++;
+        assert_true(cls < k); /* a shape of the fixed set */
+        used[cls]++;
+        assert_true(v.n_real >= 1 && v.n_real <= BATCH);
+        for (uint32_t b = 0; b < v.n_real; b++) seen[e][v.utt[b]]++;
+        ref_batch(&ref, &c, &ix, v.utt, &want);
+        check_bucketed(cs, &v, &want);
+        assert_int_equal(tandem_pipeline_release(x.pipe, v.slot), TANDEM_OK);
+    }
+    for (int e = 0; e < 3; e++)
+        for (uint32_t u = 0; u < N_UTTS; u++)
+            if (seen[e][u] != 1) fail_msg("epoch %d: utterance %u in %d batches, expected 1", e, u, seen[e][u]);
+    int shapes = 0;
+    for (uint32_t i = 0; i < k; i++) shapes += used[i] > 0;
+    printf("3 epochs: every utterance once per epoch; %d of %u shapes used\n", shapes, k);
+    assert_true(shapes >= 2);
+    assert_int_equal(tandem_pipeline_stop(x.pipe), TANDEM_OK);
+    tandem_pipeline_stats s;
+    tandem_pipeline_get_stats(x.pipe, &s);
+    assert_int_equal(s.too_long + s.decode_failures, 0);
+    run_end(&x);
+    ref_free(&ref);
+    tandem_text_index_free(&ix);
+    remove_corpus(&c);
+}
+
 /* Roles with backend AUTO (DESIGN.md §3): cuda devices whenever the driver reports any (two:
  * data 0, model 1; one: the same device in both roles), else two host devices. */
 static void test_auto_roles(void **state) {
@@ -396,12 +493,14 @@ int main(void) {
         cmocka_unit_test(test_ring_equals_direct_peer),
         cmocka_unit_test(test_ring_equals_direct_staged),
         cmocka_unit_test(test_corrupt_file_mid_run),
+        cmocka_unit_test(test_bucketed_epochs),
         cmocka_unit_test(test_auto_roles),
     };
     const struct CMUnitTest tests_and_no_peer_run[] = {
         cmocka_unit_test(test_ring_equals_direct_peer),
         cmocka_unit_test(test_ring_equals_direct_staged),
         cmocka_unit_test(test_corrupt_file_mid_run),
+        cmocka_unit_test(test_bucketed_epochs),
         cmocka_unit_test(test_auto_roles),
         cmocka_unit_test(test_stand_in_without_peer_access),
     };

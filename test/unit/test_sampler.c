@@ -7,6 +7,10 @@
  *     says (chi-square at p < 1e-6, so a correct sampler fails once in a million runs);
  *   - the items are copied at init, next and set_pos allocate nothing, get_pos counts, and bad
  *     arguments are refused.
+ *   - bucketing (runtime/data/buckets.h): every item exactly once per epoch, each batch of one
+ *     class whose frame count holds all its items, classes only from the fixed set, set_pos
+ *     restores the same remaining batches, next/set_pos allocate nothing, one class = one shape,
+ *     and the chosen classes raise the real-frame fraction.
  * Seed printed; replay with TANDEM_TEST_SEED. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +22,7 @@
 #include <cmocka.h>
 
 #include "platform/os/os.h"
+#include "runtime/data/buckets.h"
 #include "runtime/data/sampler.h"
 #include "test/fixtures.h"
 
@@ -166,11 +171,84 @@ static void test_copies_and_positions(void **state) {
     assert_int_equal(tandem_sampler_init(NULL, saved, n, seed, 1), TANDEM_E_INVALID);
 }
 
+/* ---- bucketing ------------------------------------------------------------------------------ */
+
+static void check_bucket_epoch(tandem_bucket_sampler *s, const uint32_t *len, uint32_t n, uint32_t batch,
+                               const uint32_t *frames, uint32_t k, int64_t epoch, uint32_t *trace) {
+    int seen[300] = {0};
+    uint32_t out[16], cls, total = 0, nb = s->nbatch;
+    for (uint32_t b = 0; b < nb; b++) {
+        tandem_sampler_pos at;
+        uint32_t real = tandem_bucket_sampler_next(s, out, &cls, &at);
+        assert_int_equal(at.epoch, epoch);
+        assert_int_equal(at.index, b);
+        assert_true(cls < k);
+        assert_true(real >= 1 && real <= batch);
+        if (real < batch) assert_int_equal(cls, k - 1); /* only the largest class's remainder is short */
+        for (uint32_t r = 0; r < batch; r++) {
+            assert_true(len[out[r]] <= frames[cls]); /* the class's shape holds the item */
+            if (r < real) seen[out[r]]++;
+            if (trace) trace[total + r] = out[r] * 16 + cls;
+        }
+        total += real;
+    }
+    assert_int_equal(total, n);
+    for (uint32_t i = 0; i < n; i++) assert_int_equal(seen[i], 1); /* exactly once per epoch */
+}
+
+static void test_buckets(void **state) {
+    (void)state;
+    tandem_rng r = {tandem_test_seed("test_sampler buckets")};
+    uint32_t len[300], items[300], frames[TANDEM_BUCKETS_MAX], k;
+    const uint32_t n = (uint32_t)tandem_rng_int(&r, 1, 300), batch = (uint32_t)tandem_rng_int(&r, 1, 16);
+    for (uint32_t i = 0; i < n; i++) {
+        items[i] = i;
+        len[i] = (uint32_t)tandem_rng_int(&r, 40, 512);
+    }
+    assert_int_equal(tandem_buckets_choose(len, n, 3, 512, 8, frames, &k), TANDEM_OK);
+    assert_true(k >= 1 && k <= 3);
+    for (uint32_t c = 0; c < k; c++) assert_true(frames[c] % 8 == 0 && frames[c] <= 512 && (!c || frames[c] > frames[c - 1]));
+    uint32_t one[1] = {512}, k1;
+    assert_int_equal(tandem_buckets_choose(len, n, 1, 512, 8, frames + 4, &k1), TANDEM_OK);
+    assert_true(k1 == 1 && frames[4] == 512); /* buckets: 1 = today's one shape */
+    assert_true(tandem_buckets_real_fraction(len, n, frames, k) >= tandem_buckets_real_fraction(len, n, one, 1));
+
+    const uint64_t seed = tandem_rng_next(&r);
+    tandem_bucket_sampler a, b;
+    assert_int_equal(tandem_bucket_sampler_init(&a, items, len, n, frames, k, batch, seed, 1), TANDEM_OK);
+    assert_int_equal(tandem_bucket_sampler_init(&b, items, len, n, frames, k, batch, seed, 1), TANDEM_OK);
+    static uint32_t trace[3][300 + 16];
+    const uint64_t allocs = tandem_alloc_count();
+    for (int e = 0; e < 3; e++) check_bucket_epoch(&a, len, n, batch, frames, k, e, trace[e]);
+    /* resume anywhere in epoch 1: the same remaining batches */
+    const uint32_t at = (uint32_t)tandem_rng_int(&r, 0, (int64_t)b.nbatch - 1);
+    uint32_t skipped = 0, out[16], cls;
+    tandem_bucket_sampler_set_pos(&b, (tandem_sampler_pos){1, 0});
+    for (uint32_t i = 0; i < at; i++) skipped += tandem_bucket_sampler_next(&b, out, &cls, NULL);
+    assert_int_equal(tandem_bucket_sampler_set_pos(&b, (tandem_sampler_pos){0, 0}), TANDEM_OK);
+    assert_int_equal(tandem_bucket_sampler_set_pos(&b, (tandem_sampler_pos){1, at}), TANDEM_OK);
+    for (uint32_t i = at, w = skipped; i < b.nbatch; i++) {
+        uint32_t real = tandem_bucket_sampler_next(&b, out, &cls, NULL);
+        for (uint32_t q = 0; q < real; q++) assert_int_equal(out[q] * 16 + cls, trace[1][w + q]);
+        w += real;
+    }
+    assert_int_equal(tandem_alloc_count(), allocs); /* next and set_pos allocate nothing */
+    assert_int_equal(tandem_bucket_sampler_set_pos(&b, (tandem_sampler_pos){0, b.nbatch}), TANDEM_E_INVALID);
+    tandem_bucket_sampler_free(&a);
+    tandem_bucket_sampler_free(&b);
+    /* an utterance longer than the largest class is refused; classes must ascend */
+    uint32_t small[2] = {len[0] - 1, 600};
+    assert_int_equal(tandem_bucket_sampler_init(&a, items, len, n, small, 1, batch, seed, 1), TANDEM_E_INVALID);
+    uint32_t desc[2] = {512, 256};
+    assert_int_equal(tandem_bucket_sampler_init(&a, items, len, n, desc, 2, batch, seed, 1), TANDEM_E_INVALID);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sampler),
         cmocka_unit_test(test_uniform_permutations),
         cmocka_unit_test(test_copies_and_positions),
+        cmocka_unit_test(test_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

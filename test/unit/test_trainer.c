@@ -105,6 +105,8 @@ typedef struct step_log {
     int n;
     double loss[64];
     int skipped[64];
+    int frames[64]; /* the step's batch shape (length bucketing) */
+    uint64_t allocs[64]; /* the runtime's allocation counter after the step */
 } step_log;
 
 static void on_step(void *ctx, const tandem_step_metrics *r) {
@@ -112,6 +114,8 @@ static void on_step(void *ctx, const tandem_step_metrics *r) {
     if (l->n < 64) {
         l->loss[l->n] = r->loss;
         l->skipped[l->n] = r->skipped;
+        l->frames[l->n] = r->frames;
+        l->allocs[l->n] = tandem_alloc_count();
     }
     l->n++;
 }
@@ -346,6 +350,55 @@ static void test_resume_bit_identical(void **state) {
     assert_true(n >= 3 * 10);
     assert_int_equal(n % 3, 0); /* parameters, adam_m, adam_v */
     assert_int_equal(meta, 8);
+}
+
+/* Length bucketing (issue 14): `buckets: 3` on 9 utterances of 3 .. 32 frames: every step's batch
+ * has one of at most 3 shapes (multiples of r, the largest max_frames), more than one is used,
+ * the run's real-frame share is above the unbucketed run's, and the allocation counter stays
+ * put from the first step on; 8 steps straight vs 4 + resume
+ * + 4 give bit-identical losses (the bucket sampler's position is in the checkpoint).
+ * `buckets: 1` is off: its losses equal `buckets: 0`'s bit for bit. */
+static void test_bucketing(void **state) {
+    (void)state;
+    char data[300], out[300];
+    snprintf(data, sizeof data, "%s/bucket_data", root);
+    tandem_rng r = {seed ^ 0xb0c4};
+    write_corpus(data, 9, &r);
+    const char *runs[] = {"bucket_off", "bucket_one", "bucket_straight", "bucket_resumed"};
+    static const char *const nb[] = {"0", "1", "3", "3"};
+    step_log lg[4];
+    tandem_trainer_summary s[4];
+    memset(lg, 0, sizeof lg);
+    for (int i = 0; i < 4; i++) {
+        tandem_config cfg;
+        snprintf(out, sizeof out, "%s/%s", root, runs[i]);
+        small_config(&cfg, data, out);
+        CHECK(tandem_config_set(&cfg, "buckets", nb[i]));
+        if (i < 3) {
+            CHECK(train(&cfg, NULL, 0, -1, 0, &lg[i], &s[i]));
+        } else {
+            CHECK(train(&cfg, NULL, MAX_STEPS / 2, -1, 0, &lg[i], &s[i]));
+            CHECK(train(&cfg, out, 0, -1, 0, &lg[i], &s[i]));
+        }
+        assert_int_equal(lg[i].n, MAX_STEPS);
+    }
+    assert_memory_equal(lg[0].loss, lg[1].loss, sizeof lg[0].loss[0] * MAX_STEPS);
+    int shapes[MAX_FRAMES + 1] = {0}, distinct = 0;
+    for (int i = 0; i < MAX_STEPS; i++) {
+        printf("step %d: off %.17g (%d frames), buckets 3 %.17g (%d frames), resumed %.17g\n", i, lg[0].loss[i],
+               lg[0].frames[i], lg[2].loss[i], lg[2].frames[i], lg[3].loss[i]);
+        assert_int_equal(lg[0].frames[i], MAX_FRAMES);
+        const int f = lg[2].frames[i];
+        assert_true(f >= 2 && f <= MAX_FRAMES && f % 2 == 0);
+        assert_int_equal(lg[3].frames[i], f);
+        distinct += shapes[f]++ == 0;
+    }
+    assert_true(distinct >= 2 && distinct <= 3);
+    for (int i = 1; i < MAX_STEPS; i++) assert_int_equal(lg[2].allocs[i], lg[2].allocs[0]); /* none after commit */
+    assert_memory_equal(lg[2].loss, lg[3].loss, sizeof lg[2].loss[0] * MAX_STEPS);
+    printf("real frames: off %.1f %%, buckets 3 %.1f %% (resumed half %.1f %%); %d shapes\n", s[0].real_frames_pct,
+           s[2].real_frames_pct, s[3].real_frames_pct, distinct);
+    assert_true(s[2].real_frames_pct > s[0].real_frames_pct);
 }
 
 static void test_nonfinite(void **state) {
@@ -787,6 +840,8 @@ static void on_step_graph(void *ctx, const tandem_step_metrics *m) {
     g->allocs[m->step] = tandem_alloc_count();
 }
 
+static const char *graph_buckets = "0"; /* the next graph_run's `buckets` */
+
 static void graph_run(const char *data, const char *name, tandem_backend be, const char *graphs,
                       const char *precision, graph_log *g) {
     char out[300];
@@ -800,6 +855,7 @@ static void graph_run(const char *data, const char *name, tandem_backend be, con
     CHECK(tandem_config_set(&cfg, "log_every", "3"));
     CHECK(tandem_config_set(&cfg, "cuda_graphs", graphs));
     CHECK(tandem_config_set(&cfg, "precision", precision));
+    CHECK(tandem_config_set(&cfg, "buckets", graph_buckets));
     if (getenv("TANDEM_TEST_GRAPH_TINY")) { /* tiny's launch list (layers, heads, r, B 8), narrow and short */
         static const char *const kv[][2] = {{"layers", "4"}, {"heads", "4"}, {"reduction", "4"},
                                             {"batch_size", "8"}, {"grad_accum", "1"}};
@@ -827,6 +883,36 @@ static void graph_run(const char *data, const char *name, tandem_backend be, con
  * runtime's allocation counter is the same after every step (captures included).
  * TANDEM_TEST_GRAPH_TINY=1: the tiny preset's launch list (4 layers, 4 heads, r 4, batch 8,
  * grad_accum 1) at the test's width and lengths, for the per-step counts of docs/TRAINING.md. */
+/* Length bucketing on the stand-in (`buckets: 3`, unshuffled, grad_accum 2): the host and the
+ * cuda runs (graphs on: one graph per ring slot and pair of shape classes, captured as each
+ * first comes up; and eager) agree within TOL_CUDA at the logged steps, graphs = eager exactly,
+ * and the allocation counter stays put after the first step (captures of new classes included). */
+static void test_bucketing_cuda(void **state) {
+    (void)state;
+    if (backend != TANDEM_BACKEND_CUDA) skip();
+    char data[300];
+    snprintf(data, sizeof data, "%s/bucket_cuda_data", root);
+    tandem_rng r = {seed ^ 0xb0c5};
+    write_corpus(data, 9, &r);
+    static graph_log g[3];
+    memset(g, 0, sizeof g);
+    graph_buckets = "3";
+    graph_run(data, "bucket_host", TANDEM_BACKEND_HOST, "true", "fp32", &g[0]);
+    graph_run(data, "bucket_graphs", TANDEM_BACKEND_CUDA, "true", "fp32", &g[1]);
+    graph_run(data, "bucket_eager", TANDEM_BACKEND_CUDA, "false", "fp32", &g[2]);
+    graph_buckets = "0";
+    for (int i = 1; i <= GRAPH_STEPS; i++) {
+        if (!g[1].logged[i]) continue;
+        const double rel = fabs(g[1].loss[i] - g[0].loss[i]) / fabs(g[0].loss[i]);
+        printf("buckets step %d: host %.10g, graphs %.10g, eager %.10g (rel. %.1e)\n", i, g[0].loss[i],
+               g[1].loss[i], g[2].loss[i], rel);
+        assert_true(rel <= TOL_CUDA);
+        assert_true(g[1].loss[i] == g[2].loss[i]);
+    }
+    for (int k = 1; k < 3; k++)
+        for (int i = 2; i <= GRAPH_STEPS; i++) assert_int_equal(g[k].allocs[i], g[k].allocs[1]);
+}
+
 static void test_graphs(void **state) {
     (void)state;
     if (backend != TANDEM_BACKEND_CUDA) skip();
@@ -942,6 +1028,7 @@ int main(void) {
     if (cli_env_apply(NULL, 0) != TANDEM_OK) return 2;
     const struct CMUnitTest host_tests[] = {
         cmocka_unit_test(test_resume_bit_identical),
+        cmocka_unit_test(test_bucketing),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_validation_fixed_subset),
         cmocka_unit_test(test_figures),
@@ -953,6 +1040,7 @@ int main(void) {
     const struct CMUnitTest cuda_tests[] = {
         cmocka_unit_test(test_device_roles),
         cmocka_unit_test(test_graphs),
+        cmocka_unit_test(test_bucketing_cuda),
     };
     const int rc = backend == TANDEM_BACKEND_CUDA
                        ? cmocka_run_group_tests_name("trainer_cuda", cuda_tests, NULL, NULL)
