@@ -213,6 +213,19 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_CS_COLS * TANDEM_K_CS_SLICES) tandem_k_col_sum_par
     if (threadIdx.y == 0 && c < a.d) a.partial[(int64_t)k * a.d + c] = t;
 }
 
+/* ---- the heads' weight-gradient operand (layers.h) ---- */
+KERNEL LAUNCH_BOUNDS(TANDEM_K_PAD_THREADS) tandem_k_mel_rows_pad(tandem_k_mel_rows_pad_args a) {
+    const int T = a.text_len + a.mel_len;
+    const int64_t rows = (int64_t)a.batch * T;
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        const int b = (int)(r / T), t = (int)(r - (int64_t)b * T); /* once per row */
+        float *dst = a.dst + r * a.d;
+        const float *src = a.src + ((int64_t)b * a.mel_len + (t - a.text_len)) * a.d;
+        for (int c = (int)(blockIdx.x * blockDim.x + threadIdx.x); c < a.d; c += (int)(gridDim.x * blockDim.x))
+            dst[c] = t < a.text_len ? 0.0f : src[c];
+    }
+}
+
 /* ---- input sequence ---- */
 KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_seq_embed_fwd(tandem_k_seq_embed_fwd_args a) {
     int T = a.text_len + a.mel_len, d = a.d;

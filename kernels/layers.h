@@ -164,6 +164,19 @@ TANDEM_HD int tandem_col_sum_chunks(int rows, int d) {
     return want < 1 ? 1 : want;
 }
 
+/* ---- the heads' weight-gradient operand ----------------------------------------------------
+ * dst [B, T, d] = 0 on the text rows (t < Tt), src [B, Tm, d] on the mel rows: a head's output
+ * gradient laid over the whole sequence, so the head's weight gradient is one GEMM over all
+ * B * T rows of the final LN output (dW += dst^T hf; the zero rows add nothing) instead of one
+ * GEMM per batch item. Blocks of TANDEM_K_PAD_THREADS columns x one row (blockIdx.y, looping
+ * past the grid's 65535): one division per row, none per element. */
+#define TANDEM_K_PAD_THREADS 128
+typedef struct tandem_k_mel_rows_pad_args {
+    const float *src; /* [B, Tm, d] */
+    float *dst;       /* [B, T, d], T = Tt + Tm; overwritten */
+    int batch, text_len, mel_len, d;
+} tandem_k_mel_rows_pad_args;
+
 /* ---- input sequence --------------------------------------------------------------------
  * x[b, t, :]      = sym_emb[tokens[b, t], :] + pos_emb[t, :]             t < Tt
  * x[b, Tt + j, :] = prenet_out[b, j, :]      + pos_emb[Tt + j, :]        j < Tm

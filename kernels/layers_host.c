@@ -390,6 +390,31 @@ void tandem_k_prenet_input_host(const tandem_k_prenet_input_args *a) {
                              prenet_input_rows, (void *)a);
 }
 
+/* ---- mel_rows_pad ---- */
+void tandem_k_mel_rows_pad_geom(const tandem_k_mel_rows_pad_args *a, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(a->d, TANDEM_K_PAD_THREADS);
+    const int64_t rows = (int64_t)a->batch * (a->text_len + a->mel_len);
+    d->grid[1] = (unsigned)(rows < 1 ? 1 : rows < 65535 ? rows : 65535);
+}
+/* Rows [r0, r1) of the [B * T] rows. */
+static void mel_rows_pad_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_mel_rows_pad_args *a = ctx;
+    const int T = a->text_len + a->mel_len;
+    for (int64_t r = r0; r < r1; r++) {
+        const int b = (int)(r / T), t = (int)(r % T);
+        float *dst = a->dst + r * a->d; /* [d] */
+        if (t < a->text_len) {
+            memset(dst, 0, (size_t)a->d * sizeof *dst);
+            continue;
+        }
+        memcpy(dst, a->src + ((int64_t)b * a->mel_len + (t - a->text_len)) * a->d, (size_t)a->d * sizeof *dst);
+    }
+}
+void tandem_k_mel_rows_pad_host(const tandem_k_mel_rows_pad_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * (a->text_len + a->mel_len), grain_of(a->d),
+                             mel_rows_pad_rows, (void *)a);
+}
+
 /* ---- costs (registry.h) -------------------------------------------------------------------- */
 
 void tandem_k_layernorm_fwd_cost(const tandem_k_layernorm_fwd_args *a, tandem_kernel_cost *c) {
@@ -424,6 +449,10 @@ void tandem_k_col_sum_acc_cost(const tandem_k_col_sum_acc_args *a, tandem_kernel
 void tandem_k_col_sum_partial_cost(const tandem_k_col_sum_partial_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->rows * (double)a->d, out = (double)a->chunks * (double)a->d;
     tandem_kcost(c, n, 4.0 * n, 4.0 * out);
+}
+void tandem_k_mel_rows_pad_cost(const tandem_k_mel_rows_pad_args *a, tandem_kernel_cost *c) {
+    const double d = (double)a->d, mel = (double)a->batch * a->mel_len;
+    tandem_kcost(c, 0.0, 4.0 * mel * d, 4.0 * (double)a->batch * (a->text_len + a->mel_len) * d);
 }
 void tandem_k_seq_embed_fwd_cost(const tandem_k_seq_embed_fwd_args *a, tandem_kernel_cost *c) {
     const double T = (double)a->text_len + (double)a->mel_len, n = (double)a->batch * T * a->d;

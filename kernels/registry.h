@@ -59,6 +59,7 @@
     X(seq_embed_bwd, layers)                                                              \
     X(prenet_input, layers)                                                               \
     X(prenet_dropout, layers)                                                             \
+    X(mel_rows_pad, layers)                                                               \
     X(l1_masked_fwd, train)                                                               \
     X(l1_masked_bwd, train)                                                               \
     X(bce_stop_fwd, train)                                                                \

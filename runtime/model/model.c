@@ -173,8 +173,8 @@ static tandem_status prepare_class_gemms(tandem_model *m) {
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         g = tandem_model_desc_head_dx(d, heads[i]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
-        /* the head weight gradient, one item at a time (rows Tm of each item) */
-        g = tandem_model_desc_linear_dw(d, d->mel_len, d->d, heads[i]);
+        /* the head weight gradient: one GEMM over all B * T rows (model_bwd.c, heads_bwd) */
+        g = tandem_model_desc_linear_dw(d, (int64_t)d->batch * d->seq, d->d, heads[i]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
     }
     return tandem_attention_prepare(dev, &m->attn); /* its three batched shapes, either precision */
@@ -502,6 +502,7 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
     const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, N = B * T;
     decl_ctx c = per_step(pool, ph->out_b, ph->out_b);
     TANDEM_TRY(decl(&c, &m->dhf, TANDEM_F32, 3, B, T, D, 0, "model.d_ln_f"));
+    TANDEM_TRY(decl(&c, &m->head_pad, TANDEM_F32, 3, B, T, d->group, 0, "model.head_dy_padded"));
     c = per_step(pool, ph->out_b, ph->in_b);
     TANDEM_TRY(decl(&c, &m->dres, TANDEM_F32, 3, B, T, D, 0, "model.d_residual"));
     c = per_step(pool, ph->out_b, ph->lb0);
@@ -525,7 +526,8 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
     if (d->bf16) {
         c = per_step(pool, ph->out_b, ph->in_b);
         const int64_t staged = staged_floats(d), scores = fused ? 0 : B * H * T * T;
-        const int64_t nbf = staged > scores ? staged : scores;
+        int64_t nbf = staged > scores ? staged : scores;
+        if (N * d->group > nbf) nbf = N * d->group; /* the heads' padded dy (model_bwd.c) */
         TANDEM_TRY(decl(&c, &m->gbf, TANDEM_BF16, 1, nbf, 0, 0, 0, "model.bf16_grad_operand"));
         c = per_step(pool, ph->lb_last, ph->lb0);
         if (!fused) TANDEM_TRY(decl(&c, &m->p32, TANDEM_F32, 4, B, H, T, T, "model.attn_p_f32"));

@@ -102,6 +102,10 @@ ACC(layernorm_bwd_params) {
     RW(a->dgamma, a->d * F4);
     RW(a->dbeta, a->d * F4);
 }
+ACC(mel_rows_pad) {
+    R(a->src, (size_t)a->batch * a->mel_len * a->d * F4);
+    W(a->dst, (size_t)a->batch * (a->text_len + a->mel_len) * a->d * F4);
+}
 ACC(prenet_dropout) { RW(a->x, (size_t)a->n * F4); R(a->step_at, sizeof(int)); }
 ACC(gelu_fwd) { R(a->x, a->n * F4); W(a->y, a->n * F4); }
 ACC(gelu_bwd) { R(a->dy, a->n * F4); R(a->x, a->n * F4); W(a->dx, a->n * F4); }
