@@ -270,7 +270,8 @@ static tandem_status commit(tandem_trainer *t) {
     TANDEM_TRY(tandem_validation_commit(&t->val));
     TANDEM_TRY(tandem_model_init_params(&t->model, t->s, (uint64_t)t->cfg.seed));
     if (t->init_file) {
-        TANDEM_TRY(tandem_init_from_apply(t->init_file, t->init_path, &t->model, t->s, t->ck.load_buf));
+        TANDEM_TRY(tandem_init_from_apply(t->init_file, t->init_path, &t->model, t->s, t->ck.load_buf,
+                                          t->ck.speakers_json));
         tandem_st_close(t->init_file);
         t->init_file = NULL;
     }
