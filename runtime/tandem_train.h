@@ -173,6 +173,15 @@ typedef struct tandem_trainer_options {
     /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) (0-based) get NaN
        gradients before the update, as a diverging run would; default -1, 0 (off) */
     int64_t nonfinite_from, nonfinite_count;
+    /* data-parallel (docs/SCALING.md): this process is rank `rank` of `world_size` (<= 1, the
+       default: alone). The caller takes them from its launcher (the CLI: OpenMPI's, torchrun's
+       or Slurm's environment). Each rank trains a replica on its shard of every global batch of
+       world_size * grad_accum * batch_size; gradients are summed across ranks (host: MPI, a
+       build option), so every rank takes the same step, equal to one device with grad_accum *
+       world_size. Rank 0 alone writes the run directory (checkpoints, metrics, figures); every
+       rank reads a resume's checkpoint. local_rank: the rank within its machine (kept for the
+       CUDA path; the host backend ignores it). */
+    int world_size, rank, local_rank;
 } tandem_trainer_options;
 
 /* Fill o with the defaults above. */
