@@ -1,7 +1,7 @@
 /* gemm_kernel.cu — the fatbin's own GEMMs (f32, and bf16 inputs with f32 accumulation), used on
  * cuda when cuBLASLt is absent.
  *
- * Row-major semantics of gemm_kernel.h: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b].
+ * Row-major semantics of gemm_kernel.h: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] (+ bias[j]).
  * Each block computes a GEMM_BM x GEMM_BN tile of C with 16 x 16 threads, each thread a
  * 4 x 4 register tile whose rows/columns are 16 apart (so a warp's shared-memory reads are
  * broadcasts or consecutive, and its stores to C are consecutive). K is walked in slices of
@@ -100,7 +100,9 @@
                     if (gn >= a.n) continue;                                                      \
                     float *cp = C + gm * a.n + gn;                                                \
                     float v = a.alpha * acc[i][j];                                                \
-                    *cp = a.beta == 0.0f ? v : v + a.beta * *cp;                                  \
+                    if (a.beta != 0.0f) v += a.beta * *cp;                                        \
+                    if (a.bias) v += a.bias[gn];                                                  \
+                    *cp = v;                                                                      \
                 }                                                                                 \
             }                                                                                     \
         }                                                                                         \

@@ -1,5 +1,5 @@
 /* gemm_kernel.h — the fatbin's own GEMM (used on cuda when cuBLASLt is absent).
- * Row-major: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]; see tandem.h. A, B f32
+ * Row-major: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] (+ bias); see tandem.h. A, B f32
  * (gemm_f32) or bf16 (gemm_bf16); C and the accumulation f32. */
 #ifndef TANDEM_KERNELS_GEMM_KERNEL_H
 #define TANDEM_KERNELS_GEMM_KERNEL_H
@@ -17,6 +17,8 @@ typedef struct tandem_k_gemm_f32_args {
     int trans_a, trans_b;
     int64_t stride_a, stride_b, stride_c; /* elements between batch items */
     float alpha, beta;
+    const float *bias; /* [n] or NULL: C[b, i, j] += bias[j] after alpha and beta (the GEMM
+                          op's BIAS epilogue, platform/device.h) */
 } tandem_k_gemm_f32_args;
 
 /* The same product with bf16 A and B (mixed precision, runtime/model/model.h "Precision"): each
@@ -29,6 +31,7 @@ typedef struct tandem_k_gemm_bf16_args {
     int trans_a, trans_b;
     int64_t stride_a, stride_b, stride_c; /* elements between batch items */
     float alpha, beta;
+    const float *bias; /* [n] or NULL, as gemm_f32 */
 } tandem_k_gemm_bf16_args;
 
 #endif

@@ -53,6 +53,7 @@ static void gemm_f32_rows(void *ctx, int64_t r0, int64_t r1) {
             double v = (double)a->alpha * s;
             /* beta == 0: C is not read (it may hold anything, NaN included). */
             if (a->beta != 0.0f) v += (double)a->beta * *cp;
+            if (a->bias) v += a->bias[j];
             *cp = (float)v;
         }
     }
@@ -91,6 +92,7 @@ static void gemm_bf16_rows(void *ctx, int64_t r0, int64_t r1) {
             float *cp = C + i * a->n + j;
             double v = (double)a->alpha * s;
             if (a->beta != 0.0f) v += (double)a->beta * *cp;
+            if (a->bias) v += a->bias[j];
             *cp = (float)v;
         }
     }
@@ -105,7 +107,9 @@ void tandem_k_gemm_bf16_host(const tandem_k_gemm_bf16_args *a) {
 
 void tandem_k_gemm_f32_cost(const tandem_k_gemm_f32_args *a, tandem_kernel_cost *c) {
     tandem_kcost_gemm(c, a->m, a->n, a->k, a->batch, a->stride_a, a->stride_b, 4.0, a->beta);
+    if (a->bias) c->bytes_read += 4.0 * a->n;
 }
 void tandem_k_gemm_bf16_cost(const tandem_k_gemm_bf16_args *a, tandem_kernel_cost *c) {
     tandem_kcost_gemm(c, a->m, a->n, a->k, a->batch, a->stride_a, a->stride_b, 2.0, a->beta);
+    if (a->bias) c->bytes_read += 4.0 * a->n;
 }

@@ -144,7 +144,7 @@ void tandem_k_layernorm_bwd_host(const tandem_k_layernorm_bwd_args *a) {
 /* ---- layernorm_bwd_params ---- */
 void tandem_k_layernorm_bwd_params_geom(const tandem_k_layernorm_bwd_params_args *a,
                                         tandem_launch_dims *d) {
-    elementwise_dims(a->d, d);
+    *d = tandem_dims_1d(a->d, TANDEM_K_LN_PARAMS_THREADS);
 }
 static void layernorm_bwd_params_cols(void *ctx, int64_t c0, int64_t c1) {
     const tandem_k_layernorm_bwd_params_args *a = ctx;
@@ -338,6 +338,37 @@ void tandem_k_col_sum_acc_host(const tandem_k_col_sum_acc_args *a) {
     tandem_host_parallel_for(a->d, grain < 16 ? 16 : grain, col_sum_acc_cols, (void *)a);
 }
 
+/* ---- col_sum_partial ---- */
+void tandem_k_col_sum_partial_geom(const tandem_k_col_sum_partial_args *a, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(a->d, CS_COLS);
+    d->block[1] = CS_SLICES;
+    d->grid[1] = (unsigned)(a->chunks > 0 ? a->chunks : 1);
+}
+/* Chunks [kb, ke): each chunk's columns in row-major passes, double accumulators (the kernel's
+ * float tree differs from this by rounding only; the order of the chunks is the same). */
+static void col_sum_partial_chunks(void *ctx, int64_t kb, int64_t ke) {
+    const tandem_k_col_sum_partial_args *a = ctx;
+    const int per = (a->rows + a->chunks - 1) / a->chunks;
+    double acc[HOST_COL_CHUNK];
+    for (int k = (int)kb; k < (int)ke; k++) {
+        const int r0 = k * per, r1 = r0 + per < a->rows ? r0 + per : a->rows;
+        for (int c0 = 0; c0 < a->d; c0 += HOST_COL_CHUNK) {
+            int nc = a->d - c0 < HOST_COL_CHUNK ? a->d - c0 : HOST_COL_CHUNK;
+            for (int j = 0; j < nc; j++) acc[j] = 0.0;
+            for (int r = r0; r < r1; r++) {
+                const float *dy = a->dy + (int64_t)r * a->d + c0; /* [nc] */
+                for (int j = 0; j < nc; j++) acc[j] += dy[j];
+            }
+            for (int j = 0; j < nc; j++) a->partial[(int64_t)k * a->d + c0 + j] = (float)acc[j];
+        }
+    }
+}
+void tandem_k_col_sum_partial_host(const tandem_k_col_sum_partial_args *a) {
+    const int per = (a->rows + a->chunks - 1) / a->chunks;
+    tandem_host_parallel_for(a->chunks, grain_of((int64_t)per * a->d), col_sum_partial_chunks,
+                             (void *)a);
+}
+
 /* ---- seq_embed_fwd ---- */
 void tandem_k_seq_embed_fwd_geom(const tandem_k_seq_embed_fwd_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * (a->text_len + a->mel_len) * a->d, d);
@@ -438,6 +469,31 @@ void tandem_k_prenet_input_host(const tandem_k_prenet_input_args *a) {
                              prenet_input_rows, (void *)a);
 }
 
+/* ---- mel_rows_pad ---- */
+void tandem_k_mel_rows_pad_geom(const tandem_k_mel_rows_pad_args *a, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(a->d, TANDEM_K_PAD_THREADS);
+    const int64_t rows = (int64_t)a->batch * (a->text_len + a->mel_len);
+    d->grid[1] = (unsigned)(rows < 1 ? 1 : rows < 65535 ? rows : 65535);
+}
+/* Rows [r0, r1) of the [B * T] rows. */
+static void mel_rows_pad_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_mel_rows_pad_args *a = ctx;
+    const int T = a->text_len + a->mel_len;
+    for (int64_t r = r0; r < r1; r++) {
+        const int b = (int)(r / T), t = (int)(r % T);
+        float *dst = a->dst + r * a->d; /* [d] */
+        if (t < a->text_len) {
+            memset(dst, 0, (size_t)a->d * sizeof *dst);
+            continue;
+        }
+        memcpy(dst, a->src + ((int64_t)b * a->mel_len + (t - a->text_len)) * a->d, (size_t)a->d * sizeof *dst);
+    }
+}
+void tandem_k_mel_rows_pad_host(const tandem_k_mel_rows_pad_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * (a->text_len + a->mel_len), grain_of(a->d),
+                             mel_rows_pad_rows, (void *)a);
+}
+
 /* ---- costs (registry.h) -------------------------------------------------------------------- */
 
 void tandem_k_layernorm_fwd_cost(const tandem_k_layernorm_fwd_args *a, tandem_kernel_cost *c) {
@@ -468,6 +524,14 @@ void tandem_k_bias_add_cost(const tandem_k_bias_add_args *a, tandem_kernel_cost 
 void tandem_k_col_sum_acc_cost(const tandem_k_col_sum_acc_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->rows * (double)a->d;
     tandem_kcost(c, n + a->d, 4.0 * n + 4.0 * a->d, 4.0 * a->d);
+}
+void tandem_k_col_sum_partial_cost(const tandem_k_col_sum_partial_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->rows * (double)a->d, out = (double)a->chunks * (double)a->d;
+    tandem_kcost(c, n, 4.0 * n, 4.0 * out);
+}
+void tandem_k_mel_rows_pad_cost(const tandem_k_mel_rows_pad_args *a, tandem_kernel_cost *c) {
+    const double d = (double)a->d, mel = (double)a->batch * a->mel_len;
+    tandem_kcost(c, 0.0, 4.0 * mel * d, 4.0 * (double)a->batch * (a->text_len + a->mel_len) * d);
 }
 void tandem_k_seq_embed_fwd_cost(const tandem_k_seq_embed_fwd_args *a, tandem_kernel_cost *c) {
     const double T = (double)a->text_len + (double)a->mel_len, n = (double)a->batch * T * a->d;

@@ -54,10 +54,12 @@
     X(gelu_bwd, layers)                                                                   \
     X(bias_add, layers)                                                                   \
     X(col_sum_acc, layers)                                                                \
+    X(col_sum_partial, layers)                                                            \
     X(seq_embed_fwd, layers)                                                              \
     X(seq_embed_bwd, layers)                                                              \
     X(prenet_input, layers)                                                               \
     X(prenet_dropout, layers)                                                             \
+    X(mel_rows_pad, layers)                                                               \
     X(l1_masked_fwd, train)                                                               \
     X(l1_masked_bwd, train)                                                               \
     X(bce_stop_fwd, train)                                                                \

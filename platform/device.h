@@ -23,12 +23,25 @@ typedef uint64_t tandem_dptr;
  * or positionally initialised descriptor is all-f32). Mixed precision (runtime/model/model.h,
  * "Precision"): A and B both TANDEM_BF16 with f32 accumulation and an f32 C, on cuda only;
  * the host backend takes f32 only. */
+/* What a GEMM does to C after alpha op(A) op(B) + beta C (cuBLASLt's epilogue; every backend
+ * computes the same). NONE is 0, so a zeroed descriptor has none. */
+typedef enum tandem_gemm_epilogue {
+    TANDEM_GEMM_EPI_NONE = 0,
+    TANDEM_GEMM_EPI_BIAS = 1, /* C[b, i, j] += bias[j]: bias f32 [n], the same for every item */
+} tandem_gemm_epilogue;
+
 typedef struct tandem_gemm_desc {
     int trans_a, trans_b;
     int64_t m, n, k;
     int64_t batch;
     int64_t stride_a, stride_b, stride_c; /* elements between batch items (0 when batch == 1) */
     tandem_dtype a_type, b_type, c_type;  /* TANDEM_F32 (0) or, for a and b, TANDEM_BF16 */
+    tandem_gemm_epilogue epilogue;        /* part of the shape (a plan per epilogue) */
+    tandem_dptr bias; /* EPI_BIAS: the bias's address, set by runtime/core/dev.c from the
+                         caller's view for the backend (not part of the shape) */
+    int tf32; /* f32 A and B on cuda with cuBLASLt: CUBLAS_COMPUTE_32F_FAST_TF32 (A and B rounded
+                 to TF32's 10-bit mantissa, f32 accumulation; the config's `tf32`). Part of the
+                 shape. The host GEMM and the fatbin's gemm_f32 compute exact f32 either way. */
 } tandem_gemm_desc;
 
 typedef struct tandem_backend_ops tandem_backend_ops;

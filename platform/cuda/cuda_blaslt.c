@@ -2,7 +2,9 @@
  * own gemm_f32 / gemm_bf16 kernels.
  *
  * Types (tandem_gemm_desc): A and B both f32, or both bf16 (CUDA_R_16BF layouts with
- * CUBLAS_COMPUTE_32F: f32 accumulation); C always f32. The types are part of a plan's key.
+ * CUBLAS_COMPUTE_32F: f32 accumulation); C always f32. f32 A and B with desc.tf32 use
+ * CUBLAS_COMPUTE_32F_FAST_TF32. Epilogue BIAS: CUBLASLT_EPILOGUE_BIAS, the bias pointer set per
+ * call. The types, tf32 and the epilogue are part of a plan's key.
  *
  * The API is row-major (tandem.h): C[m,n] = alpha op(A) op(B) + beta C. cuBLASLt is
  * column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
@@ -145,11 +147,11 @@ static const char *lt_status_name(cublasStatus_t s) {
 
 /* "[2 x] 64x32 @ 32x16 (trans_a 0, trans_b 1)" */
 static void shape_text(const tandem_gemm_desc *g, char *buf, size_t cap) {
-    snprintf(buf, cap, "%sbatch %lld: [%lld x %lld]%s @ [%lld x %lld]%s -> [%lld x %lld]",
-             g->a_type == TANDEM_BF16 ? "bf16 " : "", (long long)g->batch,
+    snprintf(buf, cap, "%sbatch %lld: [%lld x %lld]%s @ [%lld x %lld]%s -> [%lld x %lld]%s",
+             g->a_type == TANDEM_BF16 ? "bf16 " : g->tf32 ? "tf32 " : "", (long long)g->batch,
              (long long)(g->trans_a ? g->k : g->m), (long long)(g->trans_a ? g->m : g->k), g->trans_a ? "^T" : "",
              (long long)(g->trans_b ? g->n : g->k), (long long)(g->trans_b ? g->k : g->n), g->trans_b ? "^T" : "",
-             (long long)g->m, (long long)g->n);
+             (long long)g->m, (long long)g->n, g->epilogue == TANDEM_GEMM_EPI_BIAS ? " + bias" : "");
 }
 
 #define LT_TRY(call, args, g)                                                             \
@@ -194,7 +196,8 @@ static uint32_t operand_align(tandem_dptr p, int64_t stride, tandem_dtype t, int
 
 static int same_shape(const tandem_gemm_desc *x, const tandem_gemm_desc *y) {
     if (x->trans_a != y->trans_a || x->trans_b != y->trans_b || x->m != y->m || x->n != y->n || x->k != y->k ||
-        x->batch != y->batch || x->a_type != y->a_type || x->b_type != y->b_type || x->c_type != y->c_type)
+        x->batch != y->batch || x->a_type != y->a_type || x->b_type != y->b_type || x->c_type != y->c_type ||
+        x->epilogue != y->epilogue || x->tf32 != y->tf32)
         return 0;
     return x->batch == 1 ||
            (x->stride_a == y->stride_a && x->stride_b == y->stride_b && x->stride_c == y->stride_c);
@@ -261,11 +264,19 @@ static tandem_status lt_heuristic(tandem_cuda_dev *d, const tandem_gemm_desc *g,
 }
 
 static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p) {
-    LT_TRY(cublasLtMatmulDescCreate, (&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), g);
+    /* TF32 (tensor cores) for f32 operands when asked; bf16 operands always accumulate in f32 */
+    const cublasComputeType_t ct = g->tf32 && g->a_type == TANDEM_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    LT_TRY(cublasLtMatmulDescCreate, (&p->op, ct, CUDA_R_32F), g);
     int32_t ta = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's A is our B */
     int32_t tb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), g);
     LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), g);
+    if (g->epilogue == TANDEM_GEMM_EPI_BIAS) {
+        /* our C's columns are cuBLASLt's D rows: a bias [n] of D's type (f32, the default bias
+         * type for an f32 D), added after alpha and beta; the pointer is set per call */
+        uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
+        LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), g);
+    }
     /* our B stored row-major [k, n] (or [n, k] transposed) = column-major [n, k] (or [k, n]) */
     TANDEM_TRY(make_layout(&p->la, g->b_type, g->trans_b ? g->k : g->n, g->trans_b ? g->n : g->k, g->batch,
                            g->stride_b, g));
@@ -378,6 +389,21 @@ tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_des
     return st;
 }
 
+/* cublasLtMatmul with the BIAS epilogue: the call's bias pointer into plan p's descriptor, then
+ * the enqueue (the caller holds the device's GEMM lock). */
+static tandem_status lt_matmul_bias(tandem_cuda_dev *d, const tandem_cuda_stream_impl *si,
+                                    const tandem_cuda_gemm_plan *p, int t, const tandem_gemm_desc *g,
+                                    float alpha, tandem_dptr a, tandem_dptr b, float beta, tandem_dptr c) {
+    const void *bias = (const void *)(uintptr_t)g->bias;
+    LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), g);
+    LT_TRY(cublasLtMatmul,
+           ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la, (const void *)(uintptr_t)a,
+            p->lb, &beta, (const void *)(uintptr_t)c, p->lc, (void *)(uintptr_t)c, p->lc, &p->algo[t],
+            (void *)(uintptr_t)si->lt_workspace, si->lt_workspace ? TANDEM_CUDA_LT_WORKSPACE : 0, si->cs),
+           g);
+    return TANDEM_OK;
+}
+
 tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha, tandem_dptr a,
                                tandem_dptr b, float beta, tandem_dptr c) {
     tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
@@ -416,6 +442,14 @@ tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, floa
                                shp, d->ordinal, (unsigned long long)a, (unsigned long long)b, (unsigned long long)c,
                                have[1], have[0], have[2]);
         }
+        if (g->epilogue == TANDEM_GEMM_EPI_BIAS) {
+            /* the plan's descriptor is shared: its bias pointer and the enqueue that reads it
+             * happen under the lock, so two streams cannot swap biases */
+            tandem_mutex_lock(&d->gemm_lock);
+            tandem_status st = lt_matmul_bias(d, si, p, t, g, alpha, a, b, beta, c);
+            tandem_mutex_unlock(&d->gemm_lock);
+            return st;
+        }
         LT_TRY(cublasLtMatmul,
                ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la,
                 (const void *)(uintptr_t)a, p->lb, &beta, (const void *)(uintptr_t)c, p->lc, (void *)(uintptr_t)c,
@@ -443,6 +477,7 @@ tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, floa
         args.stride_c = g->stride_c;                                                      \
         args.alpha = alpha;                                                               \
         args.beta = beta;                                                                 \
+        args.bias = (const float *)(uintptr_t)g->bias;                                    \
         tandem_launch_dims dims;                                                          \
         tandem_kernel_table[KID].geom(&args, &dims);                                      \
         return tandem_cuda_launch(s, KID, &dims, &args, sizeof args);                     \

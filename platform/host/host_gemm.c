@@ -46,6 +46,8 @@ static tandem_status check_desc(const tandem_gemm_desc *d, const float *a, const
     if ((!empty_c && !c) || (!empty_ab && (!a || !b)))
         return tandem_fail(TANDEM_E_INVALID, "host gemm: NULL matrix pointer (a=%p b=%p c=%p)",
                            (const void *)a, (const void *)b, (const void *)c);
+    if (d->epilogue == TANDEM_GEMM_EPI_BIAS && !d->bias && !empty_c)
+        return tandem_fail(TANDEM_E_INVALID, "host gemm: epilogue BIAS without a bias pointer");
     return TANDEM_OK;
 }
 
@@ -151,12 +153,22 @@ typedef struct split_job {
     part_fn run;
 } split_job;
 
+/* The epilogue (device.h) on rows [0, rows) of C, [rows, n], while they are in cache. */
+static void epilogue_rows(const tandem_gemm_desc *d, float *c, int64_t rows) {
+    if (d->epilogue != TANDEM_GEMM_EPI_BIAS) return;
+    const float *bias = (const float *)(uintptr_t)d->bias; /* [n] */
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t jj = 0; jj < d->n; jj++) c[i * d->n + jj] += bias[jj];
+}
+
 /* Batch items [z0, z1). */
 static void run_items(void *ctx, int64_t z0, int64_t z1) {
     const split_job *j = ctx;
-    for (int64_t z = z0; z < z1; z++)
+    for (int64_t z = z0; z < z1; z++) {
         j->run(&j->whole, j->alpha, j->a + z * j->d->stride_a, j->b + z * j->d->stride_b,
                j->beta, j->c + z * j->d->stride_c);
+        epilogue_rows(j->d, j->c + z * j->d->stride_c, j->d->m);
+    }
 }
 
 /* Blocks [r0, r1) of SPLIT_ALIGN rows of C of the one product. */
@@ -167,6 +179,7 @@ static void run_blocks(void *ctx, int64_t r0, int64_t r1) {
     if (hi > g.m) hi = g.m;
     g.m = hi - lo; /* op(A)'s rows lo..hi: A's rows, or its columns when transposed */
     j->run(&g, j->alpha, j->a + (g.trans_a ? lo : lo * g.lda), j->b, j->beta, j->c + lo * g.ldc);
+    epilogue_rows(j->d, j->c + lo * g.ldc, g.m);
 }
 
 /* Runs the checked, non-empty GEMM d with `run` on the entered host pool (host_pool.h). */

@@ -81,6 +81,8 @@ static const key_spec schema[] = {
     KINT64(model_gpu_memory, "0", 0, (int64_t)1 << 24,
            "model-device arena budget, MiB (0 = by plan)"),
     KENUM(precision, "fp32", "fp32|bf16", "activations and weight copies on GPUs"),
+    KBOOL(tf32, "true", "fp32 on CUDA: GEMMs with TF32 inputs (10-bit mantissa, f32 accumulation; "
+                        "false: exact fp32)"),
     KINT64(seed, "1234", 0, INT64_MAX, "seed for initialisation and shuffling"),
     KSTR(train_data, "", "training dataset directory (metadata.csv + wavs/, or a VCTK / LibriTTS tree)"),
     KSTR(val_data, "", "validation dataset directory (empty = none)"),

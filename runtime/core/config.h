@@ -57,6 +57,7 @@ typedef struct tandem_config {
     int64_t data_gpu_memory, model_gpu_memory; /* arena budgets in MiB; 0 = size by plan */
     /* training */
     int precision; /* tandem_precision */
+    int tf32;      /* bool: fp32 GEMMs on CUDA take TF32 inputs (default); false: exact fp32 */
     int64_t seed, max_steps;
     int64_t epochs; /* > 0: max_steps from the training set's size at start (tandem_config_epoch_steps) */
     double lr;

@@ -85,6 +85,7 @@ static void rec_copy(const tandem_stream *s, tandem_rec_kind kind, size_t bytes)
 void tandem_dev_gemm_cost(const tandem_gemm_desc *g, float beta, tandem_kernel_cost *c) {
     tandem_kcost_gemm(c, g->m, g->n, g->k, g->batch, g->stride_a, g->stride_b,
                       (double)tandem_dtype_size(g->a_type), beta);
+    if (g->epilogue == TANDEM_GEMM_EPI_BIAS) c->bytes_read += 4.0 * (double)g->n; /* the bias */
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -228,6 +229,9 @@ static tandem_status check_desc(const char *op, const tandem_gemm_desc *g) {
                            "%s: bad shape m=%" PRId64 " n=%" PRId64 " k=%" PRId64
                            " batch=%" PRId64 "; expected m, n, k >= 0, batch >= 1 and strides "
                            ">= 0", op, g->m, g->n, g->k, g->batch);
+    if (g->epilogue != TANDEM_GEMM_EPI_NONE && g->epilogue != TANDEM_GEMM_EPI_BIAS)
+        return tandem_fail(TANDEM_E_INVALID, "%s: epilogue %d; expected TANDEM_GEMM_EPI_NONE (0) or "
+                           "TANDEM_GEMM_EPI_BIAS (1)", op, (int)g->epilogue);
     return TANDEM_OK;
 }
 
@@ -275,8 +279,9 @@ static tandem_dptr view_addr(tandem_view v) {
            (tandem_dptr)v.off * tandem_dtype_size(tandem_tensor_dtype(v.t));
 }
 
-tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
-                              tandem_view a, tandem_view b, float beta, tandem_view c) {
+static tandem_status gemm_run(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
+                              tandem_view a, tandem_view b, float beta, tandem_view c,
+                              const tandem_view *bias) {
     static const char op[] = "GEMM";
     TANDEM_TRY(check_stream(op, s));
     if (!g) return tandem_fail(TANDEM_E_INVALID, "%s: descriptor is NULL", op);
@@ -285,17 +290,41 @@ tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float
                            s->dev->ops->name);
     if (g->m == 0 || g->n == 0 || g->batch == 0) return TANDEM_OK; /* nothing to compute */
     TANDEM_TRY(check_desc(op, g));
+    if ((g->epilogue == TANDEM_GEMM_EPI_BIAS) != (bias != NULL))
+        return tandem_fail(TANDEM_E_INVALID,
+                           "%s m=%" PRId64 " n=%" PRId64 ": epilogue %d %s a bias; call "
+                           "tandem_dev_gemm_epi with a bias for TANDEM_GEMM_EPI_BIAS, "
+                           "tandem_dev_gemm otherwise", op, g->m, g->n, (int)g->epilogue,
+                           bias ? "was given" : "lacks");
     TANDEM_TRY(check_operand(g, "A", s, a, g->a_type, g->m * g->k, g->stride_a));
     TANDEM_TRY(check_operand(g, "B", s, b, g->b_type, g->k * g->n, g->stride_b));
     TANDEM_TRY(check_operand(g, "C", s, c, g->c_type, g->m * g->n, g->stride_c));
+    tandem_gemm_desc run = *g;
+    run.bias = 0;
+    if (bias) {
+        TANDEM_TRY(check_operand(g, "bias", s, *bias, TANDEM_F32, g->n, 0));
+        run.bias = view_addr(*bias);
+    }
     tandem_rec_entry *e = rec_slot(s, TANDEM_REC_GEMM);
     if (e) {
-        e->gemm = *g;
+        e->gemm = run;
         e->beta = beta;
-        tandem_dev_gemm_cost(g, beta, &e->cost);
+        tandem_dev_gemm_cost(&run, beta, &e->cost);
     }
     const uint64_t t0 = tandem_now_ns();
-    return profile_op(s, "gemm", t0, s->dev->ops->gemm(s, g, alpha, view_addr(a), view_addr(b), beta, view_addr(c)));
+    return profile_op(s, "gemm", t0,
+                      s->dev->ops->gemm(s, &run, alpha, view_addr(a), view_addr(b), beta, view_addr(c)));
+}
+
+tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
+                              tandem_view a, tandem_view b, float beta, tandem_view c) {
+    return gemm_run(s, g, alpha, a, b, beta, c, NULL);
+}
+
+tandem_status tandem_dev_gemm_epi(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
+                                  tandem_view a, tandem_view b, float beta, tandem_view c,
+                                  tandem_view bias) {
+    return gemm_run(s, g, alpha, a, b, beta, c, &bias);
 }
 
 /* ---- launches ------------------------------------------------------------------------------ */

@@ -88,6 +88,12 @@ tandem_status tandem_dev_gemm_prepare(tandem_device *dev, const tandem_gemm_desc
 /* C = alpha op(A) op(B) + beta C in the row-major convention of tandem_gemm_desc. */
 tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                               tandem_view a, tandem_view b, float beta, tandem_view c);
+/* The same with the descriptor's epilogue's operands: EPI_BIAS takes bias, an f32 view of n
+ * elements (C[b, i, j] += bias[j] after alpha and beta); a descriptor without an epilogue
+ * goes through tandem_dev_gemm. */
+tandem_status tandem_dev_gemm_epi(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
+                                  tandem_view a, tandem_view b, float beta, tandem_view c,
+                                  tandem_view bias);
 
 /* Whether a launch of kernel_id with dims fits the device's per-block limits (shared memory):
  * for plans, before any launch. TANDEM_OK on backends without such limits. */

@@ -65,6 +65,20 @@ tandem_status tandem_col_sum_acc(tandem_stream *s, const float *dy, float *db, i
     return TANDEM_LAUNCH(s, col_sum_acc, &a);
 }
 
+tandem_status tandem_col_sum_partial(tandem_stream *s, const float *dy, float *partial, int rows,
+                                     int d, int chunks) {
+    TANDEM_KARGS(col_sum_partial, a);
+    a.dy = dy, a.partial = partial, a.rows = rows, a.d = d, a.chunks = chunks;
+    return TANDEM_LAUNCH(s, col_sum_partial, &a);
+}
+
+tandem_status tandem_mel_rows_pad(tandem_stream *s, const float *src, float *dst, int batch,
+                                  int text_len, int mel_len, int d) {
+    TANDEM_KARGS(mel_rows_pad, a);
+    a.src = src, a.dst = dst, a.batch = batch, a.text_len = text_len, a.mel_len = mel_len, a.d = d;
+    return TANDEM_LAUNCH(s, mel_rows_pad, &a);
+}
+
 tandem_status tandem_seq_embed_fwd(tandem_stream *s, const int32_t *tokens, const float *sym_emb,
                                    const float *prenet_out, const float *pos_emb, float *x,
                                    const tandem_seq_dims *sd) {

@@ -27,6 +27,7 @@ tandem_status tandem_model_dims_from_config(const tandem_config *cfg, int vocab,
     tandem_model_dims d;
     memset(&d, 0, sizeof d);
     d.bf16 = cfg->precision == TANDEM_PRECISION_BF16; /* refused later on a host device */
+    d.tf32 = !d.bf16 && cfg->tf32;
     d.batch = cfg->batch_size;
     d.d = cfg->d_model;
     d.layers = cfg->layers;
@@ -102,6 +103,7 @@ static tandem_gemm_desc desc(const tandem_model_dims *dm, int ta, int tb, int64_
     tandem_gemm_desc g;
     memset(&g, 0, sizeof g); /* C f32 */
     g.a_type = g.b_type = dm->bf16 ? TANDEM_BF16 : TANDEM_F32;
+    g.tf32 = dm->tf32 && !dm->bf16;
     g.trans_a = ta;
     g.trans_b = tb;
     g.m = m;
@@ -113,7 +115,9 @@ static tandem_gemm_desc desc(const tandem_model_dims *dm, int ta, int tb, int64_
 
 tandem_gemm_desc tandem_model_desc_linear(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                           int64_t out) {
-    return desc(dm, 0, 1, rows, out, in);
+    tandem_gemm_desc g = desc(dm, 0, 1, rows, out, in);
+    g.epilogue = TANDEM_GEMM_EPI_BIAS; /* + b in the GEMM: no bias pass over y */
+    return g;
 }
 tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out) {
@@ -125,6 +129,7 @@ tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_
 }
 tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out) {
     tandem_gemm_desc g = desc(dm, 0, 1, dm->mel_len, out, dm->d);
+    g.epilogue = TANDEM_GEMM_EPI_BIAS;
     g.batch = dm->batch;
     g.stride_a = (int64_t)dm->seq * dm->d;
     g.stride_b = 0; /* one weight for every item */
@@ -168,8 +173,8 @@ static tandem_status prepare_class_gemms(tandem_model *m) {
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         g = tandem_model_desc_head_dx(d, heads[i]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
-        /* the head weight gradient, one item at a time (rows Tm of each item) */
-        g = tandem_model_desc_linear_dw(d, d->mel_len, d->d, heads[i]);
+        /* the head weight gradient: one GEMM over all B * T rows (model_bwd.c, heads_bwd) */
+        g = tandem_model_desc_linear_dw(d, (int64_t)d->batch * d->seq, d->d, heads[i]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
     }
     return tandem_attention_prepare(dev, &m->attn); /* its three batched shapes, either precision */
@@ -293,6 +298,9 @@ tandem_view tandem_model_weight(const tandem_model *m, int idx) {
     if (!m->dims.bf16) return tandem_view_at(m->params, m->param[idx].offset);
     assert(m->param[idx].offset + m->param[idx].numel <= m->decay_end); /* a linear weight */
     return tandem_view_at(m->wcopy, m->param[idx].offset);
+}
+tandem_view tandem_model_param_view(const tandem_model *m, int idx) {
+    return tandem_view_at(m->params, m->param[idx].offset);
 }
 tandem_view tandem_model_grad_view(const tandem_model *m, int idx) {
     return tandem_view_at(m->grads, m->param[idx].offset);
@@ -494,6 +502,7 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
     const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, N = B * T;
     decl_ctx c = per_step(pool, ph->out_b, ph->out_b);
     TANDEM_TRY(decl(&c, &m->dhf, TANDEM_F32, 3, B, T, D, 0, "model.d_ln_f"));
+    TANDEM_TRY(decl(&c, &m->head_pad, TANDEM_F32, 3, B, T, d->group, 0, "model.head_dy_padded"));
     c = per_step(pool, ph->out_b, ph->in_b);
     TANDEM_TRY(decl(&c, &m->dres, TANDEM_F32, 3, B, T, D, 0, "model.d_residual"));
     c = per_step(pool, ph->out_b, ph->lb0);
@@ -509,10 +518,16 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
     if (!fused) TANDEM_TRY(declare_materialised_bwd(m, &c));
     c = per_step(pool, ph->in_b, ph->in_b);
     TANDEM_TRY(decl(&c, &m->dpre, TANDEM_F32, 2, B * d->mel_len, D, 0, 0, "model.d_prenet"));
+    c = per_step(pool, ph->out_b, ph->in_b); /* every bias gradient, heads to prenet */
+    int64_t widest = d->ff > 3 * D ? d->ff : 3 * D;
+    if (d->group > widest) widest = d->group;
+    TANDEM_TRY(decl(&c, &m->cs_partial, TANDEM_F32, 1, TANDEM_K_CS_MAX_CHUNKS * widest, 0, 0, 0,
+                    "model.bias_grad_partials"));
     if (d->bf16) {
         c = per_step(pool, ph->out_b, ph->in_b);
         const int64_t staged = staged_floats(d), scores = fused ? 0 : B * H * T * T;
-        const int64_t nbf = staged > scores ? staged : scores;
+        int64_t nbf = staged > scores ? staged : scores;
+        if (N * d->group > nbf) nbf = N * d->group; /* the heads' padded dy (model_bwd.c) */
         TANDEM_TRY(decl(&c, &m->gbf, TANDEM_BF16, 1, nbf, 0, 0, 0, "model.bf16_grad_operand"));
         c = per_step(pool, ph->lb_last, ph->lb0);
         if (!fused) TANDEM_TRY(decl(&c, &m->p32, TANDEM_F32, 4, B, H, T, T, "model.attn_p_f32"));

@@ -81,6 +81,8 @@ typedef struct tandem_model_dims {
     int forward_only;     /* 1: inference (tandem synth): no gradients, AdamW moments or
                              backward tensors are declared; backward is refused */
     int bf16;             /* 1: precision bf16 (see "Precision" above; cuda devices only) */
+    int tf32;             /* 1: fp32 GEMMs ask for TF32 inputs (tandem_gemm_desc.tf32; cuBLASLt
+                             only: the host and the fatbin GEMM stay exact) */
     int attn_materialised; /* 1: the materialised attention at any head size (reference
                               tests; 0 from the config: fused where it serves, attention.h) */
     /* Length bucketing (docs/TRAINING.md, "Length bucketing"): the frame counts of the shape
@@ -234,6 +236,8 @@ typedef struct tandem_model {
     tandem_tensor *dhf;           /* [B, T, d] */
     tandem_tensor *dres;          /* [B, T, d] gradient of the residual stream */
     tandem_tensor *ln_scratch;    /* [layernorm_bwd scratch floats] */
+    tandem_tensor *head_pad;      /* [B, T, group] a head's dy with zero text rows (heads_bwd) */
+    tandem_tensor *cs_partial;    /* [TANDEM_K_CS_MAX_CHUNKS * max(ff, 3d, group)] bias-gradient partials */
     tandem_tensor *da, *db;       /* [B, T, d] backward scratch */
     tandem_tensor *dff;           /* [B, T, 4d] */
     tandem_tensor *dqkv;          /* [B, T, 3d] */
@@ -314,6 +318,8 @@ float *tandem_model_grad_f32(const tandem_model *m, int idx);
  * parameter's gradient. */
 tandem_view tandem_model_weight(const tandem_model *m, int idx);
 tandem_view tandem_model_grad_view(const tandem_model *m, int idx);
+/* A parameter's f32 master as a GEMM epilogue operand (a bias). */
+tandem_view tandem_model_param_view(const tandem_model *m, int idx);
 
 /* The one place shapes follow a batch's class: dims.frames, mel_len, seq and the attention's
  * seq become those of `frames` (0: the declared frames), which must be the declared frames or

@@ -20,13 +20,22 @@ static tandem_status operand(tandem_model *m, tandem_stream *s, const tandem_ten
     return tandem_seam_operand(s, m->dims.bf16, dy, m->gbf, n, out);
 }
 
+/* db [d] += colsum(dy [rows, d]) in two stages that fill the device (kernels/layers.h). */
+static tandem_status bias_grad(tandem_model *m, tandem_stream *s, const tandem_tensor *dy, int b,
+                               int64_t rows, int64_t d) {
+    const int chunks = tandem_col_sum_chunks((int)rows, (int)d);
+    float *partial = F32(m->cs_partial);
+    TANDEM_TRY(tandem_col_sum_partial(s, F32(dy), partial, (int)rows, (int)d, chunks));
+    return tandem_col_sum_acc(s, partial, tandem_model_grad_f32(m, b), chunks, (int)d);
+}
+
 /* A linear layer's weight and bias gradients from dy [rows, out] and its input x [rows, in]:
  * dW [out, in] += dy^T x,  db [out] += colsum(dy);  and (dx not NULL) dx [rows, in] = dy W. */
 static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b, int64_t rows,
                                 int64_t in, int64_t out, const tandem_tensor *dy,
                                 const tandem_tensor *x, tandem_tensor *dx) {
     const tandem_model_dims *d = &m->dims;
-    TANDEM_TRY(tandem_col_sum_acc(s, F32(dy), tandem_model_grad_f32(m, b), (int)rows, (int)out));
+    TANDEM_TRY(bias_grad(m, s, dy, b, rows, out));
     tandem_view dyo;
     TANDEM_TRY(operand(m, s, dy, rows * out, &dyo));
     tandem_gemm_desc g = tandem_model_desc_linear_dw(d, rows, in, out);
@@ -97,12 +106,12 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
 
 /* Heads: mel_out = hf_mel Wmel^T + bmel, stop_out = hf_mel Wstop^T + bstop on the mel rows
  * hf[b, Tt:T, :]; the text rows get no gradient from them (dhf zero there). Per head:
- * dhf_mel (+)= dy W (the stop head adds to the mel head's), db, then dW += sum over items
- * of dy_b^T [out, Tm] hf_mel_b [Tm, d], items in order (deterministic; one GEMM cannot sum
- * over the batch because the mel rows are strided). */
+ * dhf_mel (+)= dy W (the stop head adds to the mel head's), db, then dW += pad(dy)^T hf as
+ * one GEMM over all B * T rows: pad(dy) [B, T, out] is dy on the mel rows and zero on the text
+ * rows (mel_rows_pad), so the text rows add nothing and no per-item GEMM is needed. */
 static tandem_status heads_bwd(tandem_model *m, tandem_stream *s) {
     const tandem_model_dims *d = &m->dims;
-    const int64_t Np = (int64_t)d->batch * d->mel_len, T = d->seq, D = d->d;
+    const int64_t Np = (int64_t)d->batch * d->mel_len, N = (int64_t)d->batch * d->seq, D = d->d;
     TANDEM_TRY(tandem_op_fill(s, m->dhf, 0.0f));
     const tandem_view dhf_mel = tandem_view_at(m->dhf, (int64_t)d->text_len * D);
     const int head_w[2] = {m->top.mel_w, m->top.stop_w}, head_b[2] = {m->top.mel_b, m->top.stop_b};
@@ -116,14 +125,14 @@ static tandem_status heads_bwd(tandem_model *m, tandem_stream *s) {
         tandem_gemm_desc g = tandem_model_desc_head_dx(d, out);
         TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, head_w[h]),
                                    h ? 1.0f : 0.0f, dhf_mel));
-        TANDEM_TRY(tandem_col_sum_acc(s, F32(head_dy[h]), tandem_model_grad_f32(m, head_b[h]),
-                                      (int)Np, (int)out));
-        g = tandem_model_desc_linear_dw(d, d->mel_len, D, out);
-        for (int i = 0; i < d->batch; i++) {
-            const tandem_view dy = tandem_view_at(dyo.t, dyo.off + (int64_t)i * d->mel_len * out);
-            const tandem_view x = tandem_view_at(m->hf, ((int64_t)i * T + d->text_len) * D);
-            TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, dy, x, 1.0f, dw));
-        }
+        TANDEM_TRY(bias_grad(m, s, head_dy[h], head_b[h], Np, out));
+        /* dW += pad(dy)^T hf over all B * T rows: the text rows of pad(dy) are zero */
+        TANDEM_TRY(tandem_mel_rows_pad(s, F32(head_dy[h]), F32(m->head_pad), d->batch, d->text_len,
+                                       d->mel_len, (int)out));
+        tandem_view pad;
+        TANDEM_TRY(operand(m, s, m->head_pad, N * out, &pad));
+        g = tandem_model_desc_linear_dw(d, N, D, out);
+        TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, pad, VIEW(m->hf), 1.0f, dw));
     }
     return TANDEM_OK;
 }

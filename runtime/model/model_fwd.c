@@ -27,9 +27,9 @@ static tandem_status publish(const tandem_model *m, tandem_stream *s, tandem_ten
 /* y [rows, out] = x [rows, in] W^T + beta y + b: the model's weight w [out, in], bias b [out]. */
 static tandem_status linear(tandem_model *m, tandem_stream *s, const tandem_tensor *x, int w, int b,
                             float beta, tandem_tensor *y, int64_t rows, int64_t in, int64_t out) {
-    tandem_gemm_desc g = tandem_model_desc_linear(&m->dims, rows, in, out);
-    TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, VIEW(x), tandem_model_weight(m, w), beta, VIEW(y)));
-    return tandem_bias_add(s, F32(y), PARAM(b), (int)rows, (int)out);
+    tandem_gemm_desc g = tandem_model_desc_linear(&m->dims, rows, in, out); /* BIAS epilogue */
+    return tandem_dev_gemm_epi(s, &g, 1.0f, VIEW(x), tandem_model_weight(m, w), beta, VIEW(y),
+                               tandem_model_param_view(m, b));
 }
 
 /* y [N, d] = LN(x [N, d]) with gain g, bias b; its statistics into mean, rstd [N]. */
@@ -155,8 +155,8 @@ static tandem_status head(tandem_model *m, tandem_stream *s, int w, int b, tande
     const tandem_model_dims *d = &m->dims;
     const tandem_gemm_desc g = tandem_model_desc_head(d, out);
     const tandem_view hf_mel = tandem_view_at(m->hf, (int64_t)d->text_len * d->d);
-    TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, hf_mel, tandem_model_weight(m, w), 0.0f, VIEW(y)));
-    return tandem_bias_add(s, F32(y), PARAM(b), d->batch * d->mel_len, (int)out);
+    return tandem_dev_gemm_epi(s, &g, 1.0f, hf_mel, tandem_model_weight(m, w), 0.0f, VIEW(y),
+                               tandem_model_param_view(m, b)); /* BIAS epilogue */
 }
 
 tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,

@@ -132,9 +132,8 @@ static tandem_status publish(const tandem_model_kv *kv, tandem_stream *s, tandem
 static tandem_status row_linear(const tandem_model_kv *kv, tandem_stream *s, tandem_view x, int w,
                                 int b, float beta, tandem_tensor *y, int64_t in, int64_t out) {
     const tandem_gemm_desc g = tandem_model_desc_linear(&kv->m->dims, 1, in, out);
-    TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, x, tandem_model_weight(kv->m, w), beta,
-                               tandem_view_of(y)));
-    return tandem_bias_add(s, F32(y), PARAM(b), 1, (int)out);
+    return tandem_dev_gemm_epi(s, &g, 1.0f, x, tandem_model_weight(kv->m, w), beta,
+                               tandem_view_of(y), tandem_model_param_view(kv->m, b)); /* + b */
 }
 
 /* kv->h = LN(x) with gain g, bias b (published in bf16 mode). */

@@ -43,13 +43,14 @@ static tandem_cost_cat kernel_category(int id) {
     case TANDEM_KID_gemm_f32: case TANDEM_KID_gemm_bf16: return TANDEM_COST_GEMM_LINEAR;
     case TANDEM_KID_layernorm_fwd: case TANDEM_KID_layernorm_bwd: case TANDEM_KID_layernorm_bwd_params:
         return TANDEM_COST_LAYERNORM;
-    case TANDEM_KID_row_sum_f32: case TANDEM_KID_col_sum_acc: case TANDEM_KID_sum_squares:
+    case TANDEM_KID_row_sum_f32: case TANDEM_KID_col_sum_acc: case TANDEM_KID_col_sum_partial:
+    case TANDEM_KID_sum_squares:
     case TANDEM_KID_reduce_sum: case TANDEM_KID_nonfinite_check: return TANDEM_COST_REDUCTION;
     case TANDEM_KID_l1_masked_fwd: case TANDEM_KID_l1_masked_bwd: case TANDEM_KID_bce_stop_fwd:
     case TANDEM_KID_bce_stop_bwd: return TANDEM_COST_LOSS;
     case TANDEM_KID_adamw: return TANDEM_COST_OPTIMIZER;
     case TANDEM_KID_qkv_split: case TANDEM_KID_qkv_merge_grad: case TANDEM_KID_heads_merge:
-    case TANDEM_KID_heads_split_grad: return TANDEM_COST_LAYOUT;
+    case TANDEM_KID_heads_split_grad: case TANDEM_KID_mel_rows_pad: return TANDEM_COST_LAYOUT;
     case TANDEM_KID_softmax_causal_fwd: case TANDEM_KID_softmax_causal_bwd: case TANDEM_KID_ga_fwd:
     case TANDEM_KID_ga_bwd: return TANDEM_COST_ATTN_ELEMENTWISE;
     case TANDEM_KID_mel_stft: case TANDEM_KID_mel_project: case TANDEM_KID_mel_log:
@@ -84,7 +85,7 @@ const char *tandem_cost_describe(const tandem_rec_entry *e, char *buf, size_t ca
                                      ? tandem_kernel_table[e->kernel].name : "?");
         break;
     case TANDEM_REC_GEMM:
-        snprintf(buf, cap, "gemm %s %s%s m=%lld n=%lld k=%lld x%lld%s", tandem_dtype_name(g->a_type),
+        snprintf(buf, cap, "gemm %s %s%s m=%lld n=%lld k=%lld x%lld%s", g->tf32 ? "tf32" : tandem_dtype_name(g->a_type),
                  g->trans_a ? "T" : "N", g->trans_b ? "T" : "N", (long long)g->m, (long long)g->n,
                  (long long)g->k, (long long)g->batch, e->beta != 0.0f ? " +C" : "");
         break;
@@ -97,7 +98,9 @@ const char *tandem_cost_describe(const tandem_rec_entry *e, char *buf, size_t ca
 double tandem_cost_seconds(const tandem_rec_entry *e, const tandem_gpu_spec *g, int tf32) {
     double peak = g->fp32_tflops;
     if (e->kind == TANDEM_REC_GEMM)
-        peak = e->gemm.a_type == TANDEM_BF16 ? g->bf16_tflops : tf32 ? g->tf32_tflops : g->fp32_tflops;
+        peak = e->gemm.a_type == TANDEM_BF16 ? g->bf16_tflops
+               : tf32 || e->gemm.tf32        ? g->tf32_tflops /* --tf32, or the config's tf32 */
+                                             : g->fp32_tflops;
     const double t_flops = e->cost.flops / (peak * 1e12);
     double bytes = e->cost.bytes_read + e->cost.bytes_written;
     if (e->kind == TANDEM_REC_COPY_H2D || e->kind == TANDEM_REC_COPY_D2H) bytes = e->cost.bytes_read;

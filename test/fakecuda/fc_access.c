@@ -43,6 +43,7 @@ ACC(gemm_f32) {
     R(a->b, gemm_elems(a->batch, a->stride_b, a->k, a->n) * F4);
     size_t c = gemm_elems(a->batch, a->stride_c, a->m, a->n) * F4;
     if (a->beta != 0.0f) R(a->c, c);
+    if (a->bias) R(a->bias, (size_t)a->n * F4);
     W(a->c, c);
 }
 ACC(gemm_bf16) {
@@ -50,6 +51,7 @@ ACC(gemm_bf16) {
     R(a->b, gemm_elems(a->batch, a->stride_b, a->k, a->n) * 2);
     size_t c = gemm_elems(a->batch, a->stride_c, a->m, a->n) * F4;
     if (a->beta != 0.0f) R(a->c, c);
+    if (a->bias) R(a->bias, (size_t)a->n * F4);
     W(a->c, c);
 }
 
@@ -100,11 +102,19 @@ ACC(layernorm_bwd_params) {
     RW(a->dgamma, a->d * F4);
     RW(a->dbeta, a->d * F4);
 }
+ACC(mel_rows_pad) {
+    R(a->src, (size_t)a->batch * a->mel_len * a->d * F4);
+    W(a->dst, (size_t)a->batch * (a->text_len + a->mel_len) * a->d * F4);
+}
 ACC(prenet_dropout) { RW(a->x, (size_t)a->n * F4); R(a->step_at, sizeof(int)); }
 ACC(gelu_fwd) { R(a->x, a->n * F4); W(a->y, a->n * F4); }
 ACC(gelu_bwd) { R(a->dy, a->n * F4); R(a->x, a->n * F4); W(a->dx, a->n * F4); }
 ACC(bias_add) { RW(a->y, (size_t)a->rows * a->d * F4); R(a->b, a->d * F4); }
 ACC(col_sum_acc) { R(a->dy, (size_t)a->rows * a->d * F4); RW(a->db, a->d * F4); }
+ACC(col_sum_partial) {
+    R(a->dy, (size_t)a->rows * a->d * F4);
+    W(a->partial, (size_t)a->chunks * a->d * F4);
+}
 ACC(seq_embed_fwd) {
     size_t t = (size_t)a->text_len + (size_t)a->mel_len;
     R(a->tokens, (size_t)a->batch * a->text_len * 4);

@@ -7,7 +7,9 @@
  *   op(A) is m x k: A is stored m x k (rows x cols) for OP_N, k x m for OP_T; likewise B.
  *
  * Supported (anything else: CUBLAS_STATUS_NOT_SUPPORTED and one "fakecuda: error:" line):
- * compute CUBLAS_COMPUTE_32F, scale type CUDA_R_32F, pointer mode host, OP_N / OP_T,
+ * compute CUBLAS_COMPUTE_32F or CUBLAS_COMPUTE_32F_FAST_TF32 (f32 A and B only; each A and B
+ * element rounded to TF32, 10-bit mantissa, before its product, as the tensor cores do), scale
+ * type CUDA_R_32F, pointer mode host, OP_N / OP_T,
  * column order; A and B both CUDA_R_32F (C, D CUDA_R_32F) or both CUDA_R_16BF (C, D 16BF or
  * 32F); epilogues DEFAULT, BIAS, GELU, GELU_BIAS (bias of D's type or f32, length m, batch
  * stride BIAS_BATCH_STRIDE). GELU is the tanh form 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))),
@@ -336,6 +338,7 @@ typedef struct lt_problem {
     const lt_layout *a, *b, *c, *dd;
     int64_t m, n, k, batch;
     int has_bias, gelu;
+    int tf32; /* CUBLAS_COMPUTE_32F_FAST_TF32: A and B rounded to TF32 before the products */
     uint32_t bias_type;
 } lt_problem;
 
@@ -357,10 +360,12 @@ static cublasStatus_t check_problem(const char *call, lt_problem *p) {
     const lt_desc *d = p->d;
     const lt_layout *L[4] = {p->a, p->b, p->c, p->dd};
     static const char *nm[4] = {"A", "B", "C", "D"};
-    if (d->compute != CUBLAS_COMPUTE_32F) {
-        tandem_fakecuda_report(call, "compute type %d not supported (only CUBLAS_COMPUTE_32F)", d->compute);
+    if (d->compute != CUBLAS_COMPUTE_32F && d->compute != CUBLAS_COMPUTE_32F_FAST_TF32) {
+        tandem_fakecuda_report(call, "compute type %d not supported (CUBLAS_COMPUTE_32F, "
+                               "CUBLAS_COMPUTE_32F_FAST_TF32)", d->compute);
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
+    p->tf32 = d->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
     if (d->scale != CUDA_R_32F) {
         tandem_fakecuda_report(call, "scale type %s not supported (only CUDA_R_32F)", type_name((uint32_t)d->scale));
         return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -401,6 +406,12 @@ static cublasStatus_t check_problem(const char *call, lt_problem *p) {
                                "inputs need f32 outputs)",
                                type_name(p->a->type), type_name(p->b->type), type_name(p->c->type),
                                type_name(p->dd->type));
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    if (p->tf32 && (p->a->type != CUDA_R_32F || p->b->type != CUDA_R_32F)) {
+        /* cuBLAS's table of compute types: FAST_TF32 takes CUDA_R_32F A and B only */
+        tandem_fakecuda_report(call, "CUBLAS_COMPUTE_32F_FAST_TF32 with A %s, B %s: it takes "
+                               "CUDA_R_32F A and B only", type_name(p->a->type), type_name(p->b->type));
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
     p->bias_type = d->bias_type < 0 ? p->dd->type : (uint32_t)d->bias_type;
@@ -518,6 +529,17 @@ static double load(const void *base, uint32_t type, int64_t idx) {
     return tandem_bf16_to_f32(((const tandem_bf16 *)base)[idx]);
 }
 
+/* An f32 input as the tensor cores see it under CUBLAS_COMPUTE_32F_FAST_TF32: the mantissa
+ * rounded to 10 bits (to nearest, ties away from zero, as cvt.rna.tf32.f32); inf and NaN kept. */
+static double tf32_round(double v) {
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & ~0x1fffu;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 static void store(void *base, uint32_t type, int64_t idx, double v) {
     if (type == CUDA_R_32F)
         ((float *)base)[idx] = (float)v;
@@ -554,7 +576,9 @@ static void compute(const lt_problem *p, double alpha, double beta, const void *
                     /* op(A)(i, q) and op(B)(q, j) in column-major storage. */
                     int64_t ia = d->transa == CUBLAS_OP_N ? i + q * p->a->ld : q + i * p->a->ld;
                     int64_t ib = d->transb == CUBLAS_OP_N ? q + j * p->b->ld : j + q * p->b->ld;
-                    acc += load(A, p->a->type, oa + ia) * load(B, p->b->type, ob + ib);
+                    double x = load(A, p->a->type, oa + ia), y = load(B, p->b->type, ob + ib);
+                    if (p->tf32) x = tf32_round(x), y = tf32_round(y);
+                    acc += x * y;
                 }
                 double v = alpha * acc;
                 if (beta != 0.0) v += beta * load(C, p->c->type, oc + i + j * p->c->ld);

@@ -713,14 +713,23 @@ static void test_matmul_strict(void **state) {
     OK(D.cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_TYPE, &bf, sizeof bf));
     EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
     OK(D.cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_TYPE, &f32, sizeof f32));
-    /* Epilogue RELU; compute type TF32. */
-    uint32_t relu = CUBLASLT_EPILOGUE_RELU, def = CUBLASLT_EPILOGUE_DEFAULT;
+    /* Epilogue RELU; the BIAS epilogue without its bias pointer; compute type TF32 with bf16
+     * inputs (FAST_TF32 takes CUDA_R_32F A and B only; with them it is modelled). */
+    uint32_t relu = CUBLASLT_EPILOGUE_RELU, def = CUBLASLT_EPILOGUE_DEFAULT, bias_epi = CUBLASLT_EPILOGUE_BIAS;
     OK(D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &relu, sizeof relu));
     EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias_epi, sizeof bias_epi));
+    EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE, D.cublasLtMatmul(lt, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, NULL, NULL, 0, NULL));
     OK(D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &def, sizeof def));
     cublasLtMatmulDesc_t tf32;
     OK(D.cublasLtMatmulDescCreate(&tf32, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F));
+    OK(D.cublasLtMatmulAlgoGetHeuristic(lt, tf32, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_TYPE, &bf, sizeof bf));
+    OK(D.cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_TYPE, &bf, sizeof bf));
+    OK(D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &got)); /* COMPUTE_32F: fine */
     EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmulAlgoGetHeuristic(lt, tf32, la, lb, lc, lc, pref, 1, &res, &got));
+    OK(D.cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_TYPE, &f32, sizeof f32));
+    OK(D.cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_TYPE, &f32, sizeof f32));
     OK(D.cublasLtMatmulDescDestroy(tf32));
     /* Attribute with the wrong size; unmodelled attribute. */
     int64_t big = 0;

@@ -5,6 +5,7 @@
  * slices, exact tile multiples, all four transpose combinations, batch 1 and 3, a batch that
  * shares one B (stride_b = 0), beta = 0 with C poisoned (proves C is not read), a larger
  * multi-tile case and a random one. alpha and beta are never 0 or 1 except that beta = 0 case.
+ * Every other shape adds a bias [n] (the GEMM op's BIAS epilogue).
  *
  * Tolerance 1e-9 (normalised squared error): the kernel accumulates in float in its own order,
  * the host reference in double; for K <= 300 with inputs in [-1, 1] the expected error is
@@ -73,10 +74,21 @@ static void gemm_make_typed(int idx, tandem_rng *rng, tandem_kcase *c, tandem_dt
     cc->role = s.beta_zero ? TANDEM_KB_OUT : TANDEM_KB_INOUT;
     cc->lo = -1.0f;
     cc->hi = 1.0f;
+    /* the BIAS epilogue on every other shape (the random one by chance) */
+    c->i[7] = shapes[idx].m < 0 ? tandem_rng_int(rng, 0, 1) : idx % 2;
+    if (c->i[7]) {
+        tandem_kcase_buf *bias = &c->bufs[c->nbufs++];
+        bias->name = "bias";
+        bias->dtype = TANDEM_F32;
+        bias->count = s.n;
+        bias->role = TANDEM_KB_IN;
+        bias->lo = -1.0f;
+        bias->hi = 1.0f;
+    }
     c->tol = 1e-9;
-    snprintf(c->desc, sizeof c->desc, "m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d%s a=%.3g b=%.3g",
+    snprintf(c->desc, sizeof c->desc, "m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d%s%s a=%.3g b=%.3g",
              (long long)s.m, (long long)s.n, (long long)s.k, (long long)s.batch, s.trans_a,
-             s.trans_b, s.share_b ? " shared-B" : "", c->f[0], c->f[1]);
+             s.trans_b, s.share_b ? " shared-B" : "", c->i[7] ? " +bias" : "", c->f[0], c->f[1]);
 }
 
 static void gemm_make(int idx, tandem_rng *rng, tandem_kcase *c) {
@@ -99,6 +111,7 @@ static void gemm_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->stride_c = c->i[0] * c->i[1];
     a->alpha = c->f[0];
     a->beta = c->f[1];
+    a->bias = c->i[7] ? (const float *)bufs[3] : NULL;
 }
 
 const tandem_kcase_spec tandem_kcase_gemm_f32 = {N_SHAPES, gemm_make, gemm_bind};
@@ -125,6 +138,7 @@ static void gemm_bf16_bind(const tandem_kcase *c, void *const *bufs, void *args)
     a->stride_c = f.stride_c;
     a->alpha = f.alpha;
     a->beta = f.beta;
+    a->bias = f.bias;
 }
 
 const tandem_kcase_spec tandem_kcase_gemm_bf16 = {N_SHAPES, gemm_bf16_make, gemm_bf16_bind};

@@ -16,6 +16,7 @@
  *     sides (one rounding each; nvcc may fuse, hence not 0).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "test/kernels/kcase.h"
 
@@ -204,6 +205,29 @@ static void colsum_bind(const tandem_kcase *c, void *const *bufs, void *args) {
 }
 const tandem_kcase_spec tandem_kcase_col_sum_acc = {N_COLS, colsum_make, colsum_bind};
 
+/* col_sum_partial: the shapes above with the model's chunk count; the random shape with a random
+ * one (1..rows, so chunks past the last row are empty and must come out 0). */
+static void colpart_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    cols_pick(idx, rng, c);
+    int rows = (int)c->i[0], d = (int)c->i[1];
+    c->i[2] = cols_shapes[idx][0] < 0 ? tandem_rng_int(rng, 1, rows < 64 ? rows : 64)
+                                      : tandem_col_sum_chunks(rows, d);
+    size_t len = strlen(c->desc);
+    snprintf(c->desc + len, sizeof c->desc - len, " chunks=%lld", (long long)c->i[2]);
+    tandem_kcase_set_buf(c, 0, "dy", TANDEM_F32, c->i[0] * c->i[1], TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "partial", TANDEM_F32, c->i[2] * c->i[1], TANDEM_KB_OUT, 0.0f, 0.0f);
+    c->tol = 1e-10;
+}
+static void colpart_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_col_sum_partial_args *a = (tandem_k_col_sum_partial_args *)args;
+    a->dy = (const float *)bufs[0];
+    a->partial = (float *)bufs[1];
+    a->rows = (int)c->i[0];
+    a->d = (int)c->i[1];
+    a->chunks = (int)c->i[2];
+}
+const tandem_kcase_spec tandem_kcase_col_sum_partial = {N_COLS, colpart_make, colpart_bind};
+
 /* ---- seq_embed: B, Tt, Tm, V, d ---- */
 static const int seq_shapes[][5] = {
     {1, 1, 1, 1, 1},          /* every token the same id */
@@ -340,3 +364,35 @@ static void dropout_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->step_at = (c->i[0] & 1) ? (const int *)bufs[1] : NULL;
 }
 const tandem_kcase_spec tandem_kcase_prenet_dropout = {N_GELU, dropout_make, dropout_bind};
+
+/* ---- mel_rows_pad: B, Tt, Tm, d (d past one 128-column block; a row count past nothing) ---- */
+static const int pad_shapes[][4] = {
+    {1, 1, 1, 1}, {2, 5, 3, 33}, {3, 7, 9, 200}, {4, 16, 8, 130}, {-1, -1, -1, -1},
+};
+#define N_PAD ((int)(sizeof pad_shapes / sizeof pad_shapes[0]))
+
+static void pad_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    for (int i = 0; i < 4; i++) c->i[i] = pad_shapes[idx][i];
+    if (c->i[0] < 0) {
+        c->i[0] = tandem_rng_int(rng, 1, 4);
+        c->i[1] = tandem_rng_int(rng, 1, 20);
+        c->i[2] = tandem_rng_int(rng, 1, 20);
+        c->i[3] = tandem_rng_int(rng, 1, 300);
+    }
+    const int64_t B = c->i[0], Tt = c->i[1], Tm = c->i[2], d = c->i[3];
+    snprintf(c->desc, sizeof c->desc, "B=%lld Tt=%lld Tm=%lld d=%lld", (long long)B, (long long)Tt,
+             (long long)Tm, (long long)d);
+    tandem_kcase_set_buf(c, 0, "src", TANDEM_F32, B * Tm * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "dst", TANDEM_F32, B * (Tt + Tm) * d, TANDEM_KB_OUT, 0.0f, 0.0f);
+    c->tol = 0.0; /* copies and zeros: exact */
+}
+static void pad_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_mel_rows_pad_args *a = (tandem_k_mel_rows_pad_args *)args;
+    a->src = (const float *)bufs[0];
+    a->dst = (float *)bufs[1];
+    a->batch = (int)c->i[0];
+    a->text_len = (int)c->i[1];
+    a->mel_len = (int)c->i[2];
+    a->d = (int)c->i[3];
+}
+const tandem_kcase_spec tandem_kcase_mel_rows_pad = {N_PAD, pad_make, pad_bind};

@@ -104,7 +104,7 @@ static double ref_at(const float *a, const float *b, const float *c0, const tand
 
 static void run_gemm(int trans_a, int trans_b, int64_t batch) {
     tandem_gemm_desc g = {trans_a, trans_b, tandem_rng_int(&rng, 1, 70), tandem_rng_int(&rng, 1, 70),
-                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
+                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
     if (batch > 1) {
         g.stride_a = g.m * g.k + tandem_rng_int(&rng, 0, 5); /* gaps between batch items */
         g.stride_b = g.k * g.n + tandem_rng_int(&rng, 0, 5);
@@ -163,6 +163,62 @@ static void test_gemm(void **state) {
     assert_int_equal(fake_error_count(), before);
 }
 
+/* TF32 (desc.tf32: CUBLAS_COMPUTE_32F_FAST_TF32): each A and B element carries a 10-bit
+ * mantissa, relative error <= 2^-11, so a product term is off by at most 2^-10 |a||b| and an
+ * element of C by at most 2^-10 sum_p |a_ip||b_pj| (times |alpha|), plus the f32 sum's rounding.
+ * The same GEMM without tf32 stays within 1e-5 of the double reference, and with cuBLASLt the
+ * TF32 result differs from it (the stand-in rounds its inputs as the tensor cores do); the
+ * fatbin GEMM ignores tf32. */
+static void test_gemm_tf32(void **state) {
+    (void)state;
+    const int64_t M = 40, N = 30, K = 300;
+    float *a = malloc(M * K * 4), *b = malloc(K * N * 4), *c0 = malloc(M * N * 4), *c[2];
+    c[0] = malloc(M * N * 4), c[1] = malloc(M * N * 4);
+    tandem_rng_fill(&rng, a, M * K, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, b, K * N, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, c0, M * N, -1.0f, 1.0f);
+    tandem_dptr da, db, dc;
+    assert_int_equal(dev0->ops->mem_alloc(dev0, M * K * 4, &da), TANDEM_OK);
+    assert_int_equal(dev0->ops->mem_alloc(dev0, K * N * 4, &db), TANDEM_OK);
+    assert_int_equal(dev0->ops->mem_alloc(dev0, M * N * 4, &dc), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, da, a, M * K * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, db, b, K * N * 4), TANDEM_OK);
+    const float alpha = 1.5f, beta = 0.5f;
+    for (int t = 0; t < 2; t++) { /* 0: exact f32, 1: tf32 */
+        tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, t};
+        assert_int_equal(dev0->ops->copy_h2d(&s0, dc, c0, M * N * 4), TANDEM_OK);
+        assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
+        assert_int_equal(dev0->ops->gemm(&s0, &g, alpha, da, db, beta, dc), TANDEM_OK);
+        assert_int_equal(dev0->ops->copy_d2h(&s0, c[t], dc, M * N * 4), TANDEM_OK);
+        assert_int_equal(dev0->ops->stream_sync(&s0), TANDEM_OK);
+    }
+    double worst[2] = {0, 0}, moved = 0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+            double r = ref_at(a, b, c0, &g, alpha, beta, 0, i, j), mag = 0;
+            for (int64_t p = 0; p < K; p++) mag += fabs((double)a[i * K + p] * b[p * N + j]);
+            const double bound[2] = {1e-5 * (1 + fabs(r)), fabs(alpha) * mag / 1024.0 + 1e-5 * (1 + fabs(r))};
+            for (int t = 0; t < 2; t++) {
+                double e = fabs(c[t][i * N + j] - r);
+                if (e > bound[t])
+                    fail_msg("%s GEMM C[%lld][%lld] = %.9g, reference %.9g: error %.3g > %.3g", t ? "TF32" : "f32",
+                             (long long)i, (long long)j, c[t][i * N + j], r, e, bound[t]);
+                if (e / bound[t] > worst[t]) worst[t] = e / bound[t];
+            }
+            moved = fmax(moved, fabs((double)c[1][i * N + j] - c[0][i * N + j]) / (1 + fabs(r)));
+        }
+    printf("f32 error %.2f and TF32 error %.2f of their bounds; TF32 differs from f32 by up to %.2e\n",
+           worst[0], worst[1], moved);
+    if (tandem_cuda_have_cublaslt(NULL, 0))
+        assert_true(moved > 1e-5); /* cuBLASLt rounded the inputs: not exact f32 */
+    else
+        assert_true(moved == 0.0); /* the fatbin's gemm_f32 computes exact f32 either way */
+    dev0->ops->mem_free(dev0, da);
+    dev0->ops->mem_free(dev0, db);
+    dev0->ops->mem_free(dev0, dc);
+    free(a), free(b), free(c0), free(c[0]), free(c[1]);
+}
 
 /* Two GEMMs queued on two streams of one device run concurrently: each must have its own
  * cuBLASLt workspace (the stand-in's algorithm stages its result there, and its hazard
@@ -173,7 +229,7 @@ static void test_gemm_two_streams(void **state) {
     tandem_stream sb = {dev0, NULL};
     assert_int_equal(dev0->ops->stream_create(dev0, &sb), TANDEM_OK);
     tandem_stream *ss[2] = {&s0, &sb};
-    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
+    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
     size_t na = 33 * 29, nb = 17 * 29, nc = 33 * 17;
     float *a[2], *b[2], *c[2];
@@ -263,7 +319,7 @@ static void test_context_restored(void **state) {
         tandem_dptr p = 0, q = 0;
         float host[64] = {0}, ms = 0;
         int done = 0;
-        tandem_gemm_desc g = {0, 0, 8, 8, 8, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
+        tandem_gemm_desc g = {0, 0, 8, 8, 8, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
         SAME_CONTEXT(d2->ops->stream_create(d2, &s));
         SAME_CONTEXT(d2->ops->event_create(d2, &a));
         SAME_CONTEXT(d2->ops->event_create(d2, &b));
@@ -325,7 +381,7 @@ static void run_item_gemms(tandem_dtype t) {
     assert_int_equal(dev0->ops->copy_h2d(&s0, X, x_in, nx * es), TANDEM_OK);
     memset(w, 0, OUT * D * 4);
     assert_int_equal(dev0->ops->copy_h2d(&s0, W, w, OUT * D * 4), TANDEM_OK);
-    tandem_gemm_desc g = {1, 0, OUT, D, ROWS, 1, 0, 0, 0, t, t, TANDEM_F32};
+    tandem_gemm_desc g = {1, 0, OUT, D, ROWS, 1, 0, 0, 0, t, t, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
     for (int i = 0; i < ITEMS; i++) {
         tandem_dptr a = DY + (tandem_dptr)((size_t)i * ROWS * OUT * es), b = X + (tandem_dptr)(((size_t)i * T + TEXT) * D * es);
@@ -358,7 +414,7 @@ static void test_gemm_item_offsets(void **state) {
 
 static void test_gemm_unprepared(void **state) {
     (void)state;
-    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32};
+    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
     tandem_dptr d;
     assert_int_equal(dev0->ops->mem_alloc(dev0, 71 * 79 * 4, &d), TANDEM_OK);
     assert_int_equal(dev0->ops->gemm(&s0, &g, 1, d, d, 0, d), TANDEM_E_STATE);
@@ -533,6 +589,7 @@ static int run_group(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_and_peers),   cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_two_streams),
+        cmocka_unit_test(test_gemm_tf32),
         cmocka_unit_test(test_blocking_sync),
         cmocka_unit_test(test_context_restored),
         cmocka_unit_test(test_gemm_unprepared),  cmocka_unit_test(test_launch),

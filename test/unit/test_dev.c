@@ -72,8 +72,9 @@ static int setup(void **state) {
     e->small = declare(e->pool, "small", TANDEM_F32, 16);
     e->other = declare(e->pool2, "elsewhere", TANDEM_F32, N);
     e->uncommitted = declare(e->pending, "pending", TANDEM_F32, N);
-    const tandem_gemm_desc gs[2] = {desc(0, 1, 3, 2, 4, 1), desc(1, 0, 3, 2, 4, 2)};
-    for (int i = 0; i < 2; i++)
+    tandem_gemm_desc gs[3] = {desc(0, 1, 3, 2, 4, 1), desc(1, 0, 3, 2, 4, 2), desc(1, 0, 3, 2, 4, 2)};
+    gs[2].epilogue = TANDEM_GEMM_EPI_BIAS;
+    for (int i = 0; i < 3; i++)
         if (tandem_dev_gemm_prepare(e->dev, &gs[i]) != TANDEM_OK) return -1;
     if (tandem_pool_commit(e->pool) != TANDEM_OK || tandem_pool_commit(e->pool2) != TANDEM_OK)
         return -1;
@@ -203,6 +204,50 @@ static void test_gemm(void **state) {
     CHECK(tandem_dev_gemm(e->s, &empty, 1, tandem_view_of(e->uncommitted), b0, 0, c0));
 }
 
+/* The BIAS epilogue: C[b, i, j] += bias[j] after alpha and beta, the bias a checked view. */
+static void test_gemm_bias(void **state) {
+    env *e = *state;
+    float a[N], b[N], c[N], bias[16], want[N];
+    tandem_rng rng = {11};
+    for (int i = 0; i < N; i++) {
+        a[i] = tandem_rng_uniform(&rng, -1, 1);
+        b[i] = tandem_rng_uniform(&rng, -1, 1);
+        c[i] = tandem_rng_uniform(&rng, -1, 1);
+    }
+    for (int i = 0; i < 16; i++) bias[i] = tandem_rng_uniform(&rng, -1, 1);
+    tandem_gemm_desc g = desc(1, 0, 3, 2, 4, 2);
+    g.epilogue = TANDEM_GEMM_EPI_BIAS;
+    put(e, e->a, a);
+    put(e, e->b, b);
+    put(e, e->c, c);
+    CHECK(tandem_dev_upload(e->s, e->small, 0, bias, sizeof bias));
+    CHECK(tandem_stream_sync(e->s));
+    memcpy(want, c, sizeof c);
+    reference(&g, 0.5f, a, b, 2.0f, want);
+    for (int t = 0; t < g.batch; t++) /* bias from element 3 of 'small' */
+        for (int i = 0; i < g.m; i++)
+            for (int j = 0; j < g.n; j++) want[t * g.stride_c + i * g.n + j] += bias[3 + j];
+    CHECK(tandem_dev_gemm_epi(e->s, &g, 0.5f, tandem_view_of(e->a), tandem_view_of(e->b), 2.0f,
+                              tandem_view_of(e->c), tandem_view_at(e->small, 3)));
+    float got[N];
+    get(e, got, e->c);
+    for (int i = 0; i < N; i++)
+        if (fabsf(got[i] - want[i]) > 1e-5f) fail_msg("C[%d] = %g, expected %g", i, got[i], want[i]);
+    const tandem_view a0 = tandem_view_of(e->a), b0 = tandem_view_of(e->b), c0 = tandem_view_of(e->c);
+    expect(tandem_dev_gemm(e->s, &g, 1, a0, b0, 0, c0), TANDEM_E_INVALID, "lacks a bias", NULL);
+    tandem_gemm_desc plain = desc(1, 0, 3, 2, 4, 2);
+    expect(tandem_dev_gemm_epi(e->s, &plain, 1, a0, b0, 0, c0, tandem_view_of(e->small)),
+           TANDEM_E_INVALID, "was given a bias", NULL);
+    expect(tandem_dev_gemm_epi(e->s, &g, 1, a0, b0, 0, c0, tandem_view_at(e->small, 15)),
+           TANDEM_E_INVALID, "'small'", "reaches");
+    expect(tandem_dev_gemm_epi(e->s, &g, 1, a0, b0, 0, c0, tandem_view_of(e->i32)),
+           TANDEM_E_INVALID, "'ids'", "i32");
+    tandem_gemm_desc odd = g;
+    odd.epilogue = (tandem_gemm_epilogue)7;
+    expect(tandem_dev_gemm_epi(e->s, &odd, 1, a0, b0, 0, c0, tandem_view_of(e->small)),
+           TANDEM_E_INVALID, "epilogue 7", NULL);
+}
+
 static void test_launch(void **state) {
     env *e = *state;
     float v[N];
@@ -261,6 +306,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_bias),
         cmocka_unit_test(test_launch),
         cmocka_unit_test(test_pinned),
         cmocka_unit_test(test_attention_checks),
