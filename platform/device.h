@@ -38,8 +38,8 @@ typedef struct tandem_backend_ops tandem_backend_ops;
  * machines): backend-private, created by coll_open / coll_open_local, freed by coll_close.
  * The unique id is made by one rank (coll_unique_id) and handed to the others by the launcher
  * (MPI broadcast, rendezvous) before coll_open; its bytes are opaque. cuda: NCCL
- * (platform/cuda/nccl.h); host: MPI (not built yet: the host table leaves these NULL and
- * runtime/core answers TANDEM_E_UNSUPPORTED). */
+ * (platform/cuda/nccl.h); host: MPI (platform/host/host_mpi.h; a build without MPI answers
+ * TANDEM_E_UNSUPPORTED saying how to get it). */
 #define TANDEM_COLL_ID_BYTES 128
 typedef struct tandem_coll_id {
     unsigned char bytes[TANDEM_COLL_ID_BYTES];

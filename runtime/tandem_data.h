@@ -2,7 +2,8 @@
  * training alone (part of tandem.h; include tandem.h).
  *
  * A dataset is a directory in the LJSpeech layout: metadata.csv (id|text|normalized text) and
- * wavs/<id>.wav (or .flac, .ogg). Preparing it parses and checks every row, runs the text frontend
+ * wavs/<id>.wav (or .flac, .ogg), the generic id|speaker|text metadata.csv, or a VCTK or LibriTTS
+ * tree (docs/FORMATS.md, "dataset layouts"; found without metadata.csv, or named by dataset_layout). Preparing it parses and checks every row, runs the text frontend
  * on worker threads and stores the result in the persistent text cache, so a trainer opening the
  * same data later loads it in one read. The data run is `tandem pipeline`: the data device
  * featurises batches into the ring on the model device and a consumer checks and releases them.
@@ -30,8 +31,9 @@ extern "C" {
 
 /* Reasons a metadata row is skipped, in this order (tandem_data_skip_reason_name names them):
  * column count, bad id, duplicate id, no audio, empty text, bad UTF-8, unknown symbol, too long,
- * bad speaker. */
-#define TANDEM_DATA_SKIP_REASONS 9
+ * bad speaker, no text (directory layouts: audio without a transcript), unreadable text file
+ * (directory layouts: a transcript that is not a regular file, too large or unreadable). */
+#define TANDEM_DATA_SKIP_REASONS 11
 
 typedef struct tandem_data_prep_options {
     const char *data_dir;  /* required */
@@ -45,12 +47,18 @@ typedef struct tandem_data_prep_options {
     int check_audio;       /* 1 (default): require the audio files and read their durations */
     int use_cache;         /* 1 (default): read / write the text cache */
     const char *cache_dir; /* NULL (default): the index's default cache directory */
+    int layout;            /* 0 (default): auto; 1 LJSpeech, 2 generic, 3 VCTK, 4 LibriTTS (the
+                              config key dataset_layout; docs/FORMATS.md) */
+    int vctk_mic;          /* VCTK 0.92's microphone, 1 (default) or 2 */
 } tandem_data_prep_options;
 
 void tandem_data_prep_options_init(tandem_data_prep_options *o);
 
 typedef struct tandem_data_prep_report {
-    uint32_t rows;                   /* non-empty lines of metadata.csv */
+    uint32_t rows;                   /* non-empty lines of metadata.csv (directory layouts: utterances
+                                        listed, usable or not) */
+    int layout;                      /* the layout read: 1 LJSpeech, 2 generic, 3 VCTK, 4 LibriTTS */
+    uint32_t speakers;               /* the speaker table's size; 0: one speaker */
     uint32_t utterances, n_train, n_val;
     uint32_t skipped[TANDEM_DATA_SKIP_REASONS];
     uint32_t lang_en, lang_fa;

@@ -173,6 +173,15 @@ typedef struct tandem_trainer_options {
     /* test hook: steps [nonfinite_from, nonfinite_from + nonfinite_count) (0-based) get NaN
        gradients before the update, as a diverging run would; default -1, 0 (off) */
     int64_t nonfinite_from, nonfinite_count;
+    /* data-parallel (docs/SCALING.md): this process is rank `rank` of `world_size` (<= 1, the
+       default: alone). The caller takes them from its launcher (the CLI: OpenMPI's, torchrun's
+       or Slurm's environment). Each rank trains a replica on its shard of every global batch of
+       world_size * grad_accum * batch_size; gradients are summed across ranks (host: MPI, a
+       build option), so every rank takes the same step, equal to one device with grad_accum *
+       world_size. Rank 0 alone writes the run directory (checkpoints, metrics, figures); every
+       rank reads a resume's checkpoint. local_rank: the rank within its machine (kept for the
+       CUDA path; the host backend ignores it). */
+    int world_size, rank, local_rank;
 } tandem_trainer_options;
 
 /* Fill o with the defaults above. */
@@ -218,7 +227,7 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
 /* What create set up, for the caller to show before run (`tandem train` prints it at start): the
  * devices and roles, the training set (rows, usable, left out by reason), the text cache, the
  * memory plan, and where the run starts. Plain data the caller owns. */
-#define TANDEM_TRAINER_SKIP_REASONS 9 /* = TANDEM_DATA_SKIP_REASONS (tandem_data_skip_reason_name) */
+#define TANDEM_TRAINER_SKIP_REASONS 11 /* = TANDEM_DATA_SKIP_REASONS (tandem_data_skip_reason_name) */
 typedef struct tandem_trainer_startup {
     char devices[512];          /* the device roles in words */
     uint32_t rows;              /* non-empty lines of metadata.csv */
@@ -278,6 +287,10 @@ typedef struct tandem_plan_options {
     tandem_backend backend;  /* CUDA (default, 256-byte alignment) or HOST (64 bytes); AUTO plans
                                 as CUDA. No device is opened either way. */
     const char *config_name; /* named in the first line ("plan for <name>: ..."); NULL: "config" */
+    int speakers;            /* speaker embedding rows (after the symbols' in sym_emb.weight, as
+                                training allocates them); -1 (default): the speaker count of the
+                                config's train_data index (0 when it cannot be opened: the plan's
+                                embedding line says why) */
 } tandem_plan_options;
 
 void tandem_plan_options_init(tandem_plan_options *o);

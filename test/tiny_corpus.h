@@ -10,13 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "runtime/core/config.h"
 #include "test/fixtures.h"
 #include "test/testutil.h"
 
 static const char *const tiny_corpus_texts[] = {"a cat", "the dog ran", "red sun", "blue sea and sky",
                                                 "one tree", "big hill", "so far away", "we go", "in time"};
 
-static void tiny_corpus_write(const char *dir, int n, int max_frames, tandem_rng *r) {
+static inline void tiny_corpus_write(const char *dir, int n, int max_frames, tandem_rng *r) {
     const int hop = TANDEM_FEATURE_HOP, rate = TANDEM_FEATURE_SAMPLE_RATE;
     tandem_test_corpus w;
     tandem_test_corpus_open(&w, dir);
@@ -35,6 +36,26 @@ static void tiny_corpus_write(const char *dir, int n, int max_frames, tandem_rng
     }
     free(buf);
     tandem_test_corpus_close(&w);
+}
+
+/* A config small enough to train on such a corpus in a few seconds: d_model 16, one layer,
+ * batch 2, max_frames 32, no validation, no periodic checkpoints (the last one is written),
+ * max_steps steps; train and out copied in. */
+static inline void tiny_corpus_train_config(tandem_config *cfg, const char *train, const char *out, int max_steps) {
+    tandem_config_init(cfg);
+    static const char *const kv[][2] = {
+        {"model_size", "custom"}, {"d_model", "16"}, {"layers", "1"}, {"heads", "2"},
+        {"reduction", "2"}, {"max_text", "24"}, {"max_frames", "32"}, {"batch_size", "2"},
+        {"grad_accum", "1"}, {"num_workers", "1"}, {"prefetch_buffer_size", "3"},
+        {"lr", "0.003"}, {"warmup_steps", "2"}, {"log_every", "1"}, {"val_every", "0"},
+        {"keep", "3"}, {"checkpoint_every", "0"},
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) CHECK(tandem_config_set(cfg, kv[i][0], kv[i][1]));
+    char steps[24];
+    snprintf(steps, sizeof steps, "%d", max_steps);
+    CHECK(tandem_config_set(cfg, "max_steps", steps));
+    CHECK(tandem_config_set(cfg, "train_data", train));
+    CHECK(tandem_config_set(cfg, "out", out));
 }
 
 #endif

@@ -10,12 +10,14 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem prep --data DIR [--text-column normalized|text] [--max-text N] [--num-workers N]\n"
-            "                   [--max-frames N] [--val-fraction F] [--seed S] [--no-audio-check] [--no-cache]\n\n"
-            "Reads DIR/metadata.csv (LJSpeech layout), checks every row, normalises and encodes the\n"
+            "                   [--max-frames N] [--val-fraction F] [--seed S] [--no-audio-check] [--no-cache]\n"
+            "                   [--layout auto|ljspeech|generic|vctk|libritts] [--vctk-mic 1|2]\n\n"
+            "Reads DIR/metadata.csv (LJSpeech or generic id|speaker|text layout) or, without one, a\n"
+            "VCTK or LibriTTS tree (docs/FORMATS.md), checks every row, normalises and encodes the\n"
             "text on worker threads and stores the result in the text cache ($TANDEM_CACHE_DIR, else\n"
             "$XDG_CACHE_HOME/tandem, else ~/.cache/tandem). Skipped rows are reported as\n"
-            "metadata.csv:<line>: <reason> when the index is built. Audio durations are read from\n"
-            "the file headers once and cached with the text.\n\n"
+            "metadata.csv:<line>: <reason> (directory layouts: <file>: <reason>) when the index is\n"
+            "built. Audio durations are read from the file headers once and cached with the text.\n\n"
             "  --text-column C    normalized (3rd column, default) or text (2nd column)\n"
             "  --max-text N       max tokens per utterance incl. <lang> BOS EOS (default 128)\n"
             "  --max-frames N     mel frames per utterance (default 512): longer audio is left out\n"
@@ -23,7 +25,9 @@ static void usage(FILE *f) {
             "  --val-fraction F   hold out this share for validation, seeded (default 0)\n"
             "  --seed S           seed of the validation split (default 0)\n"
             "  --no-audio-check   do not require wavs/<id>.{wav,flac,ogg} (text-only corpora, benchmarks)\n"
-            "  --no-cache         neither read nor write the text cache\n");
+            "  --no-cache         neither read nor write the text cache\n"
+            "  --layout L         the dataset layout (default auto: metadata.csv, else the tree's own)\n"
+            "  --vctk-mic M       VCTK 0.92: read <id>_mic<M>.flac (default 1)\n");
 }
 
 static int parse_long(const char *opt, const char *v, long lo, long hi, long *out) {
@@ -38,8 +42,14 @@ static int parse_long(const char *opt, const char *v, long lo, long hi, long *ou
 }
 
 static void print_report(const tandem_data_prep_options *o, const tandem_data_prep_report *r) {
-    printf("data: %s (metadata.csv, %u rows, text column: %s)\n", o->data_dir, r->rows,
-           o->raw_text ? "text" : "normalized");
+    static const char *const layouts[] = {"?", "LJSpeech layout: metadata.csv", "generic layout: metadata.csv",
+                                          "VCTK layout", "LibriTTS layout"};
+    const int dir_layout = r->layout >= 3;
+    printf("data: %s (%s, %u %s", o->data_dir, layouts[r->layout >= 0 && r->layout <= 4 ? r->layout : 0], r->rows,
+           dir_layout ? "utterances listed" : "rows");
+    if (!dir_layout) printf(", text column: %s", o->raw_text ? "text" : "normalized");
+    printf(")\n");
+    if (r->speakers) printf("speakers: %u\n", r->speakers);
     printf("utterances: %u usable (train %u, val %u)\n", r->utterances, r->n_train, r->n_val);
     uint32_t n_skipped = 0;
     for (int k = 0; k < TANDEM_DATA_SKIP_REASONS; k++) n_skipped += r->skipped[k];
@@ -95,6 +105,19 @@ int cli_prep(int argc, char **argv) {
                 fprintf(stderr, "tandem prep: --text-column '%s': expected normalized or text\n", v);
                 return 2;
             }
+        } else if (v && !strcmp(a, "--layout")) {
+            static const char *const names[] = {"auto", "ljspeech", "generic", "vctk", "libritts"};
+            i++;
+            o.layout = -1;
+            for (int k = 0; k < 5; k++)
+                if (!strcmp(v, names[k])) o.layout = k;
+            if (o.layout < 0) {
+                fprintf(stderr, "tandem prep: --layout '%s': expected auto, ljspeech, generic, vctk or libritts\n", v);
+                return 2;
+            }
+        } else if (v && !strcmp(a, "--vctk-mic")) {
+            if (!parse_long(a, argv[++i], 1, 2, &x)) return 2;
+            o.vctk_mic = (int)x;
         } else if (v && !strcmp(a, "--max-text")) {
             if (!parse_long(a, argv[++i], 4, 65535, &x)) return 2;
             o.max_text = (int)x;

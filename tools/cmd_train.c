@@ -9,6 +9,7 @@
 
 #include "tandem.h"
 #include "tools/cli.h"
+#include "tools/launch_env.h"
 #include "tools/progress.h"
 
 static tandem_trainer *volatile g_trainer;
@@ -148,6 +149,14 @@ int cli_train(int argc, char **argv) {
         tandem_config_destroy(cfg);
         return 2;
     }
+    cli_launch launch; /* data-parallel: the launcher's ranks (tools/launch_env.h) */
+    char lerr[256];
+    if (cli_launch_read(&launch, lerr, sizeof lerr) != 0) {
+        fprintf(stderr, "tandem train: %s\n", lerr);
+        tandem_config_destroy(cfg);
+        return 2;
+    }
+    if (launch.rank > 0) quiet = 1; /* rank 0 reports progress (and writes the run directory) */
     cli_progress progress; /* on a terminal a bar, else a plain line every log_every steps */
     cli_progress_init(&progress, stdout, (int)strtoll(log_every, NULL, 10), 0);
     tandem_trainer_options o;
@@ -158,6 +167,7 @@ int cli_train(int argc, char **argv) {
     o.force_resume = force_resume;
     o.init_from = init_from;
     o.freeze = freeze;
+    o.world_size = launch.world, o.rank = launch.rank, o.local_rank = launch.local_rank;
     if (!quiet) {
         o.on_step = cli_progress_on_step;
         o.on_step_user = &progress;
@@ -182,7 +192,7 @@ int cli_train(int argc, char **argv) {
     signal(SIGTERM, SIG_DFL);
     cli_progress_finish(&progress);
     const int rc = cli_fail("train", st);
-    print_summary(&sum);
+    if (launch.rank == 0) print_summary(&sum); /* data-parallel: rank 0 reports */
     tandem_trainer_destroy(t);
     return rc;
 }

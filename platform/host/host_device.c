@@ -26,6 +26,7 @@
 
 #include "platform/device.h"
 #include "platform/host/host_gemm.h"
+#include "platform/host/host_mpi.h"
 #include "platform/host/host_pool.h"
 #include "platform/os/log.h"
 #include "platform/os/os.h"
@@ -398,6 +399,16 @@ static const tandem_backend_ops host_ops = {
     .launch = host_launch,
     .gemm_prepare = host_gemm_prepare,
     .gemm = host_gemm_run,
+    /* collectives over MPI (platform/host/host_mpi.c; without MPI they say how to get it) */
+    .coll_unique_id = tandem_host_coll_unique_id,
+    .coll_open = tandem_host_coll_open,
+    .coll_open_local = tandem_host_coll_open_local,
+    .coll_close = tandem_host_coll_close,
+    .coll_abort = tandem_host_coll_abort,
+    .coll_group = tandem_host_coll_group,
+    .coll_all_reduce_sum = tandem_host_coll_all_reduce_sum,
+    .coll_broadcast = tandem_host_coll_broadcast,
+    .coll_check = tandem_host_coll_check,
 };
 
 int tandem_host_device_threads(const tandem_device *dev) {

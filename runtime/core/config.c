@@ -82,9 +82,11 @@ static const key_spec schema[] = {
            "model-device arena budget, MiB (0 = by plan)"),
     KENUM(precision, "fp32", "fp32|bf16", "activations and weight copies on GPUs"),
     KINT64(seed, "1234", 0, INT64_MAX, "seed for initialisation and shuffling"),
-    KSTR(train_data, "", "training dataset directory (LJSpeech layout)"),
+    KSTR(train_data, "", "training dataset directory (metadata.csv + wavs/, or a VCTK / LibriTTS tree)"),
     KSTR(val_data, "", "validation dataset directory (empty = none)"),
-    KENUM(dataset_layout, "auto", "auto|ljspeech|generic", "how metadata.csv is read (docs/FORMATS.md)"),
+    KENUM(dataset_layout, "auto", "auto|ljspeech|generic|vctk|libritts",
+          "how the dataset directory is read: metadata.csv or a VCTK / LibriTTS tree (docs/FORMATS.md)"),
+    KINT(vctk_mic, "1", 1, 2, "VCTK 0.92: the microphone whose <id>_mic<N>.flac files are read"),
     KSTR(out, "runs/tandem", "output directory (checkpoints, metrics)"),
     KSTR(test_sentences, "",
          "sentences synthesized at every validation, WAVs under out/samples (a YAML list; "

@@ -61,7 +61,8 @@ typedef struct tandem_config {
     int64_t epochs; /* > 0: max_steps from the training set's size at start (tandem_config_epoch_steps) */
     double lr;
     char train_data[TANDEM_CONFIG_PATH_MAX], val_data[TANDEM_CONFIG_PATH_MAX];
-    int dataset_layout; /* 0 auto, 1 ljspeech, 2 generic (tandem_data_layout) */
+    int dataset_layout; /* 0 auto, 1 ljspeech, 2 generic, 3 vctk, 4 libritts (tandem_data_layout) */
+    int vctk_mic;       /* 1 or 2: VCTK 0.92's <id>_mic<N> files */
     char out[TANDEM_CONFIG_PATH_MAX];
     /* sentences synthesized free-running at every validation (WAVs under out/samples): a YAML
        list of strings, stored joined by '|' (TANDEM_CONFIG_SENTENCE_SEP); "" = none */

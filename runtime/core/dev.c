@@ -352,8 +352,8 @@ uint8_t *tandem_tensor_u8(const tandem_tensor *t) { return (uint8_t *)typed(t, T
 
 static tandem_status no_coll(const tandem_device *dev, const char *op) {
     return tandem_fail(TANDEM_E_UNSUPPORTED,
-                       "%s: the %s backend has no collectives yet (cuda: NCCL; host: MPI, not built); "
-                       "expected cuda devices for data-parallel training", op, dev->ops->name);
+                       "%s: the %s backend has no collectives; data-parallel training needs cuda (NCCL) or "
+                       "host (MPI) devices", op, dev->ops->name);
 }
 
 tandem_status tandem_dev_coll_unique_id(tandem_device *dev, tandem_coll_id *out) {
@@ -419,6 +419,15 @@ tandem_status tandem_dev_broadcast(tandem_coll *c, tandem_stream *s, const tande
     tandem_dptr p = 0;
     TANDEM_TRY(coll_range("broadcast", s, t, off, n, &p));
     return s->dev->ops->coll_broadcast(c, s, p, p, (size_t)n, tandem_tensor_dtype(t), root);
+}
+
+tandem_status tandem_dev_coll_share_id(tandem_device *host, tandem_coll *c, tandem_coll_id *id, int root) {
+    if (!host->ops->coll_broadcast) return no_coll(host, "collective id exchange");
+    if (strcmp(host->ops->name, "host") != 0)
+        return tandem_fail(TANDEM_E_INVALID, "collective id exchange: a %s device; expected a host device (its "
+                           "group broadcasts host memory)", host->ops->name);
+    const tandem_dptr p = (tandem_dptr)(uintptr_t)id->bytes; /* host "device" memory is host memory */
+    return host->ops->coll_broadcast(c, NULL, p, p, sizeof id->bytes, TANDEM_U8, root);
 }
 
 tandem_status tandem_dev_coll_check(tandem_device *dev, tandem_coll *c) {

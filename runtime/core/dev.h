@@ -189,8 +189,8 @@ typedef struct tandem_dev_op_profile {
 tandem_status tandem_dev_op_profile_attach(tandem_dev_op_profile *p);
 
 /* ---- collectives across model devices (platform/device.h tandem_coll; docs/SCALING.md) -------
- * Backends without collectives (host until MPI is built) answer TANDEM_E_UNSUPPORTED naming
- * the backend. The reductions run in place on n elements of a committed f32 or bf16 tensor
+ * A backend without collectives (host built without MPI) answers TANDEM_E_UNSUPPORTED naming
+ * the backend and the way out. The reductions run in place on n elements of a committed f32 or bf16 tensor
  * from element off, on s (of the tensor's device), queued: failures seen while they run are
  * reported by tandem_dev_coll_check. Every rank makes the same calls in the same order. */
 tandem_status tandem_dev_coll_unique_id(tandem_device *dev, tandem_coll_id *out);
@@ -207,5 +207,8 @@ tandem_status tandem_dev_all_reduce_sum(tandem_coll *c, tandem_stream *s, const 
 tandem_status tandem_dev_broadcast(tandem_coll *c, tandem_stream *s, const tandem_tensor *t,
                                    int64_t off, int64_t n, int root);
 tandem_status tandem_dev_coll_check(tandem_device *dev, tandem_coll *c);
+/* The launcher's path for another backend's unique id: root's *id copied into every rank's
+ * over c, a group of the host backend (MPI) on host device `host`; blocks. */
+tandem_status tandem_dev_coll_share_id(tandem_device *host, tandem_coll *c, tandem_coll_id *id, int root);
 
 #endif

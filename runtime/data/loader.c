@@ -87,6 +87,8 @@ tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loade
     else
         st = tandem_bucket_sampler_init(&l->bs, cfg->items, cfg->lengths, cfg->n_items, cfg->bucket_frames,
                                         (uint32_t)cfg->n_buckets, (uint32_t)cfg->batch, cfg->seed, cfg->shuffle);
+    if (st == TANDEM_OK && !l->bucketed)
+        st = tandem_sampler_shard(&l->sampler, cfg->shard_world, cfg->shard_rank, cfg->shard_chunk);
     l->reported = tandem_calloc(cfg->ix->count ? cfg->ix->count : 1, 1);
     if (st == TANDEM_OK && !l->reported) st = tandem_fail(TANDEM_E_NOMEM, "loader: out of memory");
     const size_t B = (size_t)cfg->batch;

@@ -86,6 +86,8 @@ typedef struct tandem_loader_config {
     int n_buckets;
     const uint32_t *bucket_frames;
     const uint32_t *lengths;
+    int shard_world, shard_rank; /* data-parallel: tandem_sampler_shard (world <= 1: off) */
+    int64_t shard_chunk;
 } tandem_loader_config;
 
 typedef struct tandem_loader tandem_loader;

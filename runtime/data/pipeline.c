@@ -181,6 +181,9 @@ static tandem_status create_parts(tandem_pipeline *p) {
         .data_dev = o->data_dev,
         .model_dev = o->model_dev,
         .times = &p->times,
+        .shard_world = o->shard_world,
+        .shard_rank = o->shard_rank,
+        .shard_chunk = o->shard_chunk,
     };
     if (o->n_buckets > 0) { /* length bucketing: the loader's bucket sampler needs each item's frames */
         p->lengths = tandem_calloc(o->ix->n_train, sizeof *p->lengths);

@@ -51,6 +51,10 @@ typedef struct tandem_pipeline_options {
        planned for max_frames). 0: off, every batch max_frames. */
     int n_buckets;
     const uint32_t *bucket_frames;
+    /* data-parallel: this rank's shard of the sampler's stream, runs of shard_chunk items
+       (tandem_sampler_shard); shard_world <= 1 (default): the whole stream */
+    int shard_world, shard_rank;
+    int64_t shard_chunk;
     /* debug and test options */
     int poison_on_release;          /* fill a released slot's mels with NaN */
     int force_staged;               /* stage ring copies through pinned memory even with peer access */

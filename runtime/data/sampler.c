@@ -68,7 +68,7 @@ void tandem_sampler_free(tandem_sampler *s) {
     memset(s, 0, sizeof *s);
 }
 
-uint32_t tandem_sampler_next(tandem_sampler *s, tandem_sampler_pos *at) {
+static uint32_t next_one(tandem_sampler *s, tandem_sampler_pos *at) {
     if (at) *at = s->pos;
     uint32_t v = s->items[s->perm[s->pos.index]];
     if (++s->pos.index == s->count) {
@@ -79,6 +79,23 @@ uint32_t tandem_sampler_next(tandem_sampler *s, tandem_sampler_pos *at) {
     return v;
 }
 
+uint32_t tandem_sampler_next(tandem_sampler *s, tandem_sampler_pos *at) {
+    for (;;) {
+        const int mine = s->shard_world <= 1 || (s->shard_seen / s->shard_chunk) % s->shard_world == s->shard_rank;
+        s->shard_seen++;
+        uint32_t v = next_one(s, at);
+        if (mine) return v;
+    }
+}
+
+tandem_status tandem_sampler_shard(tandem_sampler *s, int world, int rank, int64_t chunk) {
+    if (world > 1 && (rank < 0 || rank >= world || chunk < 1))
+        return tandem_fail(TANDEM_E_INVALID, "sampler shard: rank %d of %d, chunk %lld; expected 0 <= rank < "
+                           "world and chunk >= 1", rank, world, (long long)chunk);
+    s->shard_world = world, s->shard_rank = rank, s->shard_chunk = chunk, s->shard_seen = 0;
+    return TANDEM_OK;
+}
+
 tandem_sampler_pos tandem_sampler_get_pos(const tandem_sampler *s) { return s->pos; }
 
 tandem_status tandem_sampler_set_pos(tandem_sampler *s, tandem_sampler_pos pos) {
@@ -87,5 +104,6 @@ tandem_status tandem_sampler_set_pos(tandem_sampler *s, tandem_sampler_pos pos) 
                            "and index in [0, %u)", (long long)pos.epoch, (long long)pos.index, s->count);
     if (pos.epoch != s->pos.epoch) build_perm(s, pos.epoch, s->perm);
     s->pos = pos;
+    s->shard_seen = 0;
     return TANDEM_OK;
 }

@@ -27,6 +27,11 @@ typedef struct tandem_sampler {
     uint64_t seed;
     int shuffle;
     tandem_sampler_pos pos;
+    /* data-parallel shard (tandem_sampler_shard): of the stream from the last set_pos (or the
+       start), runs of chunk items go to ranks 0, 1, .., world-1 in turn; this one hands out
+       only rank's runs. world <= 1: everything. seen: items passed since that position. */
+    int shard_world, shard_rank;
+    int64_t shard_chunk, shard_seen;
 } tandem_sampler;
 
 /* items: [count] values to visit (count >= 1). Starts at (0, 0). On failure *s is zeroed. */
@@ -34,6 +39,10 @@ tandem_status tandem_sampler_init(tandem_sampler *s, const uint32_t *items, uint
                                   uint64_t seed, int shuffle);
 void tandem_sampler_free(tandem_sampler *s);
 
+/* Data-parallel: hand out only runs rank, rank + world, ... of chunk items (counted from the
+ * current position; set_pos restarts the count), so rank r of world W sees exactly the items
+ * single-device training would put in places r*chunk .. (r+1)*chunk-1 of every W*chunk. */
+tandem_status tandem_sampler_shard(tandem_sampler *s, int world, int rank, int64_t chunk);
 /* The next item; *at (may be NULL) receives its position. Advances by one. */
 uint32_t tandem_sampler_next(tandem_sampler *s, tandem_sampler_pos *at);
 /* perm [n] := the permutation of 0..n-1 for (seed, epoch), identity when !shuffle; the

@@ -17,9 +17,10 @@
 #include "platform/os/log.h"
 #include "platform/os/os.h"
 #include "platform/os/settings.h"
+#include "runtime/data/layout.h"
 #include "runtime/text/symbols.h"
 
-_Static_assert(sizeof(tandem_text_cache_header) == 144, "cache header is 144 bytes");
+_Static_assert(sizeof(tandem_text_cache_header) == 152, "cache header is 152 bytes");
 _Static_assert(sizeof(tandem_utt) == 24, "cache record is 24 bytes");
 
 /* ---- hash: four independent multiply-rotate lanes over 32-byte stripes (so the CPU overlaps
@@ -184,7 +185,7 @@ tandem_status tandem_text_cache_check(const void *data, size_t bytes, uint64_t k
     const char *strs = (const char *)data + so;
     if (h->strings_bytes == 0 || strs[h->strings_bytes - 1] != 0)
         return tandem_fail(TANDEM_E_FORMAT, "string arena not terminated");
-    if (h->n_speakers > TANDEM_INDEX_MAX_SPEAKERS || h->layout > TANDEM_LAYOUT_GENERIC)
+    if (h->n_speakers > TANDEM_INDEX_MAX_SPEAKERS || h->layout > TANDEM_LAYOUT_LAST)
         return tandem_fail(TANDEM_E_FORMAT, "speaker count or layout out of range");
     uint64_t at = 0; /* the speaker names must lie inside the arena */
     for (uint32_t k = 0; k < h->n_speakers; k++, at++)
@@ -241,11 +242,13 @@ static tandem_status read_cache(const char *path, void **data, size_t *bytes, in
 
 /* Everything the result depends on besides the metadata bytes. */
 typedef struct key_settings {
-    uint32_t format, frontend, symbols, column, max_text, check_audio, layout;
+    uint32_t format, frontend, symbols, column, max_text, check_audio, layout, vctk_mic;
     int64_t wavs_mtime_s, wavs_mtime_ns; /* audio added or removed changes the directory's mtime */
 } key_settings;
 
-static uint64_t compute_key(const tandem_text_index_config *cfg, const char *meta, size_t meta_len,
+/* content: the hash of metadata.csv's bytes or of a directory layout's listing; wavs: 1 for
+ * metadata.csv (use_wavs: the wavs/ folder's mtime joins the key; a listing names every audio file). */
+static uint64_t compute_key(const tandem_text_index_config *cfg, uint64_t content, int use_wavs,
                             const char *real_dir) {
     key_settings ks;
     memset(&ks, 0, sizeof ks);
@@ -256,7 +259,8 @@ static uint64_t compute_key(const tandem_text_index_config *cfg, const char *met
     ks.max_text = (uint32_t)cfg->max_text;
     ks.check_audio = cfg->check_audio ? 1 : 0;
     ks.layout = (uint32_t)cfg->layout; /* speakers are in the metadata bytes hashed below */
-    if (cfg->check_audio) {
+    ks.vctk_mic = (uint32_t)cfg->vctk_mic;
+    if (cfg->check_audio && use_wavs) {
         char wavs[PATH_MAX + 8];
         struct stat sb;
         snprintf(wavs, sizeof wavs, "%s/wavs", real_dir);
@@ -265,9 +269,79 @@ static uint64_t compute_key(const tandem_text_index_config *cfg, const char *met
             ks.wavs_mtime_ns = (int64_t)sb.st_mtim.tv_nsec;
         }
     }
-    uint64_t k = tandem_hash64(meta, meta_len, 0x7465787463616368ull);
-    k = tandem_hash64(&ks, sizeof ks, k);
+    uint64_t k = tandem_hash64(&ks, sizeof ks, content);
     return tandem_hash64(real_dir, strlen(real_dir), k);
+}
+
+/* What the index is built from: metadata.csv's bytes, or a directory layout's listing. */
+typedef struct index_source {
+    char where[PATH_MAX + 64]; /* metadata.csv's path, or "<dir> (VCTK layout)" */
+    char *meta;
+    size_t meta_len;
+    tandem_layout_listing listing; /* n > 0: a directory layout */
+    int is_listing;
+} index_source;
+
+/* The layout the config names, or on AUTO: metadata.csv when it exists, else a directory layout. */
+static tandem_status read_source(const tandem_text_index_config *cfg, const char *real_dir, index_source *src) {
+    memset(src, 0, sizeof *src);
+    uint32_t layout = (uint32_t)cfg->layout;
+    snprintf(src->where, sizeof src->where, "%s/metadata.csv", cfg->data_dir);
+    if (layout == TANDEM_LAYOUT_AUTO && access(src->where, F_OK) != 0 && errno == ENOENT) {
+        layout = tandem_layout_detect(real_dir);
+        if (layout)
+            tandem_logf(TANDEM_LOG_INFO, "%s: no metadata.csv; read in the %s layout (dataset_layout: auto)",
+                        cfg->data_dir, layout == TANDEM_LAYOUT_VCTK ? "VCTK" : "LibriTTS");
+    }
+    if (layout != TANDEM_LAYOUT_VCTK && layout != TANDEM_LAYOUT_LIBRITTS)
+        /* the index's offsets are 32-bit: a larger metadata file could not be indexed anyway */
+        return tandem_file_read_limited(src->where, TANDEM_INDEX_MAX_METADATA_BYTES,
+                                        "an index holds at most 4 GiB of metadata: split the dataset", &src->meta,
+                                        &src->meta_len);
+    if (cfg->vctk_mic != 1 && cfg->vctk_mic != 2)
+        return tandem_fail(TANDEM_E_INVALID, "index: vctk_mic %d: expected 1 or 2", cfg->vctk_mic);
+    snprintf(src->where, sizeof src->where, "%s (%s layout)", cfg->data_dir,
+             layout == TANDEM_LAYOUT_VCTK ? "VCTK" : "LibriTTS");
+    src->is_listing = 1;
+    tandem_layout_options lo = {.vctk_mic = cfg->vctk_mic, .check_audio = cfg->check_audio};
+    return tandem_layout_list(cfg->data_dir, layout, &lo, &src->listing);
+}
+
+static uint64_t source_key(const tandem_text_index_config *cfg, const index_source *src, const char *real_dir) {
+    if (!src->is_listing)
+        return compute_key(cfg, tandem_hash64(src->meta, src->meta_len, 0x7465787463616368ull), 1, real_dir);
+    return compute_key(cfg, tandem_layout_hash(&src->listing, 0x6c61796f7574ull), 0, real_dir);
+}
+
+static void source_free(index_source *src) {
+    tandem_free(src->meta);
+    tandem_layout_free(&src->listing);
+    memset(src, 0, sizeof *src);
+}
+
+/* The cached index for key when the cache holds a valid one (ix attached and split). */
+static int try_cache(const tandem_text_index_config *cfg, const char *real_dir, uint64_t key, tandem_text_index *ix,
+                     tandem_status *st) {
+    cache_path_for(cfg, real_dir, ix);
+    if (!ix->cache_path[0]) return 0;
+    void *data = NULL;
+    size_t bytes = 0;
+    int absent;
+    *st = read_cache(ix->cache_path, &data, &bytes, &absent);
+    if (*st == TANDEM_OK) {
+        *st = tandem_text_cache_check(data, bytes, key);
+        if (*st == TANDEM_OK) {
+            tandem_text_index_attach(ix, data, bytes);
+            ix->cache_hit = 1;
+            *st = tandem_text_index_split(cfg, ix);
+            if (*st != TANDEM_OK) tandem_text_index_free(ix);
+            return 1;
+        }
+        tandem_free(data);
+    }
+    if (!absent) tandem_logf(TANDEM_LOG_INFO, "text cache %s: %s; rebuilding", ix->cache_path, tandem_last_error());
+    *st = TANDEM_OK;
+    return 0;
 }
 
 tandem_status tandem_text_index_open(const tandem_text_index_config *cfg, tandem_text_index *ix) {
@@ -277,44 +351,26 @@ tandem_status tandem_text_index_open(const tandem_text_index_config *cfg, tandem
     char real_dir[PATH_MAX];
     if (!realpath(cfg->data_dir, real_dir))
         return tandem_fail(TANDEM_E_IO, "data directory %s: %s", cfg->data_dir, strerror(errno));
-    char meta_path[PATH_MAX + 16];
-    snprintf(meta_path, sizeof meta_path, "%s/metadata.csv", cfg->data_dir);
-    char *meta = NULL;
-    size_t meta_len = 0;
-    /* the index's offsets are 32-bit: a larger metadata file could not be indexed anyway */
-    TANDEM_TRY(tandem_file_read_limited(meta_path, TANDEM_INDEX_MAX_METADATA_BYTES,
-                                        "an index holds at most 4 GiB of metadata: split the dataset",
-                                        &meta, &meta_len));
-    uint64_t key = compute_key(cfg, meta, meta_len, real_dir);
-
-    if (cfg->use_cache) {
-        cache_path_for(cfg, real_dir, ix);
-        if (ix->cache_path[0]) {
-            void *data = NULL;
-            size_t bytes = 0;
-            int absent;
-            tandem_status st = read_cache(ix->cache_path, &data, &bytes, &absent);
-            if (st == TANDEM_OK) {
-                st = tandem_text_cache_check(data, bytes, key);
-                if (st == TANDEM_OK) {
-                    tandem_free(meta);
-                    tandem_text_index_attach(ix, data, bytes);
-                    ix->cache_hit = 1;
-                    st = tandem_text_index_split(cfg, ix);
-                    if (st != TANDEM_OK) tandem_text_index_free(ix);
-                    return st;
-                }
-                tandem_free(data);
-            }
-            if (!absent)
-                tandem_logf(TANDEM_LOG_INFO, "text cache %s: %s; rebuilding", ix->cache_path, tandem_last_error());
-        }
+    index_source *src = tandem_malloc(sizeof *src);
+    if (!src) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
+    tandem_status st = read_source(cfg, real_dir, src);
+    if (st != TANDEM_OK) {
+        source_free(src);
+        tandem_free(src);
+        return st;
     }
-
+    uint64_t key = source_key(cfg, src, real_dir);
+    if (cfg->use_cache && try_cache(cfg, real_dir, key, ix, &st)) {
+        source_free(src);
+        tandem_free(src);
+        return st;
+    }
     void *blob = NULL;
     size_t bytes = 0;
-    tandem_status st = tandem_text_index_build_blob(cfg, meta_path, meta, meta_len, &blob, &bytes);
-    tandem_free(meta);
+    st = src->is_listing ? tandem_text_index_build_blob_listing(cfg, src->where, &src->listing, &blob, &bytes)
+                         : tandem_text_index_build_blob(cfg, src->where, src->meta, src->meta_len, &blob, &bytes);
+    source_free(src);
+    tandem_free(src);
     if (st != TANDEM_OK) return st;
     tandem_text_cache_seal(blob, bytes, key);
     if (ix->cache_path[0] && tandem_file_write_atomic(ix->cache_path, blob, bytes) != TANDEM_OK) {

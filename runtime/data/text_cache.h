@@ -26,14 +26,15 @@
 /* A temp file of a dead writer is swept only when not modified for this long: writing a cache
  * takes seconds, so an older one is abandoned even if its pid is another host's. */
 #define TANDEM_TEXT_CACHE_TEMP_AGE_S 600
-#define TANDEM_TEXT_CACHE_FORMAT 3 /* 2: tandem_utt.n_samples filled from the audio headers;
-                                      3: layouts, speaker table */
+#define TANDEM_TEXT_CACHE_FORMAT 4 /* 2: tandem_utt.n_samples filled from the audio headers;
+                                      3: layouts, speaker table; 4: directory layouts (two more
+                                      skip reasons: header 152 bytes) */
 
 /* The on-disk header (native byte order; the magic and version reject foreign files). */
 typedef struct tandem_text_cache_header {
     char magic[8];
     uint32_t format;           /* TANDEM_TEXT_CACHE_FORMAT */
-    uint32_t header_bytes;     /* sizeof(tandem_text_cache_header) = 144 */
+    uint32_t header_bytes;     /* sizeof(tandem_text_cache_header) = 152 */
     uint64_t key;
     uint32_t frontend_version; /* TANDEM_TEXT_FRONTEND_VERSION */
     uint32_t symbols_version;  /* TANDEM_SYMBOLS_VERSION */

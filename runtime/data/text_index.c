@@ -10,6 +10,7 @@
 #include "platform/os/log.h"
 #include "platform/os/os.h"
 #include "runtime/text/symbols.h"
+#include "runtime/data/layout.h"
 #include "runtime/data/text_cache.h"
 #include "runtime/core/utf8.h"
 
@@ -22,7 +23,7 @@
 static const char *const reason_names[TANDEM_SKIP_COUNT] = {
     "wrong column count", "bad id",         "duplicate id",   "missing audio",
     "empty text",         "invalid UTF-8",  "unknown symbol", "text too long",
-    "bad speaker",
+    "bad speaker",        "missing text",   "unreadable text file",
 };
 
 const char *tandem_skip_reason_name(tandem_skip_reason r) {
@@ -37,11 +38,14 @@ void tandem_text_index_config_default(tandem_text_index_config *cfg) {
     cfg->check_audio = 1;
     cfg->use_cache = 1;
     cfg->layout = TANDEM_LAYOUT_AUTO;
+    cfg->vctk_mic = 1;
 }
 
 /* One metadata row while building. */
 typedef struct row {
-    const char *id, *text, *spk_name; /* spk_name: generic layout only */
+    const char *id, *text, *spk_name; /* spk_name: generic and directory layouts only */
+    const char *audio_rel;              /* directory layouts: the audio path found (relative) */
+    const char *src, *note;             /* directory layouts: the transcript's path, a skip's note */
     uint32_t id_len, text_len, spk_len;
     int32_t spk;        /* speaker id, -1 = none (single speaker) */
     uint32_t line;
@@ -58,7 +62,7 @@ typedef struct row {
 } row;
 
 /* Audio is found by id whatever its container (anything libsndfile reads); first match wins. */
-static const char *const audio_exts[] = {"wav", "flac", "ogg", "oga", "opus", "mp3", "aif", "aiff", "au", "caf", "w64"};
+#define audio_exts tandem_audio_exts
 
 /* ---- id checks ---- */
 
@@ -135,7 +139,7 @@ typedef struct worker_arg {
 
 static int audio_lookup(const char *dir, const row *r, uint8_t *ext) {
     char path[4096];
-    for (uint8_t e = 0; e < sizeof audio_exts / sizeof audio_exts[0]; e++) {
+    for (uint8_t e = 0; e < TANDEM_AUDIO_EXT_COUNT; e++) {
         int k = snprintf(path, sizeof path, "%s/wavs/%.*s.%s", dir, (int)r->id_len, r->id, audio_exts[e]);
         if (k > 0 && (size_t)k < sizeof path && tandem_file_exists(path)) {
             *ext = e;
@@ -145,27 +149,41 @@ static int audio_lookup(const char *dir, const row *r, uint8_t *ext) {
     return 0;
 }
 
+/* Control characters in file names (a hostile tree) shown as '?', never sent to a terminal. */
+static void printable(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7F) *s = '?';
+}
+
+/* Where a row is, for messages: "<metadata.csv>:<line>", or a directory layout's "<dir>/<transcript>". */
+static void row_where(const char *meta_path, const char *dir, const row *r, char *buf, size_t cap) {
+    if (r->src) snprintf(buf, cap, "%s/%s", dir, r->src);
+    else snprintf(buf, cap, "%s:%u", meta_path, r->line);
+    printable(buf);
+}
+
 /* Duration from the file's header (read once here and cached with the index, so the loader
  * can skip utterances that do not fit without opening them). An unreadable header leaves 0:
  * the row stays in the index (the text is fine) and the split leaves it out of training. */
 static void probe_duration(shared *sh, const char *meta_path, const char *dir, row *r) {
-    char path[4096];
-    int k = snprintf(path, sizeof path, "%s/wavs/%.*s.%s", dir, (int)r->id_len, r->id, audio_exts[r->audio_ext]);
+    char path[4096], at[4300];
+    int k = r->audio_rel ? snprintf(path, sizeof path, "%s/%s", dir, r->audio_rel)
+                         : snprintf(path, sizeof path, "%s/wavs/%.*s.%s", dir, (int)r->id_len, r->id,
+                                    audio_exts[r->audio_ext]);
     if (k < 0 || (size_t)k >= sizeof path) return;
+    row_where(meta_path, dir, r, at, sizeof at);
     tandem_audio_info info;
     tandem_status st = tandem_audio_probe(path, &info);
     if ((st != TANDEM_OK || info.samples_22050 < 0) && atomic_fetch_add(&sh->audio_warnings, 1) >= WARN_ROWS)
         return; /* counted; the summary after the build says how many */
     if (st != TANDEM_OK) {
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: audio unreadable, not used for training: %s", meta_path, r->line,
-                    tandem_last_error());
+        tandem_logf(TANDEM_LOG_WARN, "%s: audio unreadable, not used for training: %s", at, tandem_last_error());
         return;
     }
     if (info.samples_22050 < 0) {
         tandem_logf(TANDEM_LOG_WARN,
-                    "%s:%u: %s does not state its length (a streamed file), not used for training; "
-                    "rewrite it with a length (e.g. as WAV or FLAC with a header)",
-                    meta_path, r->line, path);
+                    "%s: %s does not state its length (a streamed file), not used for training; "
+                    "rewrite it with a length (e.g. as WAV or FLAC with a header)", at, path);
         return;
     }
     r->n_samples = info.samples_22050 > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)info.samples_22050;
@@ -174,7 +192,7 @@ static void probe_duration(shared *sh, const char *meta_path, const char *dir, r
 static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tokvec *tv, uint16_t *ids,
                                  size_t ids_cap) {
     const tandem_text_index_config *cfg = sh->cfg;
-    if (cfg->check_audio && !audio_lookup(cfg->data_dir, r, &r->audio_ext)) {
+    if (cfg->check_audio && !r->audio_rel && !audio_lookup(cfg->data_dir, r, &r->audio_ext)) {
         r->skip = TANDEM_SKIP_NO_AUDIO + 1;
         return TANDEM_OK;
     }
@@ -388,46 +406,56 @@ static tandem_status speaker_table(const char *meta_path, row *rows, size_t n, u
     return TANDEM_OK;
 }
 
-static void report_row(const char *meta_path, const row *r, int max_text) {
+/* The message of a skipped row after its location "at: " (the first of each reason are logged). */
+static void report_row(const char *at, const row *r, int max_text) {
     tandem_skip_reason why = (tandem_skip_reason)(r->skip - 1);
-    char u[5] = {0};
+    char u[5] = {0}, note[1024];
+    const char *name = reason_names[why];
+    snprintf(note, sizeof note, "%s", r->note ? r->note : "?");
+    printable(note);
     switch (why) {
     case TANDEM_SKIP_COLUMNS:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: wrong column count: %u fields, expected %s", meta_path, r->line,
-                    r->detail, r->col ? "3 (id|speaker|text)" : "2 or 3 (id|text|normalized)");
+        tandem_logf(TANDEM_LOG_WARN, "%s: %s: %u fields, expected %s", at, name, r->detail,
+                    r->col ? "3 (id|speaker|text)" : "2 or 3 (id|text|normalized)");
         break;
     case TANDEM_SKIP_BAD_ID:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: bad id: %s", meta_path, r->line, r->id);
+        tandem_logf(TANDEM_LOG_WARN, "%s: %s: %s", at, name, r->id);
         break;
     case TANDEM_SKIP_DUPLICATE_ID:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: duplicate id '%.*s' (first on line %u)", meta_path, r->line,
-                    (int)r->id_len, r->id, r->detail2);
+        if (r->src) tandem_logf(TANDEM_LOG_WARN, "%s: %s '%.*s' (first at position %u of the listing)", at, name,
+                                (int)r->id_len, r->id, r->detail2);
+        else tandem_logf(TANDEM_LOG_WARN, "%s: %s '%.*s' (first on line %u)", at, name, (int)r->id_len, r->id,
+                         r->detail2);
         break;
     case TANDEM_SKIP_NO_AUDIO:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: missing audio: no wavs/%.*s.{wav,flac,ogg,opus,mp3,aiff,au,caf,w64}",
-                    meta_path, r->line, (int)r->id_len, r->id);
+        if (r->note) tandem_logf(TANDEM_LOG_WARN, "%s: %s: %s", at, name, note);
+        else tandem_logf(TANDEM_LOG_WARN, "%s: %s: no wavs/%.*s.{wav,flac,ogg,opus,mp3,aiff,au,caf,w64}", at, name,
+                         (int)r->id_len, r->id);
+        break;
+    case TANDEM_SKIP_NO_TEXT:
+    case TANDEM_SKIP_BAD_TEXT_FILE:
+        tandem_logf(TANDEM_LOG_WARN, "%s: %s: %s", at, name, note);
         break;
     case TANDEM_SKIP_EMPTY_TEXT:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: empty text for id '%.*s'", meta_path, r->line, (int)r->id_len,
-                    r->id);
+        tandem_logf(TANDEM_LOG_WARN, "%s: %s for id '%.*s'", at, name, (int)r->id_len, r->id);
         break;
     case TANDEM_SKIP_BAD_UTF8:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: invalid UTF-8 in column %u at byte %u of the line", meta_path,
-                    r->line, r->col, r->detail + r->detail2 + 1);
+        if (r->src) tandem_logf(TANDEM_LOG_WARN, "%s: %s at byte %u of the file", at, name, r->detail + 1);
+        else tandem_logf(TANDEM_LOG_WARN, "%s: %s in column %u at byte %u of the line", at, name, r->col,
+                         r->detail + r->detail2 + 1);
         break;
     case TANDEM_SKIP_UNKNOWN_SYMBOL:
         if (!tandem_utf8_encode(r->detail, u)) u[0] = '?';
-        tandem_logf(TANDEM_LOG_WARN,
-                    "%s:%u: unknown symbol '%s' (U+%04X) at character %u of the normalised text",
-                    meta_path, r->line, u, r->detail, r->detail2 + 1);
+        tandem_logf(TANDEM_LOG_WARN, "%s: %s '%s' (U+%04X) at character %u of the normalised text", at, name, u,
+                    r->detail, r->detail2 + 1);
         break;
     case TANDEM_SKIP_BAD_SPEAKER:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: bad speaker: %u bytes, expected a name of 1..%d bytes of UTF-8 "
-                    "without control characters", meta_path, r->line, r->detail, TANDEM_INDEX_MAX_SPEAKER_BYTES);
+        tandem_logf(TANDEM_LOG_WARN, "%s: %s: %u bytes, expected a name of 1..%d bytes of UTF-8 without control "
+                    "characters", at, name, r->detail, TANDEM_INDEX_MAX_SPEAKER_BYTES);
         break;
     case TANDEM_SKIP_TOO_LONG:
-        tandem_logf(TANDEM_LOG_WARN, "%s:%u: text too long: %u tokens (framing included), max_text is %d",
-                    meta_path, r->line, r->detail, max_text);
+        tandem_logf(TANDEM_LOG_WARN, "%s: %s: %u tokens (framing included), max_text is %d", at, name, r->detail,
+                    max_text);
         break;
     default:
         break;
@@ -493,7 +521,8 @@ static void reason_counts(const uint32_t *skipped, char *buf, size_t cap) {
 
 /* Counts the usable rows and their sizes; reports the first WARN_ROWS skipped rows of each
  * reason (in metadata order) one by one and the rest in one summary line. */
-static void count_rows(const char *meta_path, const row *rows, size_t n_rows, int max_text, totals *t) {
+static void count_rows(const char *meta_path, const char *dir, const row *rows, size_t n_rows, int max_text,
+                       totals *t) {
     memset(t->skipped, 0, sizeof t->skipped);
     t->n_utts = 0;
     t->n_tokens = t->strings_bytes = 0;
@@ -503,14 +532,20 @@ static void count_rows(const char *meta_path, const row *rows, size_t n_rows, in
         const row *r = &rows[i];
         if (r->skip) {
             bad++;
-            if (++t->skipped[r->skip - 1] <= WARN_ROWS) report_row(meta_path, r, max_text);
-            else unlisted++;
+            if (++t->skipped[r->skip - 1] <= WARN_ROWS) {
+                char at[4300];
+                row_where(meta_path, dir, r, at, sizeof at);
+                report_row(at, r, max_text);
+            } else {
+                unlisted++;
+            }
             continue;
         }
         t->n_utts++;
         t->n_tokens += r->n_tok;
-        /* id\0 wavs/<id>.<ext>\0 */
-        t->strings_bytes += r->id_len + 1 + 5 + r->id_len + 1 + strlen(audio_exts[r->audio_ext]) + 1;
+        /* id\0 wavs/<id>.<ext>\0, or id\0 <audio path>\0 */
+        t->strings_bytes += r->id_len + 1 + (r->audio_rel ? strlen(r->audio_rel) + 1
+                                                          : 5 + r->id_len + 1 + strlen(audio_exts[r->audio_ext]) + 1);
     }
     if (unlisted) {
         char counts[512];
@@ -558,7 +593,8 @@ static void fill_records(const row *rows, size_t n_rows, const tokvec *vecs, con
         memcpy(strs + so, r->id, r->id_len);
         so += r->id_len + 1;
         x->audio = so;
-        so += (uint32_t)sprintf(strs + so, "wavs/%.*s.%s", (int)r->id_len, r->id, audio_exts[r->audio_ext]) + 1;
+        if (r->audio_rel) so += (uint32_t)sprintf(strs + so, "%s", r->audio_rel) + 1;
+        else so += (uint32_t)sprintf(strs + so, "wavs/%.*s.%s", (int)r->id_len, r->id, audio_exts[r->audio_ext]) + 1;
         if (r->n_tok > h->max_tok) h->max_tok = r->n_tok;
         h->lang_count[r->lang]++;
     }
@@ -594,20 +630,13 @@ static tandem_status gather_blob(const row *rows, size_t n_rows, const tokvec *v
     return TANDEM_OK;
 }
 
-tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, const char *meta_path,
-                                           const char *meta, size_t meta_len, void **blob,
-                                           size_t *blob_bytes) {
-    if (cfg->max_text < TANDEM_SYMBOLS_FRAMING + 1 || cfg->max_text > 65535)
-        return tandem_fail(TANDEM_E_INVALID, "index: max_text %d out of range [%d, 65535]", cfg->max_text,
-                           TANDEM_SYMBOLS_FRAMING + 1);
-    row *rows = NULL;
-    size_t n_rows = 0;
-    totals t = {0};
-    TANDEM_TRY(parse_rows(cfg, meta, meta_len, &rows, &n_rows, &t.layout));
+/* The rows (taken: freed here) checked, encoded and laid out; meta_path names the source. */
+static tandem_status build_rows(const tandem_text_index_config *cfg, const char *meta_path, row *rows, size_t n_rows,
+                                totals *t, void **blob, size_t *blob_bytes) {
     tandem_status st = find_duplicates(rows, n_rows);
-    if (st == TANDEM_OK) st = speaker_table(meta_path, rows, n_rows, &t.n_speakers, &t.speakers);
+    if (st == TANDEM_OK) st = speaker_table(meta_path, rows, n_rows, &t->n_speakers, &t->speakers);
     if (st != TANDEM_OK) {
-        tandem_free(t.speakers);
+        tandem_free(t->speakers);
         tandem_free(rows);
         return st;
     }
@@ -624,16 +653,74 @@ tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, 
                     "first %d are above); %u in all, none used for training", meta_path, aw - WARN_ROWS,
                     WARN_ROWS, aw);
     if (st == TANDEM_OK) {
-        count_rows(meta_path, rows, n_rows, cfg->max_text, &t); /* reports skipped rows */
-        st = check_totals(meta_path, n_rows, &t);
+        count_rows(meta_path, cfg->data_dir, rows, n_rows, cfg->max_text, t); /* reports skipped rows */
+        st = check_totals(meta_path, n_rows, t);
     }
-    if (st == TANDEM_OK) st = gather_blob(rows, n_rows, sh.vecs, &t, blob, blob_bytes);
+    if (st == TANDEM_OK) st = gather_blob(rows, n_rows, sh.vecs, t, blob, blob_bytes);
     if (sh.vecs)
         for (int w = 0; w < nw; w++) tandem_free(sh.vecs[w].v);
     tandem_free(sh.vecs);
-    tandem_free(t.speakers);
+    tandem_free(t->speakers);
     tandem_free(rows);
     return st;
+}
+
+static tandem_status check_max_text(const tandem_text_index_config *cfg) {
+    if (cfg->max_text < TANDEM_SYMBOLS_FRAMING + 1 || cfg->max_text > 65535)
+        return tandem_fail(TANDEM_E_INVALID, "index: max_text %d out of range [%d, 65535]", cfg->max_text,
+                           TANDEM_SYMBOLS_FRAMING + 1);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, const char *meta_path,
+                                           const char *meta, size_t meta_len, void **blob,
+                                           size_t *blob_bytes) {
+    TANDEM_TRY(check_max_text(cfg));
+    row *rows = NULL;
+    size_t n_rows = 0;
+    totals t = {0};
+    TANDEM_TRY(parse_rows(cfg, meta, meta_len, &rows, &n_rows, &t.layout));
+    return build_rows(cfg, meta_path, rows, n_rows, &t, blob, blob_bytes);
+}
+
+/* A listing item as a row: the id and speaker checked as metadata's are. */
+static void item_row(const tandem_layout_listing *l, const tandem_layout_item *it, uint32_t line, row *r) {
+    const char *a = l->arena, *why;
+    r->line = line;
+    r->spk = -1;
+    r->src = a + it->src;
+    r->note = it->note ? a + it->note : NULL;
+    r->audio_rel = it->audio ? a + it->audio : NULL;
+    r->skip = it->skip;
+    if (!id_ok(a + it->id, it->id_len, &why)) {
+        r->skip = TANDEM_SKIP_BAD_ID + 1;
+        r->id = why;
+        return;
+    }
+    r->id = a + it->id;
+    r->id_len = it->id_len;
+    if (!r->skip && !speaker_ok(a + it->spk, it->spk_len)) {
+        r->skip = TANDEM_SKIP_BAD_SPEAKER + 1;
+        r->detail = it->spk_len;
+        return;
+    }
+    r->spk_name = a + it->spk;
+    r->spk_len = it->spk_len;
+    r->text = a + it->text;
+    r->text_len = it->text_len;
+    r->col = 1;
+}
+
+tandem_status tandem_text_index_build_blob_listing(const tandem_text_index_config *cfg, const char *where,
+                                                   const tandem_layout_listing *l, void **blob,
+                                                   size_t *blob_bytes) {
+    TANDEM_TRY(check_max_text(cfg));
+    row *rows = tandem_calloc(l->n ? l->n : 1, sizeof *rows);
+    if (!rows) return tandem_fail(TANDEM_E_NOMEM, "index: out of memory (%zu files)", l->n);
+    for (size_t i = 0; i < l->n; i++) item_row(l, &l->items[i], (uint32_t)(i + 1), &rows[i]);
+    totals t = {0};
+    t.layout = l->layout;
+    return build_rows(cfg, where, rows, l->n, &t, blob, blob_bytes);
 }
 
 void tandem_text_index_attach(tandem_text_index *ix, void *blob, size_t blob_bytes) {

@@ -37,7 +37,10 @@ typedef enum tandem_data_layout {
     TANDEM_LAYOUT_AUTO = 0,     /* the generic header line `id|speaker|text` → generic, else LJSpeech */
     TANDEM_LAYOUT_LJSPEECH = 1, /* metadata.csv id|text[|normalized], one speaker */
     TANDEM_LAYOUT_GENERIC = 2,  /* metadata.csv id|speaker|text (header line optional) */
+    TANDEM_LAYOUT_VCTK = 3,     /* txt/<spk>/<id>.txt + wav48.../<spk>/ (runtime/data/layout.h) */
+    TANDEM_LAYOUT_LIBRITTS = 4, /* [<split>/]<spk>/<chapter>/<id>.normalized.txt + <id>.wav */
 } tandem_data_layout;
+#define TANDEM_LAYOUT_LAST TANDEM_LAYOUT_LIBRITTS
 
 /* Most speakers in one dataset: speaker tokens follow the symbols in the uint16 token space. */
 #define TANDEM_INDEX_MAX_SPEAKERS 4096
@@ -53,6 +56,9 @@ typedef enum tandem_skip_reason {
     TANDEM_SKIP_UNKNOWN_SYMBOL, /* a character the symbol table does not have */
     TANDEM_SKIP_TOO_LONG,       /* more than max_text tokens */
     TANDEM_SKIP_BAD_SPEAKER,    /* generic layout: empty, too long, control characters, bad UTF-8 */
+    TANDEM_SKIP_NO_TEXT,        /* directory layouts: audio without a transcript file */
+    TANDEM_SKIP_BAD_TEXT_FILE,  /* directory layouts: the transcript is not a regular file, too large
+                                   or unreadable */
     TANDEM_SKIP_COUNT
 } tandem_skip_reason;
 
@@ -69,7 +75,8 @@ typedef struct tandem_utt {
                            <spk> = tandem_symbols_count() + speaker id */
     uint8_t lang;       /* tandem_lang */
     uint8_t reserved;   /* 0 */
-    uint32_t line;      /* 1-based line in metadata.csv */
+    uint32_t line;      /* 1-based line in metadata.csv; directory layouts: 1-based position in
+                           the sorted listing (runtime/data/layout.h) */
     uint32_t n_samples; /* audio length at 22050 Hz read from the file's header when the
                            index is built (check_audio); 0 = not scanned (check_audio off) or
                            the header could not be read */
@@ -91,6 +98,7 @@ typedef struct tandem_text_index_config {
     int use_cache;             /* 1 (default): read/write the persistent text cache */
     const char *cache_dir;     /* NULL → the runtime option cache_dir (tandem.h); none: in memory */
     tandem_data_layout layout; /* default AUTO */
+    int vctk_mic;              /* VCTK 0.92: 1 (default) or 2, the <id>_mic<M> files read */
 } tandem_text_index_config;
 
 void tandem_text_index_config_default(tandem_text_index_config *cfg);
@@ -136,7 +144,9 @@ static inline const uint16_t *tandem_utt_tokens(const tandem_text_index *ix, con
     return ix->tokens + u->tok;
 }
 
-/* Build, or load from the persistent cache when valid (text_cache.c), and split. Rows that
+/* Build, or load from the persistent cache when valid (text_cache.c), and split. The rows come
+ * from metadata.csv (LJSpeech, generic) or a directory layout's listing (VCTK, LibriTTS); AUTO
+ * takes metadata.csv when it exists, else the directory layout tandem_layout_detect finds. Rows that
  * cannot be used are counted; the first TANDEM_INDEX_WARN_ROWS of each reason are logged as
  * "<path>:<line>: <reason>" (on a build), the rest in one summary line; fails only
  * when no utterance is left or on I/O errors. */
@@ -150,6 +160,11 @@ void tandem_text_index_free(tandem_text_index *ix);
 tandem_status tandem_text_index_build_blob(const tandem_text_index_config *cfg, const char *meta_path,
                                            const char *meta, size_t meta_len, void **blob,
                                            size_t *blob_bytes);
+/* The same from a directory layout's listing (runtime/data/layout.h); where names the dataset. */
+struct tandem_layout_listing;
+tandem_status tandem_text_index_build_blob_listing(const tandem_text_index_config *cfg, const char *where,
+                                                   const struct tandem_layout_listing *l, void **blob,
+                                                   size_t *blob_bytes);
 /* Point ix at a validated heap blob; takes ownership (tandem_free on free). */
 void tandem_text_index_attach(tandem_text_index *ix, void *blob, size_t blob_bytes);
 /* Fill train/val from cfg (val_ids or seeded val_fraction). */

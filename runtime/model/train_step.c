@@ -67,12 +67,13 @@ tandem_status tandem_train_micro(tandem_model *m, tandem_stream *s, const tandem
                            m->dims.micro_batches - 1);
     m->drop.p = o->prenet_dropout;
     m->drop.seed = o->seed;
-    m->drop.micro = i;
+    const int world = o->dp_world > 1 ? o->dp_world : 1;
+    m->drop.micro = (world > 1 ? o->dp_rank * m->dims.micro_batches : 0) + i;
     m->ga.heads = o->ga_heads, m->ga.sigma = o->ga_sigma, m->ga.weight = o->ga_weight;
     TANDEM_TRY(tandem_model_forward(m, s, b, i));
-    /* Each micro-batch's loss is scaled by 1/grad_accum: the summed gradients are those of
-     * the mean loss. */
-    TANDEM_TRY(tandem_model_loss(m, s, b, i, o->stop_weight, 1.0f / (float)m->dims.micro_batches));
+    /* Each micro-batch's loss is scaled by 1/(grad_accum * ranks): the gradients summed over
+     * micro-batches (and ranks) are those of the mean loss. */
+    TANDEM_TRY(tandem_model_loss(m, s, b, i, o->stop_weight, 1.0f / (float)(m->dims.micro_batches * world)));
     return tandem_model_backward(m, s, b);
 }
 

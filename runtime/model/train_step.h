@@ -45,6 +45,11 @@ typedef struct tandem_optim {
        moment change. 0 (default): everything trains. */
     const int64_t *frozen;
     int n_frozen;
+    /* data-parallel (runtime/run/dp.h): this replica is rank dp_rank of dp_world (0 or 1: alone).
+       Its micro-batch i is micro-batch dp_rank * grad_accum + i of the global step (the dropout
+       mask's counter), and each loss is scaled by 1 / (grad_accum * dp_world), so the gradients
+       summed across ranks are those of single-device training with grad_accum * dp_world. */
+    int dp_world, dp_rank;
 } tandem_optim;
 
 /* From the config's training keys. */

@@ -19,6 +19,7 @@ tandem_status tandem_run_open_index(const tandem_config *cfg, const char *dir, c
     icfg.val_fraction = 0.0; /* the held-out set is its own directory */
     icfg.cache_dir = cache_dir;
     icfg.layout = (tandem_data_layout)cfg->dataset_layout;
+    icfg.vctk_mic = cfg->vctk_mic;
     return tandem_text_index_open(&icfg, ix);
 }
 

@@ -57,60 +57,106 @@ typedef struct sym_table {
     const char *name[MAX_SYMS];
     size_t len[MAX_SYMS];
     int n;
+    char *spk_names; /* the speaker table's names, NUL-separated (tandem_speakers_from_json) */
+    uint32_t n_spk;
 } sym_table;
 
-static tandem_status remap_with(const tandem_st_info *x, const char *their_json, const char *our_json,
-                                const tandem_model_param *p, const tandem_model *m, tandem_stream *s, float *buf,
-                                const char *path, sym_table *o, sym_table *t);
+/* The embedding's rows of one side: symbols (names from its symbols JSON), then speakers. */
+static tandem_status read_table(const char *sym_json, const char *spk_json, sym_table *t, const char *path) {
+    t->n = symbol_names(sym_json, t->name, t->len, MAX_SYMS);
+    if (t->n < 0)
+        return tandem_fail(TANDEM_E_FORMAT, "%s: malformed symbols metadata; expected {\"symbols\":[...]} as tandem "
+                           "train writes it", path);
+    return spk_json ? tandem_speakers_from_json(spk_json, &t->spk_names, &t->n_spk) : TANDEM_OK;
+}
 
-/* sym_emb rows by symbol name: ours[i] ← theirs[j] where the names agree, the rest as initialised. */
-static tandem_status remap_rows(const tandem_st_info *x, const char *their_json, const tandem_model_param *p,
-                                const tandem_model *m, tandem_stream *s, float *buf, const char *path) {
-    sym_table *t = tandem_calloc(2, sizeof *t); /* before the commit: create time */
-    char *our_json = NULL;
-    tandem_status st = t ? tandem_symbols_to_json(&our_json, NULL) : tandem_fail(TANDEM_E_NOMEM, "init-from: out of memory");
-    if (st == TANDEM_OK) st = remap_with(x, their_json, our_json, p, m, s, buf, path, &t[0], &t[1]);
-    tandem_free(our_json);
+/* Row of their table holding our row i's symbol or speaker, -1 when they have none. */
+static int64_t their_row(const sym_table *o, const sym_table *t, int64_t i, const char **our_spk) {
+    if (i < o->n) {
+        for (int j = 0; j < t->n; j++)
+            if (t->len[j] == o->len[i] && !memcmp(t->name[j], o->name[i], o->len[i])) return j;
+        return -1;
+    }
+    const char *want = o->spk_names;
+    for (int64_t k = o->n; k < i; k++) want += strlen(want) + 1;
+    *our_spk = want;
+    const char *q = t->spk_names;
+    for (uint32_t j = 0; j < t->n_spk; j++, q += strlen(q) + 1)
+        if (!strcmp(q, want)) return t->n + (int64_t)j;
+    return -1;
+}
+
+/* "name" appended to a report list while it has room. */
+static void list_add(char *b, size_t cap, size_t *fl, const char *name, size_t len) {
+    if (*fl + len + 8 < cap) *fl += (size_t)snprintf(b + *fl, cap - *fl, "%s\"%.*s\"", *fl ? " " : "", (int)len, name);
+}
+
+/* Our rows filled from theirs by name into buf (our initialisation kept where they have none). */
+static void copy_rows(const tandem_st_info *x, const tandem_model_param *p, const sym_table *o, const sym_table *t,
+                      float *buf, int counts[4], char fresh[2][256]) {
+    const size_t row = (size_t)p->shape[1] * sizeof(float);
+    size_t fl[2] = {0, 0};
+    for (int64_t i = 0; i < (int64_t)o->n + o->n_spk; i++) {
+        const char *spk = NULL;
+        const int64_t j = their_row(o, t, i, &spk);
+        if (j >= 0 && j < x->shape[0]) {
+            memcpy(buf + (size_t)i * (size_t)p->shape[1], (const char *)x->data + (size_t)j * row, row);
+            counts[spk ? 2 : 0]++;
+        } else {
+            counts[spk ? 3 : 1]++;
+            list_add(fresh[spk != NULL], sizeof fresh[0], &fl[spk != NULL], spk ? spk : o->name[i],
+                     spk ? strlen(spk) : o->len[i]);
+        }
+    }
+}
+
+/* sym_emb rows by symbol and speaker NAME: ours[i] <- theirs[j] where the names agree, the rest as
+ * initialised (new symbols, new speakers; reported). */
+static tandem_status remap_with(const tandem_st_info *x, const tandem_st_file *f, const tandem_model_param *p,
+                                const tandem_model *m, tandem_stream *s, float *buf, const char *path,
+                                const char *our_syms, const char *our_spk, sym_table *o, sym_table *t) {
+    TANDEM_TRY(read_table(our_syms, our_spk, o, "this build"));
+    TANDEM_TRY(read_table(tandem_st_meta_find(f, TANDEM_CKPT_KEY_SYMBOLS), tandem_st_meta_find(f, TANDEM_CKPT_KEY_SPEAKERS),
+                          t, path));
+    if (o->n + (int64_t)o->n_spk != p->shape[0] || t->n + (int64_t)t->n_spk > x->shape[0])
+        return tandem_fail(TANDEM_E_FORMAT, "%s: " SYM_EMB " has %" PRId64 " rows but its metadata names %d symbols "
+                           "and %u speakers; expected a row per symbol and speaker", path, x->shape[0], t->n,
+                           t->n_spk);
+    const size_t row = (size_t)p->shape[1] * sizeof(float);
+    TANDEM_TRY(tandem_dev_download(s, buf, m->params, (size_t)p->offset * sizeof(float), row * (size_t)p->shape[0]));
+    TANDEM_TRY(tandem_stream_sync(s));
+    int c[4] = {0}; /* symbols copied, new; speakers copied, new */
+    char fresh[2][256] = {"", ""};
+    copy_rows(x, p, o, t, buf, c, fresh);
+    TANDEM_TRY(tandem_dev_upload(s, m->params, (size_t)p->offset * sizeof(float), buf, row * (size_t)p->shape[0]));
+    TANDEM_TRY(tandem_stream_sync(s));
+    tandem_logf(TANDEM_LOG_WARN, "init-from %s: " SYM_EMB " [%" PRId64 ", %" PRId64 "] here, [%" PRId64 ", %" PRId64
+                "] there: %d rows copied by symbol name, %d new symbol%s initialised%s%s; speakers: %d rows copied by "
+                "name (of %u there), %d new speaker%s initialised%s%s", path, p->shape[0], p->shape[1], x->shape[0],
+                x->shape[1], c[0], c[1], c[1] == 1 ? "" : "s", c[1] ? ": " : "", fresh[0], c[2], t->n_spk, c[3],
+                c[3] == 1 ? "" : "s", c[3] ? ": " : "", fresh[1]);
+    return TANDEM_OK;
+}
+
+static tandem_status remap_rows(const tandem_st_info *x, const tandem_st_file *f, const tandem_model_param *p,
+                                const tandem_model *m, tandem_stream *s, float *buf, const char *path,
+                                const char *our_syms, const char *our_spk) {
+    sym_table *t = tandem_calloc(2, sizeof *t);
+    tandem_status st = t ? remap_with(x, f, p, m, s, buf, path, our_syms, our_spk, &t[0], &t[1])
+                         : tandem_fail(TANDEM_E_NOMEM, "init-from: out of memory");
+    if (t) {
+        tandem_free(t[0].spk_names);
+        tandem_free(t[1].spk_names);
+    }
     tandem_free(t);
     return st;
 }
 
-static tandem_status remap_with(const tandem_st_info *x, const char *their_json, const char *our_json,
-                                const tandem_model_param *p, const tandem_model *m, tandem_stream *s, float *buf,
-                                const char *path, sym_table *o, sym_table *t) {
-    o->n = symbol_names(our_json, o->name, o->len, MAX_SYMS);
-    t->n = symbol_names(their_json, t->name, t->len, MAX_SYMS);
-    tandem_status st = TANDEM_OK;
-    /* rows past a table's symbols (none today) are not symbols: they keep their initialisation */
-    if (o->n < 0 || o->n > p->shape[0] || t->n < 0 || t->n > x->shape[0])
-        st = tandem_fail(TANDEM_E_FORMAT, "%s: " SYM_EMB " has %" PRId64 " rows but its symbols metadata names %d "
-                         "symbols; expected a row per symbol", path, x->shape[0], t->n);
-    const size_t row = (size_t)p->shape[1] * sizeof(float);
-    if (st == TANDEM_OK) st = tandem_dev_download(s, buf, m->params, (size_t)p->offset * sizeof(float), row * (size_t)p->shape[0]);
-    if (st == TANDEM_OK) st = tandem_stream_sync(s);
-    int copied = 0;
-    char fresh[256] = "";
-    size_t fl = 0;
-    for (int i = 0; st == TANDEM_OK && i < o->n; i++) {
-        int j = 0;
-        while (j < t->n && (t->len[j] != o->len[i] || memcmp(t->name[j], o->name[i], o->len[i])))
-            j++;
-        if (j < t->n) {
-            memcpy(buf + (size_t)i * (size_t)p->shape[1], (const char *)x->data + (size_t)j * row, row);
-            copied++;
-        } else if (fl + o->len[i] + 8 < sizeof fresh) {
-            fl += (size_t)snprintf(fresh + fl, sizeof fresh - fl, "%s\"%.*s\"", fl ? " " : "", (int)o->len[i],
-                                   o->name[i]);
-        }
-    }
-    if (st == TANDEM_OK) st = tandem_dev_upload(s, m->params, (size_t)p->offset * sizeof(float), buf, row * (size_t)p->shape[0]);
-    if (st == TANDEM_OK) st = tandem_stream_sync(s);
-    if (st == TANDEM_OK)
-        tandem_logf(TANDEM_LOG_WARN, "init-from %s: " SYM_EMB " [%" PRId64 ", %" PRId64 "] here, [%" PRId64 ", %"
-                    PRId64 "] there: %d rows copied by symbol name, %d new symbol%s initialised%s%s", path,
-                    p->shape[0], p->shape[1], x->shape[0], x->shape[1], copied, o->n - copied,
-                    o->n - copied == 1 ? "" : "s", o->n - copied ? ": " : "", fresh);
-    return st;
+/* Both tables the same, names and order: the embedding is copied whole. */
+static int same_tables(const tandem_st_file *f, const char *our_syms, const char *our_spk) {
+    const char *ts = tandem_st_meta_find(f, TANDEM_CKPT_KEY_SYMBOLS), *tk = tandem_st_meta_find(f, TANDEM_CKPT_KEY_SPEAKERS);
+    if (!ts || strcmp(ts, our_syms)) return !ts && !our_spk && !tk; /* no metadata: by shape, as before */
+    return (!tk && !our_spk) || (tk && our_spk && !strcmp(tk, our_spk));
 }
 
 static int same_shape(const tandem_st_info *x, const tandem_model_param *p) {
@@ -128,7 +174,7 @@ static void shape_text(char *b, size_t cap, int ndim, const int64_t *shape) {
 
 /* One parameter: 1 when copied whole. */
 static tandem_status load_param(const tandem_st_file *f, const char *path, const tandem_model *m, tandem_stream *s,
-                                float *buf, const tandem_model_param *p, int *whole) {
+                                float *buf, const tandem_model_param *p, const char *const ours[2], int *whole) {
     *whole = 0;
     const tandem_st_info *x = tandem_st_find(f, p->name);
     if (!x) {
@@ -139,14 +185,14 @@ static tandem_status load_param(const tandem_st_file *f, const char *path, const
     shape_text(a, sizeof a, p->ndim, p->shape);
     shape_text(b, sizeof b, x->ndim, x->shape);
     const char *syms = tandem_st_meta_find(f, TANDEM_CKPT_KEY_SYMBOLS);
-    if (x->dtype == TANDEM_F32 && same_shape(x, p)) {
+    const int emb = !strcmp(p->name, SYM_EMB);
+    if (x->dtype == TANDEM_F32 && same_shape(x, p) && (!emb || same_tables(f, ours[0], ours[1]))) {
         TANDEM_TRY(tandem_st_read_tensor(f, p->name, TANDEM_F32, p->ndim, p->shape, buf, x->bytes));
         TANDEM_TRY(tandem_dev_upload(s, m->params, (size_t)p->offset * sizeof(float), buf, x->bytes));
         TANDEM_TRY(tandem_stream_sync(s));
         *whole = 1;
-    } else if (x->dtype == TANDEM_F32 && !strcmp(p->name, SYM_EMB) && x->ndim == 2 && x->shape[1] == p->shape[1] &&
-               syms) {
-        TANDEM_TRY(remap_rows(x, syms, p, m, s, buf, path));
+    } else if (x->dtype == TANDEM_F32 && emb && x->ndim == 2 && x->shape[1] == p->shape[1] && syms) {
+        TANDEM_TRY(remap_rows(x, f, p, m, s, buf, path, ours[0], ours[1]));
     } else {
         tandem_logf(TANDEM_LOG_WARN, "init-from %s: %s is %s %s there, %s F32 here; it keeps its initialisation",
                     path, p->name, b, tandem_st_dtype_name(x->dtype) ? tandem_st_dtype_name(x->dtype) : "?", a);
@@ -168,12 +214,18 @@ static void report_unused(const tandem_st_file *f, const char *path, const tande
 }
 
 tandem_status tandem_init_from_apply(const tandem_st_file *f, const char *path, const tandem_model *m,
-                                     tandem_stream *s, float *buf) {
+                                     tandem_stream *s, float *buf, const char *speakers_json) {
     int whole = 0, n_whole = 0;
-    for (int i = 0; i < m->n_params; i++) {
-        TANDEM_TRY(load_param(f, path, m, s, buf, &m->param[i], &whole));
+    char *syms = NULL;
+    TANDEM_TRY(tandem_symbols_to_json(&syms, NULL));
+    const char *ours[2] = {syms, speakers_json};
+    tandem_status st = TANDEM_OK;
+    for (int i = 0; st == TANDEM_OK && i < m->n_params; i++) {
+        st = load_param(f, path, m, s, buf, &m->param[i], ours, &whole);
         n_whole += whole;
     }
+    tandem_free(syms);
+    TANDEM_TRY(st);
     report_unused(f, path, m);
     tandem_logf(TANDEM_LOG_INFO, "init-from %s: %d of %d parameters copied whole (parameters only: the AdamW "
                 "moments, step and sampler start afresh)", path, n_whole, m->n_params);

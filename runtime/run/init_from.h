@@ -3,9 +3,11 @@
  * Only the parameters: not the AdamW moments, the step counters or the sampler position (the new
  * run starts at step 0 with fresh moments). Every model parameter is looked up by name:
  *   - same shape: copied;
- *   - sym_emb.weight with another symbol table (rows [V_old, d] → [V, d]): each row of a symbol
- *     the checkpoint also has is copied by the symbol's NAME (its text in the checkpoint's
- *     `symbols` metadata), the rows of new symbols keep their initialisation;
+ *   - sym_emb.weight ([symbols + speakers, d]) whenever the symbol or speaker table differs from
+ *     the checkpoint's (in content or order, whatever the shapes): each symbol row is copied by
+ *     the symbol's NAME (its text in the checkpoint's `symbols` metadata), each speaker row by
+ *     the speaker's name (its `speakers` metadata); rows of new symbols and new speakers keep
+ *     their initialisation and are named in the report;
  *   - another shape, or absent: keeps its initialisation.
  * Every parameter not copied whole, and every checkpoint parameter the model has no use for, is
  * reported (a warning each), then one info line counts what was copied.
@@ -21,8 +23,9 @@
  * (its newest usable checkpoint). *path gets the file's path. On failure *out = NULL. */
 tandem_status tandem_init_from_open(const char *from, tandem_st_file **out, char *path, size_t cap);
 /* After tandem_model_init_params: copy the parameters of f into m as above, through buf (host
- * floats, at least the largest parameter's numel), synchronously on s. */
+ * floats, at least the largest parameter's numel), synchronously on s. speakers_json: this run's
+ * speaker table as checkpoints store it (NULL: one speaker). */
 tandem_status tandem_init_from_apply(const tandem_st_file *f, const char *path, const tandem_model *m,
-                                     tandem_stream *s, float *buf);
+                                     tandem_stream *s, float *buf, const char *speakers_json);
 
 #endif

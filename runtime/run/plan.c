@@ -14,6 +14,7 @@
 #include "runtime/core/pool_internal.h"
 #include "runtime/data/plan_layout.h"
 #include "runtime/model/model.h"
+#include "runtime/run/dataset.h"
 #include "runtime/run/plan.h"
 #include "runtime/run/synth.h"
 #include "runtime/text/symbols.h"
@@ -23,6 +24,29 @@ void tandem_plan_options_init(tandem_plan_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->backend = TANDEM_BACKEND_CUDA;
+    o->speakers = -1;
+}
+
+/* The speaker rows a run of cfg allocates: want >= 0 as given, else the train_data index's speaker
+ * count (the text cache makes it one read after the first). why: how it was found. */
+static int plan_speakers(const tandem_config *cfg, int want, char *why, size_t cap) {
+    if (want >= 0) {
+        snprintf(why, cap, "as given");
+        return want;
+    }
+    if (!cfg->train_data[0]) {
+        snprintf(why, cap, "no train_data: none counted");
+        return 0;
+    }
+    tandem_text_index ix;
+    if (tandem_run_open_index(cfg, cfg->train_data, NULL, &ix) != TANDEM_OK) {
+        snprintf(why, cap, "train_data not indexed, none counted: %.200s", tandem_last_error());
+        return 0;
+    }
+    const int n = (int)ix.n_speakers;
+    snprintf(why, cap, "from train_data %.200s", cfg->train_data);
+    tandem_text_index_free(&ix);
+    return n;
 }
 
 enum { PLAN_POOLS = 3 };
@@ -32,6 +56,8 @@ typedef struct plan_parts {
     tandem_layout layout;
     tandem_model model;
     tandem_synth *eval; /* the evaluation arena's declarations (val_speak.h) */
+    int speakers;       /* speaker embedding rows */
+    char speakers_why[320];
 } plan_parts;
 
 /* Both arenas declared: the data device's feature path, the model device's ring and model. */
@@ -42,13 +68,14 @@ static tandem_status declare(const tandem_config *cfg, tandem_backend backend, p
     /* the model joins its arena: parameters, optimizer state, activations at cfg.precision */
     tandem_model_dims dims;
     TANDEM_TRY(tandem_model_dims_from_config(cfg, tandem_symbols_count(), &dims));
+    dims.vocab += p->speakers; /* speaker rows follow the symbols' (as the trainer's build) */
     TANDEM_TRY(tandem_model_declare_plan(&p->model, backend, p->pool[1], &dims));
     TANDEM_TRY(tandem_model_staging_declare(&dims, &p->layout.staging)); /* its pinned block */
     /* validation's free-running evaluation: a B = 1 forward-only model with a key/value cache
      * in a pool of its own on the model device (validation.c, val_speak.h) */
     if (!cfg->val_data[0] || cfg->val_every <= 0) return TANDEM_OK;
     TANDEM_TRY(tandem_pool_create_offline("synth", backend, 0, &p->pool[2]));
-    return tandem_synth_declare_plan(cfg, backend, p->pool[2], &p->eval);
+    return tandem_synth_declare_plan(cfg, backend, p->pool[2], (uint32_t)p->speakers, &p->eval);
 }
 
 static void release(plan_parts *p) {
@@ -58,7 +85,8 @@ static void release(plan_parts *p) {
     for (int i = 0; i < PLAN_POOLS; i++) tandem_pool_destroy(p->pool[i]);
 }
 
-static void heading(tandem_strbuf *o, const tandem_config *cfg, tandem_backend backend, const char *name) {
+static void heading(tandem_strbuf *o, const tandem_config *cfg, tandem_backend backend, const char *name,
+                    const plan_parts *p) {
     static const char *const sizes[] = {"tiny", "base", "custom"};
     tandem_strbuf_printf(o,
         "plan for %s: model_size %s (d_model %d, layers %d, heads %d, r %d), batch %d,\n"
@@ -67,6 +95,9 @@ static void heading(tandem_strbuf *o, const tandem_config *cfg, tandem_backend b
         cfg->max_text, cfg->max_frames, cfg->prefetch_buffer_size,
         cfg->precision == TANDEM_PRECISION_BF16 ? "bf16" : "fp32",
         backend == TANDEM_BACKEND_HOST ? "host devices" : "CUDA devices", tandem_pool_backend_alignment(backend));
+    tandem_strbuf_printf(o, "embedding sym_emb.weight [%d, %d]: %d symbols + %d speaker rows (%s)\n\n",
+                         tandem_symbols_count() + p->speakers, cfg->d_model, tandem_symbols_count(), p->speakers,
+                         p->speakers_why);
 }
 
 /* Plan every arena (an arena over budget is reported, not fatal: its error joins *errors) and
@@ -118,10 +149,11 @@ tandem_status tandem_plan_report(const tandem_config *cfg, const tandem_plan_opt
     const tandem_backend backend = o->backend == TANDEM_BACKEND_HOST ? TANDEM_BACKEND_HOST : TANDEM_BACKEND_CUDA;
     plan_parts p;
     memset(&p, 0, sizeof p);
+    p.speakers = plan_speakers(cfg, o->speakers, p.speakers_why, sizeof p.speakers_why);
     tandem_status st = declare(cfg, backend, &p);
     tandem_strbuf text = {buf, cap, 0};
     if (st == TANDEM_OK) {
-        heading(&text, cfg, backend, o->config_name ? o->config_name : "config");
+        heading(&text, cfg, backend, o->config_name ? o->config_name : "config", &p);
         st = report(cfg, &p, &text);
         if (len) *len = text.len;
     }
@@ -133,6 +165,7 @@ tandem_status tandem_plan_arena_bytes(const tandem_config *cfg, tandem_backend b
     bytes[0] = bytes[1] = 0;
     plan_parts p;
     memset(&p, 0, sizeof p);
+    p.speakers = plan_speakers(cfg, -1, p.speakers_why, sizeof p.speakers_why);
     tandem_status st = declare(cfg, backend == TANDEM_BACKEND_HOST ? TANDEM_BACKEND_HOST : TANDEM_BACKEND_CUDA, &p);
     for (int i = 0; st == TANDEM_OK && i < 2; i++) {
         tandem_status pst = tandem_pool_plan(p.pool[i]); /* over budget: its message, the size still known */

@@ -24,6 +24,7 @@ void tandem_data_prep_options_init(tandem_data_prep_options *o) {
     o->num_workers = 0;
     o->check_audio = d.check_audio;
     o->use_cache = d.use_cache;
+    o->vctk_mic = d.vctk_mic;
 }
 
 const char *tandem_data_skip_reason_name(int reason) {
@@ -40,6 +41,8 @@ static tandem_status check_options(const tandem_data_prep_options *o) {
     if (!(o->val_fraction >= 0 && o->val_fraction < 1))
         return tandem_fail(TANDEM_E_INVALID, "prep: val_fraction %g: expected a number in [0, 1)", o->val_fraction);
     if (o->num_workers < 0) return tandem_fail(TANDEM_E_INVALID, "prep: num_workers %d: expected >= 0", o->num_workers);
+    if (o->layout < 0 || o->layout > TANDEM_LAYOUT_LAST)
+        return tandem_fail(TANDEM_E_INVALID, "prep: layout %d: expected 0 (auto) .. %d", o->layout, TANDEM_LAYOUT_LAST);
     return TANDEM_OK;
 }
 
@@ -65,6 +68,8 @@ static void durations(const tandem_text_index *ix, tandem_data_prep_report *r) {
 
 static void summarise(const tandem_text_index *ix, const tandem_text_index_config *icfg, tandem_data_prep_report *r) {
     r->rows = ix->lines;
+    r->layout = (int)ix->layout;
+    r->speakers = ix->n_speakers;
     r->utterances = ix->count;
     r->n_train = ix->n_train;
     r->n_val = ix->n_val;
@@ -98,6 +103,8 @@ tandem_status tandem_data_prep(const tandem_data_prep_options *o, tandem_data_pr
     icfg.check_audio = o->check_audio;
     icfg.val_fraction = o->val_fraction;
     icfg.seed = o->seed;
+    icfg.layout = (tandem_data_layout)o->layout;
+    icfg.vctk_mic = o->vctk_mic;
     icfg.max_samples = (int64_t)o->max_frames * TANDEM_MEL_HOP; /* one hop per mel frame */
     icfg.use_cache = o->use_cache;
     icfg.cache_dir = o->cache_dir;

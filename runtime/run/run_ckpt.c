@@ -1,5 +1,6 @@
 /* run_ckpt.c — a training run's checkpoints (see run_ckpt.h). */
 #include "runtime/run/run_ckpt.h"
+#include "runtime/run/dp.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -241,6 +242,8 @@ static tandem_status save(tandem_run_ckpt *c, const tandem_train_state *st, tand
     snprintf(ep, sizeof ep, "%" PRId64, next.epoch);
     snprintf(pos, sizeof pos, "%" PRId64, next.index);
     snprintf(best, sizeof best, "%.17g", c->best_val_l1);
+    char ws[16];
+    snprintf(ws, sizeof ws, "%d", c->world_size > 1 ? c->world_size : 1);
     const tandem_st_meta meta[] = {
         {TANDEM_CKPT_KEY_CONFIG, c->cfg_yaml},
         {TANDEM_CKPT_KEY_SYMBOLS, c->symbols_json},
@@ -253,6 +256,7 @@ static tandem_status save(tandem_run_ckpt *c, const tandem_train_state *st, tand
         {TANDEM_CKPT_KEY_TRAIN_ABS, c->train_abs},
         {TANDEM_CKPT_KEY_VAL_ABS, c->val_abs},
         {"freeze", c->freeze},
+        {TANDEM_DP_KEY_WORLD_SIZE, ws},
         {TANDEM_CKPT_KEY_SPEAKERS, c->speakers_json}, /* left out for one speaker */
         {TANDEM_CKPT_KEY_BEST_VAL_L1, best},          /* last: left out while there is no best */
     };

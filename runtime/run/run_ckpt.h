@@ -46,6 +46,7 @@ typedef struct tandem_run_ckpt {
     double best_val_l1;       /* the best validation L1 a checkpoint was written for; +inf: none */
     char train_abs[PATH_MAX], val_abs[PATH_MAX]; /* realpath of the data directories ("" unknown) */
     char freeze[256];         /* the run's --freeze groups ("" none), saved as metadata `freeze` */
+    int world_size;           /* data-parallel ranks (runtime/run/dp.h), metadata `world_size` */
 } tandem_run_ckpt;
 
 /* The newest usable checkpoint of dir, opened (before the pool commit: opening allocates), and the

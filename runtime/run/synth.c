@@ -179,7 +179,7 @@ static tandem_status declare(tandem_synth *s) {
 }
 
 tandem_status tandem_synth_declare_plan(const tandem_config *cfg, tandem_backend backend,
-                                        tandem_pool *pool, tandem_synth **out) {
+                                        tandem_pool *pool, uint32_t n_speakers, tandem_synth **out) {
     if (!out) return tandem_fail(TANDEM_E_INVALID, "synth plan: out is NULL");
     *out = NULL;
     if (!cfg || !pool) return tandem_fail(TANDEM_E_INVALID, "synth plan: NULL argument");
@@ -188,6 +188,7 @@ tandem_status tandem_synth_declare_plan(const tandem_config *cfg, tandem_backend
     s->cfg = *cfg;
     s->pool = pool;
     s->pool_borrowed = 1;
+    s->n_spk = n_speakers; /* the embedding's speaker rows (names are not needed to plan) */
     tandem_status st = dims_of(s);
     if (st == TANDEM_OK) st = tandem_model_declare_plan(&s->model, backend, pool, &s->dims);
     if (st == TANDEM_OK) st = declare_rest(s);

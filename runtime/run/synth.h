@@ -52,7 +52,7 @@ tandem_status tandem_synth_copy_params(tandem_synth *s, tandem_stream *from,
  * device of the given backend. The handle only holds the declarations: close it after the
  * pool's report; nothing else may be called on it. */
 tandem_status tandem_synth_declare_plan(const tandem_config *cfg, tandem_backend backend,
-                                        tandem_pool *pool, tandem_synth **out);
+                                        tandem_pool *pool, uint32_t n_speakers, tandem_synth **out);
 /* The statistics of the handle's pool (its arena's bytes: what `tandem plan` must count). */
 void tandem_synth_pool_stats(const tandem_synth *s, tandem_pool_stats *out);
 

@@ -18,6 +18,7 @@
 #include "runtime/model/train_step.h"
 #include "runtime/report/metrics.h"
 #include "runtime/run/dataset.h"
+#include "runtime/run/dp.h"
 #include "runtime/run/freeze.h"
 #include "runtime/run/index_summary.h"
 #include "runtime/run/init_from.h"
@@ -81,6 +82,13 @@ struct tandem_trainer {
     tandem_run_buckets rb; /* length bucketing: shape classes, graph keys, real frames */
     tandem_step_result last; /* the last read-back */
     volatile sig_atomic_t stop;
+    /* data-parallel (runtime/run/dp.h): a stop request is a vote (stop_req) the ranks agree on
+       at the next step boundary; writer: rank 0 (or alone) writes the run directory */
+    tandem_dp dp;
+    int64_t dp_steps; /* steps of this run (the sampler position after them) */
+    volatile sig_atomic_t stop_req;
+    int writer;
+    int run_failed; /* the run ended in an error: the data-parallel group is left, not closed */
 };
 
 /* What run accumulates besides the trainer's own state. */
@@ -103,7 +111,8 @@ void tandem_trainer_options_init(tandem_trainer_options *o) {
 }
 
 void tandem_trainer_request_stop(tandem_trainer *t) {
-    if (t) t->stop = 1;
+    if (t && t->dp.world > 1) t->stop_req = 1;
+    else if (t) t->stop = 1;
 }
 
 const tandem_figures *tandem_trainer_figures(const tandem_trainer *t) { return t ? t->fig : NULL; }
@@ -129,6 +138,7 @@ static tandem_status open_data(tandem_trainer *t) {
                                         &t->st, &t->next_pos));
         /* the one taken may be older than the one build checked (a sampler position out of range) */
         TANDEM_TRY(tandem_resume_check(t->resume_file, t->opt.resume_dir, &t->cfg, t->opt.force_resume, 1));
+        TANDEM_TRY(tandem_dp_check_resume(t->resume_file, t->opt.resume_dir, t->opt.world_size, t->opt.force_resume));
     }
     TANDEM_TRY(tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir));
     if (t->val.have_index && !tandem_text_index_same_speakers(&t->ix, &t->val.vix))
@@ -153,6 +163,11 @@ static tandem_status open_devices(tandem_trainer *t) {
     TANDEM_TRY(tandem_roles_open(t->opt.backend, t->cfg.data_gpu, t->cfg.model_gpu, &t->data_dev,
                                  &t->model_dev, t->devices, sizeof t->devices));
     if (t->cfg.force_staged) tandem_roles_note_force_staged(t->devices, sizeof t->devices);
+    if (t->opt.world_size > 1) { /* data-parallel: say which replica this is */
+        const size_t n = strlen(t->devices);
+        snprintf(t->devices + n, sizeof t->devices - n, "; data-parallel rank %d of %d", t->opt.rank,
+                 t->opt.world_size);
+    }
     device_name(t->model_dev, t->model_name, sizeof t->model_name);
     device_name(t->data_dev, t->data_name, sizeof t->data_name);
     TANDEM_TRY(tandem_stream_create(t->model_dev, &t->s));
@@ -171,7 +186,14 @@ static tandem_status open_devices(tandem_trainer *t) {
     po.start_pos = t->next_pos;
     po.force_staged = t->cfg.force_staged;
     tandem_run_buckets_pipeline(&t->rb, &po);
+    if (t->opt.world_size > 1 && t->rb.k > 0)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "data-parallel training (%d ranks) with length bucketing (buckets: "
+                           "%d classes): the bucket sampler's batches are not sharded by rank yet; set buckets: 0 "
+                           "(docs/SCALING.md)", t->opt.world_size, t->rb.k);
+    po.shard_world = t->opt.world_size, po.shard_rank = t->opt.rank;
+    po.shard_chunk = (int64_t)t->cfg.batch_size * t->cfg.grad_accum; /* one rank's items per step */
     TANDEM_TRY(tandem_pipeline_create(&po, &t->pipe));
+    TANDEM_TRY(tandem_dp_declare(&t->dp, t->opt.world_size, t->opt.rank, t->model_dev, t->model_pool, t->next_pos));
     return tandem_validation_declare(&t->val, t->data_dev, t->model_dev, t->s);
 }
 
@@ -243,10 +265,15 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     TANDEM_TRY(create_graphs(t, dims));
     TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, &t->ix, t->s, t->resume_file || t->init_file));
     if (t->resume_file) tandem_run_ckpt_resumed(&t->ck, t->resume_file, t->st.step);
+    t->ck.world_size = t->opt.world_size > 1 ? t->opt.world_size : 1;
     TANDEM_TRY(tandem_run_ckpt_freeze(&t->ck, t->resume_file, t->opt.freeze));
     TANDEM_TRY(tandem_freeze_spans(&t->model, t->ck.freeze, &t->frozen, &t->optim.n_frozen));
     t->optim.frozen = t->frozen;
     TANDEM_TRY(setup_figures(t));
+    if (!t->writer) { /* data-parallel rank > 0: rank 0 writes the run directory */
+        tandem_nvml_fields_open(&t->nvml, t->model_dev);
+        return TANDEM_OK;
+    }
     char mpath[1100];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", t->cfg.out);
     if (t->opt.resume_dir) { /* rows past the resumed step were logged after that checkpoint: drop them */
@@ -270,7 +297,8 @@ static tandem_status commit(tandem_trainer *t) {
     TANDEM_TRY(tandem_validation_commit(&t->val));
     TANDEM_TRY(tandem_model_init_params(&t->model, t->s, (uint64_t)t->cfg.seed));
     if (t->init_file) {
-        TANDEM_TRY(tandem_init_from_apply(t->init_file, t->init_path, &t->model, t->s, t->ck.load_buf));
+        TANDEM_TRY(tandem_init_from_apply(t->init_file, t->init_path, &t->model, t->s, t->ck.load_buf,
+                                          t->ck.speakers_json));
         tandem_st_close(t->init_file);
         t->init_file = NULL;
     }
@@ -279,7 +307,8 @@ static tandem_status commit(tandem_trainer *t) {
         tandem_st_close(t->resume_file);
         t->resume_file = NULL;
     }
-    return tandem_train_state_put(&t->model, t->s, &t->st); /* the device's counters */
+    TANDEM_TRY(tandem_train_state_put(&t->model, t->s, &t->st)); /* the device's counters */
+    return tandem_dp_open(&t->dp, t->s, &t->model);
 }
 
 static tandem_status build(tandem_trainer *t) {
@@ -293,16 +322,17 @@ static tandem_status build(tandem_trainer *t) {
        a new one is made only after the resume's checks and --init-from's checkpoint passed, so a
        refused start leaves nothing behind. */
     struct stat sb;
-    const int made = stat(t->cfg.out, &sb) != 0;
+    const int made = stat(t->cfg.out, &sb) != 0 || !t->writer; /* rank > 0: no run directory */
     if (!made) TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
     if (t->opt.resume_dir) TANDEM_TRY(tandem_resume_check_dir(t->opt.resume_dir, &t->cfg, t->opt.force_resume));
     if (t->opt.init_from)
         TANDEM_TRY(tandem_init_from_open(t->opt.init_from, &t->init_file, t->init_path, sizeof t->init_path));
-    if (made) TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
+    if (made && t->writer) TANDEM_TRY(tandem_run_dir_open(&t->rd, t->cfg.out, t->opt.resume_dir, t->opt.new_run));
     TANDEM_TRY(open_data(t));
     dims.vocab += (int)t->ix.n_speakers; /* speaker tokens follow the symbols (sym_emb rows) */
     tandem_run_buckets_dims(&t->rb, &dims); /* every shape class planned */
     tandem_optim_from_config(&t->cfg, &t->optim); /* after open_data: `epochs` may set max_steps */
+    t->optim.dp_world = t->opt.world_size, t->optim.dp_rank = t->opt.rank;
     TANDEM_TRY(open_devices(t));
     TANDEM_TRY(declare_model(t, &dims));
     return commit(t);
@@ -322,6 +352,7 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
     t->util_model = t->util_data = -1;
     if (o) t->opt = *o;
     else tandem_trainer_options_init(&t->opt);
+    t->writer = t->opt.world_size <= 1 || t->opt.rank == 0;
     tandem_status st = build(t);
     t->opt.resume_dir = t->opt.cache_dir = t->opt.init_from = t->opt.freeze = NULL;
     if (st != TANDEM_OK) {
@@ -337,6 +368,7 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
 
 void tandem_trainer_destroy(tandem_trainer *t) {
     if (!t) return;
+    tandem_dp_close(&t->dp, t->discard || t->run_failed);
     if (t->pipe) {
         if (t->started) tandem_pipeline_stop(t->pipe);
         tandem_pipeline_destroy(t->pipe);
@@ -409,6 +441,7 @@ static tandem_status micro_work(tandem_trainer *t, const tandem_model_batch *mb,
 static tandem_status update_work(tandem_trainer *t) {
     const int A = t->model.dims.micro_batches;
     TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, A, 0));
+    TANDEM_TRY(tandem_dp_reduce(&t->dp, t->s, &t->model)); /* data-parallel: sum across ranks first */
     TANDEM_TRY(tandem_train_update(&t->model, t->s, &t->optim, &t->st));
     return tandem_step_timer_mark(&t->timer, t->s, A, 1);
 }
@@ -536,7 +569,7 @@ static tandem_status read_back(tandem_trainer *t) {
 static void fill_metrics(tandem_trainer *t, tandem_step_metrics *m, double step_ms, double wait, double audio_s,
                          const tandem_step_times *tm) {
     const tandem_model_dims *d = &t->model.dims;
-    const double samples = (double)d->batch * d->micro_batches;
+    const double samples = (double)d->batch * d->micro_batches * (t->dp.world > 1 ? t->dp.world : 1); /* global */
     const tandem_step_result *res = &t->last;
     memset(m, 0, sizeof *m);
     m->step = t->st.step;
@@ -587,6 +620,9 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m, int64_t
     }
     t->st.step = done; /* the device's counter did the same; the rest is read back */
     t->unread = 1;
+    if (t->dp.world > 1) /* the step's boundary in the global stream, not this rank's last item */
+        t->next_pos = tandem_dp_step_pos(&t->dp, ++t->dp_steps, (int64_t)t->cfg.batch_size * t->cfg.grad_accum,
+                                         t->ix.n_train);
     const int read = needs_read(t, done, end, first);
     if (read) TANDEM_TRY(read_back(t));
     const double step_ms = ms_since(t0);
@@ -636,7 +672,7 @@ static void account(tandem_trainer *t, run_totals *r, tandem_step_metrics *m) {
     m->step_cv = tandem_step_timer_cv(&t->timer);
     if (S->steps_run > 2) { /* past warm-up */
         r->sum_step += m->step_ms;
-        r->sum_samples += (double)t->model.dims.batch * t->model.dims.micro_batches;
+        r->sum_samples += (double)t->model.dims.batch * t->model.dims.micro_batches * (t->dp.world > 1 ? t->dp.world : 1);
         r->n_meas++;
         if (m->model_busy_pct >= 0) { /* measured: a read-back step on CUDA, every step on the host */
             r->sum_step_meas += m->step_ms;
@@ -699,6 +735,7 @@ static void eval_metrics(const tandem_trainer *t, tandem_step_metrics *m) {
 /* A metrics.jsonl line for the step (NVML fields of both devices when present). */
 static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics *m, int validated) {
     tandem_metrics *x = t->metrics;
+    if (!x) return TANDEM_OK; /* data-parallel rank > 0 */
     tandem_metrics_begin(x, m->step);
     tandem_metrics_set(x, "loss", m->loss);
     tandem_metrics_set(x, "l1", m->l1);
@@ -741,7 +778,7 @@ static tandem_status validate_and_log(tandem_trainer *t, run_totals *r, tandem_s
         TANDEM_TRY(tandem_validation_run(&t->val, &t->model, t->s, &t->optim, t->fig_mel ? t->fig : NULL,
                                          done, &m->val_l1, &m->val_stop_bce));
         eval_metrics(t, m);
-        TANDEM_TRY(tandem_run_ckpt_best(&t->ck, &t->st, t->next_pos, m->val_l1));
+        if (t->writer) TANDEM_TRY(tandem_run_ckpt_best(&t->ck, &t->st, t->next_pos, m->val_l1));
         tandem_run_tb_samples(&t->tb, t->val.speak.samples_dir, done, t->val.speak.n_tests);
         validated = 1;
         if (r->S.val_l1_first < 0) r->S.val_l1_first = m->val_l1;
@@ -771,6 +808,7 @@ static void write_figures(tandem_trainer *t) {
 }
 
 static tandem_status save_checkpoint(tandem_trainer *t) {
+    if (!t->writer) return TANDEM_OK; /* data-parallel: rank 0 writes */
     TANDEM_TRY(tandem_run_ckpt_save(&t->ck, &t->st, t->next_pos));
     write_figures(t);
     tandem_run_tb_figures(&t->tb, t->cfg.out, t->st.step);
@@ -791,11 +829,13 @@ static tandem_status run_begin(tandem_trainer *t, run_totals *r) {
         TANDEM_TRY(tandem_validation_run(&t->val, &t->model, t->s, &t->optim, t->fig_mel ? t->fig : NULL, 0,
                                          &vl1, &vbce));
         r->S.val_l1_first = r->S.val_l1_last = vl1;
-        tandem_metrics_begin(t->metrics, 0);
-        tandem_metrics_set(t->metrics, "val_l1", vl1);
-        tandem_metrics_set(t->metrics, "val_stop_bce", vbce);
-        eval_fields(t, t->metrics);
-        TANDEM_TRY(tandem_metrics_end(t->metrics));
+        if (t->metrics) { /* data-parallel rank > 0 has none */
+            tandem_metrics_begin(t->metrics, 0);
+            tandem_metrics_set(t->metrics, "val_l1", vl1);
+            tandem_metrics_set(t->metrics, "val_stop_bce", vbce);
+            eval_fields(t, t->metrics);
+            TANDEM_TRY(tandem_metrics_end(t->metrics));
+        }
         tandem_run_tb_initial(&t->tb, vl1, vbce);
         tandem_run_tb_samples(&t->tb, t->val.speak.samples_dir, 0, t->val.speak.n_tests);
         tandem_figures_add_val(t->fig, 0, vl1);
@@ -809,6 +849,14 @@ static tandem_status run_loop(tandem_trainer *t, run_totals *r) {
     const int64_t end = t->opt.run_steps > 0 ? t->st.step + t->opt.run_steps : max_steps;
     t->prof_at = end < max_steps ? end : max_steps;
     while (t->st.step < max_steps && t->st.step < end && !t->stop) {
+        if (t->dp.world > 1) { /* data-parallel: a stop request on any rank stops every rank here */
+            int stop = 0;
+            TANDEM_TRY(tandem_dp_agree(&t->dp, t->s, t->stop_req, &stop));
+            if (stop) {
+                t->stop = 1;
+                break;
+            }
+        }
         tandem_step_metrics m;
         tandem_status st = one_step(t, &m, end, r->S.steps_run == 0);
         if (st == TANDEM_E_STATE && t->stop) break; /* stopped while the ring was empty */
@@ -871,6 +919,7 @@ static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st,
     if (st == TANDEM_E_IO) save_after_metrics_error(t, r);
     char why[1024] = "";
     if (st != TANDEM_OK) {
+        t->run_failed = 1;
         snprintf(why, sizeof why, "%s", tandem_last_error());
         tandem_pipeline_abort(t->pipe, st, why);
     }

@@ -120,7 +120,7 @@ static void data_findings(const tandem_config *c, const tandem_trainer_startup *
     for (int k = 0; k < TANDEM_TRAINER_SKIP_REASONS; k++)
         if (s->skipped[k])
             add(r, TANDEM_FINDING_WARN, "data", "the log lines of `tandem prep --data DIR` name each row",
-                "%u rows of metadata.csv left out: %s", s->skipped[k], tandem_data_skip_reason_name(k));
+                "%u rows (metadata lines or listed files) left out: %s", s->skipped[k], tandem_data_skip_reason_name(k));
     if (s->too_long) {
         const int need = (int)(s->longest_s / FRAME_S) + 1, rr = c->reduction;
         snprintf(fix, sizeof fix, "raise max_frames to %d (holds the longest, %.2f s) or trim those files",
@@ -160,6 +160,8 @@ static tandem_status open_unfiltered(const tandem_config *c, const char *dir, co
     icfg.max_text = c->max_text;
     icfg.seed = (uint64_t)c->seed;
     icfg.cache_dir = cache_dir;
+    icfg.layout = (tandem_data_layout)c->dataset_layout; /* as the trainer reads it (dataset.c) */
+    icfg.vctk_mic = c->vctk_mic;
     return tandem_text_index_open(&icfg, ix);
 }
 
@@ -183,7 +185,8 @@ static void check_data(const tandem_config *c, const tandem_validate_options *o,
         tandem_text_index ix;
         memset(&ix, 0, sizeof ix);
         if (open_unfiltered(c, dirs[which], o->cache_dir, &ix) != TANDEM_OK) {
-            add(r, TANDEM_FINDING_ERROR, "data", "point it at an LJSpeech-layout directory (metadata.csv, wavs/)",
+            add(r, TANDEM_FINDING_ERROR, "data", "point it at a dataset directory: metadata.csv + wavs/, or a VCTK or LibriTTS tree "
+                "(docs/FORMATS.md)",
                 "%s data: %s", which ? "validation" : "training", tandem_last_error());
             tandem_text_index_free(&ix);
             continue;

@@ -243,12 +243,54 @@ static void test_buckets(void **state) {
     assert_int_equal(tandem_bucket_sampler_init(&a, items, len, n, desc, 2, batch, seed, 1), TANDEM_E_INVALID);
 }
 
+/* Data-parallel shards (tandem_sampler_shard): rank r of W hands out exactly runs r, r+W, ... of
+ * chunk items of the unsharded stream, in order, across epoch boundaries, from a resumed
+ * position too; together the ranks cover the stream once. */
+static void test_shards(void **state) {
+    (void)state;
+    enum { N = 7, W = 3, CHUNK = 2, TAKE = 20 };
+    uint32_t items[N];
+    for (uint32_t i = 0; i < N; i++) items[i] = 100 + i;
+    const tandem_sampler_pos starts[] = {{0, 0}, {2, 5}};
+    for (int k = 0; k < 2; k++) {
+        tandem_sampler all;
+        CHECK(tandem_sampler_init(&all, items, N, 42, 1));
+        CHECK(tandem_sampler_set_pos(&all, starts[k]));
+        uint32_t ref[W * TAKE];
+        tandem_sampler_pos ref_at[W * TAKE];
+        for (int i = 0; i < W * TAKE; i++) ref[i] = tandem_sampler_next(&all, &ref_at[i]);
+        tandem_sampler_free(&all);
+        for (int r = 0; r < W; r++) {
+            tandem_sampler sh;
+            CHECK(tandem_sampler_init(&sh, items, N, 42, 1));
+            CHECK(tandem_sampler_shard(&sh, W, r, CHUNK));
+            CHECK(tandem_sampler_set_pos(&sh, starts[k]));
+            for (int i = 0; i < TAKE; i++) {
+                tandem_sampler_pos at;
+                const uint32_t v = tandem_sampler_next(&sh, &at);
+                const int g = (i / CHUNK * W + r) * CHUNK + i % CHUNK; /* its place in the stream */
+                if (v != ref[g] || at.epoch != ref_at[g].epoch || at.index != ref_at[g].index)
+                    fail_msg("start %d, rank %d, item %d: %u at (%lld, %lld); expected stream place %d: %u at "
+                             "(%lld, %lld)", k, r, i, v, (long long)at.epoch, (long long)at.index, g, ref[g],
+                             (long long)ref_at[g].epoch, (long long)ref_at[g].index);
+            }
+            tandem_sampler_free(&sh);
+        }
+    }
+    tandem_sampler bad;
+    CHECK(tandem_sampler_init(&bad, items, N, 42, 1));
+    assert_int_equal(tandem_sampler_shard(&bad, 2, 2, 4), TANDEM_E_INVALID);
+    assert_int_equal(tandem_sampler_shard(&bad, 2, 0, 0), TANDEM_E_INVALID);
+    tandem_sampler_free(&bad);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sampler),
         cmocka_unit_test(test_uniform_permutations),
         cmocka_unit_test(test_copies_and_positions),
         cmocka_unit_test(test_buckets),
+        cmocka_unit_test(test_shards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,17 +222,7 @@ static void test_speakers_json(void **state) {
 /* ---- end to end ---- */
 
 static void small_config(tandem_config *cfg, const char *train, const char *out) {
-    tandem_config_init(cfg);
-    static const char *const kv[][2] = {
-        {"model_size", "custom"}, {"d_model", "16"}, {"layers", "1"}, {"heads", "2"},
-        {"reduction", "2"}, {"max_text", "24"}, {"max_frames", "32"}, {"batch_size", "2"},
-        {"grad_accum", "1"}, {"num_workers", "1"}, {"prefetch_buffer_size", "3"},
-        {"lr", "0.003"}, {"warmup_steps", "2"}, {"log_every", "1"}, {"val_every", "0"},
-        {"keep", "3"}, {"max_steps", "3"}, {"checkpoint_every", "0"},
-    };
-    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) CHECK(tandem_config_set(cfg, kv[i][0], kv[i][1]));
-    snprintf(cfg->train_data, sizeof cfg->train_data, "%s", train);
-    snprintf(cfg->out, sizeof cfg->out, "%s", out);
+    tiny_corpus_train_config(cfg, train, out, 3);
 }
 
 /* A tiny corpus under tmpdir/sub; with speakers, its metadata rewritten in the generic layout

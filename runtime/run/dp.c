@@ -1,0 +1,117 @@
+/* dp.c — data-parallel training across ranks (dp.h). */
+#include "runtime/run/dp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/os/log.h"
+#include "runtime/core/launch.h"
+
+tandem_status tandem_dp_declare(tandem_dp *dp, int world, int rank, tandem_device *dev, tandem_pool *pool,
+                                tandem_sampler_pos start) {
+    memset(dp, 0, sizeof *dp);
+    dp->start = start;
+    if (world <= 1) return TANDEM_OK;
+    if (rank < 0 || rank >= world)
+        return tandem_fail(TANDEM_E_INVALID, "data-parallel: rank %d of world size %d; expected 0 <= rank < %d "
+                           "(the launcher's RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID)", rank, world, world);
+    dp->world = world, dp->rank = rank, dp->dev = dev;
+    const int64_t one = 1;
+    return tandem_pool_declare(pool, "dp.vote", TANDEM_F32, 1, &one, TANDEM_PERSISTENT, 0, 0, &dp->vote);
+}
+
+static tandem_status failed(tandem_dp *dp, tandem_status st) {
+    if (st != TANDEM_OK) dp->failed = 1;
+    return st;
+}
+
+/* The group's unique id on every rank. Host: MPI's world needs none. Other backends (NCCL): rank
+ * 0 makes it, and it reaches the others through the launcher's MPI (a host group, closed after). */
+static tandem_status unique_id(tandem_dp *dp, tandem_coll_id *id) {
+    memset(id, 0, sizeof *id);
+    tandem_device_info info;
+    TANDEM_TRY(tandem_device_get_info(dp->dev, &info));
+    if (info.backend == TANDEM_BACKEND_HOST) return tandem_dev_coll_unique_id(dp->dev, id);
+    if (dp->rank == 0) TANDEM_TRY(tandem_dev_coll_unique_id(dp->dev, id));
+    tandem_device *h = NULL;
+    tandem_coll *hc = NULL;
+    tandem_coll_id none;
+    tandem_status st = tandem_device_open(TANDEM_BACKEND_HOST, 0, &h);
+    if (st == TANDEM_OK) st = tandem_dev_coll_unique_id(h, &none);
+    if (st == TANDEM_OK) st = tandem_dev_coll_open(h, &none, dp->world, dp->rank, &hc);
+    if (st == TANDEM_OK) st = tandem_dev_coll_share_id(h, hc, id, 0);
+    if (hc) tandem_dev_coll_close(h, hc, st != TANDEM_OK);
+    if (h) tandem_device_close(h);
+    if (st == TANDEM_OK) return TANDEM_OK;
+    char why[768];
+    snprintf(why, sizeof why, "%s", tandem_last_error());
+    return tandem_fail(st, "data-parallel on %s devices: handing rank 0's collective id to the others through "
+                       "MPI: %s", info.backend == TANDEM_BACKEND_CUDA ? "CUDA" : "other", why);
+}
+
+tandem_status tandem_dp_open(tandem_dp *dp, tandem_stream *s, tandem_model *m) {
+    if (dp->world <= 1) return TANDEM_OK;
+    tandem_coll_id id;
+    TANDEM_TRY(unique_id(dp, &id));
+    TANDEM_TRY(tandem_dev_coll_open(dp->dev, &id, dp->world, dp->rank, &dp->coll));
+    /* rank 0's parameters everywhere (a seeded init or the same checkpoint already agree; this
+       makes it so whatever the start) */
+    TANDEM_TRY(failed(dp, tandem_dev_broadcast(dp->coll, s, m->params, 0, m->n_flat, 0)));
+    m->wcopy_stale = 1; /* bf16: the GEMMs' copy follows the broadcast masters */
+    tandem_logf(TANDEM_LOG_INFO, "data-parallel: rank %d of %d joined; parameters from rank 0", dp->rank,
+                dp->world);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_dp_reduce(tandem_dp *dp, tandem_stream *s, tandem_model *m) {
+    if (dp->world <= 1) return TANDEM_OK;
+    const int64_t nl = TANDEM_MODEL_LOSSES * (int64_t)m->dims.micro_batches; /* losses [A, 3] */
+    TANDEM_TRY(failed(dp, tandem_dev_all_reduce_sum(dp->coll, s, m->grads, 0, m->n_flat)));
+    TANDEM_TRY(failed(dp, tandem_dev_all_reduce_sum(dp->coll, s, m->losses, 0, nl)));
+    /* the mean over the world's micro-batches: each rank's fill_result divides by A */
+    return tandem_scale_f32(s, tandem_tensor_f32(m->losses), nl, 1.0f / (float)dp->world);
+}
+
+tandem_status tandem_dp_agree(tandem_dp *dp, tandem_stream *s, int local, int *stop) {
+    *stop = local != 0;
+    if (dp->world <= 1) return TANDEM_OK;
+    const float v = local ? 1.0f : 0.0f;
+    float sum = 0;
+    TANDEM_TRY(tandem_dev_upload(s, dp->vote, 0, &v, sizeof v));
+    TANDEM_TRY(failed(dp, tandem_dev_all_reduce_sum(dp->coll, s, dp->vote, 0, 1)));
+    TANDEM_TRY(tandem_dev_download(s, &sum, dp->vote, 0, sizeof sum));
+    TANDEM_TRY(tandem_stream_sync(s));
+    TANDEM_TRY(failed(dp, tandem_dev_coll_check(dp->dev, dp->coll)));
+    *stop = sum > 0.0f;
+    return TANDEM_OK;
+}
+
+tandem_sampler_pos tandem_dp_step_pos(const tandem_dp *dp, int64_t steps, int64_t chunk, uint32_t n_items) {
+    tandem_sampler_pos p = dp->start;
+    const int64_t n = (int64_t)n_items;
+    const int64_t add = steps * (dp->world > 1 ? dp->world : 1) * chunk + p.index;
+    p.epoch += add / n;
+    p.index = add % n;
+    return p;
+}
+
+void tandem_dp_close(tandem_dp *dp, int failed_run) {
+    if (dp->coll) tandem_dev_coll_close(dp->dev, dp->coll, dp->failed || failed_run);
+    dp->coll = NULL;
+}
+
+tandem_status tandem_dp_check_resume(const tandem_st_file *f, const char *path, int world, int force) {
+    const char *v = tandem_st_meta_find(f, TANDEM_DP_KEY_WORLD_SIZE);
+    const long was = v ? strtol(v, NULL, 10) : 1;
+    const int now = world > 1 ? world : 1;
+    if (was == now) return TANDEM_OK;
+    if (!force)
+        return tandem_fail(TANDEM_E_INVALID, "resume %s: trained on %ld rank%s, now %d: the global batch (ranks x "
+                           "grad_accum x batch_size) and the data order would change; resume on %ld rank%s, or "
+                           "pass --force-resume to go on with %d", path, was, was == 1 ? "" : "s", now, was,
+                           was == 1 ? "" : "s", now);
+    tandem_logf(TANDEM_LOG_WARN, "resume %s: trained on %ld rank%s, now %d (--force-resume): the global batch and "
+                "the data order change from here", path, was, was == 1 ? "" : "s", now);
+    return TANDEM_OK;
+}

@@ -1,0 +1,72 @@
+/* test_launch_env.c — the ranks `tandem train` takes from its launcher's environment
+ * (tools/launch_env.c): OpenMPI's mpirun first, then torchrun style, then Slurm; none: one rank;
+ * a value out of range is refused naming the variable, its value and the range. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tools/launch_env.h"
+
+static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                   "WORLD_SIZE", "RANK", "LOCAL_RANK", "SLURM_NTASKS", "SLURM_PROCID",
+                                   "SLURM_LOCALID"};
+
+static void clear(void) {
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+}
+
+static void expect(int world, int rank, int local, const char *who) {
+    cli_launch l;
+    char err[256] = "";
+    assert_int_equal(cli_launch_read(&l, err, sizeof err), 0);
+    assert_int_equal(l.world, world);
+    assert_int_equal(l.rank, rank);
+    assert_int_equal(l.local_rank, local);
+    assert_string_equal(l.launcher, who);
+}
+
+static void test_launchers(void **state) {
+    (void)state;
+    clear();
+    expect(1, 0, 0, "none");
+    setenv("SLURM_NTASKS", "8", 1), setenv("SLURM_PROCID", "5", 1), setenv("SLURM_LOCALID", "1", 1);
+    expect(8, 5, 1, "slurm");
+    setenv("WORLD_SIZE", "4", 1), setenv("RANK", "3", 1), setenv("LOCAL_RANK", "0", 1);
+    expect(4, 3, 0, "torchrun"); /* torchrun style before Slurm's */
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1), setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+    expect(2, 1, 1, "mpirun"); /* mpirun's own before anything a job script exported */
+    clear();
+}
+
+static void test_bad_values(void **state) {
+    (void)state;
+    static const char *const bad[][3] = {
+        {"WORLD_SIZE", "0", "expected an integer from 1"},
+        {"WORLD_SIZE", "two", "WORLD_SIZE='two'"},
+        {"RANK", "4", "RANK='4': expected an integer from 0 to 3"},
+        {"LOCAL_RANK", "-1", "LOCAL_RANK='-1'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        clear();
+        setenv("WORLD_SIZE", "4", 1), setenv("RANK", "1", 1);
+        setenv(bad[i][0], bad[i][1], 1);
+        cli_launch l;
+        char err[256] = "";
+        assert_int_equal(cli_launch_read(&l, err, sizeof err), -1);
+        if (!strstr(err, bad[i][2])) fail_msg("%s=%s: \"%s\"; expected it to say \"%s\"", bad[i][0], bad[i][1], err, bad[i][2]);
+    }
+    clear();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_launchers),
+        cmocka_unit_test(test_bad_values),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
