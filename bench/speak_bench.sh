@@ -9,7 +9,9 @@
 # (N = 16), >= 60/64 and >= 7/8 (N = 64); text-dependence ratio >= 1.3 on the training set.
 # Not a test: CPU-heavy (about 6 minutes of training per size on an idle 2-core host).
 #
-# usage: bench/speak_bench.sh BUILD_DIR [N ...]      env: SPEAK_STEPS, SPEAK_OUT
+# usage: bench/speak_bench.sh BUILD_DIR [N ...]      env: SPEAK_STEPS, SPEAK_OUT, SPEAK_TRAIN_FLAGS
+# SPEAK_TRAIN_FLAGS: extra `tandem train` flags for experiments (e.g. "--ga-weight 2"), appended
+# after the benchmark's own; empty for the benchmark itself.
 set -euo pipefail
 build=$1; shift
 sizes=${*:-16 64}
@@ -33,12 +35,12 @@ for n in $sizes; do
   fi
   [ -f "$held/metadata.csv" ] || "$tandem" corpus --out "$held" --count "$k" --seed 2 --force >/dev/null
   "$tandem" prep --data "$train" >/dev/null
-  echo "== N=$n: training tiny for $steps steps on $train → $run"
+  echo "== N=$n: training tiny for $steps steps on $train → $run${SPEAK_TRAIN_FLAGS:+ (extra flags: $SPEAK_TRAIN_FLAGS)}"
   rm -rf "$run"
   t0=$(date +%s)
   "$tandem" train --config configs/tiny.yaml --train-data "$train" --val-data "$held" \
     --out "$run" --max-steps "$steps" --log-every 100 --val-every "$steps" \
-    --checkpoint-every "$steps" --keep 1 > "$out/train$n.log" 2>&1
+    --checkpoint-every "$steps" --keep 1 ${SPEAK_TRAIN_FLAGS:-} > "$out/train$n.log" 2>&1
   echo "   trained in $(( $(date +%s) - t0 )) s; $(grep -m1 '^devices' "$out/train$n.log" || true)"
   grep -E '^steps ' "$out/train$n.log" | sed 's/^/   /' || true
   ckpt=$(ls "$run"/ckpt-*.safetensors | tail -1)
