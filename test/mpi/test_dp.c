@@ -39,22 +39,17 @@ static char root[256];
 static uint64_t seed;
 
 static void config(tandem_config *cfg, const char *out, int grad_accum) {
-    tandem_config_init(cfg);
-    static const char *const kv[][2] = {
-        {"model_size", "custom"}, {"d_model", "16"}, {"layers", "1"}, {"heads", "2"},
-        {"reduction", "2"}, {"max_text", "24"}, {"max_frames", "32"}, {"batch_size", "2"},
-        {"num_workers", "1"}, {"prefetch_buffer_size", "3"}, {"lr", "0.003"}, {"warmup_steps", "2"},
-        {"log_every", "1"}, {"checkpoint_every", "5"}, {"val_every", "0"}, {"keep", "4"},
-        {"max_steps", "10"}, {"shuffle", "true"},
-    };
+    char data[512], dir[512];
+    snprintf(data, sizeof data, "%s/data", root);
+    snprintf(dir, sizeof dir, "%s/%s", root, out);
+    tiny_corpus_train_config(cfg, data, dir, 10); /* test/tiny_corpus.h; what differs below */
+    static const char *const kv[][2] = {{"checkpoint_every", "5"}, {"keep", "4"}, {"shuffle", "true"}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) CHECK(tandem_config_set(cfg, kv[i][0], kv[i][1]));
     char v[32];
     snprintf(v, sizeof v, "%d", grad_accum);
     CHECK(tandem_config_set(cfg, "grad_accum", v));
     snprintf(v, sizeof v, "%llu", (unsigned long long)(seed % 1000000));
     CHECK(tandem_config_set(cfg, "seed", v));
-    snprintf(cfg->train_data, sizeof cfg->train_data, "%s/data", root);
-    snprintf(cfg->out, sizeof cfg->out, "%s/%s", root, out);
 }
 
 typedef struct step_log {
