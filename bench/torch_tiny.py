@@ -205,6 +205,12 @@ def main():
     ap.add_argument("--steps", type=int, default=20, help="timed steps")
     ap.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     ap.add_argument("--attention", choices=["sdpa", "explicit"], default="sdpa")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: the GPU peer for bench/gpu_bench.sh (fused AdamW, timed with "
+                         "events)")
+    ap.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32",
+                    help="bf16: autocast to bfloat16 (fp32 master weights, as Tandem's "
+                         "precision: bf16); tf32: fp32 with TF32 matmuls")
     ap.add_argument("--vocab", type=int, default=VOCAB)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--params-only", action="store_true", help="print parameter counts and exit")
@@ -246,13 +252,27 @@ def main():
                             lr=3e-4, betas=(0.9, 0.999), eps=1e-8)
     gen = torch.Generator().manual_seed(a.seed)
     tokens, mels, frame_mask, stop_t, allowed = make_batch(cfg, a.vocab, gen)
+    dev = torch.device(a.device)
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
+        model.to(dev)
+        tokens, mels, frame_mask, stop_t, allowed = (
+            t.to(dev) for t in (tokens, mels, frame_mask, stop_t, allowed))
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                 {"params": no_decay, "weight_decay": 0.0}],
+                                lr=3e-4, betas=(0.9, 0.999), eps=1e-8, fused=True)
     l1_count = frame_mask.sum() * N_MELS
+    autocast = torch.autocast(device_type=a.device, dtype=torch.bfloat16,
+                              enabled=a.precision == "bf16")
 
     def step(i):
         for g in opt.param_groups:
             g["lr"] = lr_at(i)
         opt.zero_grad(set_to_none=True)
-        mel, stop = model(tokens, mels, allowed)
+        with autocast:
+            mel, stop = model(tokens, mels, allowed)
+        mel, stop = mel.float(), stop.float()
         l1 = ((mel - mels).abs() * frame_mask[:, :, None]).sum() / l1_count
         bce = F.binary_cross_entropy_with_logits(stop, stop_t)
         loss = l1 + 1.0 * bce
@@ -264,7 +284,8 @@ def main():
     print(f"CONFIG size={a.size} batch={cfg['batch']} d={cfg['d']} layers={cfg['layers']} "
           f"heads={cfg['heads']} r={cfg['r']} max_text={cfg['max_text']} "
           f"max_frames={cfg['max_frames']} seq={cfg['max_text'] + cfg['max_frames'] // cfg['r']} "
-          f"threads={torch.get_num_threads()} attention={a.attention} torch={torch.__version__}")
+          f"threads={torch.get_num_threads()} attention={a.attention} device={a.device} "
+          f"precision={a.precision} torch={torch.__version__}")
     times, cpu, losses = [], [], []
     for i in range(a.warmup + a.steps):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -281,6 +302,7 @@ def main():
     cv = statistics.pstdev(times) / statistics.fmean(times) * 100 if len(times) > 1 else 0.0
     print(f"LOSS first={losses[0]:.4f} last={losses[-1]:.4f}")
     print(f"RESULT torch_step_ms size={a.size} attention={a.attention} threads={a.threads} "
+          f"device={a.device} precision={a.precision} "
           f"batch={cfg['batch']} n={len(times)} median={med:.1f} p10={q[0]:.1f} p90={q[-1]:.1f} "
           f"min={min(times):.1f} max={max(times):.1f} cv_pct={cv:.1f} "
           f"cpu_median={statistics.median(cpu):.1f}")

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef struct tandem_rng { uint64_t s; } tandem_rng;
@@ -43,6 +44,13 @@ static inline uint64_t tandem_test_seed(const char *what) {
 
 /* Whether this build has a fatbin (nvcc was there): the stand-in driver runs kernels from it,
  * so a host-only build skips the CUDA parts of a test. */
+/* Whether the cuda variant runs on the real driver (`make test-gpu`): what only the stand-in can
+ * stage (injected stream delays, a modelled slow device, its two GPUs) is skipped there. */
+static inline int tandem_test_real_gpu(void) {
+    const char *v = getenv("TANDEM_TEST_REAL_GPU");
+    return v && strcmp(v, "1") == 0;
+}
+
 static inline int tandem_test_have_fatbin(void) {
 #ifdef TANDEM_TEST_BUILD_DIR
     FILE *f = fopen(TANDEM_TEST_BUILD_DIR "/tandem.fatbin", "rb");

@@ -317,6 +317,7 @@ typedef enum {
 typedef enum {
     CUBLASLT_MATMUL_PREF_SEARCH_MODE = 0,            /* uint32_t */
     CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,    /* uint64_t */
+    CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = 3,  /* uint32_t: cublasLtReductionScheme_t bits allowed */
     /* uint32_t each, default 256: the heuristic returns only algorithms that work with
      * pointers aligned to at least this many bytes */
     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
@@ -324,6 +325,16 @@ typedef enum {
     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8
 } cublasLtMatmulPreferenceAttributes_t;
+
+/* Split-K reductions: in place (the output added to under counters, in arrival order: a real
+ * H100 gave run-to-run different bits) or in a workspace, reduced by a separate pass. */
+typedef enum {
+    CUBLASLT_REDUCTION_SCHEME_NONE = 0,
+    CUBLASLT_REDUCTION_SCHEME_INPLACE = 1,
+    CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE = 2,
+    CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE = 4,
+    CUBLASLT_REDUCTION_SCHEME_MASK = 0x7
+} cublasLtReductionScheme_t;
 
 /* Opaque handles; the descriptor structs' sizes are the real header's (64/256/64 bytes). */
 typedef struct cublasLtContext *cublasLtHandle_t;

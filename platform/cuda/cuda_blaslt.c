@@ -239,6 +239,13 @@ static tandem_status lt_heuristic(tandem_cuda_dev *d, const tandem_gemm_desc *g,
     uint64_t ws = TANDEM_CUDA_LT_WORKSPACE;
     cublasStatus_t s = lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                                &ws, sizeof ws);
+    /* reproducible: split-K partials reduced by a separate pass in a fixed order, never added
+     * into the output in arrival order (INPLACE: an H100's synthesis differed between runs) */
+    const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE |
+                             CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+                                                    sizeof schemes);
     for (int i = 0; i < 4 && s == CUBLAS_STATUS_SUCCESS; i++)
         s = lt.cublasLtMatmulPreferenceSetAttribute(
             pref, (cublasLtMatmulPreferenceAttributes_t)(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i), &al[i],

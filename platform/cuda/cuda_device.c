@@ -544,7 +544,7 @@ static tandem_status cuda_graph_begin(tandem_graph *g, tandem_stream *s) {
     tandem_cuda_stream_impl *si = s->impl;
     /* global mode: a synchronising or allocating call anywhere in the process during the
      * capture is an error, not a silent hole in the graph */
-    TANDEM_CU_TRY(cuStreamBeginCapture, (si->cs, CU_STREAM_CAPTURE_MODE_GLOBAL), "device %d", d->ordinal);
+    TANDEM_CU_TRY(cuStreamBeginCapture, (si->cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "device %d", d->ordinal);
     si->capturing = 1;
     (void)g;
     return TANDEM_OK;

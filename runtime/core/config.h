@@ -58,6 +58,8 @@ typedef struct tandem_config {
     /* training */
     int precision; /* tandem_precision */
     int tf32;      /* bool: fp32 GEMMs on CUDA take TF32 inputs (default); false: exact fp32 */
+    int attention; /* 0 auto (default: materialised on CUDA, fused on the host), 1 fused,
+                      2 materialised (runtime/model/attention.h) */
     int64_t seed, max_steps;
     int64_t epochs; /* > 0: max_steps from the training set's size at start (tandem_config_epoch_steps) */
     double lr;

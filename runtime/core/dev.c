@@ -19,6 +19,10 @@ tandem_status tandem_dev_op_profile_attach(tandem_dev_op_profile *p) {
     atomic_store(&op_profile, (tandem_dev_op_profile *)NULL);
     if (!p) return TANDEM_OK;
     p->n = p->overflow = 0;
+    /* drained first, so anchor_ns (host) and the anchor event (device) mark the same instant:
+     * with work queued ahead the device reaches the anchor later than the host read its clock,
+     * each op's launch-time bound then lands after its end (a real H100 timed the backward at 0) */
+    TANDEM_TRY(tandem_stream_sync(p->s));
     p->anchor_ns = tandem_now_ns();
     TANDEM_TRY(tandem_event_record(p->anchor, p->s));
     atomic_store(&op_profile, p);

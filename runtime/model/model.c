@@ -28,6 +28,7 @@ tandem_status tandem_model_dims_from_config(const tandem_config *cfg, int vocab,
     memset(&d, 0, sizeof d);
     d.bf16 = cfg->precision == TANDEM_PRECISION_BF16; /* refused later on a host device */
     d.tf32 = !d.bf16 && cfg->tf32;
+    d.attn_materialised = cfg->attention == 2 ? 1 : cfg->attention == 1 ? 0 : TANDEM_ATTN_AUTO;
     d.batch = cfg->batch_size;
     d.d = cfg->d_model;
     d.layers = cfg->layers;
@@ -582,6 +583,9 @@ static tandem_status declare_common(tandem_model *m, tandem_backend backend, tan
                            "model: precision bf16 needs a CUDA model device; the host backend "
                            "trains in fp32 (set 'precision: fp32' or --precision fp32)");
     m->dims = *dims;
+    if (m->dims.attn_materialised == TANDEM_ATTN_AUTO) /* the tensor cores' GEMMs beat the fused kernel on GPUs */
+        m->dims.attn_materialised = backend == TANDEM_BACKEND_CUDA;
+    dims = &m->dims;
     m->full = *dims;
     m->attn.batch = dims->batch;
     m->attn.seq = dims->seq;

@@ -65,6 +65,8 @@
 
 #define TANDEM_MODEL_MAX_CLASSES 8 /* shape classes (length buckets) at most */
 
+#define TANDEM_ATTN_AUTO (-1) /* tandem_model_dims.attn_materialised: by backend */
+
 typedef struct tandem_model_dims {
     int batch;            /* B: utterances per micro-batch */
     int d, layers, heads; /* model width, blocks, attention heads */
@@ -83,8 +85,10 @@ typedef struct tandem_model_dims {
     int bf16;             /* 1: precision bf16 (see "Precision" above; cuda devices only) */
     int tf32;             /* 1: fp32 GEMMs ask for TF32 inputs (tandem_gemm_desc.tf32; cuBLASLt
                              only: the host and the fatbin GEMM stay exact) */
-    int attn_materialised; /* 1: the materialised attention at any head size (reference
-                              tests; 0 from the config: fused where it serves, attention.h) */
+    int attn_materialised; /* 1: the materialised attention at any head size; 0: fused where it
+                              serves (attention.h); TANDEM_ATTN_AUTO (config `attention: auto`):
+                              materialised on a CUDA model device, fused on the host, decided
+                              when the model is declared */
     /* Length bucketing (docs/TRAINING.md, "Length bucketing"): the frame counts of the shape
      * classes a batch may have, ascending, each a multiple of r, the last = frames; n_classes 0:
      * one class, frames. Every per-step tensor is declared for frames (the largest class); a

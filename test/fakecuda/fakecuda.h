@@ -330,6 +330,10 @@ int fc_capture_take(fc_stream *s, fc_op *op, const fc_acc_list *acc);
 fc_stream *fc_capture_of_ctx(const fc_ctx *ctx);
 /* Report call as unsupported during s's capture and invalidate it (returns the code). */
 CUresult fc_capture_reject(fc_stream *s, CUresult code, const char *call, const char *why);
+/* CUDA's capture modes: the capture that forbids this thread a potentially unsafe call, or NULL;
+ * fc_capture_unsafe rejects (and invalidates that capture) or returns CUDA_SUCCESS. */
+fc_stream *fc_capture_forbidding(void);
+CUresult fc_capture_unsafe(const char *call, const char *what);
 /* At unload: a graph's nodes and what they own (the handle itself is freed by the caller). */
 void fc_graph_free_nodes(fc_obj *graph);
 /* An event record / wait queued by a graph launch (fc_stream.c). */

@@ -69,6 +69,7 @@ typedef struct lt_pref {
     uint32_t search_mode;
     uint64_t max_workspace;
     uint32_t min_align[4]; /* MIN_ALIGNMENT_{A,B,C,D}_BYTES, default 256 */
+    uint32_t reduction_mask; /* REDUCTION_SCHEME_MASK, default all (the stand-in never splits K) */
 } lt_pref;
 
 /* An algorithm is free to assume what the preference promised: the one the heuristic returns
@@ -288,6 +289,7 @@ FC_EXPORT cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference
     lt_pref *p = lt_new(LT_PREF, sizeof *p);
     if (p)
         for (int i = 0; i < 4; i++) p->min_align[i] = 256;
+    if (p) p->reduction_mask = CUBLASLT_REDUCTION_SCHEME_MASK;
     if (!p) return CUBLAS_STATUS_ALLOC_FAILED;
     *out = (cublasLtMatmulPreference_t)(void *)p;
     return CUBLAS_STATUS_SUCCESS;
@@ -308,6 +310,13 @@ FC_EXPORT cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
         switch (attr) {
         case CUBLASLT_MATMUL_PREF_SEARCH_MODE: bad = set_exact(call, attr, &p->search_mode, 4, buf, size); break;
         case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: bad = set_exact(call, attr, &p->max_workspace, 8, buf, size); break;
+        case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK:
+            bad = set_exact(call, attr, &p->reduction_mask, 4, buf, size);
+            if (!bad && (p->reduction_mask & ~(uint32_t)CUBLASLT_REDUCTION_SCHEME_MASK)) {
+                tandem_fakecuda_report(call, "reduction scheme mask %#x has bits outside 0x7", p->reduction_mask);
+                bad = 1;
+            }
+            break;
         case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
         case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
         case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:

@@ -363,6 +363,7 @@ FC_EXPORT CUresult cuCtxSynchronize(void) {
     fc_stream *c = fc_capture_of_ctx(fc_current());
     if (c) return fc_leave(fc_capture_reject(c, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuCtxSynchronize",
                                              "synchronising the context"));
+    if ((r = fc_capture_unsafe("cuCtxSynchronize", "synchronising a context"))) return fc_leave(r);
     FC_COUNT(fc_current()->device, ctx_syncs);
     fc_drain_ctx(fc_current());
     return fc_leave(fc_current()->sticky);

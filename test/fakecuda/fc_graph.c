@@ -12,14 +12,21 @@
  * What real capture rejects is rejected here too, with CUDA's code and one error line, and the
  * capture is invalidated (cuStreamEndCapture then returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED):
  * synchronising the capturing stream or its context, a copy to or from pageable memory (a
- * synchronous copy), allocation and freeing while a global-mode capture is under way, querying
- * the capturing stream, querying or synchronising an event last recorded inside the capture,
- * the legacy default stream of that context during the capture, waiting on an event recorded
- * outside the capture without CU_EVENT_WAIT_EXTERNAL, and ending the capture on another stream.
- * Modelled: global mode, one capturing stream per context, no fork/join onto other streams.
+ * synchronous copy) on the capturing stream, querying the capturing stream, querying or
+ * synchronising an event last recorded inside the capture, the legacy default stream of that
+ * context during the capture, waiting on an event recorded outside the capture without
+ * CU_EVENT_WAIT_EXTERNAL, and ending the capture on another stream. The capture modes decide who
+ * else may make a potentially unsafe call (synchronising any stream, event or context,
+ * allocating, freeing, a synchronous copy) while a capture is under way (fc_capture_forbidding):
+ * the capturing thread never (unless relaxed), every other thread of the process not while a
+ * global-mode capture runs on any device — a real H100 failed Tandem's data thread's
+ * cuEventSynchronize with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the model thread's global
+ * capture with it. Modelled: one capturing stream per context, no fork/join onto other streams.
  *
  * Graph nodes are kept (with what they own) for the life of the process, like every handle
  * here; a replayed op borrows them. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +42,9 @@ typedef struct fc_graph {
     fc_obj h;
     fc_node *nodes;
     int n, cap;
-    fc_stream *origin; /* while capturing */
+    fc_stream *origin;  /* while capturing */
+    int mode;           /* CUstreamCaptureMode of the capture */
+    pthread_t thread;   /* the thread that began it */
 } fc_graph;
 
 typedef struct fc_exec {
@@ -116,6 +125,34 @@ fc_stream *fc_capture_of_ctx(const fc_ctx *ctx) {
     return s;
 }
 
+/* The capture that forbids the calling thread a potentially unsafe call, or NULL: its own
+ * capture unless relaxed, or another thread's global-mode capture on any device. */
+fc_stream *fc_capture_forbidding(void) {
+    const pthread_t self = pthread_self();
+    for (size_t i = 0;; i++) {
+        fc_obj *o = fc_obj_at(i);
+        if (!o) return NULL;
+        if (o->kind != FC_KIND_STREAM || !o->alive) continue;
+        fc_stream *s = (fc_stream *)o;
+        if (!s->capture) continue;
+        const fc_graph *g = s->capture;
+        if (pthread_equal(g->thread, self) ? g->mode != CU_STREAM_CAPTURE_MODE_RELAXED
+                                           : g->mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
+            return s;
+    }
+}
+
+CUresult fc_capture_unsafe(const char *call, const char *what) {
+    fc_stream *c = fc_capture_forbidding();
+    if (!c) return CUDA_SUCCESS;
+    const fc_graph *g = c->capture;
+    char why[256];
+    snprintf(why, sizeof why, "%s (potentially unsafe) from %s", what,
+             pthread_equal(g->thread, pthread_self()) ? "the capturing thread"
+                                                     : "another thread during a global-mode capture");
+    return fc_capture_reject(c, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call, why);
+}
+
 CUresult fc_capture_reject(fc_stream *s, CUresult code, const char *call, const char *why) {
     if (!s->capture_err) s->capture_err = code;
     return fc_fail(code, call, "%s while stream %p is capturing (the capture is invalidated)", why,
@@ -152,9 +189,9 @@ FC_EXPORT CUresult cuStreamBeginCapture(CUstream h, CUstreamCaptureMode mode) {
         return fc_leave(fc_fail(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call,
                                 "the legacy default stream cannot be captured"));
     if ((r = fc_check_stream(call, h))) return fc_leave(r);
-    if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL)
-        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
-                                "mode %d: the stand-in models CU_STREAM_CAPTURE_MODE_GLOBAL only", (int)mode));
+    if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+        mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+        return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "mode %d is not a CUstreamCaptureMode", (int)mode));
     fc_stream *s = fc_stream_of(h);
     if (s->capture)
         return fc_leave(fc_fail(CUDA_ERROR_ILLEGAL_STATE, call, "stream %p is already capturing", (void *)h));
@@ -166,6 +203,8 @@ FC_EXPORT CUresult cuStreamBeginCapture(CUstream h, CUstreamCaptureMode mode) {
     if (!g) abort();
     g->h = (fc_obj){FC_KIND_GRAPH, 1, s->h.ctx};
     g->origin = s;
+    g->mode = (int)mode;
+    g->thread = pthread_self();
     fc_register(&g->h);
     s->capture = g;
     s->capture_err = CUDA_SUCCESS;

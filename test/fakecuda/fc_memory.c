@@ -187,9 +187,7 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytes) {
     const char *call = "cuMemAlloc";
     CUresult r = fc_enter(call, 1);
     if (r) return fc_leave(r);
-    if (fc_capture_of_ctx(fc_current()))
-        return fc_leave(fc_capture_reject(fc_capture_of_ctx(fc_current()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-                                          call, "allocating"));
+    if ((r = fc_capture_unsafe(call, "allocating"))) return fc_leave(r);
     fc_ctx *c = fc_current();
     if (!dptr) return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "dptr is NULL"));
     if (bytes == 0) return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "size 0"));
@@ -212,9 +210,7 @@ CUresult cuMemFree(CUdeviceptr dptr) {
     const char *call = "cuMemFree";
     CUresult r = fc_enter(call, 1);
     if (r) return fc_leave(r);
-    if (fc_capture_of_ctx(fc_current())) /* it synchronises: not during a global capture */
-        return fc_leave(fc_capture_reject(fc_capture_of_ctx(fc_current()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-                                          call, "freeing"));
+    if ((r = fc_capture_unsafe(call, "freeing"))) return fc_leave(r); /* it synchronises */
     fc_alloc *a = find_alloc((uintptr_t)dptr);
     if (!a || a->base != (uintptr_t)dptr || a->kind != FC_MEM_DEVICE)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
@@ -236,9 +232,7 @@ FC_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
     const char *call = "cuMemHostAlloc";
     CUresult r = fc_enter(call, 1);
     if (r) return fc_leave(r);
-    if (fc_capture_of_ctx(fc_current()))
-        return fc_leave(fc_capture_reject(fc_capture_of_ctx(fc_current()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-                                          call, "allocating"));
+    if ((r = fc_capture_unsafe(call, "allocating"))) return fc_leave(r);
     const unsigned known = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
                            CU_MEMHOSTALLOC_WRITECOMBINED;
     if (!pp) return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "pp is NULL"));
@@ -257,6 +251,7 @@ FC_EXPORT CUresult cuMemFreeHost(void *p) {
     const char *call = "cuMemFreeHost";
     CUresult r = fc_enter(call, 0);
     if (r) return fc_leave(r);
+    if ((r = fc_capture_unsafe(call, "freeing pinned memory"))) return fc_leave(r); /* it synchronises */
     fc_alloc *a = find_alloc((uintptr_t)p);
     if (!a || a->base != (uintptr_t)p || a->kind != FC_MEM_HOST)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call,
@@ -329,6 +324,7 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream st
     if (!pinned && fc_stream_of(stream)->capture)
         return fc_leave(fc_capture_reject(fc_stream_of(stream), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call,
                                           "a copy into pageable memory (synchronous)"));
+    if (!pinned && (r = fc_capture_unsafe(call, "a copy into pageable memory (synchronous)"))) return fc_leave(r);
     queue_copy(call, stream, dst, (void *)(uintptr_t)src, bytes, pinned, 1, 0);
     if (!pinned) { /* pageable destination: the call returns once the bytes are there */
         fc_stream *s = fc_stream_of(stream);

@@ -108,6 +108,7 @@ FC_EXPORT CUresult cuStreamSynchronize(CUstream h) {
     if (!h && (r = fc_check_stream(call, h))) return fc_leave(r);
     s = fc_stream_of(h);
     if (s->capture) return fc_leave(fc_capture_reject(s, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, call, "synchronising the stream"));
+    if ((r = fc_capture_unsafe(call, "synchronising a stream"))) return fc_leave(r);
     FC_COUNT(s->h.ctx->device, stream_syncs);
     fc_vc *vc = malloc(sizeof *vc);
     if (!vc) abort(); /* test-only */
@@ -283,6 +284,7 @@ FC_EXPORT CUresult cuEventSynchronize(CUevent ev) {
     fc_event *e = NULL;
     if ((r = get_event(call, ev, &e))) return fc_leave(r);
     if (e->captured) return fc_leave(captured_event(call, e));
+    if ((r = fc_capture_unsafe(call, "synchronising an event"))) return fc_leave(r);
     if (!e->recorded)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_HANDLE, call,
                                 "event %p (device %d) was never recorded", (void *)ev,

@@ -1137,6 +1137,65 @@ static void end_invalidated(CUstream s) {
     assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_NONE);
 }
 
+/* CUDA's capture modes decide who else may make a potentially unsafe call (here an event
+ * synchronise) while a capture runs: in global mode no thread of the process (a real H100 failed
+ * the data thread's cuEventSynchronize during the model thread's global capture, and the
+ * capture with it), in thread-local mode every thread but the capturing one, in relaxed mode
+ * the capturing thread too. */
+typedef struct sync_job {
+    CUcontext ctx;
+    CUevent e;
+    CUresult r;
+} sync_job;
+
+static void *sync_on_other_thread(void *arg) {
+    sync_job *j = arg;
+    j->r = D.cuCtxSetCurrent(j->ctx);
+    if (j->r == CUDA_SUCCESS) j->r = D.cuEventSynchronize(j->e);
+    return NULL;
+}
+
+static CUresult sync_from_other_thread(CUevent e) {
+    sync_job j = {D.ctx[0], e, CUDA_ERROR_UNKNOWN};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, sync_on_other_thread, &j), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    return j.r;
+}
+
+static void test_capture_modes(void **state) {
+    (void)state;
+    CUstream s, t;
+    CUevent e;
+    CUgraph g;
+    OK(D.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(D.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+    OK(D.cuEventCreate(&e, 0));
+    OK(D.cuEventRecord(e, t)); /* outside any capture */
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, sync_from_other_thread(e));
+    end_invalidated(s);
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    OK(sync_from_other_thread(e));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, D.cuEventSynchronize(e));
+    end_invalidated(s);
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CUdeviceptr q = 0;
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, D.cuMemAlloc(&q, 256));
+    end_invalidated(s);
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    OK(D.cuEventSynchronize(e));
+    OK(sync_from_other_thread(e));
+    EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, D.cuStreamSynchronize(s)); /* never the capturing stream */
+    end_invalidated(s);
+    OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    OK(D.cuStreamEndCapture(s, &g));
+    OK(D.cuGraphDestroy(g));
+    OK(D.cuEventDestroy(e));
+    OK(D.cuStreamDestroy(s));
+    OK(D.cuStreamDestroy(t));
+}
+
 /* What real capture rejects, one capture each: the code CUDA returns, one error line, and the
  * capture invalidated. */
 static void test_capture_rejects(void **state) {
@@ -1230,6 +1289,7 @@ int main(void) {
         cmocka_unit_test_setup(test_launch_resources, per_test),
         cmocka_unit_test_setup(test_graph_replay, per_test),
         cmocka_unit_test_setup(test_capture_rejects, per_test),
+        cmocka_unit_test_setup(test_capture_modes, per_test),
         cmocka_unit_test(test_no_unexpected_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -161,6 +161,7 @@ static void plan_of(const char *precision, tandem_backend be, tandem_model *m, t
     tandem_config cfg;
     tandem_config_init(&cfg); /* the tiny model */
     CHECK(tandem_config_set(&cfg, "precision", precision));
+    CHECK(tandem_config_set(&cfg, "attention", "fused")); /* what the plan below checks (auto: materialised on cuda) */
     CHECK(tandem_config_check(&cfg));
     tandem_model_dims d;
     CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));

@@ -53,8 +53,12 @@ static tandem_gemm_desc desc(int ta, int tb, int64_t m, int64_t n, int64_t k, in
 static int setup(void **state) {
     env *e = calloc(1, sizeof *e);
     const tandem_backend backend = tandem_test_backend();
+    /* the second device: ordinal 1 (two host devices, the stand-in's two GPUs), or ordinal 0
+     * again on a single real GPU (both roles on one device) */
+    int count = 0;
+    const int second = tandem_device_count(backend, &count) == TANDEM_OK && count >= 2 ? 1 : 0;
     if (!e || tandem_device_open(backend, 0, &e->dev) != TANDEM_OK ||
-        tandem_device_open(backend, 1, &e->dev2) != TANDEM_OK) {
+        tandem_device_open(backend, second, &e->dev2) != TANDEM_OK) {
         fprintf(stderr, "test_dev: cannot open two devices: %s\n", tandem_last_error());
         return -1;
     }

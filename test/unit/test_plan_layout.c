@@ -102,12 +102,13 @@ static int counted_on(const tandem_device *dev, size_t *out) {
     return n;
 }
 
-/* The plan's blocks that are allocated on `device` (peer: the ring staging is not), sorted. */
+/* The plan's blocks that are allocated on `device` (peer: the ring staging is not), sorted;
+ * device NULL: on either (one device in both roles: a single GPU, or the stand-in with one). */
 static int planned_on(const tandem_staging_plan *p, const char *device, int peer, size_t *out) {
     int n = 0;
     for (int i = 0; i < p->n_blocks; i++) {
         const tandem_staging_block *b = &p->block[i];
-        if (strcmp(b->device, device) != 0 || (peer && b->when == TANDEM_STAGING_NO_PEER)) continue;
+        if ((device && strcmp(b->device, device) != 0) || (peer && b->when == TANDEM_STAGING_NO_PEER)) continue;
         int k = n++;
         while (k > 0 && out[k - 1] > b->bytes) out[k] = out[k - 1], k--;
         out[k] = b->bytes;
@@ -201,7 +202,7 @@ static void check_allocations(const tandem_config *cfg, const char *dir, int for
     if (!force_staged && backend == TANDEM_BACKEND_HOST) assert_int_equal(peer, 1); /* host devices are peers */
 
     size_t got[MAX_PINNED], want[MAX_PINNED], sum = 0;
-    const int n_data = counted_on(data, got), n_want = planned_on(&plan.staging, "data device", peer, want);
+    const int n_data = counted_on(data, got), n_want = planned_on(&plan.staging, data == model ? NULL : "data device", peer, want);
     printf("config B=%d F=%d T=%d slots %d accum %d, %s: %d data-device blocks pinned\n", cfg->batch_size,
            cfg->max_frames, cfg->max_text, cfg->prefetch_buffer_size, cfg->grad_accum,
            peer ? "peer copies" : "staged copies", n_data);
@@ -210,6 +211,7 @@ static void check_allocations(const tandem_config *cfg, const char *dir, int for
     const int n_model = counted_on(model, got);
     if (data == model) { /* one device in both roles: every block on it */
         assert_int_equal(n_model, n_data);
+        assert_int_equal(sum, tandem_staging_total(&plan.staging, peer));
     } else {
         assert_int_equal(n_model, planned_on(&plan.staging, "model device", peer, want));
         for (int i = 0; i < n_model; i++) assert_int_equal(got[i], want[i]), sum += got[i];

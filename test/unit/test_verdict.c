@@ -29,6 +29,7 @@
 #include "runtime/core/config.h"
 #include "tandem.h"
 #include "test/fixtures.h"
+#include "test/testutil.h"
 #include "test/tiny_corpus.h"
 
 #define MAX_FRAMES 32
@@ -195,7 +196,8 @@ static void set_model(const char *delay_us, const char *op_ns) {
 
 static void test_standin_input_bound(void **state) {
     (void)state;
-    if (tandem_test_backend() != TANDEM_BACKEND_CUDA) skip();
+    /* the stand-in's modelled delays; a real GPU has neither */
+    if (tandem_test_backend() != TANDEM_BACKEND_CUDA || tandem_test_real_gpu()) skip();
     tandem_trainer_summary sum;
     seen s;
     set_model("150000", NULL); /* 150 ms per copy or kernel on the data device: slower than a step */
@@ -224,7 +226,8 @@ static void test_standin_launch_bound(void **state) {
 
 static void test_standin_device_bound(void **state) {
     (void)state;
-    if (tandem_test_backend() != TANDEM_BACKEND_CUDA) skip();
+    /* the stand-in's modelled delays; a real GPU has neither */
+    if (tandem_test_backend() != TANDEM_BACKEND_CUDA || tandem_test_real_gpu()) skip();
     tandem_trainer_summary sum;
     seen s;
     set_model(NULL, "10000000"); /* 10 ms per copy or kernel: a slow GPU the host easily feeds */
