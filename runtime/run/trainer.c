@@ -77,6 +77,11 @@ struct tandem_trainer {
        slots' tensors differ, so one graph per slot); none (n_graphs 0): eager. */
     int lazy;
     int unread;  /* steps ran since the last read-back */
+    /* lazy mode's rows: a read-back step reports the mean step time since the previous one
+       (the steps between were only queued); interval_steps counts them, the last row's in
+       row_steps (what account adds to the run's totals) */
+    uint64_t interval_t0;
+    int64_t interval_steps, row_steps;
     tandem_graph **graph; /* [n_graphs * n_combos]: slot k, shape classes key c at k * n_combos + c */
     int n_graphs, n_combos;
     tandem_run_buckets rb; /* length bucketing: shape classes, graph keys, real frames */
@@ -610,6 +615,16 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m, int64_t
     const int64_t done = t->st.step + 1, k = t->st.step - t->opt.nonfinite_from;
     const int inject = t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count;
     const int profiled = done == t->prof_at && t->prof.cap > 0;
+    const int read = needs_read(t, done, end, first);
+    if (t->interval_steps == 0) t->interval_t0 = t0;
+    /* a measured step starts on an idle stream (the timer's anchor, step_timer.h): the steps
+     * queued since the last read-back are drained first, their time kept out of this step's
+     * device figures (on a real H100 it had counted as idle: busy 18 % for a device-bound step) */
+    double drain_ms = 0;
+    if (read && t->lazy && t->unread) {
+        TANDEM_TRY(tandem_stream_sync(t->s));
+        drain_ms = ms_since(t0);
+    }
     TANDEM_TRY(tandem_step_timer_begin(&t->timer, t->s));
     if (profiled) TANDEM_TRY(tandem_profile_ops_begin(&t->prof));
     tandem_status st = t->n_graphs && !inject && !profiled ? step_graph(t, &wait, &audio_s)
@@ -623,13 +638,19 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m, int64_t
     if (t->dp.world > 1) /* the step's boundary in the global stream, not this rank's last item */
         t->next_pos = tandem_dp_step_pos(&t->dp, ++t->dp_steps, (int64_t)t->cfg.batch_size * t->cfg.grad_accum,
                                          t->ix.n_train);
-    const int read = needs_read(t, done, end, first);
     if (read) TANDEM_TRY(read_back(t));
-    const double step_ms = ms_since(t0);
+    double step_ms = ms_since(t0);
     tandem_step_times tm;
     /* the timer's events have completed only after a read-back */
-    if (read) TANDEM_TRY(tandem_step_timer_read(&t->timer, step_ms, wait, &tm));
+    if (read) TANDEM_TRY(tandem_step_timer_read(&t->timer, step_ms - drain_ms, wait, &tm));
     if (profiled) TANDEM_TRY(tandem_profile_ops_end(&t->prof));
+    t->interval_steps++;
+    t->row_steps = 0;
+    if (read) { /* the row: the mean over the steps since the previous row */
+        t->row_steps = t->interval_steps;
+        step_ms = ms_since(t->interval_t0) / (double)t->interval_steps;
+        t->interval_steps = 0;
+    }
     fill_metrics(t, m, step_ms, wait, audio_s, read ? &tm : NULL);
     return TANDEM_OK;
 }
@@ -668,11 +689,14 @@ static void account(tandem_trainer *t, run_totals *r, tandem_step_metrics *m) {
     S->steps_run++;
     S->loss_last = m->loss;
     S->l1_last = m->l1;
-    tandem_step_timer_push(&t->timer, m->step_ms);
+    /* a row covers row_steps steps (lazy mode: the queued ones since the previous row; 0 for a
+     * queued step itself, accounted with the next row) */
+    if (t->row_steps > 0) tandem_step_timer_push(&t->timer, m->step_ms);
     m->step_cv = tandem_step_timer_cv(&t->timer);
     if (S->steps_run > 2) { /* past warm-up */
-        r->sum_step += m->step_ms;
-        r->sum_samples += (double)t->model.dims.batch * t->model.dims.micro_batches * (t->dp.world > 1 ? t->dp.world : 1);
+        r->sum_step += m->step_ms * (double)t->row_steps;
+        r->sum_samples += (double)t->model.dims.batch * t->model.dims.micro_batches * (t->dp.world > 1 ? t->dp.world : 1) *
+                          (double)t->row_steps;
         r->n_meas++;
         if (m->model_busy_pct >= 0) { /* measured: a read-back step on CUDA, every step on the host */
             r->sum_step_meas += m->step_ms;
