@@ -39,7 +39,8 @@ RESULTS=$OUT/results.txt
 : > "$RESULTS"
 say() { echo "$*" | tee -a "$RESULTS"; }
 
-if ! "$TANDEM" diagnose > "$OUT/diagnose.txt" 2>&1 || ! grep -qi 'cuda' "$OUT/diagnose.txt"; then
+"$TANDEM" diagnose > "$OUT/diagnose.txt" 2>&1
+if ! grep -q '^CUDA devices: [1-9]' "$OUT/diagnose.txt"; then
     say "gpu-bench: SKIPPED: no CUDA device ($TANDEM diagnose: $(tail -1 "$OUT/diagnose.txt"))"
     exit 0
 fi

@@ -26,6 +26,7 @@ allow=(
   "monitor --run runs/|needs NVML (an NVIDIA driver; this suite also runs on machines without one) and a run directory; test_profile_monitor runs monitor through the stand-in NVML"
   "TANDEM_TEST_SEED=123 build/test/bin/test_kernels|the whole kernel suite; make test runs test_kernels"
   "fuzz_audio --write|fuzz tooling; make test runs fuzz_audio's replays"
+  "tools/gpu_kit.sh |pack rebuilds everything (minutes) and run needs a GPU machine: both ran on 2026-11-24's H100 (docs/BENCHMARKS-training.md)"
 )
 
 # A sanitized build (make test SANITIZE=...): the commands run its instrumented programs, so
