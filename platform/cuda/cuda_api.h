@@ -326,8 +326,8 @@ typedef enum {
     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8
 } cublasLtMatmulPreferenceAttributes_t;
 
-/* Split-K reductions: in place (the output added to under counters, in arrival order: a real
- * H100 gave run-to-run different bits) or in a workspace, reduced by a separate pass. */
+/* Split-K reductions: in place (the output added to under counters) or in a workspace,
+ * reduced by a separate pass. */
 typedef enum {
     CUBLASLT_REDUCTION_SCHEME_NONE = 0,
     CUBLASLT_REDUCTION_SCHEME_INPLACE = 1,
