@@ -195,9 +195,9 @@ typedef struct tandem_k_seq_embed_fwd_args {
  *   d_sym_emb[v, :]     += sum over (b, t < Tt) with tokens[b, t] == v of dx[b, t, :]
  *   d_pos_emb[t, :]     += sum over b of dx[b, t, :]
  *   d_prenet_out[b, j, :] = dx[b, Tt + j, :]   (overwritten)
- * Determinism: on the device one thread per (v, column) scans every (b, t) in order and adds
- * its matches, and one thread per (t, column) sums b in order — nothing depends on thread
- * timing (the scan costs B*Tt token reads per thread, cheap at V ~ 80-200). The host adds the
+ * Determinism: on the device one block per symbol v lists the (b, t) with tokens == v in order
+ * (chunk by chunk) and each of its threads adds those rows of its column in that order; one
+ * thread per (t, column) sums b in order — nothing depends on thread timing. The host adds the
  * rows in (b, t) order directly into the gradients: also deterministic, a different float
  * rounding than the device's (same as any host-vs-device pair). */
 typedef struct tandem_k_seq_embed_bwd_args {

@@ -399,8 +399,10 @@ void tandem_k_seq_embed_fwd_host(const tandem_k_seq_embed_fwd_args *a) {
 
 /* ---- seq_embed_bwd ---- */
 void tandem_k_seq_embed_bwd_geom(const tandem_k_seq_embed_bwd_args *a, tandem_launch_dims *d) {
+    /* a block per symbol and column group, then the position sums and the prenet copy */
     int T = a->text_len + a->mel_len;
-    elementwise_dims(((int64_t)a->vocab + T + (int64_t)a->batch * a->mel_len) * a->d, d);
+    elementwise_dims(((int64_t)T + (int64_t)a->batch * a->mel_len) * a->d, d);
+    d->grid[0] += (unsigned)a->vocab * (unsigned)((a->d + ELEMENTWISE_THREADS - 1) / ELEMENTWISE_THREADS);
 }
 /* Columns [c0, c1) of every row: rows are added straight into the gradients in (b, t) order,
  * O(B*T*d), fixed order per element; tokens repeat, so the split is over columns, not rows. */

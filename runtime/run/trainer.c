@@ -691,7 +691,8 @@ static void account(tandem_trainer *t, run_totals *r, tandem_step_metrics *m) {
     S->l1_last = m->l1;
     /* a row covers row_steps steps (lazy mode: the queued ones since the previous row; 0 for a
      * queued step itself, accounted with the next row) */
-    if (t->row_steps > 0) tandem_step_timer_push(&t->timer, m->step_ms);
+    if (t->row_steps > 0 && S->steps_run > 2) /* past warm-up: the first rows carry capture and start-up */
+        tandem_step_timer_push(&t->timer, m->step_ms);
     m->step_cv = tandem_step_timer_cv(&t->timer);
     if (S->steps_run > 2) { /* past warm-up */
         r->sum_step += m->step_ms * (double)t->row_steps;

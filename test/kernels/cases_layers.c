@@ -235,6 +235,9 @@ static const int seq_shapes[][5] = {
     {3, 17, 9, 80, 130},
     {4, 128, 128, 100, 256},  /* tiny */
     {2, 200, 400, 200, 512},  /* base sequence, fewer utterances */
+    {5, 150, 7, 2, 300},      /* two ids: ~128 matches per chunk of 256 tokens (the padding
+                                 symbol's case: the backward's eight-load steps), two column
+                                 groups, 750 tokens: a partial last chunk */
     {-1, -1, -1, -1, -1},
 };
 #define N_SEQ ((int)(sizeof seq_shapes / sizeof seq_shapes[0]))
