@@ -137,14 +137,15 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_ROWS_PER_BLOCK * 32) tandem_k_softmax_causal_
     const int lane = (int)(threadIdx.x % TANDEM_WARP_SIZE);
     const int i = (int)(row % T);
     const float *dp = a.dp + row * T; /* [T] */
-    const float *p = a.p + row * T;   /* [T] */
-    float *ds = a.ds + row * T;       /* [T] */
+    const int64_t at = row * T;       /* p and ds of the row: f32 or bf16 */
 
     float r = 0.0f;
-    for (int j = lane; j <= i; j += TANDEM_WARP_SIZE) r += p[j] * dp[j];
+    for (int j = lane; j <= i; j += TANDEM_WARP_SIZE) r += tandem_k_attn_load(a.p, at + j, a.bf16) * dp[j];
     r = attn_k_warp_sum(r);
 
-    for (int j = lane; j < T; j += TANDEM_WARP_SIZE) ds[j] = j <= i ? p[j] * (dp[j] - r) : 0.0f;
+    for (int j = lane; j < T; j += TANDEM_WARP_SIZE)
+        tandem_k_attn_store(a.ds, at + j, a.bf16,
+                            j <= i ? tandem_k_attn_load(a.p, at + j, a.bf16) * (dp[j] - r) : 0.0f);
 }
 
 /* ---- guided-attention loss (attention.h): one thread per (b, h < ga_heads, j) row ---- */

@@ -66,12 +66,15 @@ typedef struct tandem_k_softmax_causal_fwd_args {
 
 /* ds[i, j] = p[i, j] * (dp[i, j] - sum_k p[i, k] * dp[i, k]) for j <= i, 0 for j > i. Masked
  * keys get 0 because the forward left p = 0 there, so no key mask is needed.
- * dp may equal ds (in place), as in the forward. */
+ * f32 (bf16 = 0): dp may equal ds (in place), as in the forward. bf16 = 1: p is read and ds
+ * written as bf16 (the kept bf16 probabilities, and the operand of the dQ / dK GEMMs), computed
+ * in f32 in between: no widening pass before, no cast after. */
 typedef struct tandem_k_softmax_causal_bwd_args {
     const float *dp; /* [B, H, T, T] gradient of the probabilities */
-    const float *p;  /* [B, H, T, T] the forward's probabilities */
-    float *ds;       /* [B, H, T, T] gradient of the scores */
+    const void *p;   /* [B, H, T, T] the forward's probabilities: f32, or bf16 */
+    void *ds;        /* [B, H, T, T] gradient of the scores: f32, or bf16 */
     int batch, heads, seq;
+    int bf16;        /* 1: p and ds are bf16 */
 } tandem_k_softmax_causal_bwd_args;
 
 /* ---- guided-attention loss (docs/TRAINING.md) -----------------------------------------------

@@ -204,12 +204,13 @@ static void softmax_causal_bwd_rows(void *ctx, int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; row++) {
         const int i = (int)(row % T);
         const float *dp = a->dp + row * T; /* [T] */
-        const float *p = a->p + row * T;   /* [T] */
-        float *ds = a->ds + row * T;       /* [T] */
+        const int64_t at = row * T;        /* p and ds of the row: f32 or bf16 */
         double r = 0.0;
-        for (int j = 0; j <= i; j++) r += (double)p[j] * dp[j];
+        for (int j = 0; j <= i; j++) r += (double)tandem_k_attn_load(a->p, at + j, a->bf16) * dp[j];
         const float rf = (float)r;
-        for (int j = 0; j < T; j++) ds[j] = j <= i ? p[j] * (dp[j] - rf) : 0.0f;
+        for (int j = 0; j < T; j++)
+            tandem_k_attn_store(a->ds, at + j, a->bf16,
+                                j <= i ? tandem_k_attn_load(a->p, at + j, a->bf16) * (dp[j] - rf) : 0.0f);
     }
 }
 void tandem_k_softmax_causal_bwd_host(const tandem_k_softmax_causal_bwd_args *a) {
@@ -657,9 +658,9 @@ void tandem_k_softmax_causal_fwd_cost(const tandem_k_softmax_causal_fwd_args *a,
 }
 void tandem_k_softmax_causal_bwd_cost(const tandem_k_softmax_causal_bwd_args *a,
                                       tandem_kernel_cost *c) {
-    const double n = (double)a->batch * a->heads * (double)a->seq * a->seq;
-    /* ds = p (dp - sum(p dp)): ~4 per element of the causal half */
-    tandem_kcost(c, 2.0 * n, 8.0 * n, 4.0 * n);
+    const double n = (double)a->batch * a->heads * (double)a->seq * a->seq, e = a->bf16 ? 2.0 : 4.0;
+    /* ds = p (dp - sum(p dp)): ~4 per element of the causal half; p and ds f32 or bf16 */
+    tandem_kcost(c, 2.0 * n, (4.0 + e) * n, e * n);
 }
 void tandem_k_ga_fwd_cost(const tandem_k_ga_fwd_args *a, tandem_kernel_cost *c) {
     /* the first ga_heads heads' mel-query x text-key block of p */

@@ -254,9 +254,8 @@ tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shap
         {"dp", io->dp, TANDEM_F32, n.scores},      {"dq", io->dq, TANDEM_F32, n.heads},
         {"dk", io->dk, TANDEM_F32, n.heads},       {"dv", io->dv, TANDEM_F32, n.heads},
         {"dqkv", io->dqkv, TANDEM_F32, n.qkv},     {"operand", io->operand, TANDEM_BF16, nop},
-        {"p32", io->p32, TANDEM_F32, n.scores},
     };
-    TANDEM_TRY(CHECK_IO(op, s, sh, c, 11));
+    TANDEM_TRY(check_io(op, s, c, sh->bf16 ? 12 : 11));
     const attn_pass a = pass_of(sh);
     tandem_view d_o, ds;
 
@@ -268,12 +267,16 @@ tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shap
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.tn, 1.0f, VIEW(io->p), d_o, 0.0f, VIEW(io->dv)));
     /* dP += the guided-attention loss's gradient (it is a function of P) */
     if (io->ga) TANDEM_TRY(tandem_ga_bwd(s, F32(io->dp), tandem_tensor_u8(io->key_mask), io->ga));
-    /* dS = softmax_bwd(dP, P) in place; bf16: P widened from the kept bf16 p */
-    const float *p = sh->bf16 ? F32(io->p32) : F32(io->p);
-    if (sh->bf16)
-        TANDEM_TRY(tandem_cast_bf16_f32(s, tandem_tensor_bf16(io->p), F32(io->p32), n.scores));
-    TANDEM_TRY(tandem_softmax_causal_bwd(s, F32(io->dp), p, F32(io->dp), &a.hd));
-    TANDEM_TRY(tandem_seam_operand(s, sh->bf16, io->dp, io->operand, n.scores, &ds));
+    /* dS = softmax_bwd(dP, P): fp32 in place; bf16 from the kept bf16 p straight into the
+     * bf16 operand scratch (the GEMMs' dS) */
+    if (sh->bf16) {
+        TANDEM_TRY(tandem_softmax_causal_bwd(s, F32(io->dp), tandem_tensor_bf16(io->p),
+                                             tandem_tensor_bf16(io->operand), 1, &a.hd));
+        ds = tandem_view_of(io->operand);
+    } else {
+        TANDEM_TRY(tandem_softmax_causal_bwd(s, F32(io->dp), F32(io->p), F32(io->dp), 0, &a.hd));
+        ds = tandem_view_of(io->dp);
+    }
     /* The 1/sqrt(dh) of S = Q K^T / sqrt(dh) lands on both of its factors' gradients:
      * dQ = dS K / sqrt(dh);  dK = dS^T Q / sqrt(dh) */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nn, a.scale, ds, VIEW(io->k), 0.0f, VIEW(io->dq)));

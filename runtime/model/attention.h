@@ -14,8 +14,9 @@
  *   bf16: the GEMM operands kept for the backward (q, k, v, p, and the output y) are bf16. The
  *         kernels still compute in f32, into an f32 stage (q, k, v, y) or the f32 scores (S, P),
  *         and a cast writes the bf16 tensor; in the backward dO and dS are cast into a bf16
- *         operand scratch before their GEMMs, and softmax's backward reads p widened into p32
- *         (the bf16-rounded P that P V used, so the gradient is that of what ran).
+ *         operand scratch before their GEMMs; softmax's backward reads the bf16 p itself (the
+ *         bf16-rounded P that P V used, so the gradient is that of what ran) and writes dS as
+ *         the bf16 operand directly (no widening before, no cast after).
  *
  * Fused (tandem_attention_fused: head_dim <= TANDEM_K_ATTN_FA_MAX_DH, every model preset): one
  * kernel each way (kernels/attention.h, attn_fused_fwd / attn_fused_bwd), reading q, k, v from
@@ -56,7 +57,7 @@ typedef struct tandem_attention_sizes {
     int64_t qkv;    /* B * T * 3d   qkv, dqkv, the bf16 stage */
     int64_t model;  /* B * T * d    y, dy */
     int64_t heads;  /* B * H * T * dh   q, k, v, o and their gradients */
-    int64_t scores; /* B * H * T * T    p, dp, the bf16 scores and p32 */
+    int64_t scores; /* B * H * T * T    p, dp, the bf16 scores */
     int64_t mask;   /* B * T  (bytes: key_mask is u8) */
     int64_t rows;   /* B * H * T    lse (fused) */
 } tandem_attention_sizes;
@@ -102,7 +103,6 @@ typedef struct tandem_attention_bwd_io {
     tandem_tensor *dqkv;              /* out [B, T, 3d] f32: written, not accumulated */
     tandem_tensor *operand;           /* bf16 only: scratch bf16 [max(B*H*T*dh, B*H*T*T)]: dO,
                                          then dS as GEMM operands */
-    tandem_tensor *p32;               /* bf16 only: scratch [B, H, T, T] f32: p widened */
     const tandem_tensor *key_mask;    /* in [B, T] u8, with ga only */
     const tandem_ga_dims *ga;         /* the guided-attention gradient (scale = its weight),
                                          added to dP before the softmax backward; NULL: none */

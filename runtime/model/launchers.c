@@ -243,10 +243,11 @@ tandem_status tandem_softmax_causal_fwd(tandem_stream *s, const float *scores,
     return TANDEM_LAUNCH(s, softmax_causal_fwd, &a);
 }
 
-tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const float *p,
-                                        float *ds, const tandem_heads_dims *hd) {
+tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const void *p,
+                                        void *ds, int bf16, const tandem_heads_dims *hd) {
     TANDEM_KARGS(softmax_causal_bwd, a);
     a.dp = dp, a.p = p, a.ds = ds, a.batch = hd->batch, a.heads = hd->heads, a.seq = hd->seq;
+    a.bf16 = bf16;
     return TANDEM_LAUNCH(s, softmax_causal_bwd, &a);
 }
 

@@ -163,9 +163,10 @@ tandem_status tandem_heads_split_grad(tandem_stream *s, const float *dy, float *
 tandem_status tandem_softmax_causal_fwd(tandem_stream *s, const float *scores,
                                         const uint8_t *key_mask, float *p,
                                         const tandem_heads_dims *hd, int q0, int nq);
-/* ds [B, H, T, T] = softmax backward of dp at p (ds may alias dp) */
-tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const float *p,
-                                        float *ds, const tandem_heads_dims *hd);
+/* ds [B, H, T, T] = softmax backward of dp at p; bf16 = 0: p, ds f32 (ds may alias dp);
+ * bf16 = 1: p read and ds written as bf16 */
+tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const void *p,
+                                        void *ds, int bf16, const tandem_heads_dims *hd);
 
 /* ---- guided-attention loss (kernels/attention.h: formula) ---- */
 typedef struct tandem_ga_dims {

@@ -530,8 +530,6 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
         int64_t nbf = staged > scores ? staged : scores;
         if (N * d->group > nbf) nbf = N * d->group; /* the heads' padded dy (model_bwd.c) */
         TANDEM_TRY(decl(&c, &m->gbf, TANDEM_BF16, 1, nbf, 0, 0, 0, "model.bf16_grad_operand"));
-        c = per_step(pool, ph->lb_last, ph->lb0);
-        if (!fused) TANDEM_TRY(decl(&c, &m->p32, TANDEM_F32, 4, B, H, T, T, "model.attn_p_f32"));
     }
     c = per_step(pool, ph->opt, ph->opt);
     return decl(&c, &m->norm_partials, TANDEM_F32, 1, tandem_k_train_partials(m->n_flat), 0, 0, 0,

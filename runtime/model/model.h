@@ -44,7 +44,7 @@
  *       LN statistics, heads outputs and losses stay f32.
  *     * Backward: gradients are f32; where one is a GEMM operand (dy of every linear layer,
  *       dO and dS in attention) it is cast into one bf16 scratch (gbf) first; softmax's
- *       backward reads p widened back to f32 (p32 scratch). Parameter gradients: f32.
+ *       backward reads the bf16 p and writes dS in bf16. Parameter gradients: f32.
  *   Expected agreement with fp32: bf16 rounds to 8 significant bits (relative 2^-9 = 2e-3
  *   per value); test_bf16 derives and checks the loss tolerance.
  * Owns: the parameter table, the per-layer tensor handles and one pinned host staging block
@@ -255,7 +255,6 @@ typedef struct tandem_model {
     tandem_tensor *fwd32;  /* [max(N*4d, Np*r*80)] f32: producers' output before the cast */
     tandem_tensor *scores; /* [B, H, T, T] f32: S, then P in place, before the cast */
     tandem_tensor *gbf;    /* [max(N*4d, B*H*T*T, Np*r*80)] bf16: a gradient as GEMM operand */
-    tandem_tensor *p32;    /* [B, H, T, T] f32: p widened for softmax's backward */
     int wcopy_stale;       /* 1: params changed since the last cast into wcopy */
 
     /* Prenet dropout of the current forward and its backward (train_step.c sets it per

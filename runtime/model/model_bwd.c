@@ -74,7 +74,7 @@ static tandem_status attention_bwd(tandem_model *m, tandem_stream *s, tandem_mod
     io.q = ly->q, io.k = ly->k, io.v = ly->v, io.p = ly->p;
     io.d_o = m->d_o, io.dp = m->dp, io.dq = m->dq, io.dk = m->dk, io.dv = m->dv;
     io.dqkv = m->dqkv;
-    io.operand = m->gbf, io.p32 = m->p32; /* bf16 mode only (NULL in fp32) */
+    io.operand = m->gbf; /* bf16 mode only (NULL in fp32) */
     return tandem_attention_bwd(s, &m->attn, &io);
 }
 

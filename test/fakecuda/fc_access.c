@@ -196,8 +196,8 @@ ACC(softmax_causal_fwd) {
     R(a->s, n); R(a->key_mask, (size_t)a->batch * a->seq); W(a->p, n);
 }
 ACC(softmax_causal_bwd) {
-    size_t n = (size_t)a->batch * a->heads * a->seq * a->seq * F4;
-    R(a->dp, n); R(a->p, n); W(a->ds, n);
+    size_t n = (size_t)a->batch * a->heads * a->seq * a->seq, e = a->bf16 ? 2 : F4;
+    R(a->dp, n * F4); R(a->p, n * e); W(a->ds, n * e);
 }
 /* Guided attention: the probabilities / their gradient of every head (the first ga_heads are
  * touched; the tensor is one range), the key mask, the per-row losses [B, ga_heads, Tm]. */

@@ -178,21 +178,32 @@ static void softmax_fwd_bind(const tandem_kcase *c, void *const *bufs, void *arg
 const tandem_kcase_spec tandem_kcase_softmax_causal_fwd = {N_SOFTMAX, softmax_fwd_make,
                                                            softmax_fwd_bind};
 
+/* Odd sizes in bf16 (p read and ds written as bf16, model bf16 mode): ds 1e-7 — both sides round
+ * the same product to bf16, and the row sum's f32-vs-double difference (~1e-7 relative) flips the
+ * rounding of a few elements by one bf16 ulp, ~1e-9 of the energy; a wrong element is O(1). */
 static void softmax_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = softmax_shape(idx, rng, c);
+    const int bf16 = idx % 2;
+    const tandem_dtype dt = bf16 ? TANDEM_BF16 : TANDEM_F32;
+    c->i[3] = bf16;
+    if (bf16) {
+        c->tol = 1e-7;
+        snprintf(c->desc + strlen(c->desc), sizeof c->desc - strlen(c->desc), " bf16");
+    }
     tandem_kcase_set_buf(c, 0, "dp", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
     /* any values in [0, 1]: the formula does not assume the rows sum to 1 */
-    tandem_kcase_set_buf(c, 1, "p", TANDEM_F32, n, TANDEM_KB_IN, 0.0f, 1.0f);
-    tandem_kcase_set_buf(c, 2, "ds", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, 1, "p", dt, n, TANDEM_KB_IN, 0.0f, 1.0f);
+    tandem_kcase_set_buf(c, 2, "ds", dt, n, TANDEM_KB_OUT, 0, 0);
 }
 static void softmax_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_softmax_causal_bwd_args *a = (tandem_k_softmax_causal_bwd_args *)args;
     a->dp = (const float *)bufs[0];
-    a->p = (const float *)bufs[1];
-    a->ds = (float *)bufs[2];
+    a->p = bufs[1];
+    a->ds = bufs[2];
     a->batch = (int)c->i[0];
     a->heads = (int)c->i[1];
     a->seq = (int)c->i[2];
+    a->bf16 = (int)c->i[3];
 }
 const tandem_kcase_spec tandem_kcase_softmax_causal_bwd = {N_SOFTMAX, softmax_bwd_make,
                                                            softmax_bwd_bind};
