@@ -148,17 +148,34 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_ROWS_PER_BLOCK * 32) tandem_k_softmax_causal_
                             j <= i ? tandem_k_attn_load(a.p, at + j, a.bf16) * (dp[j] - r) : 0.0f);
 }
 
-/* ---- guided-attention loss (attention.h): one thread per (b, h < ga_heads, j) row ---- */
+/* ---- guided-attention loss (attention.h): one thread per (b, h < ga_heads, j) row ----
+ * Nq (the batch's real mel positions) is counted by the block together, a slice of the mask per
+ * thread and the counts summed from shared memory (integers: exact in any order); each thread
+ * counting the whole mask itself made ga_fwd and ga_bwd 0.22 ms each per layer on an H100. */
+DEVICE_FN int ga_k_queries(const uint8_t *key_mask, int batch, int text_len, int mel_len, int *cnt) {
+    const int tid = (int)threadIdx.x, nt = (int)blockDim.x, T = text_len + mel_len;
+    int c = 0;
+    for (int64_t x = tid; x < (int64_t)batch * mel_len; x += nt)
+        c += key_mask[(x / mel_len) * T + text_len + x % mel_len] != 0;
+    cnt[tid] = c;
+    __syncthreads();
+    int total = 0;
+    for (int k = 0; k < nt; k++) total += cnt[k];
+    return total;
+}
+
 KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_ga_fwd(tandem_k_ga_fwd_args a) {
+    __shared__ int cnt[TANDEM_K_ATTN_THREADS];
     const int64_t n = (int64_t)a.batch * a.ga_heads * a.mel_len;
-    const int nq = tandem_k_ga_queries(a.key_mask, a.batch, a.text_len, a.mel_len);
+    const int nq = ga_k_queries(a.key_mask, a.batch, a.text_len, a.mel_len, cnt);
     for (int64_t row = attn_k_first(); row < n; row += attn_k_stride())
         a.rows[row] = tandem_k_ga_fwd_row(&a, row, nq);
 }
 
 KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_ga_bwd(tandem_k_ga_bwd_args a) {
+    __shared__ int cnt[TANDEM_K_ATTN_THREADS];
     const int64_t n = (int64_t)a.batch * a.ga_heads * a.mel_len;
-    const int nq = tandem_k_ga_queries(a.key_mask, a.batch, a.text_len, a.mel_len);
+    const int nq = ga_k_queries(a.key_mask, a.batch, a.text_len, a.mel_len, cnt);
     for (int64_t row = attn_k_first(); row < n; row += attn_k_stride()) tandem_k_ga_bwd_row(&a, row, nq);
 }
 
