@@ -103,7 +103,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_ROWS_PER_BLOCK * 32) tandem_k_softmax_causal_
     const int i = a.q0 + (int)(row % a.nq);
     const int64_t b = row / ((int64_t)a.nq * a.heads);
     const float *s = a.s + row * T;                /* [T] */
-    float *p = a.p + row * T;                      /* [T] */
+    const int64_t at = row * T;                    /* p of the row: f32 or bf16 */
     const uint8_t *mask = a.key_mask + b * T;      /* [T] */
 
     float m = -3.402823466e+38f; /* -FLT_MAX: below any finite score */
@@ -126,7 +126,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_ROWS_PER_BLOCK * 32) tandem_k_softmax_causal_
     for (int j = lane; j < T; j += TANDEM_WARP_SIZE) {
         float v = 0.0f;
         if (j <= i && mask[j]) v = expf(s[j] - m) * inv;
-        p[j] = v;
+        tandem_k_attn_store(a.p, at + j, a.bf16, v);
     }
 }
 

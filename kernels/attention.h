@@ -55,13 +55,16 @@ typedef struct tandem_k_heads_split_grad_args {
  * no allowed key (only when key 0 is masked) is all zeros, never NaN.
  * Only the nq query rows i = q0 .. q0 + nq - 1 of each (b, h) are computed, and s and p hold
  * just those rows (training: q0 = 0, nq = T; a key/value-cached step: its one new row).
- * s may equal p (in place): every element is read before it is written, by the same thread. */
+ * f32 (bf16 = 0): s may equal p (in place): every element is read before it is written, by the
+ * same thread. bf16 = 1: p is written as bf16 (the kept probabilities, the P V operand),
+ * computed in f32: no f32 P and no cast pass after. */
 typedef struct tandem_k_softmax_causal_fwd_args {
     const float *s;          /* [B, H, nq, T] scores, already scaled by 1/sqrt(dh) */
     const uint8_t *key_mask; /* [B, T] 1 (any nonzero) = real key position, 0 = padding */
-    float *p;                /* [B, H, nq, T] probabilities */
+    void *p;                 /* [B, H, nq, T] probabilities: f32, or bf16 */
     int batch, heads, seq;
     int q0, nq; /* the query rows computed: 0 <= q0, q0 + nq <= seq */
+    int bf16;   /* 1: p is bf16 */
 } tandem_k_softmax_causal_fwd_args;
 
 /* ds[i, j] = p[i, j] * (dp[i, j] - sum_k p[i, k] * dp[i, k]) for j <= i, 0 for j > i. Masked
@@ -77,6 +80,16 @@ typedef struct tandem_k_softmax_causal_bwd_args {
     int bf16;        /* 1: p and ds are bf16 */
 } tandem_k_softmax_causal_bwd_args;
 
+/* Element i of an f32 (bf16 == 0) or bf16 array. */
+TANDEM_HD float tandem_k_attn_load(const void *p, int64_t i, int bf16) {
+    return bf16 ? tandem_bf16_to_f32(((const tandem_bf16 *)p)[i]) : ((const float *)p)[i];
+}
+TANDEM_HD void tandem_k_attn_store(void *p, int64_t i, int bf16, float v) {
+    if (bf16)
+        ((tandem_bf16 *)p)[i] = tandem_f32_to_bf16(v);
+    else
+        ((float *)p)[i] = v;
+}
 /* ---- guided-attention loss (docs/TRAINING.md) -----------------------------------------------
  * Sequence positions [0, Tt) are text keys, [Tt, Tt + Tm) mel positions (seq = Tt + Tm). From
  * the key mask of the batch (batch_prep): Tt_b = real text keys of item b (the real ones come
@@ -89,11 +102,12 @@ typedef struct tandem_k_softmax_causal_bwd_args {
  *   ga_bwd:  dp[b, h, Tt + j, t] += -scale / Nq * G[j, t] for t < Tt_b (its gradient, added
  *            before the softmax backward; scale = loss weight / (ga_heads * layers)). */
 typedef struct tandem_k_ga_fwd_args {
-    const float *p;          /* [B, H, seq, seq] attention probabilities (f32) */
+    const void *p;           /* [B, H, seq, seq] attention probabilities: f32, or bf16 */
     const uint8_t *key_mask; /* [B, seq] */
     float *rows;             /* [B, ga_heads, Tm] */
     int batch, heads, ga_heads, text_len, mel_len;
     float sigma, scale;
+    int bf16;                /* 1: p is bf16 (the bf16 model's kept probabilities) */
 } tandem_k_ga_fwd_args;
 
 typedef struct tandem_k_ga_bwd_args {
@@ -148,7 +162,8 @@ TANDEM_HD float tandem_k_ga_fwd_row(const tandem_k_ga_fwd_args *a, int64_t row, 
                          &nm, &off) || nq == 0)
         return 0.0f;
     double acc = 0.0;
-    for (int t = 0; t < tt; t++) acc += (double)a->p[off + t] * tandem_k_ga_g(t, j, tt, nm, a->sigma);
+    for (int t = 0; t < tt; t++)
+        acc += (double)tandem_k_attn_load(a->p, off + t, a->bf16) * tandem_k_ga_g(t, j, tt, nm, a->sigma);
     return (float)((1.0 - acc) * ((double)a->scale / (double)nq));
 }
 /* ga_bwd on row `row`: dp of query Tt + j += -scale / nq * G on its text keys. */
@@ -220,16 +235,6 @@ typedef struct tandem_k_attn_fused_bwd_args {
     float qk_scale, ga_sigma, ga_scale;
 } tandem_k_attn_fused_bwd_args;
 
-/* Element i of an f32 (bf16 == 0) or bf16 array. */
-TANDEM_HD float tandem_k_attn_load(const void *p, int64_t i, int bf16) {
-    return bf16 ? tandem_bf16_to_f32(((const tandem_bf16 *)p)[i]) : ((const float *)p)[i];
-}
-TANDEM_HD void tandem_k_attn_store(void *p, int64_t i, int bf16, float v) {
-    if (bf16)
-        ((tandem_bf16 *)p)[i] = tandem_f32_to_bf16(v);
-    else
-        ((float *)p)[i] = v;
-}
 /* ga_scale / Nq for query i of head h of an item with tt real text keys and nm real mel
  * positions (nq = Nq of the batch); 0 when the row carries no guided-attention loss. */
 TANDEM_HD float tandem_k_attn_ga_coef(int h, int i, int ga_heads, int text_len, int tt, int nm,

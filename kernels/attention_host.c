@@ -140,7 +140,7 @@ static void softmax_causal_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
         const int i = a->q0 + (int)(row % a->nq);
         const int64_t b = row / ((int64_t)a->nq * a->heads);
         const float *s = a->s + row * T;            /* [T] */
-        float *p = a->p + row * T;                  /* [T] */
+        const int64_t at = row * T;                 /* p of the row: f32 or bf16 */
         const uint8_t *mask = a->key_mask + b * T;  /* [T] */
         float m = -INFINITY;
         int any = 0;
@@ -150,14 +150,11 @@ static void softmax_causal_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
                 any = 1;
             }
         double sum = 0.0;
-        for (int j = 0; j <= i; j++) {
-            float e = mask[j] ? expf(s[j] - m) : 0.0f;
-            sum += e;
-            p[j] = e;
-        }
+        for (int j = 0; j <= i; j++) sum += mask[j] ? expf(s[j] - m) : 0.0f; /* s may be p: read only */
         const float inv = any ? (float)(1.0 / sum) : 0.0f;
-        for (int j = 0; j <= i; j++) p[j] *= inv;
-        for (int j = i + 1; j < T; j++) p[j] = 0.0f;
+        for (int j = 0; j <= i; j++)
+            tandem_k_attn_store(a->p, at + j, a->bf16, mask[j] ? expf(s[j] - m) * inv : 0.0f);
+        for (int j = i + 1; j < T; j++) tandem_k_attn_store(a->p, at + j, a->bf16, 0.0f);
     }
 }
 void tandem_k_softmax_causal_fwd_host(const tandem_k_softmax_causal_fwd_args *a) {
@@ -654,7 +651,7 @@ void tandem_k_softmax_causal_fwd_cost(const tandem_k_softmax_causal_fwd_args *a,
     /* the rows q0 .. q0 + nq - 1 read their causal part (about q0 + nq / 2 keys each): max,
      * exp, sum, scale ~ 5 per element (all rows: 2.5 B H T^2) */
     tandem_kcost(c, 5.0 * bh * a->nq * (a->q0 + 0.5 * a->nq), 4.0 * n + (double)a->batch * a->seq,
-                 4.0 * n);
+                 (a->bf16 ? 2.0 : 4.0) * n);
 }
 void tandem_k_softmax_causal_bwd_cost(const tandem_k_softmax_causal_bwd_args *a,
                                       tandem_kernel_cost *c) {
@@ -666,7 +663,7 @@ void tandem_k_ga_fwd_cost(const tandem_k_ga_fwd_args *a, tandem_kernel_cost *c) 
     /* the first ga_heads heads' mel-query x text-key block of p */
     const double n = (double)a->batch * a->ga_heads * (double)a->mel_len * a->text_len;
     const double seq = (double)a->text_len + a->mel_len;
-    tandem_kcost(c, 12.0 * n, 4.0 * n + (double)a->batch * seq,
+    tandem_kcost(c, 12.0 * n, (a->bf16 ? 2.0 : 4.0) * n + (double)a->batch * seq,
                  4.0 * (double)a->batch * a->ga_heads * a->mel_len);
 }
 void tandem_k_ga_bwd_cost(const tandem_k_ga_bwd_args *a, tandem_kernel_cost *c) {

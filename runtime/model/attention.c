@@ -228,10 +228,10 @@ tandem_status tandem_attention_fwd(tandem_stream *s, const tandem_attention_shap
     TANDEM_TRY(tandem_seam_publish(s, bf, v, io->v, n.heads));
     /* S [BH, T, T] = Q K^T / sqrt(dh);  P = softmax_causal(S, key_mask) in place */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nt, a.scale, VIEW(io->q), VIEW(io->k), 0.0f, VIEW(sc)));
-    TANDEM_TRY(tandem_softmax_causal_fwd(s, F32(sc), tandem_tensor_u8(io->key_mask), F32(sc),
-                                         &a.hd, 0, a.hd.seq));
-    if (io->ga) TANDEM_TRY(tandem_ga_fwd(s, F32(sc), tandem_tensor_u8(io->key_mask), io->ga_rows, io->ga));
-    TANDEM_TRY(tandem_seam_publish(s, bf, F32(sc), io->p, n.scores));
+    /* bf16: P written as the kept bf16 operand directly (the guided attention reads it too) */
+    void *pk = bf ? (void *)tandem_tensor_bf16(io->p) : (void *)F32(sc);
+    TANDEM_TRY(tandem_softmax_causal_fwd(s, F32(sc), tandem_tensor_u8(io->key_mask), pk, bf, &a.hd, 0, a.hd.seq));
+    if (io->ga) TANDEM_TRY(tandem_ga_fwd(s, pk, bf, tandem_tensor_u8(io->key_mask), io->ga_rows, io->ga));
     /* O [BH, T, dh] = P V;  y [B, T, d] = O with the heads merged */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nn, 1.0f, VIEW(io->p), VIEW(io->v), 0.0f, VIEW(io->o)));
     float *y = tandem_seam_out(bf, io->y, io->stage, 0);

@@ -232,13 +232,13 @@ tandem_status tandem_heads_split_grad(tandem_stream *s, const float *dy, float *
 }
 
 tandem_status tandem_softmax_causal_fwd(tandem_stream *s, const float *scores,
-                                        const uint8_t *key_mask, float *p,
+                                        const uint8_t *key_mask, void *p, int bf16,
                                         const tandem_heads_dims *hd, int q0, int nq) {
     if (q0 < 0 || nq < 1 || q0 + nq > hd->seq)
         return tandem_fail(TANDEM_E_INVALID, "softmax_causal_fwd: query rows %d..%d; expected "
                            "within 0..%d", q0, q0 + nq - 1, hd->seq - 1);
     TANDEM_KARGS(softmax_causal_fwd, a);
-    a.s = scores, a.key_mask = key_mask, a.p = p;
+    a.s = scores, a.key_mask = key_mask, a.p = p, a.bf16 = bf16;
     a.batch = hd->batch, a.heads = hd->heads, a.seq = hd->seq, a.q0 = q0, a.nq = nq;
     return TANDEM_LAUNCH(s, softmax_causal_fwd, &a);
 }
@@ -251,10 +251,10 @@ tandem_status tandem_softmax_causal_bwd(tandem_stream *s, const float *dp, const
     return TANDEM_LAUNCH(s, softmax_causal_bwd, &a);
 }
 
-tandem_status tandem_ga_fwd(tandem_stream *s, const float *p, const uint8_t *key_mask, float *rows,
+tandem_status tandem_ga_fwd(tandem_stream *s, const void *p, int bf16, const uint8_t *key_mask, float *rows,
                             const tandem_ga_dims *g) {
     TANDEM_KARGS(ga_fwd, a);
-    a.p = p, a.key_mask = key_mask, a.rows = rows, a.batch = g->batch, a.heads = g->heads;
+    a.p = p, a.bf16 = bf16, a.key_mask = key_mask, a.rows = rows, a.batch = g->batch, a.heads = g->heads;
     a.ga_heads = g->ga_heads, a.text_len = g->text_len, a.mel_len = g->mel_len;
     a.sigma = g->sigma, a.scale = g->scale;
     return TANDEM_LAUNCH(s, ga_fwd, &a);

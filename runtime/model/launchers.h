@@ -159,9 +159,9 @@ tandem_status tandem_heads_split_grad(tandem_stream *s, const float *dy, float *
                                       const tandem_heads_dims *hd);
 /* p [B, H, nq, T] = softmax over the keys j <= i with key_mask [B, T] != 0 of scores
  * [B, H, nq, T], for the query rows i = q0 .. q0 + nq - 1 of each head (all: 0, T; p may alias
- * scores) */
+ * scores; bf16 = 1: p written as bf16, never aliasing them) */
 tandem_status tandem_softmax_causal_fwd(tandem_stream *s, const float *scores,
-                                        const uint8_t *key_mask, float *p,
+                                        const uint8_t *key_mask, void *p, int bf16,
                                         const tandem_heads_dims *hd, int q0, int nq);
 /* ds [B, H, T, T] = softmax backward of dp at p; bf16 = 0: p, ds f32 (ds may alias dp);
  * bf16 = 1: p read and ds written as bf16 */
@@ -173,9 +173,9 @@ typedef struct tandem_ga_dims {
     int batch, heads, ga_heads, text_len, mel_len; /* B, H, heads under the loss, Tt, Tm */
     float sigma, scale;
 } tandem_ga_dims;
-/* rows [B, ga_heads, Tm] = scale / Nq * (1 - sum_t p G) per real mel query, from the f32
- * probabilities p [B, H, T, T] of one layer */
-tandem_status tandem_ga_fwd(tandem_stream *s, const float *p, const uint8_t *key_mask, float *rows,
+/* rows [B, ga_heads, Tm] = scale / Nq * (1 - sum_t p G) per real mel query, from the
+ * probabilities p [B, H, T, T] of one layer (f32, or bf16 = 1: the bf16 model's kept p) */
+tandem_status tandem_ga_fwd(tandem_stream *s, const void *p, int bf16, const uint8_t *key_mask, float *rows,
                             const tandem_ga_dims *g);
 /* dp [B, H, T, T] += -scale / Nq * G on the real mel queries' text keys (before softmax bwd) */
 tandem_status tandem_ga_bwd(tandem_stream *s, float *dp, const uint8_t *key_mask,

@@ -191,7 +191,7 @@ static tandem_status row_attention(const tandem_model_kv *kv, tandem_stream *s, 
     /* P [H, 1, T]: query row p of each head only */
     const tandem_heads_dims hd = {1, kv->T, kv->H, kv->dh};
     TANDEM_TRY(tandem_softmax_causal_fwd(s, F32(kv->scores), tandem_tensor_u8(kv->key_mask),
-                                         F32(kv->scores), &hd, p, 1));
+                                         F32(kv->scores), 0, &hd, p, 1));
     tandem_view pr = tandem_view_of(kv->scores);
     if (bf) {
         TANDEM_TRY(put(kv, s, kv->scores, 0, kv->prow, 0, kv->H * T));

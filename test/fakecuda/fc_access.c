@@ -192,8 +192,8 @@ ACC(heads_split_grad) {
     R(a->dy, n); W(a->d_o, n);
 }
 ACC(softmax_causal_fwd) {
-    size_t n = (size_t)a->batch * a->heads * a->nq * a->seq * F4;
-    R(a->s, n); R(a->key_mask, (size_t)a->batch * a->seq); W(a->p, n);
+    size_t n = (size_t)a->batch * a->heads * a->nq * a->seq;
+    R(a->s, n * F4); R(a->key_mask, (size_t)a->batch * a->seq); W(a->p, n * (a->bf16 ? 2 : F4));
 }
 ACC(softmax_causal_bwd) {
     size_t n = (size_t)a->batch * a->heads * a->seq * a->seq, e = a->bf16 ? 2 : F4;
@@ -203,7 +203,7 @@ ACC(softmax_causal_bwd) {
  * touched; the tensor is one range), the key mask, the per-row losses [B, ga_heads, Tm]. */
 ACC(ga_fwd) {
     size_t T = (size_t)a->text_len + (size_t)a->mel_len;
-    R(a->p, (size_t)a->batch * a->heads * T * T * F4); R(a->key_mask, (size_t)a->batch * T);
+    R(a->p, (size_t)a->batch * a->heads * T * T * (a->bf16 ? 2 : F4)); R(a->key_mask, (size_t)a->batch * T);
     W(a->rows, (size_t)a->batch * a->ga_heads * a->mel_len * F4);
 }
 ACC(ga_bwd) {
