@@ -542,8 +542,9 @@ static tandem_status cuda_graph_begin(tandem_graph *g, tandem_stream *s) {
     tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
     TANDEM_TRY(tandem_cuda_make_current(d));
     tandem_cuda_stream_impl *si = s->impl;
-    /* global mode: a synchronising or allocating call anywhere in the process during the
-     * capture is an error, not a silent hole in the graph */
+    /* thread-local mode: a synchronising or allocating call from this thread during the capture
+     * is an error, not a silent hole in the graph; the loader threads keep synchronising their
+     * own events meanwhile, which global mode forbids (a real H100 failed the first step so) */
     TANDEM_CU_TRY(cuStreamBeginCapture, (si->cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "device %d", d->ordinal);
     si->capturing = 1;
     (void)g;

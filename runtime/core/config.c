@@ -84,7 +84,7 @@ static const key_spec schema[] = {
     KENUM(attention, "auto", "auto|fused|materialised",
           "attention kernels: fused (one kernel each way, no [B, H, T, T] tensor) or materialised "
           "(scores in memory, batched GEMMs on tensor cores around softmax kernels); auto: "
-          "materialised on a CUDA model device (3x faster measured on an H100), fused on the host "
+          "materialised on a CUDA model device (4x faster measured on an H100), fused on the host "
           "(docs/BENCHMARKS-training.md)"),
     KBOOL(tf32, "true", "fp32 on CUDA: GEMMs with TF32 inputs (10-bit mantissa, f32 accumulation; "
                         "false: exact fp32)"),

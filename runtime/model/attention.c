@@ -226,7 +226,7 @@ tandem_status tandem_attention_fwd(tandem_stream *s, const tandem_attention_shap
     TANDEM_TRY(tandem_seam_publish(s, bf, q, io->q, n.heads));
     TANDEM_TRY(tandem_seam_publish(s, bf, k, io->k, n.heads));
     TANDEM_TRY(tandem_seam_publish(s, bf, v, io->v, n.heads));
-    /* S [BH, T, T] = Q K^T / sqrt(dh);  P = softmax_causal(S, key_mask) in place */
+    /* S [BH, T, T] = Q K^T / sqrt(dh);  P = softmax_causal(S, key_mask): fp32 in place */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nt, a.scale, VIEW(io->q), VIEW(io->k), 0.0f, VIEW(sc)));
     /* bf16: P written as the kept bf16 operand directly (the guided attention reads it too) */
     void *pk = bf ? (void *)tandem_tensor_bf16(io->p) : (void *)F32(sc);

@@ -12,9 +12,10 @@
  *
  *   fp32: every tensor f32; each kernel writes its output tensor itself.
  *   bf16: the GEMM operands kept for the backward (q, k, v, p, and the output y) are bf16. The
- *         kernels still compute in f32, into an f32 stage (q, k, v, y) or the f32 scores (S, P),
- *         and a cast writes the bf16 tensor; in the backward dO and dS are cast into a bf16
- *         operand scratch before their GEMMs; softmax's backward reads the bf16 p itself (the
+ *         kernels still compute in f32: q, k, v, y into an f32 stage that a cast writes to the
+ *         bf16 tensor; S into the f32 scores, from which softmax writes the bf16 p directly
+ *         (the guided attention reads that p); in the backward dO is cast into a bf16 operand
+ *         scratch before its GEMMs; softmax's backward reads the bf16 p itself (the
  *         bf16-rounded P that P V used, so the gradient is that of what ran) and writes dS as
  *         the bf16 operand directly (no widening before, no cast after).
  *

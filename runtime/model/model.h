@@ -253,7 +253,7 @@ typedef struct tandem_model {
     /* bf16 mode only (NULL otherwise) */
     tandem_tensor *wcopy;  /* [decay_end] bf16 persistent: copy of the linear weights */
     tandem_tensor *fwd32;  /* [max(N*4d, Np*r*80)] f32: producers' output before the cast */
-    tandem_tensor *scores; /* [B, H, T, T] f32: S, then P in place, before the cast */
+    tandem_tensor *scores; /* [B, H, T, T] f32: S (softmax writes the bf16 p from it) */
     tandem_tensor *gbf;    /* [max(N*4d, B*H*T*T, Np*r*80)] bf16: a gradient as GEMM operand */
     int wcopy_stale;       /* 1: params changed since the last cast into wcopy */
 
