@@ -16,12 +16,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "tandem.h"
 #include "platform/cuda/nccl.h"
 #include "platform/os/log.h"
+#include "platform/os/os.h"
 #include "runtime/core/config.h"
 #include "test/fixtures.h"
 #include "test/testutil.h"
@@ -51,6 +56,8 @@ static void config(tandem_config *cfg, const char *out, int grad_accum, const ch
 
 typedef struct step_log {
     int n, stop_at;
+    int limit_at; /* at this step, limit the process's file size to metrics.jsonl's + 1000 bytes */
+    const char *metrics;
     tandem_trainer *t;
     double loss[64];
 } step_log;
@@ -60,6 +67,11 @@ static void on_step(void *ctx, const tandem_step_metrics *m) {
     if (l->n < 64) l->loss[l->n] = m->loss;
     l->n++;
     if (l->stop_at > 0 && m->step == l->stop_at) tandem_trainer_request_stop(l->t);
+    struct stat sb;
+    if (l->limit_at > 0 && m->step == l->limit_at && stat(l->metrics, &sb) == 0) {
+        struct rlimit rl = {(rlim_t)sb.st_size + 1000, (rlim_t)sb.st_size + 1000};
+        setrlimit(RLIMIT_FSIZE, &rl);
+    }
 }
 
 /* create, run, destroy; the startup devices line into devices (when given). */
@@ -205,6 +217,69 @@ static void test_refusals(void **state) {
     assert_int_equal(l.n, 0);
 }
 
+/* Replica 0 fails mid-run (its metrics.jsonl hits a file-size limit set at step 2): replica 1, which waits in
+ * the next step's all-reduce for it, must end too, and run return replica 0's error, within a
+ * bounded time. In a child process (the limit is per process; forked before this process touched
+ * a CUDA device: a driver does not survive fork), bounded by alarm. */
+static void test_replica_fails(void **state) {
+    (void)state;
+    tandem_config cfg;
+    config(&cfg, "fails", 2, "[1, 2]");
+    CHECK(tandem_config_set(&cfg, "max_steps", "100000"));
+    CHECK(tandem_config_set(&cfg, "checkpoint_every", "0"));
+    CHECK(tandem_config_set(&cfg, "tensorboard", "false"));
+    char errlog[600];
+    snprintf(errlog, sizeof errlog, "%s/fails.stderr", root);
+    fflush(NULL);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* the stand-in's own error line for replica 1's failed all-reduce is expected here: kept
+           out of this test's output, where any "fakecuda: error" line fails the run */
+        if (!freopen(errlog, "w", stderr)) _exit(4);
+        /* the stand-in's own wait for a missing rank outlasts the alarm: only replica 0 leaving
+           its communicator (replicas.c) can end replica 1's wait */
+        setenv("TANDEM_FAKENCCL_TIMEOUT_MS", "600000", 1);
+        alarm(240); /* a hang ends the child by SIGALRM: the parent reports it */
+        signal(SIGXFSZ, SIG_IGN);
+        char metrics[1100];
+        snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", cfg.out);
+        step_log l = {0};
+        l.limit_at = 2, l.metrics = metrics; /* set once running: the stand-in NCCL's segments are files too */
+        const uint64_t t0 = tandem_now_ns();
+        tandem_status st = train(&cfg, NULL, 0, &l, NULL, 0);
+        const double s = (double)(tandem_now_ns() - t0) * 1e-9;
+        printf("[ replicas ] replica 0 failed at step %d: the group ended in %.1f s: %s: %s\n", l.n, s,
+               tandem_status_name(st), tandem_last_error());
+        fflush(NULL);
+        _exit(st == TANDEM_E_IO && strstr(tandem_last_error(), "replica 0 of 2") && l.n > 1 ? 0 : 3);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    char *err = tandem_test_read_file_ok(errlog, NULL);
+    for (char *line = strtok(err, "\n"); line; line = strtok(NULL, "\n")) printf("  child: %s\n", line);
+    free(err);
+    if (WIFSIGNALED(status))
+        fail_msg("the group did not end after replica 0 failed (child ended by signal %d: %s)", WTERMSIG(status),
+                 WTERMSIG(status) == SIGALRM ? "a hang past 240 s" : "a crash");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("child status %d: expected replica 0's metrics error naming it (line above)", WEXITSTATUS(status));
+}
+
+/* tandem plan: each replica's devices and arenas, and what a data device feeding two holds. */
+static void test_plan_lines(void **state) {
+    (void)state;
+    tandem_config cfg;
+    config(&cfg, "plan", 2, "[1, 2]");
+    CHECK(tandem_config_set(&cfg, "data_devices", "[0]"));
+    static char text[1 << 16];
+    size_t len = 0;
+    CHECK(tandem_plan_report(&cfg, NULL, text, sizeof text, &len));
+    if (!strstr(text, "2 model devices in one process") || !strstr(text, "replica 1: model CUDA 2 (") ||
+        !strstr(text, "fed by data CUDA 0") || !strstr(text, "CUDA 0 holds 2 data arenas"))
+        fail_msg("plan of model_devices [1, 2], data_devices [0]:\n%s", text);
+}
+
 int main(void) {
     seed = tandem_test_seed("test_replicas");
     if (tandem_test_mkdtemp(root, sizeof root, "test_replicas") != 0) return 1;
@@ -224,9 +299,11 @@ int main(void) {
     snprintf(p, sizeof p, "%s/data", root);
     tiny_corpus_write(p, 9, 32, &r);
     const struct CMUnitTest host_tests[] = {
+        cmocka_unit_test(test_plan_lines),
         cmocka_unit_test(test_refusals),
     };
     const struct CMUnitTest cuda_tests[] = {
+        cmocka_unit_test(test_replica_fails), /* first: it forks, before this process opens a device */
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_match_one_device),
         cmocka_unit_test(test_resume_same_devices),
