@@ -64,6 +64,30 @@ tandem_status tandem_dp_open(tandem_dp *dp, tandem_stream *s, tandem_model *m) {
     return TANDEM_OK;
 }
 
+tandem_status tandem_dp_open_local(tandem_dp *const *dps, tandem_stream *const *ss, tandem_model *const *ms, int n) {
+    tandem_device *devs[64];
+    tandem_coll *colls[64];
+    if (n < 2 || n > 64) return tandem_fail(TANDEM_E_INVALID, "data-parallel: %d local model devices, expected 2..64", n);
+    for (int i = 0; i < n; i++) devs[i] = dps[i]->dev;
+    TANDEM_TRY(tandem_dev_coll_open_local(devs, n, colls));
+    for (int i = 0; i < n; i++) dps[i]->coll = colls[i];
+    /* one thread drives every device: the broadcasts go in one group (else the first waits for
+       the others for ever) */
+    tandem_status st = tandem_dev_coll_group(devs[0], 1);
+    for (int i = 0; st == TANDEM_OK && i < n; i++)
+        st = tandem_dev_broadcast(colls[i], ss[i], ms[i]->params, 0, ms[i]->n_flat, 0);
+    const tandem_status end = tandem_dev_coll_group(devs[0], 0);
+    if (st == TANDEM_OK) st = end;
+    for (int i = 0; i < n; i++) {
+        if (st != TANDEM_OK) dps[i]->failed = 1;
+        ms[i]->wcopy_stale = 1; /* bf16: the GEMMs' copy follows the broadcast masters */
+    }
+    if (st == TANDEM_OK)
+        tandem_logf(TANDEM_LOG_INFO, "data-parallel: %d model devices of this process joined; parameters from "
+                    "replica 0", n);
+    return st;
+}
+
 tandem_status tandem_dp_reduce(tandem_dp *dp, tandem_stream *s, tandem_model *m) {
     if (dp->world <= 1) return TANDEM_OK;
     const int64_t nl = TANDEM_MODEL_LOSSES * (int64_t)m->dims.micro_batches; /* losses [A, 3] */

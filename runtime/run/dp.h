@@ -18,7 +18,7 @@
  *   step_pos  the sampler position after n global steps of this run (what a checkpoint keeps:
  *             resume on the same world size continues exactly)
  * Not yet: buckets all-reduced while the backward still runs (one all-reduce over the flat
- * gradient after it); several model devices in one process (one replica thread per device).
+ * gradient after it).
  *
  * Owns: the tandem_coll. Threads: the trainer's thread only. Allocates: at open (the backend's
  * group); the vote tensor lives in the model arena. */
@@ -50,6 +50,10 @@ tandem_status tandem_dp_check_resume(const tandem_st_file *f, const char *path, 
 tandem_status tandem_dp_declare(tandem_dp *dp, int world, int rank, tandem_device *dev, tandem_pool *pool,
                                 tandem_sampler_pos start);
 tandem_status tandem_dp_open(tandem_dp *dp, tandem_stream *s, tandem_model *m);
+/* Several model devices of this process (runtime/run/replicas.h): one communicator each from
+ * the backend's local open (ncclCommInitAll), then rank 0's parameters broadcast to all, in one
+ * group from this thread. dps[i] is rank i of n (declared with world n); on failure none is open. */
+tandem_status tandem_dp_open_local(tandem_dp *const *dps, tandem_stream *const *ss, tandem_model *const *ms, int n);
 tandem_status tandem_dp_reduce(tandem_dp *dp, tandem_stream *s, tandem_model *m);
 /* *stop = 1 when any rank votes local != 0. Synchronises s. */
 tandem_status tandem_dp_agree(tandem_dp *dp, tandem_stream *s, int local, int *stop);
