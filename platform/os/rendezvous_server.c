@@ -245,8 +245,9 @@ static tandem_status conclude(server *s, int got, const void *bytes) {
     if (got == 0) {
         char missing[200];
         missing_ranks(s, missing, sizeof missing);
-        snprintf(s->why, sizeof s->why, "after %.0f s, %d of the %d other ranks never arrived: rank%s %s", took,
-                 o->world - 1 - s->joined, o->world - 1, o->world - 1 - s->joined == 1 ? "" : "s", missing);
+        snprintf(s->why, sizeof s->why, "after %.0f s, rank%s %s never arrived (%d of the %d other rank%s joined)",
+                 took, o->world - 1 - s->joined == 1 ? "" : "s", missing, s->joined, o->world - 1,
+                 o->world == 2 ? "" : "s");
     } else {
         snprintf(s->why, sizeof s->why, "%s", got == -2 ? "stopped by request" : strerror(errno));
     }
