@@ -22,7 +22,9 @@ static int env_int(const char *name, int lo, int hi, int *out, char *err, size_t
 }
 
 /* torchrun's MASTER_ADDR / MASTER_PORT into l->rendezvous ("HOST:PORT", an IPv6 address in
- * brackets); neither set: "" (the CUDA path then needs mpirun). */
+ * brackets); neither set: "" (the CUDA path then needs mpirun). Under torchrun's agent store
+ * (TORCHELASTIC_USE_AGENT_STORE=True) its own TCPStore holds MASTER_PORT, so every rank takes
+ * MASTER_PORT + 1 instead. */
 static int read_master(cli_launch *l, char *err, size_t cap) {
     const char *addr = getenv("MASTER_ADDR");
     int port = 0;
@@ -42,6 +44,15 @@ static int read_master(cli_launch *l, char *err, size_t cap) {
         snprintf(err, cap, "MASTER_ADDR='%.80s': expected a host name or an IP address of rank 0's machine (no "
                  "spaces, brackets or slashes, at most 253 characters)", addr);
         return -1;
+    }
+    const char *agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+    if (agent && !strcmp(agent, "True")) {
+        if (port == 65535) {
+            snprintf(err, cap, "MASTER_PORT=65535 under torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True): "
+                     "the rendezvous uses MASTER_PORT + 1; choose a lower --master-port");
+            return -1;
+        }
+        port++;
     }
     snprintf(l->rendezvous, sizeof l->rendezvous, strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, port);
     return 0;

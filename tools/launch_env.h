@@ -14,8 +14,10 @@ typedef struct cli_launch {
     int world, rank, local_rank; /* world 1, rank 0: no launcher */
     int local_world;             /* ranks on this machine; 0: the launcher did not say */
     const char *launcher;        /* "mpirun", "torchrun", "slurm" or "none" */
-    char rendezvous[300];        /* torchrun style: "MASTER_ADDR:MASTER_PORT" (IPv6 in brackets);
-                                    "" when not set (or another launcher) */
+    char rendezvous[300];        /* torchrun style: "MASTER_ADDR:MASTER_PORT" (IPv6 in brackets;
+                                    MASTER_PORT + 1 when torchrun's agent store holds the port:
+                                    TORCHELASTIC_USE_AGENT_STORE=True); "" when not set (or
+                                    another launcher) */
 } cli_launch;
 
 /* 0, or -1 with err naming the variable, its value and what it accepts. */

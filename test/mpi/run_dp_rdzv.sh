@@ -19,7 +19,8 @@ if [ ! -s "$fatbin" ] || [ ! -f "$fakedir/libnccl.so.2" ]; then
   exit 0
 fi
 unset OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_LOCAL_SIZE \
-      SLURM_NTASKS SLURM_PROCID SLURM_LOCALID SLURM_NTASKS_PER_NODE MASTER_ADDR MASTER_PORT
+      SLURM_NTASKS SLURM_PROCID SLURM_LOCALID SLURM_NTASKS_PER_NODE MASTER_ADDR MASTER_PORT \
+      TORCHELASTIC_USE_AGENT_STORE
 # LD_LIBRARY_PATH: dlopen("libnccl.so.2") must find the stand-in before an installed NCCL
 export LD_LIBRARY_PATH="$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TANDEM_CUDA_DRIVER="$fakedir/libcuda.so.1" TANDEM_CUBLASLT="$fakedir/libcublasLt.so.13"
@@ -83,21 +84,19 @@ echo "[ dp rdzv ] 2 ranks torchrun style on 127.0.0.1:$port (no MPI), rank 1 sta
 sed 's/^/    /' "$root/devices0.txt" "$root/devices1.txt"
 
 # 2. a rank missing: the one that came fails within its 3 s timeout, naming what is missing
+alone() { # RANK WANT: rank RANK of 2 started alone must fail within 60 s, its log saying WANT
+  local t0 rc took log="$root/m$1.log"
+  t0=$(date +%s)
+  start_rank "$port" 2 "$1" 3000 "$log" "m$1"; wait $!; rc=$?
+  took=$(( $(date +%s) - t0 ))
+  [ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "rank $1 alone: status $rc; expected a failure (124: a hang)" "$log"
+  grep -q "$2" "$log" || fail "rank $1 alone: its error does not say \"$2\"" "$log"
+  [ "$took" -le 60 ] || fail "rank $1 alone took $took s with a 3 s rendezvous timeout" "$log"
+  echo "[ dp rdzv ] rank $1 alone failed after $took s: $(grep -o "$2" "$log" | head -1)"
+}
 port=$(pick_port)
-t0=$(date +%s)
-start_rank "$port" 2 0 3000 "$root/m0.log" m0; wait $!; rc=$?
-took=$(( $(date +%s) - t0 ))
-[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "rank 0 alone: status $rc; expected a failure (124: a hang)" "$root/m0.log"
-grep -q "rank 1 never arrived (0 of the 1 other rank joined)" "$root/m0.log" || fail "rank 0 alone: its error does not name rank 1" "$root/m0.log"
-[ "$took" -le 60 ] || fail "rank 0 alone took $took s with a 3 s rendezvous timeout" "$root/m0.log"
-echo "[ dp rdzv ] rank 1 missing: rank 0 failed after $took s: $(grep -o 'rendezvous on [^;]*' "$root/m0.log" | head -1)"
-t0=$(date +%s)
-start_rank "$port" 2 1 3000 "$root/m1.log" m1; wait $!; rc=$?
-took=$(( $(date +%s) - t0 ))
-[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "rank 1 alone: status $rc; expected a failure (124: a hang)" "$root/m1.log"
-grep -q "rank 0 at 127.0.0.1:$port not reachable after 3 s" "$root/m1.log" || fail "rank 1 alone: its error does not name rank 0's address" "$root/m1.log"
-[ "$took" -le 60 ] || fail "rank 1 alone took $took s with a 3 s rendezvous timeout" "$root/m1.log"
-echo "[ dp rdzv ] rank 0 missing: rank 1 failed after $took s naming 127.0.0.1:$port"
+alone 0 "rank 1 never arrived (0 of the 1 other rank joined)"
+alone 1 "rank 0 at 127.0.0.1:$port not reachable after 3 s"
 
 # 3. no way to hand the id over
 WORLD_SIZE=2 RANK=1 LOCAL_RANK=1 timeout 120 "$prog" rank "$root" 3000 n1 >"$root/n1.log" 2>&1; rc=$?

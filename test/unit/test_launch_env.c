@@ -16,7 +16,8 @@
 static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                                    "WORLD_SIZE", "RANK", "LOCAL_RANK", "SLURM_NTASKS", "SLURM_PROCID",
                                    "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE",
-                                   "SLURM_NTASKS_PER_NODE", "MASTER_ADDR", "MASTER_PORT"};
+                                   "SLURM_NTASKS_PER_NODE", "MASTER_ADDR", "MASTER_PORT",
+                                   "TORCHELASTIC_USE_AGENT_STORE"};
 
 static void clear(void) {
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -85,6 +86,13 @@ static void test_rendezvous_and_local_size(void **state) {
     setenv("MASTER_ADDR", "fe80::1", 1); /* IPv6: bracketed */
     assert_int_equal(cli_launch_read(&l, err, sizeof err), 0);
     assert_string_equal(l.rendezvous, "[fe80::1]:29500");
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1); /* torchrun's own store holds MASTER_PORT */
+    assert_int_equal(cli_launch_read(&l, err, sizeof err), 0);
+    assert_string_equal(l.rendezvous, "[fe80::1]:29501");
+    setenv("MASTER_PORT", "65535", 1);
+    assert_int_equal(cli_launch_read(&l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "MASTER_PORT + 1"));
+    unsetenv("TORCHELASTIC_USE_AGENT_STORE");
     unsetenv("MASTER_ADDR"), unsetenv("MASTER_PORT");
     assert_int_equal(cli_launch_read(&l, err, sizeof err), 0);
     assert_string_equal(l.rendezvous, ""); /* none: the CUDA path then needs mpirun */
