@@ -63,6 +63,6 @@ $(TEST_BIN_DIR)/test_dp_rdzv: test/mpi/test_dp_rdzv.c $(BUILD)/obj/tools/launch_
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/obj/tools/launch_env.o $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)
 
 TEST_BINS += $(TEST_BIN_DIR)/check_dp_rdzv
-$(TEST_BIN_DIR)/check_dp_rdzv: $(TEST_BIN_DIR)/test_dp_rdzv test/mpi/run_dp_rdzv.sh $(FAKENCCL_LIB)
-	@printf '#!/bin/sh\nexec bash %s %s %s\n' '$(abspath test/mpi/run_dp_rdzv.sh)' '$(abspath $<)' '$(abspath $(FAKECUDA_DIR))' > $@
+$(TEST_BIN_DIR)/check_dp_rdzv: $(TEST_BIN_DIR)/test_dp_rdzv test/mpi/run_dp_rdzv.sh $(FAKENCCL_LIB) $(BUILD)/tandem
+	@printf '#!/bin/sh\nexec bash %s %s %s %s\n' '$(abspath test/mpi/run_dp_rdzv.sh)' '$(abspath $<)' '$(abspath $(FAKECUDA_DIR))' '$(abspath $(BUILD)/tandem)' > $@
 	@chmod +x $@

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_dp_rdzv.sh TEST_DP_RDZV FAKECUDA_DIR — data-parallel CUDA ranks launched torchrun style,
+# run_dp_rdzv.sh TEST_DP_RDZV FAKECUDA_DIR TANDEM — data-parallel CUDA ranks launched torchrun style,
 # WITHOUT mpirun, as make test runs it (check_dp_rdzv; test/mpi/test_dp_rdzv.c): two background
 # processes with WORLD_SIZE / RANK / LOCAL_RANK / LOCAL_WORLD_SIZE / MASTER_ADDR=127.0.0.1 /
 # MASTER_PORT, on the stand-in driver (4 GPUs each) and the stand-in libnccl.so.2; rank 0's NCCL
@@ -10,9 +10,11 @@
 #   2. rank 1 never started: rank 0 fails within its 3 s rendezvous timeout naming rank 1;
 #      rank 0 never started: rank 1 fails naming 127.0.0.1:PORT as not reachable
 #   3. neither mpirun nor MASTER_ADDR / MASTER_PORT: the error says to use one of them
+#   4. the CLI (TANDEM = build/tandem): `tandem train` as rank 1 with MASTER_* and
+#      --rendezvous-timeout 2 and no rank 0 fails in about 2 s naming the address
 # Every process runs under timeout: a hang fails the test. Skipped on a host-only build.
 set -u
-prog=$1; fakedir=$2
+prog=$1; fakedir=$2; tandem=${3:-}
 fatbin="$fakedir/../../tandem.fatbin"
 if [ ! -s "$fatbin" ] || [ ! -f "$fakedir/libnccl.so.2" ]; then
   echo "SKIP: torchrun-style data-parallel through the stand-in NCCL: host-only build (no fatbin or stand-in libnccl.so.2 in '$fakedir')"
@@ -102,4 +104,19 @@ alone 1 "rank 0 at 127.0.0.1:$port not reachable after 3 s"
 WORLD_SIZE=2 RANK=1 LOCAL_RANK=1 timeout 120 "$prog" rank "$root" 3000 n1 >"$root/n1.log" 2>&1; rc=$?
 [ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "no mpirun and no MASTER_ADDR: status $rc; expected a failure" "$root/n1.log"
 grep -q "launch with mpirun, or set MASTER_ADDR and MASTER_PORT" "$root/n1.log" || fail "no mpirun and no MASTER_ADDR: the error does not say what to do" "$root/n1.log"
+
+# 4. through the CLI: launch_env.c reads the variables, --rendezvous-timeout bounds the wait
+if [ -n "$tandem" ]; then
+  port=$(pick_port)
+  t0=$(date +%s)
+  WORLD_SIZE=2 RANK=1 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 "$tandem" train \
+    --train-data "$root/data" --out "$root/cli" --backend cuda --rendezvous-timeout 2 --model-size custom \
+    --d-model 16 --layers 1 --heads 2 --reduction 2 --max-text 24 --max-frames 32 --batch-size 2 \
+    --max-steps 2 >"$root/cli.log" 2>&1; rc=$?
+  took=$(( $(date +%s) - t0 ))
+  [ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "tandem train as rank 1 alone: status $rc; expected a failure" "$root/cli.log"
+  grep -q "rank 0 at 127.0.0.1:$port not reachable after 2 s" "$root/cli.log" ||
+    fail "tandem train as rank 1 alone: the error does not name rank 0's address and the 2 s" "$root/cli.log"
+  echo "[ dp rdzv ] tandem train as rank 1 alone, --rendezvous-timeout 2: failed after $took s naming 127.0.0.1:$port"
+fi
 echo "OK: data-parallel CUDA ranks launched torchrun style, the NCCL id through the rendezvous"
