@@ -7,7 +7,6 @@
  *   no rank 0: the peer's timeout names the endpoint; the port in use; a name that does not
  *   resolve; malformed endpoints; a cancel flag stops rank 0 within a poll; no descriptor left */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -291,27 +290,18 @@ static void test_cancel(void **state) {
     assert_true(r.took_s < 1.0);
 }
 
-static int open_fds(void) {
-    DIR *d = opendir("/proc/self/fd");
-    assert_non_null(d);
-    int n = 0;
-    while (readdir(d)) n++;
-    closedir(d);
-    return n;
-}
-
 static int fds_at_start;
 
 /* Last: every socket of the cases above (rank 0's listener and connections, the peers') closed. */
 static void test_no_descriptor_left(void **state) {
     (void)state;
-    const int now = open_fds();
+    const int now = tandem_test_open_fds();
     if (now != fds_at_start) fail_msg("%d descriptors open after the cases, %d before", now, fds_at_start);
 }
 
 int main(void) {
     rng = (tandem_rng){tandem_test_seed("test_rendezvous")};
-    fds_at_start = open_fds();
+    fds_at_start = tandem_test_open_fds();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_three_ranks_peers_first),
         cmocka_unit_test(test_missing_rank_named),
