@@ -122,9 +122,13 @@ tandem_status tandem_roles_open_rank(tandem_backend backend, int data_gpu, int m
     int n = 0;
     if (backend == TANDEM_BACKEND_HOST || tandem_cuda_device_count(&n) != TANDEM_OK || n == 0 || data_gpu >= 0 ||
         model_gpu >= 0) {
-        if (n > 0 && backend != TANDEM_BACKEND_HOST)
-            tandem_logf(TANDEM_LOG_INFO, "data-parallel local rank %d: data_gpu %d / model_gpu %d from the config, "
-                        "used as given (ranks sharing a machine each need their own)", local_rank, data_gpu, model_gpu);
+        if (n > 0 && backend != TANDEM_BACKEND_HOST) { /* explicit ordinals: not by local rank */
+            char d[16] = "auto", m[16] = "auto";
+            if (data_gpu >= 0) snprintf(d, sizeof d, "%d", data_gpu);
+            if (model_gpu >= 0) snprintf(m, sizeof m, "%d", model_gpu);
+            tandem_logf(TANDEM_LOG_INFO, "data-parallel local rank %d: data_gpu %s / model_gpu %s from the config, "
+                        "used as given (ranks sharing a machine each need their own)", local_rank, d, m);
+        }
         return tandem_roles_open(backend, data_gpu, model_gpu, data, model, desc, cap);
     }
     if (!data || !model || !desc || !cap)
