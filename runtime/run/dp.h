@@ -5,7 +5,11 @@
  * global batch world * grad_accum * batch_size).
  *
  * What it does for the trainer (runtime/run/trainer.c calls it in small hooks):
- *   declare   a one-float vote tensor in the model arena (before the commit)
+ *   declare   a one-float vote tensor in the model arena (before the commit), and the group's
+ *             unique id on every rank: on the host none (MPI's world); on cuda rank 0 makes
+ *             the NCCL id and hands it over through the rendezvous on the trainer option
+ *             `rendezvous` (platform/os/rendezvous.h) when given, else through the
+ *             launcher's MPI (a host group opened and closed for it)
  *   open      joins the group (tandem_dev_coll_open: MPI on the host, NCCL on cuda) and
  *             broadcasts rank 0's parameters, so every replica starts from the same ones
  *   reduce    after the last micro-batch's backward, before the update: the flat gradient [P]
@@ -20,7 +24,8 @@
  * Not yet: buckets all-reduced while the backward still runs (one all-reduce over the flat
  * gradient after it).
  *
- * Owns: the tandem_coll. Threads: the trainer's thread only. Allocates: at open (the backend's
+ * Owns: the tandem_coll. Threads: the trainer's thread only. Allocates: at declare (the id
+ * exchange: MPI's host group or the rendezvous' table, freed there) and at open (the backend's
  * group); the vote tensor lives in the model arena. */
 #ifndef TANDEM_RUNTIME_RUN_DP_H
 #define TANDEM_RUNTIME_RUN_DP_H
@@ -37,6 +42,7 @@ typedef struct tandem_dp {
     tandem_tensor *vote;    /* [1] f32: the stop vote */
     int failed;             /* a collective failed: close aborts */
     tandem_sampler_pos start; /* the sampler position this run started from */
+    tandem_coll_id id;      /* the group's unique id, the same on every rank after declare */
 } tandem_dp;
 
 /* The checkpoint metadata key holding the ranks a run trained on (absent: 1). */
@@ -46,9 +52,11 @@ typedef struct tandem_dp {
  * naming both unless force (then a warning). f: the resume checkpoint, path: its run directory. */
 tandem_status tandem_dp_check_resume(const tandem_st_file *f, const char *path, int world, int force);
 
-/* world/rank from the trainer's options; checks them. */
-tandem_status tandem_dp_declare(tandem_dp *dp, int world, int rank, tandem_device *dev, tandem_pool *pool,
-                                tandem_sampler_pos start);
+/* world_size / rank / rendezvous from the trainer's options (checked); exchanges the unique id
+ * (a network wait of up to rendezvous_timeout_ms for the other ranks), unless local: a replica
+ * of this process, joined by tandem_dp_open_local. */
+tandem_status tandem_dp_declare(tandem_dp *dp, const tandem_trainer_options *o, int local, tandem_device *dev,
+                                tandem_pool *pool, tandem_sampler_pos start);
 tandem_status tandem_dp_open(tandem_dp *dp, tandem_stream *s, tandem_model *m);
 /* Several model devices of this process (runtime/run/replicas.h): one communicator each from
  * the backend's local open (ncclCommInitAll), then rank 0's parameters broadcast to all, in one

@@ -119,6 +119,7 @@ void tandem_trainer_options_init(tandem_trainer_options *o) {
     memset(o, 0, sizeof *o);
     o->backend = TANDEM_BACKEND_AUTO;
     o->nonfinite_from = -1;
+    o->rendezvous_timeout_ms = TANDEM_RENDEZVOUS_TIMEOUT_MS;
 }
 
 void tandem_trainer_stop_replica(tandem_trainer *t) {
@@ -176,8 +177,13 @@ static void device_name(tandem_device *d, char *buf, size_t cap) {
 
 /* Roles, the model stream, both arenas and the pipelines that declare into them. */
 static tandem_status open_devices(tandem_trainer *t) {
-    TANDEM_TRY(tandem_roles_open(t->opt.backend, t->data_gpu, t->model_gpu, &t->data_dev,
-                                 &t->model_dev, t->devices, sizeof t->devices));
+    if (t->opt.world_size > 1 && !t->join_later) /* launcher ranks sharing a machine take their own GPUs */
+        TANDEM_TRY(tandem_roles_open_rank(t->opt.backend, t->data_gpu, t->model_gpu, t->opt.local_rank,
+                                          t->opt.local_world_size, &t->data_dev, &t->model_dev, t->devices,
+                                          sizeof t->devices));
+    else /* one device, or a replica of this process on the ordinals its group chose */
+        TANDEM_TRY(tandem_roles_open(t->opt.backend, t->data_gpu, t->model_gpu, &t->data_dev, &t->model_dev,
+                                     t->devices, sizeof t->devices));
     if (t->cfg.force_staged) tandem_roles_note_force_staged(t->devices, sizeof t->devices);
     if (t->opt.world_size > 1) { /* data-parallel: say which replica this is */
         const size_t n = strlen(t->devices);
@@ -209,7 +215,7 @@ static tandem_status open_devices(tandem_trainer *t) {
     po.shard_world = t->opt.world_size, po.shard_rank = t->opt.rank;
     po.shard_chunk = (int64_t)t->cfg.batch_size * t->cfg.grad_accum; /* one rank's items per step */
     TANDEM_TRY(tandem_pipeline_create(&po, &t->pipe));
-    TANDEM_TRY(tandem_dp_declare(&t->dp, t->opt.world_size, t->opt.rank, t->model_dev, t->model_pool, t->next_pos));
+    TANDEM_TRY(tandem_dp_declare(&t->dp, &t->opt, t->join_later, t->model_dev, t->model_pool, t->next_pos));
     return tandem_validation_declare(&t->val, t->data_dev, t->model_dev, t->s);
 }
 
@@ -368,7 +374,7 @@ tandem_status tandem_trainer_create_replica(const tandem_config *cfg, const tand
     t->join_later = join_later;
     t->data_gpu = data_gpu, t->model_gpu = model_gpu;
     tandem_status st = build(t);
-    t->opt.resume_dir = t->opt.cache_dir = t->opt.init_from = t->opt.freeze = NULL;
+    t->opt.resume_dir = t->opt.cache_dir = t->opt.init_from = t->opt.freeze = t->opt.rendezvous = NULL;
     if (st != TANDEM_OK) {
         char why[1024]; /* destroy may set messages of its own */
         snprintf(why, sizeof why, "%s", tandem_last_error());
