@@ -155,7 +155,7 @@ static void *replica_main(void *arg) {
 tandem_status tandem_replicas_run(tandem_replicas *g, tandem_trainer_summary *sum) {
     tandem_status st = TANDEM_OK;
     for (int i = 1; i < g->n && st == TANDEM_OK; i++) {
-        char name[16];
+        char name[24]; /* the thread name keeps its first 15 bytes */
         snprintf(name, sizeof name, "replica%d", i);
         st = tandem_thread_start(&g->r[i].thread, replica_main, &g->r[i], name);
         g->r[i].started = st == TANDEM_OK;
