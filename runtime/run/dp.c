@@ -79,8 +79,7 @@ static tandem_status flush(tandem_dp *dp, tandem_stream *s) {
     dp->n_pend = 0, dp->pend_n = 0;
     if (dp->counting) return TANDEM_OK;
     const int64_t *r = dp->pend;
-    TANDEM_TRY(tandem_event_record(dp->fork, s));
-    TANDEM_TRY(tandem_stream_wait_event(dp->cs, dp->fork));
+    TANDEM_TRY(tandem_stream_order(dp->cs, s, dp->fork)); /* a graph capture of s: cs forks into it */
     dp->forked = 1;
     const tandem_tensor *g = dp->m->grads;
     if (!dp->bf16) {
@@ -171,8 +170,7 @@ tandem_status tandem_dp_reduce(tandem_dp *dp, tandem_stream *s, tandem_model *m)
                            dp->n_buckets);
     dp->flushed = 0;
     if (dp->forked) { /* the update waits for the last bucket */
-        TANDEM_TRY(tandem_event_record(dp->join, dp->cs));
-        TANDEM_TRY(tandem_stream_wait_event(s, dp->join));
+        TANDEM_TRY(tandem_stream_order(s, dp->cs, dp->join)); /* and joins it back */
         dp->forked = 0;
     }
     const int64_t nl = TANDEM_MODEL_LOSSES * (int64_t)m->dims.micro_batches; /* losses [A, 3] */
