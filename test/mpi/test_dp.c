@@ -33,7 +33,7 @@
 
 #define STEPS 10
 #define TOL 1e-5
-#define BF16_TOL 1e-2
+#define BF16_TOL 1e-4
 
 static int rank, world;
 static tandem_backend backend = TANDEM_BACKEND_HOST; /* `test_dp cuda`: the stand-in driver and NCCL */
@@ -235,7 +235,10 @@ static void test_match_buckets(void **state) {
 
 /* bf16 on the wire: each rank's gradient rounded to bf16 (8-bit mantissa, relative error <=
  * 2^-9 per element), summed, rounded again; training proceeds and the ranks agree bit for bit.
- * The tolerance: see BF16_TOL. */
+ * BF16_TOL: the worst relative loss difference measured over 10 steps was 2.4e-6 .. 1.3e-5 (6
+ * seeds, host and cuda; f32 buckets: 3e-8 .. 5e-8), AdamW's normalised update damping the
+ * gradients' 2^-9 rounding; 1e-4 leaves 8x headroom and still fails a wrong sum (a gradient
+ * lost or doubled moves the loss by more than 1e-3 within 10 steps). */
 static void test_match_bf16(void **state) {
     (void)state;
     match("0.004", "bf16", BF16_TOL);
