@@ -53,3 +53,16 @@ $(TEST_BIN_DIR)/test_launch_env: test/unit/test_launch_env.c $(BUILD)/obj/tools/
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/obj/tools/launch_env.o $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)
 
+
+# Data-parallel CUDA ranks launched torchrun style WITHOUT MPI (test/mpi/run_dp_rdzv.sh): the
+# NCCL id through the rendezvous on MASTER_ADDR:MASTER_PORT, on the stand-in driver and NCCL;
+# built and run with or without MPI (the torchrun path needs none).
+$(TEST_BIN_DIR)/test_dp_rdzv: test/mpi/test_dp_rdzv.c $(BUILD)/obj/tools/launch_env.o $(TEST_FIXTURES) $(LIB) \
+                              $(wildcard test/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/obj/tools/launch_env.o $(TEST_FIXTURES) $(LIB) $(LDFLAGS) $(TEST_LIBS)
+
+TEST_BINS += $(TEST_BIN_DIR)/check_dp_rdzv
+$(TEST_BIN_DIR)/check_dp_rdzv: $(TEST_BIN_DIR)/test_dp_rdzv test/mpi/run_dp_rdzv.sh $(FAKENCCL_LIB) $(BUILD)/tandem
+	@printf '#!/bin/sh\nexec bash %s %s %s %s\n' '$(abspath test/mpi/run_dp_rdzv.sh)' '$(abspath $<)' '$(abspath $(FAKECUDA_DIR))' '$(abspath $(BUILD)/tandem)' > $@
+	@chmod +x $@

@@ -179,10 +179,20 @@ typedef struct tandem_trainer_options {
        world_size * grad_accum * batch_size; gradients are summed across ranks (host: MPI, a
        build option), so every rank takes the same step, equal to one device with grad_accum *
        world_size. Rank 0 alone writes the run directory (checkpoints, metrics, figures); every
-       rank reads a resume's checkpoint. local_rank: the rank within its machine (kept for the
-       CUDA path; the host backend ignores it). */
-    int world_size, rank, local_rank;
+       rank reads a resume's checkpoint. local_rank: the rank within its machine, of
+       local_world_size ranks there (0: unknown); on CUDA with automatic roles they pick this
+       rank's GPUs (docs/SCALING.md, "Each rank's GPUs"); the host backend ignores them. */
+    int world_size, rank, local_rank, local_world_size;
+    /* data-parallel on CUDA: how rank 0's NCCL id reaches the other ranks. NULL (default): the
+       launcher's MPI (mpirun); "HOST:PORT" (torchrun's MASTER_ADDR:MASTER_PORT, "[IPv6]:PORT"):
+       a TCP rendezvous where rank 0 listens on that address and the others connect, each
+       waiting at most rendezvous_timeout_ms (0: TANDEM_RENDEZVOUS_TIMEOUT_MS) for all to arrive;
+       a timeout names the ranks that never came. Read during create only. */
+    const char *rendezvous;
+    int rendezvous_timeout_ms;
 } tandem_trainer_options;
+
+#define TANDEM_RENDEZVOUS_TIMEOUT_MS 300000 /* 5 minutes: ranks of one job start within it */
 
 /* Fill o with the defaults above. */
 void tandem_trainer_options_init(tandem_trainer_options *o);

@@ -1,6 +1,7 @@
 /* fixtures.c — the helpers unit tests share (see fixtures.h). */
 #include "test/fixtures.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -129,6 +130,15 @@ void tandem_test_corpus_close(tandem_test_corpus *c) {
 }
 
 /* ---- plain files ---- */
+
+int tandem_test_open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) fail_msg("opendir /proc/self/fd: %s", strerror(errno));
+    int n = 0;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
 
 void tandem_test_write_file(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");

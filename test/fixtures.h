@@ -102,6 +102,9 @@ int tandem_test_run_stderr(const char *cmd, const char *errfile, char *err, size
 /* An RGB PNG through libpng's simplified reader (signature, CRCs and zlib checked): a new
  * malloc'd [h, w, 3] buffer; fails the test with libpng's message on a bad file. */
 unsigned char *tandem_test_read_png(const char *path, int *w, int *h);
+/* Descriptors this process holds (entries of /proc/self/fd, its own directory handle included):
+ * compared before and after, a leaked socket or file shows. */
+int tandem_test_open_fds(void);
 
 /* ---- numbers ---- */
 

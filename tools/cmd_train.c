@@ -23,7 +23,7 @@ static void on_signal(int sig) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem train [--config FILE.yaml] [--resume DIR [--force-resume] | --new-run] "
-            "[--init-from CKPT] [--freeze GROUPS] [--backend auto|host|cuda] "
+            "[--init-from CKPT] [--freeze GROUPS] [--backend auto|host|cuda] [--rendezvous-timeout S] "
             "[--quiet] [--KEY VALUE ...]\n\n"
             "Trains the acoustic model: the data device fills a ring of fixed-shape batches, the "
             "model device trains on them.\nOutput in --out: metrics.jsonl and "
@@ -43,6 +43,8 @@ static void usage(FILE *f) {
             "  --backend B              auto (cuda when present, else two host devices), host, cuda\n"
             "  --new-run                start a new run in a non-empty --out (the previous run's files\n"
             "                           move to OUT/previous-<n>/; without it such a directory is refused)\n"
+            "  --rendezvous-timeout S   data-parallel CUDA ranks launched torchrun style (MASTER_ADDR,\n"
+            "                           MASTER_PORT): how long each waits for all to arrive (default 300)\n"
             "  --quiet                  no progress line and no start-up report\n");
     cli_print_config_flags(f);
 }
@@ -108,7 +110,7 @@ int cli_train(int argc, char **argv) {
     }
     const char *config_path = NULL, *resume = NULL;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
-    int quiet = 0, new_run = 0, force_resume = 0;
+    int quiet = 0, new_run = 0, force_resume = 0, rdzv_s = 0;
     const char *init_from = NULL, *freeze = NULL;
     static cli_overrides ov;
     ov.n = 0;
@@ -118,6 +120,15 @@ int cli_train(int argc, char **argv) {
             if (a[2] == 'q') quiet = 1;
             else if (a[2] == 'n') new_run = 1;
             else force_resume = 1;
+        } else if (!strcmp(a, "--rendezvous-timeout")) {
+            char *end = NULL;
+            if (!(v = cli_opt_value("train", argc, argv, &i, iv))) return 2;
+            const long x = strtol(v, &end, 10);
+            if (*end || end == v || x < 1 || x > 86400) {
+                fprintf(stderr, "tandem train: --rendezvous-timeout '%s': expected seconds from 1 to 86400\n", v);
+                return 2;
+            }
+            rdzv_s = (int)x;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--resume") || !strcmp(a, "--backend") ||
                    !strcmp(a, "--init-from") || !strcmp(a, "--freeze")) {
             if (!(v = cli_opt_value("train", argc, argv, &i, iv))) return 2;
@@ -168,6 +179,9 @@ int cli_train(int argc, char **argv) {
     o.init_from = init_from;
     o.freeze = freeze;
     o.world_size = launch.world, o.rank = launch.rank, o.local_rank = launch.local_rank;
+    o.local_world_size = launch.local_world;
+    if (launch.rendezvous[0]) o.rendezvous = launch.rendezvous; /* torchrun style: the CUDA ranks' NCCL id */
+    if (rdzv_s) o.rendezvous_timeout_ms = rdzv_s * 1000;
     if (!quiet) {
         o.on_step = cli_progress_on_step;
         o.on_step_user = &progress;

@@ -50,6 +50,9 @@ typedef struct key_spec {
 #define KSTR(k, d, doc) {#k, K_STRING, FIELD(k), d, 0, 0, 0, 0, NULL, doc}
 #define KBOOL(k, d, doc) {#k, K_BOOL, FIELD(k), d, 0, 1, 0, 0, NULL, doc}
 #define KENUM(k, d, ch, doc) {#k, K_ENUM, FIELD(k), d, 0, 0, 0, 0, ch, doc}
+/* A device list (tandem_config_device_list): a string checked when set; "auto" by default. */
+#define DEVICES_KIND "devices"
+#define KDEVICES(k, doc) {#k, K_STRING, FIELD(k), "auto", 0, 0, 0, 0, DEVICES_KIND, doc}
 /* A key whose only accepted value is v (the recipe's, e.g.): default and range from one number. */
 #define KFIXED(k, v, doc) KINT(k, VALUE_TEXT(v), v, v, doc)
 #define VALUE_TEXT(v) VALUE_TEXT_(v)
@@ -136,6 +139,10 @@ static const key_spec schema[] = {
           "mantissa) and widened back"),
     KINT(data_gpu, "-1", -1, 1024, "CUDA ordinal of the data device (-1 = automatic)"),
     KINT(model_gpu, "-1", -1, 1024, "CUDA ordinal of the model device (-1 = automatic)"),
+    KDEVICES(model_devices, "CUDA ordinals of the model devices, one replica each, trained data-parallel in this "
+                            "process (a list, e.g. [1, 2]; auto = the one model_gpu picks; docs/SCALING.md)"),
+    KDEVICES(data_devices, "CUDA ordinals of the data devices feeding model_devices in turn (a list; auto = "
+                           "data_gpu's choice, or with several model devices the lowest GPU not among them)"),
 };
 #define N_KEYS (int)(sizeof schema / sizeof schema[0])
 _Static_assert(sizeof schema / sizeof schema[0] <= 64, "explicit_keys is a 64-bit mask");
@@ -175,6 +182,35 @@ static int edit_distance(const char *a, const char *b) {
     return prev[lb];
 }
 
+static int is_devices(const key_spec *k) { return k->choices && strcmp(k->choices, DEVICES_KIND) == 0; }
+
+int tandem_config_device_list(const char *s, int *out, int cap) {
+    while (*s == ' ') s++;
+    if (strcmp(s, "auto") == 0 || !*s) return 0;
+    const int bracket = *s == '['; /* "[1, 2]" as an override is the YAML list's flow form */
+    s += bracket;
+    int n = 0;
+    for (;;) {
+        while (*s == ' ') s++;
+        char *end = NULL;
+        errno = 0;
+        const long v = strtol(s, &end, 10);
+        if (end == s || errno || v < 0 || v > TANDEM_CONFIG_MAX_ORDINAL || n >= cap) return -1;
+        for (int i = 0; i < n; i++)
+            if (out[i] == (int)v) return -1; /* listed twice */
+        out[n++] = (int)v;
+        s = end;
+        while (*s == ' ') s++;
+        if (bracket && *s == ']') {
+            for (s++; *s == ' ';) s++;
+            return *s ? -1 : n;
+        }
+        if (!*s) return bracket ? -1 : n;
+        if (*s != ',' && *s != TANDEM_CONFIG_SENTENCE_SEP) return -1;
+        s++;
+    }
+}
+
 /* Text of "what was expected" for a key, e.g. "an integer in [1, 4096]". */
 static void expected_text(const key_spec *k, char *buf, size_t cap) {
     switch (k->type) {
@@ -184,7 +220,11 @@ static void expected_text(const key_spec *k, char *buf, size_t cap) {
         else snprintf(buf, cap, "an integer in [%lld, %lld]", (long long)k->imin, (long long)k->imax);
         break;
     case K_FLOAT: snprintf(buf, cap, "a number in [%g, %g]", k->fmin, k->fmax); break;
-    case K_STRING: snprintf(buf, cap, "a UTF-8 string of at most %zu bytes", k->size - 1); break;
+    case K_STRING:
+        if (is_devices(k)) snprintf(buf, cap, "auto or a list of distinct CUDA ordinals in [0, %d], e.g. [1, 2]",
+                                    TANDEM_CONFIG_MAX_ORDINAL);
+        else snprintf(buf, cap, "a UTF-8 string of at most %zu bytes", k->size - 1);
+        break;
     case K_BOOL: snprintf(buf, cap, "true or false"); break;
     case K_ENUM: snprintf(buf, cap, "one of %s", k->choices); break;
     }
@@ -293,6 +333,9 @@ static tandem_status set_key(tandem_config *cfg, int ki, const char *value, cons
         size_t n = strlen(value), bad;
         /* YAML text is UTF-8 already; an override may not be, and the dump must load back */
         if (n >= k->size || !tandem_utf8_validate(value, n, &bad)) return fail_value(o, k, value);
+        int ords[TANDEM_CONFIG_MAX_DEVICES];
+        if (is_devices(k) && tandem_config_device_list(value, ords, TANDEM_CONFIG_MAX_DEVICES) < 0)
+            return fail_value(o, k, value);
         memset(field, 0, k->size); /* no stale tail: equal configs compare equal bytewise */
         memcpy(field, value, n);
         break;
@@ -518,7 +561,8 @@ static tandem_status read_value(yaml_parser_t *p, tandem_config *cfg, const map_
     TANDEM_TRY(next_event(p, &vev, m->name));
     o->line = (int)vev.start_mark.line + 1;
     const int nested = vev.type == YAML_SEQUENCE_START_EVENT || vev.type == YAML_MAPPING_START_EVENT;
-    if (vev.type == YAML_SEQUENCE_START_EVENT && ki >= 0 && !c && strcmp(schema[ki].key, "test_sentences") == 0) {
+    if (vev.type == YAML_SEQUENCE_START_EVENT && ki >= 0 && !c &&
+        (strcmp(schema[ki].key, "test_sentences") == 0 || is_devices(&schema[ki]))) {
         yaml_event_delete(&vev);
         return read_list(p, cfg, ki, o);
     }

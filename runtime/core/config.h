@@ -84,9 +84,21 @@ typedef struct tandem_config {
     double dp_bucket_mb; /* data-parallel: gradient all-reduce bucket, MiB of the wire dtype */
     int dp_grad_dtype;   /* data-parallel: 0 f32, 1 bf16 on the wire */
     int data_gpu, model_gpu; /* CUDA ordinals of the two roles; -1 = automatic */
+    /* several model devices in one process (runtime/run/replicas.h): "auto" or a list of
+       ordinals, read with tandem_config_device_list */
+    char model_devices[64], data_devices[64];
 
     uint64_t explicit_keys; /* bit i: schema key i was given (presets leave it alone) */
 } tandem_config;
+
+/* model_devices / data_devices: at most this many entries, ordinals up to the ordinal maximum. */
+#define TANDEM_CONFIG_MAX_DEVICES 16
+#define TANDEM_CONFIG_MAX_ORDINAL 1024
+/* A device list's ordinals into out[cap]: their count, 0 for "auto" (or empty), -1 when it is
+ * not a list of distinct ordinals in [0, TANDEM_CONFIG_MAX_ORDINAL] separated by ',' or '|'
+ * (a YAML list is stored joined by '|'), optionally in brackets ("[1, 2]"), or has more than
+ * cap entries. */
+int tandem_config_device_list(const char *s, int *out, int cap);
 
 /* Defaults (model_size tiny). */
 void tandem_config_init(tandem_config *cfg);

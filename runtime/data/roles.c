@@ -96,6 +96,60 @@ tandem_status tandem_roles_open(tandem_backend backend, int data_gpu, int model_
     return open_ordinals(n, data_gpu, model_gpu, data, model, desc, cap);
 }
 
+/* Automatic roles of local rank k of L on n CUDA devices: disjoint pairs when there are two per
+ * local rank, else one each; *a / *b the data / model ordinals, or an error naming the counts. */
+static tandem_status rank_ordinals(int n, int k, int L, int *a, int *b) {
+    if (k < 0 || (L > 0 && k >= L))
+        return tandem_fail(TANDEM_E_INVALID, "data-parallel: local rank %d of %d ranks on this machine; expected 0 <= "
+                           "local rank < local ranks (the launcher's LOCAL_RANK / LOCAL_WORLD_SIZE)", k, L);
+    if (L > 0 && n >= 2 * L) {
+        *a = 2 * k, *b = 2 * k + 1;
+        return TANDEM_OK;
+    }
+    if ((L > 0 ? L : k + 1) <= n) {
+        *a = *b = k;
+        return TANDEM_OK;
+    }
+    return tandem_fail(TANDEM_E_DEVICE, "data-parallel: %d CUDA device%s on this machine for %s%d local ranks (this is "
+                       "local rank %d): each local rank needs a GPU of its own (two for a separate data and model "
+                       "device); start at most %d rank%s per machine, or give each rank data_gpu / model_gpu",
+                       n, n == 1 ? "" : "s", L > 0 ? "" : "at least ", L > 0 ? L : k + 1, k, n, n == 1 ? "" : "s");
+}
+
+tandem_status tandem_roles_open_rank(tandem_backend backend, int data_gpu, int model_gpu, int local_rank,
+                                     int local_world, tandem_device **data, tandem_device **model, char *desc,
+                                     size_t cap) {
+    int n = 0;
+    if (backend == TANDEM_BACKEND_HOST || tandem_cuda_device_count(&n) != TANDEM_OK || n == 0 || data_gpu >= 0 ||
+        model_gpu >= 0) {
+        if (n > 0 && backend != TANDEM_BACKEND_HOST) { /* explicit ordinals: not by local rank */
+            char d[16] = "auto", m[16] = "auto";
+            if (data_gpu >= 0) snprintf(d, sizeof d, "%d", data_gpu);
+            if (model_gpu >= 0) snprintf(m, sizeof m, "%d", model_gpu);
+            tandem_logf(TANDEM_LOG_INFO, "data-parallel local rank %d: data_gpu %s / model_gpu %s from the config, "
+                        "used as given (ranks sharing a machine each need their own)", local_rank, d, m);
+        }
+        return tandem_roles_open(backend, data_gpu, model_gpu, data, model, desc, cap);
+    }
+    if (!data || !model || !desc || !cap)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_roles_open_rank: NULL argument");
+    *data = *model = NULL;
+    int a = 0, b = 0;
+    TANDEM_TRY(rank_ordinals(n, local_rank, local_world, &a, &b));
+    TANDEM_TRY(open_pair(TANDEM_BACKEND_CUDA, a, b, data, model));
+    char of[32] = "";
+    if (local_world > 0) snprintf(of, sizeof of, " of %d", local_world);
+    if (a == b)
+        snprintf(desc, cap, "local rank %d%s: CUDA device %d (%s) in both roles (%d GPU%s, one per local rank%s), "
+                 "separate arenas and streams", local_rank, of, a, (*data)->info.name, n, n == 1 ? "" : "s",
+                 local_world > 0 ? "" : "; local_world_size unknown");
+    else
+        snprintf(desc, cap, "local rank %d%s: data device CUDA %d (%s), model device CUDA %d (%s), two of %d GPUs per "
+                 "local rank; ring copies %s", local_rank, of, a, (*data)->info.name, b, (*model)->info.name, n,
+                 tandem_device_can_access_peer(*model, *data) ? "peer to peer" : "staged through pinned host memory");
+    return TANDEM_OK;
+}
+
 void tandem_roles_close(tandem_device *data, tandem_device *model) {
     if (model && model != data) tandem_device_close(model);
     if (data) tandem_device_close(data);

@@ -19,6 +19,15 @@
  * are NULL and nothing is open. */
 tandem_status tandem_roles_open(tandem_backend backend, int data_gpu, int model_gpu,
                                 tandem_device **data, tandem_device **model, char *desc, size_t cap);
+/* Data-parallel (world size > 1): tandem_roles_open for this process, local rank local_rank of
+ * local_world ranks on its machine (0: unknown), so ranks sharing a machine never share a GPU
+ * (docs/SCALING.md, "Each rank's GPUs"). Automatic roles on n CUDA devices: n >= 2 * local_world
+ * → data 2k, model 2k+1; else n >= local_world (unknown: n > k) → GPU k in both roles; else
+ * TANDEM_E_DEVICE naming the GPUs and the local ranks. Explicit data_gpu / model_gpu are used as
+ * given (logged), and without CUDA devices (or on the host backend) it is tandem_roles_open. */
+tandem_status tandem_roles_open_rank(tandem_backend backend, int data_gpu, int model_gpu, int local_rank,
+                                     int local_world, tandem_device **data, tandem_device **model, char *desc,
+                                     size_t cap);
 /* With the config's force_staged: say in the description tandem_roles_open wrote that the ring
  * copies are staged even though the devices could copy peer to peer. */
 void tandem_roles_note_force_staged(char *desc, size_t cap);

@@ -7,34 +7,16 @@
 #include <string.h>
 
 #include "platform/os/log.h"
+#include "platform/os/rendezvous.h"
 #include "runtime/core/launch.h"
-
-tandem_status tandem_dp_declare(tandem_dp *dp, int world, int rank, tandem_device *dev, tandem_pool *pool,
-                                tandem_sampler_pos start) {
-    memset(dp, 0, sizeof *dp);
-    dp->start = start;
-    if (world <= 1) return TANDEM_OK;
-    if (rank < 0 || rank >= world)
-        return tandem_fail(TANDEM_E_INVALID, "data-parallel: rank %d of world size %d; expected 0 <= rank < %d "
-                           "(the launcher's RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID)", rank, world, world);
-    dp->world = world, dp->rank = rank, dp->dev = dev;
-    const int64_t one = 1;
-    return tandem_pool_declare(pool, "dp.vote", TANDEM_F32, 1, &one, TANDEM_PERSISTENT, 0, 0, &dp->vote);
-}
 
 static tandem_status failed(tandem_dp *dp, tandem_status st) {
     if (st != TANDEM_OK) dp->failed = 1;
     return st;
 }
 
-/* The group's unique id on every rank. Host: MPI's world needs none. Other backends (NCCL): rank
- * 0 makes it, and it reaches the others through the launcher's MPI (a host group, closed after). */
-static tandem_status unique_id(tandem_dp *dp, tandem_coll_id *id) {
-    memset(id, 0, sizeof *id);
-    tandem_device_info info;
-    TANDEM_TRY(tandem_device_get_info(dp->dev, &info));
-    if (info.backend == TANDEM_BACKEND_HOST) return tandem_dev_coll_unique_id(dp->dev, id);
-    if (dp->rank == 0) TANDEM_TRY(tandem_dev_coll_unique_id(dp->dev, id));
+/* Rank 0's id to the others through the launcher's MPI (a host group, closed after). */
+static tandem_status share_by_mpi(tandem_dp *dp, tandem_coll_id *id) {
     tandem_device *h = NULL;
     tandem_coll *hc = NULL;
     tandem_coll_id none;
@@ -44,18 +26,56 @@ static tandem_status unique_id(tandem_dp *dp, tandem_coll_id *id) {
     if (st == TANDEM_OK) st = tandem_dev_coll_share_id(h, hc, id, 0);
     if (hc) tandem_dev_coll_close(h, hc, st != TANDEM_OK);
     if (h) tandem_device_close(h);
+    return st;
+}
+
+/* The group's unique id on every rank. Host: MPI's world needs none. Other backends (NCCL): rank
+ * 0 makes it, and it reaches the others through the rendezvous when one is given, else MPI. */
+static tandem_status unique_id(tandem_dp *dp, const tandem_trainer_options *o, tandem_coll_id *id) {
+    memset(id, 0, sizeof *id);
+    tandem_device_info info;
+    TANDEM_TRY(tandem_device_get_info(dp->dev, &info));
+    if (info.backend == TANDEM_BACKEND_HOST) return tandem_dev_coll_unique_id(dp->dev, id);
+    if (dp->rank == 0) TANDEM_TRY(tandem_dev_coll_unique_id(dp->dev, id));
+    const char *kind = info.backend == TANDEM_BACKEND_CUDA ? "CUDA" : "other";
+    char why[900];
+    if (o->rendezvous && *o->rendezvous) {
+        const int ms = o->rendezvous_timeout_ms > 0 ? o->rendezvous_timeout_ms : TANDEM_RENDEZVOUS_TIMEOUT_MS;
+        const tandem_rdzv_options ro = {.endpoint = o->rendezvous, .world = dp->world, .rank = dp->rank,
+                                        .timeout_ms = ms};
+        const tandem_status st = tandem_rendezvous(&ro, id->bytes, sizeof id->bytes);
+        if (st == TANDEM_OK) return TANDEM_OK;
+        snprintf(why, sizeof why, "%s", tandem_last_error());
+        return tandem_fail(st, "data-parallel on %s devices, rank %d of %d: handing rank 0's collective id to the "
+                           "others: %s", kind, dp->rank, dp->world, why);
+    }
+    const tandem_status st = share_by_mpi(dp, id);
     if (st == TANDEM_OK) return TANDEM_OK;
-    char why[768];
     snprintf(why, sizeof why, "%s", tandem_last_error());
-    return tandem_fail(st, "data-parallel on %s devices: handing rank 0's collective id to the others through "
-                       "MPI: %s", info.backend == TANDEM_BACKEND_CUDA ? "CUDA" : "other", why);
+    return tandem_fail(st, "data-parallel on %s devices, rank %d of %d: rank 0's collective id reaches the others "
+                       "through mpirun's MPI or a rendezvous: launch with mpirun, or set MASTER_ADDR and MASTER_PORT "
+                       "(the trainer option `rendezvous`, HOST:PORT); through MPI: %s", kind, dp->rank, dp->world,
+                       why);
+}
+
+tandem_status tandem_dp_declare(tandem_dp *dp, const tandem_trainer_options *o, int local, tandem_device *dev,
+                                tandem_pool *pool, tandem_sampler_pos start) {
+    memset(dp, 0, sizeof *dp);
+    dp->start = start;
+    const int world = o->world_size, rank = o->rank;
+    if (world <= 1) return TANDEM_OK;
+    if (rank < 0 || rank >= world)
+        return tandem_fail(TANDEM_E_INVALID, "data-parallel: rank %d of world size %d; expected 0 <= rank < %d "
+                           "(the launcher's RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID)", rank, world, world);
+    dp->world = world, dp->rank = rank, dp->dev = dev;
+    const int64_t one = 1;
+    TANDEM_TRY(tandem_pool_declare(pool, "dp.vote", TANDEM_F32, 1, &one, TANDEM_PERSISTENT, 0, 0, &dp->vote));
+    return local ? TANDEM_OK : unique_id(dp, o, &dp->id); /* local: tandem_dp_open_local needs no id */
 }
 
 tandem_status tandem_dp_open(tandem_dp *dp, tandem_stream *s, tandem_model *m) {
     if (dp->world <= 1) return TANDEM_OK;
-    tandem_coll_id id;
-    TANDEM_TRY(unique_id(dp, &id));
-    TANDEM_TRY(tandem_dev_coll_open(dp->dev, &id, dp->world, dp->rank, &dp->coll));
+    TANDEM_TRY(tandem_dev_coll_open(dp->dev, &dp->id, dp->world, dp->rank, &dp->coll));
     /* rank 0's parameters everywhere (a seeded init or the same checkpoint already agree; this
        makes it so whatever the start) */
     TANDEM_TRY(failed(dp, tandem_dev_broadcast(dp->coll, s, m->params, 0, m->n_flat, 0)));
@@ -63,6 +83,30 @@ tandem_status tandem_dp_open(tandem_dp *dp, tandem_stream *s, tandem_model *m) {
     tandem_logf(TANDEM_LOG_INFO, "data-parallel: rank %d of %d joined; parameters from rank 0", dp->rank,
                 dp->world);
     return TANDEM_OK;
+}
+
+tandem_status tandem_dp_open_local(tandem_dp *const *dps, tandem_stream *const *ss, tandem_model *const *ms, int n) {
+    tandem_device *devs[64];
+    tandem_coll *colls[64];
+    if (n < 2 || n > 64) return tandem_fail(TANDEM_E_INVALID, "data-parallel: %d local model devices, expected 2..64", n);
+    for (int i = 0; i < n; i++) devs[i] = dps[i]->dev;
+    TANDEM_TRY(tandem_dev_coll_open_local(devs, n, colls));
+    for (int i = 0; i < n; i++) dps[i]->coll = colls[i];
+    /* one thread drives every device: the broadcasts go in one group (else the first waits for
+       the others for ever) */
+    tandem_status st = tandem_dev_coll_group(devs[0], 1);
+    for (int i = 0; st == TANDEM_OK && i < n; i++)
+        st = tandem_dev_broadcast(colls[i], ss[i], ms[i]->params, 0, ms[i]->n_flat, 0);
+    const tandem_status end = tandem_dev_coll_group(devs[0], 0);
+    if (st == TANDEM_OK) st = end;
+    for (int i = 0; i < n; i++) {
+        if (st != TANDEM_OK) dps[i]->failed = 1;
+        ms[i]->wcopy_stale = 1; /* bf16: the GEMMs' copy follows the broadcast masters */
+    }
+    if (st == TANDEM_OK)
+        tandem_logf(TANDEM_LOG_INFO, "data-parallel: %d model devices of this process joined; parameters from "
+                    "replica 0", n);
+    return st;
 }
 
 /* ---- gradient buckets ------------------------------------------------------------------------- */

@@ -5,7 +5,11 @@
  * global batch world * grad_accum * batch_size).
  *
  * What it does for the trainer (runtime/run/trainer.c calls it in small hooks):
- *   declare   a one-float vote tensor in the model arena (before the commit)
+ *   declare   a one-float vote tensor in the model arena (before the commit), and the group's
+ *             unique id on every rank: on the host none (MPI's world); on cuda rank 0 makes
+ *             the NCCL id and hands it over through the rendezvous on the trainer option
+ *             `rendezvous` (platform/os/rendezvous.h) when given, else through the
+ *             launcher's MPI (a host group opened and closed for it)
  *   open      joins the group (tandem_dev_coll_open: MPI on the host, NCCL on cuda) and
  *             broadcasts rank 0's parameters, so every replica starts from the same ones
  *   plan      after the model's declare: the gradient buckets (dp_bucket_mb, counted by
@@ -27,11 +31,12 @@
  *             at the same step boundary)
  *   step_pos  the sampler position after n global steps of this run (what a checkpoint keeps:
  *             resume on the same world size continues exactly)
- * Not yet: several model devices in one process (one replica thread per device).
  *
  * Owns: the tandem_coll, the communication stream and its events. Threads: the trainer's thread
- * only. Allocates: at plan (stream, events) and open (the backend's group), both before the
- * first step; the vote tensor and the bf16 scratch live in the model arena. */
+ * only (a replica's, for several model devices in one process). Allocates: at declare (the id
+ * exchange: MPI's host group or the rendezvous' table, freed there), at plan (stream, events) and
+ * at open (the backend's group), all before the first step; the vote tensor and the bf16 scratch
+ * live in the model arena. */
 #ifndef TANDEM_RUNTIME_RUN_DP_H
 #define TANDEM_RUNTIME_RUN_DP_H
 
@@ -50,6 +55,7 @@ typedef struct tandem_dp {
     tandem_tensor *vote;    /* [1] f32: the stop vote */
     int failed;             /* a collective failed: close aborts */
     tandem_sampler_pos start; /* the sampler position this run started from */
+    tandem_coll_id id;      /* the group's unique id, the same on every rank after declare */
     /* gradient buckets (plan) */
     int bf16;               /* on the wire: 1 bf16 (cast into wire and back), 0 f32 in place */
     int64_t cap;            /* elements per bucket */
@@ -76,13 +82,19 @@ typedef struct tandem_dp {
  * naming both unless force (then a warning). f: the resume checkpoint, path: its run directory. */
 tandem_status tandem_dp_check_resume(const tandem_st_file *f, const char *path, int world, int force);
 
-/* world/rank from the trainer's options; checks them. */
-tandem_status tandem_dp_declare(tandem_dp *dp, int world, int rank, tandem_device *dev, tandem_pool *pool,
-                                tandem_sampler_pos start);
+/* world_size / rank / rendezvous from the trainer's options (checked); exchanges the unique id
+ * (a network wait of up to rendezvous_timeout_ms for the other ranks), unless local: a replica
+ * of this process, joined by tandem_dp_open_local. */
+tandem_status tandem_dp_declare(tandem_dp *dp, const tandem_trainer_options *o, int local, tandem_device *dev,
+                                tandem_pool *pool, tandem_sampler_pos start);
 /* After tandem_model_declare, before the commit: buckets of bucket_mb MiB of the wire dtype
  * (bf16: bf16, else f32), counted, logged once ("data-parallel: N buckets of <= X MiB, f32"). */
 tandem_status tandem_dp_plan(tandem_dp *dp, tandem_model *m, tandem_pool *pool, double bucket_mb, int bf16);
 tandem_status tandem_dp_open(tandem_dp *dp, tandem_stream *s, tandem_model *m);
+/* Several model devices of this process (runtime/run/replicas.h): one communicator each from
+ * the backend's local open (ncclCommInitAll), then rank 0's parameters broadcast to all, in one
+ * group from this thread. dps[i] is rank i of n (declared with world n); on failure none is open. */
+tandem_status tandem_dp_open_local(tandem_dp *const *dps, tandem_stream *const *ss, tandem_model *const *ms, int n);
 /* Before the last micro-batch of a step: its backward queues the buckets as they fill. */
 void tandem_dp_backward_begin(tandem_dp *dp);
 tandem_status tandem_dp_reduce(tandem_dp *dp, tandem_stream *s, tandem_model *m);

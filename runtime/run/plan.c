@@ -157,6 +157,47 @@ static void buckets_line(const tandem_config *cfg, tandem_strbuf *o) {
                              cfg->train_data, tandem_last_error());
 }
 
+/* Several model devices (model_devices, replicas.h): which data device feeds which model device
+ * and what each listed GPU holds — a data arena per replica it feeds, the model arenas of its
+ * replica. An automatic data device is known only at start (the lowest GPU not listed). */
+static void replicas_lines(const tandem_config *cfg, tandem_backend backend, const plan_parts *p, tandem_strbuf *o) {
+    int model[TANDEM_CONFIG_MAX_DEVICES], data[TANDEM_CONFIG_MAX_DEVICES];
+    const int nm = tandem_config_device_list(cfg->model_devices, model, TANDEM_CONFIG_MAX_DEVICES);
+    const int nd = tandem_config_device_list(cfg->data_devices, data, TANDEM_CONFIG_MAX_DEVICES);
+    if (nm <= 1) return;
+    if (backend == TANDEM_BACKEND_HOST) {
+        tandem_strbuf_printf(o, "\nmodel_devices lists %d devices: refused on host devices (one rank per process "
+                             "under mpirun instead, docs/SCALING.md)\n", nm);
+        return;
+    }
+    size_t arena[PLAN_POOLS] = {0};
+    for (int i = 0; i < PLAN_POOLS; i++) {
+        tandem_pool_stats s;
+        if (p->pool[i]) tandem_pool_get_stats(p->pool[i], &s), arena[i] = s.arena_bytes;
+    }
+    const double mib = 1.0 / (1 << 20), model_mib = (double)(arena[1] + arena[2]) * mib;
+    tandem_strbuf_printf(o, "\n%d model devices in one process, data-parallel (global batch %d x %d x %d):\n", nm, nm,
+                         cfg->grad_accum, cfg->batch_size);
+    for (int i = 0; i < nm; i++) {
+        if (nd > 0)
+            tandem_strbuf_printf(o, "  replica %d: model CUDA %d (%.2f MiB) fed by data CUDA %d (%.2f MiB)\n", i,
+                                 model[i], model_mib, data[i % nd], (double)arena[0] * mib);
+        else
+            tandem_strbuf_printf(o, "  replica %d: model CUDA %d (%.2f MiB) fed by the data device chosen at start "
+                                 "(%.2f MiB)\n", i, model[i], model_mib, (double)arena[0] * mib);
+    }
+    for (int k = 0; k < nd; k++) { /* a data device's arenas: one per replica it feeds, plus a model's */
+        int feeds = 0, also_model = 0;
+        for (int i = 0; i < nm; i++) feeds += data[i % nd] == data[k], also_model |= model[i] == data[k];
+        tandem_strbuf_printf(o, "  CUDA %d holds %d data arena%s%s: %.2f MiB\n", data[k], feeds, feeds == 1 ? "" : "s",
+                             also_model ? " and a model's" : "",
+                             ((double)arena[0] * feeds + (also_model ? model_mib / mib : 0)) * mib);
+    }
+    if (nd == 0)
+        tandem_strbuf_printf(o, "  data device: the lowest GPU not among model_devices, or each replica's own "
+                             "model device when all are listed (%d data arenas in all)\n", nm);
+}
+
 tandem_status tandem_plan_report(const tandem_config *cfg, const tandem_plan_options *o, char *buf,
                                  size_t cap, size_t *len) {
     if (len) *len = 0;
@@ -175,6 +216,7 @@ tandem_status tandem_plan_report(const tandem_config *cfg, const tandem_plan_opt
         heading(&text, cfg, backend, o->config_name ? o->config_name : "config", &p);
         buckets_line(cfg, &text); /* before the arenas: an over-budget message stays the last error */
         st = report(cfg, &p, &text);
+        replicas_lines(cfg, backend, &p, &text);
         if (len) *len = text.len;
     }
     release(&p);

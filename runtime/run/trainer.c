@@ -24,6 +24,7 @@
 #include "runtime/run/init_from.h"
 #include "runtime/run/nvml_fields.h"
 #include "runtime/run/profile_ops.h"
+#include "runtime/run/replicas.h"
 #include "runtime/run/resume.h"
 #include "runtime/run/run_buckets.h"
 #include "runtime/run/run_ckpt.h"
@@ -94,6 +95,11 @@ struct tandem_trainer {
     volatile sig_atomic_t stop_req;
     int writer;
     int run_failed; /* the run ended in an error: the data-parallel group is left, not closed */
+    /* several model devices in this process (replicas.h): replica 0 owns the group; a replica
+       made by it joins the group after every replica is built (join_later) */
+    tandem_replicas *group;
+    int join_later;
+    int data_gpu, model_gpu; /* the roles' CUDA ordinals: the config's, or a replica's own */
 };
 
 /* What run accumulates besides the trainer's own state. */
@@ -113,11 +119,17 @@ void tandem_trainer_options_init(tandem_trainer_options *o) {
     memset(o, 0, sizeof *o);
     o->backend = TANDEM_BACKEND_AUTO;
     o->nonfinite_from = -1;
+    o->rendezvous_timeout_ms = TANDEM_RENDEZVOUS_TIMEOUT_MS;
+}
+
+void tandem_trainer_stop_replica(tandem_trainer *t) {
+    if (t && t->dp.world > 1) t->stop_req = 1;
+    else if (t) t->stop = 1;
 }
 
 void tandem_trainer_request_stop(tandem_trainer *t) {
-    if (t && t->dp.world > 1) t->stop_req = 1;
-    else if (t) t->stop = 1;
+    if (t && t->group) tandem_replicas_request_stop(t->group);
+    else tandem_trainer_stop_replica(t);
 }
 
 const tandem_figures *tandem_trainer_figures(const tandem_trainer *t) { return t ? t->fig : NULL; }
@@ -165,8 +177,13 @@ static void device_name(tandem_device *d, char *buf, size_t cap) {
 
 /* Roles, the model stream, both arenas and the pipelines that declare into them. */
 static tandem_status open_devices(tandem_trainer *t) {
-    TANDEM_TRY(tandem_roles_open(t->opt.backend, t->cfg.data_gpu, t->cfg.model_gpu, &t->data_dev,
-                                 &t->model_dev, t->devices, sizeof t->devices));
+    if (t->opt.world_size > 1 && !t->join_later) /* launcher ranks sharing a machine take their own GPUs */
+        TANDEM_TRY(tandem_roles_open_rank(t->opt.backend, t->data_gpu, t->model_gpu, t->opt.local_rank,
+                                          t->opt.local_world_size, &t->data_dev, &t->model_dev, t->devices,
+                                          sizeof t->devices));
+    else /* one device, or a replica of this process on the ordinals its group chose */
+        TANDEM_TRY(tandem_roles_open(t->opt.backend, t->data_gpu, t->model_gpu, &t->data_dev, &t->model_dev,
+                                     t->devices, sizeof t->devices));
     if (t->cfg.force_staged) tandem_roles_note_force_staged(t->devices, sizeof t->devices);
     if (t->opt.world_size > 1) { /* data-parallel: say which replica this is */
         const size_t n = strlen(t->devices);
@@ -198,7 +215,7 @@ static tandem_status open_devices(tandem_trainer *t) {
     po.shard_world = t->opt.world_size, po.shard_rank = t->opt.rank;
     po.shard_chunk = (int64_t)t->cfg.batch_size * t->cfg.grad_accum; /* one rank's items per step */
     TANDEM_TRY(tandem_pipeline_create(&po, &t->pipe));
-    TANDEM_TRY(tandem_dp_declare(&t->dp, t->opt.world_size, t->opt.rank, t->model_dev, t->model_pool, t->next_pos));
+    TANDEM_TRY(tandem_dp_declare(&t->dp, &t->opt, t->join_later, t->model_dev, t->model_pool, t->next_pos));
     return tandem_validation_declare(&t->val, t->data_dev, t->model_dev, t->s);
 }
 
@@ -314,7 +331,7 @@ static tandem_status commit(tandem_trainer *t) {
         t->resume_file = NULL;
     }
     TANDEM_TRY(tandem_train_state_put(&t->model, t->s, &t->st)); /* the device's counters */
-    return tandem_dp_open(&t->dp, t->s, &t->model);
+    return t->join_later ? TANDEM_OK : tandem_dp_open(&t->dp, t->s, &t->model);
 }
 
 static tandem_status build(tandem_trainer *t) {
@@ -344,13 +361,9 @@ static tandem_status build(tandem_trainer *t) {
     return commit(t);
 }
 
-tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_trainer_options *o,
-                                    tandem_trainer **out) {
-    if (!out) return tandem_fail(TANDEM_E_INVALID, "tandem_trainer_create: NULL argument");
+tandem_status tandem_trainer_create_replica(const tandem_config *cfg, const tandem_trainer_options *o,
+                                            int join_later, int data_gpu, int model_gpu, tandem_trainer **out) {
     *out = NULL;
-    if (!cfg) return tandem_fail(TANDEM_E_INVALID, "tandem_trainer_create: NULL config");
-    if (!cfg->train_data[0])
-        return tandem_fail(TANDEM_E_INVALID, "config: key 'train_data': expected a dataset directory");
     tandem_trainer *t = tandem_calloc(1, sizeof *t);
     if (!t) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory");
     t->cfg = *cfg;
@@ -359,8 +372,10 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
     if (o) t->opt = *o;
     else tandem_trainer_options_init(&t->opt);
     t->writer = t->opt.world_size <= 1 || t->opt.rank == 0;
+    t->join_later = join_later;
+    t->data_gpu = data_gpu, t->model_gpu = model_gpu;
     tandem_status st = build(t);
-    t->opt.resume_dir = t->opt.cache_dir = t->opt.init_from = t->opt.freeze = NULL;
+    t->opt.resume_dir = t->opt.cache_dir = t->opt.init_from = t->opt.freeze = t->opt.rendezvous = NULL;
     if (st != TANDEM_OK) {
         char why[1024]; /* destroy may set messages of its own */
         snprintf(why, sizeof why, "%s", tandem_last_error());
@@ -372,8 +387,52 @@ tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_train
     return TANDEM_OK;
 }
 
+/* model_devices / data_devices: several model devices go to replicas.c; one entry is the
+ * single-device path with that ordinal (the list wins over model_gpu / data_gpu). */
+tandem_status tandem_trainer_create(const tandem_config *cfg, const tandem_trainer_options *o,
+                                    tandem_trainer **out) {
+    if (!out) return tandem_fail(TANDEM_E_INVALID, "tandem_trainer_create: NULL argument");
+    *out = NULL;
+    if (!cfg) return tandem_fail(TANDEM_E_INVALID, "tandem_trainer_create: NULL config");
+    if (!cfg->train_data[0])
+        return tandem_fail(TANDEM_E_INVALID, "config: key 'train_data': expected a dataset directory");
+    int model[TANDEM_CONFIG_MAX_DEVICES], data[TANDEM_CONFIG_MAX_DEVICES];
+    const int nm = tandem_config_device_list(cfg->model_devices, model, TANDEM_CONFIG_MAX_DEVICES);
+    const int nd = tandem_config_device_list(cfg->data_devices, data, TANDEM_CONFIG_MAX_DEVICES);
+    if (nm < 0 || nd < 0)
+        return tandem_fail(TANDEM_E_INVALID, "config: key '%s': '%s' is not auto or a list of distinct CUDA "
+                           "ordinals", nm < 0 ? "model_devices" : "data_devices",
+                           nm < 0 ? cfg->model_devices : cfg->data_devices);
+    if (nm > 1) return tandem_replicas_create(cfg, o, model, nm, data, nd, out);
+    if (nd > 1)
+        return tandem_fail(TANDEM_E_INVALID, "config: data_devices lists %d devices for %d model device: one data "
+                           "device per model device at most", nd, nm > 0 ? nm : 1);
+    return tandem_trainer_create_replica(cfg, o, 0, nd == 1 ? data[0] : cfg->data_gpu,
+                                         nm == 1 ? model[0] : cfg->model_gpu, out);
+}
+
+void tandem_trainer_set_group(tandem_trainer *t, tandem_replicas *g, const char *desc) {
+    t->group = g;
+    snprintf(t->devices, sizeof t->devices, "%s", desc);
+}
+
+tandem_status tandem_trainer_join_local(tandem_trainer *const *ts, int n) {
+    tandem_dp *dps[TANDEM_CONFIG_MAX_DEVICES];
+    tandem_stream *ss[TANDEM_CONFIG_MAX_DEVICES];
+    tandem_model *ms[TANDEM_CONFIG_MAX_DEVICES];
+    for (int i = 0; i < n; i++) dps[i] = &ts[i]->dp, ss[i] = ts[i]->s, ms[i] = &ts[i]->model;
+    return tandem_dp_open_local(dps, ss, ms, n);
+}
+
+void tandem_trainer_leave_group(tandem_trainer *t) {
+    t->run_failed = 1;
+    tandem_dp_close(&t->dp, 1);
+}
+
 void tandem_trainer_destroy(tandem_trainer *t) {
     if (!t) return;
+    if (t->group) tandem_replicas_free(t->group); /* replicas 1..n-1 first: they are fed by t's peers */
+    t->group = NULL;
     tandem_dp_close(&t->dp, t->discard || t->run_failed);
     if (t->pipe) {
         if (t->started) tandem_pipeline_stop(t->pipe);
@@ -987,6 +1046,11 @@ static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st,
 }
 
 tandem_status tandem_trainer_run(tandem_trainer *t, tandem_trainer_summary *sum) {
+    if (t && t->group) return tandem_replicas_run(t->group, sum);
+    return tandem_trainer_run_replica(t, sum);
+}
+
+tandem_status tandem_trainer_run_replica(tandem_trainer *t, tandem_trainer_summary *sum) {
     if (sum) memset(sum, 0, sizeof *sum);
     if (!t) return tandem_fail(TANDEM_E_INVALID, "trainer run: NULL");
     run_totals r;

@@ -64,6 +64,23 @@
 #include "runtime/report/figures.h"
 #include "tandem.h"
 
+/* For runtime/run/replicas.c (several model devices in one process):
+ *   create_replica  one replica, options' world_size / rank saying which, on the CUDA ordinals
+ *                   given (the config, which its checkpoints keep, is the group's); join_later:
+ *                   its collective is opened by join_local once every replica is built
+ *   join_local      the n replicas' communicators and the parameters' broadcast (dp.h)
+ *   run_replica / stop_replica  one replica's loop / stop request (the public ones go to the group)
+ *   leave_group     after its run failed, from its own thread: abort its communicator
+ *   set_group       replica 0 owns the group; desc: the devices line of all replicas */
+typedef struct tandem_replicas tandem_replicas;
+tandem_status tandem_trainer_create_replica(const tandem_config *cfg, const tandem_trainer_options *o,
+                                            int join_later, int data_gpu, int model_gpu, tandem_trainer **out);
+tandem_status tandem_trainer_join_local(tandem_trainer *const *ts, int n);
+tandem_status tandem_trainer_run_replica(tandem_trainer *t, tandem_trainer_summary *sum);
+void tandem_trainer_stop_replica(tandem_trainer *t);
+void tandem_trainer_leave_group(tandem_trainer *t);
+void tandem_trainer_set_group(tandem_trainer *t, tandem_replicas *g, const char *desc);
+
 /* The figures' state (loss history, last mel), for tests. */
 const tandem_figures *tandem_trainer_figures(const tandem_trainer *t);
 

@@ -5,8 +5,10 @@
 #      buckets, bf16 on the wire); resume on the same world size is exact. Bounded by timeout (a hang is a failure, not a stuck make test).
 #   3. test_dp cuda: the bucket matches through the stand-in driver and the stand-in libnccl.so.2
 #      (FAKECUDA_DIR): each rank a process with one stand-in CUDA data device and one model
-#      device, the gradients all-reduced by NCCL across the processes, the NCCL id from rank 0
-#      through MPI. Skipped, saying so, on a host-only build (no fatbin to emulate).
+#      device (4 stand-in GPUs, local rank k taking 2k and 2k+1), the gradients all-reduced by
+#      NCCL across the processes, the NCCL id from rank 0 through MPI. Skipped, saying so, on a
+#      host-only build (no fatbin to emulate). The same without MPI, launched torchrun style
+#      with the id through the rendezvous: run_dp_rdzv.sh (check_dp_rdzv).
 #   2. test_dp kill: rank 1 dies by SIGKILL at step 3; mpirun must end rank 0 and the job with
 #      a non-zero status and a message naming the dead rank, within LIMIT seconds.
 # As root OpenMPI needs --allow-run-as-root (here: its two environment variables); more ranks
@@ -52,7 +54,7 @@ if [ -z "$fakedir" ] || [ ! -s "$fatbin" ] || [ ! -f "$fakedir/libnccl.so.2" ]; 
   exit 0
 fi
 # LD_LIBRARY_PATH: dlopen("libnccl.so.2") must find the stand-in before an installed NCCL
-LD_LIBRARY_PATH="$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" TANDEM_FAKECUDA_DEVICES=2 \
+LD_LIBRARY_PATH="$fakedir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" TANDEM_FAKECUDA_DEVICES=4 \
 TANDEM_CUDA_DRIVER="$fakedir/libcuda.so.1" TANDEM_CUBLASLT="$fakedir/libcublasLt.so.13" TANDEM_FAKENCCL_TIMEOUT_MS=60000 \
   timeout 600 mpirun -np 2 --oversubscribe -x LD_LIBRARY_PATH "$prog" cuda >"$TMPDIR/cuda.log" 2>&1
 rc=$?

@@ -79,6 +79,7 @@ static tandem_status train(const tandem_config *cfg, int ranks, const char *resu
     o.backend = backend;
     o.world_size = ranks;
     o.rank = ranks > 1 ? rank : 0;
+    o.local_rank = o.rank, o.local_world_size = ranks; /* one machine: cuda ranks take GPUs 2k, 2k+1 */
     o.resume_dir = resume;
     o.run_steps = run_steps;
     o.on_step = on_step_rec;
@@ -418,9 +419,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test_teardown(test_match_bf16, match_done),
         cmocka_unit_test_teardown(test_match_buckets_eager, match_done),
     };
-    /* cuda: each rank one stand-in CUDA data device and one model device, NCCL (the stand-in
-       libnccl.so.2) across the processes, the id from rank 0 through MPI; emulated kernels are
-       slow, so the match alone */
+    /* cuda: each rank one stand-in CUDA data device and one model device (of the stand-in's 4:
+       local rank k takes 2k and 2k+1), NCCL (the stand-in libnccl.so.2) across the processes, the
+       id from rank 0 through MPI; emulated kernels are slow, so the match alone */
     const int cuda = argc > 1 && !strcmp(argv[1], "cuda");
     if (cuda) backend = TANDEM_BACKEND_CUDA;
     char name[40];

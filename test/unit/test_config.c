@@ -219,6 +219,41 @@ static void test_sentence_list(void **state) {
     expect_error("test_sentences:\n  - [a]\n", ":2: key 'test_sentences'", "nested");
 }
 
+/* model_devices / data_devices: a YAML list, "1,2" or "[1, 2]" as an override, "auto"; the
+ * dump loads back equal; duplicates, negatives, words and open brackets are named. */
+static void test_device_lists(void **state) {
+    (void)state;
+    const char *yaml = "model_devices: [1, 2]\ndata_devices:\n  - 0\n";
+    tandem_config a, b;
+    assert_int_equal(tandem_config_load_string(&a, yaml, strlen(yaml), "dev.yaml"), TANDEM_OK);
+    int ords[TANDEM_CONFIG_MAX_DEVICES];
+    assert_int_equal(tandem_config_device_list(a.model_devices, ords, TANDEM_CONFIG_MAX_DEVICES), 2);
+    assert_int_equal(ords[0], 1);
+    assert_int_equal(ords[1], 2);
+    assert_int_equal(tandem_config_device_list(a.data_devices, ords, TANDEM_CONFIG_MAX_DEVICES), 1);
+    assert_int_equal(ords[0], 0);
+    char text[8192];
+    const size_t need = tandem_config_dump(&a, text, sizeof text);
+    assert_true(need < sizeof text);
+    assert_int_equal(tandem_config_load_string(&b, text, need, "dump"), TANDEM_OK);
+    assert_string_equal(b.model_devices, a.model_devices);
+    tandem_config_init(&b);
+    assert_string_equal(b.model_devices, "auto");
+    assert_int_equal(tandem_config_device_list(b.model_devices, ords, TANDEM_CONFIG_MAX_DEVICES), 0);
+    static const char *const good[] = {"1,2", "[1, 2]", " 1 , 2 ", "1|2"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        assert_int_equal(tandem_config_set(&b, "model_devices", good[i]), TANDEM_OK);
+        assert_int_equal(tandem_config_device_list(b.model_devices, ords, TANDEM_CONFIG_MAX_DEVICES), 2);
+    }
+    static const char *const bad[] = {"1,1", "-1", "gpu0", "[1, 2", "1,", "1 2", "1025", "[1],"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(tandem_config_set(&b, "model_devices", bad[i]), TANDEM_E_INVALID);
+        if (!strstr(tandem_last_error(), "key 'model_devices': expected auto or a list of distinct CUDA ordinals"))
+            fail_msg("model_devices '%s': \"%s\"", bad[i], tandem_last_error());
+    }
+    expect_error("data_devices: [0, 0]\n", ":1: key 'data_devices'", "distinct");
+}
+
 static void test_dump_roundtrip(void **state) {
     (void)state;
     tandem_rng r = {tandem_test_seed("test_config dump")};
@@ -266,7 +301,7 @@ static void test_example_configs(void **state) {
     assert_int_equal(tandem_config_load(&cfg, "/nonexistent/tandem.yaml"), TANDEM_E_IO);
     assert_non_null(strstr(tandem_last_error(), "/nonexistent/tandem.yaml"));
 
-    char help[8192];
+    char help[16384]; /* the schema's text grows with its keys */
     assert_true(tandem_config_describe(help, sizeof help) < sizeof help);
     assert_non_null(strstr(help, "prefetch_buffer_size"));
 }
@@ -344,6 +379,7 @@ int main(void) {
         cmocka_unit_test(test_presets),        cmocka_unit_test(test_dump_roundtrip),
         cmocka_unit_test(test_example_configs), cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_docs_list_every_key), cmocka_unit_test(test_sentence_list),
+        cmocka_unit_test(test_device_lists),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
