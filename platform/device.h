@@ -104,6 +104,11 @@ struct tandem_backend_ops {
     void (*event_destroy)(tandem_event *e);
     tandem_status (*event_record)(tandem_event *e, tandem_stream *s);
     tandem_status (*stream_wait_event)(tandem_stream *s, tandem_event *e);
+    /* Optional (NULL: event_record then stream_wait_event): `after` waits for the work queued on
+     * `before` (one device) through e, as capture-internal edges inside a graph capture (CUDA: a
+     * plain record and wait, so `after` forks from / joins into `before`'s capture; the
+     * external nodes event_record makes while capturing would not). */
+    tandem_status (*stream_order)(tandem_stream *after, tandem_stream *before, tandem_event *e);
     tandem_status (*event_query)(tandem_event *e, int *done);
     tandem_status (*event_sync)(tandem_event *e);
     tandem_status (*event_elapsed_ms)(tandem_event *start, tandem_event *end, float *ms);

@@ -61,6 +61,7 @@ typedef enum cudaError_enum {
     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900, /* the call is not permitted while capturing */
     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901, /* the capture was invalidated by an earlier error */
     CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,   /* end capture on a stream that did not begin it */
+    CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904,    /* a stream forked into the capture not joined back */
     CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,   /* a dependency on work outside the capture */
     CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,    /* the legacy stream during a global capture */
     CUDA_ERROR_CAPTURED_EVENT = 907,             /* query/sync of an event recorded in a capture */

@@ -395,6 +395,16 @@ static tandem_status cuda_stream_wait_event(tandem_stream *s, tandem_event *e) {
     return TANDEM_OK;
 }
 
+/* Plain record and wait even while capturing: capture-internal edges (fork / join). */
+static tandem_status cuda_stream_order(tandem_stream *after, tandem_stream *before, tandem_event *e) {
+    tandem_cuda_dev *d = tandem_cuda_impl(before->dev);
+    TANDEM_TRY(tandem_cuda_make_current(d));
+    TANDEM_CU_TRY(cuEventRecord, ((CUevent)e->impl, tandem_cuda_stream(before)), "device %d", d->ordinal);
+    TANDEM_CU_TRY(cuStreamWaitEvent, (tandem_cuda_stream(after), (CUevent)e->impl, 0),
+                  "device %d: a stream waiting on another's work", d->ordinal);
+    return TANDEM_OK;
+}
+
 static tandem_status cuda_event_query(tandem_event *e, int *done) {
     tandem_cuda_dev *d = tandem_cuda_impl(e->dev);
     TANDEM_TRY(tandem_cuda_make_current(d));
@@ -611,6 +621,7 @@ GUARDED(cuda_event_create, (tandem_device *dev, tandem_event *e), (dev, e))
 GUARDED_VOID(cuda_event_destroy, (tandem_event *e), (e))
 GUARDED(cuda_event_record, (tandem_event *e, tandem_stream *s), (e, s))
 GUARDED(cuda_stream_wait_event, (tandem_stream *s, tandem_event *e), (s, e))
+GUARDED(cuda_stream_order, (tandem_stream *a, tandem_stream *b, tandem_event *e), (a, b, e))
 GUARDED(cuda_event_query, (tandem_event *e, int *done), (e, done))
 GUARDED(cuda_event_sync, (tandem_event *e), (e))
 GUARDED(cuda_event_elapsed_ms, (tandem_event *a, tandem_event *b, float *ms), (a, b, ms))
@@ -672,6 +683,7 @@ static const tandem_backend_ops cuda_ops = {
     .event_destroy = guarded_cuda_event_destroy,
     .event_record = guarded_cuda_event_record,
     .stream_wait_event = guarded_cuda_stream_wait_event,
+    .stream_order = guarded_cuda_stream_order,
     .event_query = guarded_cuda_event_query,
     .event_sync = guarded_cuda_event_sync,
     .event_elapsed_ms = guarded_cuda_event_elapsed_ms,

@@ -13,6 +13,8 @@
 #include <limits.h>
 #include <mpi.h>
 
+#include "kernels/ktypes.h"
+
 struct tandem_coll {
     MPI_Comm comm;
     int rank, nranks;
@@ -21,6 +23,16 @@ struct tandem_coll {
 };
 
 static int we_initialised, aborted;
+static MPI_Op bf16_sum = MPI_OP_NULL; /* made by the first coll_open, kept until MPI_Finalize */
+
+/* MPI has no bf16: a user op on its 16-bit words, summing in float and rounding once per
+ * addition (two ranks: the sum rounded once, as NCCL and the stand-in do). Commutative. */
+static void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    const tandem_bf16 *a = in;
+    tandem_bf16 *b = inout;
+    for (int i = 0; i < *len; i++) b[i] = tandem_f32_to_bf16(tandem_bf16_to_f32(a[i]) + tandem_bf16_to_f32(b[i]));
+}
 
 /* At exit: MPI_Finalize when this library initialised MPI and no group failed (after a
  * failure the others may wait in a collective forever; leaving without it makes mpirun end
@@ -83,6 +95,11 @@ tandem_status tandem_host_coll_open(tandem_device *dev, const tandem_coll_id *id
         return mpi_err(NULL, "MPI_Comm_dup", rc);
     }
     MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN); /* errors come back, not abort */
+    if (bf16_sum == MPI_OP_NULL && (rc = MPI_Op_create(sum_bf16, 1, &bf16_sum)) != MPI_SUCCESS) {
+        MPI_Comm_free(&c->comm);
+        tandem_free(c);
+        return mpi_err(NULL, "MPI_Op_create", rc);
+    }
     c->rank = rank, c->nranks = nranks;
     *out = c;
     return TANDEM_OK;
@@ -121,14 +138,16 @@ static tandem_status usable(tandem_coll *c, tandem_stream *s, const char *op) {
 tandem_status tandem_host_coll_all_reduce_sum(tandem_coll *c, tandem_stream *s, tandem_dptr send,
                                               tandem_dptr recv, size_t count, tandem_dtype type) {
     TANDEM_TRY(usable(c, s, "MPI all-reduce"));
-    if (type != TANDEM_F32)
-        return tandem_fail(TANDEM_E_UNSUPPORTED, "host all-reduce: dtype %d; the host backend sums f32 only "
-                           "(bf16 gradients are a CUDA option)", (int)type);
-    float *r = (float *)(uintptr_t)recv;
-    if (send != recv) memcpy(r, (const void *)(uintptr_t)send, count * sizeof(float));
+    if (type != TANDEM_F32 && type != TANDEM_BF16)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "host all-reduce: dtype %d; the host backend sums f32 and bf16",
+                           (int)type);
+    const size_t es = type == TANDEM_F32 ? sizeof(float) : sizeof(tandem_bf16);
+    char *r = (char *)(uintptr_t)recv;
+    if (send != recv) memcpy(r, (const void *)(uintptr_t)send, count * es);
     for (size_t at = 0; at < count;) { /* MPI counts are int */
         const int n = count - at > (size_t)INT_MAX ? INT_MAX : (int)(count - at);
-        int rc = MPI_Allreduce(MPI_IN_PLACE, r + at, n, MPI_FLOAT, MPI_SUM, c->comm);
+        int rc = type == TANDEM_F32 ? MPI_Allreduce(MPI_IN_PLACE, r + at * es, n, MPI_FLOAT, MPI_SUM, c->comm)
+                                    : MPI_Allreduce(MPI_IN_PLACE, r + at * es, n, MPI_UINT16_T, bf16_sum, c->comm);
         if (rc != MPI_SUCCESS) return mpi_err(c, "MPI_Allreduce", rc);
         at += (size_t)n;
     }

@@ -131,6 +131,12 @@ static const key_spec schema[] = {
     KINT(keep, "3", 1, 1000000, "checkpoints kept (the newest K)"),
     KINT(max_nonfinite, "20", 1, 1000000,
          "stop with an error after this many non-finite (skipped) steps in a row"),
+    KFLOAT(dp_bucket_mb, "25", 0.001, 1e6,
+           "data-parallel: gradients all-reduced in buckets of at most this many MiB, each as soon as the "
+           "backward has finished its layers (fractions allowed)"),
+    KENUM(dp_grad_dtype, "f32", "f32|bf16",
+          "data-parallel: gradients all-reduced in f32, or cast to bf16 for it (half the bytes, 8-bit "
+          "mantissa) and widened back"),
     KINT(data_gpu, "-1", -1, 1024, "CUDA ordinal of the data device (-1 = automatic)"),
     KINT(model_gpu, "-1", -1, 1024, "CUDA ordinal of the model device (-1 = automatic)"),
     KDEVICES(model_devices, "CUDA ordinals of the model devices, one replica each, trained data-parallel in this "

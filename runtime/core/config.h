@@ -81,6 +81,8 @@ typedef struct tandem_config {
     int64_t val_every, log_every, checkpoint_every;
     int val_batches, keep, max_nonfinite;
     int tensorboard; /* bool: TensorBoard event files in out (runtime/run/run_tb.h) */
+    double dp_bucket_mb; /* data-parallel: gradient all-reduce bucket, MiB of the wire dtype */
+    int dp_grad_dtype;   /* data-parallel: 0 f32, 1 bf16 on the wire */
     int data_gpu, model_gpu; /* CUDA ordinals of the two roles; -1 = automatic */
     /* several model devices in one process (runtime/run/replicas.h): "auto" or a list of
        ordinals, read with tandem_config_device_list */

@@ -452,6 +452,7 @@ tandem_status tandem_dev_all_reduce_sum(tandem_coll *c, tandem_stream *s, const 
                                         int64_t n) {
     tandem_dptr p = 0;
     TANDEM_TRY(coll_range("all-reduce", s, t, off, n, &p));
+    rec_copy(s, TANDEM_REC_ALL_REDUCE, (size_t)n * tandem_dtype_size(tandem_tensor_dtype(t)));
     return s->dev->ops->coll_all_reduce_sum(c, s, p, p, (size_t)n, tandem_tensor_dtype(t));
 }
 

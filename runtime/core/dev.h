@@ -132,7 +132,7 @@ int32_t *tandem_tensor_i32_at(const tandem_tensor *t, int64_t off);
 uint8_t *tandem_tensor_u8(const tandem_tensor *t);
 
 /* ---- recording the launch list (the step cost model, runtime/run/cost.h) --------------------
- * While a recorder is installed, every kernel launch, GEMM and copy that passes its checks here
+ * While a recorder is installed, every kernel launch, GEMM, copy and all-reduce that passes its checks here
  * is appended to it, with its stream and its cost (the kernel's registry cost function, the
  * GEMM's from its shape and dtypes, a copy's bytes), before the backend runs it. One recorder
  * for the process (installing is for a tool or a test that controls every thread launching
@@ -144,6 +144,7 @@ typedef enum tandem_rec_kind {
     TANDEM_REC_COPY_D2H,
     TANDEM_REC_COPY_D2D,
     TANDEM_REC_COPY_PEER,
+    TANDEM_REC_ALL_REDUCE, /* a collective's bytes (this rank's buffer); not in the cost model's time */
     TANDEM_REC_KINDS
 } tandem_rec_kind;
 
@@ -197,6 +198,12 @@ typedef struct tandem_dev_op_profile {
 } tandem_dev_op_profile;
 /* Attach p (its n reset to 0, its anchor recorded) or, with NULL, detach. */
 tandem_status tandem_dev_op_profile_attach(tandem_dev_op_profile *p);
+
+/* Work queued on `after` from now on runs after the work queued on `before` so far (two streams
+ * of one device, e an event of it). Inside a graph capture of `before` this forks `after` into
+ * the capture; `before` capturing and waiting on `after` joins it back (CUDA's cross-stream
+ * capture). Elsewhere: event record and wait. */
+tandem_status tandem_stream_order(tandem_stream *after, tandem_stream *before, tandem_event *e);
 
 /* ---- collectives across model devices (platform/device.h tandem_coll; docs/SCALING.md) -------
  * A backend without collectives (host built without MPI) answers TANDEM_E_UNSUPPORTED naming

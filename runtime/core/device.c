@@ -164,6 +164,16 @@ tandem_status tandem_stream_wait_event(tandem_stream *s, tandem_event *e) {
     return e->dev->ops->event_sync(e);
 }
 
+tandem_status tandem_stream_order(tandem_stream *after, tandem_stream *before, tandem_event *e) {
+    if (!after || !before || !e) return tandem_fail(TANDEM_E_INVALID, "tandem_stream_order: NULL argument");
+    if (after->dev->ops != before->dev->ops || after->dev->info.ordinal != before->dev->info.ordinal ||
+        !after->dev->ops->stream_order) { /* no capture edges to keep: the plain pair */
+        TANDEM_TRY(tandem_event_record(e, before));
+        return tandem_stream_wait_event(after, e);
+    }
+    return after->dev->ops->stream_order(after, before, e);
+}
+
 tandem_status tandem_event_query(tandem_event *e, int *done) {
     if (!e || !done) return tandem_fail(TANDEM_E_INVALID, "tandem_event_query: NULL argument");
     return e->dev->ops->event_query(e, done);

@@ -283,6 +283,48 @@ static void assign_offsets(tandem_model *m) {
     m->n_flat = off;
 }
 
+int tandem_model_grad_stages(const tandem_model *m) { return m->dims.layers + 2; }
+
+/* The parameters of stage k (tandem_model_grad_stage's order); returns how many. */
+static int stage_params(const tandem_model *m, int k, int idx[12]) {
+    const tandem_model_top_params *t = &m->top;
+    if (k == 0) {
+        const int v[6] = {t->mel_w, t->mel_b, t->stop_w, t->stop_b, t->lnf_g, t->lnf_b};
+        memcpy(idx, v, sizeof v);
+        return 6;
+    }
+    if (k == m->dims.layers + 1) {
+        const int v[4] = {t->sym_emb, t->pos_emb, t->prenet_w, t->prenet_b};
+        memcpy(idx, v, sizeof v);
+        return 4;
+    }
+    const tandem_model_layer_params *p = &m->lp[m->dims.layers - k];
+    const int v[12] = {p->ln1_g, p->ln1_b, p->qkv_w, p->qkv_b, p->out_w, p->out_b,
+                       p->ln2_g, p->ln2_b, p->fc_w, p->fc_b, p->proj_w, p->proj_b};
+    memcpy(idx, v, sizeof v);
+    return 12;
+}
+
+tandem_status tandem_model_grad_stage(const tandem_model *m, int k, tandem_model_grads_final_fn fn, void *ctx,
+                                      tandem_stream *s) {
+    int idx[12];
+    const int n = stage_params(m, k, idx);
+    int64_t b[12], e[12]; /* [begin, end) with the alignment gap, sorted by begin */
+    for (int i = 0; i < n; i++) {
+        const tandem_model_param *p = &m->param[idx[i]];
+        int j = i;
+        for (; j > 0 && b[j - 1] > p->offset; j--) b[j] = b[j - 1], e[j] = e[j - 1];
+        b[j] = p->offset, e[j] = p->offset + (p->numel + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    }
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        while (j < n && b[j] == e[j - 1]) j++; /* adjacent: one range */
+        TANDEM_TRY(fn(ctx, s, b[i], e[j - 1] - b[i]));
+        i = j;
+    }
+    return TANDEM_OK;
+}
+
 int tandem_model_find_param(const tandem_model *m, const char *name) {
     for (int i = 0; i < m->n_params; i++)
         if (strcmp(m->param[i].name, name) == 0) return i;

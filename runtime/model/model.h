@@ -187,6 +187,12 @@ typedef struct tandem_model_ga {
     float grad_scale; /* weight x the loss's grad_scale: what the backward adds (0: none) */
 } tandem_model_ga;
 
+/* Gradients [first, first + count) of the flat buffer are final for this backward: every kernel
+ * that writes them is queued on s before the call (data-parallel all-reduces them while the rest
+ * of the backward runs, runtime/run/dp.c; the model itself makes no collective call). */
+typedef tandem_status (*tandem_model_grads_final_fn)(void *ctx, tandem_stream *s, int64_t first,
+                                                     int64_t count);
+
 /* Loss values per slot in losses: l1, stop bce, ga. */
 #define TANDEM_MODEL_LOSSES 3
 
@@ -256,6 +262,10 @@ typedef struct tandem_model {
     tandem_tensor *scores; /* [B, H, T, T] f32: S (softmax writes the bf16 p from it) */
     tandem_tensor *gbf;    /* [max(N*4d, B*H*T*T, Np*r*80)] bf16: a gradient as GEMM operand */
     int wcopy_stale;       /* 1: params changed since the last cast into wcopy */
+
+    /* Called by tandem_model_backward as each stage's gradients become final (NULL: not). */
+    tandem_model_grads_final_fn grads_final;
+    void *grads_final_ctx;
 
     /* Prenet dropout of the current forward and its backward (train_step.c sets it per
      * micro-batch; p = 0, the state after declare, is off: evaluation and synthesis). */
@@ -346,8 +356,18 @@ tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tand
 tandem_status tandem_model_loss(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
                                 int slot, float stop_weight, float grad_scale);
 
-/* Backward of the last forward from dmel, dstop: gradients ACCUMULATED (+=) into grads. */
+/* Backward of the last forward from dmel, dstop: gradients ACCUMULATED (+=) into grads. With
+ * m->grads_final set, it is called for each stage's ranges as soon as they are final. */
 tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b);
+
+/* The backward's stages in the order their gradients become final: 0 the heads and final LN,
+ * 1 .. layers the blocks (last first), layers + 1 the embeddings and prenet. Their ranges (each
+ * parameter with its alignment gap, adjacent ones merged) tile [0, n_flat) exactly; a stage's
+ * parameters are split between the decayed and the undecayed span, so it has two or more. */
+int tandem_model_grad_stages(const tandem_model *m);
+/* fn(ctx, s, first, count) for each range of stage k, in increasing order. */
+tandem_status tandem_model_grad_stage(const tandem_model *m, int k, tandem_model_grads_final_fn fn, void *ctx,
+                                      tandem_stream *s);
 
 /* ---- internal: GEMM descriptors shared by prepare and the passes (model.c) ----------------
  * Operand types follow the model's precision (bf16 A and B in bf16 mode), so prepare and the

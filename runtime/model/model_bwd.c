@@ -137,6 +137,12 @@ static tandem_status heads_bwd(tandem_model *m, tandem_stream *s) {
     return TANDEM_OK;
 }
 
+/* Stage k's gradients are final: tell the hook (data-parallel starts their all-reduce). */
+static tandem_status stage_final(tandem_model *m, tandem_stream *s, int k) {
+    if (!m->grads_final) return TANDEM_OK;
+    return tandem_model_grad_stage(m, k, m->grads_final, m->grads_final_ctx, s);
+}
+
 tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
                                     const tandem_model_batch *b) {
     if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "model backward: NULL argument");
@@ -151,7 +157,11 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
     /* Final LN: dres = LN_f backward (the first write of the residual gradient) */
     TANDEM_TRY(layernorm_bwd(m, s, m->dhf, m->x_out, m->meanf, m->rstdf, m->top.lnf_g,
                              m->top.lnf_b, m->dres));
-    for (int l = d->layers - 1; l >= 0; l--) TANDEM_TRY(block_bwd(m, s, l));
+    TANDEM_TRY(stage_final(m, s, 0));
+    for (int l = d->layers - 1; l >= 0; l--) {
+        TANDEM_TRY(block_bwd(m, s, l));
+        TANDEM_TRY(stage_final(m, s, d->layers - l));
+    }
 
     /* Embedding: d_sym_emb, d_pos_emb +=; dpre [B, Tm, d] = dres at the mel rows */
     const tandem_seq_dims sd = {d->batch, d->text_len, d->mel_len, d->vocab, d->d};
@@ -164,6 +174,7 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
         TANDEM_TRY(tandem_prenet_dropout(s, F32(m->dpre), Np * D, m->drop.p, m->drop.seed,
                                          m->drop.step, m->drop.step_at, m->drop.micro));
     TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dpre), F32(m->pre), F32(m->dpre), Np * D));
-    return linear_bwd(m, s, m->top.prenet_w, m->top.prenet_b, Np, d->group, D, m->dpre, m->groups,
-                      NULL);
+    TANDEM_TRY(linear_bwd(m, s, m->top.prenet_w, m->top.prenet_b, Np, d->group, D, m->dpre, m->groups,
+                          NULL));
+    return stage_final(m, s, d->layers + 1);
 }

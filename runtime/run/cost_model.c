@@ -89,6 +89,9 @@ const char *tandem_cost_describe(const tandem_rec_entry *e, char *buf, size_t ca
                  g->trans_a ? "T" : "N", g->trans_b ? "T" : "N", (long long)g->m, (long long)g->n,
                  (long long)g->k, (long long)g->batch, e->beta != 0.0f ? " +C" : "");
         break;
+    case TANDEM_REC_ALL_REDUCE:
+        snprintf(buf, cap, "all-reduce %.0f B", e->cost.bytes_read);
+        break;
     default:
         snprintf(buf, cap, "copy %s %.0f B", copies[e->kind - TANDEM_REC_COPY_H2D], e->cost.bytes_read);
     }
@@ -101,6 +104,7 @@ double tandem_cost_seconds(const tandem_rec_entry *e, const tandem_gpu_spec *g, 
         peak = e->gemm.a_type == TANDEM_BF16 ? g->bf16_tflops
                : tf32 || e->gemm.tf32        ? g->tf32_tflops /* --tf32, or the config's tf32 */
                                              : g->fp32_tflops;
+    if (e->kind == TANDEM_REC_ALL_REDUCE) return 0.0; /* links are not in the GPU spec (docs/SCALING.md) */
     const double t_flops = e->cost.flops / (peak * 1e12);
     double bytes = e->cost.bytes_read + e->cost.bytes_written;
     if (e->kind == TANDEM_REC_COPY_H2D || e->kind == TANDEM_REC_COPY_D2H) bytes = e->cost.bytes_read;

@@ -1,6 +1,7 @@
 /* dp.c — data-parallel training across ranks (dp.h). */
 #include "runtime/run/dp.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,10 +109,115 @@ tandem_status tandem_dp_open_local(tandem_dp *const *dps, tandem_stream *const *
     return st;
 }
 
+/* ---- gradient buckets ------------------------------------------------------------------------- */
+
+/* The pending bucket queued on the communication stream after the model stream's work so far
+ * (nothing runs when counting). f32: each range all-reduced in place; bf16: the ranges cast
+ * into wire one after the other, one all-reduce, widened back. */
+static tandem_status flush(tandem_dp *dp, tandem_stream *s) {
+    if (dp->pend_n == 0) return TANDEM_OK;
+    const int np = dp->n_pend;
+    const int64_t total = dp->pend_n;
+    dp->flushed++;
+    if (total > dp->largest) dp->largest = total;
+    dp->n_pend = 0, dp->pend_n = 0;
+    if (dp->counting) return TANDEM_OK;
+    const int64_t *r = dp->pend;
+    TANDEM_TRY(tandem_stream_order(dp->cs, s, dp->fork)); /* a graph capture of s: cs forks into it */
+    dp->forked = 1;
+    const tandem_tensor *g = dp->m->grads;
+    if (!dp->bf16) {
+        for (int i = 0; i < np; i++)
+            TANDEM_TRY(failed(dp, tandem_dev_all_reduce_sum(dp->coll, dp->cs, g, r[2 * i], r[2 * i + 1] - r[2 * i])));
+        return TANDEM_OK;
+    }
+    tandem_bf16 *w = tandem_tensor_bf16(dp->wire);
+    for (int64_t i = 0, at = 0; i < np; at += r[2 * i + 1] - r[2 * i], i++)
+        TANDEM_TRY(tandem_cast_f32_bf16(dp->cs, tandem_tensor_f32_at(g, r[2 * i]), w + at, r[2 * i + 1] - r[2 * i]));
+    TANDEM_TRY(failed(dp, tandem_dev_all_reduce_sum(dp->coll, dp->cs, dp->wire, 0, total)));
+    for (int64_t i = 0, at = 0; i < np; at += r[2 * i + 1] - r[2 * i], i++)
+        TANDEM_TRY(tandem_cast_bf16_f32(dp->cs, w + at, tandem_tensor_f32_at(g, r[2 * i]), r[2 * i + 1] - r[2 * i]));
+    return TANDEM_OK;
+}
+
+/* [b, e) into the pending bucket: merged with an adjacent range, else a new one. */
+static void add_range(tandem_dp *dp, int64_t b, int64_t e) {
+    dp->pend_n += e - b;
+    for (int i = 0; i < dp->n_pend; i++) {
+        int64_t *p = &dp->pend[2 * i];
+        if (p[1] == b) { p[1] = e; return; }
+        if (p[0] == e) { p[0] = b; return; }
+    }
+    dp->pend[2 * dp->n_pend] = b, dp->pend[2 * dp->n_pend + 1] = e;
+    dp->n_pend++;
+}
+
+/* The model's hook (tandem_model_grads_final_fn): [first, first + count) is final; every full
+ * bucket is queued at once. A range longer than a bucket is split. */
+static tandem_status on_final(void *ctx, tandem_stream *s, int64_t first, int64_t count) {
+    tandem_dp *dp = ctx;
+    while (count > 0) {
+        if (dp->n_pend == TANDEM_DP_PENDING) TANDEM_TRY(flush(dp, s));
+        const int64_t take = count < dp->cap - dp->pend_n ? count : dp->cap - dp->pend_n;
+        add_range(dp, first, first + take);
+        first += take, count -= take;
+        if (dp->pend_n == dp->cap) TANDEM_TRY(flush(dp, s));
+    }
+    return TANDEM_OK;
+}
+
+/* Every stage's ranges through the bucketer, as the backward would report them. */
+static tandem_status walk_stages(tandem_dp *dp, tandem_stream *s) {
+    for (int k = 0; k < tandem_model_grad_stages(dp->m); k++)
+        TANDEM_TRY(tandem_model_grad_stage(dp->m, k, on_final, dp, s));
+    return TANDEM_OK;
+}
+
+tandem_status tandem_dp_plan(tandem_dp *dp, tandem_model *m, tandem_pool *pool, double bucket_mb, int bf16) {
+    if (dp->world <= 1) return TANDEM_OK;
+    dp->m = m, dp->bf16 = bf16 != 0;
+    const double elems = bucket_mb * 1048576.0 / (dp->bf16 ? 2.0 : 4.0);
+    dp->cap = elems < 1.0 ? 1 : elems > (double)m->n_flat ? m->n_flat : (int64_t)elems;
+    dp->counting = 1; /* the same walk as a step's, counting */
+    TANDEM_TRY(walk_stages(dp, NULL));
+    TANDEM_TRY(flush(dp, NULL));
+    dp->counting = 0;
+    dp->n_buckets = dp->flushed, dp->flushed = 0;
+    TANDEM_TRY(tandem_stream_create(dp->dev, &dp->cs));
+    TANDEM_TRY(tandem_event_create(dp->dev, &dp->fork));
+    TANDEM_TRY(tandem_event_create(dp->dev, &dp->join));
+    if (dp->bf16)
+        TANDEM_TRY(tandem_pool_declare(pool, "dp.grad_bf16", TANDEM_BF16, 1, &dp->cap, TANDEM_PERSISTENT, 0, 0,
+                                       &dp->wire));
+    const int es = dp->bf16 ? 2 : 4;
+    tandem_logf(TANDEM_LOG_INFO, "data-parallel: %d buckets of ≤ %.4g MB, %s (MiB; largest %.4g; %" PRId64
+                " gradients), all-reduced while the backward runs", dp->n_buckets,
+                (double)(dp->cap * es) / 1048576.0, dp->bf16 ? "bf16" : "f32", (double)(dp->largest * es) / 1048576.0,
+                m->n_flat);
+    return TANDEM_OK;
+}
+
+void tandem_dp_backward_begin(tandem_dp *dp) {
+    if (dp->world <= 1) return;
+    dp->m->grads_final = on_final, dp->m->grads_final_ctx = dp;
+    dp->armed = 1;
+}
+
 tandem_status tandem_dp_reduce(tandem_dp *dp, tandem_stream *s, tandem_model *m) {
     if (dp->world <= 1) return TANDEM_OK;
+    m->grads_final = NULL, m->grads_final_ctx = NULL;
+    if (!dp->armed) TANDEM_TRY(walk_stages(dp, s)); /* not during the backward: every bucket now */
+    dp->armed = 0;
+    TANDEM_TRY(flush(dp, s));
+    if (dp->flushed != dp->n_buckets)
+        return tandem_fail(TANDEM_E_STATE, "data-parallel: %d gradient buckets this step; planned %d", dp->flushed,
+                           dp->n_buckets);
+    dp->flushed = 0;
+    if (dp->forked) { /* the update waits for the last bucket */
+        TANDEM_TRY(tandem_stream_order(s, dp->cs, dp->join)); /* and joins it back */
+        dp->forked = 0;
+    }
     const int64_t nl = TANDEM_MODEL_LOSSES * (int64_t)m->dims.micro_batches; /* losses [A, 3] */
-    TANDEM_TRY(failed(dp, tandem_dev_all_reduce_sum(dp->coll, s, m->grads, 0, m->n_flat)));
     TANDEM_TRY(failed(dp, tandem_dev_all_reduce_sum(dp->coll, s, m->losses, 0, nl)));
     /* the mean over the world's micro-batches: each rank's fill_result divides by A */
     return tandem_scale_f32(s, tandem_tensor_f32(m->losses), nl, 1.0f / (float)dp->world);
@@ -143,6 +249,11 @@ tandem_sampler_pos tandem_dp_step_pos(const tandem_dp *dp, int64_t steps, int64_
 void tandem_dp_close(tandem_dp *dp, int failed_run) {
     if (dp->coll) tandem_dev_coll_close(dp->dev, dp->coll, dp->failed || failed_run);
     dp->coll = NULL;
+    if (dp->m) dp->m->grads_final = NULL;
+    if (dp->fork) tandem_event_destroy(dp->fork);
+    if (dp->join) tandem_event_destroy(dp->join);
+    if (dp->cs) tandem_stream_destroy(dp->cs);
+    dp->fork = dp->join = NULL, dp->cs = NULL;
 }
 
 tandem_status tandem_dp_check_resume(const tandem_st_file *f, const char *path, int world, int force) {

@@ -285,6 +285,7 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     TANDEM_TRY(tandem_step_timer_init(&t->timer, t->model_dev, dims->micro_batches));
     TANDEM_TRY(tandem_profile_ops_init(&t->prof, t->model_dev, t->s, t->opt.profile_ops));
     TANDEM_TRY(create_graphs(t, dims));
+    TANDEM_TRY(tandem_dp_plan(&t->dp, &t->model, t->model_pool, t->cfg.dp_bucket_mb, t->cfg.dp_grad_dtype == 1));
     TANDEM_TRY(tandem_run_ckpt_create(&t->ck, &t->model, &t->cfg, &t->ix, t->s, t->resume_file || t->init_file));
     if (t->resume_file) tandem_run_ckpt_resumed(&t->ck, t->resume_file, t->st.step);
     t->ck.world_size = t->opt.world_size > 1 ? t->opt.world_size : 1;
@@ -492,11 +493,20 @@ static void advance_pos(tandem_trainer *t, const tandem_batch_view *v) {
     t->next_pos = p;
 }
 
+/* This step's gradients are overwritten by the non-finite test hook (step_eager). */
+static int injects(const tandem_trainer *t) {
+    const int64_t k = t->st.step - t->opt.nonfinite_from;
+    return t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count;
+}
+
 /* What micro-batch a queues on the model stream after its slot's wait: forward, loss, backward,
  * then the end of its timer region (the region's start was recorded by the ring's wait). */
 static tandem_status micro_work(tandem_trainer *t, const tandem_model_batch *mb, int a) {
     TANDEM_TRY(tandem_step_timer_mark(&t->timer, t->s, a, 0));
     if (a == 0) TANDEM_TRY(tandem_train_begin(&t->model, t->s, &t->st));
+    /* data-parallel: the last backward all-reduces its buckets as they fill, unless the test
+       hook overwrites this step's gradients after it (then reduce queues them all) */
+    if (a == t->model.dims.micro_batches - 1 && !injects(t)) tandem_dp_backward_begin(&t->dp);
     TANDEM_TRY(tandem_train_micro(&t->model, t->s, &t->optim, mb, a));
     return tandem_step_timer_mark(&t->timer, t->s, a, 1);
 }
@@ -534,9 +544,7 @@ static tandem_status step_eager(tandem_trainer *t, double *wait, double *audio_s
         tandem_status rs = consumed(t, &v, audio_s);
         TANDEM_TRY(st != TANDEM_OK ? st : rs);
     }
-    const int64_t k = t->st.step - t->opt.nonfinite_from;
-    if (t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count)
-        TANDEM_TRY(tandem_op_fill(t->s, t->model.grads, NAN));
+    if (injects(t)) TANDEM_TRY(tandem_op_fill(t->s, t->model.grads, NAN));
     return update_work(t);
 }
 
@@ -671,8 +679,8 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m, int64_t
     const uint64_t t0 = tandem_now_ns();
     double wait = 0, audio_s = 0;
     const tandem_sampler_pos pos0 = t->next_pos;
-    const int64_t done = t->st.step + 1, k = t->st.step - t->opt.nonfinite_from;
-    const int inject = t->opt.nonfinite_count > 0 && k >= 0 && k < t->opt.nonfinite_count;
+    const int64_t done = t->st.step + 1;
+    const int inject = injects(t);
     const int profiled = done == t->prof_at && t->prof.cap > 0;
     const int read = needs_read(t, done, end, first);
     if (t->interval_steps == 0) t->interval_t0 = t0;

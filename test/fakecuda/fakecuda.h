@@ -155,6 +155,8 @@ typedef struct fc_stream {
     /* stream capture (fc_graph.c): ops go into capture instead of the queue */
     struct fc_graph *capture;
     CUresult capture_err;  /* != 0: the capture was invalidated by that error */
+    uint64_t cap_ops;      /* nodes this stream added to the capture */
+    uint64_t cap_joined;   /* a stream forked into it: how many of them the origin has waited on */
     /* modelled device time (fc_queue.c, "Device time"): when its last op ended, and the end of
        each recent op by position (what a wait on a record of this stream waits for) */
     uint64_t clock_ns;
@@ -171,6 +173,9 @@ typedef struct fc_event {
     uint64_t rec_op;       /* its position in that stream's queue */
     fc_vc vc;              /* the recording stream's clock at the record */
     int captured;          /* last recorded by a plain cuEventRecord inside a capture */
+    struct fc_graph *cap_graph; /* captured: that capture, the stream and its cap_ops at the record */
+    fc_stream *cap_stream;
+    uint64_t cap_ops;
 } fc_event;
 
 typedef struct fc_module fc_module;
@@ -328,6 +333,12 @@ void fc_queue_shutdown(void);
 int fc_capture_take(fc_stream *s, fc_op *op, const fc_acc_list *acc);
 /* The capturing stream of ctx (global mode: one at a time here), or NULL. */
 fc_stream *fc_capture_of_ctx(const fc_ctx *ctx);
+/* Fork and join (real CUDA's cross-stream capture): a stream not capturing that waits on an
+ * event recorded inside a capture joins it (fc_capture_fork, 1 when it did); the origin
+ * waiting on an event recorded on a forked stream joins that stream's work up to the record
+ * (fc_capture_join). The capture ends only with every forked stream joined back. */
+int fc_capture_fork(fc_stream *s, const fc_event *e);
+void fc_capture_join(fc_stream *s, const fc_event *e);
 /* Report call as unsupported during s's capture and invalidate it (returns the code). */
 CUresult fc_capture_reject(fc_stream *s, CUresult code, const char *call, const char *why);
 /* CUDA's capture modes: the capture that forbids this thread a potentially unsafe call, or NULL;

@@ -21,7 +21,13 @@
  * the capturing thread never (unless relaxed), every other thread of the process not while a
  * global-mode capture runs on any device — a real H100 failed Tandem's data thread's
  * cuEventSynchronize with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the model thread's global
- * capture with it. Modelled: one capturing stream per context, no fork/join onto other streams.
+ * capture with it. Modelled: one capture per context, begun on one stream (the origin); other
+ * streams join it as CUDA's do (fork: a stream waits on an event recorded inside the capture,
+ * and from then on its work is captured too), and must be joined back (the origin waits on an
+ * event recorded on the forked stream after its last captured work) before the capture ends,
+ * else cuStreamEndCapture fails with CUDA_ERROR_STREAM_CAPTURE_UNJOINED. A replay still runs
+ * the nodes one after another in capture order, a topological order of the forked graph (every
+ * dependency was made by an earlier call); it orders more than the real graph would, never less.
  *
  * Graph nodes are kept (with what they own) for the life of the process, like every handle
  * here; a replayed op borrows them. */
@@ -85,6 +91,7 @@ int fc_capture_take(fc_stream *s, fc_op *op, const fc_acc_list *acc) {
         g->nodes = n;
         g->cap = cap;
     }
+    s->cap_ops++;
     fc_node *nd = &g->nodes[g->n++];
     nd->op = op;
     nd->has_acc = acc != NULL;
@@ -140,6 +147,43 @@ fc_stream *fc_capture_forbidding(void) {
                                            : g->mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
             return s;
     }
+}
+
+int fc_capture_fork(fc_stream *s, const fc_event *e) {
+    fc_graph *g = e->cap_graph;
+    if (!e->captured || !g || !g->h.alive || !g->origin || g->h.ctx != s->h.ctx || s->capture) return 0;
+    s->capture = g;
+    s->capture_err = CUDA_SUCCESS;
+    s->cap_ops = s->cap_joined = 0;
+    return 1;
+}
+
+void fc_capture_join(fc_stream *s, const fc_event *e) {
+    fc_stream *f = e->cap_stream;
+    if (!s->capture || s != s->capture->origin || !f || f == s || f->capture != s->capture) return;
+    if (e->cap_ops > f->cap_joined) f->cap_joined = e->cap_ops;
+}
+
+/* At the end of g's capture: every forked stream leaves it. Returns the first error one of
+ * them had or origin_err (the capture is invalidated), else UNJOINED (reported) when one has work the origin
+ * never waited on, else CUDA_SUCCESS. */
+static CUresult end_forks(const char *call, fc_graph *g, CUresult origin_err) {
+    CUresult err = origin_err, unjoined = CUDA_SUCCESS;
+    for (size_t i = 0;; i++) {
+        fc_obj *o = fc_obj_at(i);
+        if (!o) break;
+        fc_stream *f = (fc_stream *)o;
+        if (o->kind != FC_KIND_STREAM || f->capture != g || f == g->origin) continue;
+        if (f->capture_err && !err) err = f->capture_err;
+        if (!err && !unjoined && f->cap_ops > f->cap_joined)
+            unjoined = fc_fail(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, call, "stream %p was forked into the capture "
+                               "of stream %p and its last %llu captured operation(s) never joined back (record an "
+                               "event on it, then cuStreamWaitEvent on the origin before ending)", (void *)f,
+                               (void *)g->origin, (unsigned long long)(f->cap_ops - f->cap_joined));
+        f->capture = NULL;
+        f->capture_err = CUDA_SUCCESS;
+    }
+    return err ? err : unjoined;
 }
 
 CUresult fc_capture_unsafe(const char *call, const char *what) {
@@ -228,12 +272,18 @@ FC_EXPORT CUresult cuStreamEndCapture(CUstream h, CUgraph *out) {
         return fc_leave(r);
     }
     fc_graph *g = s->capture;
-    CUresult err = s->capture_err;
+    if (s != g->origin)
+        return fc_leave(fc_capture_reject(g->origin, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, call,
+                                          "ending the capture on a stream forked into it"));
+    CUresult err = s->capture_err, forks = end_forks(call, g, err);
     s->capture = NULL;
     s->capture_err = CUDA_SUCCESS;
-    if (err) { /* already reported when it happened */
+    s->cap_ops = 0;
+    if (err || forks) { /* already reported when it happened */
         g->h.alive = 0;
-        return fc_leave(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+        g->origin = NULL;
+        return fc_leave(err || forks != CUDA_ERROR_STREAM_CAPTURE_UNJOINED ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                                                                           : CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
     }
     g->origin = NULL;
     *out = (CUgraph)(void *)g;

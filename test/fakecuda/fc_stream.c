@@ -134,7 +134,13 @@ FC_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags)
         return fc_leave(fc_fail(CUDA_ERROR_INVALID_VALUE, call, "flags must be 0 or CU_EVENT_WAIT_EXTERNAL, got %u", flags));
     s = fc_stream_of(h);
     if (s->capture) { /* a node of the graph, or ordering inside the capture */
-        if (e->captured) return fc_leave(CUDA_SUCCESS); /* one stream: already in order */
+        if (e->captured && e->cap_graph != s->capture)
+            return fc_leave(fc_capture_reject(s, CUDA_ERROR_STREAM_CAPTURE_ISOLATION, call,
+                                              "waiting on an event recorded in another capture"));
+        if (e->captured) { /* capture order is replay order; a plain wait of the origin joins a fork */
+            if (!(flags & CU_EVENT_WAIT_EXTERNAL)) fc_capture_join(s, e);
+            return fc_leave(CUDA_SUCCESS);
+        }
         if (!(flags & CU_EVENT_WAIT_EXTERNAL))
             return fc_leave(fc_capture_reject(s, CUDA_ERROR_STREAM_CAPTURE_ISOLATION, call,
                                               "waiting on an event recorded outside the capture without "
@@ -145,6 +151,7 @@ FC_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags)
         fc_submit(s, op, NULL);
         return fc_leave(CUDA_SUCCESS);
     }
+    if (e->captured && h && fc_capture_fork(s, e)) return fc_leave(CUDA_SUCCESS); /* s joins the capture */
     if (e->captured)
         return fc_leave(fc_fail(CUDA_ERROR_CAPTURED_EVENT, call, "event %p was last recorded inside a capture",
                                 (void *)ev));
@@ -228,6 +235,7 @@ static CUresult record(const char *call, CUevent ev, CUstream h, unsigned flags)
     s = fc_stream_of(h);
     if (s->capture && !(flags & CU_EVENT_RECORD_EXTERNAL)) {
         e->captured = 1; /* capture-internal: orders the capture, usable only inside it */
+        e->cap_graph = s->capture, e->cap_stream = s, e->cap_ops = s->cap_ops;
         return fc_leave(CUDA_SUCCESS);
     }
     fc_op *op = fc_op_new("%s", s->capture ? "cuEventRecordWithFlags (external, in a graph)" : call);

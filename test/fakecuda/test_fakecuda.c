@@ -1265,6 +1265,86 @@ static void test_capture_rejects(void **state) {
     OK(D.cuMemFree(p));
 }
 
+/* Fork and join inside a capture (how CUDA captures several streams): t waits on an event
+ * recorded in s's capture and joins it; its work is captured (not run) and replayed in order;
+ * the origin must wait on t's last work before the capture may end: an unjoined fork (or one
+ * joined before its last work) is CUDA_ERROR_STREAM_CAPTURE_UNJOINED, and ending on the forked
+ * stream is CUDA_ERROR_STREAM_CAPTURE_UNMATCHED. */
+static void test_capture_fork_join(void **state) {
+    (void)state;
+    size_t len;
+    void *fatbin = read_fatbin(&len);
+    if (!fatbin) skip();
+    enum { N = 300 };
+    CUmodule mod;
+    CUfunction fill, scale;
+    CUstream s, t;
+    CUevent fork, join;
+    CUdeviceptr p;
+    float *pin;
+    OK(D.cuModuleLoadData(&mod, fatbin));
+    OK(D.cuModuleGetFunction(&fill, mod, "tandem_k_fill_f32"));
+    OK(D.cuModuleGetFunction(&scale, mod, "tandem_k_scale_f32"));
+    OK(D.cuMemAlloc(&p, N * 4));
+    OK(D.cuMemHostAlloc((void **)&pin, N * 4, 0));
+    OK(D.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(D.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+    OK(D.cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    OK(D.cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    tandem_k_fill_f32_args fa = {(float *)(uintptr_t)p, N, 1.0f};
+    tandem_k_scale_f32_args sa = {(float *)(uintptr_t)p, N, 3.0f};
+    void *pf[] = {&fa}, *ps[] = {&sa};
+    tandem_launch_dims d;
+    tandem_kernel_table[TANDEM_KID_fill_f32].geom(&fa, &d);
+    CUstreamCaptureStatus cs;
+    CUgraph g = NULL, ok = NULL;
+    for (int c = 0; c < 4; c++) { /* 0 joined, 1 never joined, 2 joined too early, 3 ended on t */
+        OK(D.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        OK(D.cuLaunchKernel(fill, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s, pf, NULL));
+        OK(D.cuEventRecord(fork, s));
+        OK(D.cuStreamWaitEvent(t, fork, 0)); /* t joins the capture */
+        OK(D.cuStreamIsCapturing(t, &cs));
+        assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+        OK(D.cuLaunchKernel(scale, d.grid[0], 1, 1, d.block[0], 1, 1, 0, t, ps, NULL));
+        if (c == 0 || c == 2) {
+            OK(D.cuEventRecord(join, t));
+            OK(D.cuStreamWaitEvent(s, join, 0));
+        }
+        if (c == 2) OK(D.cuLaunchKernel(scale, d.grid[0], 1, 1, d.block[0], 1, 1, 0, t, ps, NULL));
+        OK(D.cuMemcpyDtoHAsync(pin, p, N * 4, s));
+        if (c == 0) OK(D.cuStreamEndCapture(s, &g));
+        else if (c == 3) {
+            EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, D.cuStreamEndCapture(t, &g));
+            end_invalidated(s);
+        } else
+            EXPECT_ERR(1, CUDA_ERROR_STREAM_CAPTURE_UNJOINED, D.cuStreamEndCapture(s, &g));
+        OK(D.cuStreamIsCapturing(t, &cs)); /* the fork left the capture with it */
+        assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_NONE);
+        OK(D.cuStreamIsCapturing(s, &cs));
+        assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_NONE);
+        if (c == 0) assert_non_null(ok = g);
+        else assert_null(g);
+    }
+    CUgraphExec x;
+    OK(D.cuGraphInstantiateWithFlags(&x, ok, 0));
+    OK(D.cuStreamSynchronize(s));
+    OK(D.cuStreamSynchronize(t));
+    for (int i = 0; i < N; i++) pin[i] = 0.0f;
+    OK(D.cuGraphLaunch(x, s));
+    OK(D.cuStreamSynchronize(s));
+    for (int i = 0; i < N; i++) assert_true(pin[i] == 3.0f); /* fill on s, scale on t, copy on s */
+    OK(D.cuGraphExecDestroy(x));
+    OK(D.cuGraphDestroy(ok));
+    OK(D.cuStreamDestroy(s));
+    OK(D.cuStreamDestroy(t));
+    OK(D.cuEventDestroy(fork));
+    OK(D.cuEventDestroy(join));
+    OK(D.cuMemFree(p));
+    OK(D.cuMemFreeHost(pin));
+    OK(D.cuModuleUnload(mod));
+    free(fatbin);
+}
+
 static void test_no_unexpected_errors(void **state) {
     (void)state;
     assert_int_equal(D.error_count(), expected_errors);
@@ -1290,6 +1370,7 @@ int main(void) {
         cmocka_unit_test_setup(test_graph_replay, per_test),
         cmocka_unit_test_setup(test_capture_rejects, per_test),
         cmocka_unit_test_setup(test_capture_modes, per_test),
+        cmocka_unit_test_setup(test_capture_fork_join, per_test),
         cmocka_unit_test(test_no_unexpected_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

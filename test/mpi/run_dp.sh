@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # run_dp.sh TEST_DP FAKECUDA_DIR — data-parallel training on the host under `mpirun -np 2` (loopback), as
 # make test runs it (check_dp_2_ranks; test/mpi/test_dp.c):
-#   1. test_dp: 2 ranks match one device with the same global batch; resume on the same world
-#      size is exact. Bounded by timeout (a hang is a failure, not a stuck make test).
-#   3. test_dp cuda: the same match through the stand-in driver and the stand-in libnccl.so.2
+#   1. test_dp: 2 ranks match one device with the same global batch (one 25 MB bucket, 4 KiB
+#      buckets, bf16 on the wire); resume on the same world size is exact. Bounded by timeout (a hang is a failure, not a stuck make test).
+#   3. test_dp cuda: the bucket matches through the stand-in driver and the stand-in libnccl.so.2
 #      (FAKECUDA_DIR): each rank a process with one stand-in CUDA data device and one model
 #      device (4 stand-in GPUs, local rank k taking 2k and 2k+1), the gradients all-reduced by
 #      NCCL across the processes, the NCCL id from rank 0 through MPI. Skipped, saying so, on a

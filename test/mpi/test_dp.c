@@ -2,7 +2,9 @@
  * under `mpirun -np 2` by test/mpi/run_dp.sh (make test: check_dp_2_ranks):
  *   match   2 ranks, batch 2, grad_accum 2 each (global batch 8) against one device with batch
  *           2, grad_accum 4 (the same 8 utterances per step, the same micro-batch order): the
- *           losses of 10 steps within 1e-5 relative, and bit-identical on both ranks
+ *           losses of 10 steps within 1e-5 relative, and bit-identical on both ranks; again with
+ *           4 KiB gradient buckets (several, all-reduced while the backward runs: step 1's launch
+ *           list shows it) and with bf16 on the wire (within BF16_TOL)
  *   resume  5 steps, then a resume on the same world size to 10: the last 5 losses equal those
  *           of the uninterrupted 2-rank run exactly; a resume on 1 rank is refused naming both
  *           world sizes; rank 0 alone wrote the run directory
@@ -26,12 +28,14 @@
 
 #include "tandem.h"
 #include "runtime/core/config.h"
+#include "runtime/core/dev.h"
 #include "test/fixtures.h"
 #include "test/tiny_corpus.h"
 #include "tools/env_options.h"
 
 #define STEPS 10
 #define TOL 1e-5
+#define BF16_TOL 1e-3
 
 static int rank, world;
 static tandem_backend backend = TANDEM_BACKEND_HOST; /* `test_dp cuda`: the stand-in driver and NCCL */
@@ -66,6 +70,7 @@ static void on_step(void *ctx, const tandem_step_metrics *m) {
     if (l->stop_at > 0 && m->step == l->stop_at) tandem_trainer_request_stop(l->t);
 }
 
+static void on_step_rec(void *ctx, const tandem_step_metrics *m);
 static int64_t nan_from = -1, nan_count; /* the trainer's non-finite test hook, this rank only */
 
 static tandem_status train(const tandem_config *cfg, int ranks, const char *resume, int64_t run_steps, step_log *log) {
@@ -77,7 +82,7 @@ static tandem_status train(const tandem_config *cfg, int ranks, const char *resu
     o.local_rank = o.rank, o.local_world_size = ranks; /* one machine: cuda ranks take GPUs 2k, 2k+1 */
     o.resume_dir = resume;
     o.run_steps = run_steps;
-    o.on_step = on_step;
+    o.on_step = on_step_rec;
     o.on_step_user = log;
     o.nonfinite_from = nan_from, o.nonfinite_count = nan_count;
     tandem_trainer_summary sum;
@@ -95,8 +100,79 @@ static void check_ranks_agree(const step_log *l) {
             fail_msg("step %d: rank 1 loss %.9g, rank 0 %.9g; expected the same bits", i + 1, other[i], l->loss[i]);
 }
 
-static void test_match_single_device(void **state) {
-    (void)state;
+/* The run's "data-parallel: N buckets of ..." info lines (tandem_dp_plan), counted. */
+static struct {
+    int lines, buckets;
+    long long grads;
+    char dtype[8];
+} plan_log;
+
+static void log_hook(void *user, tandem_log_level level, const char *msg) {
+    (void)user;
+    fprintf(stderr, "tandem: %s\n", msg);
+    const char *p = strstr(msg, "data-parallel: ");
+    if (!p || !strstr(msg, " buckets of ")) return;
+    plan_log.lines++;
+    const char *g = strstr(p, "largest ");
+    if (sscanf(p, "data-parallel: %d buckets of", &plan_log.buckets) != 1 || !g ||
+        sscanf(strchr(g, ';') ? strchr(g, ';') + 1 : "", " %lld gradients", &plan_log.grads) != 1 ||
+        sscanf(strstr(p, " MB, ") + 5, "%7[a-z0-9]", plan_log.dtype) != 1)
+        fail_msg("unreadable plan line: \"%s\"", msg);
+}
+
+/* The launch list of the first step (dev.h's recorder, rank 0): the gradient buckets are the
+ * all-reduces on a stream other than the model stream's (whose first all-reduce is the stop
+ * vote, 4 bytes); the step ends with the losses' all-reduce on the model stream. Overlap, as
+ * the launch order shows it: the model stream queues GEMMs (the backward) after the first
+ * bucket's all-reduce was queued. */
+static tandem_rec_entry rec_entries[1 << 16];
+static tandem_dev_recorder rec = {rec_entries, 1 << 16, 0};
+
+static void on_step_rec(void *ctx, const tandem_step_metrics *m) {
+    if (m->step == 1) tandem_dev_record(NULL); /* the first step is enough */
+    on_step(ctx, m);
+}
+
+static void check_overlap(int expect_buckets, long long grads, int esize) {
+    const int64_t n = rec.n < rec.cap ? rec.n : rec.cap;
+    const tandem_stream *ms = NULL;
+    int64_t first = -1, losses = -1, gemms_after = 0, buckets = 0;
+    double bytes = 0;
+    for (int64_t i = 0; i < n && losses < 0; i++) {
+        const tandem_rec_entry *e = &rec_entries[i];
+        if (e->kind == TANDEM_REC_ALL_REDUCE && !ms) { /* the stop vote */
+            ms = e->stream;
+            continue;
+        }
+        if (!ms) continue;
+        if (e->kind == TANDEM_REC_ALL_REDUCE && e->stream != ms) {
+            if (first < 0) first = i;
+            buckets++;
+            bytes += e->cost.bytes_read;
+        } else if (e->kind == TANDEM_REC_ALL_REDUCE) {
+            losses = i;
+        } else if (e->kind == TANDEM_REC_GEMM && e->stream == ms && first >= 0) {
+            gemms_after++;
+        }
+    }
+    if (first < 0 || losses < 0) fail_msg("no gradient bucket or no losses all-reduce recorded (%lld entries)", (long long)n);
+    printf("[ dp%s ] step 1: %lld bucket all-reduce(s) on the communication stream, %.0f bytes (%lld gradients x %d); "
+           "%lld backward GEMMs queued on the model stream after the first bucket\n",
+           backend == TANDEM_BACKEND_CUDA ? " cuda" : "", (long long)buckets, bytes, grads, esize,
+           (long long)gemms_after);
+    if (expect_buckets > 1 && gemms_after == 0)
+        fail_msg("every bucket was queued after the backward's last GEMM: no overlap");
+    if (esize == 2) assert_int_equal(buckets, expect_buckets); /* bf16: one all-reduce per bucket */
+    else assert_true(buckets >= expect_buckets);              /* f32: one per contiguous range */
+    if (bytes != (double)grads * esize) fail_msg("buckets sum to %.0f bytes; expected %lld", bytes, grads * esize);
+}
+
+/* 2 ranks against one device with the same global batch: losses within tol relative, both ranks
+ * the same bits. bucket_mb / dtype: the dp_bucket_mb and dp_grad_dtype of the 2-rank run (NULL:
+ * the defaults); with a bucket size, rank 0 also records step 1 and checks the buckets. */
+static int eager; /* the 2-rank run with cuda_graphs false */
+
+static void match(const char *bucket_mb, const char *dtype, double tol) {
     step_log ref = {0}, dp = {0};
     tandem_config cfg;
     if (rank == 0) { /* one device, the same global batch: batch 2 x grad_accum 4 */
@@ -105,7 +181,17 @@ static void test_match_single_device(void **state) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
     config(&cfg, "dp", 2);
+    if (bucket_mb) CHECK(tandem_config_set(&cfg, "dp_bucket_mb", bucket_mb));
+    if (dtype) CHECK(tandem_config_set(&cfg, "dp_grad_dtype", dtype));
+    if (eager) CHECK(tandem_config_set(&cfg, "cuda_graphs", "false"));
+    memset(&plan_log, 0, sizeof plan_log);
+    tandem_log_set_hook(log_hook, NULL);
+    if (bucket_mb && rank == 0) tandem_dev_record(&rec);
     CHECK(train(&cfg, world, NULL, 0, &dp));
+    tandem_dev_record(NULL);
+    tandem_log_set_hook(NULL, NULL);
+    assert_int_equal(plan_log.lines, 1); /* said once */
+    assert_string_equal(plan_log.dtype, dtype ? dtype : "f32");
     assert_int_equal(dp.n, STEPS);
     check_ranks_agree(&dp);
     if (rank == 0) {
@@ -114,13 +200,16 @@ static void test_match_single_device(void **state) {
         for (int i = 0; i < STEPS; i++) {
             const double rel = fabs(dp.loss[i] - ref.loss[i]) / fabs(ref.loss[i]);
             if (rel > worst) worst = rel;
-            if (!(rel <= TOL))
+            if (!(rel <= tol))
                 fail_msg("step %d: %d ranks loss %.9g, one device %.9g (rel %.3g); expected within %g", i + 1,
-                         world, dp.loss[i], ref.loss[i], rel, TOL);
+                         world, dp.loss[i], ref.loss[i], rel, tol);
         }
-        printf("[ dp%s ] %d ranks vs one device with the same global batch: %d steps, worst relative loss "
-               "difference %.3g (limit %g); loss %.6g -> %.6g\n", backend == TANDEM_BACKEND_CUDA ? " cuda" : "", world, STEPS, worst, TOL, dp.loss[0],
-               dp.loss[STEPS - 1]);
+        printf("[ dp%s ] %d ranks vs one device with the same global batch (%d bucket(s), %s%s): %d steps, worst "
+               "relative loss difference %.3g (limit %g); loss %.6g -> %.6g\n",
+               backend == TANDEM_BACKEND_CUDA ? " cuda" : "", world, plan_log.buckets, plan_log.dtype,
+               eager ? ", eager" : "", STEPS, worst,
+               tol, dp.loss[0], dp.loss[STEPS - 1]);
+        if (bucket_mb) check_overlap(plan_log.buckets, plan_log.grads, dtype && !strcmp(dtype, "bf16") ? 2 : 4);
         /* rank 0 alone wrote the run directory (no second metrics stream, no rank-1 files) */
         char p[600];
         snprintf(p, sizeof p, "%s/dp/metrics.jsonl", root);
@@ -131,7 +220,61 @@ static void test_match_single_device(void **state) {
         free(txt);
         assert_int_equal(lines, STEPS);
     }
+}
+
+/* After a match, passed or failed (a teardown runs either way): the run directories removed for
+ * the next one, and every rank past the same barrier, so a check failing on rank 0 alone does
+ * not leave rank 1 waiting in the next test's collectives. */
+static int match_done(void **state) {
+    (void)state;
+    tandem_dev_record(NULL);
+    tandem_log_set_hook(NULL, NULL);
+    eager = 0;
+    char p[600];
+    if (rank == 0) {
+        snprintf(p, sizeof p, "%s/dp", root);
+        tandem_test_rmtree(p);
+        snprintf(p, sizeof p, "%s/single", root);
+        tandem_test_rmtree(p);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
+    return 0;
+}
+
+/* The defaults: 25 MB buckets, one for this model. */
+static void test_match_single_device(void **state) {
+    (void)state;
+    match(NULL, NULL, TOL);
+}
+
+/* Buckets of 4 KiB (0.004 MiB): the tiny model's gradients in several, all-reduced while the
+ * backward runs; the same result (f32 sums of the same numbers in the same order per element). */
+static void test_match_buckets(void **state) {
+    (void)state;
+    match("0.004", NULL, TOL);
+}
+
+/* bf16 on the wire: each rank's gradient rounded to bf16 (8-bit mantissa, relative error <=
+ * 2^-9 per element), summed, rounded again; training proceeds and the ranks agree bit for bit.
+ * BF16_TOL: the worst relative loss difference over 10 steps, measured over 37 seeds (host and
+ * cuda), has a long tail: median ~1e-5, worst 1.6e-4 (f32 buckets: 3e-8 .. 1e-7). AdamW divides
+ * each gradient by its running RMS, so an element whose gradient is near zero (where bf16's
+ * 2^-9 relative rounding is largest against the other rank's term) can still move by ~lr, and
+ * those moves add up over steps. 1e-3 is 6x the worst seen and 3 % of the loss's own fall over
+ * the 10 steps (5.50 -> 5.33): worse than f32, as expected, while training proceeds. */
+static void test_match_bf16(void **state) {
+    (void)state;
+    match("0.004", "bf16", BF16_TOL);
+}
+
+/* CUDA without graphs: the communication stream runs beside the model stream, ordered by the
+ * two events alone, under the stand-in driver's race check (asynchronous streams, random
+ * delays): a bucket read before its last write, or the update reading a gradient before its
+ * bucket is back, is an error there. */
+static void test_match_buckets_eager(void **state) {
+    (void)state;
+    eager = 1;
+    match("0.004", "bf16", BF16_TOL);
 }
 
 static void test_resume_same_world(void **state) {
@@ -264,13 +407,17 @@ int main(int argc, char **argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (argc > 1 && !strcmp(argv[1], "kill")) return run_kill();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_match_single_device),
+        cmocka_unit_test_teardown(test_match_single_device, match_done),
+        cmocka_unit_test_teardown(test_match_buckets, match_done),
+        cmocka_unit_test_teardown(test_match_bf16, match_done),
         cmocka_unit_test(test_resume_same_world),
         cmocka_unit_test(test_nonfinite_one_rank),
         cmocka_unit_test(test_stop_one_rank),
     };
     const struct CMUnitTest cuda_tests[] = {
-        cmocka_unit_test(test_match_single_device),
+        cmocka_unit_test_teardown(test_match_buckets, match_done),
+        cmocka_unit_test_teardown(test_match_bf16, match_done),
+        cmocka_unit_test_teardown(test_match_buckets_eager, match_done),
     };
     /* cuda: each rank one stand-in CUDA data device and one model device (of the stand-in's 4:
        local rank k takes 2k and 2k+1), NCCL (the stand-in libnccl.so.2) across the processes, the
