@@ -110,7 +110,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
     for (int row = blk; row < a.rows; row += nb) { /* the same trip count for the whole block */
         const float *x = a.x + (int64_t)row * d;   /* [d] */
         const float *dy = a.dy + (int64_t)row * d; /* [d] */
-        float *dx = a.dx + (int64_t)row * d;       /* [d] */
+        const int64_t at = (int64_t)row * d;       /* dx, dx16 of the row */
         float mean = a.mean[row], rstd = a.rstd[row];
         float s_g = 0.0f, s_gx = 0.0f;
         for (int c = tid; c < d; c += nt) {
@@ -123,7 +123,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
         for (int c = tid; c < d; c += nt) {
             float xhat = (x[c] - mean) * rstd;
             float dyc = dy[c];
-            dx[c] = rstd * (a.gamma[c] * dyc - m_g - xhat * m_gx);
+            tandem_k_store2(a.dx, a.dx16, at + c, rstd * (a.gamma[c] * dyc - m_g - xhat * m_gx));
             part[c] += dyc * xhat;
             part[d + c] += dyc;
         }

@@ -134,6 +134,7 @@ static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
             for (c = 0; c < d; c++) {
                 float xhat = (x[c] - mean) * rstd;
                 dx[c] = (float)(rstd * ((double)gamma[c] * dy[c] - m_g - xhat * m_gx));
+                if (a->dx16) a->dx16[(int64_t)r * d + c] = tandem_f32_to_bf16(dx[c]);
                 part[c] += dy[c] * xhat;
                 part[d + c] += dy[c];
             }
@@ -519,7 +520,8 @@ void tandem_k_layernorm_fwd_cost(const tandem_k_layernorm_fwd_args *a, tandem_ke
 void tandem_k_layernorm_bwd_cost(const tandem_k_layernorm_bwd_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->rows * (double)a->d;
     const double scratch = (double)tandem_layernorm_bwd_scratch_floats(a->rows, a->d);
-    tandem_kcost(c, 12.0 * n, 8.0 * n + 8.0 * a->rows + 4.0 * a->d, 4.0 * n + 4.0 * scratch);
+    tandem_kcost(c, 12.0 * n, 8.0 * n + 8.0 * a->rows + 4.0 * a->d,
+                 tandem_k_out_bytes(a->dx, a->dx16) * n + 4.0 * scratch);
 }
 void tandem_k_layernorm_bwd_params_cost(const tandem_k_layernorm_bwd_params_args *a,
                                         tandem_kernel_cost *c) {

@@ -26,7 +26,7 @@ tandem_status tandem_layernorm_fwd(tandem_stream *s, const float *x, const float
  * scratch [tandem_layernorm_bwd_scratch_floats(rows, d)] receives the parameter partials. */
 tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const float *x,
                                    const float *mean, const float *rstd, const float *gamma,
-                                   float *dx, float *scratch, int rows, int d);
+                                   float *dx, tandem_bf16 *dx16, float *scratch, int rows, int d);
 /* dgamma, dbeta [d] += the partials in scratch of the layernorm_bwd with the same rows, d. */
 tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch, float *dgamma,
                                           float *dbeta, int rows, int d);

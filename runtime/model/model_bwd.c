@@ -58,14 +58,16 @@ static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b,
     return tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, w), 0.0f, VIEW(dx));
 }
 
-/* dx [N, d] = LN backward of dy [N, d] at x (mean, rstd [N]); dgamma, dbeta += their parts. */
+/* dx [N, d] = LN backward of dy [N, d] at x (mean, rstd [N]); dgamma, dbeta += their parts.
+ * dx16 (or NULL): bf16(dx) too, for a linear backward that takes dx as its dy. */
 static tandem_status layernorm_bwd(tandem_model *m, tandem_stream *s, const tandem_tensor *dy,
                                    const tandem_tensor *x, const tandem_tensor *mean,
-                                   const tandem_tensor *rstd, int g, int b, tandem_tensor *dx) {
+                                   const tandem_tensor *rstd, int g, int b, tandem_tensor *dx,
+                                   tandem_bf16 *dx16) {
     const int N = m->dims.batch * m->dims.seq, D = m->dims.d;
     float *scratch = F32(m->ln_scratch);
     TANDEM_TRY(tandem_layernorm_bwd(s, F32(dy), F32(x), F32(mean), F32(rstd),
-                                    tandem_model_param_f32(m, g), F32(dx), scratch, N, D));
+                                    tandem_model_param_f32(m, g), F32(dx), dx16, scratch, N, D));
     return tandem_layernorm_bwd_params(s, scratch, tandem_model_grad_f32(m, g),
                                        tandem_model_grad_f32(m, b), N, D);
 }
@@ -101,9 +103,10 @@ static tandem_status residual_add(tandem_model *m, tandem_stream *s, int to16) {
                            tandem_tensor_numel(m->dres));
 }
 
-/* Block l backward. On entry dres = dL/d(block output); on exit dres = dL/d(block input).
- * dres_staged: gbf holds bf16(dres) (block l + 1's residual add wrote it). */
-static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l, int dres_staged) {
+/* Block l backward. On entry dres = dL/d(block output), and in bf16 mode gbf = bf16(dres)
+ * (block l + 1's residual add, or the final LN's backward, wrote it); on exit dres = dL/d(block
+ * input). */
+static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     const tandem_model_dims *d = &m->dims;
     const tandem_model_layer_params *lp = &m->lp[l];
     tandem_model_layer *ly = &m->layer[l];
@@ -112,12 +115,11 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l, int dre
     /* MLP: out = x_mid + GELU(f) Wproj^T + bproj,  f = h2 Wfc^T + bfc,  h2 = LN2(x_mid)
      * dff [N, 4d] = dg, then df (and its bf16 operand);  da [N, d] = dh2;  dres += d x_mid
      * through LN2 (db) */
-    TANDEM_TRY(linear_bwd(m, s, lp->proj_w, lp->proj_b, N, d->ff, D, m->dres, dres_staged, ly->g,
-                          m->dff));
+    TANDEM_TRY(linear_bwd(m, s, lp->proj_w, lp->proj_b, N, d->ff, D, m->dres, 1, ly->g, m->dff));
     TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dff), F32(ly->f), F32(m->dff), staged16(m), N * d->ff));
     TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, N, D, d->ff, m->dff, 1, ly->h2, m->da));
     TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x_mid, ly->mean2, ly->rstd2, lp->ln2_g, lp->ln2_b,
-                             m->db));
+                             m->db, NULL));
     TANDEM_TRY(residual_add(m, s, 1));
 
     /* Attention: x_mid = x + att Wo^T + bo,  att = MHA(qkv),  qkv = h1 Wqkv^T + bqkv
@@ -127,7 +129,7 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l, int dre
     TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, m->dqkv,
                           !tandem_attention_fused(&m->attn), ly->h1, m->da));
     TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b,
-                             m->db));
+                             m->db, NULL));
     return residual_add(m, s, l > 0); /* block 0's dres feeds the embedding: f32 only */
 }
 
@@ -175,10 +177,11 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
     const int64_t Np = (int64_t)d->batch * d->mel_len, D = d->d;
 
     TANDEM_TRY(heads_bwd(m, s));
-    /* Final LN: dres = LN_f backward (the first write of the residual gradient) */
+    /* Final LN: dres = LN_f backward (the first write of the residual gradient), and its bf16
+     * operand for the last block's first linear backward */
     TANDEM_TRY(layernorm_bwd(m, s, m->dhf, m->x_out, m->meanf, m->rstdf, m->top.lnf_g,
-                             m->top.lnf_b, m->dres));
-    for (int l = d->layers - 1; l >= 0; l--) TANDEM_TRY(block_bwd(m, s, l, l + 1 < d->layers));
+                             m->top.lnf_b, m->dres, staged16(m)));
+    for (int l = d->layers - 1; l >= 0; l--) TANDEM_TRY(block_bwd(m, s, l));
 
     /* Embedding: d_sym_emb, d_pos_emb +=; dpre [B, Tm, d] = dres at the mel rows */
     const tandem_seq_dims sd = {d->batch, d->text_len, d->mel_len, d->vocab, d->d};
