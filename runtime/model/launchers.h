@@ -215,9 +215,10 @@ tandem_status tandem_attn_fused_bwd(tandem_stream *s, const tandem_attn_fused_bw
                                     const tandem_ga_dims *ga);
 
 /* ---- the bf16 seams (model.h, "Precision") ---------------------------------------------------
- * In bf16 mode an f32 kernel whose output only feeds GEMMs writes into an f32 stage and a cast
- * publishes the bf16 tensor; an f32 gradient that is a GEMM operand is cast into a bf16
- * scratch. In fp32 mode each is the tensor itself and no cast runs. */
+ * In bf16 mode a kernel whose output only feeds GEMMs writes the bf16 tensor itself (its bf16
+ * output); one without (the cached synthesis step's) writes an f32 stage that a cast publishes;
+ * an f32 gradient that is a GEMM operand is written alongside, or cast, into a bf16 scratch. In
+ * fp32 mode each is the f32 tensor itself and no cast runs. */
 
 /* The output pair (y, y16) through which a kernel with a bf16 output writes the GEMM operand
  * t itself: t as f32 (fp32 mode), or t as bf16 with no f32 (bf16 mode): no stage, no cast. */
