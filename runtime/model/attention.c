@@ -113,7 +113,6 @@ static tandem_status check_call(const char *op, const void *io, tandem_stream *s
     return tandem_attention_sizes_of(sh, n);
 }
 
-
 #define F32(t) tandem_tensor_f32(t)
 #define VIEW(t) tandem_view_of(t)
 
@@ -279,5 +278,6 @@ tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shap
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nn, a.scale, ds, VIEW(io->k), 0.0f, VIEW(io->dq)));
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.tn, a.scale, ds, VIEW(io->q), 0.0f, VIEW(io->dk)));
     return tandem_qkv_merge_grad(s, F32(io->dq), F32(io->dk), F32(io->dv), F32(io->dqkv),
-                                 io->dqkv_op ? tandem_tensor_bf16(io->dqkv_op) : NULL, &a.hd);
+                                 sh->bf16 && io->dqkv_op ? tandem_tensor_bf16(io->dqkv_op) : NULL,
+                                 &a.hd);
 }

@@ -105,7 +105,8 @@ typedef struct tandem_attention_bwd_io {
     tandem_tensor *operand;           /* bf16 only: scratch bf16 [max(B*H*T*dh, B*H*T*T)]: dO,
                                          then dS as GEMM operands */
     tandem_tensor *dqkv_op;           /* bf16 materialised, or NULL: out [B, T, 3d] bf16(dqkv),
-                                         the QKV projection's dy operand (no cast after) */
+                                         the QKV projection's dy operand (no cast after); may be
+                                         operand (written after its last use) */
     const tandem_tensor *key_mask;    /* in [B, T] u8, with ga only */
     const tandem_ga_dims *ga;         /* the guided-attention gradient (scale = its weight),
                                          added to dP before the softmax backward; NULL: none */
@@ -118,7 +119,7 @@ typedef struct tandem_attention_bwd_io {
 
 /* No key mask is needed for attention itself: the forward's P is exactly 0 at masked and future
  * keys, so dS is too (the guided-attention term reads it to find the real positions).
- * All tensors distinct. */
+ * All tensors distinct, but dqkv_op (see above). */
 tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shape *sh,
                                    const tandem_attention_bwd_io *io);
 
