@@ -38,7 +38,8 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_qkv_split(tandem_k_qkv_spli
         int64_t o;
         attn_k_locate(i, 3, a.seq, a.heads, a.head_dim, &g, &o);
         float *dst = g == 0 ? a.q : (g == 1 ? a.k : a.v);
-        dst[o] = a.qkv[i];
+        tandem_bf16 *dst16 = g == 0 ? a.q16 : (g == 1 ? a.k16 : a.v16);
+        tandem_k_store2(dst, dst16, o, a.qkv[i]);
     }
 }
 
@@ -49,7 +50,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_qkv_merge_grad(tandem_k_qkv
         int64_t o;
         attn_k_locate(i, 3, a.seq, a.heads, a.head_dim, &g, &o);
         const float *src = g == 0 ? a.dq : (g == 1 ? a.dk : a.dv);
-        a.dqkv[i] = src[o];
+        tandem_k_store2(a.dqkv, a.dqkv16, i, src[o]);
     }
 }
 
@@ -59,7 +60,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_heads_merge(tandem_k_heads_
         int g;
         int64_t o;
         attn_k_locate(i, 1, a.seq, a.heads, a.head_dim, &g, &o);
-        a.y[i] = a.o[o];
+        tandem_k_store2(a.y, a.y16, i, a.o[o]);
     }
 }
 
@@ -69,7 +70,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_ATTN_THREADS) tandem_k_heads_split_grad(tandem_k_h
         int g;
         int64_t o;
         attn_k_locate(i, 1, a.seq, a.heads, a.head_dim, &g, &o);
-        a.d_o[o] = a.dy[i];
+        tandem_k_store2(a.d_o, a.d_o16, o, a.dy[i]);
     }
 }
 

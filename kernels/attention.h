@@ -23,6 +23,7 @@ typedef struct tandem_k_qkv_split_args {
     float *q;         /* [B, H, T, dh] */
     float *k;         /* [B, H, T, dh] */
     float *v;         /* [B, H, T, dh] */
+    tandem_bf16 *q16, *k16, *v16; /* [B, H, T, dh] each: bf16 instead (q, k, v NULL), or NULL */
     int batch, seq, heads, head_dim;
 } tandem_k_qkv_split_args;
 
@@ -32,20 +33,23 @@ typedef struct tandem_k_qkv_merge_grad_args {
     const float *dk; /* [B, H, T, dh] */
     const float *dv; /* [B, H, T, dh] */
     float *dqkv;     /* [B, T, 3d] */
+    tandem_bf16 *dqkv16; /* [B, T, 3d] bf16(dqkv) too (the GEMMs' operand), or NULL */
     int batch, seq, heads, head_dim;
 } tandem_k_qkv_merge_grad_args;
 
 /* y [b, t, h*dh + :] = o [b, h, t, :] */
 typedef struct tandem_k_heads_merge_args {
     const float *o; /* [B, H, T, dh] */
-    float *y;       /* [B, T, d] */
+    float *y;       /* [B, T, d]; NULL: only y16 */
+    tandem_bf16 *y16; /* [B, T, d] bf16(y), the output projection's operand, or NULL */
     int batch, seq, heads, head_dim;
 } tandem_k_heads_merge_args;
 
 /* The backward of heads_merge: d_o [b, h, t, :] = dy [b, t, h*dh + :] */
 typedef struct tandem_k_heads_split_grad_args {
     const float *dy; /* [B, T, d] */
-    float *d_o;      /* [B, H, T, dh] */
+    float *d_o;      /* [B, H, T, dh]; NULL: only d_o16 */
+    tandem_bf16 *d_o16; /* [B, H, T, dh] bf16(d_o), the GEMMs' operand, or NULL */
     int batch, seq, heads, head_dim;
 } tandem_k_heads_split_grad_args;
 

@@ -46,6 +46,7 @@ static void qkv_split_rows(void *ctx, int64_t r0, int64_t r1) {
     const tandem_k_qkv_split_args *a = ctx;
     const int H = a->heads, dh = a->head_dim, T = a->seq, d = H * dh;
     float *const dst[3] = {a->q, a->k, a->v};
+    tandem_bf16 *const dst16[3] = {a->q16, a->k16, a->v16};
     for (int64_t bt = r0; bt < r1; bt++) {
         const int64_t b = bt / T;
         const int t = (int)(bt % T);
@@ -53,7 +54,8 @@ static void qkv_split_rows(void *ctx, int64_t r0, int64_t r1) {
         for (int g = 0; g < 3; g++)
             for (int h = 0; h < H; h++)
                 for (int e = 0; e < dh; e++)
-                    dst[g][head_offset(b, h, t, e, T, H, dh)] = row[g * d + h * dh + e];
+                    tandem_k_store2(dst[g], dst16[g], head_offset(b, h, t, e, T, H, dh),
+                                    row[g * d + h * dh + e]);
     }
 }
 void tandem_k_qkv_split_host(const tandem_k_qkv_split_args *a) {
@@ -72,11 +74,12 @@ static void qkv_merge_grad_rows(void *ctx, int64_t r0, int64_t r1) {
     for (int64_t bt = r0; bt < r1; bt++) {
         const int64_t b = bt / T;
         const int t = (int)(bt % T);
-        float *row = a->dqkv + bt * 3 * d; /* [3d] */
+        const int64_t row = bt * 3 * d; /* dqkv [3d] of the row */
         for (int g = 0; g < 3; g++)
             for (int h = 0; h < H; h++)
                 for (int e = 0; e < dh; e++)
-                    row[g * d + h * dh + e] = src[g][head_offset(b, h, t, e, T, H, dh)];
+                    tandem_k_store2(a->dqkv, a->dqkv16, row + g * d + h * dh + e,
+                                    src[g][head_offset(b, h, t, e, T, H, dh)]);
     }
 }
 void tandem_k_qkv_merge_grad_host(const tandem_k_qkv_merge_grad_args *a) {
@@ -96,7 +99,8 @@ static void heads_merge_rows(void *ctx, int64_t r0, int64_t r1) {
         const int t = (int)(bt % T);
         for (int h = 0; h < H; h++)
             for (int e = 0; e < dh; e++)
-                a->y[bt * d + h * dh + e] = a->o[head_offset(b, h, t, e, T, H, dh)];
+                tandem_k_store2(a->y, a->y16, bt * d + h * dh + e,
+                                a->o[head_offset(b, h, t, e, T, H, dh)]);
     }
 }
 void tandem_k_heads_merge_host(const tandem_k_heads_merge_args *a) {
@@ -116,7 +120,8 @@ static void heads_split_grad_rows(void *ctx, int64_t r0, int64_t r1) {
         const int t = (int)(bt % T);
         for (int h = 0; h < H; h++)
             for (int e = 0; e < dh; e++)
-                a->d_o[head_offset(b, h, t, e, T, H, dh)] = a->dy[bt * d + h * dh + e];
+                tandem_k_store2(a->d_o, a->d_o16, head_offset(b, h, t, e, T, H, dh),
+                                a->dy[bt * d + h * dh + e]);
     }
 }
 void tandem_k_heads_split_grad_host(const tandem_k_heads_split_grad_args *a) {
@@ -629,21 +634,22 @@ static double heads_elems(int batch, int seq, int heads, int head_dim) {
     return (double)batch * seq * heads * head_dim;
 }
 
+
 void tandem_k_qkv_split_cost(const tandem_k_qkv_split_args *a, tandem_kernel_cost *c) {
     const double n = 3.0 * heads_elems(a->batch, a->seq, a->heads, a->head_dim);
-    tandem_kcost(c, 0.0, 4.0 * n, 4.0 * n);
+    tandem_kcost(c, 0.0, 4.0 * n, tandem_k_out_bytes(a->q, a->q16) * n);
 }
 void tandem_k_qkv_merge_grad_cost(const tandem_k_qkv_merge_grad_args *a, tandem_kernel_cost *c) {
     const double n = 3.0 * heads_elems(a->batch, a->seq, a->heads, a->head_dim);
-    tandem_kcost(c, 0.0, 4.0 * n, 4.0 * n);
+    tandem_kcost(c, 0.0, 4.0 * n, tandem_k_out_bytes(a->dqkv, a->dqkv16) * n);
 }
 void tandem_k_heads_merge_cost(const tandem_k_heads_merge_args *a, tandem_kernel_cost *c) {
     const double n = heads_elems(a->batch, a->seq, a->heads, a->head_dim);
-    tandem_kcost(c, 0.0, 4.0 * n, 4.0 * n);
+    tandem_kcost(c, 0.0, 4.0 * n, tandem_k_out_bytes(a->y, a->y16) * n);
 }
 void tandem_k_heads_split_grad_cost(const tandem_k_heads_split_grad_args *a, tandem_kernel_cost *c) {
     const double n = heads_elems(a->batch, a->seq, a->heads, a->head_dim);
-    tandem_kcost(c, 0.0, 4.0 * n, 4.0 * n);
+    tandem_kcost(c, 0.0, 4.0 * n, tandem_k_out_bytes(a->d_o, a->d_o16) * n);
 }
 void tandem_k_softmax_causal_fwd_cost(const tandem_k_softmax_causal_fwd_args *a,
                                       tandem_kernel_cost *c) {

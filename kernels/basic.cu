@@ -30,7 +30,8 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_BASIC_THREADS) tandem_k_scale_f32(tandem_k_scale_f
 
 KERNEL LAUNCH_BOUNDS(TANDEM_K_BASIC_THREADS) tandem_k_axpy_f32(tandem_k_axpy_f32_args a) {
     int64_t stride = tandem_k_grid_stride();
-    for (int64_t i = tandem_k_first_index(); i < a.n; i += stride) a.y[i] += a.alpha * a.x[i];
+    for (int64_t i = tandem_k_first_index(); i < a.n; i += stride)
+        tandem_k_store2(a.y, a.y16, i, a.y[i] + a.alpha * a.x[i]);
 }
 
 KERNEL LAUNCH_BOUNDS(TANDEM_K_BASIC_THREADS) tandem_k_cast_f32_bf16(tandem_k_cast_f32_bf16_args a) {

@@ -23,10 +23,11 @@ typedef struct tandem_k_scale_f32_args {
     float alpha;
 } tandem_k_scale_f32_args;
 
-/* y[i] += alpha * x[i] */
+/* y[i] += alpha * x[i] (and y16[i] = bf16 of the new y[i], when y16 is not NULL) */
 typedef struct tandem_k_axpy_f32_args {
     const float *x; /* [n] */
     float *y;       /* [n] */
+    tandem_bf16 *y16; /* [n] or NULL: the sum as the next GEMM's bf16 operand too */
     int64_t n;
     float alpha;
 } tandem_k_axpy_f32_args;

@@ -71,6 +71,8 @@ static void axpy_f32_range(void *ctx, int64_t i0, int64_t i1) {
     const float *restrict x = a->x;
     const float alpha = a->alpha;
     for (int64_t i = i0; i < i1; i++) y[i] += alpha * x[i];
+    if (a->y16)
+        for (int64_t i = i0; i < i1; i++) a->y16[i] = tandem_f32_to_bf16(y[i]);
 }
 void tandem_k_axpy_f32_host(const tandem_k_axpy_f32_args *a) {
     tandem_host_parallel_for(a->n, HOST_GRAIN, axpy_f32_range, (void *)a);
@@ -132,7 +134,7 @@ void tandem_k_scale_f32_cost(const tandem_k_scale_f32_args *a, tandem_kernel_cos
     tandem_kcost(c, (double)a->n, 4.0 * (double)a->n, 4.0 * (double)a->n);
 }
 void tandem_k_axpy_f32_cost(const tandem_k_axpy_f32_args *a, tandem_kernel_cost *c) {
-    tandem_kcost(c, 2.0 * (double)a->n, 8.0 * (double)a->n, 4.0 * (double)a->n);
+    tandem_kcost(c, 2.0 * (double)a->n, 8.0 * (double)a->n, tandem_k_out_bytes(a->y, a->y16) * (double)a->n);
 }
 void tandem_k_cast_f32_bf16_cost(const tandem_k_cast_f32_bf16_args *a, tandem_kernel_cost *c) {
     tandem_kcost(c, (double)a->n, 4.0 * (double)a->n, 2.0 * (double)a->n); /* one rounding */

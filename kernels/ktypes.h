@@ -31,6 +31,17 @@ TANDEM_HD tandem_bf16 tandem_f32_to_bf16(float f) {
     return (tandem_bf16)(u >> 16);
 }
 
+/* Element i of a producer's output v: into y (f32) and/or y16 (bf16, rounded as cast_f32_bf16
+ * rounds), either NULL when unwanted, so a GEMM operand needs no cast pass after its producer. */
+TANDEM_HD void tandem_k_store2(float *y, tandem_bf16 *y16, int64_t i, float v) {
+    if (y) y[i] = v;
+    if (y16) y16[i] = tandem_f32_to_bf16(v);
+}
+/* Bytes per element such a pair writes (the kernels' costs). */
+TANDEM_HD double tandem_k_out_bytes(const float *y, const tandem_bf16 *y16) {
+    return (y ? 4.0 : 0.0) + (y16 ? 2.0 : 0.0);
+}
+
 /* Geometry of one launch: grid and block in 3-D plus dynamic shared memory in bytes. */
 typedef struct tandem_launch_dims {
     unsigned grid[3];

@@ -66,7 +66,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_fwd(tandem_k_layern
     if (row >= a.rows) return;
     int tid = (int)threadIdx.x, nt = (int)blockDim.x;
     const float *x = a.x + (int64_t)row * a.d; /* [d] */
-    float *y = a.y + (int64_t)row * a.d;       /* [d] */
+    const int64_t at = (int64_t)row * a.d;     /* y, y16 of the row */
 
     float s = 0.0f, unused = 0.0f;
     for (int c = tid; c < a.d; c += nt) s += x[c];
@@ -82,7 +82,8 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_fwd(tandem_k_layern
     layers_block_sum2(&q, &unused, red);
     float rstd = rsqrtf(q / (float)a.d + a.eps);
 
-    for (int c = tid; c < a.d; c += nt) y[c] = (x[c] - mean) * rstd * a.gamma[c] + a.beta[c];
+    for (int c = tid; c < a.d; c += nt)
+        tandem_k_store2(a.y, a.y16, at + c, (x[c] - mean) * rstd * a.gamma[c] + a.beta[c]);
     if (tid == 0) {
         a.mean[row] = mean;
         a.rstd[row] = rstd;
@@ -109,7 +110,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
     for (int row = blk; row < a.rows; row += nb) { /* the same trip count for the whole block */
         const float *x = a.x + (int64_t)row * d;   /* [d] */
         const float *dy = a.dy + (int64_t)row * d; /* [d] */
-        float *dx = a.dx + (int64_t)row * d;       /* [d] */
+        const int64_t at = (int64_t)row * d;       /* dx, dx16 of the row */
         float mean = a.mean[row], rstd = a.rstd[row];
         float s_g = 0.0f, s_gx = 0.0f;
         for (int c = tid; c < d; c += nt) {
@@ -122,7 +123,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
         for (int c = tid; c < d; c += nt) {
             float xhat = (x[c] - mean) * rstd;
             float dyc = dy[c];
-            dx[c] = rstd * (a.gamma[c] * dyc - m_g - xhat * m_gx);
+            tandem_k_store2(a.dx, a.dx16, at + c, rstd * (a.gamma[c] * dyc - m_g - xhat * m_gx));
             part[c] += dyc * xhat;
             part[d + c] += dyc;
         }
@@ -153,13 +154,14 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_PARAMS_THREADS) tandem_k_layernorm_bwd_params(t
 /* ---- GELU (tanh approximation; formula in layers.h) ---- */
 KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_gelu_fwd(tandem_k_gelu_fwd_args a) {
     int64_t stride = layers_stride();
-    for (int64_t i = layers_first(); i < a.n; i += stride) a.y[i] = tandem_gelu_tanh(a.x[i]);
+    for (int64_t i = layers_first(); i < a.n; i += stride)
+        tandem_k_store2(a.y, a.y16, i, tandem_gelu_tanh(a.x[i]));
 }
 
 KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_gelu_bwd(tandem_k_gelu_bwd_args a) {
     int64_t stride = layers_stride();
     for (int64_t i = layers_first(); i < a.n; i += stride)
-        a.dx[i] = a.dy[i] * tandem_gelu_tanh_grad(a.x[i]);
+        tandem_k_store2(a.dx, a.dx16, i, a.dy[i] * tandem_gelu_tanh_grad(a.x[i]));
 }
 
 /* ---- prenet dropout (counter-based mask; layers.h) ---- */
@@ -323,7 +325,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_prenet_input(tandem_k_pre
     int64_t n = (int64_t)a.batch * a.mel_len * g, stride = layers_stride();
     for (int64_t i = layers_first(); i < n; i += stride) {
         int j = (int)((i / g) % a.mel_len);
-        a.groups[i] = j == 0 ? 0.0f : a.mels[i - g];
+        tandem_k_store2(a.groups, a.groups16, i, j == 0 ? 0.0f : a.mels[i - g]);
     }
 }
 

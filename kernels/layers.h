@@ -41,7 +41,8 @@ typedef struct tandem_k_layernorm_fwd_args {
     const float *x;     /* [N, d] */
     const float *gamma; /* [d] */
     const float *beta;  /* [d] */
-    float *y;           /* [N, d]; may not alias x */
+    float *y;           /* [N, d]; may not alias x; NULL: only y16 */
+    tandem_bf16 *y16;   /* [N, d] bf16(y), the next GEMM's operand; NULL: none */
     float *mean;        /* [N] */
     float *rstd;        /* [N] */
     int rows, d;        /* N, d */
@@ -75,6 +76,7 @@ typedef struct tandem_k_layernorm_bwd_args {
     const float *rstd;  /* [N] from layernorm_fwd */
     const float *gamma; /* [d] */
     float *dx;          /* [N, d], overwritten; may not alias dy or x */
+    tandem_bf16 *dx16;  /* [N, d] bf16(dx) too (the next linear backward's dy operand), or NULL */
     float *scratch;     /* [nb, 2, d], overwritten: tandem_layernorm_bwd_scratch_floats(N, d) */
     int rows, d;        /* N, d; the device kernel keeps 2*d floats in dynamic shared memory (opted in
                            above 48 KiB: runtime/core/config.c bounds d_model by it) */
@@ -91,7 +93,8 @@ typedef struct tandem_k_layernorm_bwd_params_args {
  * gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 typedef struct tandem_k_gelu_fwd_args {
     const float *x; /* [n] */
-    float *y;       /* [n]; may alias x (element-wise) */
+    float *y;       /* [n]; may alias x (element-wise); NULL: only y16 */
+    tandem_bf16 *y16; /* [n] bf16(y), the next GEMM's operand; NULL: none */
     int64_t n;
 } tandem_k_gelu_fwd_args;
 
@@ -120,6 +123,7 @@ typedef struct tandem_k_gelu_bwd_args {
     const float *dy; /* [n] */
     const float *x;  /* [n], the forward's input */
     float *dx;       /* [n], overwritten; may alias dy (element-wise) */
+    tandem_bf16 *dx16; /* [n] bf16(dx) too (the dx/dW GEMMs' operand; dx feeds the bias sum); or NULL */
     int64_t n;
 } tandem_k_gelu_bwd_args;
 
@@ -214,7 +218,8 @@ typedef struct tandem_k_seq_embed_bwd_args {
  * (r * n_mels floats), and zeros for j = 0. F = Tm * r. Input data: no backward. */
 typedef struct tandem_k_prenet_input_args {
     const float *mels; /* [B, F, n_mels] */
-    float *groups;     /* [B, Tm, r * n_mels] */
+    float *groups;     /* [B, Tm, r * n_mels]; NULL: only groups16 */
+    tandem_bf16 *groups16; /* [B, Tm, r * n_mels] bf16(groups), the prenet's operand, or NULL */
     int batch, mel_len, r, n_mels; /* B, Tm, r, n_mels (80) */
 } tandem_k_prenet_input_args;
 

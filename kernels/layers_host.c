@@ -78,10 +78,15 @@ static void layernorm_fwd_rows(void *ctx, int64_t r0, int64_t r1) {
     const float *restrict gamma = a->gamma, *restrict beta = a->beta;
     for (int64_t r = r0; r < r1; r++) {
         const float *restrict x = a->x + r * d; /* [d] */
-        float *restrict y = a->y + r * d;       /* [d] */
         double mean = lane_sum(x, d) / d;
         double rstd = 1.0 / sqrt(lane_sum_sq(x, d, mean) / d + (double)a->eps);
-        for (int c = 0; c < d; c++) y[c] = (float)((x[c] - mean) * rstd * gamma[c] + beta[c]);
+        if (a->y) {
+            float *restrict y = a->y + r * d; /* [d] */
+            for (int c = 0; c < d; c++) y[c] = (float)((x[c] - mean) * rstd * gamma[c] + beta[c]);
+        }
+        if (a->y16) /* the same f32 values, rounded to the bf16 operand */
+            for (int c = 0; c < d; c++)
+                a->y16[r * d + c] = tandem_f32_to_bf16((float)((x[c] - mean) * rstd * gamma[c] + beta[c]));
         a->mean[r] = (float)mean;
         a->rstd[r] = (float)rstd;
     }
@@ -129,6 +134,7 @@ static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
             for (c = 0; c < d; c++) {
                 float xhat = (x[c] - mean) * rstd;
                 dx[c] = (float)(rstd * ((double)gamma[c] * dy[c] - m_g - xhat * m_gx));
+                if (a->dx16) a->dx16[(int64_t)r * d + c] = tandem_f32_to_bf16(dx[c]);
                 part[c] += dy[c] * xhat;
                 part[d + c] += dy[c];
             }
@@ -226,7 +232,10 @@ static void gelu_fwd_range(void *ctx, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i += GELU_BLOCK) {
         int64_t n = i1 - i < GELU_BLOCK ? i1 - i : GELU_BLOCK;
         gelu_sigmoid(a->x + i, n, s);
-        for (int64_t k = 0; k < n; k++) a->y[i + k] = a->x[i + k] * s[k];
+        for (int64_t k = 0; k < n; k++) s[k] *= a->x[i + k]; /* y = x s; y may be x */
+        if (a->y) memcpy(a->y + i, s, (size_t)n * sizeof(float));
+        if (a->y16)
+            for (int64_t k = 0; k < n; k++) a->y16[i + k] = tandem_f32_to_bf16(s[k]);
     }
 }
 void tandem_k_gelu_fwd_host(const tandem_k_gelu_fwd_args *a) {
@@ -286,8 +295,11 @@ static void gelu_bwd_range(void *ctx, int64_t i0, int64_t i1) {
             memcpy(d, a->dy + i, sizeof d);
             for (int k = 0; k < GELU_BLOCK; k++) d[k] *= g[k];
             memcpy(a->dx + i, d, sizeof d);
+            if (a->dx16)
+                for (int k = 0; k < GELU_BLOCK; k++) a->dx16[i + k] = tandem_f32_to_bf16(d[k]);
         } else {
-            for (int64_t k = 0; k < n; k++) a->dx[i + k] = a->dy[i + k] * g[k];
+            for (int64_t k = 0; k < n; k++)
+                tandem_k_store2(a->dx, a->dx16, i + k, a->dy[i + k] * g[k]);
         }
     }
 }
@@ -457,13 +469,13 @@ static void prenet_input_rows(void *ctx, int64_t r0, int64_t r1) {
     int64_t g = (int64_t)a->r * a->n_mels; /* floats per group */
     for (int64_t row = r0; row < r1; row++) {
         int b = (int)(row / a->mel_len), j = (int)(row % a->mel_len);
-        float *out = a->groups + ((int64_t)b * a->mel_len + j) * g; /* [g] */
+        const int64_t out = ((int64_t)b * a->mel_len + j) * g; /* groups [g] of the row */
         if (j == 0) {
-            for (int64_t k = 0; k < g; k++) out[k] = 0.0f;
+            for (int64_t k = 0; k < g; k++) tandem_k_store2(a->groups, a->groups16, out + k, 0.0f);
             continue;
         }
         const float *in = a->mels + ((int64_t)b * a->mel_len + j - 1) * g; /* [g] */
-        for (int64_t k = 0; k < g; k++) out[k] = in[k];
+        for (int64_t k = 0; k < g; k++) tandem_k_store2(a->groups, a->groups16, out + k, in[k]);
     }
 }
 void tandem_k_prenet_input_host(const tandem_k_prenet_input_args *a) {
@@ -498,15 +510,18 @@ void tandem_k_mel_rows_pad_host(const tandem_k_mel_rows_pad_args *a) {
 
 /* ---- costs (registry.h) -------------------------------------------------------------------- */
 
+
 void tandem_k_layernorm_fwd_cost(const tandem_k_layernorm_fwd_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->rows * (double)a->d;
     /* mean, variance, normalise, scale and shift: ~8 per element */
-    tandem_kcost(c, 8.0 * n, 4.0 * n + 8.0 * a->d, 4.0 * n + 8.0 * a->rows);
+    tandem_kcost(c, 8.0 * n, 4.0 * n + 8.0 * a->d,
+                 tandem_k_out_bytes(a->y, a->y16) * n + 8.0 * a->rows);
 }
 void tandem_k_layernorm_bwd_cost(const tandem_k_layernorm_bwd_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->rows * (double)a->d;
     const double scratch = (double)tandem_layernorm_bwd_scratch_floats(a->rows, a->d);
-    tandem_kcost(c, 12.0 * n, 8.0 * n + 8.0 * a->rows + 4.0 * a->d, 4.0 * n + 4.0 * scratch);
+    tandem_kcost(c, 12.0 * n, 8.0 * n + 8.0 * a->rows + 4.0 * a->d,
+                 tandem_k_out_bytes(a->dx, a->dx16) * n + 4.0 * scratch);
 }
 void tandem_k_layernorm_bwd_params_cost(const tandem_k_layernorm_bwd_params_args *a,
                                         tandem_kernel_cost *c) {
@@ -514,10 +529,10 @@ void tandem_k_layernorm_bwd_params_cost(const tandem_k_layernorm_bwd_params_args
     tandem_kcost(c, scratch, 4.0 * scratch + 8.0 * a->d, 8.0 * a->d);
 }
 void tandem_k_gelu_fwd_cost(const tandem_k_gelu_fwd_args *a, tandem_kernel_cost *c) {
-    tandem_kcost(c, 10.0 * (double)a->n, 4.0 * (double)a->n, 4.0 * (double)a->n);
+    tandem_kcost(c, 10.0 * (double)a->n, 4.0 * (double)a->n, tandem_k_out_bytes(a->y, a->y16) * (double)a->n);
 }
 void tandem_k_gelu_bwd_cost(const tandem_k_gelu_bwd_args *a, tandem_kernel_cost *c) {
-    tandem_kcost(c, 18.0 * (double)a->n, 8.0 * (double)a->n, 4.0 * (double)a->n);
+    tandem_kcost(c, 18.0 * (double)a->n, 8.0 * (double)a->n, tandem_k_out_bytes(a->dx, a->dx16) * (double)a->n);
 }
 void tandem_k_bias_add_cost(const tandem_k_bias_add_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->rows * (double)a->d;
@@ -551,7 +566,7 @@ void tandem_k_seq_embed_bwd_cost(const tandem_k_seq_embed_bwd_args *a, tandem_ke
 }
 void tandem_k_prenet_input_cost(const tandem_k_prenet_input_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->batch * (double)a->mel_len * a->r * a->n_mels;
-    tandem_kcost(c, 0.0, 4.0 * n, 4.0 * n); /* a shifted copy */
+    tandem_kcost(c, 0.0, 4.0 * n, tandem_k_out_bytes(a->groups, a->groups16) * n); /* a shifted copy */
 }
 void tandem_k_prenet_dropout_cost(const tandem_k_prenet_dropout_args *a, tandem_kernel_cost *c) {
     /* a counter-based hash per element (~12 integer ops) and the scale */

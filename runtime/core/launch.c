@@ -13,9 +13,10 @@ tandem_status tandem_scale_f32(tandem_stream *s, float *x, int64_t n, float alph
     return TANDEM_LAUNCH(s, scale_f32, &a);
 }
 
-tandem_status tandem_axpy_f32(tandem_stream *s, float alpha, const float *x, float *y, int64_t n) {
+tandem_status tandem_axpy_f32(tandem_stream *s, float alpha, const float *x, float *y,
+                              tandem_bf16 *y16, int64_t n) {
     TANDEM_KARGS(axpy_f32, a);
-    a.x = x, a.y = y, a.n = n, a.alpha = alpha;
+    a.x = x, a.y = y, a.y16 = y16, a.n = n, a.alpha = alpha;
     return TANDEM_LAUNCH(s, axpy_f32, &a);
 }
 

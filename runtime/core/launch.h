@@ -33,8 +33,9 @@
 tandem_status tandem_fill_f32(tandem_stream *s, float *out, int64_t n, float value);
 /* x [n] *= alpha */
 tandem_status tandem_scale_f32(tandem_stream *s, float *x, int64_t n, float alpha);
-/* y [n] += alpha * x [n] */
-tandem_status tandem_axpy_f32(tandem_stream *s, float alpha, const float *x, float *y, int64_t n);
+/* y [n] += alpha * x [n]; y16 (or NULL): bf16 of the new y too (a GEMM operand, no cast after) */
+tandem_status tandem_axpy_f32(tandem_stream *s, float alpha, const float *x, float *y,
+                              tandem_bf16 *y16, int64_t n);
 /* out [n] = bf16(in [n]), round to nearest even */
 tandem_status tandem_cast_f32_bf16(tandem_stream *s, const float *in, tandem_bf16 *out, int64_t n);
 /* out [n] = f32(in [n]) */

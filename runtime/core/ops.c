@@ -93,7 +93,7 @@ tandem_status tandem_op_axpy(tandem_stream *s, float alpha, const tandem_tensor 
     TANDEM_TRY(check_same_numel(op, "x", x, "y", y));
     const int64_t n = tandem_tensor_numel(y);
     if (n == 0) return TANDEM_OK;
-    return tandem_axpy_f32(s, alpha, tandem_tensor_f32(x), tandem_tensor_f32(y), n);
+    return tandem_axpy_f32(s, alpha, tandem_tensor_f32(x), tandem_tensor_f32(y), NULL, n);
 }
 
 tandem_status tandem_op_cast(tandem_stream *s, const tandem_tensor *src, tandem_tensor *dst) {

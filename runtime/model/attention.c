@@ -113,9 +113,6 @@ static tandem_status check_call(const char *op, const void *io, tandem_stream *s
     return tandem_attention_sizes_of(sh, n);
 }
 
-/* The checks of a pass: its n_all tensors, and in bf16 mode the 2 bf16 scratch ones after. */
-#define CHECK_IO(op, s, sh, c, n_all) check_io(op, s, c, (sh)->bf16 ? (n_all) + 2 : (n_all))
-
 #define F32(t) tandem_tensor_f32(t)
 #define VIEW(t) tandem_view_of(t)
 
@@ -211,21 +208,17 @@ tandem_status tandem_attention_fwd(tandem_stream *s, const tandem_attention_shap
         {"q", io->q, o16, n.heads},                {"k", io->k, o16, n.heads},
         {"v", io->v, o16, n.heads},                {"p", io->p, o16, n.scores},
         {"o", io->o, TANDEM_F32, n.heads},         {"y", io->y, o16, n.model},
-        {"stage", io->stage, TANDEM_F32, n.qkv},   {"scores", io->scores, TANDEM_F32, n.scores},
+        {"scores", io->scores, TANDEM_F32, n.scores},
     };
-    TANDEM_TRY(CHECK_IO(op, s, sh, c, 8));
+    TANDEM_TRY(check_io(op, s, c, sh->bf16 ? 9 : 8)); /* bf16: the f32 scores scratch too */
     const attn_pass a = pass_of(sh);
     const int bf = sh->bf16;
     tandem_tensor *sc = bf ? io->scores : io->p; /* S, then P: f32 */
 
-    /* q, k, v [BH, T, dh] = qkv [B, T, 3d] split by head */
-    float *q = tandem_seam_out(bf, io->q, io->stage, 0);
-    float *k = tandem_seam_out(bf, io->k, io->stage, n.heads);
-    float *v = tandem_seam_out(bf, io->v, io->stage, 2 * n.heads);
-    TANDEM_TRY(tandem_qkv_split(s, F32(io->qkv), q, k, v, &a.hd));
-    TANDEM_TRY(tandem_seam_publish(s, bf, q, io->q, n.heads));
-    TANDEM_TRY(tandem_seam_publish(s, bf, k, io->k, n.heads));
-    TANDEM_TRY(tandem_seam_publish(s, bf, v, io->v, n.heads));
+    /* q, k, v [BH, T, dh] = qkv [B, T, 3d] split by head, written in the operands' dtype */
+    TANDEM_TRY(tandem_qkv_split(s, F32(io->qkv), tandem_seam_f32(bf, io->q), tandem_seam_f32(bf, io->k),
+                                tandem_seam_f32(bf, io->v), tandem_seam_bf16(bf, io->q),
+                                tandem_seam_bf16(bf, io->k), tandem_seam_bf16(bf, io->v), &a.hd));
     /* S [BH, T, T] = Q K^T / sqrt(dh);  P = softmax_causal(S, key_mask): fp32 in place */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nt, a.scale, VIEW(io->q), VIEW(io->k), 0.0f, VIEW(sc)));
     /* bf16: P written as the kept bf16 operand directly (the guided attention reads it too) */
@@ -234,9 +227,8 @@ tandem_status tandem_attention_fwd(tandem_stream *s, const tandem_attention_shap
     if (io->ga) TANDEM_TRY(tandem_ga_fwd(s, pk, bf, tandem_tensor_u8(io->key_mask), io->ga_rows, io->ga));
     /* O [BH, T, dh] = P V;  y [B, T, d] = O with the heads merged */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nn, 1.0f, VIEW(io->p), VIEW(io->v), 0.0f, VIEW(io->o)));
-    float *y = tandem_seam_out(bf, io->y, io->stage, 0);
-    TANDEM_TRY(tandem_heads_merge(s, F32(io->o), y, &a.hd));
-    return tandem_seam_publish(s, bf, y, io->y, n.model);
+    return tandem_heads_merge(s, F32(io->o), tandem_seam_f32(bf, io->y), tandem_seam_bf16(bf, io->y),
+                              &a.hd);
 }
 
 tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shape *sh,
@@ -247,21 +239,25 @@ tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shap
     if (tandem_attention_fused(sh)) return fused_bwd(s, sh, io, &n);
     const tandem_dtype o16 = operand_dtype(sh);
     const int64_t nop = n.heads > n.scores ? n.heads : n.scores; /* dO, then dS */
+    /* dO: the f32 d_o (fp32), or written straight into the bf16 operand scratch (bf16) */
+    const io_check o = sh->bf16 ? (io_check){"operand", io->operand, TANDEM_BF16, nop}
+                                : (io_check){"d_o", io->d_o, TANDEM_F32, n.heads};
     const io_check c[] = {
         {"dy", io->dy, TANDEM_F32, n.model},       {"q", io->q, o16, n.heads},
         {"k", io->k, o16, n.heads},                {"v", io->v, o16, n.heads},
-        {"p", io->p, o16, n.scores},               {"d_o", io->d_o, TANDEM_F32, n.heads},
+        {"p", io->p, o16, n.scores},               o,
         {"dp", io->dp, TANDEM_F32, n.scores},      {"dq", io->dq, TANDEM_F32, n.heads},
         {"dk", io->dk, TANDEM_F32, n.heads},       {"dv", io->dv, TANDEM_F32, n.heads},
-        {"dqkv", io->dqkv, TANDEM_F32, n.qkv},     {"operand", io->operand, TANDEM_BF16, nop},
+        {"dqkv", io->dqkv, TANDEM_F32, n.qkv},     {"dqkv_op", io->dqkv_op, TANDEM_BF16, n.qkv},
     };
-    TANDEM_TRY(check_io(op, s, c, sh->bf16 ? 12 : 11));
+    TANDEM_TRY(check_io(op, s, c, sh->bf16 && io->dqkv_op ? 12 : 11));
     const attn_pass a = pass_of(sh);
-    tandem_view d_o, ds;
+    const tandem_view d_o = tandem_view_of(sh->bf16 ? io->operand : io->d_o);
+    tandem_view ds;
 
     /* dO [BH, T, dh] = dy [B, T, d] split by head */
-    TANDEM_TRY(tandem_heads_split_grad(s, F32(io->dy), F32(io->d_o), &a.hd));
-    TANDEM_TRY(tandem_seam_operand(s, sh->bf16, io->d_o, io->operand, n.heads, &d_o));
+    TANDEM_TRY(tandem_heads_split_grad(s, F32(io->dy), tandem_seam_f32(sh->bf16, io->d_o),
+                                       tandem_seam_bf16(sh->bf16, io->operand), &a.hd));
     /* dP [BH, T, T] = dO V^T;  dV [BH, T, dh] = P^T dO */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nt, 1.0f, d_o, VIEW(io->v), 0.0f, VIEW(io->dp)));
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.tn, 1.0f, VIEW(io->p), d_o, 0.0f, VIEW(io->dv)));
@@ -281,5 +277,7 @@ tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shap
      * dQ = dS K / sqrt(dh);  dK = dS^T Q / sqrt(dh) */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nn, a.scale, ds, VIEW(io->k), 0.0f, VIEW(io->dq)));
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.tn, a.scale, ds, VIEW(io->q), 0.0f, VIEW(io->dk)));
-    return tandem_qkv_merge_grad(s, F32(io->dq), F32(io->dk), F32(io->dv), F32(io->dqkv), &a.hd);
+    return tandem_qkv_merge_grad(s, F32(io->dq), F32(io->dk), F32(io->dv), F32(io->dqkv),
+                                 sh->bf16 && io->dqkv_op ? tandem_tensor_bf16(io->dqkv_op) : NULL,
+                                 &a.hd);
 }

@@ -79,7 +79,6 @@ typedef struct tandem_attention_fwd_io {
                                       scores first, softmax in place) */
     tandem_tensor *o;              /* scratch [B, H, T, dh] f32 */
     tandem_tensor *y;              /* out [B, T, d] op: heads merged (before the out projection) */
-    tandem_tensor *stage;          /* bf16 only: scratch f32 [3 * B*H*T*dh] (q, k, v, then y) */
     tandem_tensor *scores;         /* bf16 only: scratch [B, H, T, T] f32 (S, then P) */
     float *ga_rows;                /* out [B, ga->ga_heads, Tm] f32: the guided-attention rows
                                       of the f32 P (kernels/attention.h, ga_fwd); with ga */
@@ -98,12 +97,16 @@ typedef struct tandem_attention_bwd_io {
     const tandem_tensor *dy;          /* in  [B, T, d] f32: gradient of the forward's y */
     const tandem_tensor *q, *k, *v;   /* in  [B, H, T, dh] op from the forward */
     const tandem_tensor *p;           /* in  [B, H, T, T] op from the forward */
-    tandem_tensor *d_o;               /* scratch [B, H, T, dh] f32 */
+    tandem_tensor *d_o;               /* fp32 only: scratch [B, H, T, dh] f32 (bf16: dO is written
+                                         into operand directly) */
     tandem_tensor *dp;                /* scratch [B, H, T, T] f32: dP, then in place dS */
     tandem_tensor *dq, *dk, *dv;      /* scratch [B, H, T, dh] f32 */
     tandem_tensor *dqkv;              /* out [B, T, 3d] f32: written, not accumulated */
     tandem_tensor *operand;           /* bf16 only: scratch bf16 [max(B*H*T*dh, B*H*T*T)]: dO,
                                          then dS as GEMM operands */
+    tandem_tensor *dqkv_op;           /* bf16 materialised, or NULL: out [B, T, 3d] bf16(dqkv),
+                                         the QKV projection's dy operand (no cast after); may be
+                                         operand (written after its last use) */
     const tandem_tensor *key_mask;    /* in [B, T] u8, with ga only */
     const tandem_ga_dims *ga;         /* the guided-attention gradient (scale = its weight),
                                          added to dP before the softmax backward; NULL: none */
@@ -116,7 +119,7 @@ typedef struct tandem_attention_bwd_io {
 
 /* No key mask is needed for attention itself: the forward's P is exactly 0 at masked and future
  * keys, so dS is too (the guided-attention term reads it to find the real positions).
- * All tensors distinct. */
+ * All tensors distinct, but dqkv_op (see above). */
 tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shape *sh,
                                    const tandem_attention_bwd_io *io);
 

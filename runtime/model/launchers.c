@@ -8,19 +8,19 @@
 /* ---- layers --------------------------------------------------------------------------------- */
 
 tandem_status tandem_layernorm_fwd(tandem_stream *s, const float *x, const float *gamma,
-                                   const float *beta, float *y, float *mean, float *rstd, int rows,
-                                   int d) {
+                                   const float *beta, float *y, tandem_bf16 *y16, float *mean,
+                                   float *rstd, int rows, int d) {
     TANDEM_KARGS(layernorm_fwd, a);
-    a.x = x, a.gamma = gamma, a.beta = beta, a.y = y, a.mean = mean, a.rstd = rstd;
+    a.x = x, a.gamma = gamma, a.beta = beta, a.y = y, a.y16 = y16, a.mean = mean, a.rstd = rstd;
     a.rows = rows, a.d = d, a.eps = TANDEM_LAYERNORM_EPS;
     return TANDEM_LAUNCH(s, layernorm_fwd, &a);
 }
 
 tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const float *x,
                                    const float *mean, const float *rstd, const float *gamma,
-                                   float *dx, float *scratch, int rows, int d) {
+                                   float *dx, tandem_bf16 *dx16, float *scratch, int rows, int d) {
     TANDEM_KARGS(layernorm_bwd, a);
-    a.dy = dy, a.x = x, a.mean = mean, a.rstd = rstd, a.gamma = gamma, a.dx = dx;
+    a.dy = dy, a.x = x, a.mean = mean, a.rstd = rstd, a.gamma = gamma, a.dx = dx, a.dx16 = dx16;
     a.scratch = scratch, a.rows = rows, a.d = d;
     return TANDEM_LAUNCH(s, layernorm_bwd, &a);
 }
@@ -32,16 +32,17 @@ tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch
     return TANDEM_LAUNCH(s, layernorm_bwd_params, &a);
 }
 
-tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, int64_t n) {
+tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, tandem_bf16 *y16,
+                              int64_t n) {
     TANDEM_KARGS(gelu_fwd, a);
-    a.x = x, a.y = y, a.n = n;
+    a.x = x, a.y = y, a.y16 = y16, a.n = n;
     return TANDEM_LAUNCH(s, gelu_fwd, &a);
 }
 
 tandem_status tandem_gelu_bwd(tandem_stream *s, const float *dy, const float *x, float *dx,
-                              int64_t n) {
+                              tandem_bf16 *dx16, int64_t n) {
     TANDEM_KARGS(gelu_bwd, a);
-    a.dy = dy, a.x = x, a.dx = dx, a.n = n;
+    a.dy = dy, a.x = x, a.dx = dx, a.dx16 = dx16, a.n = n;
     return TANDEM_LAUNCH(s, gelu_bwd, &a);
 }
 
@@ -99,10 +100,10 @@ tandem_status tandem_seq_embed_bwd(tandem_stream *s, const float *dx, const int3
     return TANDEM_LAUNCH(s, seq_embed_bwd, &a);
 }
 
-tandem_status tandem_prenet_input(tandem_stream *s, const float *mels, float *groups, int batch,
-                                  int mel_len, int r, int n_mels) {
+tandem_status tandem_prenet_input(tandem_stream *s, const float *mels, float *groups,
+                                  tandem_bf16 *groups16, int batch, int mel_len, int r, int n_mels) {
     TANDEM_KARGS(prenet_input, a);
-    a.mels = mels, a.groups = groups, a.batch = batch, a.mel_len = mel_len, a.r = r;
+    a.mels = mels, a.groups = groups, a.groups16 = groups16, a.batch = batch, a.mel_len = mel_len, a.r = r;
     a.n_mels = n_mels;
     return TANDEM_LAUNCH(s, prenet_input, &a);
 }
@@ -204,30 +205,33 @@ tandem_status tandem_train_schedule(tandem_stream *s, const float *norm_sq, cons
      (a).head_dim = (hd)->head_dim)
 
 tandem_status tandem_qkv_split(tandem_stream *s, const float *qkv, float *q, float *k, float *v,
+                               tandem_bf16 *q16, tandem_bf16 *k16, tandem_bf16 *v16,
                                const tandem_heads_dims *hd) {
     TANDEM_KARGS(qkv_split, a);
     a.qkv = qkv, a.q = q, a.k = k, a.v = v, HEADS_DIMS(a, hd);
+    a.q16 = q16, a.k16 = k16, a.v16 = v16;
     return TANDEM_LAUNCH(s, qkv_split, &a);
 }
 
 tandem_status tandem_qkv_merge_grad(tandem_stream *s, const float *dq, const float *dk,
-                                    const float *dv, float *dqkv, const tandem_heads_dims *hd) {
+                                    const float *dv, float *dqkv, tandem_bf16 *dqkv16,
+                                    const tandem_heads_dims *hd) {
     TANDEM_KARGS(qkv_merge_grad, a);
-    a.dq = dq, a.dk = dk, a.dv = dv, a.dqkv = dqkv, HEADS_DIMS(a, hd);
+    a.dq = dq, a.dk = dk, a.dv = dv, a.dqkv = dqkv, a.dqkv16 = dqkv16, HEADS_DIMS(a, hd);
     return TANDEM_LAUNCH(s, qkv_merge_grad, &a);
 }
 
-tandem_status tandem_heads_merge(tandem_stream *s, const float *o, float *y,
+tandem_status tandem_heads_merge(tandem_stream *s, const float *o, float *y, tandem_bf16 *y16,
                                  const tandem_heads_dims *hd) {
     TANDEM_KARGS(heads_merge, a);
-    a.o = o, a.y = y, HEADS_DIMS(a, hd);
+    a.o = o, a.y = y, a.y16 = y16, HEADS_DIMS(a, hd);
     return TANDEM_LAUNCH(s, heads_merge, &a);
 }
 
 tandem_status tandem_heads_split_grad(tandem_stream *s, const float *dy, float *d_o,
-                                      const tandem_heads_dims *hd) {
+                                      tandem_bf16 *d_o16, const tandem_heads_dims *hd) {
     TANDEM_KARGS(heads_split_grad, a);
-    a.dy = dy, a.d_o = d_o, HEADS_DIMS(a, hd);
+    a.dy = dy, a.d_o = d_o, a.d_o16 = d_o16, HEADS_DIMS(a, hd);
     return TANDEM_LAUNCH(s, heads_split_grad, &a);
 }
 
@@ -306,6 +310,12 @@ tandem_status tandem_attn_fused_bwd(tandem_stream *s, const tandem_attn_fused_bw
 }
 
 /* ---- the bf16 seams ------------------------------------------------------------------------- */
+
+float *tandem_seam_f32(int bf16, tandem_tensor *t) { return bf16 ? NULL : tandem_tensor_f32(t); }
+
+tandem_bf16 *tandem_seam_bf16(int bf16, tandem_tensor *t) {
+    return bf16 ? tandem_tensor_bf16(t) : NULL;
+}
 
 float *tandem_seam_out(int bf16, tandem_tensor *t, const tandem_tensor *stage, int64_t off) {
     return bf16 ? tandem_tensor_f32_at(stage, off) : tandem_tensor_f32(t);

@@ -17,20 +17,22 @@
 /* ---- layers --------------------------------------------------------------------------------- */
 
 /* y [rows, d] = LN(x [rows, d]) * gamma [d] + beta [d]; mean, rstd [rows] saved (eps
- * TANDEM_LAYERNORM_EPS). y may not alias x. */
+ * TANDEM_LAYERNORM_EPS). y may not alias x. Here and below, an output y16 (or NULL) receives
+ * bf16(y) for a bf16 GEMM operand, with y NULL when the f32 is not wanted. */
 tandem_status tandem_layernorm_fwd(tandem_stream *s, const float *x, const float *gamma,
-                                   const float *beta, float *y, float *mean, float *rstd, int rows,
-                                   int d);
+                                   const float *beta, float *y, tandem_bf16 *y16, float *mean,
+                                   float *rstd, int rows, int d);
 /* dx [rows, d] = LN backward of dy [rows, d] at x [rows, d] (mean, rstd [rows], gamma [d]);
  * scratch [tandem_layernorm_bwd_scratch_floats(rows, d)] receives the parameter partials. */
 tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const float *x,
                                    const float *mean, const float *rstd, const float *gamma,
-                                   float *dx, float *scratch, int rows, int d);
+                                   float *dx, tandem_bf16 *dx16, float *scratch, int rows, int d);
 /* dgamma, dbeta [d] += the partials in scratch of the layernorm_bwd with the same rows, d. */
 tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch, float *dgamma,
                                           float *dbeta, int rows, int d);
 /* y [n] = GELU(x [n]) (tanh form); y may alias x. */
-tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, int64_t n);
+tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, tandem_bf16 *y16,
+                              int64_t n);
 /* dx [n] = dy [n] * GELU'(x [n]); dx may alias dy. */
 /* x [n] *= keep(seed, step, micro, i) / (1 - p), in place (kernels/layers.h): the prenet
  * dropout's forward and, with the same counters, its backward. 0 <= p < 1. step_at (or NULL):
@@ -38,7 +40,7 @@ tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, int64_
 tandem_status tandem_prenet_dropout(tandem_stream *s, float *x, int64_t n, float p, uint64_t seed,
                                     int64_t step, const int *step_at, int64_t micro);
 tandem_status tandem_gelu_bwd(tandem_stream *s, const float *dy, const float *x, float *dx,
-                              int64_t n);
+                              tandem_bf16 *dx16, int64_t n);
 /* y [rows, d] += b [d] */
 tandem_status tandem_bias_add(tandem_stream *s, float *y, const float *b, int rows, int d);
 /* db [d] += sum over rows of dy [rows, d] (fixed order) */
@@ -68,8 +70,8 @@ tandem_status tandem_seq_embed_bwd(tandem_stream *s, const float *dx, const int3
                                    const tandem_seq_dims *sd);
 /* groups [B, Tm, r * n_mels]: group j = frames of group j - 1 of mels [B, Tm * r, n_mels],
  * zeros for j = 0 (teacher forcing). */
-tandem_status tandem_prenet_input(tandem_stream *s, const float *mels, float *groups, int batch,
-                                  int mel_len, int r, int n_mels);
+tandem_status tandem_prenet_input(tandem_stream *s, const float *mels, float *groups,
+                                  tandem_bf16 *groups16, int batch, int mel_len, int r, int n_mels);
 
 /* ---- batch preparation ---------------------------------------------------------------------- */
 
@@ -147,16 +149,18 @@ typedef struct tandem_heads_dims {
 
 /* q, k, v [B, H, T, dh] = the three column blocks of qkv [B, T, 3d], split by head */
 tandem_status tandem_qkv_split(tandem_stream *s, const float *qkv, float *q, float *k, float *v,
+                               tandem_bf16 *q16, tandem_bf16 *k16, tandem_bf16 *v16,
                                const tandem_heads_dims *hd);
 /* dqkv [B, T, 3d] = dq, dk, dv [B, H, T, dh] merged back (the backward of qkv_split) */
 tandem_status tandem_qkv_merge_grad(tandem_stream *s, const float *dq, const float *dk,
-                                    const float *dv, float *dqkv, const tandem_heads_dims *hd);
+                                    const float *dv, float *dqkv, tandem_bf16 *dqkv16,
+                                    const tandem_heads_dims *hd);
 /* y [B, T, d] = o [B, H, T, dh] with the heads side by side */
-tandem_status tandem_heads_merge(tandem_stream *s, const float *o, float *y,
+tandem_status tandem_heads_merge(tandem_stream *s, const float *o, float *y, tandem_bf16 *y16,
                                  const tandem_heads_dims *hd);
 /* d_o [B, H, T, dh] = dy [B, T, d] split by head (the backward of heads_merge) */
 tandem_status tandem_heads_split_grad(tandem_stream *s, const float *dy, float *d_o,
-                                      const tandem_heads_dims *hd);
+                                      tandem_bf16 *d_o16, const tandem_heads_dims *hd);
 /* p [B, H, nq, T] = softmax over the keys j <= i with key_mask [B, T] != 0 of scores
  * [B, H, nq, T], for the query rows i = q0 .. q0 + nq - 1 of each head (all: 0, T; p may alias
  * scores; bf16 = 1: p written as bf16, never aliasing them) */
@@ -211,10 +215,15 @@ tandem_status tandem_attn_fused_bwd(tandem_stream *s, const tandem_attn_fused_bw
                                     const tandem_ga_dims *ga);
 
 /* ---- the bf16 seams (model.h, "Precision") ---------------------------------------------------
- * In bf16 mode an f32 kernel whose output only feeds GEMMs writes into an f32 stage and a cast
- * publishes the bf16 tensor; an f32 gradient that is a GEMM operand is cast into a bf16
- * scratch. In fp32 mode each is the tensor itself and no cast runs. */
+ * In bf16 mode a kernel whose output only feeds GEMMs writes the bf16 tensor itself (its bf16
+ * output); one without (the cached synthesis step's) writes an f32 stage that a cast publishes;
+ * an f32 gradient that is a GEMM operand is written alongside, or cast, into a bf16 scratch. In
+ * fp32 mode each is the f32 tensor itself and no cast runs. */
 
+/* The output pair (y, y16) through which a kernel with a bf16 output writes the GEMM operand
+ * t itself: t as f32 (fp32 mode), or t as bf16 with no f32 (bf16 mode): no stage, no cast. */
+float *tandem_seam_f32(int bf16, tandem_tensor *t);
+tandem_bf16 *tandem_seam_bf16(int bf16, tandem_tensor *t);
 /* Where an f32 kernel writes the GEMM operand t: t (fp32), or stage from element off (bf16). */
 float *tandem_seam_out(int bf16, tandem_tensor *t, const tandem_tensor *stage, int64_t off);
 /* bf16: t [n] = bf16(from [n]) (from is what tandem_seam_out gave); fp32: nothing. */

@@ -489,7 +489,7 @@ static tandem_status declare_layer(tandem_model *m, tandem_pool *pool, int l,
     return decl(&c, &ly->g, ga, 3, B, T, d->ff, 0, "l%d.mlp_act", l);
 }
 
-/* The largest operand a producer stages or a gradient is cast into (bf16 mode). */
+/* The largest gradient written or cast into the bf16 operand scratch (bf16 mode). */
 static int64_t staged_floats(const tandem_model_dims *d) {
     const int64_t N = (int64_t)d->batch * d->seq, Np = (int64_t)d->batch * d->mel_len;
     return N * d->ff > Np * d->group ? N * d->ff : Np * d->group;
@@ -519,11 +519,7 @@ static tandem_status declare_outputs(tandem_model *m, tandem_pool *pool, const d
     c = per_step(pool, ph->out_f, ph->out_f);
     TANDEM_TRY(decl(&c, &m->loss_partials, TANDEM_F32, 1, np_l1 > np_bce ? np_l1 : np_bce, 0, 0, 0,
                     "model.loss_partials"));
-    if (!d->bf16) return TANDEM_OK;
-    c = per_step(pool, ph->in_f, ph->out_f);
-    TANDEM_TRY(decl(&c, &m->fwd32, TANDEM_F32, 1, staged_floats(d), 0, 0, 0,
-                    "model.bf16_stage_f32"));
-    if (fused) return TANDEM_OK;
+    if (!d->bf16 || fused) return TANDEM_OK;
     c = per_step(pool, ph->lf0, ph->lf_last);
     return decl(&c, &m->scores, TANDEM_F32, 4, B, H, T, T, "model.attn_scores_f32");
 }
@@ -532,7 +528,8 @@ static tandem_status declare_outputs(tandem_model *m, tandem_pool *pool, const d
 static tandem_status declare_materialised_bwd(tandem_model *m, decl_ctx *c) {
     const tandem_model_dims *d = &m->dims;
     const int64_t B = d->batch, T = d->seq, H = d->heads, dh = d->head_dim;
-    TANDEM_TRY(decl(c, &m->d_o, TANDEM_F32, 4, B, H, T, dh, "model.bwd_o"));
+    if (!d->bf16) /* bf16: dO is written straight into the operand scratch (gbf) */
+        TANDEM_TRY(decl(c, &m->d_o, TANDEM_F32, 4, B, H, T, dh, "model.bwd_o"));
     TANDEM_TRY(decl(c, &m->dq, TANDEM_F32, 4, B, H, T, dh, "model.bwd_q"));
     TANDEM_TRY(decl(c, &m->dk, TANDEM_F32, 4, B, H, T, dh, "model.bwd_k"));
     TANDEM_TRY(decl(c, &m->dv, TANDEM_F32, 4, B, H, T, dh, "model.bwd_v"));

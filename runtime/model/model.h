@@ -37,14 +37,18 @@
  *       softmax, GELU, loss) or is a parameter gradient (accumulated in f32).
  *     * Activations that only feed GEMMs are stored bf16: the prenet input, LN outputs
  *       (h1, h2, hf), q/k/v, attention probabilities p, heads merged (att), GELU outputs g.
- *       Their producers (LayerNorm, qkv split, softmax, heads merge, GELU) compute in f32
- *       into one shared f32 scratch (fwd32, or scores for S/P) and a cast kernel writes the
- *       bf16 tensor: casts at the seams, no kernel variants, so every f32 kernel's numerics
- *       and tests carry over. The residual stream, the fc output f (GELU's backward input),
- *       LN statistics, heads outputs and losses stay f32.
+ *       Their producers (prenet input, LayerNorm, qkv split, softmax, heads merge, GELU)
+ *       compute in f32 and write the bf16 tensor themselves (an optional bf16 output,
+ *       kernels/ktypes.h tandem_k_store2: the round-to-nearest-even a cast would apply to the
+ *       same f32, so no cast pass and the same bits); softmax reads S from the f32 scores.
+ *       Only the fused attention's qkv is still cast. The residual stream, the fc output f
+ *       (GELU's backward input), LN statistics, heads outputs and losses stay f32.
  *     * Backward: gradients are f32; where one is a GEMM operand (dy of every linear layer,
- *       dO and dS in attention) it is cast into one bf16 scratch (gbf) first; softmax's
- *       backward reads the bf16 p and writes dS in bf16. Parameter gradients: f32.
+ *       dO and dS in attention) its bf16 copy goes into one scratch (gbf): written by the
+ *       producer alongside the f32 (GELU's backward, the residual's add, the qkv merge; dO
+ *       bf16 only), else cast (the heads' dy, the last layer's dres, the fused attention's
+ *       dqkv); softmax's backward reads the bf16 p and writes dS in bf16. Parameter
+ *       gradients: f32.
  *   Expected agreement with fp32: bf16 rounds to 8 significant bits (relative 2^-9 = 2e-3
  *   per value); test_bf16 derives and checks the loss tolerance.
  * Owns: the parameter table, the per-layer tensor handles and one pinned host staging block
@@ -251,16 +255,15 @@ typedef struct tandem_model {
     tandem_tensor *da, *db;       /* [B, T, d] backward scratch */
     tandem_tensor *dff;           /* [B, T, 4d] */
     tandem_tensor *dqkv;          /* [B, T, 3d] */
-    tandem_tensor *d_o, *dq, *dk, *dv; /* [B, H, T, dh] */
+    tandem_tensor *d_o, *dq, *dk, *dv; /* [B, H, T, dh] (d_o: fp32 only) */
     tandem_tensor *dp;            /* [B, H, T, T] */
     tandem_tensor *dpre;          /* [B*Tm, d] */
     tandem_tensor *norm_partials; /* [partials of P] */
 
     /* bf16 mode only (NULL otherwise) */
     tandem_tensor *wcopy;  /* [decay_end] bf16 persistent: copy of the linear weights */
-    tandem_tensor *fwd32;  /* [max(N*4d, Np*r*80)] f32: producers' output before the cast */
     tandem_tensor *scores; /* [B, H, T, T] f32: S (softmax writes the bf16 p from it) */
-    tandem_tensor *gbf;    /* [max(N*4d, B*H*T*T, Np*r*80)] bf16: a gradient as GEMM operand */
+    tandem_tensor *gbf;    /* [max(N*4d, B*H*T*T, N*r*80)] bf16: a gradient as GEMM operand */
     int wcopy_stale;       /* 1: params changed since the last cast into wcopy */
 
     /* Called by tandem_model_backward as each stage's gradients become final (NULL: not). */

@@ -3,8 +3,10 @@
  * (+=) so micro-batches add up; activation gradients are overwritten. N = B * T, Np = B * Tm.
  *
  * Linear layers (W [out, in]): y = x W^T + b  ⇒  dx = dy W,  dW += dy^T x,  db += colsum(dy).
- * bf16 mode (model.h, "Precision"): dy is cast into the bf16 operand scratch gbf before the
- * two GEMMs; x is the saved bf16 activation and W the bf16 weight copy; dx and dW are f32. */
+ * bf16 mode (model.h, "Precision"): dy's bf16 copy in the operand scratch gbf feeds the two
+ * GEMMs: written by dy's producer itself where it can (GELU's backward, the residual's axpy, the
+ * attention's qkv merge: "staged"), else cast there first; x is the saved bf16 activation and W
+ * the bf16 weight copy; dx and dW are f32. */
 #include <string.h>
 
 #include "platform/os/log.h"
@@ -14,10 +16,20 @@
 #define F32(t) tandem_tensor_f32(t)
 #define VIEW(t) tandem_view_of(t)
 
-/* dy [n] (f32) as a GEMM operand: itself, or in bf16 mode its bf16 cast in gbf. */
+/* dy [n] (f32) as a GEMM operand: itself, or in bf16 mode its bf16 copy in gbf (cast there
+ * unless its producer already wrote it: staged). */
 static tandem_status operand(tandem_model *m, tandem_stream *s, const tandem_tensor *dy, int64_t n,
-                             tandem_view *out) {
+                             int staged, tandem_view *out) {
+    if (m->dims.bf16 && staged) {
+        *out = VIEW(m->gbf);
+        return TANDEM_OK;
+    }
     return tandem_seam_operand(s, m->dims.bf16, dy, m->gbf, n, out);
+}
+
+/* Where a producer of a linear layer's dy also writes its bf16 operand: gbf (bf16), or NULL. */
+static tandem_bf16 *staged16(const tandem_model *m) {
+    return m->dims.bf16 ? tandem_tensor_bf16(m->gbf) : NULL;
 }
 
 /* db [d] += colsum(dy [rows, d]) in two stages that fill the device (kernels/layers.h). */
@@ -30,14 +42,15 @@ static tandem_status bias_grad(tandem_model *m, tandem_stream *s, const tandem_t
 }
 
 /* A linear layer's weight and bias gradients from dy [rows, out] and its input x [rows, in]:
- * dW [out, in] += dy^T x,  db [out] += colsum(dy);  and (dx not NULL) dx [rows, in] = dy W. */
+ * dW [out, in] += dy^T x,  db [out] += colsum(dy);  and (dx not NULL) dx [rows, in] = dy W.
+ * staged: dy's producer wrote its bf16 operand into gbf (bf16 mode). */
 static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b, int64_t rows,
-                                int64_t in, int64_t out, const tandem_tensor *dy,
+                                int64_t in, int64_t out, const tandem_tensor *dy, int staged,
                                 const tandem_tensor *x, tandem_tensor *dx) {
     const tandem_model_dims *d = &m->dims;
     TANDEM_TRY(bias_grad(m, s, dy, b, rows, out));
     tandem_view dyo;
-    TANDEM_TRY(operand(m, s, dy, rows * out, &dyo));
+    TANDEM_TRY(operand(m, s, dy, rows * out, staged, &dyo));
     tandem_gemm_desc g = tandem_model_desc_linear_dw(d, rows, in, out);
     TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, dyo, VIEW(x), 1.0f, tandem_model_grad_view(m, w)));
     if (!dx) return TANDEM_OK;
@@ -45,14 +58,16 @@ static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b,
     return tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, w), 0.0f, VIEW(dx));
 }
 
-/* dx [N, d] = LN backward of dy [N, d] at x (mean, rstd [N]); dgamma, dbeta += their parts. */
+/* dx [N, d] = LN backward of dy [N, d] at x (mean, rstd [N]); dgamma, dbeta += their parts.
+ * dx16 (or NULL): bf16(dx) too, for a linear backward that takes dx as its dy. */
 static tandem_status layernorm_bwd(tandem_model *m, tandem_stream *s, const tandem_tensor *dy,
                                    const tandem_tensor *x, const tandem_tensor *mean,
-                                   const tandem_tensor *rstd, int g, int b, tandem_tensor *dx) {
+                                   const tandem_tensor *rstd, int g, int b, tandem_tensor *dx,
+                                   tandem_bf16 *dx16) {
     const int N = m->dims.batch * m->dims.seq, D = m->dims.d;
     float *scratch = F32(m->ln_scratch);
     TANDEM_TRY(tandem_layernorm_bwd(s, F32(dy), F32(x), F32(mean), F32(rstd),
-                                    tandem_model_param_f32(m, g), F32(dx), scratch, N, D));
+                                    tandem_model_param_f32(m, g), F32(dx), dx16, scratch, N, D));
     return tandem_layernorm_bwd_params(s, scratch, tandem_model_grad_f32(m, g),
                                        tandem_model_grad_f32(m, b), N, D);
 }
@@ -75,10 +90,22 @@ static tandem_status attention_bwd(tandem_model *m, tandem_stream *s, tandem_mod
     io.d_o = m->d_o, io.dp = m->dp, io.dq = m->dq, io.dk = m->dk, io.dv = m->dv;
     io.dqkv = m->dqkv;
     io.operand = m->gbf; /* bf16 mode only (NULL in fp32) */
+    /* materialised bf16: the qkv merge writes the QKV projection's dy operand too (gbf, after
+     * its last use as dS) */
+    if (m->dims.bf16 && !tandem_attention_fused(&m->attn)) io.dqkv_op = m->gbf;
     return tandem_attention_bwd(s, &m->attn, &io);
 }
 
-/* Block l backward. On entry dres = dL/d(block output); on exit dres = dL/d(block input). */
+/* dres += db [N, d]; with its bf16 copy into gbf when the next linear backward takes it as dy
+ * (to16: staged for it). */
+static tandem_status residual_add(tandem_model *m, tandem_stream *s, int to16) {
+    return tandem_axpy_f32(s, 1.0f, F32(m->db), F32(m->dres), to16 ? staged16(m) : NULL,
+                           tandem_tensor_numel(m->dres));
+}
+
+/* Block l backward. On entry dres = dL/d(block output), and in bf16 mode gbf = bf16(dres)
+ * (block l + 1's residual add, or the final LN's backward, wrote it); on exit dres = dL/d(block
+ * input). */
 static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     const tandem_model_dims *d = &m->dims;
     const tandem_model_layer_params *lp = &m->lp[l];
@@ -86,22 +113,24 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     const int64_t N = (int64_t)d->batch * d->seq, D = d->d;
 
     /* MLP: out = x_mid + GELU(f) Wproj^T + bproj,  f = h2 Wfc^T + bfc,  h2 = LN2(x_mid)
-     * dff [N, 4d] = dg, then df;  da [N, d] = dh2;  dres += d x_mid through LN2 (db) */
-    TANDEM_TRY(linear_bwd(m, s, lp->proj_w, lp->proj_b, N, d->ff, D, m->dres, ly->g, m->dff));
-    TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dff), F32(ly->f), F32(m->dff), N * d->ff));
-    TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, N, D, d->ff, m->dff, ly->h2, m->da));
+     * dff [N, 4d] = dg, then df (and its bf16 operand);  da [N, d] = dh2;  dres += d x_mid
+     * through LN2 (db) */
+    TANDEM_TRY(linear_bwd(m, s, lp->proj_w, lp->proj_b, N, d->ff, D, m->dres, 1, ly->g, m->dff));
+    TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dff), F32(ly->f), F32(m->dff), staged16(m), N * d->ff));
+    TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, N, D, d->ff, m->dff, 1, ly->h2, m->da));
     TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x_mid, ly->mean2, ly->rstd2, lp->ln2_g, lp->ln2_b,
-                             m->db));
-    TANDEM_TRY(tandem_op_axpy(s, 1.0f, m->db, m->dres));
+                             m->db, NULL));
+    TANDEM_TRY(residual_add(m, s, 1));
 
     /* Attention: x_mid = x + att Wo^T + bo,  att = MHA(qkv),  qkv = h1 Wqkv^T + bqkv
      * da [N, d] = d att;  dqkv [N, 3d];  da = dh1;  dres = d x through LN1 (db) */
-    TANDEM_TRY(linear_bwd(m, s, lp->out_w, lp->out_b, N, D, D, m->dres, ly->att, m->da));
+    TANDEM_TRY(linear_bwd(m, s, lp->out_w, lp->out_b, N, D, D, m->dres, 1, ly->att, m->da));
     TANDEM_TRY(attention_bwd(m, s, ly));
-    TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, m->dqkv, ly->h1, m->da));
+    TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, m->dqkv,
+                          !tandem_attention_fused(&m->attn), ly->h1, m->da));
     TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b,
-                             m->db));
-    return tandem_op_axpy(s, 1.0f, m->db, m->dres);
+                             m->db, NULL));
+    return residual_add(m, s, l > 0); /* block 0's dres feeds the embedding: f32 only */
 }
 
 /* Heads: mel_out = hf_mel Wmel^T + bmel, stop_out = hf_mel Wstop^T + bstop on the mel rows
@@ -121,7 +150,7 @@ static tandem_status heads_bwd(tandem_model *m, tandem_stream *s) {
         const int64_t out = head_out[h];
         const tandem_view dw = tandem_model_grad_view(m, head_w[h]);
         tandem_view dyo;
-        TANDEM_TRY(operand(m, s, head_dy[h], Np * out, &dyo));
+        TANDEM_TRY(operand(m, s, head_dy[h], Np * out, 0, &dyo));
         tandem_gemm_desc g = tandem_model_desc_head_dx(d, out);
         TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, head_w[h]),
                                    h ? 1.0f : 0.0f, dhf_mel));
@@ -130,7 +159,7 @@ static tandem_status heads_bwd(tandem_model *m, tandem_stream *s) {
         TANDEM_TRY(tandem_mel_rows_pad(s, F32(head_dy[h]), F32(m->head_pad), d->batch, d->text_len,
                                        d->mel_len, (int)out));
         tandem_view pad;
-        TANDEM_TRY(operand(m, s, m->head_pad, N * out, &pad));
+        TANDEM_TRY(operand(m, s, m->head_pad, N * out, 0, &pad));
         g = tandem_model_desc_linear_dw(d, N, D, out);
         TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, pad, VIEW(m->hf), 1.0f, dw));
     }
@@ -154,9 +183,10 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
     const int64_t Np = (int64_t)d->batch * d->mel_len, D = d->d;
 
     TANDEM_TRY(heads_bwd(m, s));
-    /* Final LN: dres = LN_f backward (the first write of the residual gradient) */
+    /* Final LN: dres = LN_f backward (the first write of the residual gradient), and its bf16
+     * operand for the last block's first linear backward */
     TANDEM_TRY(layernorm_bwd(m, s, m->dhf, m->x_out, m->meanf, m->rstdf, m->top.lnf_g,
-                             m->top.lnf_b, m->dres));
+                             m->top.lnf_b, m->dres, staged16(m)));
     TANDEM_TRY(stage_final(m, s, 0));
     for (int l = d->layers - 1; l >= 0; l--) {
         TANDEM_TRY(block_bwd(m, s, l));
@@ -173,8 +203,8 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
     if (m->drop.p > 0.0f)
         TANDEM_TRY(tandem_prenet_dropout(s, F32(m->dpre), Np * D, m->drop.p, m->drop.seed,
                                          m->drop.step, m->drop.step_at, m->drop.micro));
-    TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dpre), F32(m->pre), F32(m->dpre), Np * D));
-    TANDEM_TRY(linear_bwd(m, s, m->top.prenet_w, m->top.prenet_b, Np, d->group, D, m->dpre, m->groups,
+    TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dpre), F32(m->pre), F32(m->dpre), staged16(m), Np * D));
+    TANDEM_TRY(linear_bwd(m, s, m->top.prenet_w, m->top.prenet_b, Np, d->group, D, m->dpre, 1, m->groups,
                           NULL));
     return stage_final(m, s, d->layers + 1);
 }

@@ -1,9 +1,9 @@
 /* model_fwd.c — the forward pass of one micro-batch and its loss (see model.h). Every op is a
  * typed launcher (runtime/model/launchers.h) or a GEMM (runtime/core/dev.h) on shapes resolved by
  * tandem_model_declare. N = B * T rows of the sequence, Np = B * Tm rows of the mel part.
- * bf16 mode: a GEMM-only activation's producer writes f32 into the stage (fwd32) and
- * publish() casts it into the bf16 tensor (model.h, "Precision"); in fp32 mode the producer
- * writes the tensor itself and publish() does nothing. */
+ * bf16 mode: a GEMM-only activation's producer (prenet input, LayerNorm, GELU, the
+ * attention's layout kernels) writes the bf16 tensor itself, through out32/out16 (model.h,
+ * "Precision"): no f32 stage and no cast pass; in fp32 mode it writes the f32 tensor. */
 #include <string.h>
 
 #include "platform/os/log.h"
@@ -14,14 +14,12 @@
 #define VIEW(t) tandem_view_of(t)
 #define PARAM(idx) tandem_model_param_f32(m, (idx))
 
-/* Where an f32 producer writes the GEMM-only activation t. */
-static float *stage(const tandem_model *m, tandem_tensor *t) {
-    return tandem_seam_out(m->dims.bf16, t, m->fwd32, 0);
+/* The pair a producer with a bf16 output writes the GEMM-only activation t through. */
+static float *out32(const tandem_model *m, tandem_tensor *t) {
+    return tandem_seam_f32(m->dims.bf16, t);
 }
-
-/* bf16 mode: t = bf16(stage). */
-static tandem_status publish(const tandem_model *m, tandem_stream *s, tandem_tensor *t) {
-    return tandem_seam_publish(s, m->dims.bf16, stage(m, t), t, tandem_tensor_numel(t));
+static tandem_bf16 *out16(const tandem_model *m, tandem_tensor *t) {
+    return tandem_seam_bf16(m->dims.bf16, t);
 }
 
 /* y [rows, out] = x [rows, in] W^T + beta y + b: the model's weight w [out, in], bias b [out]. */
@@ -36,9 +34,8 @@ static tandem_status linear(tandem_model *m, tandem_stream *s, const tandem_tens
 static tandem_status layernorm(tandem_model *m, tandem_stream *s, const tandem_tensor *x, int g,
                                int b, tandem_tensor *y, tandem_tensor *mean, tandem_tensor *rstd) {
     const int N = m->dims.batch * m->dims.seq;
-    TANDEM_TRY(tandem_layernorm_fwd(s, F32(x), PARAM(g), PARAM(b), stage(m, y), F32(mean),
-                                    F32(rstd), N, m->dims.d));
-    return publish(m, s, y);
+    return tandem_layernorm_fwd(s, F32(x), PARAM(g), PARAM(b), out32(m, y), out16(m, y), F32(mean),
+                                F32(rstd), N, m->dims.d);
 }
 
 /* Key mask and L1 weights from the batch's lengths, on the device (kernels/batch_prep.h).
@@ -96,10 +93,10 @@ static tandem_status attention(tandem_model *m, tandem_stream *s, int l) {
     /* fused: qkv kept per layer, the softmax statistics (ga_sum: the layer's [B, ga.heads, Tm]) */
     io.qkv_op = ly->qkv, io.lse = ly->lse;
     io.ga_sum = ly->ga_sum ? tandem_tensor_f32(ly->ga_sum) : NULL;
-    /* materialised: per-head q, k, v, P and scratch (bf16: the f32 stage and scores) */
+    /* materialised: per-head q, k, v, P and scratch (bf16: the f32 scores) */
     io.q = ly->q, io.k = ly->k, io.v = ly->v, io.p = ly->p;
     io.o = m->o;
-    io.stage = m->fwd32, io.scores = m->scores;
+    io.scores = m->scores;
     return tandem_attention_fwd(s, &m->attn, &io);
 }
 
@@ -121,8 +118,7 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
     /* h2 [N, d] = LN2(x_mid);  f [N, 4d] = h2 Wfc^T + bfc;  g = GELU(f) */
     TANDEM_TRY(layernorm(m, s, ly->x_mid, lp->ln2_g, lp->ln2_b, ly->h2, ly->mean2, ly->rstd2));
     TANDEM_TRY(linear(m, s, ly->h2, lp->fc_w, lp->fc_b, 0.0f, ly->f, N, D, d->ff));
-    TANDEM_TRY(tandem_gelu_fwd(s, F32(ly->f), stage(m, ly->g), N * d->ff));
-    TANDEM_TRY(publish(m, s, ly->g));
+    TANDEM_TRY(tandem_gelu_fwd(s, F32(ly->f), out32(m, ly->g), out16(m, ly->g), N * d->ff));
     /* out [N, d] = x_mid + g Wproj^T + bproj */
     TANDEM_TRY(tandem_dev_copy(s, out, 0, ly->x_mid, 0, xbytes));
     return linear(m, s, ly->g, lp->proj_w, lp->proj_b, 1.0f, out, N, d->ff, D);
@@ -133,13 +129,12 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
 static tandem_status embed(tandem_model *m, tandem_stream *s, const tandem_model_batch *b) {
     const tandem_model_dims *d = &m->dims;
     const int64_t Np = (int64_t)d->batch * d->mel_len;
-    TANDEM_TRY(tandem_prenet_input(s, F32(b->mels), stage(m, m->groups), d->batch, d->mel_len, d->r,
-                                   d->n_mels));
-    TANDEM_TRY(publish(m, s, m->groups));
+    TANDEM_TRY(tandem_prenet_input(s, F32(b->mels), out32(m, m->groups), out16(m, m->groups),
+                                   d->batch, d->mel_len, d->r, d->n_mels));
     /* pre [Np, d] = groups Wp^T + bp;  pre_act = GELU(pre) (f32: it feeds the embedding) */
     TANDEM_TRY(linear(m, s, m->groups, m->top.prenet_w, m->top.prenet_b, 0.0f, m->pre, Np,
                       d->group, d->d));
-    TANDEM_TRY(tandem_gelu_fwd(s, F32(m->pre), F32(m->pre_act), Np * d->d));
+    TANDEM_TRY(tandem_gelu_fwd(s, F32(m->pre), F32(m->pre_act), NULL, Np * d->d));
     /* training: pre_act = dropout(pre_act), the decoder cannot just copy the previous frames */
     if (m->drop.p > 0.0f)
         TANDEM_TRY(tandem_prenet_dropout(s, F32(m->pre_act), Np * d->d, m->drop.p, m->drop.seed,

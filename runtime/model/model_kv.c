@@ -139,7 +139,7 @@ static tandem_status row_linear(const tandem_model_kv *kv, tandem_stream *s, tan
 /* kv->h = LN(x) with gain g, bias b (published in bf16 mode). */
 static tandem_status row_ln(const tandem_model_kv *kv, tandem_stream *s, const tandem_tensor *x,
                             int g, int b) {
-    TANDEM_TRY(tandem_layernorm_fwd(s, F32(x), PARAM(g), PARAM(b), out_of(kv, kv->h, 0),
+    TANDEM_TRY(tandem_layernorm_fwd(s, F32(x), PARAM(g), PARAM(b), out_of(kv, kv->h, 0), NULL,
                                     F32(kv->mean), F32(kv->rstd), 1, kv->m->dims.d));
     return publish(kv, s, kv->h, 0);
 }
@@ -220,7 +220,7 @@ static tandem_status row_block(const tandem_model_kv *kv, tandem_stream *s, int 
     TANDEM_TRY(row_ln(kv, s, kv->x_mid, lp->ln2_g, lp->ln2_b));
     TANDEM_TRY(row_linear(kv, s, tandem_view_of(kv->h), lp->fc_w, lp->fc_b, 0.0f, kv->f, d->d,
                           d->ff));
-    TANDEM_TRY(tandem_gelu_fwd(s, F32(kv->f), out_of(kv, kv->g, 0), d->ff));
+    TANDEM_TRY(tandem_gelu_fwd(s, F32(kv->f), out_of(kv, kv->g, 0), NULL, d->ff));
     TANDEM_TRY(publish(kv, s, kv->g, 0));
     TANDEM_TRY(tandem_dev_copy(s, out, 0, kv->x_mid, 0, xbytes));
     return row_linear(kv, s, tandem_view_of(kv->g), lp->proj_w, lp->proj_b, 1.0f, out, d->ff,
@@ -307,7 +307,7 @@ tandem_status tandem_model_kv_step(tandem_model_kv *kv, tandem_stream *s, int j)
     /* xa = GELU(gin Wp^T + bp) + pos_emb[p] */
     TANDEM_TRY(row_linear(kv, s, gin, m->top.prenet_w, m->top.prenet_b, 0.0f, kv->pre, d->group,
                           d->d));
-    TANDEM_TRY(tandem_gelu_fwd(s, F32(kv->pre), F32(kv->xa), d->d));
+    TANDEM_TRY(tandem_gelu_fwd(s, F32(kv->pre), F32(kv->xa), NULL, d->d));
     TANDEM_TRY(tandem_bias_add(s, F32(kv->xa), PARAM(m->top.pos_emb) + (size_t)p * d->d, 1, d->d));
     tandem_tensor *last;
     TANDEM_TRY(row_blocks(kv, s, p, &last));

@@ -29,7 +29,7 @@ void fc_acc_add(fc_acc_list *L, const void *p, size_t bytes, int write, const ch
 /* ---- basic ---- */
 ACC(fill_f32) { W(a->out, a->n * F4); }
 ACC(scale_f32) { RW(a->x, a->n * F4); }
-ACC(axpy_f32) { R(a->x, a->n * F4); RW(a->y, a->n * F4); }
+ACC(axpy_f32) { R(a->x, a->n * F4); RW(a->y, a->n * F4); W(a->y16, a->n * 2); }
 ACC(cast_f32_bf16) { R(a->in, a->n * F4); W(a->out, a->n * 2); }
 ACC(cast_bf16_f32) { R(a->in, a->n * 2); W(a->out, a->n * F4); }
 ACC(row_sum_f32) { R(a->x, (size_t)a->rows * a->cols * F4); W(a->out, a->rows * F4); }
@@ -88,13 +88,13 @@ ACC(mel_targets) {
 ACC(layernorm_fwd) {
     size_t nd = (size_t)a->rows * a->d * F4;
     R(a->x, nd); R(a->gamma, a->d * F4); R(a->beta, a->d * F4);
-    W(a->y, nd); W(a->mean, a->rows * F4); W(a->rstd, a->rows * F4);
+    W(a->y, nd); W(a->y16, nd / 2); W(a->mean, a->rows * F4); W(a->rstd, a->rows * F4);
 }
 ACC(layernorm_bwd) {
     size_t nd = (size_t)a->rows * a->d * F4;
     R(a->dy, nd); R(a->x, nd); R(a->mean, a->rows * F4); R(a->rstd, a->rows * F4);
     R(a->gamma, a->d * F4);
-    W(a->dx, nd);
+    W(a->dx, nd); W(a->dx16, nd / 2);
     W(a->scratch, (size_t)tandem_layernorm_bwd_scratch_floats(a->rows, a->d) * F4);
 }
 ACC(layernorm_bwd_params) {
@@ -107,8 +107,10 @@ ACC(mel_rows_pad) {
     W(a->dst, (size_t)a->batch * (a->text_len + a->mel_len) * a->d * F4);
 }
 ACC(prenet_dropout) { RW(a->x, (size_t)a->n * F4); R(a->step_at, sizeof(int)); }
-ACC(gelu_fwd) { R(a->x, a->n * F4); W(a->y, a->n * F4); }
-ACC(gelu_bwd) { R(a->dy, a->n * F4); R(a->x, a->n * F4); W(a->dx, a->n * F4); }
+ACC(gelu_fwd) { R(a->x, a->n * F4); W(a->y, a->n * F4); W(a->y16, a->n * 2); }
+ACC(gelu_bwd) {
+    R(a->dy, a->n * F4); R(a->x, a->n * F4); W(a->dx, a->n * F4); W(a->dx16, a->n * 2);
+}
 ACC(bias_add) { RW(a->y, (size_t)a->rows * a->d * F4); R(a->b, a->d * F4); }
 ACC(col_sum_acc) { R(a->dy, (size_t)a->rows * a->d * F4); RW(a->db, a->d * F4); }
 ACC(col_sum_partial) {
@@ -135,6 +137,7 @@ ACC(prenet_input) {
     size_t n = (size_t)a->batch * a->mel_len * a->r * a->n_mels * F4;
     R(a->mels, n);
     W(a->groups, n);
+    W(a->groups16, n / 2);
 }
 
 /* ---- train ---- */
@@ -178,18 +181,19 @@ ACC(train_schedule) {
 ACC(qkv_split) {
     size_t n = (size_t)a->batch * a->seq * a->heads * a->head_dim * F4;
     R(a->qkv, 3 * n); W(a->q, n); W(a->k, n); W(a->v, n);
+    W(a->q16, n / 2); W(a->k16, n / 2); W(a->v16, n / 2);
 }
 ACC(qkv_merge_grad) {
     size_t n = (size_t)a->batch * a->seq * a->heads * a->head_dim * F4;
-    R(a->dq, n); R(a->dk, n); R(a->dv, n); W(a->dqkv, 3 * n);
+    R(a->dq, n); R(a->dk, n); R(a->dv, n); W(a->dqkv, 3 * n); W(a->dqkv16, 3 * n / 2);
 }
 ACC(heads_merge) {
     size_t n = (size_t)a->batch * a->seq * a->heads * a->head_dim * F4;
-    R(a->o, n); W(a->y, n);
+    R(a->o, n); W(a->y, n); W(a->y16, n / 2);
 }
 ACC(heads_split_grad) {
     size_t n = (size_t)a->batch * a->seq * a->heads * a->head_dim * F4;
-    R(a->dy, n); W(a->d_o, n);
+    R(a->dy, n); W(a->d_o, n); W(a->d_o16, n / 2);
 }
 ACC(softmax_causal_fwd) {
     size_t n = (size_t)a->batch * a->heads * a->nq * a->seq;

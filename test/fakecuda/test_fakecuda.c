@@ -998,7 +998,7 @@ static void test_async_launch(void **state) {
     }
     OK(D.cuEventRecord(e, s[0]));
     OK(D.cuStreamWaitEvent(s[1], e, 0));
-    tandem_k_axpy_f32_args ax = {x, y, N, 2.0f}; /* y += 2 x, after both fills */
+    tandem_k_axpy_f32_args ax = {x, y, NULL, N, 2.0f}; /* y += 2 x, after both fills */
     void *pa[] = {&ax};
     OK(D.cuLaunchKernel(axpy, d.grid[0], 1, 1, d.block[0], 1, 1, 0, s[1], pa, NULL));
     OK(D.cuMemcpyDtoHAsync(back, p, 2 * N * 4, s[1]));

@@ -51,16 +51,18 @@ static int64_t layout_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
 static void qkv_split_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = layout_shape(idx, rng, c);
     tandem_kcase_set_buf(c, 0, "qkv", TANDEM_F32, 3 * n, TANDEM_KB_IN, -2.0f, 2.0f);
-    tandem_kcase_set_buf(c, 1, "q", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
-    tandem_kcase_set_buf(c, 2, "k", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
-    tandem_kcase_set_buf(c, 3, "v", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    c->i[7] = idx % 3; /* q, k, v f32, bf16 (the bf16 model's GEMM operands), or both */
+    int j = tandem_kcase_out2(c, 1, "q", "q16", n, (int)c->i[7]);
+    j = tandem_kcase_out2(c, j, "k", "k16", n, (int)c->i[7]);
+    tandem_kcase_out2(c, j, "v", "v16", n, (int)c->i[7]);
+    tandem_kcase_desc2(c, (int)c->i[7]);
 }
 static void qkv_split_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_qkv_split_args *a = (tandem_k_qkv_split_args *)args;
     a->qkv = (const float *)bufs[0];
-    a->q = (float *)bufs[1];
-    a->k = (float *)bufs[2];
-    a->v = (float *)bufs[3];
+    int j = tandem_kcase_bind2(bufs, 1, (int)c->i[7], &a->q, &a->q16);
+    j = tandem_kcase_bind2(bufs, j, (int)c->i[7], &a->k, &a->k16);
+    tandem_kcase_bind2(bufs, j, (int)c->i[7], &a->v, &a->v16);
     a->batch = (int)c->i[0];
     a->seq = (int)c->i[1];
     a->heads = (int)c->i[2];
@@ -73,14 +75,16 @@ static void qkv_merge_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     tandem_kcase_set_buf(c, 0, "dq", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
     tandem_kcase_set_buf(c, 1, "dk", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
     tandem_kcase_set_buf(c, 2, "dv", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
-    tandem_kcase_set_buf(c, 3, "dqkv", TANDEM_F32, 3 * n, TANDEM_KB_OUT, 0, 0);
+    c->i[7] = idx % 2 ? TANDEM_KCASE_OUT_BOTH : TANDEM_KCASE_OUT_F32; /* odd: bf16(dqkv) too */
+    tandem_kcase_out2(c, 3, "dqkv", "dqkv16", 3 * n, (int)c->i[7]);
+    tandem_kcase_desc2(c, (int)c->i[7]);
 }
 static void qkv_merge_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_qkv_merge_grad_args *a = (tandem_k_qkv_merge_grad_args *)args;
     a->dq = (const float *)bufs[0];
     a->dk = (const float *)bufs[1];
     a->dv = (const float *)bufs[2];
-    a->dqkv = (float *)bufs[3];
+    tandem_kcase_bind2(bufs, 3, (int)c->i[7], &a->dqkv, &a->dqkv16);
     a->batch = (int)c->i[0];
     a->seq = (int)c->i[1];
     a->heads = (int)c->i[2];
@@ -91,12 +95,14 @@ const tandem_kcase_spec tandem_kcase_qkv_merge_grad = {N_LAYOUT, qkv_merge_make,
 static void heads_merge_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = layout_shape(idx, rng, c);
     tandem_kcase_set_buf(c, 0, "o", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
-    tandem_kcase_set_buf(c, 1, "y", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    c->i[7] = idx % 3; /* y f32, bf16 (the output projection's operand), or both */
+    tandem_kcase_out2(c, 1, "y", "y16", n, (int)c->i[7]);
+    tandem_kcase_desc2(c, (int)c->i[7]);
 }
 static void heads_merge_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_heads_merge_args *a = (tandem_k_heads_merge_args *)args;
     a->o = (const float *)bufs[0];
-    a->y = (float *)bufs[1];
+    tandem_kcase_bind2(bufs, 1, (int)c->i[7], &a->y, &a->y16);
     a->batch = (int)c->i[0];
     a->seq = (int)c->i[1];
     a->heads = (int)c->i[2];
@@ -107,12 +113,14 @@ const tandem_kcase_spec tandem_kcase_heads_merge = {N_LAYOUT, heads_merge_make, 
 static void heads_split_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = layout_shape(idx, rng, c);
     tandem_kcase_set_buf(c, 0, "dy", TANDEM_F32, n, TANDEM_KB_IN, -2.0f, 2.0f);
-    tandem_kcase_set_buf(c, 1, "d_o", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    c->i[7] = idx % 3; /* d_o f32, bf16 (the GEMMs' operand), or both */
+    tandem_kcase_out2(c, 1, "d_o", "d_o16", n, (int)c->i[7]);
+    tandem_kcase_desc2(c, (int)c->i[7]);
 }
 static void heads_split_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_heads_split_grad_args *a = (tandem_k_heads_split_grad_args *)args;
     a->dy = (const float *)bufs[0];
-    a->d_o = (float *)bufs[1];
+    tandem_kcase_bind2(bufs, 1, (int)c->i[7], &a->d_o, &a->d_o16);
     a->batch = (int)c->i[0];
     a->seq = (int)c->i[1];
     a->heads = (int)c->i[2];

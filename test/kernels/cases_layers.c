@@ -44,19 +44,21 @@ static void ln_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, rows * d, TANDEM_KB_IN, 1.0f, 4.0f);
     tandem_kcase_set_buf(c, 1, "gamma", TANDEM_F32, d, TANDEM_KB_IN, 0.5f, 1.5f);
     tandem_kcase_set_buf(c, 2, "beta", TANDEM_F32, d, TANDEM_KB_IN, -0.5f, 0.5f);
-    tandem_kcase_set_buf(c, 3, "y", TANDEM_F32, rows * d, TANDEM_KB_OUT, 0, 0);
-    tandem_kcase_set_buf(c, 4, "mean", TANDEM_F32, rows, TANDEM_KB_OUT, 0, 0);
-    tandem_kcase_set_buf(c, 5, "rstd", TANDEM_F32, rows, TANDEM_KB_OUT, 0, 0);
-    c->tol = 1e-10;
+    c->i[7] = idx % 3; /* y f32, bf16 (the bf16 model's GEMM operand), or both */
+    int j = tandem_kcase_out2(c, 3, "y", "y16", rows * d, (int)c->i[7]);
+    tandem_kcase_set_buf(c, j, "mean", TANDEM_F32, rows, TANDEM_KB_OUT, 0, 0);
+    tandem_kcase_set_buf(c, j + 1, "rstd", TANDEM_F32, rows, TANDEM_KB_OUT, 0, 0);
+    c->tol = c->i[7] ? 1e-7 : 1e-10; /* bf16: an ulp of f32 difference flips a rounding */
+    tandem_kcase_desc2(c, (int)c->i[7]);
 }
 static void ln_fwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_layernorm_fwd_args *a = (tandem_k_layernorm_fwd_args *)args;
     a->x = (const float *)bufs[0];
     a->gamma = (const float *)bufs[1];
     a->beta = (const float *)bufs[2];
-    a->y = (float *)bufs[3];
-    a->mean = (float *)bufs[4];
-    a->rstd = (float *)bufs[5];
+    int j = tandem_kcase_bind2(bufs, 3, (int)c->i[7], &a->y, &a->y16);
+    a->mean = (float *)bufs[j];
+    a->rstd = (float *)bufs[j + 1];
     a->rows = (int)c->i[0];
     a->d = (int)c->i[1];
     a->eps = TANDEM_LAYERNORM_EPS;
@@ -75,7 +77,10 @@ static void ln_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     tandem_kcase_set_buf(c, 5, "dx", TANDEM_F32, rows * d, TANDEM_KB_OUT, 0, 0);
     tandem_kcase_set_buf(c, 6, "scratch", TANDEM_F32, tandem_layernorm_bwd_scratch_floats((int)rows, (int)d),
             TANDEM_KB_OUT, 0, 0);
-    c->tol = 1e-10;
+    c->i[7] = idx % 2; /* odd sizes also write bf16(dx), the bf16 model's GEMM operand */
+    if (c->i[7]) tandem_kcase_set_buf(c, 7, "dx16", TANDEM_BF16, rows * d, TANDEM_KB_OUT, 0, 0);
+    c->tol = c->i[7] ? 1e-7 : 1e-10; /* bf16: an ulp of f32 difference flips a rounding */
+    tandem_kcase_desc2(c, c->i[7] ? TANDEM_KCASE_OUT_BOTH : TANDEM_KCASE_OUT_F32);
 }
 static void ln_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_layernorm_bwd_args *a = (tandem_k_layernorm_bwd_args *)args;
@@ -86,6 +91,7 @@ static void ln_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->gamma = (const float *)bufs[4];
     a->dx = (float *)bufs[5];
     a->scratch = (float *)bufs[6];
+    a->dx16 = c->i[7] ? (tandem_bf16 *)bufs[7] : NULL;
     a->rows = (int)c->i[0];
     a->d = (int)c->i[1];
 }
@@ -125,14 +131,16 @@ static int64_t gelu_pick(int idx, tandem_rng *rng, tandem_kcase *c) {
 static void gelu_fwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     int64_t n = gelu_pick(idx, rng, c);
     tandem_kcase_set_buf(c, 0, "x", TANDEM_F32, n, TANDEM_KB_IN, -c->f[0], c->f[0]);
-    tandem_kcase_set_buf(c, 1, "y", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
-    c->tol = 1e-12;
+    c->i[7] = idx % 3; /* y f32, bf16 (the bf16 model's GEMM operand), or both */
+    tandem_kcase_out2(c, 1, "y", "y16", n, (int)c->i[7]);
+    c->tol = c->i[7] ? 1e-7 : 1e-12; /* bf16: an ulp of exp difference flips a rounding */
     snprintf(c->desc, sizeof c->desc, "n=%lld |x|<%g", (long long)n, c->f[0]);
+    tandem_kcase_desc2(c, (int)c->i[7]);
 }
 static void gelu_fwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_gelu_fwd_args *a = (tandem_k_gelu_fwd_args *)args;
     a->x = (const float *)bufs[0];
-    a->y = (float *)bufs[1];
+    tandem_kcase_bind2(bufs, 1, (int)c->i[7], &a->y, &a->y16);
     a->n = c->i[0];
 }
 const tandem_kcase_spec tandem_kcase_gelu_fwd = {N_GELU, gelu_fwd_make, gelu_fwd_bind};
@@ -144,15 +152,20 @@ static void gelu_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     tandem_kcase_set_buf(c, 0, "dy", TANDEM_F32, n, c->i[1] ? TANDEM_KB_INOUT : TANDEM_KB_IN, -1.0f, 1.0f);
     tandem_kcase_set_buf(c, 1, "x", TANDEM_F32, n, TANDEM_KB_IN, -c->f[0], c->f[0]);
     if (!c->i[1]) tandem_kcase_set_buf(c, 2, "dx", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
-    c->tol = 1e-12;
+    /* sizes 2, 3 (mod 4) also write bf16(dx), the bf16 model's GEMM operand */
+    c->i[7] = idx % 4 >= 2 ? TANDEM_KCASE_OUT_BOTH : TANDEM_KCASE_OUT_F32;
+    if (c->i[7]) tandem_kcase_set_buf(c, c->nbufs, "dx16", TANDEM_BF16, n, TANDEM_KB_OUT, 0, 0);
+    c->tol = c->i[7] ? 1e-7 : 1e-12; /* bf16: an ulp of exp difference flips a rounding */
     snprintf(c->desc, sizeof c->desc, "n=%lld |x|<%g%s", (long long)n, c->f[0],
              c->i[1] ? " in-place" : "");
+    tandem_kcase_desc2(c, (int)c->i[7]);
 }
 static void gelu_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_gelu_bwd_args *a = (tandem_k_gelu_bwd_args *)args;
     a->dy = (const float *)bufs[0];
     a->x = (const float *)bufs[1];
     a->dx = c->i[1] ? (float *)bufs[0] : (float *)bufs[2];
+    a->dx16 = c->i[7] ? (tandem_bf16 *)bufs[c->i[1] ? 2 : 3] : NULL;
     a->n = c->i[0];
 }
 const tandem_kcase_spec tandem_kcase_gelu_bwd = {N_GELU, gelu_bwd_make, gelu_bwd_bind};
@@ -322,15 +335,17 @@ static void prenet_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     }
     int64_t n = c->i[0] * c->i[1] * c->i[2] * c->i[3];
     tandem_kcase_set_buf(c, 0, "mels", TANDEM_F32, n, TANDEM_KB_IN, -11.5f, 2.0f);
-    tandem_kcase_set_buf(c, 1, "groups", TANDEM_F32, n, TANDEM_KB_OUT, 0, 0);
+    c->i[7] = idx % 3; /* groups f32, bf16 (the bf16 model's GEMM operand), or both */
+    tandem_kcase_out2(c, 1, "groups", "groups16", n, (int)c->i[7]);
     c->tol = 1e-12;
     snprintf(c->desc, sizeof c->desc, "B=%lld Tm=%lld r=%lld n_mels=%lld", (long long)c->i[0],
              (long long)c->i[1], (long long)c->i[2], (long long)c->i[3]);
+    tandem_kcase_desc2(c, (int)c->i[7]);
 }
 static void prenet_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_prenet_input_args *a = (tandem_k_prenet_input_args *)args;
     a->mels = (const float *)bufs[0];
-    a->groups = (float *)bufs[1];
+    tandem_kcase_bind2(bufs, 1, (int)c->i[7], &a->groups, &a->groups16);
     a->batch = (int)c->i[0];
     a->mel_len = (int)c->i[1];
     a->r = (int)c->i[2];

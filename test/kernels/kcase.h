@@ -16,6 +16,8 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "kernels/registry.h"
 #include "tandem.h"
@@ -60,6 +62,30 @@ static inline void tandem_kcase_set_buf(tandem_kcase *c, int j, const char *name
     b->lo = lo;
     b->hi = hi;
     c->nbufs = j + 1;
+}
+
+/* Kernels with an f32 and an optional bf16 output (tandem_k_store2): which ones a size
+ * writes, by its index: the f32 one (the fp32 model), the bf16 one only (a GEMM operand), both. */
+enum { TANDEM_KCASE_OUT_F32, TANDEM_KCASE_OUT_BF16, TANDEM_KCASE_OUT_BOTH };
+
+/* Declares the outputs of `mode` from buffer j on, count elements each; returns the next j. */
+static inline int tandem_kcase_out2(tandem_kcase *c, int j, const char *name, const char *name16,
+                                    int64_t count, int mode) {
+    if (mode != TANDEM_KCASE_OUT_BF16) tandem_kcase_set_buf(c, j++, name, TANDEM_F32, count, TANDEM_KB_OUT, 0, 0);
+    if (mode != TANDEM_KCASE_OUT_F32) tandem_kcase_set_buf(c, j++, name16, TANDEM_BF16, count, TANDEM_KB_OUT, 0, 0);
+    return j;
+}
+/* Those outputs' pointers from buffer j on (NULL where the mode has none); returns the next j. */
+static inline int tandem_kcase_bind2(void *const *bufs, int j, int mode, float **y, tandem_bf16 **y16) {
+    *y = mode != TANDEM_KCASE_OUT_BF16 ? (float *)bufs[j++] : NULL;
+    *y16 = mode != TANDEM_KCASE_OUT_F32 ? (tandem_bf16 *)bufs[j++] : NULL;
+    return j;
+}
+/* " bf16" / " +bf16" appended to the case's description for those modes. */
+static inline void tandem_kcase_desc2(tandem_kcase *c, int mode) {
+    static const char *const tag[] = {"", " bf16", " +bf16"};
+    size_t at = strlen(c->desc);
+    snprintf(c->desc + at, sizeof c->desc - at, "%s", tag[mode]);
 }
 
 /* Bytes per element of a case buffer's dtype; 0 for a dtype cases do not use. */

@@ -241,6 +241,14 @@ static float *download(run *r, tandem_tensor *t) {
     return p;
 }
 
+/* FNV-1a of the bytes of p [n]: a fingerprint two builds' runs compare bit for bit. */
+static unsigned long long fnv1a(const float *p, int64_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    unsigned long long h = 1469598103934665603ull;
+    for (size_t i = 0; i < (size_t)n * sizeof *p; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 static void test_gradients(void **state) {
     (void)state;
     if (!tandem_test_have_fatbin()) {
@@ -257,12 +265,14 @@ static void test_gradients(void **state) {
     make_batch(&rng, &d, &hb);
     float *g[2];
     double loss[2];
+    int64_t n_flat = 0;
     for (int k = 0; k < 2; k++) {
         run r;
         run_open(&r, k ? TANDEM_BACKEND_CUDA : TANDEM_BACKEND_HOST, k ? "bf16" : "fp32", &hb);
         tandem_step_result res;
         CHECK(tandem_train_grads(&r.m, r.s, &r.opt, &r.mb, &res));
         loss[k] = res.loss;
+        n_flat = r.m.n_flat;
         g[k] = download(&r, r.m.grads);
         run_close(&r);
     }
@@ -285,8 +295,9 @@ static void test_gradients(void **state) {
     }
     run_close(&r);
     double err = sqrt(num / den);
-    printf("gradients: fp32 host loss %.8g, bf16 stand-in %.8g; ||g16 - g32|| / ||g32|| = %.2e "
-           "(limit %.0e)\n", loss[0], loss[1], err, TOL_GRAD);
+    printf("gradients: fp32 host loss %.9g, bf16 stand-in %.9g; ||g16 - g32|| / ||g32|| = %.2e "
+           "(limit %.0e); bits fnv1a fp32 %016llx, bf16 %016llx\n", loss[0], loss[1], err, TOL_GRAD,
+           fnv1a(g[0], n_flat), fnv1a(g[1], n_flat));
     assert_true(err <= TOL_GRAD);
     assert_true(fabs(loss[1] - loss[0]) <= TOL_LOSS * fabs(loss[0]));
     free(g[0]);
@@ -326,7 +337,7 @@ static void test_training_matches_fp32(void **state) {
     no_misuse();
     for (int i = 0; i < TRAIN_STEPS; i++) {
         double rel = fabs(loss[1][i] - loss[0][i]) / fabs(loss[0][i]);
-        printf("step %d: fp32 host loss %.8g, bf16 stand-in cuda %.8g, relative difference %.2e "
+        printf("step %d: fp32 host loss %.9g, bf16 stand-in cuda %.9g, relative difference %.2e "
                "(limit %.0e)\n", i, loss[0][i], loss[1][i], rel, TOL_LOSS);
         assert_true(rel <= TOL_LOSS);
     }

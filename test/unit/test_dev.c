@@ -297,12 +297,12 @@ static void test_attention_checks(void **state) {
     expect(tandem_attention_bwd(e->s, &sh, &b), TANDEM_E_INVALID, "'elsewhere'", NULL);
     b.p = e->a; /* the inputs pass now; d_o is the first tensor missing */
     expect(tandem_attention_bwd(e->s, &sh, &b), TANDEM_E_INVALID, "'d_o'", "NULL");
-    /* bf16: the operands q, k, v, p, y are bf16, and the f32 stage and scores are needed */
+    /* bf16: the operands q, k, v, p, y are bf16, and the f32 scores are needed */
     sh.bf16 = 1;
     expect(tandem_attention_fwd(e->s, &sh, &f), TANDEM_E_INVALID, "'q'", "bf16");
     f.q = f.k = f.v = f.p = f.y = e->h;
-    expect(tandem_attention_fwd(e->s, &sh, &f), TANDEM_E_INVALID, "'stage'", "NULL");
-    f.stage = e->a, f.scores = e->h;
+    expect(tandem_attention_fwd(e->s, &sh, &f), TANDEM_E_INVALID, "'scores'", "NULL");
+    f.scores = e->h;
     expect(tandem_attention_fwd(e->s, &sh, &f), TANDEM_E_INVALID, "'scores'", "bf16");
 }
 

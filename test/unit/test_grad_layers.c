@@ -154,9 +154,9 @@ static void run_layernorm(tandem_rng *rng, int rows, int d) {
     fnan(y, n);
     fnan(dx, n);
 
-    tandem_k_layernorm_fwd_args fa = {x, gamma, beta, y, mean, rstd, rows, d, TANDEM_LAYERNORM_EPS};
+    tandem_k_layernorm_fwd_args fa = {x, gamma, beta, y, NULL, mean, rstd, rows, d, TANDEM_LAYERNORM_EPS};
     tandem_k_layernorm_fwd_host(&fa);
-    tandem_k_layernorm_bwd_args ba = {w, x, mean, rstd, gamma, dx, scratch, rows, d};
+    tandem_k_layernorm_bwd_args ba = {w, x, mean, rstd, gamma, dx, NULL, scratch, rows, d};
     tandem_k_layernorm_bwd_host(&ba);
     tandem_k_layernorm_bwd_params_args pa = {scratch, dgamma, dbeta, rows, d};
     tandem_k_layernorm_bwd_params_host(&pa);
@@ -220,7 +220,7 @@ static void test_gelu_bwd_grid(void **state) {
     const int64_t n = 2400001;
     float *x = fbuf(n), *dy = fbuf(n), *dx = fbuf(n);
     for (int64_t i = 0; i < n; i++) x[i] = (float)(-12.0 + 24.0 * (double)i / (double)(n - 1)), dy[i] = 1.0f;
-    tandem_k_gelu_bwd_args a = {dy, x, dx, n};
+    tandem_k_gelu_bwd_args a = {dy, x, dx, NULL, n};
     tandem_k_gelu_bwd_host(&a);
     double worst = 0.0;
     int64_t at = 0, differ = 0;
@@ -250,12 +250,12 @@ static void test_gelu(void **state) {
     tandem_rng_fill(&rng, w, n, -1.0f, 1.0f);
     fnan(y, n);
     fnan(dx, n);
-    tandem_k_gelu_fwd_args fa = {x, y, n};
+    tandem_k_gelu_fwd_args fa = {x, y, NULL, n};
     tandem_k_gelu_fwd_host(&fa);
-    tandem_k_gelu_bwd_args ba = {w, x, dx, n};
+    tandem_k_gelu_bwd_args ba = {w, x, dx, NULL, n};
     tandem_k_gelu_bwd_host(&ba);
     memcpy(inplace, w, (size_t)n * sizeof(float));
-    tandem_k_gelu_bwd_args ia = {inplace, x, inplace, n}; /* dx aliasing dy */
+    tandem_k_gelu_bwd_args ia = {inplace, x, inplace, NULL, n}; /* dx aliasing dy */
     tandem_k_gelu_bwd_host(&ia);
 
     gelu_ctx c = {n, to_double(x, n), to_double(w, n)};
@@ -268,9 +268,9 @@ static void test_gelu(void **state) {
 
     /* Where x^3 overflows f32: gelu(x) -> max(x, 0), gelu'(x) -> 1 or 0, and no NaN. */
     float big[2] = {1e30f, -1e30f}, ybig[2], ones[2] = {1.0f, 1.0f}, dbig[2];
-    tandem_k_gelu_fwd_args fb = {big, ybig, 2};
+    tandem_k_gelu_fwd_args fb = {big, ybig, NULL, 2};
     tandem_k_gelu_fwd_host(&fb);
-    tandem_k_gelu_bwd_args bb = {ones, big, dbig, 2};
+    tandem_k_gelu_bwd_args bb = {ones, big, dbig, NULL, 2};
     tandem_k_gelu_bwd_host(&bb);
     printf("  gelu(+-1e30) = %g, %g; gelu' = %g, %g\n", ybig[0], ybig[1], dbig[0], dbig[1]);
     assert_true(ybig[0] == 1e30f && ybig[1] == 0.0f);
@@ -418,7 +418,7 @@ static void test_prenet_input(void **state) {
     float *mels = fbuf(n), *groups = fbuf(n);
     tandem_rng_fill(&rng, mels, n, -11.5f, 2.0f);
     fnan(groups, n);
-    tandem_k_prenet_input_args a = {mels, groups, B, Tm, r, nm};
+    tandem_k_prenet_input_args a = {mels, groups, NULL, B, Tm, r, nm};
     tandem_k_prenet_input_host(&a);
     double *ref = dbuf(n); /* zeros */
     int64_t g = (int64_t)r * nm;
