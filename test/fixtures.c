@@ -312,3 +312,13 @@ const char *__lsan_default_suppressions(void) {
     return "leak:libcublasLt.so\nleak:libmpi.so\nleak:libopen-pal.so\nleak:libopen-rte.so\nleak:mca_\n"
            "leak:libpmix.so\nleak:libhwloc.so\nleak:libevent\n";
 }
+
+void tandem_test_expect_resumed_losses(const double *full, const double *before, const double *after, int n) {
+    for (int i = 0; i < n; i++) {
+        if (memcmp(&before[i], &full[i], sizeof(double)) != 0)
+            fail_msg("step %d before the resume: %.9g; uninterrupted %.9g", i + 1, before[i], full[i]);
+        if (memcmp(&after[i], &full[n + i], sizeof(double)) != 0)
+            fail_msg("step %d after the resume: %.9g; uninterrupted %.9g; expected the same bits", n + i + 1,
+                     after[i], full[n + i]);
+    }
+}

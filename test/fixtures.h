@@ -36,6 +36,9 @@
  * failure's status with its message kept as tandem_last_error() (destroy may log). */
 tandem_status tandem_test_train_run(const tandem_config *cfg, const tandem_trainer_options *o,
                                     tandem_trainer_summary *sum);
+/* A run interrupted after n steps and resumed for n more against the uninterrupted one: before[i]
+ * and after[i] must have the bits of full[i] and full[n + i] (fails the test naming the step). */
+void tandem_test_expect_resumed_losses(const double *full, const double *before, const double *after, int n);
 
 /* ---- temporary directories ---- */
 

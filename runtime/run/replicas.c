@@ -31,13 +31,11 @@ struct tandem_replicas {
 
 /* The data device of each replica: data_devices in turn; automatic: the lowest GPU that is not a
  * model device, else each replica's own model device (both roles on it). */
-static tandem_status data_ordinals(const int *model, int nm, const int *data, int nd, int *out) {
+static void data_ordinals(const int *model, int nm, const int *data, int nd, int count, int *out) {
     if (nd > 0) {
         for (int i = 0; i < nm; i++) out[i] = data[i % nd];
-        return TANDEM_OK;
+        return;
     }
-    int count = 0;
-    TANDEM_TRY(tandem_device_count(TANDEM_BACKEND_CUDA, &count));
     int spare = -1;
     for (int d = 0; d < count && spare < 0; d++) {
         int used = 0;
@@ -45,11 +43,10 @@ static tandem_status data_ordinals(const int *model, int nm, const int *data, in
         if (!used) spare = d;
     }
     for (int i = 0; i < nm; i++) out[i] = spare >= 0 ? spare : model[i];
-    return TANDEM_OK;
 }
 
-/* What a group cannot do (yet), before anything is opened. */
-static tandem_status check_group(const tandem_trainer_options *o, const int *model, int nm) {
+/* What a group cannot do (yet), before anything is opened; *count: the CUDA devices there are. */
+static tandem_status check_group(const tandem_trainer_options *o, const int *model, int nm, int *count_out) {
     if (o && o->world_size > 1)
         return tandem_fail(TANDEM_E_UNSUPPORTED, "config: model_devices lists %d devices and the launcher started "
                            "%d ranks: several model devices per process with several processes is not built; "
@@ -70,6 +67,7 @@ static tandem_status check_group(const tandem_trainer_options *o, const int *mod
         if (model[i] >= count)
             return tandem_fail(TANDEM_E_DEVICE, "config: model_devices: CUDA %d: only %d CUDA device%s (ordinals "
                                "0..%d)", model[i], count, count == 1 ? "" : "s", count - 1);
+    *count_out = count;
     return TANDEM_OK;
 }
 
@@ -93,9 +91,9 @@ static void free_group(tandem_replicas *g, int from) {
 tandem_status tandem_replicas_create(const tandem_config *cfg, const tandem_trainer_options *o, const int *model,
                                      int n_model, const int *data, int n_data, tandem_trainer **out) {
     *out = NULL;
-    TANDEM_TRY(check_group(o, model, n_model));
-    int dev_data[TANDEM_CONFIG_MAX_DEVICES];
-    TANDEM_TRY(data_ordinals(model, n_model, data, n_data, dev_data));
+    int count = 0, dev_data[TANDEM_CONFIG_MAX_DEVICES];
+    TANDEM_TRY(check_group(o, model, n_model, &count));
+    data_ordinals(model, n_model, data, n_data, count, dev_data);
     tandem_replicas *g = tandem_calloc(1, sizeof *g);
     if (!g) return tandem_fail(TANDEM_E_NOMEM, "trainer: out of memory for %d replicas", n_model);
     tandem_mutex_init(&g->m);

@@ -290,13 +290,7 @@ static void test_resume_same_world(void **state) {
     CHECK(train(&cfg, world, cfg.out, 0, &b));
     assert_int_equal(a.n, 5);
     assert_int_equal(b.n, 5);
-    for (int i = 0; i < 5; i++) {
-        if (memcmp(&a.loss[i], &full.loss[i], sizeof(double)) != 0)
-            fail_msg("step %d before the resume: %.9g; uninterrupted %.9g", i + 1, a.loss[i], full.loss[i]);
-        if (memcmp(&b.loss[i], &full.loss[5 + i], sizeof(double)) != 0)
-            fail_msg("step %d after the resume: %.9g; uninterrupted %.9g; expected the same bits", 6 + i,
-                     b.loss[i], full.loss[5 + i]);
-    }
+    tandem_test_expect_resumed_losses(full.loss, a.loss, b.loss, 5);
     if (rank == 0) printf("[ dp ] resume at step 5 on %d ranks: steps 6..10 bit-identical\n", world);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) { /* another world size: refused, naming both */

@@ -147,13 +147,7 @@ static void test_resume_same_devices(void **state) {
     CHECK(train(&cfg, cfg.out, 0, &b, NULL, 0));
     assert_int_equal(a.n, 5);
     assert_int_equal(b.n, 5);
-    for (int i = 0; i < 5; i++) {
-        if (memcmp(&a.loss[i], &full.loss[i], sizeof(double)) != 0)
-            fail_msg("step %d before the resume: %.9g; uninterrupted %.9g", i + 1, a.loss[i], full.loss[i]);
-        if (memcmp(&b.loss[i], &full.loss[5 + i], sizeof(double)) != 0)
-            fail_msg("step %d after the resume: %.9g; uninterrupted %.9g; expected the same bits", 6 + i,
-                     b.loss[i], full.loss[5 + i]);
-    }
+    tandem_test_expect_resumed_losses(full.loss, a.loss, b.loss, 5);
     config(&cfg, "split", 2, "1"); /* one model device: another world size, refused */
     tandem_status st = train(&cfg, cfg.out, 0, &c, NULL, 0);
     assert_int_equal(st, TANDEM_E_INVALID);
