@@ -8,7 +8,8 @@
  * (static) and DYNAMIC_SHARED(type, name), __syncthreads, __shfl_sync / __shfl_xor_sync /
  * __shfl_down_sync / __shfl_up_sync (3 arguments: width is always 32), __ballot_sync,
  * __any_sync, __all_sync, atomicAdd (float, int), atomicMax (int), atomicCAS (int, unsigned),
- * the float math functions below, and bf16 through ktypes.h. Write C that is also C++:
+ * the float math functions below, bf16 through ktypes.h, and one tensor-core operation,
+ * tandem_mma_bf16_16816 (below). Write C that is also C++:
  * no designated initializers, explicit casts from void *, no VLAs.
  * Every kernel takes exactly one parameter: its argument struct, passed by value.
  */
@@ -31,6 +32,14 @@
 #define RESTRICT __restrict__
 #define DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #define tandem_expf(x) __expf(x)
+/* mma.sync needs sm_80 (every fatbin target has it). */
+DEVICE_FN void tandem_mma_bf16_16816(float *d, const uint32_t *a, const uint32_t *b, const float *c) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                 "{%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+                   "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
 
 #elif defined(TANDEM_EMU)
 /* ------------------------------------------------------------- emulator (host C) ---- */
@@ -96,6 +105,11 @@ unsigned tandem_emu_ballot(unsigned mask, int pred);
 #define __any_sync(m, p) (tandem_emu_ballot(m, (p) != 0) != 0u)
 #define __all_sync(m, p) (tandem_emu_ballot(m, (p) != 0) == ((m) & tandem_emu_ballot(m, 1)))
 
+/* The tensor-core operation as a warp exchange: all 32 lanes deposit their fragments, then
+ * each reads its part of D (emu_warp.c). */
+void tandem_emu_mma_bf16_16816(float *d, const uint32_t *a, const uint32_t *b, const float *c);
+#define tandem_mma_bf16_16816(d, a, b, c) tandem_emu_mma_bf16_16816(d, a, b, c)
+
 /* Atomics: blocks may run on several OS threads at once, so these are real atomics. */
 float tandem_emu_atomic_add_f32(float *p, float v);
 int tandem_emu_atomic_add_i32(int *p, int v);
@@ -121,5 +135,15 @@ static inline int max(int a, int b) { return a > b ? a : b; }
 #else
 #error "dialect.h: compile kernels with nvcc or with -DTANDEM_EMU (the emulator)"
 #endif
+
+/* tandem_mma_bf16_16816(d, a, b, c): D = A B + C on the tensor cores of one warp, A [16 x 16]
+ * and B [16 x 8] bf16, C and D [16 x 8] f32 (d may be c). Every lane of a full warp calls it
+ * together, outside divergent code (mma.sync.aligned). Each lane holds fragments, as the PTX
+ * ISA's "Matrix Fragments for mma.m16n8k16 with floating point type" lays them out; with
+ * g = lane / 4 and t = lane % 4, and each uint32_t two bf16 (the lower index in the low half):
+ *   a[0] = A[g][2t, 2t+1]     a[1] = A[g+8][2t, 2t+1]   a[2] = A[g][2t+8, 2t+9]   a[3] = A[g+8][2t+8, 2t+9]
+ *   b[0] = B[2t, 2t+1][g]     b[1] = B[2t+8, 2t+9][g]
+ *   c[0], c[1] = C[g][2t, 2t+1]                        c[2], c[3] = C[g+8][2t, 2t+1]   (d alike)
+ * Products are exact and summed in at least f32 (the order is the hardware's). */
 
 #endif /* TANDEM_DIALECT_H */

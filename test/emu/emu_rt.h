@@ -106,8 +106,17 @@ typedef enum {
     TANDEM_EMU_F_FAILED,  /* reported an error; the block is abandoned */
 } tandem_emu_fstate;
 
-/* Warp operations: the four shuffle modes (TANDEM_EMU_SHFL_*) and the vote. */
+/* Warp operations: the four shuffle modes (TANDEM_EMU_SHFL_*), the vote and the tensor-core
+ * multiply-accumulate. */
 #define TANDEM_EMU_OP_BALLOT 4
+#define TANDEM_EMU_OP_MMA 5
+
+/* A lane's operands of tandem_mma_bf16_16816 while it waits (they live on its stack). */
+typedef struct tandem_emu_mma_frag {
+    const uint32_t *a, *b;
+    const float *c;
+    float *d;
+} tandem_emu_mma_frag;
 
 typedef struct tandem_emu_fiber {
     tandem_emu_fctx fctx;
@@ -121,6 +130,7 @@ typedef struct tandem_emu_fiber {
     uint32_t value;
     int lane_arg;
     uint32_t result;
+    const tandem_emu_mma_frag *mma; /* TANDEM_EMU_OP_MMA: the lane's fragments */
     void *asan_fake_stack;
     char *stack_lo;
     int started;

@@ -15,6 +15,7 @@ static const char *op_name(int op) {
     case TANDEM_EMU_SHFL_XOR: return "__shfl_xor_sync";
     case TANDEM_EMU_SHFL_DOWN: return "__shfl_down_sync";
     case TANDEM_EMU_SHFL_UP: return "__shfl_up_sync";
+    case TANDEM_EMU_OP_MMA: return "tandem_mma_bf16_16816";
     default: return "__ballot_sync/__any_sync/__all_sync";
     }
 }
@@ -67,6 +68,41 @@ unsigned tandem_emu_ballot(unsigned mask, int pred) {
     return warp_op(TANDEM_EMU_OP_BALLOT, mask, pred != 0, 0);
 }
 
+/* mma.sync.aligned: the whole warp, so the mask is full (a partial warp fails in exchange). */
+void tandem_emu_mma_bf16_16816(float *d, const uint32_t *a, const uint32_t *b, const float *c) {
+    tandem_emu_worker *w = tandem_emu_tl_worker;
+    const tandem_emu_mma_frag frag = {a, b, c, d};
+    if (w && w->cur) w->cur->mma = &frag;
+    (void)warp_op(TANDEM_EMU_OP_MMA, TANDEM_FULL_MASK, 0, 0);
+}
+
+static float bf16_half(uint32_t v, int hi) { return tandem_bf16_to_f32((tandem_bf16)(hi ? v >> 16 : v & 0xffffu)); }
+
+/* D = A B + C from the 32 lanes' fragments (layout in kernels/dialect.h); sums in double,
+ * so the result is at least as exact as the hardware's f32 sums in any order. */
+static void mma_exchange(tandem_emu_fiber *fs) {
+    float A[16][16], B[16][8], C[16][8];
+    for (unsigned l = 0; l < TANDEM_WARP_SIZE; l++) {
+        const tandem_emu_mma_frag *f = fs[l].mma;
+        const int g = (int)l / 4, t = (int)l % 4;
+        for (int e = 0; e < 2; e++) {
+            A[g][2 * t + e] = bf16_half(f->a[0], e), A[g + 8][2 * t + e] = bf16_half(f->a[1], e);
+            A[g][2 * t + 8 + e] = bf16_half(f->a[2], e), A[g + 8][2 * t + 8 + e] = bf16_half(f->a[3], e);
+            B[2 * t + e][g] = bf16_half(f->b[0], e), B[2 * t + 8 + e][g] = bf16_half(f->b[1], e);
+            C[g][2 * t + e] = f->c[e], C[g + 8][2 * t + e] = f->c[2 + e];
+        }
+    }
+    for (unsigned l = 0; l < TANDEM_WARP_SIZE; l++) {
+        const int g = (int)l / 4, t = (int)l % 4;
+        for (int x = 0; x < 4; x++) {
+            const int i = g + (x >= 2 ? 8 : 0), j = 2 * t + (x & 1);
+            double acc = C[i][j];
+            for (int k = 0; k < 16; k++) acc += (double)A[i][k] * (double)B[k][j];
+            fs[l].mma->d[x] = (float)acc;
+        }
+    }
+}
+
 /* Source lane of a shuffle with width 32, or -1 when the lane keeps its own value (CUDA:
  * down/up/xor whose source falls outside the warp). */
 static int source_lane(int op, unsigned lane, int lane_arg) {
@@ -114,7 +150,9 @@ static int exchange(tandem_emu_worker *w, tandem_emu_fiber *fs, unsigned lanes, 
             return -1;
         }
     }
-    if (lead->op == TANDEM_EMU_OP_BALLOT) {
+    if (lead->op == TANDEM_EMU_OP_MMA) {
+        mma_exchange(fs);
+    } else if (lead->op == TANDEM_EMU_OP_BALLOT) {
         uint32_t bits = 0;
         for (unsigned j = 0; j < TANDEM_WARP_SIZE; j++)
             if (((m >> j) & 1u) && fs[j].value) bits |= 1u << j;

@@ -159,6 +159,23 @@ KERNEL tandem_kt_badwarp(tandem_kt_badwarp_args a) {
     a.out[t] = v;
 }
 
+static uint32_t kt_pack(tandem_bf16 lo, tandem_bf16 hi) { return (uint32_t)lo | (uint32_t)hi << 16; }
+
+KERNEL tandem_kt_mma(tandem_kt_mma_args a) {
+    const int lane = (int)threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    uint32_t fa[4], fb[2];
+    float c[4];
+    for (int r = 0; r < 4; r++) { /* rows g, g+8; columns 2t.. then 2t+8.. */
+        const int row = g + (r & 1) * 8, col = 2 * t + (r >> 1) * 8;
+        fa[r] = kt_pack(a.a[row * 16 + col], a.a[row * 16 + col + 1]);
+    }
+    for (int r = 0; r < 2; r++) fb[r] = kt_pack(a.b[(2 * t + 8 * r) * 8 + g], a.b[(2 * t + 8 * r + 1) * 8 + g]);
+    for (int x = 0; x < 4; x++) c[x] = a.c[(g + (x >> 1) * 8) * 8 + 2 * t + (x & 1)];
+    if (a.variant == 1 && lane == 3) return;
+    tandem_mma_bf16_16816(c, fa, fb, c); /* in place, as accumulating kernels call it */
+    for (int x = 0; x < 4; x++) a.d[(g + (x >> 1) * 8) * 8 + 2 * t + (x & 1)] = c[x];
+}
+
 KERNEL tandem_kt_atomic(tandem_kt_atomic_args a) {
     int i = kt_gid();
     if (i >= a.n) return;

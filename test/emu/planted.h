@@ -52,12 +52,24 @@ typedef struct tandem_kt_atomic_args {
     int n;
 } tandem_kt_atomic_args;
 
+/* One warp's tensor-core product, fragments built from row-major bf16 A [16, 16] and B [16, 8]
+ * by the documented layout (kernels/dialect.h): d = A B + c, all row-major. variant 1: lane 3
+ * skips the mma (divergent: an error); variant 2: launched with 16 threads (an error). */
+typedef struct tandem_kt_mma_args {
+    const tandem_bf16 *a; /* [16, 16] */
+    const tandem_bf16 *b; /* [16, 8] */
+    const float *c;       /* [16, 8] */
+    float *d;             /* [16, 8] */
+    int variant;
+} tandem_kt_mma_args;
+
 /* Every thread writes its coordinates: out[gid * 12 + k], gid the linear global thread id. */
 typedef struct tandem_kt_index_args {
     unsigned *out; /* [threads * 12] */
 } tandem_kt_index_args;
 
 void tandem_kt_oob_write(tandem_kt_vec_args a);
+void tandem_kt_mma(tandem_kt_mma_args a);
 void tandem_kt_oob_read(tandem_kt_vec_args a);
 void tandem_kt_underrun(tandem_kt_vec_args a);
 void tandem_kt_divergent_exit(tandem_kt_vec_args a);

@@ -37,6 +37,7 @@ TRAMP(tandem_kt_reduce, tandem_kt_reduce_args)
 TRAMP(tandem_kt_warp, tandem_kt_warp_args)
 TRAMP(tandem_kt_badwarp, tandem_kt_badwarp_args)
 TRAMP(tandem_kt_atomic, tandem_kt_atomic_args)
+TRAMP(tandem_kt_mma, tandem_kt_mma_args)
 TRAMP(tandem_kt_index, tandem_kt_index_args)
 TRAMP(tandem_kt_deep, tandem_kt_vec_args)
 TRAMP(tandem_kt_shift_race, tandem_kt_vec_args)
@@ -322,6 +323,37 @@ static void test_warp_ops(void **state) {
     tandem_emu_buf_free(vote);
 }
 
+/* The tensor-core product against a double loop over the same bf16 values; a divergent or
+ * partial warp is an error. */
+static void test_mma(void **state) {
+    (void)state;
+    tandem_bf16 *A = (tandem_bf16 *)tandem_emu_buf_alloc(256 * sizeof(tandem_bf16));
+    tandem_bf16 *B = (tandem_bf16 *)tandem_emu_buf_alloc(128 * sizeof(tandem_bf16));
+    float *C = rand_floats(128, -1, 1), *D = rand_floats(128, 0, 0);
+    for (int i = 0; i < 256; i++) A[i] = tandem_f32_to_bf16(tandem_rng_uniform(&rng, -2, 2));
+    for (int i = 0; i < 128; i++) B[i] = tandem_f32_to_bf16(tandem_rng_uniform(&rng, -2, 2));
+    for (int i = 0; i < 128; i++) D[i] = NAN;
+    tandem_kt_mma_args a = {A, B, C, D, 0};
+    tandem_launch_dims d = dims(1, 32, 0);
+    expect_ok(LAUNCH(tandem_kt_mma, &d, &a));
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 8; j++) {
+            double ref = C[i * 8 + j];
+            for (int k = 0; k < 16; k++)
+                ref += (double)tandem_bf16_to_f32(A[i * 16 + k]) * tandem_bf16_to_f32(B[k * 8 + j]);
+            assert_true(fabs(D[i * 8 + j] - ref) <= 1e-6 * (1.0 + fabs(ref)));
+        }
+    a.variant = 1;
+    expect_error(LAUNCH(tandem_kt_mma, &d, &a), "tandem_mma_bf16_16816", "lane 3", "exited", NULL);
+    a.variant = 0;
+    d = dims(1, 16, 0);
+    expect_error(LAUNCH(tandem_kt_mma, &d, &a), "tandem_mma_bf16_16816", "only 16 thread(s)", NULL);
+    tandem_emu_buf_free(A);
+    tandem_emu_buf_free(B);
+    tandem_emu_buf_free(C);
+    tandem_emu_buf_free(D);
+}
+
 static void run_reduce(unsigned n, unsigned block) {
     unsigned grid = ceil_div(n, 2 * block);
     float *x = rand_floats(n, -1, 1), *partial = rand_floats(grid, 0, 0), *total = rand_floats(1, 0, 0);
@@ -503,6 +535,7 @@ int main(void) {
         cmocka_unit_test(test_dynamic_shared_overrun_caught),
         cmocka_unit_test(test_bad_shuffle_masks_caught),
         cmocka_unit_test(test_warp_ops),
+        cmocka_unit_test(test_mma),
         cmocka_unit_test(test_shuffle_reduction),
         cmocka_unit_test(test_atomics_add_up),
         cmocka_unit_test(test_worker_threads),
