@@ -68,6 +68,7 @@ typedef struct tandem_kernel_cost {
     double flops;         /* arithmetic operations (a fused multiply-add counts 2) */
     double bytes_read;    /* device memory read */
     double bytes_written; /* device memory written */
+    double tensor_flops;  /* of flops, those on bf16 tensor cores (tandem_mma_bf16_16816) */
 } tandem_kernel_cost;
 
 #endif

@@ -31,6 +31,7 @@
 #include "kernels/layers.h"
 #include "kernels/train.h"
 #include "kernels/attention.h"
+#include "kernels/attention_tc.h"
 #include "kernels/batch_prep.h"
 
 /* X(name, group) */
@@ -79,6 +80,8 @@
     X(ga_bwd, attention)                                                                  \
     X(attn_fused_fwd, attention)                                                          \
     X(attn_fused_bwd, attention)                                                          \
+    X(attn_tc_fwd, attention_tc)                                                          \
+    X(attn_tc_bwd, attention_tc)                                                          \
     X(batch_prep, batch_prep)
 
 typedef enum tandem_kernel_id {

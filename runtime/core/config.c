@@ -86,9 +86,9 @@ static const key_spec schema[] = {
     KENUM(precision, "fp32", "fp32|bf16", "activations and weight copies on GPUs"),
     KENUM(attention, "auto", "auto|fused|materialised",
           "attention kernels: fused (one kernel each way, no [B, H, T, T] tensor) or materialised "
-          "(scores in memory, batched GEMMs on tensor cores around softmax kernels); auto: "
-          "materialised on a CUDA model device (4x faster measured on an H100), fused on the host "
-          "(docs/BENCHMARKS-training.md)"),
+          "(scores in memory, batched GEMMs on tensor cores around softmax kernels); auto: fused "
+          "on the host and for bf16 on a CUDA model device (tensor-core kernels, head size a "
+          "multiple of 16 up to 64), else materialised (docs/BENCHMARKS-training.md)"),
     KBOOL(tf32, "true", "fp32 on CUDA: GEMMs with TF32 inputs (10-bit mantissa, f32 accumulation; "
                         "false: exact fp32)"),
     KINT64(seed, "1234", 0, INT64_MAX, "seed for initialisation and shuffling"),

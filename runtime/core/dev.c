@@ -83,7 +83,7 @@ static tandem_rec_entry *rec_slot(const tandem_stream *s, tandem_rec_kind kind) 
 
 static void rec_copy(const tandem_stream *s, tandem_rec_kind kind, size_t bytes) {
     tandem_rec_entry *e = rec_slot(s, kind);
-    if (e) e->cost = (tandem_kernel_cost){0.0, (double)bytes, (double)bytes};
+    if (e) e->cost = (tandem_kernel_cost){.bytes_read = (double)bytes, .bytes_written = (double)bytes};
 }
 
 void tandem_dev_gemm_cost(const tandem_gemm_desc *g, float beta, tandem_kernel_cost *c) {

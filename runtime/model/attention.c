@@ -78,6 +78,10 @@ int tandem_attention_fused(const tandem_attention_shape *sh) {
     return !sh->materialised && sh->head_dim <= TANDEM_K_ATTN_FA_MAX_DH;
 }
 
+int tandem_attention_tc(const tandem_attention_shape *sh) {
+    return tandem_attention_fused(sh) && sh->bf16 && tandem_k_attn_tc_ok(sh->head_dim);
+}
+
 tandem_status tandem_attention_prepare(tandem_device *dev, const tandem_attention_shape *sh) {
     if (!dev) return tandem_fail(TANDEM_E_INVALID, "attention prepare: device is NULL");
     TANDEM_TRY(tandem_attention_sizes_of(sh, NULL));
@@ -178,19 +182,27 @@ static tandem_status fused_bwd(tandem_stream *s, const tandem_attention_shape *s
         {"dy", io->dy, TANDEM_F32, n->model},    {"key_mask", io->key_mask, TANDEM_U8, n->mask},
         {"qkv_op", io->qkv_op, o16, n->qkv},     {"y", io->y, o16, n->model},
         {"lse", io->lse, TANDEM_F32, n->rows},   {"dqkv", io->dqkv, TANDEM_F32, n->qkv},
+        {"dqkv_op", io->dqkv_op, TANDEM_BF16, n->qkv},
     };
-    TANDEM_TRY(check_io(op, s, c, 6));
+    if (io->dqkv_op && !tandem_attention_tc(sh))
+        return tandem_fail(TANDEM_E_INVALID, "%s: dqkv_op is written only by the tensor-core kernels "
+                                             "(bf16, head size a multiple of 16 up to 64)", op);
+    TANDEM_TRY(check_io(op, s, c, io->dqkv_op ? 7 : 6));
     if (io->ga && !io->ga_sum) return tandem_fail(TANDEM_E_INVALID, "%s: ga without ga_sum", op);
     const attn_pass a = pass_of(sh);
     const int d = sh->heads * sh->head_dim, bf = sh->bf16;
     const tandem_attn_layout lay = fused_layout(sh);
     float *g = F32(io->dqkv);
-    const tandem_attn_fused_bwd_io f = {
+    tandem_attn_fused_bwd_io f = {
         op_block(io->qkv_op, bf, 0, d), op_block(io->qkv_op, bf, 1, d),
         op_block(io->qkv_op, bf, 2, d), op_block(io->y, bf, 0, d),
         tandem_tensor_u8(io->key_mask), F32(io->dy), F32(io->lse), io->ga ? io->ga_sum : NULL,
-        g, g + d, g + 2 * d,
+        g, g + d, g + 2 * d, NULL, NULL, NULL,
     };
+    if (io->dqkv_op) { /* tensor cores: the QKV projection's bf16 dy operand in the same pass */
+        tandem_bf16 *g16 = tandem_tensor_bf16(io->dqkv_op);
+        f.dq16 = g16, f.dk16 = g16 + d, f.dv16 = g16 + 2 * d;
+    }
     return tandem_attn_fused_bwd(s, &f, &a.hd, &lay, io->ga);
 }
 

@@ -52,6 +52,9 @@ typedef struct tandem_attention_shape {
 /* 1 when the fused kernels serve the shape (head_dim <= TANDEM_K_ATTN_FA_MAX_DH and not
  * materialised), else 0. */
 int tandem_attention_fused(const tandem_attention_shape *sh);
+/* 1 when those fused passes run on tensor cores (bf16, head_dim a multiple of 16 up to 64:
+ * kernels/attention_tc.h); the backward then also writes dqkv_op, the bf16 dqkv. */
+int tandem_attention_tc(const tandem_attention_shape *sh);
 
 /* Element counts of the tensors below, for declaring them. */
 typedef struct tandem_attention_sizes {

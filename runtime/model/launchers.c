@@ -293,7 +293,12 @@ tandem_status tandem_attn_fused_fwd(tandem_stream *s, const void *q, const void 
               &a.ga_sigma, &a.ga_scale, hd, ga);
     a.q0 = lay->q0, a.q_rows = lay->q_rows, a.ld_q = lay->ld_q, a.hs_q = lay->hs_q;
     a.ld_k = lay->ld_k, a.hs_k = lay->hs_k, a.ld_o = lay->ld_o, a.bf16 = lay->bf16;
+    if (tandem_attn_tc_serves(hd, lay)) return TANDEM_LAUNCH(s, attn_tc_fwd, &a);
     return TANDEM_LAUNCH(s, attn_fused_fwd, &a);
+}
+
+int tandem_attn_tc_serves(const tandem_heads_dims *hd, const tandem_attn_layout *lay) {
+    return lay->bf16 && lay->q0 == 0 && lay->q_rows == hd->seq && tandem_k_attn_tc_ok(hd->head_dim);
 }
 
 tandem_status tandem_attn_fused_bwd(tandem_stream *s, const tandem_attn_fused_bwd_io *io,
@@ -306,7 +311,15 @@ tandem_status tandem_attn_fused_bwd(tandem_stream *s, const tandem_attn_fused_bw
     fa_common(&a.batch, &a.seq, &a.heads, &a.head_dim, &a.ga_heads, &a.text_len, &a.qk_scale,
               &a.ga_sigma, &a.ga_scale, hd, ga);
     a.ld_q = lay->ld_q, a.ld_o = lay->ld_o, a.ld_g = lay->ld_g, a.bf16 = lay->bf16;
-    return TANDEM_LAUNCH(s, attn_fused_bwd, &a);
+    const int tc = tandem_attn_tc_serves(hd, lay);
+    if ((io->dq16 || io->dk16 || io->dv16) && !tc)
+        return tandem_fail(TANDEM_E_INVALID, "fused attention backward: bf16 copies of dq, dk, dv "
+                                             "come only from the tensor-core kernels (bf16, whole "
+                                             "sequence, head size a multiple of 16 up to 64)");
+    if (!tc) return TANDEM_LAUNCH(s, attn_fused_bwd, &a);
+    TANDEM_KARGS(attn_tc_bwd, t);
+    t.f = a, t.dq16 = io->dq16, t.dk16 = io->dk16, t.dv16 = io->dv16;
+    return TANDEM_LAUNCH(s, attn_tc_bwd, &t);
 }
 
 /* ---- the bf16 seams ------------------------------------------------------------------------- */

@@ -196,6 +196,10 @@ typedef struct tandem_attn_layout {
     int ld_g;       /* dq, dk, dv (backward) */
     int bf16;       /* q, k, v and o are bf16 (else f32) */
 } tandem_attn_layout;
+/* 1 when the tensor-core kernels (kernels/attention_tc.h: bf16, whole sequence, head size a
+ * multiple of 16 up to 64) run a fused attention pass of this shape; else the f32-arithmetic
+ * attn_fused_* do. */
+int tandem_attn_tc_serves(const tandem_heads_dims *hd, const tandem_attn_layout *lay);
 /* o = softmax_causal(q k^T / sqrt(dh), key_mask) v per head, lse [B, H, q_rows]; with ga
  * (not NULL): ga_sum, ga_rows [B, ga_heads, Tm] (ga_rows as tandem_ga_fwd writes them). */
 tandem_status tandem_attn_fused_fwd(tandem_stream *s, const void *q, const void *k, const void *v,
@@ -209,6 +213,7 @@ typedef struct tandem_attn_fused_bwd_io {
     const uint8_t *key_mask;
     const float *dy, *lse, *ga_sum;
     float *dq, *dk, *dv;
+    tandem_bf16 *dq16, *dk16, *dv16; /* their bf16 copies (tensor-core kernels only), or NULL */
 } tandem_attn_fused_bwd_io;
 tandem_status tandem_attn_fused_bwd(tandem_stream *s, const tandem_attn_fused_bwd_io *io,
                                     const tandem_heads_dims *hd, const tandem_attn_layout *lay,

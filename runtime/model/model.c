@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/attention_tc.h"
 #include "kernels/layers.h"
 #include "kernels/train.h"
 #include "platform/os/log.h"
@@ -620,8 +621,11 @@ static tandem_status declare_common(tandem_model *m, tandem_backend backend, tan
                            "model: precision bf16 needs a CUDA model device; the host backend "
                            "trains in fp32 (set 'precision: fp32' or --precision fp32)");
     m->dims = *dims;
-    if (m->dims.attn_materialised == TANDEM_ATTN_AUTO) /* the tensor cores' GEMMs beat the fused kernel on GPUs */
-        m->dims.attn_materialised = backend == TANDEM_BACKEND_CUDA;
+    /* auto on a GPU: fused where its kernels run on tensor cores (bf16, head size a multiple of
+     * 16 up to 64), else the tensor cores' GEMMs around materialised scores beat the f32 fused
+     * kernel; on the host the fused kernel (docs/BENCHMARKS-training.md) */
+    if (m->dims.attn_materialised == TANDEM_ATTN_AUTO)
+        m->dims.attn_materialised = backend == TANDEM_BACKEND_CUDA && !(dims->bf16 && tandem_k_attn_tc_ok(dims->head_dim));
     dims = &m->dims;
     m->full = *dims;
     m->attn.batch = dims->batch;

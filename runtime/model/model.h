@@ -91,8 +91,9 @@ typedef struct tandem_model_dims {
                              only: the host and the fatbin GEMM stay exact) */
     int attn_materialised; /* 1: the materialised attention at any head size; 0: fused where it
                               serves (attention.h); TANDEM_ATTN_AUTO (config `attention: auto`):
-                              materialised on a CUDA model device, fused on the host, decided
-                              when the model is declared */
+                              fused on the host and, on a CUDA model device, where its kernels
+                              run on tensor cores (bf16, head_dim a multiple of 16 up to 64),
+                              else materialised; decided when the model is declared */
     /* Length bucketing (docs/TRAINING.md, "Length bucketing"): the frame counts of the shape
      * classes a batch may have, ascending, each a multiple of r, the last = frames; n_classes 0:
      * one class, frames. Every per-step tensor is declared for frames (the largest class); a

@@ -90,9 +90,9 @@ static tandem_status attention_bwd(tandem_model *m, tandem_stream *s, tandem_mod
     io.d_o = m->d_o, io.dp = m->dp, io.dq = m->dq, io.dk = m->dk, io.dv = m->dv;
     io.dqkv = m->dqkv;
     io.operand = m->gbf; /* bf16 mode only (NULL in fp32) */
-    /* materialised bf16: the qkv merge writes the QKV projection's dy operand too (gbf, after
-     * its last use as dS) */
-    if (m->dims.bf16 && !tandem_attention_fused(&m->attn)) io.dqkv_op = m->gbf;
+    /* bf16: the qkv merge (materialised) or the tensor-core backward writes the QKV
+     * projection's dy operand too (gbf, after its last use as dS) */
+    if (m->dims.bf16 && (!tandem_attention_fused(&m->attn) || tandem_attention_tc(&m->attn))) io.dqkv_op = m->gbf;
     return tandem_attention_bwd(s, &m->attn, &io);
 }
 
@@ -127,7 +127,7 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     TANDEM_TRY(linear_bwd(m, s, lp->out_w, lp->out_b, N, D, D, m->dres, 1, ly->att, m->da));
     TANDEM_TRY(attention_bwd(m, s, ly));
     TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, m->dqkv,
-                          !tandem_attention_fused(&m->attn), ly->h1, m->da));
+                          !tandem_attention_fused(&m->attn) || tandem_attention_tc(&m->attn), ly->h1, m->da));
     TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b,
                              m->db, NULL));
     return residual_add(m, s, l > 0); /* block 0's dres feeds the embedding: f32 only */

@@ -59,7 +59,7 @@ static tandem_cost_cat kernel_category(int id) {
     default: break;
     }
     /* a kernel not named above: by its group (new attention kernels are attention work) */
-    if (id >= 0 && id < TANDEM_KERNEL_COUNT && strcmp(tandem_kernel_table[id].group, "attention") == 0)
+    if (id >= 0 && id < TANDEM_KERNEL_COUNT && strncmp(tandem_kernel_table[id].group, "attention", 9) == 0)
         return TANDEM_COST_ATTN_ELEMENTWISE;
     return TANDEM_COST_ELEMENTWISE;
 }
@@ -105,7 +105,9 @@ double tandem_cost_seconds(const tandem_rec_entry *e, const tandem_gpu_spec *g, 
                : tf32 || e->gemm.tf32        ? g->tf32_tflops /* --tf32, or the config's tf32 */
                                              : g->fp32_tflops;
     if (e->kind == TANDEM_REC_ALL_REDUCE) return 0.0; /* links are not in the GPU spec (docs/SCALING.md) */
-    const double t_flops = e->cost.flops / (peak * 1e12);
+    /* a kernel's tensor-core share at the bf16 tensor peak, the rest at the FP32 peak */
+    const double tensor = e->kind == TANDEM_REC_KERNEL ? e->cost.tensor_flops : 0.0;
+    const double t_flops = (e->cost.flops - tensor) / (peak * 1e12) + tensor / (g->bf16_tflops * 1e12);
     double bytes = e->cost.bytes_read + e->cost.bytes_written;
     if (e->kind == TANDEM_REC_COPY_H2D || e->kind == TANDEM_REC_COPY_D2H) bytes = e->cost.bytes_read;
     const double t_bytes = bytes / (g->bandwidth_gbs * 1e9);
@@ -146,8 +148,15 @@ static void sum_launches(cost_sum *c) {
         }
         c->kinds[e->kind == TANDEM_REC_KERNEL ? 0 : e->kind == TANDEM_REC_GEMM ? 1 : 2]++;
         if (tandem_cost_category(e) == TANDEM_COST_GEMM_LINEAR) c->min_flops += e->cost.flops;
-        if (tandem_cost_category(e) == TANDEM_COST_GEMM_ATTENTION) c->min_flops += 0.5 * e->cost.flops;
     }
+}
+
+/* Attention's least FLOPs, whatever the path: the causal half of Q K^T and P V forward and of
+ * dP, dV, dQ, dK backward (6 products of 2 dh per query-key pair), no recomputation. */
+static double min_attention_flops(const tandem_model *m) {
+    const tandem_model_dims *d = &m->dims;
+    const double pairs = (double)d->seq * (d->seq + 1) / 2.0;
+    return (double)d->micro_batches * d->layers * d->batch * d->heads * pairs * 6.0 * 2.0 * d->head_dim;
 }
 
 /* The minimum traffic of a step (docs/BENCHMARKS-training.md, "Step cost model"): every
@@ -171,6 +180,7 @@ static double min_traffic(const tandem_model *m) {
 
 static void floor_of(cost_sum *c, const tandem_model *m) {
     c->min_bytes = min_traffic(m);
+    c->min_flops += min_attention_flops(m);
     const double peak = m->dims.bf16 ? c->gpu->bf16_tflops : c->tf32 ? c->gpu->tf32_tflops : c->gpu->fp32_tflops;
     c->min_flops_s = c->min_flops / (peak * 1e12);
     c->min_bytes_s = c->min_bytes / (c->gpu->bandwidth_gbs * 1e9);

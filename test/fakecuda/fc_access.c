@@ -247,6 +247,15 @@ ACC(attn_fused_bwd) {
     W(a->dq, ng * F4); W(a->dk, ng * F4); W(a->dv, ng * F4);
 }
 
+/* ---- attention_tc: the fused kernels' operands (bf16), and the optional bf16 gradient copies ---- */
+ACC(attn_tc_fwd) { acc_attn_fused_fwd(a, L); }
+ACC(attn_tc_bwd) {
+    const tandem_k_attn_fused_bwd_args *f = &a->f;
+    const size_t ng = fa_span(f->batch, f->seq, f->ld_g, f->heads, f->head_dim, f->head_dim);
+    acc_attn_fused_bwd(f, L);
+    W(a->dq16, ng * 2); W(a->dk16, ng * 2); W(a->dv16, ng * 2);
+}
+
 /* ---- batch_prep ---- */
 ACC(batch_prep) {
     R(a->text_lengths, a->batch * F4);
