@@ -156,12 +156,12 @@ static void test_host_refuses(void **state) {
     tandem_device_close(dev);
 }
 
-static void plan_of(const char *precision, tandem_backend be, tandem_model *m, tandem_pool **pool,
-                    tandem_pool_stats *stats) {
+static void plan_attn(const char *precision, const char *attention, tandem_backend be, tandem_model *m,
+                      tandem_pool **pool, tandem_pool_stats *stats) {
     tandem_config cfg;
     tandem_config_init(&cfg); /* the tiny model */
     CHECK(tandem_config_set(&cfg, "precision", precision));
-    CHECK(tandem_config_set(&cfg, "attention", "fused")); /* what the plan below checks (auto: materialised on cuda) */
+    CHECK(tandem_config_set(&cfg, "attention", attention));
     CHECK(tandem_config_check(&cfg));
     tandem_model_dims d;
     CHECK(tandem_model_dims_from_config(&cfg, tandem_symbols_count(), &d));
@@ -169,6 +169,29 @@ static void plan_of(const char *precision, tandem_backend be, tandem_model *m, t
     CHECK(tandem_model_declare_plan(m, be, *pool, &d));
     CHECK(tandem_pool_plan(*pool));
     tandem_pool_get_stats(*pool, stats);
+}
+/* The fused attention: what the plan below checks (fp32 on cuda: auto is materialised). */
+static void plan_of(const char *precision, tandem_backend be, tandem_model *m, tandem_pool **pool,
+                    tandem_pool_stats *stats) {
+    plan_attn(precision, "fused", be, m, pool, stats);
+}
+
+/* attention: auto on a CUDA model device: fused on tensor cores in bf16, materialised in fp32. */
+static void test_attention_auto(void **state) {
+    (void)state;
+    const char *prec[2] = {"bf16", "fp32"};
+    for (int i = 0; i < 2; i++) {
+        tandem_model m;
+        tandem_pool *p;
+        tandem_pool_stats st;
+        plan_attn(prec[i], "auto", TANDEM_BACKEND_CUDA, &m, &p, &st);
+        printf("auto, %s on cuda: %s\n", prec[i], tandem_attention_tc(&m.attn) ? "fused, tensor cores"
+                                                   : tandem_attention_fused(&m.attn) ? "fused" : "materialised");
+        assert_int_equal(tandem_attention_tc(&m.attn), i == 0);
+        assert_int_equal(tandem_attention_fused(&m.attn), i == 0);
+        tandem_model_free(&m);
+        tandem_pool_destroy(p);
+    }
 }
 
 static void test_plan(void **state) {
@@ -193,6 +216,8 @@ static void test_plan(void **state) {
         /* the fused attention (tiny's head size) keeps qkv, read by its kernels as operands,
          * and f32 row statistics instead of per-head q, k, v and P */
         assert_true(tandem_attention_fused(&m16.attn));
+        assert_true(tandem_attention_tc(&m16.attn)); /* bf16, dh 64: on tensor cores */
+        assert_false(tandem_attention_tc(&m32.attn));
         const tandem_tensor *gemm_only[5] = {b->h1, b->qkv, b->att, b->h2, b->g};
         const tandem_tensor *gemm_only32[5] = {a->h1, a->qkv, a->att, a->h2, a->g};
         assert_null(b->p);
@@ -358,6 +383,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_refuses),
         cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_attention_auto),
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_training_matches_fp32),
     };
