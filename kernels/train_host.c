@@ -205,8 +205,8 @@ static void adamw_range(void *ctx, int64_t i0, int64_t i1) {
     const int decay = a->weight_decay > 0.0f;
     const float keep = 1.0f - lr * a->weight_decay;
     const float one_m_b1 = 1.0f - a->beta1, one_m_b2 = 1.0f - a->beta2;
-    /* restrict locals, no branch in the loop (sqrtf's errno check still keeps it scalar: GCC
-     * takes -fno-math-errno from the command line only) */
+    /* restrict locals, no branch in the loop: it vectorises (the Makefile compiles this file
+     * with -fno-math-errno, without which sqrtf's errno store keeps it scalar) */
     float *restrict param = a->param, *restrict mo = a->m, *restrict vo = a->v;
     const float *restrict grad = a->grad;
     const float beta1 = a->beta1, beta2 = a->beta2, eps = a->eps;
