@@ -123,7 +123,8 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
         for (int c = tid; c < d; c += nt) {
             float xhat = (x[c] - mean) * rstd;
             float dyc = dy[c];
-            tandem_k_store2(a.dx, a.dx16, at + c, rstd * (a.gamma[c] * dyc - m_g - xhat * m_gx));
+            const float v = rstd * (a.gamma[c] * dyc - m_g - xhat * m_gx);
+            tandem_k_store2(a.dx, a.dx16, at + c, a.accumulate ? a.dx[at + c] + v : v);
             part[c] += dyc * xhat;
             part[d + c] += dyc;
         }

@@ -77,6 +77,7 @@ typedef struct tandem_k_layernorm_bwd_args {
     const float *gamma; /* [d] */
     float *dx;          /* [N, d], overwritten; may not alias dy or x */
     tandem_bf16 *dx16;  /* [N, d] bf16(dx) too (the next linear backward's dy operand), or NULL */
+    int accumulate;     /* 1: dx += the gradient (a residual stream's: no add pass after), 0: dx = it */
     float *scratch;     /* [nb, 2, d], overwritten: tandem_layernorm_bwd_scratch_floats(N, d) */
     int rows, d;        /* N, d; the device kernel keeps 2*d floats in dynamic shared memory (opted in
                            above 48 KiB: runtime/core/config.c bounds d_model by it) */

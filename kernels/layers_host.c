@@ -133,7 +133,8 @@ static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
             double m_gx = ((s_gx[0] + s_gx[1]) + (s_gx[2] + s_gx[3])) / d;
             for (c = 0; c < d; c++) {
                 float xhat = (x[c] - mean) * rstd;
-                dx[c] = (float)(rstd * ((double)gamma[c] * dy[c] - m_g - xhat * m_gx));
+                const float v = (float)(rstd * ((double)gamma[c] * dy[c] - m_g - xhat * m_gx));
+                dx[c] = a->accumulate ? dx[c] + v : v;
                 if (a->dx16) a->dx16[(int64_t)r * d + c] = tandem_f32_to_bf16(dx[c]);
                 part[c] += dy[c] * xhat;
                 part[d + c] += dy[c];
@@ -520,7 +521,7 @@ void tandem_k_layernorm_fwd_cost(const tandem_k_layernorm_fwd_args *a, tandem_ke
 void tandem_k_layernorm_bwd_cost(const tandem_k_layernorm_bwd_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->rows * (double)a->d;
     const double scratch = (double)tandem_layernorm_bwd_scratch_floats(a->rows, a->d);
-    tandem_kcost(c, 12.0 * n, 8.0 * n + 8.0 * a->rows + 4.0 * a->d,
+    tandem_kcost(c, (a->accumulate ? 13.0 : 12.0) * n, (a->accumulate ? 12.0 : 8.0) * n + 8.0 * a->rows + 4.0 * a->d,
                  tandem_k_out_bytes(a->dx, a->dx16) * n + 4.0 * scratch);
 }
 void tandem_k_layernorm_bwd_params_cost(const tandem_k_layernorm_bwd_params_args *a,

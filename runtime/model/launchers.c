@@ -18,9 +18,11 @@ tandem_status tandem_layernorm_fwd(tandem_stream *s, const float *x, const float
 
 tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const float *x,
                                    const float *mean, const float *rstd, const float *gamma,
-                                   float *dx, tandem_bf16 *dx16, float *scratch, int rows, int d) {
+                                   float *dx, tandem_bf16 *dx16, int accumulate, float *scratch,
+                                   int rows, int d) {
     TANDEM_KARGS(layernorm_bwd, a);
     a.dy = dy, a.x = x, a.mean = mean, a.rstd = rstd, a.gamma = gamma, a.dx = dx, a.dx16 = dx16;
+    a.accumulate = accumulate;
     a.scratch = scratch, a.rows = rows, a.d = d;
     return TANDEM_LAUNCH(s, layernorm_bwd, &a);
 }

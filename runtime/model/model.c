@@ -552,7 +552,6 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
                     "model.ln_bwd_scratch"));
     c = per_step(pool, ph->lb_last, ph->lb0);
     TANDEM_TRY(decl(&c, &m->da, TANDEM_F32, 3, B, T, D, 0, "model.bwd_a"));
-    TANDEM_TRY(decl(&c, &m->db, TANDEM_F32, 3, B, T, D, 0, "model.bwd_b"));
     TANDEM_TRY(decl(&c, &m->dff, TANDEM_F32, 3, B, T, d->ff, 0, "model.bwd_ff"));
     TANDEM_TRY(decl(&c, &m->dqkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.bwd_qkv"));
     const int fused = tandem_attention_fused(&m->attn);

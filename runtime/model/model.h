@@ -253,7 +253,7 @@ typedef struct tandem_model {
     tandem_tensor *ln_scratch;    /* [layernorm_bwd scratch floats] */
     tandem_tensor *head_pad;      /* [B, T, group] a head's dy with zero text rows (heads_bwd) */
     tandem_tensor *cs_partial;    /* [TANDEM_K_CS_MAX_CHUNKS * max(ff, 3d, group)] bias-gradient partials */
-    tandem_tensor *da, *db;       /* [B, T, d] backward scratch */
+    tandem_tensor *da;            /* [B, T, d] backward scratch */
     tandem_tensor *dff;           /* [B, T, 4d] */
     tandem_tensor *dqkv;          /* [B, T, 3d] */
     tandem_tensor *d_o, *dq, *dk, *dv; /* [B, H, T, dh] (d_o: fp32 only) */

@@ -58,16 +58,16 @@ static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b,
     return tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, w), 0.0f, VIEW(dx));
 }
 
-/* dx [N, d] = LN backward of dy [N, d] at x (mean, rstd [N]); dgamma, dbeta += their parts.
- * dx16 (or NULL): bf16(dx) too, for a linear backward that takes dx as its dy. */
+/* dx [N, d] (accumulate: dx +)= LN backward of dy [N, d] at x (mean, rstd [N]); dgamma, dbeta
+ * += their parts. dx16 (or NULL): bf16(dx) too, for a linear backward that takes dx as its dy. */
 static tandem_status layernorm_bwd(tandem_model *m, tandem_stream *s, const tandem_tensor *dy,
                                    const tandem_tensor *x, const tandem_tensor *mean,
                                    const tandem_tensor *rstd, int g, int b, tandem_tensor *dx,
-                                   tandem_bf16 *dx16) {
+                                   tandem_bf16 *dx16, int accumulate) {
     const int N = m->dims.batch * m->dims.seq, D = m->dims.d;
     float *scratch = F32(m->ln_scratch);
-    TANDEM_TRY(tandem_layernorm_bwd(s, F32(dy), F32(x), F32(mean), F32(rstd),
-                                    tandem_model_param_f32(m, g), F32(dx), dx16, scratch, N, D));
+    TANDEM_TRY(tandem_layernorm_bwd(s, F32(dy), F32(x), F32(mean), F32(rstd), tandem_model_param_f32(m, g),
+                                    F32(dx), dx16, accumulate, scratch, N, D));
     return tandem_layernorm_bwd_params(s, scratch, tandem_model_grad_f32(m, g),
                                        tandem_model_grad_f32(m, b), N, D);
 }
@@ -96,12 +96,6 @@ static tandem_status attention_bwd(tandem_model *m, tandem_stream *s, tandem_mod
     return tandem_attention_bwd(s, &m->attn, &io);
 }
 
-/* dres += db [N, d]; with its bf16 copy into gbf when the next linear backward takes it as dy
- * (to16: staged for it). */
-static tandem_status residual_add(tandem_model *m, tandem_stream *s, int to16) {
-    return tandem_axpy_f32(s, 1.0f, F32(m->db), F32(m->dres), to16 ? staged16(m) : NULL,
-                           tandem_tensor_numel(m->dres));
-}
 
 /* Block l backward. On entry dres = dL/d(block output), and in bf16 mode gbf = bf16(dres)
  * (block l + 1's residual add, or the final LN's backward, wrote it); on exit dres = dL/d(block
@@ -118,9 +112,10 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     TANDEM_TRY(linear_bwd(m, s, lp->proj_w, lp->proj_b, N, d->ff, D, m->dres, 1, ly->g, m->dff));
     TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dff), F32(ly->f), F32(m->dff), staged16(m), N * d->ff));
     TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, N, D, d->ff, m->dff, 1, ly->h2, m->da));
+    /* the residual: dres += d x_mid through LN2, accumulated by the LN backward itself, which
+     * writes the bf16 copy the next linear backward takes as dy */
     TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x_mid, ly->mean2, ly->rstd2, lp->ln2_g, lp->ln2_b,
-                             m->db, NULL));
-    TANDEM_TRY(residual_add(m, s, 1));
+                             m->dres, staged16(m), 1));
 
     /* Attention: x_mid = x + att Wo^T + bo,  att = MHA(qkv),  qkv = h1 Wqkv^T + bqkv
      * da [N, d] = d att;  dqkv [N, 3d];  da = dh1;  dres = d x through LN1 (db) */
@@ -128,9 +123,9 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     TANDEM_TRY(attention_bwd(m, s, ly));
     TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, m->dqkv,
                           !tandem_attention_fused(&m->attn) || tandem_attention_tc(&m->attn), ly->h1, m->da));
-    TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b,
-                             m->db, NULL));
-    return residual_add(m, s, l > 0); /* block 0's dres feeds the embedding: f32 only */
+    /* block 0's dres feeds the embedding: f32 only */
+    return layernorm_bwd(m, s, m->da, ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b, m->dres,
+                         l > 0 ? staged16(m) : NULL, 1);
 }
 
 /* Heads: mel_out = hf_mel Wmel^T + bmel, stop_out = hf_mel Wstop^T + bstop on the mel rows
@@ -186,7 +181,7 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
     /* Final LN: dres = LN_f backward (the first write of the residual gradient), and its bf16
      * operand for the last block's first linear backward */
     TANDEM_TRY(layernorm_bwd(m, s, m->dhf, m->x_out, m->meanf, m->rstdf, m->top.lnf_g,
-                             m->top.lnf_b, m->dres, staged16(m)));
+                             m->top.lnf_b, m->dres, staged16(m), 0));
     TANDEM_TRY(stage_final(m, s, 0));
     for (int l = d->layers - 1; l >= 0; l--) {
         TANDEM_TRY(block_bwd(m, s, l));

@@ -94,6 +94,7 @@ ACC(layernorm_bwd) {
     size_t nd = (size_t)a->rows * a->d * F4;
     R(a->dy, nd); R(a->x, nd); R(a->mean, a->rows * F4); R(a->rstd, a->rows * F4);
     R(a->gamma, a->d * F4);
+    if (a->accumulate) R(a->dx, nd);
     W(a->dx, nd); W(a->dx16, nd / 2);
     W(a->scratch, (size_t)tandem_layernorm_bwd_scratch_floats(a->rows, a->d) * F4);
 }

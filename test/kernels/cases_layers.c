@@ -74,13 +74,15 @@ static void ln_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     tandem_kcase_set_buf(c, 2, "mean", TANDEM_F32, rows, TANDEM_KB_IN, -0.3f, 0.3f);
     tandem_kcase_set_buf(c, 3, "rstd", TANDEM_F32, rows, TANDEM_KB_IN, 0.5f, 2.0f);
     tandem_kcase_set_buf(c, 4, "gamma", TANDEM_F32, d, TANDEM_KB_IN, 0.5f, 1.5f);
-    tandem_kcase_set_buf(c, 5, "dx", TANDEM_F32, rows * d, TANDEM_KB_OUT, 0, 0);
+    c->i[6] = idx % 3 == 1; /* every third size accumulates into dx (the residual stream's gradient) */
+    tandem_kcase_set_buf(c, 5, "dx", TANDEM_F32, rows * d, c->i[6] ? TANDEM_KB_INOUT : TANDEM_KB_OUT, -1.0f, 1.0f);
     tandem_kcase_set_buf(c, 6, "scratch", TANDEM_F32, tandem_layernorm_bwd_scratch_floats((int)rows, (int)d),
             TANDEM_KB_OUT, 0, 0);
     c->i[7] = idx % 2; /* odd sizes also write bf16(dx), the bf16 model's GEMM operand */
     if (c->i[7]) tandem_kcase_set_buf(c, 7, "dx16", TANDEM_BF16, rows * d, TANDEM_KB_OUT, 0, 0);
     c->tol = c->i[7] ? 1e-7 : 1e-10; /* bf16: an ulp of f32 difference flips a rounding */
     tandem_kcase_desc2(c, c->i[7] ? TANDEM_KCASE_OUT_BOTH : TANDEM_KCASE_OUT_F32);
+    if (c->i[6]) strncat(c->desc, " dx+=", sizeof c->desc - strlen(c->desc) - 1);
 }
 static void ln_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_layernorm_bwd_args *a = (tandem_k_layernorm_bwd_args *)args;
@@ -92,6 +94,7 @@ static void ln_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->dx = (float *)bufs[5];
     a->scratch = (float *)bufs[6];
     a->dx16 = c->i[7] ? (tandem_bf16 *)bufs[7] : NULL;
+    a->accumulate = (int)c->i[6];
     a->rows = (int)c->i[0];
     a->d = (int)c->i[1];
 }
