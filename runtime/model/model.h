@@ -261,7 +261,8 @@ typedef struct tandem_model {
     tandem_tensor *norm_partials; /* [partials of P] */
 
     /* bf16 mode only (NULL otherwise) */
-    tandem_tensor *wcopy;  /* [decay_end] bf16 persistent: copy of the linear weights */
+    tandem_tensor *wcopy;  /* [n_flat] bf16 persistent: copy of the parameters (the linear
+                              weights and the biases of bf16 GEMM outputs) */
     tandem_tensor *scores; /* [B, H, T, T] f32: S (softmax writes the bf16 p from it) */
     tandem_tensor *gbf;    /* [max(N*4d, B*H*T*T, N*r*80)] bf16: a gradient as GEMM operand */
     int wcopy_stale;       /* 1: params changed since the last cast into wcopy */
@@ -334,8 +335,11 @@ float *tandem_model_grad_f32(const tandem_model *m, int idx);
  * parameter's gradient. */
 tandem_view tandem_model_weight(const tandem_model *m, int idx);
 tandem_view tandem_model_grad_view(const tandem_model *m, int idx);
-/* A parameter's f32 master as a GEMM epilogue operand (a bias). */
+/* A parameter's f32 master as a GEMM epilogue operand (a bias of an f32 C). */
 tandem_view tandem_model_param_view(const tandem_model *m, int idx);
+/* A parameter in the GEMM operand type (a bias of a C in the model's precision: bf16 copy in
+ * bf16 mode, as cuBLASLt's bias type is D's). */
+tandem_view tandem_model_param_gemm(const tandem_model *m, int idx);
 
 /* The one place shapes follow a batch's class: dims.frames, mel_len, seq and the attention's
  * seq become those of `frames` (0: the declared frames), which must be the declared frames or
@@ -379,9 +383,15 @@ tandem_status tandem_model_grad_stage(const tandem_model *m, int k, tandem_model
 /* y [rows, out] = x [rows, in] W^T, W [out, in] */
 tandem_gemm_desc tandem_model_desc_linear(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                           int64_t out);
+/* The MLP fc: GELU_AUX_BIAS epilogue, C (g) and aux (f) in the model's precision. */
+tandem_gemm_desc tandem_model_desc_mlp_fc(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                          int64_t out);
 /* dx [rows, in] = dy [rows, out] W */
 tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out);
+/* The MLP proj's dx with the DGELU epilogue: df = (dy W) GELU'(f), in the model's precision. */
+tandem_gemm_desc tandem_model_desc_mlp_proj_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                               int64_t out);
 /* dW [out, in] += dy^T [out, rows] x [rows, in] */
 tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out);

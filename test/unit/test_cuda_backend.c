@@ -104,7 +104,7 @@ static double ref_at(const float *a, const float *b, const float *c0, const tand
 
 static void run_gemm(int trans_a, int trans_b, int64_t batch) {
     tandem_gemm_desc g = {trans_a, trans_b, tandem_rng_int(&rng, 1, 70), tandem_rng_int(&rng, 1, 70),
-                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
     if (batch > 1) {
         g.stride_a = g.m * g.k + tandem_rng_int(&rng, 0, 5); /* gaps between batch items */
         g.stride_b = g.k * g.n + tandem_rng_int(&rng, 0, 5);
@@ -185,7 +185,7 @@ static void test_gemm_tf32(void **state) {
     assert_int_equal(dev0->ops->copy_h2d(&s0, db, b, K * N * 4), TANDEM_OK);
     const float alpha = 1.5f, beta = 0.5f;
     for (int t = 0; t < 2; t++) { /* 0: exact f32, 1: tf32 */
-        tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, t};
+        tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, t, 0};
         assert_int_equal(dev0->ops->copy_h2d(&s0, dc, c0, M * N * 4), TANDEM_OK);
         assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
         assert_int_equal(dev0->ops->gemm(&s0, &g, alpha, da, db, beta, dc), TANDEM_OK);
@@ -195,7 +195,7 @@ static void test_gemm_tf32(void **state) {
     double worst[2] = {0, 0}, moved = 0;
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
-            tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+            tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
             double r = ref_at(a, b, c0, &g, alpha, beta, 0, i, j), mag = 0;
             for (int64_t p = 0; p < K; p++) mag += fabs((double)a[i * K + p] * b[p * N + j]);
             const double bound[2] = {1e-5 * (1 + fabs(r)), fabs(alpha) * mag / 1024.0 + 1e-5 * (1 + fabs(r))};
@@ -229,7 +229,7 @@ static void test_gemm_two_streams(void **state) {
     tandem_stream sb = {dev0, NULL};
     assert_int_equal(dev0->ops->stream_create(dev0, &sb), TANDEM_OK);
     tandem_stream *ss[2] = {&s0, &sb};
-    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
     size_t na = 33 * 29, nb = 17 * 29, nc = 33 * 17;
     float *a[2], *b[2], *c[2];
@@ -319,7 +319,7 @@ static void test_context_restored(void **state) {
         tandem_dptr p = 0, q = 0;
         float host[64] = {0}, ms = 0;
         int done = 0;
-        tandem_gemm_desc g = {0, 0, 8, 8, 8, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+        tandem_gemm_desc g = {0, 0, 8, 8, 8, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
         SAME_CONTEXT(d2->ops->stream_create(d2, &s));
         SAME_CONTEXT(d2->ops->event_create(d2, &a));
         SAME_CONTEXT(d2->ops->event_create(d2, &b));
@@ -381,7 +381,7 @@ static void run_item_gemms(tandem_dtype t) {
     assert_int_equal(dev0->ops->copy_h2d(&s0, X, x_in, nx * es), TANDEM_OK);
     memset(w, 0, OUT * D * 4);
     assert_int_equal(dev0->ops->copy_h2d(&s0, W, w, OUT * D * 4), TANDEM_OK);
-    tandem_gemm_desc g = {1, 0, OUT, D, ROWS, 1, 0, 0, 0, t, t, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+    tandem_gemm_desc g = {1, 0, OUT, D, ROWS, 1, 0, 0, 0, t, t, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
     for (int i = 0; i < ITEMS; i++) {
         tandem_dptr a = DY + (tandem_dptr)((size_t)i * ROWS * OUT * es), b = X + (tandem_dptr)(((size_t)i * T + TEXT) * D * es);
@@ -414,7 +414,7 @@ static void test_gemm_item_offsets(void **state) {
 
 static void test_gemm_unprepared(void **state) {
     (void)state;
-    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
     tandem_dptr d;
     assert_int_equal(dev0->ops->mem_alloc(dev0, 71 * 79 * 4, &d), TANDEM_OK);
     assert_int_equal(dev0->ops->gemm(&s0, &g, 1, d, d, 0, d), TANDEM_E_STATE);
