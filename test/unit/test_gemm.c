@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "kernels/layers.h" /* the GELU reference */
 #include "platform/host/host_gemm.h"
 #include "tandem.h"
 #include "test/testutil.h"
@@ -134,6 +135,48 @@ static void sweep(gemm_fn fn, const char *what) {
                    tandem_rng_int(&rng, 1, 90), tandem_rng_int(&rng, 1, 3),
                    (int)tandem_rng_int(&rng, 0, 1), (int)tandem_rng_int(&rng, 0, 1), 0,
                    tandem_rng_uniform(&rng, -2.0f, 2.0f), tandem_rng_uniform(&rng, -2.0f, 2.0f), r % 2);
+}
+
+/* The GELU epilogues of the host GEMMs (CBLAS and blocked) against the reference on random
+ * inputs, C and (GELU_AUX_BIAS) aux poisoned first: GELU_AUX_BIAS writes aux = v + bias and
+ * C = gelu(aux); DGELU writes C = v gelu'(aux) (kernels/layers.h's functions). */
+static void check_gelu_epilogue(gemm_fn fn, tandem_gemm_epilogue epi, int64_t m, int64_t n, int64_t k, int64_t batch,
+                                float beta) {
+    const int64_t nc = batch * m * n;
+    float *a = random_floats(batch * m * k), *b = random_floats(batch * k * n), *c = random_floats(nc);
+    float *bv = random_floats(n), *aux = random_floats(nc), *c0 = malloc((size_t)nc * 4), *aux0 = malloc((size_t)nc * 4);
+    double *ref = malloc((size_t)nc * sizeof *ref);
+    for (int64_t x = 0; x < nc; x++) aux[x] *= 3.0f;
+    memcpy(c0, c, (size_t)nc * 4);
+    memcpy(aux0, aux, (size_t)nc * 4);
+    tandem_gemm_desc d = {0, 1, m, n, k, batch, m * k, k * n, m * n, TANDEM_F32, TANDEM_F32, TANDEM_F32, epi,
+                          (tandem_dptr)(uintptr_t)bv, 0, (tandem_dptr)(uintptr_t)aux};
+    reference(&d, 0.75f, a, b, beta, c0, ref);
+    for (int64_t x = 0; x < nc && beta == 0.0f; x++) c[x] = NAN;
+    for (int64_t x = 0; x < nc && epi == TANDEM_GEMM_EPI_GELU_AUX_BIAS; x++) aux[x] = NAN;
+    assert_int_equal(fn(&d, 0.75f, a, b, beta, c), TANDEM_OK);
+    for (int64_t x = 0; x < nc; x++) {
+        double want = ref[x] * tandem_gelu_tanh_grad(aux0[x]);
+        if (epi == TANDEM_GEMM_EPI_GELU_AUX_BIAS) {
+            const double pre = ref[x] + bv[x % n];
+            if (!(fabs(aux[x] - pre) <= 1e-4 * (1 + fabs(pre)))) fail_msg("aux[%lld] %g, expected %g", (long long)x, aux[x], pre);
+            want = tandem_gelu_tanh((float)pre);
+        }
+        if (!(fabs(c[x] - want) <= 1e-4 * (1 + fabs(want))))
+            fail_msg("epilogue %d: C[%lld] %g, expected %g", (int)epi, (long long)x, c[x], want);
+    }
+    free(a), free(b), free(c), free(bv), free(aux), free(c0), free(aux0), free(ref);
+}
+
+static void test_gemm_gelu_epilogues(void **state) {
+    (void)state;
+    const gemm_fn fns[2] = {tandem_host_gemm, tandem_host_gemm_blocked};
+    for (int f = 0; f < 2; f++) {
+        check_gelu_epilogue(fns[f], TANDEM_GEMM_EPI_GELU_AUX_BIAS, 33, 65, 7, 1, 0.0f);
+        check_gelu_epilogue(fns[f], TANDEM_GEMM_EPI_GELU_AUX_BIAS, 17, 9, 12, 3, -0.5f);
+        check_gelu_epilogue(fns[f], TANDEM_GEMM_EPI_DGELU, 65, 33, 130, 1, 0.0f);
+        check_gelu_epilogue(fns[f], TANDEM_GEMM_EPI_DGELU, 7, 33, 65, 2, 0.25f);
+    }
 }
 
 static void test_host_gemm(void **state) {
@@ -311,6 +354,7 @@ int main(void) {
     rng.s = tandem_test_seed("test_gemm");
     const struct CMUnitTest raw[] = {
         cmocka_unit_test(test_host_gemm),
+        cmocka_unit_test(test_gemm_gelu_epilogues),
         cmocka_unit_test(test_blocked_gemm),
         cmocka_unit_test(test_k_zero),
         cmocka_unit_test(test_bad_descriptor),
