@@ -1,6 +1,6 @@
 /* gemm_kernel.h — the fatbin's own GEMM (used on cuda when cuBLASLt is absent).
- * Row-major: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] (+ bias); see tandem.h. A, B f32
- * (gemm_f32) or bf16 (gemm_bf16); C and the accumulation f32. */
+ * Row-major: C[b] = epilogue(alpha * op(A[b]) @ op(B[b]) + beta * C[b] (+ bias)); see tandem.h.
+ * A, B f32 (gemm_f32) or bf16 (gemm_bf16); the accumulation f32; C f32 (gemm_bf16: or bf16). */
 #ifndef TANDEM_KERNELS_GEMM_KERNEL_H
 #define TANDEM_KERNELS_GEMM_KERNEL_H
 

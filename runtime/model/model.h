@@ -26,23 +26,26 @@
  *          at declare (the host backend trains in fp32: its GEMM takes f32 only, and a
  *          silent fallback would hide that the run is not the one configured).
  *     * Master weights, gradients and AdamW moments stay the flat f32 tensors above; the
- *       update is f32. The linear weights ([0, decay_end) of the flat parameters: exactly the
- *       GEMM weights) get a bf16 copy, wcopy [decay_end], cast once per update (right after
- *       AdamW) or, when stale (after init, or after a caller wrote params: see
- *       tandem_model_params_changed), at the next forward. Norms, biases and embeddings are
- *       read from the f32 masters.
- *     * Every GEMM takes bf16 A and B and accumulates in f32 into an f32 C (cuBLASLt
- *       CUDA_R_16BF layouts with CUBLAS_COMPUTE_32F; the fatbin's gemm_bf16 without it).
- *       Outputs stay f32 because every GEMM output feeds an f32 op (bias add, residual,
- *       softmax, GELU, loss) or is a parameter gradient (accumulated in f32).
+ *       update is f32. Every parameter gets a bf16 copy, wcopy [n_flat] (the GEMMs read the
+ *       linear weights, [0, decay_end), and the MLP fc bias from it), cast once per update
+ *       (right after AdamW) or, when stale (after init, or after a caller wrote params: see
+ *       tandem_model_params_changed), at the next forward. Norms, the other biases and
+ *       embeddings are read from the f32 masters.
+ *     * Every GEMM takes bf16 A and B and accumulates in f32 (cuBLASLt CUDA_R_16BF layouts
+ *       with CUBLAS_COMPUTE_32F; the fatbin's gemm_bf16 without it) into an f32 C, because
+ *       its output feeds an f32 op (residual, softmax, loss) or is a parameter gradient;
+ *       except the MLP's: the fc GEMM's GELU_AUX_BIAS epilogue writes g and its aux f in bf16
+ *       (with the fc bias from the bf16 copy: cuBLASLt's bias and aux types are D's), the
+ *       proj dx GEMM's DGELU epilogue reads f and writes df in bf16 (the fc backward's operand;
+ *       its bias gradient sums the bf16 df in f32).
  *     * Activations that only feed GEMMs are stored bf16: the prenet input, LN outputs
  *       (h1, h2, hf), q/k/v, attention probabilities p, heads merged (att), GELU outputs g.
  *       Their producers (prenet input, LayerNorm, qkv split, softmax, heads merge, GELU)
  *       compute in f32 and write the bf16 tensor themselves (an optional bf16 output,
  *       kernels/ktypes.h tandem_k_store2: the round-to-nearest-even a cast would apply to the
  *       same f32, so no cast pass and the same bits); softmax reads S from the f32 scores.
- *       Only the fused attention's qkv is still cast. The residual stream, the fc output f
- *       (GELU's backward input), LN statistics, heads outputs and losses stay f32.
+ *       Only the fused attention's qkv is still cast. The residual stream, LN statistics,
+ *       heads outputs and losses stay f32.
  *     * Backward: gradients are f32; where one is a GEMM operand (dy of every linear layer,
  *       dO and dS in attention) its bf16 copy goes into one scratch (gbf): written by the
  *       producer alongside the f32 (GELU's backward, the residual's add, the qkv merge; dO
