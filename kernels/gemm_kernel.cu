@@ -1,7 +1,8 @@
 /* gemm_kernel.cu — the fatbin's own GEMMs (f32, and bf16 inputs with f32 accumulation), used on
  * cuda when cuBLASLt is absent.
  *
- * Row-major semantics of gemm_kernel.h: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] (+ bias[j]).
+ * Row-major semantics of gemm_kernel.h: C[b] = epilogue(alpha * op(A[b]) @ op(B[b]) + beta * C[b]
+ * (+ bias[j])).
  * Each block computes a GEMM_BM x GEMM_BN tile of C with 16 x 16 threads, each thread a
  * 4 x 4 register tile whose rows/columns are 16 apart (so a warp's shared-memory reads are
  * broadcasts or consecutive, and its stores to C are consecutive). K is walked in slices of
@@ -13,6 +14,7 @@
 #include "kernels/dialect.h"
 
 #include "kernels/gemm_kernel.h"
+#include "kernels/layers.h" /* tandem_gelu_tanh and its derivative: the GELU epilogues */
 
 #define GEMM_BM 64      /* rows of C per block */
 #define GEMM_BN 64      /* columns of C per block */
@@ -40,7 +42,6 @@
     for (int64_t bz = blockIdx.z; bz < a.batch; bz += gridDim.z) {                                \
         const ELEM *A = a.a + bz * a.stride_a; /* [m, k] or [k, m] */                             \
         const ELEM *B = a.b + bz * a.stride_b; /* [k, n] or [n, k] */                             \
-        float *C = a.c + bz * a.stride_c;       /* [m, n] */                                      \
                                                                                                   \
         for (int64_t m0 = (int64_t)blockIdx.y * GEMM_BM; m0 < a.m;                                \
              m0 += (int64_t)gridDim.y * GEMM_BM) {                                                \
@@ -98,27 +99,55 @@
                 for (int j = 0; j < GEMM_RN; j++) {                                               \
                     int64_t gn = n0 + tx + GEMM_TX * j;                                           \
                     if (gn >= a.n) continue;                                                      \
-                    float *cp = C + gm * a.n + gn;                                                \
+                    const int64_t ci = bz * a.stride_c + gm * a.n + gn; /* C's and aux's */       \
                     float v = a.alpha * acc[i][j];                                                \
-                    if (a.beta != 0.0f) v += a.beta * *cp;                                        \
-                    if (a.bias) v += a.bias[gn];                                                  \
-                    *cp = v;                                                                      \
+                    if (a.beta != 0.0f) v += a.beta * LOAD_C(ci);                                 \
+                    v = ADD_BIAS(v, gn);                                                          \
+                    if (a.epi == TANDEM_K_GEMM_EPI_GELU_AUX) {                                    \
+                        STORE_AUX(ci, v);                                                         \
+                        v = tandem_gelu_tanh(v);                                                  \
+                    } else if (a.epi == TANDEM_K_GEMM_EPI_DGELU) {                                \
+                        v *= tandem_gelu_tanh_grad(LOAD_AUX(ci));                                 \
+                    }                                                                             \
+                    STORE_C(ci, v);                                                               \
                 }                                                                                 \
             }                                                                                     \
         }                                                                                         \
     }
 
+/* gemm_f32: C, bias and aux f32. */
 #define ELEM float
 #define TO_F32(x) (x)
+#define LOAD_C(i) a.c[i]
+#define STORE_C(i, v) a.c[i] = (v)
+#define ADD_BIAS(v, j) (a.bias ? (v) + a.bias[j] : (v))
+#define LOAD_AUX(i) a.aux[i]
+#define STORE_AUX(i, v) a.aux[i] = (v)
 KERNEL LAUNCH_BOUNDS(GEMM_THREADS) tandem_k_gemm_f32(tandem_k_gemm_f32_args a) { GEMM_TILED_BODY }
 #undef ELEM
 #undef TO_F32
+#undef LOAD_C
+#undef STORE_C
+#undef ADD_BIAS
+#undef LOAD_AUX
+#undef STORE_AUX
 
+/* gemm_bf16: C, bias and aux of C's type (f32 or bf16), chosen per launch. */
 #define ELEM tandem_bf16
 #define TO_F32(x) tandem_bf16_to_f32(x)
+#define LOAD_C(i) (a.c ? a.c[i] : tandem_bf16_to_f32(a.c16[i]))
+#define STORE_C(i, v) tandem_k_store2(a.c, a.c16, i, v)
+#define ADD_BIAS(v, j) (a.bias ? (v) + a.bias[j] : a.bias16 ? (v) + tandem_bf16_to_f32(a.bias16[j]) : (v))
+#define LOAD_AUX(i) (a.aux ? a.aux[i] : tandem_bf16_to_f32(a.aux16[i]))
+#define STORE_AUX(i, v) tandem_k_store2(a.aux, a.aux16, i, v)
 KERNEL LAUNCH_BOUNDS(GEMM_THREADS) tandem_k_gemm_bf16(tandem_k_gemm_bf16_args a) { GEMM_TILED_BODY }
 #undef ELEM
 #undef TO_F32
+#undef LOAD_C
+#undef STORE_C
+#undef ADD_BIAS
+#undef LOAD_AUX
+#undef STORE_AUX
 #undef GEMM_TILED_BODY
 
 /* The kernel sources (kernels/<group>.cu) share one translation unit in the fatbin

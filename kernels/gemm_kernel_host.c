@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "kernels/host_parallel.h"
+#include "kernels/layers.h"
 #include "kernels/registry.h"
 
 /* Must match gemm_kernel.cu: 64 x 64 tile of C per block of 16 x 16 threads. */
@@ -31,37 +32,69 @@ void tandem_k_gemm_f32_geom(const tandem_k_gemm_f32_args *a, tandem_launch_dims 
     d->shmem = 0;
 }
 
+/* Both kernels' arguments as the reference reads them: A and B f32 or bf16; C, bias and aux f32
+ * or bf16 (whichever pointer is set). */
+typedef struct gemm_ref {
+    const void *a, *b;
+    int ab_bf16;
+    float *c, *aux;
+    tandem_bf16 *c16, *aux16;
+    const float *bias;
+    const tandem_bf16 *bias16;
+    int64_t m, n, k, stride_a, stride_b, stride_c;
+    int trans_a, trans_b, epi;
+    float alpha, beta;
+} gemm_ref;
+
+static double ref_load(const void *p, int bf16, int64_t i) {
+    return bf16 ? tandem_bf16_to_f32(((const tandem_bf16 *)p)[i]) : ((const float *)p)[i];
+}
+
+/* Element ci of C: v = alpha s + beta C + bias in double, then the epilogue (gemm_kernel.h). */
+static void ref_store(const gemm_ref *r, int64_t ci, int64_t j, double s) {
+    double v = (double)r->alpha * s;
+    /* beta == 0: C is not read (it may hold anything, NaN included). */
+    if (r->beta != 0.0f) v += (double)r->beta * (r->c ? r->c[ci] : tandem_bf16_to_f32(r->c16[ci]));
+    if (r->bias || r->bias16) v += r->bias ? r->bias[j] : tandem_bf16_to_f32(r->bias16[j]);
+    if (r->epi == TANDEM_K_GEMM_EPI_GELU_AUX) {
+        tandem_k_store2(r->aux, r->aux16, ci, (float)v);
+        v = tandem_gelu_tanh((float)v);
+    } else if (r->epi == TANDEM_K_GEMM_EPI_DGELU) {
+        v *= tandem_gelu_tanh_grad(r->aux ? r->aux[ci] : tandem_bf16_to_f32(r->aux16[ci]));
+    }
+    tandem_k_store2(r->c, r->c16, ci, (float)v);
+}
+
 /* Rows [r0, r1) of the batch's [batch * m] rows of C; each element of C is one double dot
  * product, whatever the split. */
-static void gemm_f32_rows(void *ctx, int64_t r0, int64_t r1) {
-    const tandem_k_gemm_f32_args *a = ctx;
+static void gemm_ref_rows(void *ctx, int64_t r0, int64_t r1) {
+    const gemm_ref *a = ctx;
     const int64_t lda = a->trans_a ? a->m : a->k;
     const int64_t ldb = a->trans_b ? a->k : a->n;
     for (int64_t r = r0; r < r1; r++) {
         const int64_t bz = r / a->m, i = r % a->m;
-        const float *A = a->a + bz * a->stride_a; /* [m, k] or [k, m] */
-        const float *B = a->b + bz * a->stride_b; /* [k, n] or [n, k] */
-        float *C = a->c + bz * a->stride_c;       /* [m, n] */
+        const int64_t oa = bz * a->stride_a, ob = bz * a->stride_b; /* A [m, k] or [k, m]; B [k, n] or [n, k] */
         for (int64_t j = 0; j < a->n; j++) {
             double s = 0.0;
             for (int64_t p = 0; p < a->k; p++) {
-                double x = a->trans_a ? A[p * lda + i] : A[i * lda + p];
-                double y = a->trans_b ? B[j * ldb + p] : B[p * ldb + j];
+                double x = ref_load(a->a, a->ab_bf16, oa + (a->trans_a ? p * lda + i : i * lda + p));
+                double y = ref_load(a->b, a->ab_bf16, ob + (a->trans_b ? j * ldb + p : p * ldb + j));
                 s += x * y;
             }
-            float *cp = C + i * a->n + j;
-            double v = (double)a->alpha * s;
-            /* beta == 0: C is not read (it may hold anything, NaN included). */
-            if (a->beta != 0.0f) v += (double)a->beta * *cp;
-            if (a->bias) v += a->bias[j];
-            *cp = (float)v;
+            ref_store(a, bz * a->stride_c + i * a->n + j, j, s);
         }
     }
 }
+
+static void gemm_ref_run(const gemm_ref *r, int64_t batch) {
+    const int64_t work = r->n * r->k; /* per row of C */
+    tandem_host_parallel_for(batch * r->m, work > 0 ? 16384 / work + 1 : 16384, gemm_ref_rows, (void *)r);
+}
+
 void tandem_k_gemm_f32_host(const tandem_k_gemm_f32_args *a) {
-    const int64_t work = (int64_t)a->n * a->k; /* per row of C */
-    tandem_host_parallel_for((int64_t)a->batch * a->m, work > 0 ? 16384 / work + 1 : 16384, gemm_f32_rows,
-                             (void *)a);
+    const gemm_ref r = {a->a, a->b, 0, a->c, a->aux, NULL, NULL, a->bias, NULL, a->m, a->n, a->k, a->stride_a,
+                        a->stride_b, a->stride_c, a->trans_a, a->trans_b, a->epi, a->alpha, a->beta};
+    gemm_ref_run(&r, a->batch);
 }
 
 /* ---- gemm_bf16: the same tiles; the reference widens each bf16 exactly and sums in double ---- */
@@ -73,43 +106,21 @@ void tandem_k_gemm_bf16_geom(const tandem_k_gemm_bf16_args *a, tandem_launch_dim
     tandem_k_gemm_f32_geom(&f, d);
 }
 
-static void gemm_bf16_rows(void *ctx, int64_t r0, int64_t r1) {
-    const tandem_k_gemm_bf16_args *a = ctx;
-    const int64_t lda = a->trans_a ? a->m : a->k;
-    const int64_t ldb = a->trans_b ? a->k : a->n;
-    for (int64_t r = r0; r < r1; r++) {
-        const int64_t bz = r / a->m, i = r % a->m;
-        const tandem_bf16 *A = a->a + bz * a->stride_a; /* [m, k] or [k, m] */
-        const tandem_bf16 *B = a->b + bz * a->stride_b; /* [k, n] or [n, k] */
-        float *C = a->c + bz * a->stride_c;             /* [m, n] */
-        for (int64_t j = 0; j < a->n; j++) {
-            double s = 0.0;
-            for (int64_t p = 0; p < a->k; p++) {
-                double x = tandem_bf16_to_f32(a->trans_a ? A[p * lda + i] : A[i * lda + p]);
-                double y = tandem_bf16_to_f32(a->trans_b ? B[j * ldb + p] : B[p * ldb + j]);
-                s += x * y;
-            }
-            float *cp = C + i * a->n + j;
-            double v = (double)a->alpha * s;
-            if (a->beta != 0.0f) v += (double)a->beta * *cp;
-            if (a->bias) v += a->bias[j];
-            *cp = (float)v;
-        }
-    }
-}
 void tandem_k_gemm_bf16_host(const tandem_k_gemm_bf16_args *a) {
-    const int64_t work = (int64_t)a->n * a->k;
-    tandem_host_parallel_for((int64_t)a->batch * a->m, work > 0 ? 16384 / work + 1 : 16384, gemm_bf16_rows,
-                             (void *)a);
+    const gemm_ref r = {a->a, a->b, 1, a->c, a->aux, a->c16, a->aux16, a->bias, a->bias16, a->m, a->n, a->k,
+                        a->stride_a, a->stride_b, a->stride_c, a->trans_a, a->trans_b, a->epi, a->alpha, a->beta};
+    gemm_ref_run(&r, a->batch);
 }
 
 /* ---- costs (registry.h) -------------------------------------------------------------------- */
 
 void tandem_k_gemm_f32_cost(const tandem_k_gemm_f32_args *a, tandem_kernel_cost *c) {
     tandem_kcost_gemm(c, a->m, a->n, a->k, a->batch, a->stride_a, a->stride_b, 4.0, a->beta);
-    if (a->bias) c->bytes_read += 4.0 * a->n;
+    tandem_kcost_gemm_epi(c, a->m, a->n, a->batch, a->beta, 4.0, a->bias != NULL, a->epi == TANDEM_K_GEMM_EPI_GELU_AUX,
+                          a->epi == TANDEM_K_GEMM_EPI_DGELU);
 }
 void tandem_k_gemm_bf16_cost(const tandem_k_gemm_bf16_args *a, tandem_kernel_cost *c) {
     tandem_kcost_gemm(c, a->m, a->n, a->k, a->batch, a->stride_a, a->stride_b, 2.0, a->beta);
-    if (a->bias) c->bytes_read += 4.0 * a->n;
+    tandem_kcost_gemm_epi(c, a->m, a->n, a->batch, a->beta, a->c16 ? 2.0 : 4.0, a->bias || a->bias16,
+                          a->epi == TANDEM_K_GEMM_EPI_GELU_AUX, a->epi == TANDEM_K_GEMM_EPI_DGELU);
 }

@@ -153,9 +153,10 @@ typedef struct tandem_k_col_sum_acc_args {
 #define TANDEM_K_CS_TARGET_BLOCKS 512 /* about 4 blocks per SM on 100-140 SM GPUs */
 #define TANDEM_K_CS_MAX_CHUNKS 64
 typedef struct tandem_k_col_sum_partial_args {
-    const float *dy; /* [N, d] */
+    const float *dy; /* [N, d]; NULL: dy16 */
     float *partial;  /* [chunks, d], overwritten */
     int rows, d, chunks;
+    const tandem_bf16 *dy16; /* [N, d] bf16 (a GEMM operand that exists only in bf16), or NULL */
 } tandem_k_col_sum_partial_args;
 
 /* Chunks of rows for col_sum_partial: enough column-by-chunk blocks to fill the device, each

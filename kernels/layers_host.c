@@ -369,8 +369,11 @@ static void col_sum_partial_chunks(void *ctx, int64_t kb, int64_t ke) {
             int nc = a->d - c0 < HOST_COL_CHUNK ? a->d - c0 : HOST_COL_CHUNK;
             for (int j = 0; j < nc; j++) acc[j] = 0.0;
             for (int r = r0; r < r1; r++) {
-                const float *dy = a->dy + (int64_t)r * a->d + c0; /* [nc] */
-                for (int j = 0; j < nc; j++) acc[j] += dy[j];
+                const int64_t at = (int64_t)r * a->d + c0; /* [nc] of dy or dy16 */
+                if (a->dy)
+                    for (int j = 0; j < nc; j++) acc[j] += a->dy[at + j];
+                else
+                    for (int j = 0; j < nc; j++) acc[j] += tandem_bf16_to_f32(a->dy16[at + j]);
             }
             for (int j = 0; j < nc; j++) a->partial[(int64_t)k * a->d + c0 + j] = (float)acc[j];
         }
@@ -545,7 +548,7 @@ void tandem_k_col_sum_acc_cost(const tandem_k_col_sum_acc_args *a, tandem_kernel
 }
 void tandem_k_col_sum_partial_cost(const tandem_k_col_sum_partial_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->rows * (double)a->d, out = (double)a->chunks * (double)a->d;
-    tandem_kcost(c, n, 4.0 * n, 4.0 * out);
+    tandem_kcost(c, n, (a->dy ? 4.0 : 2.0) * n, 4.0 * out);
 }
 void tandem_k_mel_rows_pad_cost(const tandem_k_mel_rows_pad_args *a, tandem_kernel_cost *c) {
     const double d = (double)a->d, mel = (double)a->batch * a->mel_len;

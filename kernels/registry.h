@@ -114,6 +114,16 @@ static inline void tandem_kcost_gemm(tandem_kernel_cost *c, int64_t m, int64_t n
                  (an + bn) * ab_bytes + (beta != 0.0f ? cn * 4.0 : 0.0), cn * 4.0);
 }
 
+/* What a GEMM's epilogue adds to tandem_kcost_gemm's (which counts C as f32): C of ce bytes per
+ * element, a bias [n], an aux matrix laid out as C written (aux_out) or read (aux_in). */
+static inline void tandem_kcost_gemm_epi(tandem_kernel_cost *c, int64_t m, int64_t n, int64_t batch,
+                                         float beta, double ce, int bias, int aux_out, int aux_in) {
+    const double cn = (double)m * (double)n * (double)batch;
+    c->bytes_written += cn * (ce - 4.0) + (aux_out ? ce * cn : 0.0);
+    c->bytes_read += (beta != 0.0f ? cn * (ce - 4.0) : 0.0) + (bias ? ce * (double)n : 0.0) +
+                     (aux_in ? ce * cn : 0.0);
+}
+
 #define TANDEM_KDECL(name, group)                                                         \
     void tandem_k_##name##_geom(const tandem_k_##name##_args *a, tandem_launch_dims *d);  \
     void tandem_k_##name##_host(const tandem_k_##name##_args *a);                         \

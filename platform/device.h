@@ -21,27 +21,44 @@ typedef uint64_t tandem_dptr;
  * leading dimension = row length of the stored matrix; batch strides in elements. Element
  * types: f32 unless set (the type fields come last and TANDEM_F32 is 0, so a zero-initialised
  * or positionally initialised descriptor is all-f32). Mixed precision (runtime/model/model.h,
- * "Precision"): A and B both TANDEM_BF16 with f32 accumulation and an f32 C, on cuda only;
- * the host backend takes f32 only. */
-/* What a GEMM does to C after alpha op(A) op(B) + beta C (cuBLASLt's epilogue; every backend
- * computes the same). NONE is 0, so a zeroed descriptor has none. */
+ * "Precision"): A and B both TANDEM_BF16 with f32 accumulation and an f32 or bf16 C, on cuda
+ * only; the host backend takes f32 only. */
+/* What a GEMM does to C after v = alpha op(A) op(B) + beta C (cuBLASLt's epilogues; every
+ * backend computes the same). NONE is 0, so a zeroed descriptor has none. bias is [n] of C's
+ * type, the same for every item (cuBLASLt's default bias type is D's); aux is a matrix laid
+ * out as C (leading dimension n, batch stride stride_c) of C's type (cuBLASLt's default aux
+ * type is D's). gelu is the tanh form (kernels/layers.h tandem_gelu_tanh), gelu' its
+ * derivative (tandem_gelu_tanh_grad). */
 typedef enum tandem_gemm_epilogue {
     TANDEM_GEMM_EPI_NONE = 0,
-    TANDEM_GEMM_EPI_BIAS = 1, /* C[b, i, j] += bias[j]: bias f32 [n], the same for every item */
+    TANDEM_GEMM_EPI_BIAS = 1,          /* C = v + bias[j] (CUBLASLT_EPILOGUE_BIAS) */
+    TANDEM_GEMM_EPI_GELU_AUX_BIAS = 2, /* aux = v + bias[j]; C = gelu(aux) (GELU_AUX_BIAS) */
+    TANDEM_GEMM_EPI_DGELU = 3,         /* C = v gelu'(aux): aux is the forward's pre-activation
+                                          (CUBLASLT_EPILOGUE_DGELU) */
 } tandem_gemm_epilogue;
+#define TANDEM_GEMM_EPI_COUNT 4
+/* Which epilogues read a bias / touch an aux matrix. */
+static inline int tandem_gemm_epi_has_bias(tandem_gemm_epilogue e) {
+    return e == TANDEM_GEMM_EPI_BIAS || e == TANDEM_GEMM_EPI_GELU_AUX_BIAS;
+}
+static inline int tandem_gemm_epi_has_aux(tandem_gemm_epilogue e) {
+    return e == TANDEM_GEMM_EPI_GELU_AUX_BIAS || e == TANDEM_GEMM_EPI_DGELU;
+}
 
 typedef struct tandem_gemm_desc {
     int trans_a, trans_b;
     int64_t m, n, k;
     int64_t batch;
     int64_t stride_a, stride_b, stride_c; /* elements between batch items (0 when batch == 1) */
-    tandem_dtype a_type, b_type, c_type;  /* TANDEM_F32 (0) or, for a and b, TANDEM_BF16 */
+    tandem_dtype a_type, b_type, c_type;  /* TANDEM_F32 (0) or TANDEM_BF16 (C: with bf16 A, B) */
     tandem_gemm_epilogue epilogue;        /* part of the shape (a plan per epilogue) */
-    tandem_dptr bias; /* EPI_BIAS: the bias's address, set by runtime/core/dev.c from the
+    tandem_dptr bias; /* the epilogue's bias's address, set by runtime/core/dev.c from the
                          caller's view for the backend (not part of the shape) */
     int tf32; /* f32 A and B on cuda with cuBLASLt: CUBLAS_COMPUTE_32F_FAST_TF32 (A and B rounded
                  to TF32's 10-bit mantissa, f32 accumulation; the config's `tf32`). Part of the
                  shape. The host GEMM and the fatbin's gemm_f32 compute exact f32 either way. */
+    tandem_dptr aux; /* the epilogue's aux matrix's address, set like bias (last, so positional
+                        initialisers of the fields above stay valid) */
 } tandem_gemm_desc;
 
 typedef struct tandem_backend_ops tandem_backend_ops;

@@ -297,6 +297,7 @@ typedef enum {
     CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER = 11,  /* void * (device) */
     CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD = 12,       /* int64_t */
     CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE = 13, /* int64_t */
+    CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE = 22, /* int32_t (cudaDataType), default -1: D's */
     CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26         /* int32_t (cudaDataType) */
 } cublasLtMatmulDescAttributes_t;
 

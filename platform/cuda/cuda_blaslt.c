@@ -2,9 +2,14 @@
  * own gemm_f32 / gemm_bf16 kernels.
  *
  * Types (tandem_gemm_desc): A and B both f32, or both bf16 (CUDA_R_16BF layouts with
- * CUBLAS_COMPUTE_32F: f32 accumulation); C always f32. f32 A and B with desc.tf32 use
- * CUBLAS_COMPUTE_32F_FAST_TF32. Epilogue BIAS: CUBLASLT_EPILOGUE_BIAS, the bias pointer set per
- * call. The types, tf32 and the epilogue are part of a plan's key.
+ * CUBLAS_COMPUTE_32F: f32 accumulation); C f32, or bf16 with bf16 A and B. f32 A and B with
+ * desc.tf32 use CUBLAS_COMPUTE_32F_FAST_TF32. Epilogues (platform/device.h): BIAS, GELU_AUX_BIAS
+ * and DGELU are cuBLASLt's CUBLASLT_EPILOGUE_BIAS, _GELU_AUX_BIAS and _DGELU with the bias and
+ * the aux matrix of D's type (the documented defaults of BIAS_DATA_TYPE and
+ * EPILOGUE_AUX_DATA_TYPE, never set), the aux leading dimension our n (= D's rows) and its batch
+ * stride stride_c; their pointers are set per call. The types, tf32 and the epilogue are part
+ * of a plan's key. An aux epilogue cuBLASLt documents no support for (EPILOGUE_AUX_LD must be a
+ * multiple of 8) runs on the fatbin GEMM, which implements every epilogue.
  *
  * The API is row-major (tandem.h): C[m,n] = alpha op(A) op(B) + beta C. cuBLASLt is
  * column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
@@ -145,13 +150,16 @@ static const char *lt_status_name(cublasStatus_t s) {
     return "unknown cublasStatus_t";
 }
 
+static const char *const epi_text[TANDEM_GEMM_EPI_COUNT] = {"", " + bias", " + bias, gelu (aux out)",
+                                                          " * gelu'(aux)"};
+
 /* "[2 x] 64x32 @ 32x16 (trans_a 0, trans_b 1)" */
 static void shape_text(const tandem_gemm_desc *g, char *buf, size_t cap) {
     snprintf(buf, cap, "%sbatch %lld: [%lld x %lld]%s @ [%lld x %lld]%s -> [%lld x %lld]%s",
              g->a_type == TANDEM_BF16 ? "bf16 " : g->tf32 ? "tf32 " : "", (long long)g->batch,
              (long long)(g->trans_a ? g->k : g->m), (long long)(g->trans_a ? g->m : g->k), g->trans_a ? "^T" : "",
              (long long)(g->trans_b ? g->n : g->k), (long long)(g->trans_b ? g->k : g->n), g->trans_b ? "^T" : "",
-             (long long)g->m, (long long)g->n, g->epilogue == TANDEM_GEMM_EPI_BIAS ? " + bias" : "");
+             (long long)g->m, (long long)g->n, epi_text[g->epilogue < TANDEM_GEMM_EPI_COUNT ? g->epilogue : 0]);
 }
 
 #define LT_TRY(call, args, g)                                                             \
@@ -176,6 +184,7 @@ struct tandem_cuda_gemm_plan {
     cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
     cublasLtMatmulAlgo_t algo[LT_TIERS];
     int have[LT_TIERS];                /* the heuristic found one for this tier */
+    int fatbin;                        /* cuBLASLt cannot take this epilogue's shape: the fatbin GEMM */
 };
 
 static uint32_t elem_bytes(tandem_dtype t) { return t == TANDEM_BF16 ? 2u : 4u; }
@@ -185,7 +194,7 @@ static void tier_prefs(const tandem_gemm_desc *g, int t, uint32_t al[4]) {
     uint32_t T = lt_tier_align[t];
     al[0] = T ? T : elem_bytes(g->b_type);
     al[1] = T ? T : elem_bytes(g->a_type);
-    al[2] = al[3] = T ? T : 4u;
+    al[2] = al[3] = T ? T : elem_bytes(g->c_type); /* D's also the aux matrix's */
 }
 
 /* Alignment of operand p (capped at 256): the address and, batched, every item's address. */
@@ -234,6 +243,13 @@ static tandem_status make_layout(cublasLtMatrixLayout_t *l, tandem_dtype type, i
 /* The heuristic's best algorithm for plan p with alignment preferences al (A, B, C, D). */
 static tandem_status lt_heuristic(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p,
                                   const uint32_t al[4], cublasLtMatmulAlgo_t *algo, int *have) {
+    if (tandem_gemm_epi_has_aux(g->epilogue)) {
+        /* the heuristic reads the aux pointer's value for its alignment (documented under
+         * EPILOGUE_AUX_POINTER): a stand-in address with D's alignment for this tier; each call
+         * sets the real one, which the tier choice holds to the same alignment */
+        const void *aux = (const void *)(uintptr_t)al[3];
+        LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), g);
+    }
     cublasLtMatmulPreference_t pref = NULL;
     LT_TRY(cublasLtMatmulPreferenceCreate, (&pref), g);
     uint64_t ws = TANDEM_CUDA_LT_WORKSPACE;
@@ -271,6 +287,29 @@ static tandem_status lt_heuristic(tandem_cuda_dev *d, const tandem_gemm_desc *g,
     return TANDEM_OK;
 }
 
+/* The epilogue into plan p's descriptor. Our C's columns are cuBLASLt's D rows: a bias [n] of
+ * D's type, added after alpha and beta; the aux matrix laid out as D (leading dimension n, batch
+ * stride stride_c), of D's type. The pointers are set per call. */
+static tandem_status lt_epilogue(const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p) {
+    static const uint32_t lt_epi[TANDEM_GEMM_EPI_COUNT] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS,
+                                                           CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUBLASLT_EPILOGUE_DGELU};
+    if (g->epilogue == TANDEM_GEMM_EPI_NONE) return TANDEM_OK;
+    LT_TRY(cublasLtMatmulDescSetAttribute,
+           (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epi[g->epilogue], sizeof lt_epi[g->epilogue]), g);
+    if (!tandem_gemm_epi_has_aux(g->epilogue)) return TANDEM_OK;
+    const int64_t ld = g->n, stride = g->stride_c;
+    LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld), g);
+    if (g->batch > 1)
+        LT_TRY(cublasLtMatmulDescSetAttribute,
+               (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &stride, sizeof stride), g);
+    return TANDEM_OK;
+}
+
+/* cuBLASLt documents EPILOGUE_AUX_LD and _BATCH_STRIDE as multiples of 8 elements. */
+static int lt_takes_epilogue(const tandem_gemm_desc *g) {
+    return !tandem_gemm_epi_has_aux(g->epilogue) || (g->n % 8 == 0 && (g->batch == 1 || g->stride_c % 8 == 0));
+}
+
 static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p) {
     /* TF32 (tensor cores) for f32 operands when asked; bf16 operands always accumulate in f32 */
     const cublasComputeType_t ct = g->tf32 && g->a_type == TANDEM_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -279,18 +318,13 @@ static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tand
     int32_t tb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), g);
     LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), g);
-    if (g->epilogue == TANDEM_GEMM_EPI_BIAS) {
-        /* our C's columns are cuBLASLt's D rows: a bias [n] of D's type (f32, the default bias
-         * type for an f32 D), added after alpha and beta; the pointer is set per call */
-        uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
-        LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), g);
-    }
+    TANDEM_TRY(lt_epilogue(g, p));
     /* our B stored row-major [k, n] (or [n, k] transposed) = column-major [n, k] (or [k, n]) */
     TANDEM_TRY(make_layout(&p->la, g->b_type, g->trans_b ? g->k : g->n, g->trans_b ? g->n : g->k, g->batch,
                            g->stride_b, g));
     TANDEM_TRY(make_layout(&p->lb, g->a_type, g->trans_a ? g->m : g->k, g->trans_a ? g->k : g->m, g->batch,
                            g->stride_a, g));
-    TANDEM_TRY(make_layout(&p->lc, TANDEM_F32, g->n, g->m, g->batch, g->stride_c, g));
+    TANDEM_TRY(make_layout(&p->lc, g->c_type, g->n, g->m, g->batch, g->stride_c, g));
     int any = 0;
     for (int t = 0; t < LT_TIERS; t++) {
         uint32_t al[4];
@@ -298,7 +332,7 @@ static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tand
         /* a batch stride the tier's alignment does not divide: no pointer can satisfy it */
         if (g->batch > 1 && (operand_align(0, g->stride_b, g->b_type, 2) < al[0] ||
                              operand_align(0, g->stride_a, g->a_type, 2) < al[1] ||
-                             operand_align(0, g->stride_c, TANDEM_F32, 2) < al[2]))
+                             operand_align(0, g->stride_c, g->c_type, 2) < al[2]))
             continue;
         TANDEM_TRY(lt_heuristic(d, g, p, al, &p->algo[t], &p->have[t]));
         any |= p->have[t];
@@ -363,13 +397,14 @@ tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_des
     shape_text(g, shp, sizeof shp);
     if (g->m < 1 || g->n < 1 || g->k < 1 || g->batch < 1)
         return tandem_fail(TANDEM_E_INVALID, "cuda GEMM %s: every dimension must be >= 1", shp);
-    if (g->c_type != TANDEM_F32 || g->a_type != g->b_type ||
-        (g->a_type != TANDEM_F32 && g->a_type != TANDEM_BF16))
+    if (g->a_type != g->b_type || (g->a_type != TANDEM_F32 && g->a_type != TANDEM_BF16) ||
+        (g->c_type != TANDEM_F32 && (g->c_type != TANDEM_BF16 || g->a_type != TANDEM_BF16)))
         return tandem_fail(TANDEM_E_UNSUPPORTED,
                            "cuda GEMM %s: types A %s, B %s, C %s; expected A and B both f32 or both "
-                           "bf16, and C f32", shp, tandem_dtype_name(g->a_type),
+                           "bf16, and C f32 (or bf16 with bf16 A and B)", shp, tandem_dtype_name(g->a_type),
                            tandem_dtype_name(g->b_type), tandem_dtype_name(g->c_type));
-    if (!d->lt && (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX))
+    const int fatbin = !d->lt || !lt_takes_epilogue(g);
+    if (fatbin && (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX))
         return tandem_fail(TANDEM_E_UNSUPPORTED, "cuda GEMM %s: the fatbin GEMM takes dimensions up to %d", shp,
                            INT_MAX);
     if (d->lt && g->batch > INT32_MAX)
@@ -386,7 +421,8 @@ tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_des
             tandem_cuda_gemm_plan *p = &d->gemm_plans[d->gemm_count];
             memset(p, 0, sizeof *p);
             p->key = *g;
-            if (d->lt) st = lt_plan(d, g, p);
+            p->fatbin = fatbin;
+            if (!fatbin) st = lt_plan(d, g, p);
             if (st == TANDEM_OK)
                 d->gemm_count++;
             else
@@ -397,19 +433,112 @@ tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_des
     return st;
 }
 
-/* cublasLtMatmul with the BIAS epilogue: the call's bias pointer into plan p's descriptor, then
- * the enqueue (the caller holds the device's GEMM lock). */
-static tandem_status lt_matmul_bias(tandem_cuda_dev *d, const tandem_cuda_stream_impl *si,
-                                    const tandem_cuda_gemm_plan *p, int t, const tandem_gemm_desc *g,
-                                    float alpha, tandem_dptr a, tandem_dptr b, float beta, tandem_dptr c) {
-    const void *bias = (const void *)(uintptr_t)g->bias;
-    LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), g);
+/* cublasLtMatmul with an epilogue's pointers: the call's bias and aux pointers into plan p's
+ * descriptor, then the enqueue (the caller holds the device's GEMM lock: the descriptor is
+ * shared, so two streams cannot swap pointers between the set and the enqueue). */
+static tandem_status lt_matmul(tandem_cuda_dev *d, const tandem_cuda_stream_impl *si, const tandem_cuda_gemm_plan *p,
+                               int t, const tandem_gemm_desc *g, float alpha, tandem_dptr a, tandem_dptr b,
+                               float beta, tandem_dptr c) {
+    const void *bias = (const void *)(uintptr_t)g->bias, *aux = (const void *)(uintptr_t)g->aux;
+    if (tandem_gemm_epi_has_bias(g->epilogue))
+        LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), g);
+    if (tandem_gemm_epi_has_aux(g->epilogue))
+        LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), g);
     LT_TRY(cublasLtMatmul,
            ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la, (const void *)(uintptr_t)a,
             p->lb, &beta, (const void *)(uintptr_t)c, p->lc, (void *)(uintptr_t)c, p->lc, &p->algo[t],
             (void *)(uintptr_t)si->lt_workspace, si->lt_workspace ? TANDEM_CUDA_LT_WORKSPACE : 0, si->cs),
            g);
     return TANDEM_OK;
+}
+
+/* The first alignment tier plan p has an algorithm for that these pointers satisfy (cuBLASLt's
+ * A is our b, its B our a; the aux matrix is held to D's), else LT_TIERS. have: what they have. */
+static int lt_tier(const tandem_cuda_gemm_plan *p, const tandem_gemm_desc *g, tandem_dptr a, tandem_dptr b,
+                   tandem_dptr c, uint32_t have[4]) {
+    have[0] = operand_align(b, g->stride_b, g->b_type, g->batch);
+    have[1] = operand_align(a, g->stride_a, g->a_type, g->batch);
+    have[2] = have[3] = operand_align(c, g->stride_c, g->c_type, g->batch);
+    if (tandem_gemm_epi_has_aux(g->epilogue)) {
+        const uint32_t x = operand_align(g->aux, g->stride_c, g->c_type, g->batch);
+        if (x < have[3]) have[3] = x;
+    }
+    for (int t = 0; t < LT_TIERS; t++) {
+        uint32_t al[4];
+        tier_prefs(g, t, al);
+        if (p->have[t] && have[0] >= al[0] && have[1] >= al[1] && have[2] >= al[2] && have[3] >= al[3]) return t;
+    }
+    return LT_TIERS;
+}
+
+static tandem_status lt_gemm(tandem_cuda_dev *d, tandem_stream *s, const tandem_cuda_gemm_plan *p,
+                             const tandem_gemm_desc *g, float alpha, tandem_dptr a, tandem_dptr b, float beta,
+                             tandem_dptr c) {
+    const tandem_cuda_stream_impl *si = s->impl;
+    uint32_t have[4];
+    const int t = lt_tier(p, g, a, b, c, have);
+    if (t == LT_TIERS) {
+        char shp[160];
+        shape_text(g, shp, sizeof shp);
+        return tandem_fail(TANDEM_E_INVALID,
+                           "cuda GEMM %s on device %d: A %#llx, B %#llx, C %#llx are %u/%u/%u-byte aligned "
+                           "(aux %u; with their batch strides); cuBLASLt has no algorithm for that (element "
+                           "alignment at least)",
+                           shp, d->ordinal, (unsigned long long)a, (unsigned long long)b, (unsigned long long)c,
+                           have[1], have[0], have[2], have[3]);
+    }
+    if (g->epilogue == TANDEM_GEMM_EPI_NONE) {
+        LT_TRY(cublasLtMatmul,
+               ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la,
+                (const void *)(uintptr_t)a, p->lb, &beta, (const void *)(uintptr_t)c, p->lc, (void *)(uintptr_t)c,
+                p->lc, &p->algo[t], (void *)(uintptr_t)si->lt_workspace, si->lt_workspace ? TANDEM_CUDA_LT_WORKSPACE : 0,
+                si->cs),
+               g);
+        return TANDEM_OK;
+    }
+    tandem_mutex_lock(&d->gemm_lock);
+    tandem_status st = lt_matmul(d, si, p, t, g, alpha, a, b, beta, c);
+    tandem_mutex_unlock(&d->gemm_lock);
+    return st;
+}
+
+/* The fatbin's GEMM: f32 or bf16 operands; C, the bias and aux of C's type. */
+static tandem_status fatbin_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha, tandem_dptr a,
+                                 tandem_dptr b, float beta, tandem_dptr c) {
+    static const int kepi[TANDEM_GEMM_EPI_COUNT] = {TANDEM_K_GEMM_EPI_NONE, TANDEM_K_GEMM_EPI_NONE,
+                                                    TANDEM_K_GEMM_EPI_GELU_AUX, TANDEM_K_GEMM_EPI_DGELU};
+    const int bf16_c = g->c_type == TANDEM_BF16;
+    tandem_k_gemm_bf16_args x; /* the superset; gemm_f32's fields are its leading ones */
+    memset(&x, 0, sizeof x);
+    x.a = (const tandem_bf16 *)(uintptr_t)a;
+    x.b = (const tandem_bf16 *)(uintptr_t)b;
+    x.m = (int)g->m, x.n = (int)g->n, x.k = (int)g->k, x.batch = (int)g->batch;
+    x.trans_a = g->trans_a, x.trans_b = g->trans_b;
+    x.stride_a = g->stride_a, x.stride_b = g->stride_b, x.stride_c = g->stride_c;
+    x.alpha = alpha, x.beta = beta;
+    x.epi = kepi[g->epilogue];
+    if (bf16_c) {
+        x.c16 = (tandem_bf16 *)(uintptr_t)c;
+        x.bias16 = (const tandem_bf16 *)(uintptr_t)g->bias;
+        x.aux16 = (tandem_bf16 *)(uintptr_t)g->aux;
+    } else {
+        x.c = (float *)(uintptr_t)c;
+        x.bias = (const float *)(uintptr_t)g->bias;
+        x.aux = (float *)(uintptr_t)g->aux;
+    }
+    tandem_launch_dims dims;
+    if (g->a_type == TANDEM_BF16) {
+        tandem_kernel_table[TANDEM_KID_gemm_bf16].geom(&x, &dims);
+        return tandem_cuda_launch(s, TANDEM_KID_gemm_bf16, &dims, &x, sizeof x);
+    }
+    tandem_k_gemm_f32_args f;
+    memset(&f, 0, sizeof f);
+    f.a = (const float *)(uintptr_t)a, f.b = (const float *)(uintptr_t)b, f.c = x.c;
+    f.m = x.m, f.n = x.n, f.k = x.k, f.batch = x.batch, f.trans_a = x.trans_a, f.trans_b = x.trans_b;
+    f.stride_a = x.stride_a, f.stride_b = x.stride_b, f.stride_c = x.stride_c;
+    f.alpha = alpha, f.beta = beta, f.bias = x.bias, f.epi = x.epi, f.aux = x.aux;
+    tandem_kernel_table[TANDEM_KID_gemm_f32].geom(&f, &dims);
+    return tandem_cuda_launch(s, TANDEM_KID_gemm_f32, &dims, &f, sizeof f);
 }
 
 tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha, tandem_dptr a,
@@ -427,70 +556,6 @@ tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, floa
                            d->ordinal, shp);
     }
     TANDEM_TRY(tandem_cuda_make_current(d));
-    if (d->lt) {
-        const tandem_cuda_stream_impl *si = s->impl;
-        /* the first tier these pointers satisfy: cuBLASLt's A is our b, its B our a */
-        const uint32_t have[4] = {operand_align(b, g->stride_b, g->b_type, g->batch),
-                                  operand_align(a, g->stride_a, g->a_type, g->batch),
-                                  operand_align(c, g->stride_c, TANDEM_F32, g->batch),
-                                  operand_align(c, g->stride_c, TANDEM_F32, g->batch)};
-        int t = 0;
-        for (; t < LT_TIERS; t++) {
-            uint32_t al[4];
-            tier_prefs(g, t, al);
-            if (p->have[t] && have[0] >= al[0] && have[1] >= al[1] && have[2] >= al[2]) break;
-        }
-        if (t == LT_TIERS) {
-            char shp[160];
-            shape_text(g, shp, sizeof shp);
-            return tandem_fail(TANDEM_E_INVALID,
-                               "cuda GEMM %s on device %d: A %#llx, B %#llx, C %#llx are %u/%u/%u-byte aligned "
-                               "(with their batch strides); cuBLASLt has no algorithm for that (element "
-                               "alignment at least)",
-                               shp, d->ordinal, (unsigned long long)a, (unsigned long long)b, (unsigned long long)c,
-                               have[1], have[0], have[2]);
-        }
-        if (g->epilogue == TANDEM_GEMM_EPI_BIAS) {
-            /* the plan's descriptor is shared: its bias pointer and the enqueue that reads it
-             * happen under the lock, so two streams cannot swap biases */
-            tandem_mutex_lock(&d->gemm_lock);
-            tandem_status st = lt_matmul_bias(d, si, p, t, g, alpha, a, b, beta, c);
-            tandem_mutex_unlock(&d->gemm_lock);
-            return st;
-        }
-        LT_TRY(cublasLtMatmul,
-               ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la,
-                (const void *)(uintptr_t)a, p->lb, &beta, (const void *)(uintptr_t)c, p->lc, (void *)(uintptr_t)c,
-                p->lc, &p->algo[t], (void *)(uintptr_t)si->lt_workspace, si->lt_workspace ? TANDEM_CUDA_LT_WORKSPACE : 0,
-                si->cs),
-               g);
-        return TANDEM_OK;
-    }
-    /* The fatbin's GEMM: f32 or bf16 operands, the same argument layout otherwise. */
-#define FALLBACK_GEMM(KID, ARGS, ELEM)                                                    \
-    do {                                                                                  \
-        ARGS args;                                                                        \
-        memset(&args, 0, sizeof args);                                                    \
-        args.a = (const ELEM *)(uintptr_t)a;                                              \
-        args.b = (const ELEM *)(uintptr_t)b;                                              \
-        args.c = (float *)(uintptr_t)c;                                                   \
-        args.m = (int)g->m;                                                               \
-        args.n = (int)g->n;                                                               \
-        args.k = (int)g->k;                                                               \
-        args.batch = (int)g->batch;                                                       \
-        args.trans_a = g->trans_a;                                                        \
-        args.trans_b = g->trans_b;                                                        \
-        args.stride_a = g->stride_a;                                                      \
-        args.stride_b = g->stride_b;                                                      \
-        args.stride_c = g->stride_c;                                                      \
-        args.alpha = alpha;                                                               \
-        args.beta = beta;                                                                 \
-        args.bias = (const float *)(uintptr_t)g->bias;                                    \
-        tandem_launch_dims dims;                                                          \
-        tandem_kernel_table[KID].geom(&args, &dims);                                      \
-        return tandem_cuda_launch(s, KID, &dims, &args, sizeof args);                     \
-    } while (0)
-    if (g->a_type == TANDEM_BF16) FALLBACK_GEMM(TANDEM_KID_gemm_bf16, tandem_k_gemm_bf16_args, tandem_bf16);
-    FALLBACK_GEMM(TANDEM_KID_gemm_f32, tandem_k_gemm_f32_args, float);
-#undef FALLBACK_GEMM
+    if (!p->fatbin) return lt_gemm(d, s, p, g, alpha, a, b, beta, c);
+    return fatbin_gemm(s, g, alpha, a, b, beta, c);
 }

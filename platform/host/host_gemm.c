@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/registry.h"
 #include "platform/host/host_pool.h"
 #include "platform/os/log.h"
 
@@ -46,8 +47,10 @@ static tandem_status check_desc(const tandem_gemm_desc *d, const float *a, const
     if ((!empty_c && !c) || (!empty_ab && (!a || !b)))
         return tandem_fail(TANDEM_E_INVALID, "host gemm: NULL matrix pointer (a=%p b=%p c=%p)",
                            (const void *)a, (const void *)b, (const void *)c);
-    if (d->epilogue == TANDEM_GEMM_EPI_BIAS && !d->bias && !empty_c)
-        return tandem_fail(TANDEM_E_INVALID, "host gemm: epilogue BIAS without a bias pointer");
+    if (tandem_gemm_epi_has_bias(d->epilogue) && !d->bias && !empty_c)
+        return tandem_fail(TANDEM_E_INVALID, "host gemm: epilogue %d without a bias pointer", (int)d->epilogue);
+    if (tandem_gemm_epi_has_aux(d->epilogue) && !d->aux && !empty_c)
+        return tandem_fail(TANDEM_E_INVALID, "host gemm: epilogue %d without an aux pointer", (int)d->epilogue);
     return TANDEM_OK;
 }
 
@@ -155,7 +158,7 @@ typedef struct split_job {
 
 /* The epilogue (device.h) on rows [0, rows) of C, [rows, n], while they are in cache. */
 static void epilogue_rows(const tandem_gemm_desc *d, float *c, int64_t rows) {
-    if (d->epilogue != TANDEM_GEMM_EPI_BIAS) return;
+    if (!tandem_gemm_epi_has_bias(d->epilogue)) return;
     const float *bias = (const float *)(uintptr_t)d->bias; /* [n] */
     for (int64_t i = 0; i < rows; i++)
         for (int64_t jj = 0; jj < d->n; jj++) c[i * d->n + jj] += bias[jj];
@@ -207,6 +210,33 @@ static void run_split(const tandem_gemm_desc *d, float alpha, const float *a, co
     tandem_host_parallel_for(blocks, (blocks + threads - 1) / threads, run_blocks, &j);
 }
 
+/* The checked, non-empty GEMM d with its whole epilogue. GELU: the product (+ bias) goes into
+ * aux, then the GELU kernels' host implementations run over each item (kernels/layers.h: the
+ * same function, the same bits as a separate gelu_fwd / gelu_bwd pass). */
+static void run_epilogue(const tandem_gemm_desc *d, float alpha, const float *a, const float *b,
+                         float beta, float *c, part_fn run) {
+    float *aux = (float *)(uintptr_t)d->aux; /* [batch, m, n] laid out as C */
+    const int64_t items = d->batch, n = d->m * d->n;
+    if (d->epilogue != TANDEM_GEMM_EPI_GELU_AUX_BIAS) {
+        run_split(d, alpha, a, b, beta, c, run);
+    } else {
+        if (beta != 0.0f) /* beta C is part of the pre-activation */
+            for (int64_t z = 0; z < items; z++) memcpy(aux + z * d->stride_c, c + z * d->stride_c, (size_t)n * 4);
+        run_split(d, alpha, a, b, beta, aux, run);
+        for (int64_t z = 0; z < items; z++) {
+            const tandem_k_gelu_fwd_args g = {aux + z * d->stride_c, c + z * d->stride_c, NULL, n};
+            tandem_k_gelu_fwd_host(&g);
+        }
+        return;
+    }
+    if (d->epilogue != TANDEM_GEMM_EPI_DGELU) return;
+    for (int64_t z = 0; z < items; z++) {
+        float *cz = c + z * d->stride_c;
+        const tandem_k_gelu_bwd_args g = {cz, aux + z * d->stride_c, cz, NULL, n};
+        tandem_k_gelu_bwd_host(&g);
+    }
+}
+
 /* The blocked GEMM of one part, packing on this thread's stack (no allocation after commit). */
 static void blocked_part(const gemm_part *g, float alpha, const float *a, const float *b,
                          float beta, float *c) {
@@ -218,7 +248,7 @@ tandem_status tandem_host_gemm_blocked(const tandem_gemm_desc *d, float alpha, c
                                        const float *b, float beta, float *c) {
     TANDEM_TRY(check_desc(d, a, b, c));
     if (d->m == 0 || d->n == 0 || d->batch == 0) return TANDEM_OK;
-    run_split(d, alpha, a, b, beta, c, blocked_part);
+    run_epilogue(d, alpha, a, b, beta, c, blocked_part);
     return TANDEM_OK;
 }
 
@@ -245,7 +275,7 @@ tandem_status tandem_host_gemm(const tandem_gemm_desc *d, float alpha, const flo
     if (d->k == 0 || !fits_int(d->m) || !fits_int(d->n) || !fits_int(d->k) || !fits_int(lda) ||
         !fits_int(ldb))
         return tandem_host_gemm_blocked(d, alpha, a, b, beta, c);
-    run_split(d, alpha, a, b, beta, c, cblas_part);
+    run_epilogue(d, alpha, a, b, beta, c, cblas_part);
     return TANDEM_OK;
 #else
     return tandem_host_gemm_blocked(d, alpha, a, b, beta, c);

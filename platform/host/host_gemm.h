@@ -21,7 +21,8 @@
 /* For b < d->batch: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b], where
  * A[b] = a + b * d->stride_a is [m, k] ([k, m] when trans_a), B[b] is [k, n] ([n, k] when
  * trans_b) and C[b] is [m, n]; all dense row-major; then d's epilogue (device.h: EPI_BIAS adds
- * d->bias [n] to every row). TANDEM_E_INVALID on a bad descriptor. */
+ * d->bias [n] to every row; GELU_AUX_BIAS writes that into d->aux and gelu of it into C; DGELU
+ * multiplies C by gelu'(d->aux); aux laid out as C). TANDEM_E_INVALID on a bad descriptor. */
 tandem_status tandem_host_gemm(const tandem_gemm_desc *d, float alpha, const float *a,
                                const float *b, float beta, float *c);
 

@@ -89,7 +89,9 @@ static void rec_copy(const tandem_stream *s, tandem_rec_kind kind, size_t bytes)
 void tandem_dev_gemm_cost(const tandem_gemm_desc *g, float beta, tandem_kernel_cost *c) {
     tandem_kcost_gemm(c, g->m, g->n, g->k, g->batch, g->stride_a, g->stride_b,
                       (double)tandem_dtype_size(g->a_type), beta);
-    if (g->epilogue == TANDEM_GEMM_EPI_BIAS) c->bytes_read += 4.0 * (double)g->n; /* the bias */
+    tandem_kcost_gemm_epi(c, g->m, g->n, g->batch, beta, (double)tandem_dtype_size(g->c_type),
+                          tandem_gemm_epi_has_bias(g->epilogue), g->epilogue == TANDEM_GEMM_EPI_GELU_AUX_BIAS,
+                          g->epilogue == TANDEM_GEMM_EPI_DGELU);
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -233,9 +235,9 @@ static tandem_status check_desc(const char *op, const tandem_gemm_desc *g) {
                            "%s: bad shape m=%" PRId64 " n=%" PRId64 " k=%" PRId64
                            " batch=%" PRId64 "; expected m, n, k >= 0, batch >= 1 and strides "
                            ">= 0", op, g->m, g->n, g->k, g->batch);
-    if (g->epilogue != TANDEM_GEMM_EPI_NONE && g->epilogue != TANDEM_GEMM_EPI_BIAS)
-        return tandem_fail(TANDEM_E_INVALID, "%s: epilogue %d; expected TANDEM_GEMM_EPI_NONE (0) or "
-                           "TANDEM_GEMM_EPI_BIAS (1)", op, (int)g->epilogue);
+    if ((int)g->epilogue < 0 || (int)g->epilogue >= TANDEM_GEMM_EPI_COUNT)
+        return tandem_fail(TANDEM_E_INVALID, "%s: epilogue %d; expected a tandem_gemm_epilogue (0..%d)",
+                           op, (int)g->epilogue, TANDEM_GEMM_EPI_COUNT - 1);
     return TANDEM_OK;
 }
 
@@ -283,9 +285,44 @@ static tandem_dptr view_addr(tandem_view v) {
            (tandem_dptr)v.off * tandem_dtype_size(tandem_tensor_dtype(v.t));
 }
 
+/* Whether views x and y, extents xn and yn elements, share bytes (views of one tensor). */
+static int views_overlap(tandem_view x, int64_t xn, tandem_view y, int64_t yn) {
+    if (x.t != y.t) return 0; /* pool tensors never share bytes */
+    return x.off < y.off + yn && y.off < x.off + xn;
+}
+
+/* The epilogue's operands: given exactly when the epilogue takes them, of C's type, the aux
+ * matrix laid out as C and apart from it; their addresses into run. */
+static tandem_status check_epilogue(const tandem_gemm_desc *g, const tandem_stream *s, tandem_view c,
+                                    const tandem_view *bias, const tandem_view *aux, tandem_gemm_desc *run) {
+    const int need_bias = tandem_gemm_epi_has_bias(g->epilogue), need_aux = tandem_gemm_epi_has_aux(g->epilogue);
+    if (need_bias != (bias != NULL) || need_aux != (aux != NULL))
+        return tandem_fail(TANDEM_E_INVALID,
+                           "GEMM m=%" PRId64 " n=%" PRId64 ": epilogue %d %s %s; call tandem_dev_gemm_epi with "
+                           "a bias for TANDEM_GEMM_EPI_BIAS, tandem_dev_gemm_aux with an aux matrix (and a bias "
+                           "for GELU_AUX_BIAS) for the GELU epilogues, tandem_dev_gemm otherwise", g->m, g->n,
+                           (int)g->epilogue, need_bias != (bias != NULL) ? (bias ? "was given" : "lacks")
+                                                                          : (aux ? "was given" : "lacks"),
+                           need_bias != (bias != NULL) ? "a bias" : "an aux matrix");
+    run->bias = run->aux = 0;
+    if (bias) {
+        TANDEM_TRY(check_operand(g, "bias", s, *bias, g->c_type, g->n, 0));
+        run->bias = view_addr(*bias);
+    }
+    if (aux) {
+        const int64_t extent = (g->batch - 1) * g->stride_c + g->m * g->n;
+        TANDEM_TRY(check_operand(g, "aux", s, *aux, g->c_type, g->m * g->n, g->stride_c));
+        if (views_overlap(*aux, extent, c, extent))
+            return tandem_fail(TANDEM_E_INVALID, "GEMM m=%" PRId64 " n=%" PRId64 ": the aux matrix overlaps C in "
+                               "'%s'; expected separate storage", g->m, g->n, tandem_tensor_name(c.t));
+        run->aux = view_addr(*aux);
+    }
+    return TANDEM_OK;
+}
+
 static tandem_status gemm_run(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                               tandem_view a, tandem_view b, float beta, tandem_view c,
-                              const tandem_view *bias) {
+                              const tandem_view *bias, const tandem_view *aux) {
     static const char op[] = "GEMM";
     TANDEM_TRY(check_stream(op, s));
     if (!g) return tandem_fail(TANDEM_E_INVALID, "%s: descriptor is NULL", op);
@@ -294,21 +331,11 @@ static tandem_status gemm_run(tandem_stream *s, const tandem_gemm_desc *g, float
                            s->dev->ops->name);
     if (g->m == 0 || g->n == 0 || g->batch == 0) return TANDEM_OK; /* nothing to compute */
     TANDEM_TRY(check_desc(op, g));
-    if ((g->epilogue == TANDEM_GEMM_EPI_BIAS) != (bias != NULL))
-        return tandem_fail(TANDEM_E_INVALID,
-                           "%s m=%" PRId64 " n=%" PRId64 ": epilogue %d %s a bias; call "
-                           "tandem_dev_gemm_epi with a bias for TANDEM_GEMM_EPI_BIAS, "
-                           "tandem_dev_gemm otherwise", op, g->m, g->n, (int)g->epilogue,
-                           bias ? "was given" : "lacks");
     TANDEM_TRY(check_operand(g, "A", s, a, g->a_type, g->m * g->k, g->stride_a));
     TANDEM_TRY(check_operand(g, "B", s, b, g->b_type, g->k * g->n, g->stride_b));
     TANDEM_TRY(check_operand(g, "C", s, c, g->c_type, g->m * g->n, g->stride_c));
     tandem_gemm_desc run = *g;
-    run.bias = 0;
-    if (bias) {
-        TANDEM_TRY(check_operand(g, "bias", s, *bias, TANDEM_F32, g->n, 0));
-        run.bias = view_addr(*bias);
-    }
+    TANDEM_TRY(check_epilogue(g, s, c, bias, aux, &run));
     tandem_rec_entry *e = rec_slot(s, TANDEM_REC_GEMM);
     if (e) {
         e->gemm = run;
@@ -322,13 +349,19 @@ static tandem_status gemm_run(tandem_stream *s, const tandem_gemm_desc *g, float
 
 tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                               tandem_view a, tandem_view b, float beta, tandem_view c) {
-    return gemm_run(s, g, alpha, a, b, beta, c, NULL);
+    return gemm_run(s, g, alpha, a, b, beta, c, NULL, NULL);
 }
 
 tandem_status tandem_dev_gemm_epi(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                                   tandem_view a, tandem_view b, float beta, tandem_view c,
                                   tandem_view bias) {
-    return gemm_run(s, g, alpha, a, b, beta, c, &bias);
+    return gemm_run(s, g, alpha, a, b, beta, c, &bias, NULL);
+}
+
+tandem_status tandem_dev_gemm_aux(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
+                                  tandem_view a, tandem_view b, float beta, tandem_view c,
+                                  const tandem_view *bias, tandem_view aux) {
+    return gemm_run(s, g, alpha, a, b, beta, c, bias, &aux);
 }
 
 /* ---- launches ------------------------------------------------------------------------------ */

@@ -88,12 +88,18 @@ tandem_status tandem_dev_gemm_prepare(tandem_device *dev, const tandem_gemm_desc
 /* C = alpha op(A) op(B) + beta C in the row-major convention of tandem_gemm_desc. */
 tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                               tandem_view a, tandem_view b, float beta, tandem_view c);
-/* The same with the descriptor's epilogue's operands: EPI_BIAS takes bias, an f32 view of n
- * elements (C[b, i, j] += bias[j] after alpha and beta); a descriptor without an epilogue
- * goes through tandem_dev_gemm. */
+/* The same with the descriptor's epilogue's operands (platform/device.h): EPI_BIAS takes bias,
+ * a view of n elements of C's type (C[b, i, j] += bias[j] after alpha and beta); a descriptor
+ * without an epilogue goes through tandem_dev_gemm. */
 tandem_status tandem_dev_gemm_epi(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                                   tandem_view a, tandem_view b, float beta, tandem_view c,
                                   tandem_view bias);
+/* The epilogues with an aux matrix: aux of C's type and layout (batch stride stride_c), apart
+ * from C. EPI_GELU_AUX_BIAS takes bias too (written: aux; then C), EPI_DGELU bias NULL (read:
+ * aux). */
+tandem_status tandem_dev_gemm_aux(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
+                                  tandem_view a, tandem_view b, float beta, tandem_view c,
+                                  const tandem_view *bias, tandem_view aux);
 
 /* Whether a launch of kernel_id with dims fits the device's per-block limits (shared memory):
  * for plans, before any launch. TANDEM_OK on backends without such limits. */

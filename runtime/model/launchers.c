@@ -68,10 +68,10 @@ tandem_status tandem_col_sum_acc(tandem_stream *s, const float *dy, float *db, i
     return TANDEM_LAUNCH(s, col_sum_acc, &a);
 }
 
-tandem_status tandem_col_sum_partial(tandem_stream *s, const float *dy, float *partial, int rows,
-                                     int d, int chunks) {
+tandem_status tandem_col_sum_partial(tandem_stream *s, const float *dy, const tandem_bf16 *dy16, float *partial,
+                                     int rows, int d, int chunks) {
     TANDEM_KARGS(col_sum_partial, a);
-    a.dy = dy, a.partial = partial, a.rows = rows, a.d = d, a.chunks = chunks;
+    a.dy = dy, a.dy16 = dy16, a.partial = partial, a.rows = rows, a.d = d, a.chunks = chunks;
     return TANDEM_LAUNCH(s, col_sum_partial, &a);
 }
 

@@ -50,10 +50,10 @@ tandem_status tandem_col_sum_acc(tandem_stream *s, const float *dy, float *db, i
 /* dst [B, Tt + Tm, d] = 0 on text rows, src [B, Tm, d] on mel rows (kernels/layers.h) */
 tandem_status tandem_mel_rows_pad(tandem_stream *s, const float *src, float *dst, int batch,
                                   int text_len, int mel_len, int d);
-/* partial [chunks, d] = column sums of dy's row chunks (kernels/layers.h); col_sum_acc over it
- * finishes db. */
-tandem_status tandem_col_sum_partial(tandem_stream *s, const float *dy, float *partial, int rows,
-                                     int d, int chunks);
+/* partial [chunks, d] = column sums of dy's (or, dy NULL, dy16's) row chunks (kernels/layers.h);
+ * col_sum_acc over it finishes db. */
+tandem_status tandem_col_sum_partial(tandem_stream *s, const float *dy, const tandem_bf16 *dy16, float *partial,
+                                     int rows, int d, int chunks);
 
 /* The sizes of the input sequence: B items of Tt text tokens then Tm mel positions. */
 typedef struct tandem_seq_dims {

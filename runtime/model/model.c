@@ -121,9 +121,23 @@ tandem_gemm_desc tandem_model_desc_linear(const tandem_model_dims *dm, int64_t r
     g.epilogue = TANDEM_GEMM_EPI_BIAS; /* + b in the GEMM: no bias pass over y */
     return g;
 }
+tandem_gemm_desc tandem_model_desc_mlp_fc(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                          int64_t out) {
+    tandem_gemm_desc g = tandem_model_desc_linear(dm, rows, in, out);
+    g.epilogue = TANDEM_GEMM_EPI_GELU_AUX_BIAS; /* g = GELU(f) and f in one pass, no gelu_fwd */
+    g.c_type = dm->bf16 ? TANDEM_BF16 : TANDEM_F32; /* g: a GEMM-only activation */
+    return g;
+}
 tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out) {
     return desc(dm, 0, 0, rows, in, out);
+}
+tandem_gemm_desc tandem_model_desc_mlp_proj_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                               int64_t out) {
+    tandem_gemm_desc g = desc(dm, 0, 0, rows, in, out);
+    g.epilogue = TANDEM_GEMM_EPI_DGELU; /* df = dg GELU'(f) in one pass, no gelu_bwd */
+    g.c_type = dm->bf16 ? TANDEM_BF16 : TANDEM_F32; /* df: the fc backward's GEMM operand */
+    return g;
 }
 tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out) {
@@ -161,12 +175,14 @@ static tandem_status prepare_class_gemms(tandem_model *m) {
         {N, d->ff, d->d},     /* MLP proj */
     };
     for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
-        tandem_gemm_desc g = tandem_model_desc_linear(d, lin[i][0], lin[i][1], lin[i][2]);
+        tandem_gemm_desc g = (i == 3 ? tandem_model_desc_mlp_fc : tandem_model_desc_linear)(
+            d, lin[i][0], lin[i][1], lin[i][2]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         g = tandem_model_desc_linear_dw(d, lin[i][0], lin[i][1], lin[i][2]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         if (i == 0) continue; /* the prenet's input is data: no dx */
-        g = tandem_model_desc_linear_dx(d, lin[i][0], lin[i][1], lin[i][2]);
+        g = (i == 4 ? tandem_model_desc_mlp_proj_dx : tandem_model_desc_linear_dx)(d, lin[i][0], lin[i][1],
+                                                                                  lin[i][2]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
     }
     const int64_t heads[2] = {d->group, d->r};
@@ -346,6 +362,9 @@ tandem_view tandem_model_weight(const tandem_model *m, int idx) {
 tandem_view tandem_model_param_view(const tandem_model *m, int idx) {
     return tandem_view_at(m->params, m->param[idx].offset);
 }
+tandem_view tandem_model_param_gemm(const tandem_model *m, int idx) {
+    return m->dims.bf16 ? tandem_view_at(m->wcopy, m->param[idx].offset) : tandem_model_param_view(m, idx);
+}
 tandem_view tandem_model_grad_view(const tandem_model *m, int idx) {
     return tandem_view_at(m->grads, m->param[idx].offset);
 }
@@ -358,7 +377,7 @@ tandem_status tandem_model_cast_weights(tandem_model *m, tandem_stream *s) {
     if (!m || !s) return tandem_fail(TANDEM_E_INVALID, "model cast weights: NULL argument");
     if (!m->dims.bf16) return TANDEM_OK;
     TANDEM_TRY(tandem_cast_f32_bf16(s, tandem_tensor_f32(m->params), tandem_tensor_bf16(m->wcopy),
-                                    m->decay_end));
+                                    m->n_flat));
     m->wcopy_stale = 0;
     return TANDEM_OK;
 }
@@ -421,7 +440,7 @@ static tandem_status declare_persistent(tandem_model *m, tandem_pool *pool) {
     decl_ctx pc = {pool, TANDEM_PERSISTENT, 0, 0};
     TANDEM_TRY(decl(&pc, &m->params, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.params"));
     if (d->bf16)
-        TANDEM_TRY(decl(&pc, &m->wcopy, TANDEM_BF16, 1, m->decay_end, 0, 0, 0, "model.weights_bf16"));
+        TANDEM_TRY(decl(&pc, &m->wcopy, TANDEM_BF16, 1, m->n_flat, 0, 0, 0, "model.weights_bf16"));
     if (!d->forward_only) {
         TANDEM_TRY(decl(&pc, &m->grads, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.grads"));
         TANDEM_TRY(decl(&pc, &m->adam_m, TANDEM_F32, 1, m->n_flat, 0, 0, 0, "model.adam_m"));
@@ -486,7 +505,8 @@ static tandem_status declare_layer(tandem_model *m, tandem_pool *pool, int l,
     TANDEM_TRY(decl(&c, &ly->h2, ga, 3, B, T, D, 0, "l%d.ln2", l));
     TANDEM_TRY(decl(&c, &ly->mean2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_mean", l));
     TANDEM_TRY(decl(&c, &ly->rstd2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_rstd", l));
-    TANDEM_TRY(decl(&c, &ly->f, TANDEM_F32, 3, B, T, d->ff, 0, "l%d.mlp_fc", l));
+    /* f: the GELU epilogue's aux output, of g's type (cuBLASLt's aux type is D's) */
+    TANDEM_TRY(decl(&c, &ly->f, ga, 3, B, T, d->ff, 0, "l%d.mlp_fc", l));
     return decl(&c, &ly->g, ga, 3, B, T, d->ff, 0, "l%d.mlp_act", l);
 }
 
@@ -552,7 +572,8 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
                     "model.ln_bwd_scratch"));
     c = per_step(pool, ph->lb_last, ph->lb0);
     TANDEM_TRY(decl(&c, &m->da, TANDEM_F32, 3, B, T, D, 0, "model.bwd_a"));
-    TANDEM_TRY(decl(&c, &m->dff, TANDEM_F32, 3, B, T, d->ff, 0, "model.bwd_ff"));
+    /* df: the DGELU epilogue's output, the fc backward's GEMM operand (its aux f's type) */
+    TANDEM_TRY(decl(&c, &m->dff, ph->ga, 3, B, T, d->ff, 0, "model.bwd_ff"));
     TANDEM_TRY(decl(&c, &m->dqkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.bwd_qkv"));
     const int fused = tandem_attention_fused(&m->attn);
     if (!fused) TANDEM_TRY(declare_materialised_bwd(m, &c));

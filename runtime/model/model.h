@@ -26,23 +26,26 @@
  *          at declare (the host backend trains in fp32: its GEMM takes f32 only, and a
  *          silent fallback would hide that the run is not the one configured).
  *     * Master weights, gradients and AdamW moments stay the flat f32 tensors above; the
- *       update is f32. The linear weights ([0, decay_end) of the flat parameters: exactly the
- *       GEMM weights) get a bf16 copy, wcopy [decay_end], cast once per update (right after
- *       AdamW) or, when stale (after init, or after a caller wrote params: see
- *       tandem_model_params_changed), at the next forward. Norms, biases and embeddings are
- *       read from the f32 masters.
- *     * Every GEMM takes bf16 A and B and accumulates in f32 into an f32 C (cuBLASLt
- *       CUDA_R_16BF layouts with CUBLAS_COMPUTE_32F; the fatbin's gemm_bf16 without it).
- *       Outputs stay f32 because every GEMM output feeds an f32 op (bias add, residual,
- *       softmax, GELU, loss) or is a parameter gradient (accumulated in f32).
+ *       update is f32. Every parameter gets a bf16 copy, wcopy [n_flat] (the GEMMs read the
+ *       linear weights, [0, decay_end), and the MLP fc bias from it), cast once per update
+ *       (right after AdamW) or, when stale (after init, or after a caller wrote params: see
+ *       tandem_model_params_changed), at the next forward. Norms, the other biases and
+ *       embeddings are read from the f32 masters.
+ *     * Every GEMM takes bf16 A and B and accumulates in f32 (cuBLASLt CUDA_R_16BF layouts
+ *       with CUBLAS_COMPUTE_32F; the fatbin's gemm_bf16 without it) into an f32 C, because
+ *       its output feeds an f32 op (residual, softmax, loss) or is a parameter gradient;
+ *       except the MLP's: the fc GEMM's GELU_AUX_BIAS epilogue writes g and its aux f in bf16
+ *       (with the fc bias from the bf16 copy: cuBLASLt's bias and aux types are D's), the
+ *       proj dx GEMM's DGELU epilogue reads f and writes df in bf16 (the fc backward's operand;
+ *       its bias gradient sums the bf16 df in f32).
  *     * Activations that only feed GEMMs are stored bf16: the prenet input, LN outputs
  *       (h1, h2, hf), q/k/v, attention probabilities p, heads merged (att), GELU outputs g.
  *       Their producers (prenet input, LayerNorm, qkv split, softmax, heads merge, GELU)
  *       compute in f32 and write the bf16 tensor themselves (an optional bf16 output,
  *       kernels/ktypes.h tandem_k_store2: the round-to-nearest-even a cast would apply to the
  *       same f32, so no cast pass and the same bits); softmax reads S from the f32 scores.
- *       Only the fused attention's qkv is still cast. The residual stream, the fc output f
- *       (GELU's backward input), LN statistics, heads outputs and losses stay f32.
+ *       Only the fused attention's qkv is still cast. The residual stream, LN statistics,
+ *       heads outputs and losses stay f32.
  *     * Backward: gradients are f32; where one is a GEMM operand (dy of every linear layer,
  *       dO and dS in attention) its bf16 copy goes into one scratch (gbf): written by the
  *       producer alongside the f32 (GELU's backward, the residual's add, the qkv merge; dO
@@ -262,7 +265,8 @@ typedef struct tandem_model {
     tandem_tensor *norm_partials; /* [partials of P] */
 
     /* bf16 mode only (NULL otherwise) */
-    tandem_tensor *wcopy;  /* [decay_end] bf16 persistent: copy of the linear weights */
+    tandem_tensor *wcopy;  /* [n_flat] bf16 persistent: copy of the parameters (the linear
+                              weights and the biases of bf16 GEMM outputs) */
     tandem_tensor *scores; /* [B, H, T, T] f32: S (softmax writes the bf16 p from it) */
     tandem_tensor *gbf;    /* [max(N*4d, B*H*T*T, N*r*80)] bf16: a gradient as GEMM operand */
     int wcopy_stale;       /* 1: params changed since the last cast into wcopy */
@@ -335,8 +339,11 @@ float *tandem_model_grad_f32(const tandem_model *m, int idx);
  * parameter's gradient. */
 tandem_view tandem_model_weight(const tandem_model *m, int idx);
 tandem_view tandem_model_grad_view(const tandem_model *m, int idx);
-/* A parameter's f32 master as a GEMM epilogue operand (a bias). */
+/* A parameter's f32 master as a GEMM epilogue operand (a bias of an f32 C). */
 tandem_view tandem_model_param_view(const tandem_model *m, int idx);
+/* A parameter in the GEMM operand type (a bias of a C in the model's precision: bf16 copy in
+ * bf16 mode, as cuBLASLt's bias type is D's). */
+tandem_view tandem_model_param_gemm(const tandem_model *m, int idx);
 
 /* The one place shapes follow a batch's class: dims.frames, mel_len, seq and the attention's
  * seq become those of `frames` (0: the declared frames), which must be the declared frames or
@@ -380,9 +387,15 @@ tandem_status tandem_model_grad_stage(const tandem_model *m, int k, tandem_model
 /* y [rows, out] = x [rows, in] W^T, W [out, in] */
 tandem_gemm_desc tandem_model_desc_linear(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                           int64_t out);
+/* The MLP fc: GELU_AUX_BIAS epilogue, C (g) and aux (f) in the model's precision. */
+tandem_gemm_desc tandem_model_desc_mlp_fc(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                          int64_t out);
 /* dx [rows, in] = dy [rows, out] W */
 tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out);
+/* The MLP proj's dx with the DGELU epilogue: df = (dy W) GELU'(f), in the model's precision. */
+tandem_gemm_desc tandem_model_desc_mlp_proj_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                               int64_t out);
 /* dW [out, in] += dy^T [out, rows] x [rows, in] */
 tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out);

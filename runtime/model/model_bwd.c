@@ -16,10 +16,14 @@
 #define F32(t) tandem_tensor_f32(t)
 #define VIEW(t) tandem_view_of(t)
 
-/* dy [n] (f32) as a GEMM operand: itself, or in bf16 mode its bf16 copy in gbf (cast there
- * unless its producer already wrote it: staged). */
+/* dy [n] as a GEMM operand: itself (f32 in fp32 mode; a bf16 dy is its own operand), or in bf16
+ * mode its bf16 copy in gbf (cast there unless its producer already wrote it: staged). */
 static tandem_status operand(tandem_model *m, tandem_stream *s, const tandem_tensor *dy, int64_t n,
                              int staged, tandem_view *out) {
+    if (tandem_tensor_dtype(dy) == TANDEM_BF16) {
+        *out = VIEW(dy);
+        return TANDEM_OK;
+    }
     if (m->dims.bf16 && staged) {
         *out = VIEW(m->gbf);
         return TANDEM_OK;
@@ -32,12 +36,15 @@ static tandem_bf16 *staged16(const tandem_model *m) {
     return m->dims.bf16 ? tandem_tensor_bf16(m->gbf) : NULL;
 }
 
-/* db [d] += colsum(dy [rows, d]) in two stages that fill the device (kernels/layers.h). */
+/* db [d] += colsum(dy [rows, d]) in two stages that fill the device (kernels/layers.h); dy f32, or
+ * bf16 where it exists only as a GEMM operand (the MLP's df in bf16 mode). */
 static tandem_status bias_grad(tandem_model *m, tandem_stream *s, const tandem_tensor *dy, int b,
                                int64_t rows, int64_t d) {
     const int chunks = tandem_col_sum_chunks((int)rows, (int)d);
     float *partial = F32(m->cs_partial);
-    TANDEM_TRY(tandem_col_sum_partial(s, F32(dy), partial, (int)rows, (int)d, chunks));
+    const int is16 = tandem_tensor_dtype(dy) == TANDEM_BF16;
+    TANDEM_TRY(tandem_col_sum_partial(s, is16 ? NULL : F32(dy), is16 ? tandem_tensor_bf16(dy) : NULL, partial,
+                                      (int)rows, (int)d, chunks));
     return tandem_col_sum_acc(s, partial, tandem_model_grad_f32(m, b), chunks, (int)d);
 }
 
@@ -56,6 +63,18 @@ static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b,
     if (!dx) return TANDEM_OK;
     g = tandem_model_desc_linear_dx(d, rows, in, out);
     return tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, w), 0.0f, VIEW(dx));
+}
+
+/* dff [N, 4d] = (dres [N, d] Wproj) GELU'(f): the proj's dx GEMM with the DGELU epilogue (aux:
+ * the forward's f), after linear_bwd used dres's operand for the proj's dW. */
+static tandem_status mlp_dgelu(tandem_model *m, tandem_stream *s, const tandem_model_layer *ly) {
+    const tandem_model_dims *d = &m->dims;
+    const int64_t N = (int64_t)d->batch * d->seq;
+    tandem_view dyo;
+    TANDEM_TRY(operand(m, s, m->dres, N * d->d, 1, &dyo));
+    const tandem_gemm_desc g = tandem_model_desc_mlp_proj_dx(d, N, d->ff, d->d);
+    return tandem_dev_gemm_aux(s, &g, 1.0f, dyo, tandem_model_weight(m, m->lp[ly - m->layer].proj_w), 0.0f,
+                               VIEW(m->dff), NULL, VIEW(ly->f));
 }
 
 /* dx [N, d] (accumulate: dx +)= LN backward of dy [N, d] at x (mean, rstd [N]); dgamma, dbeta
@@ -107,10 +126,11 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     const int64_t N = (int64_t)d->batch * d->seq, D = d->d;
 
     /* MLP: out = x_mid + GELU(f) Wproj^T + bproj,  f = h2 Wfc^T + bfc,  h2 = LN2(x_mid)
-     * dff [N, 4d] = dg, then df (and its bf16 operand);  da [N, d] = dh2;  dres += d x_mid
-     * through LN2 (db) */
-    TANDEM_TRY(linear_bwd(m, s, lp->proj_w, lp->proj_b, N, d->ff, D, m->dres, 1, ly->g, m->dff));
-    TANDEM_TRY(tandem_gelu_bwd(s, F32(m->dff), F32(ly->f), F32(m->dff), staged16(m), N * d->ff));
+     * dff [N, 4d] = df = (dres Wproj) GELU'(f): the proj's dx GEMM with the DGELU epilogue, in
+     * the model's precision (bf16 mode: the fc backward's operand itself);  da [N, d] = dh2;
+     * dres += d x_mid through LN2 (accumulated by the LN backward) */
+    TANDEM_TRY(linear_bwd(m, s, lp->proj_w, lp->proj_b, N, d->ff, D, m->dres, 1, ly->g, NULL));
+    TANDEM_TRY(mlp_dgelu(m, s, ly));
     TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, N, D, d->ff, m->dff, 1, ly->h2, m->da));
     /* the residual: dres += d x_mid through LN2, accumulated by the LN backward itself, which
      * writes the bf16 copy the next linear backward takes as dy */

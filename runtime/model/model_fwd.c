@@ -1,9 +1,10 @@
 /* model_fwd.c — the forward pass of one micro-batch and its loss (see model.h). Every op is a
  * typed launcher (runtime/model/launchers.h) or a GEMM (runtime/core/dev.h) on shapes resolved by
  * tandem_model_declare. N = B * T rows of the sequence, Np = B * Tm rows of the mel part.
- * bf16 mode: a GEMM-only activation's producer (prenet input, LayerNorm, GELU, the
- * attention's layout kernels) writes the bf16 tensor itself, through out32/out16 (model.h,
- * "Precision"): no f32 stage and no cast pass; in fp32 mode it writes the f32 tensor. */
+ * bf16 mode: a GEMM-only activation's producer (prenet input, LayerNorm, the MLP fc GEMM's GELU
+ * epilogue, the attention's layout kernels) writes the bf16 tensor itself, through out32/out16
+ * or the GEMM's C type (model.h, "Precision"): no f32 stage and no cast pass; in fp32 mode it
+ * writes the f32 tensor. */
 #include <string.h>
 
 #include "platform/os/log.h"
@@ -115,10 +116,13 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
     TANDEM_TRY(attention(m, s, l));
     TANDEM_TRY(tandem_dev_copy(s, ly->x_mid, 0, ly->x, 0, xbytes));
     TANDEM_TRY(linear(m, s, ly->att, lp->out_w, lp->out_b, 1.0f, ly->x_mid, N, D, D));
-    /* h2 [N, d] = LN2(x_mid);  f [N, 4d] = h2 Wfc^T + bfc;  g = GELU(f) */
+    /* h2 [N, d] = LN2(x_mid);  f [N, 4d] = h2 Wfc^T + bfc;  g [N, 4d] = GELU(f): one GEMM with
+     * the GELU_AUX_BIAS epilogue writing g and, as its aux output, f (both in g's type) */
     TANDEM_TRY(layernorm(m, s, ly->x_mid, lp->ln2_g, lp->ln2_b, ly->h2, ly->mean2, ly->rstd2));
-    TANDEM_TRY(linear(m, s, ly->h2, lp->fc_w, lp->fc_b, 0.0f, ly->f, N, D, d->ff));
-    TANDEM_TRY(tandem_gelu_fwd(s, F32(ly->f), out32(m, ly->g), out16(m, ly->g), N * d->ff));
+    const tandem_gemm_desc fc = tandem_model_desc_mlp_fc(d, N, D, d->ff);
+    const tandem_view fc_b = tandem_model_param_gemm(m, lp->fc_b);
+    TANDEM_TRY(tandem_dev_gemm_aux(s, &fc, 1.0f, VIEW(ly->h2), tandem_model_weight(m, lp->fc_w), 0.0f,
+                                   VIEW(ly->g), &fc_b, VIEW(ly->f)));
     /* out [N, d] = x_mid + g Wproj^T + bproj */
     TANDEM_TRY(tandem_dev_copy(s, out, 0, ly->x_mid, 0, xbytes));
     return linear(m, s, ly->g, lp->proj_w, lp->proj_b, 1.0f, out, N, d->ff, D);

@@ -45,7 +45,10 @@ static tandem_status kv_prepare(tandem_model_kv *kv) {
     const int64_t lin[][2] = {{d->d, 3 * d->d}, {d->d, d->d}, {d->d, d->ff}, {d->ff, d->d},
                               {d->group, d->d}, {d->d, d->group}, {d->d, d->r}};
     for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
-        const tandem_gemm_desc g = tandem_model_desc_linear(d, 1, lin[i][0], lin[i][1]);
+        /* the MLP fc with its GELU epilogue, as the training forward's (the same GELU: a step
+         * here and a whole forward give the same bits where the GEMM does) */
+        const tandem_gemm_desc g = (i == 2 ? tandem_model_desc_mlp_fc : tandem_model_desc_linear)(d, 1, lin[i][0],
+                                                                                                  lin[i][1]);
         TANDEM_TRY(tandem_dev_gemm_prepare(kv->m->dev, &g));
     }
     if (tandem_attention_fused(&kv->m->attn)) return TANDEM_OK; /* no attention GEMMs */
@@ -70,7 +73,7 @@ static tandem_status kv_decl_rows(tandem_model_kv *kv, tandem_pool *pool) {
     if (fused) TANDEM_TRY(kv_decl(pool, &kv->lse, TANDEM_F32, kv->H, 0, 0, "kv.lse"));
     else TANDEM_TRY(kv_decl(pool, &kv->scores, TANDEM_F32, kv->H, kv->T, 0, "kv.scores"));
     TANDEM_TRY(kv_decl(pool, &kv->o, TANDEM_F32, d->d, 0, 0, "kv.o"));
-    TANDEM_TRY(kv_decl(pool, &kv->f, TANDEM_F32, d->ff, 0, 0, "kv.f"));
+    TANDEM_TRY(kv_decl(pool, &kv->f, op, d->ff, 0, 0, "kv.f")); /* the GELU epilogue's aux: g's type */
     TANDEM_TRY(kv_decl(pool, &kv->g, op, d->ff, 0, 0, "kv.g"));
     TANDEM_TRY(kv_decl(pool, &kv->pre, TANDEM_F32, d->d, 0, 0, "kv.pre"));
     TANDEM_TRY(kv_decl(pool, &kv->mel, TANDEM_F32, d->group, 0, 0, "kv.mel"));
@@ -218,10 +221,11 @@ static tandem_status row_block(const tandem_model_kv *kv, tandem_stream *s, int 
     TANDEM_TRY(tandem_dev_copy(s, kv->x_mid, 0, x, 0, xbytes));
     TANDEM_TRY(row_linear(kv, s, att, lp->out_w, lp->out_b, 1.0f, kv->x_mid, d->d, d->d));
     TANDEM_TRY(row_ln(kv, s, kv->x_mid, lp->ln2_g, lp->ln2_b));
-    TANDEM_TRY(row_linear(kv, s, tandem_view_of(kv->h), lp->fc_w, lp->fc_b, 0.0f, kv->f, d->d,
-                          d->ff));
-    TANDEM_TRY(tandem_gelu_fwd(s, F32(kv->f), out_of(kv, kv->g, 0), NULL, d->ff));
-    TANDEM_TRY(publish(kv, s, kv->g, 0));
+    /* g [1, ff] = GELU(h Wfc^T + bfc), f its aux: one GEMM, g in the operand type */
+    const tandem_gemm_desc fc = tandem_model_desc_mlp_fc(d, 1, d->d, d->ff);
+    const tandem_view fc_b = tandem_model_param_gemm(kv->m, lp->fc_b);
+    TANDEM_TRY(tandem_dev_gemm_aux(s, &fc, 1.0f, tandem_view_of(kv->h), tandem_model_weight(kv->m, lp->fc_w), 0.0f,
+                                   tandem_view_of(kv->g), &fc_b, tandem_view_of(kv->f)));
     TANDEM_TRY(tandem_dev_copy(s, out, 0, kv->x_mid, 0, xbytes));
     return row_linear(kv, s, tandem_view_of(kv->g), lp->proj_w, lp->proj_b, 1.0f, out, d->ff,
                       d->d);

@@ -44,15 +44,23 @@ ACC(gemm_f32) {
     size_t c = gemm_elems(a->batch, a->stride_c, a->m, a->n) * F4;
     if (a->beta != 0.0f) R(a->c, c);
     if (a->bias) R(a->bias, (size_t)a->n * F4);
+    if (a->epi == TANDEM_K_GEMM_EPI_GELU_AUX) W(a->aux, c);
+    if (a->epi == TANDEM_K_GEMM_EPI_DGELU) R(a->aux, c);
     W(a->c, c);
 }
+/* C, the bias and aux in C's type: f32 (c, bias, aux) or bf16 (c16, bias16, aux16) */
 ACC(gemm_bf16) {
     R(a->a, gemm_elems(a->batch, a->stride_a, a->m, a->k) * 2);
     R(a->b, gemm_elems(a->batch, a->stride_b, a->k, a->n) * 2);
-    size_t c = gemm_elems(a->batch, a->stride_c, a->m, a->n) * F4;
-    if (a->beta != 0.0f) R(a->c, c);
-    if (a->bias) R(a->bias, (size_t)a->n * F4);
-    W(a->c, c);
+    const size_t ce = a->c16 ? 2 : F4, c = gemm_elems(a->batch, a->stride_c, a->m, a->n) * ce;
+    const void *cp = a->c16 ? (const void *)a->c16 : (const void *)a->c;
+    const void *bias = a->bias16 ? (const void *)a->bias16 : (const void *)a->bias;
+    const void *aux = a->aux16 ? (const void *)a->aux16 : (const void *)a->aux;
+    if (a->beta != 0.0f) R(cp, c);
+    if (bias) R(bias, (size_t)a->n * ce);
+    if (a->epi == TANDEM_K_GEMM_EPI_GELU_AUX) W(aux, c);
+    if (a->epi == TANDEM_K_GEMM_EPI_DGELU) R(aux, c);
+    W(cp, c);
 }
 
 /* ---- mel ---- */
@@ -116,6 +124,7 @@ ACC(bias_add) { RW(a->y, (size_t)a->rows * a->d * F4); R(a->b, a->d * F4); }
 ACC(col_sum_acc) { R(a->dy, (size_t)a->rows * a->d * F4); RW(a->db, a->d * F4); }
 ACC(col_sum_partial) {
     R(a->dy, (size_t)a->rows * a->d * F4);
+    R(a->dy16, (size_t)a->rows * a->d * 2);
     W(a->partial, (size_t)a->chunks * a->d * F4);
 }
 ACC(seq_embed_fwd) {

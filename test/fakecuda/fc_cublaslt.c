@@ -11,9 +11,13 @@
  * element rounded to TF32, 10-bit mantissa, before its product, as the tensor cores do), scale
  * type CUDA_R_32F, pointer mode host, OP_N / OP_T,
  * column order; A and B both CUDA_R_32F (C, D CUDA_R_32F) or both CUDA_R_16BF (C, D 16BF or
- * 32F); epilogues DEFAULT, BIAS, GELU, GELU_BIAS (bias of D's type or f32, length m, batch
- * stride BIAS_BATCH_STRIDE). GELU is the tanh form 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))),
- * the one cuBLASLt's GELU epilogue computes. C is not read when beta == 0.
+ * 32F); epilogues DEFAULT, BIAS, GELU, GELU_BIAS, GELU_AUX, GELU_AUX_BIAS, DGELU, DGELU_BGRAD,
+ * BGRADA, BGRADB (bias of D's type, length m, batch stride BIAS_BATCH_STRIDE; bias gradients
+ * of D's type, length m, or n for BGRADB; the aux matrix of D's type, m x n with leading
+ * dimension EPILOGUE_AUX_LD and batch stride EPILOGUE_AUX_BATCH_STRIDE). GELU is the tanh form
+ * 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), the one cuBLASLt's GELU epilogue computes.
+ * C is not read when beta == 0. The documented rules each check enforces are named at the
+ * check (check_epilogue, check_aux, the aux part of cublasLtMatmul).
  *
  * Alignment: the heuristic's algorithm assumes the preference's MIN_ALIGNMENT_{A,B,C,D}_BYTES
  * (default 256, as documented), and cublasLtMatmul with a less aligned operand (or batch stride)
@@ -54,6 +58,9 @@ typedef struct lt_desc {
     uint32_t epilogue;
     const void *bias;
     int64_t bias_stride;
+    const void *aux;            /* EPILOGUE_AUX_POINTER */
+    int64_t aux_ld, aux_stride; /* EPILOGUE_AUX_LD (0: unset), _BATCH_STRIDE */
+    int32_t aux_type;           /* EPILOGUE_AUX_DATA_TYPE, -1: D's */
 } lt_desc;
 
 typedef struct lt_layout {
@@ -195,6 +202,7 @@ FC_EXPORT cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *out,
     d->transa = d->transb = d->transc = CUBLAS_OP_N;
     d->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     d->bias_type = -1; /* unset: D's type */
+    d->aux_type = -1;
     *out = (cublasLtMatmulDesc_t)(void *)d;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -222,6 +230,10 @@ FC_EXPORT cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t h,
         case CUBLASLT_MATMUL_DESC_BIAS_POINTER: bad = set_exact(call, attr, (void *)&d->bias, sizeof(void *), buf, size); break;
         case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE: bad = set_exact(call, attr, &d->bias_stride, 8, buf, size); break;
         case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: bad = set_exact(call, attr, &d->bias_type, 4, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: bad = set_exact(call, attr, (void *)&d->aux, sizeof(void *), buf, size); break;
+        case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: bad = set_exact(call, attr, &d->aux_ld, 8, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE: bad = set_exact(call, attr, &d->aux_stride, 8, buf, size); break;
+        case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: bad = set_exact(call, attr, &d->aux_type, 4, buf, size); break;
         default:
             tandem_fakecuda_report(call, "attribute %d is not modelled by the stand-in", (int)attr);
             tandem_fakecuda_unlock();
@@ -347,6 +359,9 @@ typedef struct lt_problem {
     const lt_layout *a, *b, *c, *dd;
     int64_t m, n, k, batch;
     int has_bias, gelu;
+    int aux_out, dgelu; /* GELU_AUX*: v into aux; DGELU*: v * gelu'(aux) (aux_in) */
+    int bgrad;          /* bias gradient out: 1 rows of D (DGELU_BGRAD, BGRADA), 2 columns (BGRADB) */
+    int bgrad_a;        /* BGRADA / BGRADB: sum of op(A) / op(B) over k, else of D over its columns */
     int tf32; /* CUBLAS_COMPUTE_32F_FAST_TF32: A and B rounded to TF32 before the products */
     uint32_t bias_type;
 } lt_problem;
@@ -361,6 +376,54 @@ static const char *type_name(uint32_t t) {
     case CUDA_R_32I: return "CUDA_R_32I";
     }
     return "an unknown type";
+}
+
+/* The epilogue's kind into p; 1 (reported) for one the stand-in does not model (the ReLU
+ * family: its aux is a bit mask). The meanings are cublasLtEpilogue_t's documented ones. */
+static int check_epilogue(const char *call, lt_problem *p) {
+    switch (p->d->epilogue) {
+    case CUBLASLT_EPILOGUE_DEFAULT: return 0;
+    case CUBLASLT_EPILOGUE_BIAS: p->has_bias = 1; return 0;
+    case CUBLASLT_EPILOGUE_GELU: p->gelu = 1; return 0;
+    case CUBLASLT_EPILOGUE_GELU_BIAS: p->has_bias = 1, p->gelu = 1; return 0;
+    case CUBLASLT_EPILOGUE_GELU_AUX: p->gelu = 1, p->aux_out = 1; return 0;
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: p->has_bias = 1, p->gelu = 1, p->aux_out = 1; return 0;
+    case CUBLASLT_EPILOGUE_DGELU: p->dgelu = 1; return 0;
+    case CUBLASLT_EPILOGUE_DGELU_BGRAD: p->dgelu = 1, p->bgrad = 1; return 0;
+    case CUBLASLT_EPILOGUE_BGRADA: p->bgrad = 1, p->bgrad_a = 1; return 0;
+    case CUBLASLT_EPILOGUE_BGRADB: p->bgrad = 2, p->bgrad_a = 1; return 0;
+    }
+    tandem_fakecuda_report(call, "epilogue %u not supported (DEFAULT, BIAS, GELU, GELU_BIAS, GELU_AUX, GELU_AUX_BIAS, "
+                           "DGELU, DGELU_BGRAD, BGRADA, BGRADB)", p->d->epilogue);
+    return 1;
+}
+
+/* The aux matrix's descriptor attributes for an epilogue that has one (cublasLtMatmulDescAttributes_t):
+ * EPILOGUE_AUX_POINTER "Requires setting the CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD attribute";
+ * EPILOGUE_AUX_LD for GELU: "Must be divisible by 8 and be no less than the number of rows in the
+ * output matrix"; EPILOGUE_AUX_BATCH_STRIDE for GELU: "Must be divisible by 8";
+ * EPILOGUE_AUX_DATA_TYPE: outside FP8 kernels "the data type should be left unset or set to the
+ * default value of -1", and "If set for an unsupported matrix data, scale, and compute type
+ * combination, calling cublasLtMatmul() will return CUBLAS_INVALID_VALUE". */
+static cublasStatus_t check_aux(const char *call, const lt_problem *p) {
+    const lt_desc *d = p->d;
+    if (!p->aux_out && !p->dgelu) return CUBLAS_STATUS_SUCCESS;
+    if (d->aux_ld <= 0 || d->aux_ld % 8 != 0 || (uint64_t)d->aux_ld < p->dd->rows) {
+        tandem_fakecuda_report(call, "epilogue %u: EPILOGUE_AUX_LD %lld; it must be set, divisible by 8 and at least "
+                               "D's rows (%llu)", d->epilogue, (long long)d->aux_ld, (unsigned long long)p->dd->rows);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    if (p->batch > 1 && (d->aux_stride < 0 || d->aux_stride % 8 != 0)) {
+        tandem_fakecuda_report(call, "epilogue %u: EPILOGUE_AUX_BATCH_STRIDE %lld; it must be divisible by 8",
+                               d->epilogue, (long long)d->aux_stride);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    if (d->aux_type != -1) {
+        tandem_fakecuda_report(call, "EPILOGUE_AUX_DATA_TYPE %s: outside FP8 kernels it stays unset (-1: D's type)",
+                               type_name((uint32_t)d->aux_type));
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 /* Validate the combination; reports and returns NOT_SUPPORTED (a combination the stand-in,
@@ -389,15 +452,7 @@ static cublasStatus_t check_problem(const char *call, lt_problem *p) {
                                d->transa, d->transb, d->transc);
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
-    switch (d->epilogue) {
-    case CUBLASLT_EPILOGUE_DEFAULT: p->has_bias = 0, p->gelu = 0; break;
-    case CUBLASLT_EPILOGUE_BIAS: p->has_bias = 1, p->gelu = 0; break;
-    case CUBLASLT_EPILOGUE_GELU: p->has_bias = 0, p->gelu = 1; break;
-    case CUBLASLT_EPILOGUE_GELU_BIAS: p->has_bias = 1, p->gelu = 1; break;
-    default:
-        tandem_fakecuda_report(call, "epilogue %u not supported (DEFAULT, BIAS, GELU, GELU_BIAS)", d->epilogue);
-        return CUBLAS_STATUS_NOT_SUPPORTED;
-    }
+    if (check_epilogue(call, p)) return CUBLAS_STATUS_NOT_SUPPORTED;
     for (int i = 0; i < 4; i++) {
         if (L[i]->order != CUBLASLT_ORDER_COL) {
             tandem_fakecuda_report(call, "%s: order %d not supported (only CUBLASLT_ORDER_COL)", nm[i], L[i]->order);
@@ -424,9 +479,13 @@ static cublasStatus_t check_problem(const char *call, lt_problem *p) {
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
     p->bias_type = d->bias_type < 0 ? p->dd->type : (uint32_t)d->bias_type;
-    if (p->has_bias && p->bias_type != p->dd->type && p->bias_type != CUDA_R_32F) {
-        tandem_fakecuda_report(call, "bias type %s not supported with D %s", type_name(p->bias_type),
-                               type_name(p->dd->type));
+    /* BIAS_DATA_TYPE: "If unset (or set to the default value of -1), the bias vector elements are
+     * the same type as the elements of the output matrix (Dtype)", the exceptions being IMMA
+     * (int8) and FP8 kernels, which the stand-in does not model: any other type is refused */
+    if ((p->has_bias || p->bgrad) && p->bias_type != p->dd->type) {
+        tandem_fakecuda_report(call, "bias type %s with D %s: outside IMMA and FP8 kernels the bias (or bias "
+                               "gradient) is D's type (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE)",
+                               type_name(p->bias_type), type_name(p->dd->type));
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
     p->m = (int64_t)p->dd->rows;
@@ -473,7 +532,7 @@ static cublasStatus_t check_problem(const char *call, lt_problem *p) {
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
     p->batch = p->dd->batch;
-    return CUBLAS_STATUS_SUCCESS;
+    return check_aux(call, p);
 }
 
 static int get_problem(const char *call, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A,
@@ -519,6 +578,11 @@ FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
         results[0].workspaceSize = ws;
         for (int i = 0; i < 4; i++)
             results[0].algo.data[1] |= (uint64_t)(pr->min_align[i] > 0xffffu ? 0xffffu : pr->min_align[i]) << (16 * i);
+        /* EPILOGUE_AUX_POINTER: "Routines that don't dereference this pointer, like
+         * cublasLtMatmulAlgoGetHeuristic() depend on its value to determine expected pointer
+         * alignment": the algorithm assumes the aux pointer's alignment then (NULL: 256) */
+        const uint64_t av = (uint64_t)(uintptr_t)p.d->aux | 256u;
+        results[0].algo.data[3] = av & (~av + 1);
         results[0].state = CUBLAS_STATUS_SUCCESS;
         results[0].wavesCount = 1.0f;
         *returned = 1;
@@ -571,11 +635,54 @@ static int ranges_overlap(const void *a, size_t an, const void *b, size_t bn) {
 static double gelu(double x) {
     return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
+/* d gelu / dx of the tanh form, what DGELU multiplies by. */
+static double gelu_grad(double x) {
+    const double k0 = 0.7978845608028654, k1 = 0.044715, t = tanh(k0 * (x + k1 * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k0 * (1.0 + 3.0 * k1 * x * x);
+}
+
+/* Elements of the aux matrix and the bias (gradient) vector the problem touches. */
+static size_t aux_elems(const lt_problem *p) {
+    return (size_t)((p->batch - 1) * p->d->aux_stride + (p->n - 1) * p->d->aux_ld + p->m);
+}
+static size_t bias_elems(const lt_problem *p) {
+    return (size_t)((p->batch - 1) * p->d->bias_stride + (p->bgrad == 2 ? p->n : p->m));
+}
+
+/* BGRADA / BGRADB: item b's bias gradient, the sum over k of op(A)'s rows / op(B)'s columns. */
+static void bgrad_operand(const lt_problem *p, int64_t b, const void *A, const void *B) {
+    const lt_desc *d = p->d;
+    const int64_t len = p->bgrad == 2 ? p->n : p->m;
+    for (int64_t x = 0; x < len; x++) {
+        double s = 0.0;
+        for (int64_t q = 0; q < p->k; q++) {
+            if (p->bgrad == 1) /* op(A)(x, q) */
+                s += load(A, p->a->type, b * p->a->stride + (d->transa == CUBLAS_OP_N ? x + q * p->a->ld : q + x * p->a->ld));
+            else /* op(B)(q, x) */
+                s += load(B, p->b->type, b * p->b->stride + (d->transb == CUBLAS_OP_N ? q + x * p->b->ld : x + q * p->b->ld));
+        }
+        store((void *)d->bias, p->bias_type, b * d->bias_stride + x, s);
+    }
+}
+
+/* Element (i, j) of item b after alpha AB + beta C (+ bias): the activation's epilogue, with
+ * the aux matrix written (GELU_AUX*) or read (DGELU*). */
+static double epilogue_elem(const lt_problem *p, int64_t b, int64_t i, int64_t j, double v) {
+    const lt_desc *d = p->d;
+    const int64_t x = b * d->aux_stride + i + j * d->aux_ld;
+    if (p->aux_out) store((void *)d->aux, p->dd->type, x, v);
+    if (p->gelu) v = gelu(v);
+    if (p->dgelu) v *= gelu_grad(load(d->aux, p->dd->type, x));
+    return v;
+}
 
 static void compute(const lt_problem *p, double alpha, double beta, const void *A, const void *B,
                     const void *C, void *D) {
     const lt_desc *d = p->d;
+    double *row_sum = calloc((size_t)p->m + 1, sizeof *row_sum); /* DGELU_BGRAD's, per item */
+    if (!row_sum) abort(); /* test-only */
     for (int64_t b = 0; b < p->batch; b++) {
+        for (int64_t i = 0; i < p->m; i++) row_sum[i] = 0.0;
         int64_t oa = b * p->a->stride, ob = b * p->b->stride;
         int64_t oc = b * p->c->stride, od = b * p->dd->stride;
         for (int64_t j = 0; j < p->n; j++) {
@@ -592,11 +699,16 @@ static void compute(const lt_problem *p, double alpha, double beta, const void *
                 double v = alpha * acc;
                 if (beta != 0.0) v += beta * load(C, p->c->type, oc + i + j * p->c->ld);
                 if (p->has_bias) v += load(d->bias, p->bias_type, b * d->bias_stride + i);
-                if (p->gelu) v = gelu(v);
+                v = epilogue_elem(p, b, i, j, v);
                 store(D, p->dd->type, od + i + j * p->dd->ld, v);
+                if (p->bgrad == 1 && !p->bgrad_a) row_sum[i] += v; /* DGELU_BGRAD: of the output */
             }
         }
+        if (p->bgrad_a) bgrad_operand(p, b, A, B);
+        if (p->bgrad == 1 && !p->bgrad_a)
+            for (int64_t i = 0; i < p->m; i++) store((void *)d->bias, p->bias_type, b * d->bias_stride + i, row_sum[i]);
     }
+    free(row_sum);
 }
 
 /* A matmul queued on its stream runs in two steps, as a split-K kernel pair would: the product
@@ -662,7 +774,7 @@ static void lt_queue(const lt_problem *p, double alpha, double beta, const void 
     f->ws = ws;
     f->nd = nd;
     f->ws_used = ws_used;
-    fc_access acc[6];
+    fc_access acc[8];
     int n = 0;
     acc[n++] = (fc_access){(uintptr_t)A, extent(p->a), 0, "A"};
     acc[n++] = (fc_access){(uintptr_t)B, extent(p->b), 0, "B"};
@@ -672,6 +784,10 @@ static void lt_queue(const lt_problem *p, double alpha, double beta, const void 
                                (size_t)((p->batch - 1) * p->d->bias_stride + p->m) *
                                    type_size(p->bias_type),
                                0, "bias"};
+    if (p->bgrad)
+        acc[n++] = (fc_access){(uintptr_t)p->d->bias, bias_elems(p) * type_size(p->bias_type), 1, "bias gradient"};
+    if (p->aux_out || p->dgelu)
+        acc[n++] = (fc_access){(uintptr_t)p->d->aux, aux_elems(p) * type_size(p->dd->type), p->aux_out, "aux"};
     if (ws_used) acc[n++] = (fc_access){(uintptr_t)ws, ws_used, 1, "workspace"};
     tandem_fakecuda_submit(stream, "cublasLtMatmul (product into the workspace)", lt_run_compute,
                            j, acc, n);
@@ -703,6 +819,34 @@ static cublasStatus_t check_alignment(const char *call, const cublasLtMatmulAlgo
                                    (unsigned long long)have, nm[i], (unsigned long long)need);
             return CUBLAS_STATUS_NOT_SUPPORTED;
         }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The epilogue's pointers at the call. BIAS_POINTER: an "Output vector" for DGELU_BGRAD, BGRADA
+ * (length D's rows) and BGRADB (D's columns); EPILOGUE_AUX_POINTER: the "Output of GELU input
+ * matrix" for GELU_AUX*, its "Input" for DGELU*: NULL or outside device memory is
+ * INVALID_VALUE; an aux pointer less aligned than the one the heuristic saw is NOT_SUPPORTED
+ * (the algorithm may assume it, as for A-D). Lock held. */
+static cublasStatus_t check_epilogue_pointers(const char *call, const lt_problem *p, const cublasLtMatmulAlgo_t *algo) {
+    const lt_desc *d = p->d;
+    if (p->bgrad && (!d->bias || tandem_fakecuda_check_device_range(call, "bias gradient", d->bias,
+                                                                     bias_elems(p) * type_size(p->bias_type)))) {
+        if (!d->bias) tandem_fakecuda_report(call, "epilogue %u writes a bias gradient: BIAS_POINTER is NULL", d->epilogue);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    if (!p->aux_out && !p->dgelu) return CUBLAS_STATUS_SUCCESS;
+    if (!d->aux || tandem_fakecuda_check_device_range(call, "aux", d->aux, aux_elems(p) * type_size(p->dd->type))) {
+        if (!d->aux) tandem_fakecuda_report(call, "epilogue %u: EPILOGUE_AUX_POINTER is NULL", d->epilogue);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    const uint64_t v = (uint64_t)(uintptr_t)d->aux | (p->batch > 1 ? (uint64_t)d->aux_stride * type_size(p->dd->type) : 0u);
+    const uint64_t have = v & (~v + 1), need = algo ? algo->data[3] : 1;
+    if (have < need) {
+        tandem_fakecuda_report(call, "aux at %p is %llu-byte aligned; the algorithm was chosen with an aux pointer "
+                               "%llu-byte aligned (cublasLtMatmulAlgoGetHeuristic reads its value)", d->aux,
+                               (unsigned long long)have, (unsigned long long)need);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     }
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -765,6 +909,8 @@ FC_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulD
                                            (size_t)((p.batch - 1) * p.d->bias_stride + p.m) *
                                                type_size(p.bias_type)))
         goto out;
+    if ((st = check_epilogue_pointers(call, &p, algo)) != CUBLAS_STATUS_SUCCESS) goto out;
+    st = CUBLAS_STATUS_INVALID_VALUE;
     if (ranges_overlap(D, nd, A, na) || ranges_overlap(D, nd, B, nb)) {
         tandem_fakecuda_report(call, "D overlaps %s", ranges_overlap(D, nd, A, na) ? "A" : "B");
         goto out;

@@ -734,7 +734,9 @@ static void test_matmul_strict(void **state) {
     /* Attribute with the wrong size; unmodelled attribute. */
     int64_t big = 0;
     EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE, D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &big, sizeof big));
-    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED, D.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &big, sizeof big));
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED,
+               D.cublasLtMatmulDescSetAttribute(desc, (cublasLtMatmulDescAttributes_t)14 /* ALPHA_VECTOR_BATCH_STRIDE */,
+                                                &big, sizeof big));
     /* Shapes that disagree: B with K+1 rows. */
     cublasLtMatrixLayout_t lb2 = layout(CUDA_R_32F, K + 1, N, K + 1, 1, 0);
     EXPECT_ERR(1, CUBLAS_STATUS_INVALID_VALUE, D.cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb2, lc, lc, pref, 1, &res, &got));
@@ -763,6 +765,213 @@ static void test_matmul_strict(void **state) {
     OK(D.cuMemFree(a));
     OK(D.cuMemFree(b));
     OK(D.cuMemFree(c));
+}
+
+/* ---- the aux and bias-gradient epilogues ------------------------------------------------------
+ * One small problem, D [M, N] = A [M, K] B [K, N] (column-major, no transposes), A and B f32 or
+ * bf16, D f32 or bf16 (then the bias and aux are bf16 too: D's type), through each epilogue
+ * against a double reference on random inputs, D, aux and bias poisoned first. */
+enum { XM = 16, XN = 6, XK = 5 };
+
+typedef struct aux_env {
+    cublasLtHandle_t lt;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulPreference_t pref;
+    CUdeviceptr a, b, d, aux, bias;
+    float A[XM * XK], B[XK * XN], AUX[XM * XN], BIAS[XM > XN ? XM : XN];
+    uint32_t td; /* D's type */
+} aux_env;
+
+static CUdeviceptr upload_typed(const float *x, int n, uint32_t t) {
+    if (t == CUDA_R_32F) return upload(x, (size_t)n * 4);
+    tandem_bf16 h[XM * XN + 8];
+    for (int i = 0; i < n; i++) h[i] = tandem_f32_to_bf16(x[i]);
+    return upload(h, (size_t)n * 2);
+}
+static float read_typed(CUdeviceptr p, int i, uint32_t t) {
+    float f;
+    tandem_bf16 h;
+    if (t == CUDA_R_32F) OK(D.cuMemcpyDtoHAsync(&f, p + (CUdeviceptr)i * 4, 4, NULL));
+    else OK(D.cuMemcpyDtoHAsync(&h, p + (CUdeviceptr)i * 2, 2, NULL));
+    return t == CUDA_R_32F ? f : tandem_bf16_to_f32(h);
+}
+
+static void aux_env_open(aux_env *e, uint32_t tab, uint32_t td, uint32_t epi) {
+    memset(e, 0, sizeof *e);
+    e->td = td;
+    OK(D.cublasLtCreate(&e->lt));
+    for (int i = 0; i < XM * XK; i++) e->A[i] = tandem_rng_uniform(&D.rng, -1, 1);
+    for (int i = 0; i < XK * XN; i++) e->B[i] = tandem_rng_uniform(&D.rng, -1, 1);
+    for (int i = 0; i < XM * XN; i++) e->AUX[i] = tandem_rng_uniform(&D.rng, -3, 3);
+    for (int i = 0; i < XM; i++) e->BIAS[i] = tandem_rng_uniform(&D.rng, -1, 1);
+    float nan[XM * XN];
+    for (int i = 0; i < XM * XN; i++) nan[i] = NAN;
+    e->a = upload_typed(e->A, XM * XK, tab), e->b = upload_typed(e->B, XK * XN, tab);
+    e->d = upload_typed(nan, XM * XN, td);
+    /* GELU_AUX*: the aux matrix is an output (poisoned); DGELU*: the forward's pre-activation */
+    float aux0[XM * XN + 8]; /* 8 spare: the alignment rule's case moves the pointer on */
+    for (int i = 0; i < XM * XN + 8; i++) aux0[i] = i < XM * XN && (epi & 64) ? e->AUX[i] : NAN;
+    e->aux = upload_typed(aux0, XM * XN + 8, td);
+    e->bias = upload_typed(epi & (16 | 256 | 512) ? nan : e->BIAS, XM, td);
+    OK(D.cublasLtMatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    OK(D.cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    e->la = layout(tab, XM, XK, XM, 1, 0), e->lb = layout(tab, XK, XN, XK, 1, 0), e->lc = layout(td, XM, XN, XM, 1, 0);
+    OK(D.cublasLtMatmulPreferenceCreate(&e->pref));
+}
+
+static void aux_env_close(aux_env *e) {
+    OK(D.cublasLtMatmulPreferenceDestroy(e->pref));
+    OK(D.cublasLtMatrixLayoutDestroy(e->la));
+    OK(D.cublasLtMatrixLayoutDestroy(e->lb));
+    OK(D.cublasLtMatrixLayoutDestroy(e->lc));
+    OK(D.cublasLtMatmulDescDestroy(e->desc));
+    OK(D.cublasLtDestroy(e->lt));
+    CUdeviceptr p[5] = {e->a, e->b, e->d, e->aux, e->bias};
+    for (int i = 0; i < 5; i++) OK(D.cuMemFree(p[i]));
+}
+
+static void set_ptr(aux_env *e, cublasLtMatmulDescAttributes_t attr, CUdeviceptr p) {
+    void *v = (void *)(uintptr_t)p;
+    OK(D.cublasLtMatmulDescSetAttribute(e->desc, attr, &v, sizeof v));
+}
+static void set_i64(aux_env *e, cublasLtMatmulDescAttributes_t attr, int64_t v) {
+    OK(D.cublasLtMatmulDescSetAttribute(e->desc, attr, &v, sizeof v));
+}
+
+/* heuristic then matmul; the status each returns must be want_h / want_m with one error line
+ * for each failure. */
+static void aux_run(aux_env *e, int want_h, int want_m) {
+    cublasLtMatmulHeuristicResult_t res;
+    int got = 0;
+    float alpha = 1.0f, beta = 0.0f;
+    EXPECT_ERR(want_h != 0, want_h,
+               D.cublasLtMatmulAlgoGetHeuristic(e->lt, e->desc, e->la, e->lb, e->lc, e->lc, e->pref, 1, &res, &got));
+    if (want_h) return;
+    void *dd = (void *)(uintptr_t)e->d;
+    EXPECT_ERR(want_m != 0, want_m,
+               D.cublasLtMatmul(e->lt, e->desc, &alpha, (void *)(uintptr_t)e->a, e->la, (void *)(uintptr_t)e->b, e->lb,
+                                &beta, dd, e->lc, dd, e->lc, &res.algo, NULL, 0, NULL));
+}
+
+static double gelu_d(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
+static double gelu_grad_d(double x) {
+    const double k0 = sqrt(2.0 / M_PI), t = tanh(k0 * (x + 0.044715 * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k0 * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+/* Compares D, aux and the bias gradient of epilogue epi with the double reference. */
+static void aux_check(aux_env *e, uint32_t tab, uint32_t epi) {
+    const double tol = e->td == CUDA_R_32F ? 1e-6 : 1e-2; /* one rounding to D's type */
+    double rows[XM] = {0}, colsB[XN] = {0}, rowsA[XM] = {0};
+    for (int j = 0; j < XN; j++)
+        for (int i = 0; i < XM; i++) {
+            double v = 0;
+            for (int q = 0; q < XK; q++) {
+                double x = e->A[i + q * XM], y = e->B[q + j * XK];
+                if (tab == CUDA_R_16BF) x = bf16_round((float)x), y = bf16_round((float)y);
+                v += x * y;
+                if (j == 0) rowsA[i] += x;
+                if (i == 0) colsB[j] += y;
+            }
+            if (epi & 4) v += e->td == CUDA_R_32F ? e->BIAS[i] : bf16_round(e->BIAS[i]);
+            if ((epi & 128) && !(epi & 64)) assert_true(fabs(read_typed(e->aux, i + j * XM, e->td) - v) <= tol * (1 + fabs(v)));
+            const double x = e->td == CUDA_R_32F ? e->AUX[i + j * XM] : bf16_round(e->AUX[i + j * XM]);
+            if (epi & 32) v = gelu_d(v);
+            if (epi & 64) v *= gelu_grad_d(x);
+            rows[i] += v;
+            if (!(epi & (256 | 512))) assert_true(fabs(read_typed(e->d, i + j * XM, e->td) - v) <= tol * (1 + fabs(v)));
+        }
+    const int len = epi == CUBLASLT_EPILOGUE_BGRADB ? XN : XM;
+    for (int i = 0; i < len && (epi & (16 | 256 | 512)); i++) {
+        const double want = epi == CUBLASLT_EPILOGUE_BGRADB ? colsB[i] : epi == CUBLASLT_EPILOGUE_BGRADA ? rowsA[i] : rows[i];
+        assert_true(fabs(read_typed(e->bias, i, e->td) - want) <= tol * (1 + fabs(want)));
+    }
+}
+
+/* Every aux / bias-gradient epilogue computes what its documentation says, f32 and bf16. */
+static void test_matmul_aux(void **state) {
+    (void)state;
+    static const uint32_t epis[] = {CUBLASLT_EPILOGUE_GELU_AUX, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUBLASLT_EPILOGUE_DGELU,
+                                    CUBLASLT_EPILOGUE_DGELU_BGRAD, CUBLASLT_EPILOGUE_BGRADA, CUBLASLT_EPILOGUE_BGRADB};
+    for (int t = 0; t < 3; t++)
+        for (size_t k = 0; k < sizeof epis / sizeof epis[0]; k++) {
+            const uint32_t tab = t ? CUDA_R_16BF : CUDA_R_32F, td = t == 2 ? CUDA_R_16BF : CUDA_R_32F, epi = epis[k];
+            aux_env e;
+            aux_env_open(&e, tab, td, epi);
+            if (epi & 128) {
+                set_ptr(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux);
+                set_i64(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, XM);
+            }
+            if (epi & (4 | 16 | 256 | 512)) set_ptr(&e, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias);
+            aux_run(&e, 0, 0);
+            OK(D.cuCtxSynchronize());
+            aux_check(&e, tab, epi);
+            aux_env_close(&e);
+        }
+}
+
+/* The documented rules of the aux and bias-gradient epilogues, each provoked once
+ * (fc_cublaslt.c, check_aux / check_epilogue_pointers / the bias type in check_problem). */
+static void test_matmul_aux_rules(void **state) {
+    (void)state;
+    aux_env e;
+    aux_env_open(&e, CUDA_R_32F, CUDA_R_32F, CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias);
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux);
+    aux_run(&e, CUBLAS_STATUS_INVALID_VALUE, 0); /* AUX_LD never set */
+    set_i64(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, XM + 4);
+    aux_run(&e, CUBLAS_STATUS_INVALID_VALUE, 0); /* not divisible by 8 */
+    set_i64(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, 8);
+    aux_run(&e, CUBLAS_STATUS_INVALID_VALUE, 0); /* fewer than D's 16 rows */
+    set_i64(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, XM);
+    int32_t f32 = CUDA_R_32F, unset = -1;
+    OK(D.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &f32, sizeof f32));
+    aux_run(&e, CUBLAS_STATUS_INVALID_VALUE, 0); /* AUX_DATA_TYPE set outside FP8 */
+    OK(D.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &unset, sizeof unset));
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, 0);
+    aux_run(&e, 0, CUBLAS_STATUS_INVALID_VALUE); /* no aux pointer at the call */
+    /* the heuristic saw a 256-aligned aux pointer; the call's is 4 bytes further on */
+    cublasLtMatmulHeuristicResult_t res;
+    int got;
+    float alpha = 1, beta = 0;
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux);
+    OK(D.cublasLtMatmulAlgoGetHeuristic(e.lt, e.desc, e.la, e.lb, e.lc, e.lc, e.pref, 1, &res, &got));
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux + 4);
+    void *dd = (void *)(uintptr_t)e.d;
+    EXPECT_ERR(1, CUBLAS_STATUS_NOT_SUPPORTED,
+               D.cublasLtMatmul(e.lt, e.desc, &alpha, (void *)(uintptr_t)e.a, e.la, (void *)(uintptr_t)e.b, e.lb, &beta,
+                                dd, e.lc, dd, e.lc, &res.algo, NULL, 0, NULL));
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux);
+    aux_run(&e, 0, 0);
+    /* DGELU_BGRAD writes the bias gradient: no bias pointer is INVALID_VALUE */
+    uint32_t dgb = CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    OK(D.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &dgb, sizeof dgb));
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_BIAS_POINTER, 0);
+    aux_run(&e, 0, CUBLAS_STATUS_INVALID_VALUE);
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias);
+    aux_run(&e, 0, 0);
+    /* an f32 bias with a bf16 D: the bias is D's type outside IMMA / FP8 */
+    uint32_t bf = CUDA_R_16BF, bias_epi = CUBLASLT_EPILOGUE_BIAS;
+    OK(D.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias_epi, sizeof bias_epi));
+    OK(D.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &f32, sizeof f32));
+    OK(D.cublasLtMatrixLayoutSetAttribute(e.la, CUBLASLT_MATRIX_LAYOUT_TYPE, &bf, sizeof bf));
+    OK(D.cublasLtMatrixLayoutSetAttribute(e.lb, CUBLASLT_MATRIX_LAYOUT_TYPE, &bf, sizeof bf));
+    OK(D.cublasLtMatrixLayoutSetAttribute(e.lc, CUBLASLT_MATRIX_LAYOUT_TYPE, &bf, sizeof bf));
+    aux_run(&e, CUBLAS_STATUS_NOT_SUPPORTED, 0);
+    aux_env_close(&e);
+    /* batched: an aux batch stride that is not a multiple of 8 */
+    aux_env_open(&e, CUDA_R_32F, CUDA_R_32F, CUBLASLT_EPILOGUE_DGELU);
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux);
+    set_i64(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, XM);
+    OK(D.cublasLtMatrixLayoutDestroy(e.la));
+    OK(D.cublasLtMatrixLayoutDestroy(e.lb));
+    OK(D.cublasLtMatrixLayoutDestroy(e.lc));
+    e.la = layout(CUDA_R_32F, XM, XK, XM, 2, 0), e.lb = layout(CUDA_R_32F, XK, XN, XK, 2, 0);
+    e.lc = layout(CUDA_R_32F, XM, XN, XM, 2, 0);
+    set_i64(&e, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, 4);
+    aux_run(&e, CUBLAS_STATUS_INVALID_VALUE, 0);
+    aux_env_close(&e);
 }
 
 /* What a GPU checks at launch, from the cubin the device runs: every kernel's __launch_bounds__
@@ -1362,6 +1571,8 @@ int main(void) {
         cmocka_unit_test_setup(test_module_launch, per_test),
         cmocka_unit_test_setup(test_matmul, per_test),
         cmocka_unit_test_setup(test_matmul_strict, per_test),
+        cmocka_unit_test_setup(test_matmul_aux, per_test),
+        cmocka_unit_test_setup(test_matmul_aux_rules, per_test),
         cmocka_unit_test_setup(test_config, per_test),
         cmocka_unit_test_setup(test_async_hazards, per_test),
         cmocka_unit_test_setup(test_async_launch, per_test),

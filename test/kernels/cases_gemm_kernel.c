@@ -5,7 +5,11 @@
  * slices, exact tile multiples, all four transpose combinations, batch 1 and 3, a batch that
  * shares one B (stride_b = 0), beta = 0 with C poisoned (proves C is not read), a larger
  * multi-tile case and a random one. alpha and beta are never 0 or 1 except that beta = 0 case.
- * Every other shape adds a bias [n] (the GEMM op's BIAS epilogue).
+ * Every other shape adds a bias [n] (the GEMM op's BIAS epilogue); the shapes take the
+ * epilogues in turn (none, GELU_AUX writing aux, DGELU reading aux in [-3, 3]); gemm_bf16 writes
+ * a bf16 C (with bf16 bias and aux) on the even shapes with an epilogue, where the tolerance is 1e-5: one
+ * element's rounding to bf16 may differ by an ulp (2^-8) between the float kernel and the
+ * double reference.
  *
  * Tolerance 1e-9 (normalised squared error): the kernel accumulates in float in its own order,
  * the host reference in double; for K <= 300 with inputs in [-1, 1] the expected error is
@@ -34,7 +38,7 @@ static const gemm_shape shapes[] = {
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
-static void gemm_make_typed(int idx, tandem_rng *rng, tandem_kcase *c, tandem_dtype ab) {
+static void gemm_make_typed(int idx, tandem_rng *rng, tandem_kcase *c, tandem_dtype ab, tandem_dtype ct) {
     gemm_shape s = shapes[idx];
     if (s.m < 0) { /* random */
         s.m = tandem_rng_int(rng, 1, 150);
@@ -69,7 +73,7 @@ static void gemm_make_typed(int idx, tandem_rng *rng, tandem_kcase *c, tandem_dt
     b->lo = -1.0f;
     b->hi = 1.0f;
     cc->name = "c";
-    cc->dtype = TANDEM_F32;
+    cc->dtype = ct;
     cc->count = s.batch * s.m * s.n;
     cc->role = s.beta_zero ? TANDEM_KB_OUT : TANDEM_KB_INOUT;
     cc->lo = -1.0f;
@@ -79,20 +83,27 @@ static void gemm_make_typed(int idx, tandem_rng *rng, tandem_kcase *c, tandem_dt
     if (c->i[7]) {
         tandem_kcase_buf *bias = &c->bufs[c->nbufs++];
         bias->name = "bias";
-        bias->dtype = TANDEM_F32;
+        bias->dtype = ct;
         bias->count = s.n;
         bias->role = TANDEM_KB_IN;
         bias->lo = -1.0f;
         bias->hi = 1.0f;
     }
-    c->tol = 1e-9;
-    snprintf(c->desc, sizeof c->desc, "m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d%s%s a=%.3g b=%.3g",
+    /* the GELU epilogues in turn; the aux matrix laid out as C */
+    const int64_t epi = shapes[idx].m < 0 ? tandem_rng_int(rng, 0, 2) : idx % 3;
+    c->i[7] |= epi << 1; /* bit 0: the bias; bits 1-2: the epilogue; aux follows the bias */
+    if (epi != TANDEM_K_GEMM_EPI_NONE)
+        tandem_kcase_set_buf(c, c->nbufs++, "aux", ct, s.batch * s.m * s.n,
+                             epi == TANDEM_K_GEMM_EPI_DGELU ? TANDEM_KB_IN : TANDEM_KB_OUT, -3.0f, 3.0f);
+    c->tol = ct == TANDEM_BF16 ? 1e-5 : 1e-9;
+    snprintf(c->desc, sizeof c->desc, "m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d%s%s epi=%lld%s a=%.3g b=%.3g",
              (long long)s.m, (long long)s.n, (long long)s.k, (long long)s.batch, s.trans_a,
-             s.trans_b, s.share_b ? " shared-B" : "", c->i[7] ? " +bias" : "", c->f[0], c->f[1]);
+             s.trans_b, s.share_b ? " shared-B" : "", (c->i[7] & 1) ? " +bias" : "", (long long)epi,
+             ct == TANDEM_BF16 ? " C bf16" : "", c->f[0], c->f[1]);
 }
 
 static void gemm_make(int idx, tandem_rng *rng, tandem_kcase *c) {
-    gemm_make_typed(idx, rng, c, TANDEM_F32);
+    gemm_make_typed(idx, rng, c, TANDEM_F32, TANDEM_F32);
 }
 
 static void gemm_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -111,13 +122,15 @@ static void gemm_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->stride_c = c->i[0] * c->i[1];
     a->alpha = c->f[0];
     a->beta = c->f[1];
-    a->bias = c->i[7] ? (const float *)bufs[3] : NULL;
+    a->bias = (c->i[7] & 1) ? (const float *)bufs[3] : NULL;
+    a->epi = (int)(c->i[7] >> 1);
+    a->aux = a->epi != TANDEM_K_GEMM_EPI_NONE ? (float *)bufs[3 + (c->i[7] & 1)] : NULL;
 }
 
 const tandem_kcase_spec tandem_kcase_gemm_f32 = {N_SHAPES, gemm_make, gemm_bind};
 
 static void gemm_bf16_make(int idx, tandem_rng *rng, tandem_kcase *c) {
-    gemm_make_typed(idx, rng, c, TANDEM_BF16);
+    gemm_make_typed(idx, rng, c, TANDEM_BF16, idx % 2 == 0 && idx % 3 != 0 ? TANDEM_BF16 : TANDEM_F32);
 }
 
 static void gemm_bf16_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -139,6 +152,13 @@ static void gemm_bf16_bind(const tandem_kcase *c, void *const *bufs, void *args)
     a->alpha = f.alpha;
     a->beta = f.beta;
     a->bias = f.bias;
+    a->epi = f.epi;
+    a->aux = f.aux;
+    if (c->bufs[2].dtype == TANDEM_BF16) { /* C, bias and aux bf16 */
+        a->c16 = (tandem_bf16 *)bufs[2], a->c = NULL;
+        a->bias16 = (const tandem_bf16 *)f.bias, a->bias = NULL;
+        a->aux16 = (tandem_bf16 *)f.aux, a->aux = NULL;
+    }
 }
 
 const tandem_kcase_spec tandem_kcase_gemm_bf16 = {N_SHAPES, gemm_bf16_make, gemm_bf16_bind};

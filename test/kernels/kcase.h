@@ -36,7 +36,7 @@ typedef struct tandem_kcase_buf {
 } tandem_kcase_buf;
 
 typedef struct tandem_kcase {
-    char desc[96];        /* shape description printed with the result, e.g. "n=1000" */
+    char desc[128];       /* shape description printed with the result, e.g. "n=1000" */
     int nbufs;
     tandem_kcase_buf bufs[TANDEM_KCASE_MAX_BUFS];
     double tol;           /* normalised error threshold */

@@ -210,7 +210,9 @@ static void test_plan(void **state) {
     assert_null(m32.wcopy);
     assert_non_null(m16.wcopy);
     assert_int_equal(tandem_tensor_dtype(m16.wcopy), TANDEM_BF16);
-    assert_int_equal(tandem_tensor_numel(m16.wcopy), m16.decay_end);
+    /* every parameter: the linear weights, and the biases a bf16 GEMM output adds (the MLP fc's
+     * GELU epilogue: cuBLASLt's bias type is D's) */
+    assert_int_equal(tandem_tensor_numel(m16.wcopy), m16.n_flat);
     for (int l = 0; l < m16.dims.layers; l++) {
         const tandem_model_layer *a = &m32.layer[l], *b = &m16.layer[l];
         /* the fused attention (tiny's head size) keeps qkv, read by its kernels as operands,
@@ -218,18 +220,19 @@ static void test_plan(void **state) {
         assert_true(tandem_attention_fused(&m16.attn));
         assert_true(tandem_attention_tc(&m16.attn)); /* bf16, dh 64: on tensor cores */
         assert_false(tandem_attention_tc(&m32.attn));
-        const tandem_tensor *gemm_only[5] = {b->h1, b->qkv, b->att, b->h2, b->g};
-        const tandem_tensor *gemm_only32[5] = {a->h1, a->qkv, a->att, a->h2, a->g};
+        /* f: the GELU epilogue's aux output, of g's type (the DGELU epilogue reads it) */
+        const tandem_tensor *gemm_only[6] = {b->h1, b->qkv, b->att, b->h2, b->g, b->f};
+        const tandem_tensor *gemm_only32[6] = {a->h1, a->qkv, a->att, a->h2, a->g, a->f};
         assert_null(b->p);
         assert_int_equal(tandem_tensor_dtype(b->lse), TANDEM_F32);
         assert_int_equal(tandem_tensor_dtype(b->ga_sum), TANDEM_F32);
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 6; i++) {
             assert_int_equal(tandem_tensor_dtype(gemm_only[i]), TANDEM_BF16);
             assert_int_equal(tandem_tensor_dtype(gemm_only32[i]), TANDEM_F32);
             assert_int_equal(tandem_tensor_numel(gemm_only[i]), tandem_tensor_numel(gemm_only32[i]));
         }
-        const tandem_tensor *f32[6] = {b->x, b->x_mid, b->f, b->mean1, b->rstd2, b->mean2};
-        for (int i = 0; i < 6; i++) assert_int_equal(tandem_tensor_dtype(f32[i]), TANDEM_F32);
+        const tandem_tensor *f32[5] = {b->x, b->x_mid, b->mean1, b->rstd2, b->mean2};
+        for (int i = 0; i < 5; i++) assert_int_equal(tandem_tensor_dtype(f32[i]), TANDEM_F32);
     }
     assert_int_equal(tandem_tensor_dtype(m16.hf), TANDEM_BF16);
     assert_int_equal(tandem_tensor_dtype(m16.groups), TANDEM_BF16);

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 
 #include "platform/cuda/cuda_api.h"
+#include "kernels/layers.h" /* the GELU reference */
 #include "platform/device.h"
 #include "kernels/registry.h"
 #include "tandem.h"
@@ -102,9 +103,37 @@ static double ref_at(const float *a, const float *b, const float *c0, const tand
     return alpha * s + beta * (double)c0[q * g->stride_c + i * g->n + j];
 }
 
-static void run_gemm(int trans_a, int trans_b, int64_t batch) {
+/* Element x of the epilogue's aux (GELU_AUX_BIAS writes it: NaN before; DGELU reads it) and bias
+ * [n], on the device, their host copies returned; the descriptor holds their addresses. */
+static void epi_operands(tandem_gemm_desc *g, size_t nc, float **aux, float **bias, tandem_dptr dp[2]) {
+    *aux = malloc(nc * 4), *bias = malloc((size_t)g->n * 4);
+    assert_true(*aux && *bias);
+    tandem_rng_fill(&rng, *aux, (int64_t)nc, -3.0f, 3.0f);
+    if (g->epilogue == TANDEM_GEMM_EPI_GELU_AUX_BIAS)
+        for (size_t x = 0; x < nc; x++) (*aux)[x] = NAN;
+    tandem_rng_fill(&rng, *bias, g->n, -1.0f, 1.0f);
+    assert_int_equal(dev0->ops->mem_alloc(dev0, nc * 4, &dp[0]), TANDEM_OK);
+    assert_int_equal(dev0->ops->mem_alloc(dev0, (size_t)g->n * 4, &dp[1]), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, dp[0], *aux, nc * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, dp[1], *bias, (size_t)g->n * 4), TANDEM_OK);
+    g->aux = tandem_gemm_epi_has_aux(g->epilogue) ? dp[0] : 0;
+    g->bias = tandem_gemm_epi_has_bias(g->epilogue) ? dp[1] : 0;
+}
+
+/* The reference of C[q][i][j] (r: alpha AB + beta C) after the epilogue; *aux_want: what
+ * GELU_AUX_BIAS writes into aux there. */
+static double epi_ref(const tandem_gemm_desc *g, double r, const float *aux, const float *bias, int64_t x, int64_t j,
+                      double *aux_want) {
+    if (g->epilogue == TANDEM_GEMM_EPI_DGELU) return r * tandem_gelu_tanh_grad(aux[x]);
+    if (!tandem_gemm_epi_has_bias(g->epilogue)) return r;
+    *aux_want = r + bias[j];
+    return g->epilogue == TANDEM_GEMM_EPI_BIAS ? *aux_want : tandem_gelu_tanh((float)*aux_want);
+}
+
+static void run_gemm(int trans_a, int trans_b, int64_t batch, tandem_gemm_epilogue epi) {
     tandem_gemm_desc g = {trans_a, trans_b, tandem_rng_int(&rng, 1, 70), tandem_rng_int(&rng, 1, 70),
-                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, epi, 0, 0, 0};
+    if (epi != TANDEM_GEMM_EPI_NONE && trans_b) g.n = 8 * tandem_rng_int(&rng, 1, 8); /* cuBLASLt's aux LD, %8 */
     if (batch > 1) {
         g.stride_a = g.m * g.k + tandem_rng_int(&rng, 0, 5); /* gaps between batch items */
         g.stride_b = g.k * g.n + tandem_rng_int(&rng, 0, 5);
@@ -125,16 +154,23 @@ static void run_gemm(int trans_a, int trans_b, int64_t batch) {
     assert_int_equal(dev0->ops->copy_h2d(&s0, da, a, na * 4), TANDEM_OK);
     assert_int_equal(dev0->ops->copy_h2d(&s0, db, b, nb * 4), TANDEM_OK);
     assert_int_equal(dev0->ops->copy_h2d(&s0, dc, c0, nc * 4), TANDEM_OK);
+    float *aux, *bias, *aux_out = malloc(nc * 4);
+    tandem_dptr dp[2];
+    epi_operands(&g, nc, &aux, &bias, dp);
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK); /* again: a no-op */
     assert_int_equal(dev0->ops->gemm(&s0, &g, alpha, da, db, beta, dc), TANDEM_OK);
     assert_int_equal(dev0->ops->copy_d2h(&s0, c, dc, nc * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_d2h(&s0, aux_out, dp[0], nc * 4), TANDEM_OK);
     assert_int_equal(dev0->ops->stream_sync(&s0), TANDEM_OK);
     for (int64_t q = 0; q < batch; q++)
         for (int64_t i = 0; i < g.m; i++)
             for (int64_t j = 0; j < g.n; j++) {
-                double r = ref_at(a, b, c0, &g, alpha, beta, q, i, j);
-                double got = c[q * g.stride_c + i * g.n + j];
+                const int64_t x = q * g.stride_c + i * g.n + j;
+                double aw = NAN, r = epi_ref(&g, ref_at(a, b, c0, &g, alpha, beta, q, i, j), aux, bias, x, j, &aw);
+                double got = c[x];
+                if (epi == TANDEM_GEMM_EPI_GELU_AUX_BIAS && !(fabs(aux_out[x] - aw) <= 1e-4 * (1 + fabs(aw))))
+                    fail_msg("GELU_AUX_BIAS: aux[%lld] = %g, expected %g", (long long)x, aux_out[x], aw);
                 if (!(fabs(got - r) <= 1e-4 * (1 + fabs(r))))
                     fail_msg("GEMM %lldx%lldx%lld ta %d tb %d batch %lld: C[%lld][%lld][%lld] = %g, expected %g",
                              (long long)g.m, (long long)g.n, (long long)g.k, trans_a, trans_b, (long long)batch,
@@ -146,10 +182,13 @@ static void run_gemm(int trans_a, int trans_b, int64_t batch) {
     dev0->ops->mem_free(dev0, da);
     dev0->ops->mem_free(dev0, db);
     dev0->ops->mem_free(dev0, dc);
+    dev0->ops->mem_free(dev0, dp[0]);
+    dev0->ops->mem_free(dev0, dp[1]);
     free(a);
     free(b);
     free(c0);
     free(c);
+    free(aux), free(bias), free(aux_out);
 }
 
 static void test_gemm(void **state) {
@@ -157,9 +196,12 @@ static void test_gemm(void **state) {
     int before = fake_error_count();
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
-            run_gemm(ta, tb, 1);
-            run_gemm(ta, tb, 3);
+            run_gemm(ta, tb, 1, TANDEM_GEMM_EPI_NONE);
+            run_gemm(ta, tb, 3, TANDEM_GEMM_EPI_NONE);
         }
+    /* every epilogue, batched and not; n a multiple of 8 (cuBLASLt) or any (the fatbin GEMM) */
+    for (int e = TANDEM_GEMM_EPI_BIAS; e < TANDEM_GEMM_EPI_COUNT; e++)
+        for (int tb = 0; tb < 2; tb++) run_gemm(e % 2, tb, 1 + 2 * tb, (tandem_gemm_epilogue)e);
     assert_int_equal(fake_error_count(), before);
 }
 
@@ -185,7 +227,7 @@ static void test_gemm_tf32(void **state) {
     assert_int_equal(dev0->ops->copy_h2d(&s0, db, b, K * N * 4), TANDEM_OK);
     const float alpha = 1.5f, beta = 0.5f;
     for (int t = 0; t < 2; t++) { /* 0: exact f32, 1: tf32 */
-        tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, t};
+        tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, t, 0};
         assert_int_equal(dev0->ops->copy_h2d(&s0, dc, c0, M * N * 4), TANDEM_OK);
         assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
         assert_int_equal(dev0->ops->gemm(&s0, &g, alpha, da, db, beta, dc), TANDEM_OK);
@@ -195,7 +237,7 @@ static void test_gemm_tf32(void **state) {
     double worst[2] = {0, 0}, moved = 0;
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
-            tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+            tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
             double r = ref_at(a, b, c0, &g, alpha, beta, 0, i, j), mag = 0;
             for (int64_t p = 0; p < K; p++) mag += fabs((double)a[i * K + p] * b[p * N + j]);
             const double bound[2] = {1e-5 * (1 + fabs(r)), fabs(alpha) * mag / 1024.0 + 1e-5 * (1 + fabs(r))};
@@ -229,7 +271,7 @@ static void test_gemm_two_streams(void **state) {
     tandem_stream sb = {dev0, NULL};
     assert_int_equal(dev0->ops->stream_create(dev0, &sb), TANDEM_OK);
     tandem_stream *ss[2] = {&s0, &sb};
-    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
     size_t na = 33 * 29, nb = 17 * 29, nc = 33 * 17;
     float *a[2], *b[2], *c[2];
@@ -319,7 +361,7 @@ static void test_context_restored(void **state) {
         tandem_dptr p = 0, q = 0;
         float host[64] = {0}, ms = 0;
         int done = 0;
-        tandem_gemm_desc g = {0, 0, 8, 8, 8, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+        tandem_gemm_desc g = {0, 0, 8, 8, 8, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
         SAME_CONTEXT(d2->ops->stream_create(d2, &s));
         SAME_CONTEXT(d2->ops->event_create(d2, &a));
         SAME_CONTEXT(d2->ops->event_create(d2, &b));
@@ -381,7 +423,7 @@ static void run_item_gemms(tandem_dtype t) {
     assert_int_equal(dev0->ops->copy_h2d(&s0, X, x_in, nx * es), TANDEM_OK);
     memset(w, 0, OUT * D * 4);
     assert_int_equal(dev0->ops->copy_h2d(&s0, W, w, OUT * D * 4), TANDEM_OK);
-    tandem_gemm_desc g = {1, 0, OUT, D, ROWS, 1, 0, 0, 0, t, t, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+    tandem_gemm_desc g = {1, 0, OUT, D, ROWS, 1, 0, 0, 0, t, t, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
     for (int i = 0; i < ITEMS; i++) {
         tandem_dptr a = DY + (tandem_dptr)((size_t)i * ROWS * OUT * es), b = X + (tandem_dptr)(((size_t)i * T + TEXT) * D * es);
@@ -414,7 +456,7 @@ static void test_gemm_item_offsets(void **state) {
 
 static void test_gemm_unprepared(void **state) {
     (void)state;
-    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0};
+    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
     tandem_dptr d;
     assert_int_equal(dev0->ops->mem_alloc(dev0, 71 * 79 * 4, &d), TANDEM_OK);
     assert_int_equal(dev0->ops->gemm(&s0, &g, 1, d, d, 0, d), TANDEM_E_STATE);
