@@ -156,16 +156,17 @@ static tandem_status fused_fwd(tandem_stream *s, const tandem_attention_shape *s
     static const char op[] = "attention forward (fused)";
     const tandem_dtype o16 = operand_dtype(sh);
     const io_check c[] = {
-        {"qkv", io->qkv, TANDEM_F32, n->qkv},    {"key_mask", io->key_mask, TANDEM_U8, n->mask},
-        {"qkv_op", io->qkv_op, o16, n->qkv},     {"y", io->y, o16, n->model},
-        {"lse", io->lse, TANDEM_F32, n->rows},
+        {"key_mask", io->key_mask, TANDEM_U8, n->mask}, {"qkv_op", io->qkv_op, o16, n->qkv},
+        {"y", io->y, o16, n->model},                    {"lse", io->lse, TANDEM_F32, n->rows},
+        {"qkv", io->qkv, TANDEM_F32, n->qkv},
     };
-    TANDEM_TRY(check_io(op, s, c, 5));
+    /* bf16 with qkv NULL: the caller's GEMM wrote qkv_op itself (no cast) */
+    TANDEM_TRY(check_io(op, s, c, sh->bf16 && !io->qkv ? 4 : 5));
     if (io->ga && !io->ga_sum) return tandem_fail(TANDEM_E_INVALID, "%s: ga without ga_sum", op);
     const attn_pass a = pass_of(sh);
     const int d = sh->heads * sh->head_dim, bf = sh->bf16;
     /* bf16: the kernels read the bf16 cast of qkv (kept for the backward) */
-    if (bf) TANDEM_TRY(tandem_cast_f32_bf16(s, F32(io->qkv), tandem_tensor_bf16(io->qkv_op), n->qkv));
+    if (bf && io->qkv) TANDEM_TRY(tandem_cast_f32_bf16(s, F32(io->qkv), tandem_tensor_bf16(io->qkv_op), n->qkv));
     const tandem_attn_layout lay = fused_layout(sh);
     void *y = bf ? (void *)tandem_tensor_bf16(io->y) : (void *)F32(io->y);
     return tandem_attn_fused_fwd(s, op_block(io->qkv_op, bf, 0, d), op_block(io->qkv_op, bf, 1, d),

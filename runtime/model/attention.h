@@ -75,7 +75,8 @@ tandem_status tandem_attention_prepare(tandem_device *dev, const tandem_attentio
 
 /* "op" below: the operand dtype, f32 in fp32 mode and bf16 in bf16 mode. */
 typedef struct tandem_attention_fwd_io {
-    const tandem_tensor *qkv;      /* in  [B, T, 3d] f32: columns [0, d) q, [d, 2d) k, [2d, 3d) v */
+    const tandem_tensor *qkv;      /* in  [B, T, 3d] f32: columns [0, d) q, [d, 2d) k, [2d, 3d) v;
+                                      fused bf16: NULL when qkv_op already holds its bf16 values */
     const tandem_tensor *key_mask; /* in  [B, T] u8: 1 = real key position, 0 = padding */
     tandem_tensor *q, *k, *v;      /* out [B, H, T, dh] op, kept for the backward */
     tandem_tensor *p;              /* out [B, H, T, T] op: the probabilities, kept (fp32: the

@@ -128,6 +128,14 @@ tandem_gemm_desc tandem_model_desc_mlp_fc(const tandem_model_dims *dm, int64_t r
     g.c_type = dm->bf16 ? TANDEM_BF16 : TANDEM_F32; /* g: a GEMM-only activation */
     return g;
 }
+int tandem_model_qkv_bf16(const tandem_model_dims *dm) {
+    return dm->bf16 && dm->attn_materialised == 0 && tandem_k_attn_tc_ok(dm->head_dim);
+}
+tandem_gemm_desc tandem_model_desc_qkv(const tandem_model_dims *dm, int64_t rows, int64_t in, int64_t out) {
+    tandem_gemm_desc g = tandem_model_desc_linear(dm, rows, in, out);
+    if (tandem_model_qkv_bf16(dm)) g.c_type = TANDEM_BF16; /* the tensor-core attention's operand */
+    return g;
+}
 tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out) {
     return desc(dm, 0, 0, rows, in, out);
@@ -175,8 +183,9 @@ static tandem_status prepare_class_gemms(tandem_model *m) {
         {N, d->ff, d->d},     /* MLP proj */
     };
     for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
-        tandem_gemm_desc g = (i == 3 ? tandem_model_desc_mlp_fc : tandem_model_desc_linear)(
-            d, lin[i][0], lin[i][1], lin[i][2]);
+        tandem_gemm_desc g = (i == 3   ? tandem_model_desc_mlp_fc
+                              : i == 1 ? tandem_model_desc_qkv
+                                       : tandem_model_desc_linear)(d, lin[i][0], lin[i][1], lin[i][2]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         g = tandem_model_desc_linear_dw(d, lin[i][0], lin[i][1], lin[i][2]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
@@ -525,7 +534,9 @@ static tandem_status declare_outputs(tandem_model *m, tandem_pool *pool, const d
     const int fused = tandem_attention_fused(&m->attn);
     c = per_step(pool, ph->lf0, ph->lf_last);
     /* fused fp32: the QKV projection writes each layer's kept qkv itself */
-    if (!fused || d->bf16) TANDEM_TRY(decl(&c, &m->qkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.qkv"));
+    /* bf16 with the tensor-core attention: the QKV GEMM writes the kept bf16 qkv itself */
+    if (!fused || (d->bf16 && !tandem_model_qkv_bf16(d)))
+        TANDEM_TRY(decl(&c, &m->qkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.qkv"));
     if (!fused) TANDEM_TRY(decl(&c, &m->o, TANDEM_F32, 4, B, H, T, dh, "model.attn_o"));
     c = per_step(pool, ph->out_f, ph->out_b);
     TANDEM_TRY(decl(&c, &m->hf, ph->ga, 3, B, T, D, 0, "model.ln_f"));

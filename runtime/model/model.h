@@ -390,6 +390,11 @@ tandem_gemm_desc tandem_model_desc_linear(const tandem_model_dims *dm, int64_t r
 /* The MLP fc: GELU_AUX_BIAS epilogue, C (g) and aux (f) in the model's precision. */
 tandem_gemm_desc tandem_model_desc_mlp_fc(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                           int64_t out);
+/* 1 when the QKV projection writes the kept bf16 qkv directly (bf16 with the tensor-core
+ * attention: its operand; no f32 qkv, no cast); its bias is then the bf16 copy (C's type). */
+int tandem_model_qkv_bf16(const tandem_model_dims *dm);
+/* The QKV projection: the linear layer's, with a bf16 C where tandem_model_qkv_bf16. */
+tandem_gemm_desc tandem_model_desc_qkv(const tandem_model_dims *dm, int64_t rows, int64_t in, int64_t out);
 /* dx [rows, in] = dy [rows, out] W */
 tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out);

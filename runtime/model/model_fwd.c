@@ -71,7 +71,7 @@ static tandem_status batch_prep(tandem_model *m, tandem_stream *s, const tandem_
 /* Where the QKV projection of layer ly writes (f32): the layer's kept qkv itself when the fused
  * attention reads it in fp32, else the shared scratch. */
 static tandem_tensor *qkv_out(const tandem_model *m, const tandem_model_layer *ly) {
-    return ly->qkv && !m->dims.bf16 ? ly->qkv : m->qkv;
+    return ly->qkv && (!m->dims.bf16 || tandem_model_qkv_bf16(&m->dims)) ? ly->qkv : m->qkv;
 }
 
 /* att [B, T, d] = heads merged of softmax_causal(Q K^T / sqrt(dh), key_mask) V, q, k, v from
@@ -88,7 +88,7 @@ static tandem_status attention(tandem_model *m, tandem_stream *s, int l) {
         io.ga = &ga;
         io.ga_rows = tandem_tensor_f32_at(m->ga_rows, (int64_t)l * d->batch * m->ga.heads * d->mel_len);
     }
-    io.qkv = qkv_out(m, ly);
+    io.qkv = tandem_model_qkv_bf16(d) ? NULL : qkv_out(m, ly); /* NULL: qkv_op written by its GEMM */
     io.key_mask = m->key_mask;
     io.y = ly->att;
     /* fused: qkv kept per layer, the softmax statistics (ga_sum: the layer's [B, ga.heads, Tm]) */
@@ -111,7 +111,11 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
 
     /* h1 [N, d] = LN1(x);  qkv [N, 3d] = h1 Wqkv^T + bqkv */
     TANDEM_TRY(layernorm(m, s, ly->x, lp->ln1_g, lp->ln1_b, ly->h1, ly->mean1, ly->rstd1));
-    TANDEM_TRY(linear(m, s, ly->h1, lp->qkv_w, lp->qkv_b, 0.0f, qkv_out(m, ly), N, D, 3 * D));
+    const tandem_gemm_desc qkv = tandem_model_desc_qkv(d, N, D, 3 * D); /* bf16 out: no cast */
+    TANDEM_TRY(tandem_dev_gemm_epi(s, &qkv, 1.0f, VIEW(ly->h1), tandem_model_weight(m, lp->qkv_w), 0.0f,
+                                   VIEW(qkv_out(m, ly)),
+                                   tandem_model_qkv_bf16(d) ? tandem_model_param_gemm(m, lp->qkv_b) /* bias: C's type */
+                                                            : tandem_model_param_view(m, lp->qkv_b)));
     /* att [N, d] = MHA(qkv);  x_mid [N, d] = x + att Wo^T + bo */
     TANDEM_TRY(attention(m, s, l));
     TANDEM_TRY(tandem_dev_copy(s, ly->x_mid, 0, ly->x, 0, xbytes));
