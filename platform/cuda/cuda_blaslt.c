@@ -9,7 +9,8 @@
  * EPILOGUE_AUX_DATA_TYPE, never set), the aux leading dimension our n (= D's rows) and its batch
  * stride stride_c; their pointers are set per call. The types, tf32 and the epilogue are part
  * of a plan's key. An aux epilogue cuBLASLt documents no support for (EPILOGUE_AUX_LD must be a
- * multiple of 8) runs on the fatbin GEMM, which implements every epilogue.
+ * multiple of 8) runs on the fatbin GEMM, which implements every epilogue; so does a plan for
+ * which cuBLASLt's heuristic finds no algorithm at all (a warning names the shape).
  *
  * The API is row-major (tandem.h): C[m,n] = alpha op(A) op(B) + beta C. cuBLASLt is
  * column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
@@ -340,6 +341,14 @@ static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tand
     if (!any) {
         char shp[160];
         shape_text(g, shp, sizeof shp);
+        /* the fatbin GEMM takes every epilogue and type this backend accepts: slower, not wrong */
+        if (g->m <= INT_MAX && g->n <= INT_MAX && g->k <= INT_MAX && g->batch <= INT_MAX) {
+            tandem_logf(TANDEM_LOG_WARN, "cuBLASLt has no algorithm for GEMM %s on device %d: it runs on the "
+                                         "fatbin's GEMM kernel (no tensor-core library path for this shape)",
+                        shp, d->ordinal);
+            p->fatbin = 1;
+            return TANDEM_OK;
+        }
         return tandem_fail(TANDEM_E_UNSUPPORTED, "cuBLASLt has no algorithm for GEMM %s (f32 accumulation) on "
                            "device %d", shp, d->ordinal);
     }

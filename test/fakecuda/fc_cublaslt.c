@@ -549,6 +549,13 @@ static int get_problem(const char *call, cublasLtMatmulDesc_t desc, cublasLtMatr
 
 static size_t lt_stage_bytes(const lt_problem *p);
 
+/* TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE=1: no algorithm for a problem with an epilogue, as a
+ * cuBLASLt build without those kernels (or a GPU it has none for) answers. */
+static int lt_no_algo(const lt_problem *p) {
+    const char *e = getenv("TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE");
+    return e && e[0] == '1' && p->d->epilogue != CUBLASLT_EPILOGUE_DEFAULT;
+}
+
 FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A,
     cublasLtMatrixLayout_t B, cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
@@ -566,7 +573,9 @@ FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     } else if (requested < 1 || !results || !returned) {
         tandem_fakecuda_report(call, "requestedAlgoCount %d (>= 1), results %p, returnAlgoCount %p",
                                requested, (void *)results, (void *)returned);
-    } else if ((st = check_problem(call, &p)) == CUBLAS_STATUS_SUCCESS) {
+    } else if ((st = check_problem(call, &p)) == CUBLAS_STATUS_SUCCESS && lt_no_algo(&p)) {
+        st = CUBLAS_STATUS_NOT_SUPPORTED; /* what cuBLASLt answers when it has no algorithm */
+    } else if (st == CUBLAS_STATUS_SUCCESS) {
         const lt_pref *pr = lt_get(call, pref, LT_PREF);
         memset(&results[0], 0, sizeof results[0]);
         results[0].algo.data[0] = LT_ALGO_MAGIC;

@@ -205,6 +205,19 @@ static void test_gemm(void **state) {
     assert_int_equal(fake_error_count(), before);
 }
 
+/* cuBLASLt without an algorithm for an epilogue's GEMM (the stand-in answers NOT_SUPPORTED for
+ * every epilogue under TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE=1): the plan falls back to the fatbin
+ * GEMM, which takes every epilogue, and the results stay right. */
+static void test_gemm_no_algorithm(void **state) {
+    (void)state;
+    if (!tandem_cuda_have_cublaslt(NULL, 0)) skip();
+    int before = fake_error_count();
+    setenv("TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE", "1", 1);
+    for (int e = TANDEM_GEMM_EPI_BIAS; e < TANDEM_GEMM_EPI_COUNT; e++) run_gemm(e % 2, 1, 1, (tandem_gemm_epilogue)e);
+    unsetenv("TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE");
+    assert_int_equal(fake_error_count(), before);
+}
+
 /* TF32 (desc.tf32: CUBLAS_COMPUTE_32F_FAST_TF32): each A and B element carries a 10-bit
  * mantissa, relative error <= 2^-11, so a product term is off by at most 2^-10 |a||b| and an
  * element of C by at most 2^-10 sum_p |a_ip||b_pj| (times |alpha|), plus the f32 sum's rounding.
@@ -631,6 +644,7 @@ static int run_group(void) {
     printf("GEMM path: %s (%s)\n", lt ? "cuBLASLt" : "fatbin kernel", why);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_and_peers),   cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_no_algorithm),
         cmocka_unit_test(test_gemm_two_streams),
         cmocka_unit_test(test_gemm_tf32),
         cmocka_unit_test(test_blocking_sync),
