@@ -181,7 +181,9 @@ static double min_traffic(const tandem_model *m) {
 static void floor_of(cost_sum *c, const tandem_model *m) {
     c->min_bytes = min_traffic(m);
     c->min_flops += min_attention_flops(m);
-    const double peak = m->dims.bf16 ? c->gpu->bf16_tflops : c->tf32 ? c->gpu->tf32_tflops : c->gpu->fp32_tflops;
+    /* the peak the step's GEMMs get: bf16, TF32 (--tf32 or the config's tf32), else FP32 */
+    const int tf32 = c->tf32 || m->dims.tf32;
+    const double peak = m->dims.bf16 ? c->gpu->bf16_tflops : tf32 ? c->gpu->tf32_tflops : c->gpu->fp32_tflops;
     c->min_flops_s = c->min_flops / (peak * 1e12);
     c->min_bytes_s = c->min_bytes / (c->gpu->bandwidth_gbs * 1e9);
 }
