@@ -118,7 +118,7 @@
 /* gemm_f32: C, bias and aux f32. */
 #define ELEM float
 #define TO_F32(x) (x)
-#define LOAD_C(i) a.c[i]
+#define LOAD_C(i) (a.c_src ? a.c_src[i] : a.c[i])
 #define STORE_C(i, v) a.c[i] = (v)
 #define ADD_BIAS(v, j) (a.bias ? (v) + a.bias[j] : (v))
 #define LOAD_AUX(i) a.aux[i]
@@ -135,7 +135,7 @@ KERNEL LAUNCH_BOUNDS(GEMM_THREADS) tandem_k_gemm_f32(tandem_k_gemm_f32_args a) {
 /* gemm_bf16: C, bias and aux of C's type (f32 or bf16), chosen per launch. */
 #define ELEM tandem_bf16
 #define TO_F32(x) tandem_bf16_to_f32(x)
-#define LOAD_C(i) (a.c ? a.c[i] : tandem_bf16_to_f32(a.c16[i]))
+#define LOAD_C(i) (a.c_src ? a.c_src[i] : a.c ? a.c[i] : tandem_bf16_to_f32(a.c16[i]))
 #define STORE_C(i, v) tandem_k_store2(a.c, a.c16, i, v)
 #define ADD_BIAS(v, j) (a.bias ? (v) + a.bias[j] : a.bias16 ? (v) + tandem_bf16_to_f32(a.bias16[j]) : (v))
 #define LOAD_AUX(i) (a.aux ? a.aux[i] : tandem_bf16_to_f32(a.aux16[i]))

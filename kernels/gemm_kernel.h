@@ -28,6 +28,7 @@ typedef struct tandem_k_gemm_f32_args {
                           op's BIAS epilogue, platform/device.h) */
     int epi;    /* TANDEM_K_GEMM_EPI_* */
     float *aux; /* [batch, M, N] (batch stride stride_c): GELU_AUX writes it, DGELU reads it */
+    const float *c_src; /* [batch, M, N] or NULL: beta C reads it instead of c (apart from c) */
 } tandem_k_gemm_f32_args;
 
 /* The same product with bf16 A and B (mixed precision, runtime/model/model.h "Precision"): each
@@ -48,6 +49,7 @@ typedef struct tandem_k_gemm_bf16_args {
     tandem_bf16 *c16;  /* [batch, M, N] or NULL: a bf16 C */
     const tandem_bf16 *bias16; /* [n] or NULL: the bias with a bf16 C */
     tandem_bf16 *aux16;        /* the aux matrix with a bf16 C */
+    const float *c_src;        /* as gemm_f32 (an f32 C only), or NULL */
 } tandem_k_gemm_bf16_args;
 
 #endif

@@ -44,6 +44,7 @@ typedef struct gemm_ref {
     int64_t m, n, k, stride_a, stride_b, stride_c;
     int trans_a, trans_b, epi;
     float alpha, beta;
+    const float *c_src; /* beta C's source, or NULL: C */
 } gemm_ref;
 
 static double ref_load(const void *p, int bf16, int64_t i) {
@@ -54,7 +55,8 @@ static double ref_load(const void *p, int bf16, int64_t i) {
 static void ref_store(const gemm_ref *r, int64_t ci, int64_t j, double s) {
     double v = (double)r->alpha * s;
     /* beta == 0: C is not read (it may hold anything, NaN included). */
-    if (r->beta != 0.0f) v += (double)r->beta * (r->c ? r->c[ci] : tandem_bf16_to_f32(r->c16[ci]));
+    if (r->beta != 0.0f)
+        v += (double)r->beta * (r->c_src ? r->c_src[ci] : r->c ? r->c[ci] : tandem_bf16_to_f32(r->c16[ci]));
     if (r->bias || r->bias16) v += r->bias ? r->bias[j] : tandem_bf16_to_f32(r->bias16[j]);
     if (r->epi == TANDEM_K_GEMM_EPI_GELU_AUX) {
         tandem_k_store2(r->aux, r->aux16, ci, (float)v);
@@ -93,7 +95,7 @@ static void gemm_ref_run(const gemm_ref *r, int64_t batch) {
 
 void tandem_k_gemm_f32_host(const tandem_k_gemm_f32_args *a) {
     const gemm_ref r = {a->a, a->b, 0, a->c, a->aux, NULL, NULL, a->bias, NULL, a->m, a->n, a->k, a->stride_a,
-                        a->stride_b, a->stride_c, a->trans_a, a->trans_b, a->epi, a->alpha, a->beta};
+                        a->stride_b, a->stride_c, a->trans_a, a->trans_b, a->epi, a->alpha, a->beta, a->c_src};
     gemm_ref_run(&r, a->batch);
 }
 
@@ -108,7 +110,8 @@ void tandem_k_gemm_bf16_geom(const tandem_k_gemm_bf16_args *a, tandem_launch_dim
 
 void tandem_k_gemm_bf16_host(const tandem_k_gemm_bf16_args *a) {
     const gemm_ref r = {a->a, a->b, 1, a->c, a->aux, a->c16, a->aux16, a->bias, a->bias16, a->m, a->n, a->k,
-                        a->stride_a, a->stride_b, a->stride_c, a->trans_a, a->trans_b, a->epi, a->alpha, a->beta};
+                        a->stride_a, a->stride_b, a->stride_c, a->trans_a, a->trans_b, a->epi, a->alpha, a->beta,
+                        a->c_src};
     gemm_ref_run(&r, a->batch);
 }
 

@@ -59,6 +59,8 @@ typedef struct tandem_gemm_desc {
                  shape. The host GEMM and the fatbin's gemm_f32 compute exact f32 either way. */
     tandem_dptr aux; /* the epilogue's aux matrix's address, set like bias (last, so positional
                         initialisers of the fields above stay valid) */
+    tandem_dptr c_src; /* 0: beta C reads C itself (in place); else the f32 matrix beta C reads,
+                          laid out as C and apart from it (cuBLASLt's C != D), set like bias */
 } tandem_gemm_desc;
 
 typedef struct tandem_backend_ops tandem_backend_ops;

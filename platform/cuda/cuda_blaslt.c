@@ -455,7 +455,8 @@ static tandem_status lt_matmul(tandem_cuda_dev *d, const tandem_cuda_stream_impl
         LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), g);
     LT_TRY(cublasLtMatmul,
            ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la, (const void *)(uintptr_t)a,
-            p->lb, &beta, (const void *)(uintptr_t)c, p->lc, (void *)(uintptr_t)c, p->lc, &p->algo[t],
+            p->lb, &beta, (const void *)(uintptr_t)(g->c_src ? g->c_src : c), p->lc, (void *)(uintptr_t)c,
+            p->lc, &p->algo[t],
             (void *)(uintptr_t)si->lt_workspace, si->lt_workspace ? TANDEM_CUDA_LT_WORKSPACE : 0, si->cs),
            g);
     return TANDEM_OK;
@@ -468,6 +469,10 @@ static int lt_tier(const tandem_cuda_gemm_plan *p, const tandem_gemm_desc *g, ta
     have[0] = operand_align(b, g->stride_b, g->b_type, g->batch);
     have[1] = operand_align(a, g->stride_a, g->a_type, g->batch);
     have[2] = have[3] = operand_align(c, g->stride_c, g->c_type, g->batch);
+    if (g->c_src) { /* cuBLASLt's C (read) apart from D: held to the same tier */
+        const uint32_t x = operand_align(g->c_src, g->stride_c, g->c_type, g->batch);
+        if (x < have[2]) have[2] = x;
+    }
     if (tandem_gemm_epi_has_aux(g->epilogue)) {
         const uint32_t x = operand_align(g->aux, g->stride_c, g->c_type, g->batch);
         if (x < have[3]) have[3] = x;
@@ -499,7 +504,8 @@ static tandem_status lt_gemm(tandem_cuda_dev *d, tandem_stream *s, const tandem_
     if (g->epilogue == TANDEM_GEMM_EPI_NONE) {
         LT_TRY(cublasLtMatmul,
                ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la,
-                (const void *)(uintptr_t)a, p->lb, &beta, (const void *)(uintptr_t)c, p->lc, (void *)(uintptr_t)c,
+                (const void *)(uintptr_t)a, p->lb, &beta, (const void *)(uintptr_t)(g->c_src ? g->c_src : c), p->lc,
+                (void *)(uintptr_t)c,
                 p->lc, &p->algo[t], (void *)(uintptr_t)si->lt_workspace, si->lt_workspace ? TANDEM_CUDA_LT_WORKSPACE : 0,
                 si->cs),
                g);
@@ -534,6 +540,7 @@ static tandem_status fatbin_gemm(tandem_stream *s, const tandem_gemm_desc *g, fl
         x.c = (float *)(uintptr_t)c;
         x.bias = (const float *)(uintptr_t)g->bias;
         x.aux = (float *)(uintptr_t)g->aux;
+        x.c_src = (const float *)(uintptr_t)g->c_src;
     }
     tandem_launch_dims dims;
     if (g->a_type == TANDEM_BF16) {
@@ -545,7 +552,7 @@ static tandem_status fatbin_gemm(tandem_stream *s, const tandem_gemm_desc *g, fl
     f.a = (const float *)(uintptr_t)a, f.b = (const float *)(uintptr_t)b, f.c = x.c;
     f.m = x.m, f.n = x.n, f.k = x.k, f.batch = x.batch, f.trans_a = x.trans_a, f.trans_b = x.trans_b;
     f.stride_a = x.stride_a, f.stride_b = x.stride_b, f.stride_c = x.stride_c;
-    f.alpha = alpha, f.beta = beta, f.bias = x.bias, f.epi = x.epi, f.aux = x.aux;
+    f.alpha = alpha, f.beta = beta, f.bias = x.bias, f.epi = x.epi, f.aux = x.aux, f.c_src = x.c_src;
     tandem_kernel_table[TANDEM_KID_gemm_f32].geom(&f, &dims);
     return tandem_cuda_launch(s, TANDEM_KID_gemm_f32, &dims, &f, sizeof f);
 }

@@ -367,6 +367,10 @@ static tandem_status host_gemm_run(tandem_stream *s, const tandem_gemm_desc *d, 
         return tandem_fail(TANDEM_E_INVALID, "host device %d: gemm with a NULL %s", dev_ordinal(s->dev),
                            !d ? "descriptor" : !a ? "A" : !b ? "B" : "C");
     TANDEM_TRY(host_gemm_types(s->dev, d));
+    if (d->c_src && beta != 0.0f) /* beta C from c_src: C starts as its copy (each item's m x n) */
+        for (int64_t q = 0; q < d->batch; q++)
+            memcpy((float *)ptr_of(c) + q * d->stride_c, (const float *)ptr_of(d->c_src) + q * d->stride_c,
+                   (size_t)(d->m * d->n) * sizeof(float));
     tandem_host_pool *prev = tandem_host_pool_enter(((host_device *)s->dev->impl)->pool);
     tandem_status st = tandem_host_gemm(d, alpha, ptr_of(a), ptr_of(b), beta, ptr_of(c));
     tandem_host_pool_leave(prev);

@@ -320,9 +320,27 @@ static tandem_status check_epilogue(const tandem_gemm_desc *g, const tandem_stre
     return TANDEM_OK;
 }
 
+/* beta C's source when it is not C: f32 C, laid out as C, apart from it; its address into run. */
+static tandem_status check_c_src(const tandem_gemm_desc *g, const tandem_stream *s, tandem_view c,
+                                 const tandem_view *c_src, tandem_gemm_desc *run) {
+    run->c_src = 0;
+    if (!c_src) return TANDEM_OK;
+    const int64_t extent = (g->batch - 1) * g->stride_c + g->m * g->n;
+    if (g->c_type != TANDEM_F32)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "GEMM m=%" PRId64 " n=%" PRId64 ": a separate source of beta C "
+                           "needs an f32 C (C is %s)", g->m, g->n, tandem_dtype_name(g->c_type));
+    TANDEM_TRY(check_operand(g, "C source", s, *c_src, g->c_type, g->m * g->n, g->stride_c));
+    if (views_overlap(*c_src, extent, c, extent))
+        return tandem_fail(TANDEM_E_INVALID, "GEMM m=%" PRId64 " n=%" PRId64 ": the source of beta C overlaps C "
+                           "in '%s'; expected separate storage (or tandem_dev_gemm_epi for in place)", g->m, g->n,
+                           tandem_tensor_name(c.t));
+    run->c_src = view_addr(*c_src);
+    return TANDEM_OK;
+}
+
 static tandem_status gemm_run(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                               tandem_view a, tandem_view b, float beta, tandem_view c,
-                              const tandem_view *bias, const tandem_view *aux) {
+                              const tandem_view *bias, const tandem_view *aux, const tandem_view *c_src) {
     static const char op[] = "GEMM";
     TANDEM_TRY(check_stream(op, s));
     if (!g) return tandem_fail(TANDEM_E_INVALID, "%s: descriptor is NULL", op);
@@ -336,6 +354,7 @@ static tandem_status gemm_run(tandem_stream *s, const tandem_gemm_desc *g, float
     TANDEM_TRY(check_operand(g, "C", s, c, g->c_type, g->m * g->n, g->stride_c));
     tandem_gemm_desc run = *g;
     TANDEM_TRY(check_epilogue(g, s, c, bias, aux, &run));
+    TANDEM_TRY(check_c_src(g, s, c, c_src, &run));
     tandem_rec_entry *e = rec_slot(s, TANDEM_REC_GEMM);
     if (e) {
         e->gemm = run;
@@ -349,19 +368,25 @@ static tandem_status gemm_run(tandem_stream *s, const tandem_gemm_desc *g, float
 
 tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                               tandem_view a, tandem_view b, float beta, tandem_view c) {
-    return gemm_run(s, g, alpha, a, b, beta, c, NULL, NULL);
+    return gemm_run(s, g, alpha, a, b, beta, c, NULL, NULL, NULL);
 }
 
 tandem_status tandem_dev_gemm_epi(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                                   tandem_view a, tandem_view b, float beta, tandem_view c,
                                   tandem_view bias) {
-    return gemm_run(s, g, alpha, a, b, beta, c, &bias, NULL);
+    return gemm_run(s, g, alpha, a, b, beta, c, &bias, NULL, NULL);
+}
+
+tandem_status tandem_dev_gemm_from(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
+                                   tandem_view a, tandem_view b, float beta, tandem_view c_src,
+                                   tandem_view c, const tandem_view *bias) {
+    return gemm_run(s, g, alpha, a, b, beta, c, bias, NULL, &c_src);
 }
 
 tandem_status tandem_dev_gemm_aux(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                                   tandem_view a, tandem_view b, float beta, tandem_view c,
                                   const tandem_view *bias, tandem_view aux) {
-    return gemm_run(s, g, alpha, a, b, beta, c, bias, &aux);
+    return gemm_run(s, g, alpha, a, b, beta, c, bias, &aux, NULL);
 }
 
 /* ---- launches ------------------------------------------------------------------------------ */

@@ -82,6 +82,13 @@ static inline tandem_view tandem_view_at(const tandem_tensor *t, int64_t off) {
     return v;
 }
 
+/* C = alpha op(A) op(B) + beta C_src (+ the BIAS epilogue's bias, when bias is not NULL):
+ * beta C reads c_src, an f32 matrix laid out as C and apart from it, instead of C itself (the
+ * residual stream's x + f(x) without a copy of x first). */
+tandem_status tandem_dev_gemm_from(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
+                                   tandem_view a, tandem_view b, float beta, tandem_view c_src,
+                                   tandem_view c, const tandem_view *bias);
+
 /* Resolve the algorithm for a shape once, before commit (a no-op where the backend has
  * nothing to resolve). */
 tandem_status tandem_dev_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *g);

@@ -31,6 +31,16 @@ static tandem_status linear(tandem_model *m, tandem_stream *s, const tandem_tens
                                tandem_model_param_view(m, b));
 }
 
+/* y [rows, out] = res [rows, out] + x W^T + b: the residual read by the GEMM itself (beta C from
+ * res, no copy of it into y first). */
+static tandem_status residual_linear(tandem_model *m, tandem_stream *s, const tandem_tensor *x, int w, int b,
+                                     const tandem_tensor *res, tandem_tensor *y, int64_t rows, int64_t in,
+                                     int64_t out) {
+    tandem_gemm_desc g = tandem_model_desc_linear(&m->dims, rows, in, out); /* BIAS epilogue */
+    const tandem_view bias = tandem_model_param_view(m, b);
+    return tandem_dev_gemm_from(s, &g, 1.0f, VIEW(x), tandem_model_weight(m, w), 1.0f, VIEW(res), VIEW(y), &bias);
+}
+
 /* y [N, d] = LN(x [N, d]) with gain g, bias b; its statistics into mean, rstd [N]. */
 static tandem_status layernorm(tandem_model *m, tandem_stream *s, const tandem_tensor *x, int g,
                                int b, tandem_tensor *y, tandem_tensor *mean, tandem_tensor *rstd) {
@@ -107,7 +117,6 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
     const tandem_model_layer_params *lp = &m->lp[l];
     tandem_model_layer *ly = &m->layer[l];
     const int64_t N = (int64_t)d->batch * d->seq, D = d->d;
-    const size_t xbytes = (size_t)N * (size_t)D * sizeof(float);
 
     /* h1 [N, d] = LN1(x);  qkv [N, 3d] = h1 Wqkv^T + bqkv */
     TANDEM_TRY(layernorm(m, s, ly->x, lp->ln1_g, lp->ln1_b, ly->h1, ly->mean1, ly->rstd1));
@@ -118,8 +127,7 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
                                                             : tandem_model_param_view(m, lp->qkv_b)));
     /* att [N, d] = MHA(qkv);  x_mid [N, d] = x + att Wo^T + bo */
     TANDEM_TRY(attention(m, s, l));
-    TANDEM_TRY(tandem_dev_copy(s, ly->x_mid, 0, ly->x, 0, xbytes));
-    TANDEM_TRY(linear(m, s, ly->att, lp->out_w, lp->out_b, 1.0f, ly->x_mid, N, D, D));
+    TANDEM_TRY(residual_linear(m, s, ly->att, lp->out_w, lp->out_b, ly->x, ly->x_mid, N, D, D));
     /* h2 [N, d] = LN2(x_mid);  f [N, 4d] = h2 Wfc^T + bfc;  g [N, 4d] = GELU(f): one GEMM with
      * the GELU_AUX_BIAS epilogue writing g and, as its aux output, f (both in g's type) */
     TANDEM_TRY(layernorm(m, s, ly->x_mid, lp->ln2_g, lp->ln2_b, ly->h2, ly->mean2, ly->rstd2));
@@ -128,8 +136,7 @@ static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_
     TANDEM_TRY(tandem_dev_gemm_aux(s, &fc, 1.0f, VIEW(ly->h2), tandem_model_weight(m, lp->fc_w), 0.0f,
                                    VIEW(ly->g), &fc_b, VIEW(ly->f)));
     /* out [N, d] = x_mid + g Wproj^T + bproj */
-    TANDEM_TRY(tandem_dev_copy(s, out, 0, ly->x_mid, 0, xbytes));
-    return linear(m, s, ly->g, lp->proj_w, lp->proj_b, 1.0f, out, N, d->ff, D);
+    return residual_linear(m, s, ly->g, lp->proj_w, lp->proj_b, ly->x_mid, out, N, d->ff, D);
 }
 
 /* x0 [B, T, d] = [sym_emb[tokens]; dropout(GELU(prenet(groups)))] + pos_emb, the groups

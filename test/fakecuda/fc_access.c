@@ -42,7 +42,7 @@ ACC(gemm_f32) {
     R(a->a, gemm_elems(a->batch, a->stride_a, a->m, a->k) * F4);
     R(a->b, gemm_elems(a->batch, a->stride_b, a->k, a->n) * F4);
     size_t c = gemm_elems(a->batch, a->stride_c, a->m, a->n) * F4;
-    if (a->beta != 0.0f) R(a->c, c);
+    if (a->beta != 0.0f) R(a->c_src ? a->c_src : a->c, c);
     if (a->bias) R(a->bias, (size_t)a->n * F4);
     if (a->epi == TANDEM_K_GEMM_EPI_GELU_AUX) W(a->aux, c);
     if (a->epi == TANDEM_K_GEMM_EPI_DGELU) R(a->aux, c);
@@ -56,7 +56,7 @@ ACC(gemm_bf16) {
     const void *cp = a->c16 ? (const void *)a->c16 : (const void *)a->c;
     const void *bias = a->bias16 ? (const void *)a->bias16 : (const void *)a->bias;
     const void *aux = a->aux16 ? (const void *)a->aux16 : (const void *)a->aux;
-    if (a->beta != 0.0f) R(cp, c);
+    if (a->beta != 0.0f) R(a->c_src ? (const void *)a->c_src : cp, c);
     if (bias) R(bias, (size_t)a->n * ce);
     if (a->epi == TANDEM_K_GEMM_EPI_GELU_AUX) W(aux, c);
     if (a->epi == TANDEM_K_GEMM_EPI_DGELU) R(aux, c);

@@ -95,11 +95,17 @@ static void gemm_make_typed(int idx, tandem_rng *rng, tandem_kcase *c, tandem_dt
     if (epi != TANDEM_K_GEMM_EPI_NONE)
         tandem_kcase_set_buf(c, c->nbufs++, "aux", ct, s.batch * s.m * s.n,
                              epi == TANDEM_K_GEMM_EPI_DGELU ? TANDEM_KB_IN : TANDEM_KB_OUT, -3.0f, 3.0f);
+    /* two shapes read beta C from a separate source (c_src): C is then an output only, poisoned */
+    c->f[2] = ct == TANDEM_F32 && (idx == 4 || idx == 9);
+    if (c->f[2] != 0.0f) {
+        cc->role = TANDEM_KB_OUT;
+        tandem_kcase_set_buf(c, c->nbufs++, "c_src", TANDEM_F32, s.batch * s.m * s.n, TANDEM_KB_IN, -1.0f, 1.0f);
+    }
     c->tol = ct == TANDEM_BF16 ? 1e-5 : 1e-9;
-    snprintf(c->desc, sizeof c->desc, "m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d%s%s epi=%lld%s a=%.3g b=%.3g",
+    snprintf(c->desc, sizeof c->desc, "m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d%s%s epi=%lld%s%s a=%.3g b=%.3g",
              (long long)s.m, (long long)s.n, (long long)s.k, (long long)s.batch, s.trans_a,
              s.trans_b, s.share_b ? " shared-B" : "", (c->i[7] & 1) ? " +bias" : "", (long long)epi,
-             ct == TANDEM_BF16 ? " C bf16" : "", c->f[0], c->f[1]);
+             ct == TANDEM_BF16 ? " C bf16" : "", c->f[2] != 0.0f ? " C from c_src" : "", c->f[0], c->f[1]);
 }
 
 static void gemm_make(int idx, tandem_rng *rng, tandem_kcase *c) {
@@ -125,6 +131,7 @@ static void gemm_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->bias = (c->i[7] & 1) ? (const float *)bufs[3] : NULL;
     a->epi = (int)(c->i[7] >> 1);
     a->aux = a->epi != TANDEM_K_GEMM_EPI_NONE ? (float *)bufs[3 + (c->i[7] & 1)] : NULL;
+    a->c_src = c->f[2] != 0.0f ? (const float *)bufs[c->nbufs - 1] : NULL;
 }
 
 const tandem_kcase_spec tandem_kcase_gemm_f32 = {N_SHAPES, gemm_make, gemm_bind};
@@ -154,6 +161,7 @@ static void gemm_bf16_bind(const tandem_kcase *c, void *const *bufs, void *args)
     a->bias = f.bias;
     a->epi = f.epi;
     a->aux = f.aux;
+    a->c_src = f.c_src;
     if (c->bufs[2].dtype == TANDEM_BF16) { /* C, bias and aux bf16 */
         a->c16 = (tandem_bf16 *)bufs[2], a->c = NULL;
         a->bias16 = (const tandem_bf16 *)f.bias, a->bias = NULL;

@@ -130,9 +130,12 @@ static double epi_ref(const tandem_gemm_desc *g, double r, const float *aux, con
     return g->epilogue == TANDEM_GEMM_EPI_BIAS ? *aux_want : tandem_gelu_tanh((float)*aux_want);
 }
 
+/* 1: run_gemm reads beta C from a separate copy of C (desc.c_src) and poisons C itself. */
+static int g_c_src;
+
 static void run_gemm(int trans_a, int trans_b, int64_t batch, tandem_gemm_epilogue epi) {
     tandem_gemm_desc g = {trans_a, trans_b, tandem_rng_int(&rng, 1, 70), tandem_rng_int(&rng, 1, 70),
-                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, epi, 0, 0, 0};
+                          tandem_rng_int(&rng, 1, 70), batch, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, epi, 0, 0, 0, 0};
     if (epi != TANDEM_GEMM_EPI_NONE && trans_b) g.n = 8 * tandem_rng_int(&rng, 1, 8); /* cuBLASLt's aux LD, %8 */
     if (batch > 1) {
         g.stride_a = g.m * g.k + tandem_rng_int(&rng, 0, 5); /* gaps between batch items */
@@ -155,8 +158,15 @@ static void run_gemm(int trans_a, int trans_b, int64_t batch, tandem_gemm_epilog
     assert_int_equal(dev0->ops->copy_h2d(&s0, db, b, nb * 4), TANDEM_OK);
     assert_int_equal(dev0->ops->copy_h2d(&s0, dc, c0, nc * 4), TANDEM_OK);
     float *aux, *bias, *aux_out = malloc(nc * 4);
-    tandem_dptr dp[2];
+    tandem_dptr dp[2], dsrc = 0;
     epi_operands(&g, nc, &aux, &bias, dp);
+    if (g_c_src) { /* C's values move to c_src; C holds NaN, which the GEMM must not read */
+        assert_int_equal(dev0->ops->mem_alloc(dev0, nc * 4, &dsrc), TANDEM_OK);
+        assert_int_equal(dev0->ops->copy_h2d(&s0, dsrc, c0, nc * 4), TANDEM_OK);
+        for (size_t x = 0; x < nc; x++) c[x] = NAN;
+        assert_int_equal(dev0->ops->copy_h2d(&s0, dc, c, nc * 4), TANDEM_OK);
+        g.c_src = dsrc;
+    }
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK); /* again: a no-op */
     assert_int_equal(dev0->ops->gemm(&s0, &g, alpha, da, db, beta, dc), TANDEM_OK);
@@ -176,9 +186,11 @@ static void run_gemm(int trans_a, int trans_b, int64_t batch, tandem_gemm_epilog
                              (long long)g.m, (long long)g.n, (long long)g.k, trans_a, trans_b, (long long)batch,
                              (long long)q, (long long)i, (long long)j, got, r);
             }
-    /* the gaps between batch items are left alone */
+    /* the gaps between batch items are left alone (with c_src: still NaN) */
     for (int64_t q = 0; q + 1 < batch; q++)
-        for (int64_t x = g.m * g.n; x < g.stride_c; x++) assert_true(c[q * g.stride_c + x] == c0[q * g.stride_c + x]);
+        for (int64_t x = g.m * g.n; x < g.stride_c; x++)
+            assert_true(g_c_src ? isnan(c[q * g.stride_c + x]) : c[q * g.stride_c + x] == c0[q * g.stride_c + x]);
+    if (dsrc) dev0->ops->mem_free(dev0, dsrc);
     dev0->ops->mem_free(dev0, da);
     dev0->ops->mem_free(dev0, db);
     dev0->ops->mem_free(dev0, dc);
@@ -202,6 +214,21 @@ static void test_gemm(void **state) {
     /* every epilogue, batched and not; n a multiple of 8 (cuBLASLt) or any (the fatbin GEMM) */
     for (int e = TANDEM_GEMM_EPI_BIAS; e < TANDEM_GEMM_EPI_COUNT; e++)
         for (int tb = 0; tb < 2; tb++) run_gemm(e % 2, tb, 1 + 2 * tb, (tandem_gemm_epilogue)e);
+    assert_int_equal(fake_error_count(), before);
+}
+
+/* beta C from a separate matrix (cuBLASLt's C != D; the fatbin GEMM's c_src): every transpose,
+ * batched and not, plain and with the BIAS epilogue; C starts as NaN and is never read. */
+static void test_gemm_c_src(void **state) {
+    (void)state;
+    int before = fake_error_count();
+    g_c_src = 1;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            run_gemm(ta, tb, 1 + 2 * ta, TANDEM_GEMM_EPI_NONE);
+            run_gemm(ta, tb, 1 + 2 * tb, TANDEM_GEMM_EPI_BIAS);
+        }
+    g_c_src = 0;
     assert_int_equal(fake_error_count(), before);
 }
 
@@ -240,7 +267,7 @@ static void test_gemm_tf32(void **state) {
     assert_int_equal(dev0->ops->copy_h2d(&s0, db, b, K * N * 4), TANDEM_OK);
     const float alpha = 1.5f, beta = 0.5f;
     for (int t = 0; t < 2; t++) { /* 0: exact f32, 1: tf32 */
-        tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, t, 0};
+        tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, t, 0, 0};
         assert_int_equal(dev0->ops->copy_h2d(&s0, dc, c0, M * N * 4), TANDEM_OK);
         assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
         assert_int_equal(dev0->ops->gemm(&s0, &g, alpha, da, db, beta, dc), TANDEM_OK);
@@ -250,7 +277,7 @@ static void test_gemm_tf32(void **state) {
     double worst[2] = {0, 0}, moved = 0;
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
-            tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
+            tandem_gemm_desc g = {0, 0, M, N, K, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0};
             double r = ref_at(a, b, c0, &g, alpha, beta, 0, i, j), mag = 0;
             for (int64_t p = 0; p < K; p++) mag += fabs((double)a[i * K + p] * b[p * N + j]);
             const double bound[2] = {1e-5 * (1 + fabs(r)), fabs(alpha) * mag / 1024.0 + 1e-5 * (1 + fabs(r))};
@@ -284,7 +311,7 @@ static void test_gemm_two_streams(void **state) {
     tandem_stream sb = {dev0, NULL};
     assert_int_equal(dev0->ops->stream_create(dev0, &sb), TANDEM_OK);
     tandem_stream *ss[2] = {&s0, &sb};
-    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
+    tandem_gemm_desc g = {0, 1, 33, 17, 29, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0};
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
     size_t na = 33 * 29, nb = 17 * 29, nc = 33 * 17;
     float *a[2], *b[2], *c[2];
@@ -374,7 +401,7 @@ static void test_context_restored(void **state) {
         tandem_dptr p = 0, q = 0;
         float host[64] = {0}, ms = 0;
         int done = 0;
-        tandem_gemm_desc g = {0, 0, 8, 8, 8, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
+        tandem_gemm_desc g = {0, 0, 8, 8, 8, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0};
         SAME_CONTEXT(d2->ops->stream_create(d2, &s));
         SAME_CONTEXT(d2->ops->event_create(d2, &a));
         SAME_CONTEXT(d2->ops->event_create(d2, &b));
@@ -436,7 +463,7 @@ static void run_item_gemms(tandem_dtype t) {
     assert_int_equal(dev0->ops->copy_h2d(&s0, X, x_in, nx * es), TANDEM_OK);
     memset(w, 0, OUT * D * 4);
     assert_int_equal(dev0->ops->copy_h2d(&s0, W, w, OUT * D * 4), TANDEM_OK);
-    tandem_gemm_desc g = {1, 0, OUT, D, ROWS, 1, 0, 0, 0, t, t, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
+    tandem_gemm_desc g = {1, 0, OUT, D, ROWS, 1, 0, 0, 0, t, t, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0};
     assert_int_equal(dev0->ops->gemm_prepare(dev0, &g), TANDEM_OK);
     for (int i = 0; i < ITEMS; i++) {
         tandem_dptr a = DY + (tandem_dptr)((size_t)i * ROWS * OUT * es), b = X + (tandem_dptr)(((size_t)i * T + TEXT) * D * es);
@@ -469,7 +496,7 @@ static void test_gemm_item_offsets(void **state) {
 
 static void test_gemm_unprepared(void **state) {
     (void)state;
-    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
+    tandem_gemm_desc g = {0, 1, 71, 73, 79, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0};
     tandem_dptr d;
     assert_int_equal(dev0->ops->mem_alloc(dev0, 71 * 79 * 4, &d), TANDEM_OK);
     assert_int_equal(dev0->ops->gemm(&s0, &g, 1, d, d, 0, d), TANDEM_E_STATE);
@@ -645,6 +672,7 @@ static int run_group(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_and_peers),   cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_no_algorithm),
+        cmocka_unit_test(test_gemm_c_src),
         cmocka_unit_test(test_gemm_two_streams),
         cmocka_unit_test(test_gemm_tf32),
         cmocka_unit_test(test_blocking_sync),

@@ -80,7 +80,7 @@ static void check_case(gemm_fn fn, const char *what, int64_t m, int64_t n, int64
     float *bv = random_floats(n);
     tandem_gemm_desc d = {ta, tb, m, n, k, batch, m * k, share_b ? 0 : k * n, m * n, TANDEM_F32,
                           TANDEM_F32, TANDEM_F32, bias ? TANDEM_GEMM_EPI_BIAS : TANDEM_GEMM_EPI_NONE,
-                          bias ? (tandem_dptr)(uintptr_t)bv : 0, 0, 0};
+                          bias ? (tandem_dptr)(uintptr_t)bv : 0, 0, 0, 0};
     int64_t na = batch * m * k, nb = (share_b ? 1 : batch) * k * n, nc = batch * m * n;
     float *a = random_floats(na), *b = random_floats(nb), *c = random_floats(nc);
     float *c0 = malloc((size_t)(nc + 1) * sizeof *c0);
@@ -150,7 +150,7 @@ static void check_gelu_epilogue(gemm_fn fn, tandem_gemm_epilogue epi, int64_t m,
     memcpy(c0, c, (size_t)nc * 4);
     memcpy(aux0, aux, (size_t)nc * 4);
     tandem_gemm_desc d = {0, 1, m, n, k, batch, m * k, k * n, m * n, TANDEM_F32, TANDEM_F32, TANDEM_F32, epi,
-                          (tandem_dptr)(uintptr_t)bv, 0, (tandem_dptr)(uintptr_t)aux};
+                          (tandem_dptr)(uintptr_t)bv, 0, (tandem_dptr)(uintptr_t)aux, 0};
     reference(&d, 0.75f, a, b, beta, c0, ref);
     for (int64_t x = 0; x < nc && beta == 0.0f; x++) c[x] = NAN;
     for (int64_t x = 0; x < nc && epi == TANDEM_GEMM_EPI_GELU_AUX_BIAS; x++) aux[x] = NAN;
@@ -196,7 +196,7 @@ static void test_k_zero(void **state) {
     gemm_fn fns[2] = {tandem_host_gemm, tandem_host_gemm_blocked};
     for (int f = 0; f < 2; f++) {
         float c[6] = {1, 2, 3, 4, 5, 6};
-        tandem_gemm_desc d = {0, 0, 2, 3, 0, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
+        tandem_gemm_desc d = {0, 0, 2, 3, 0, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0};
         assert_int_equal(fns[f](&d, 2.0f, NULL, NULL, -0.5f, c), TANDEM_OK);
         for (int i = 0; i < 6; i++) assert_float_equal(c[i], -0.5f * (float)(i + 1), 0.0f);
         for (int i = 0; i < 6; i++) c[i] = NAN;
@@ -210,13 +210,13 @@ static void test_bad_descriptor(void **state) {
     float x[4] = {0};
     gemm_fn fns[2] = {tandem_host_gemm, tandem_host_gemm_blocked};
     for (int f = 0; f < 2; f++) {
-        tandem_gemm_desc neg = {0, 0, -1, 2, 2, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
+        tandem_gemm_desc neg = {0, 0, -1, 2, 2, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0};
         assert_int_equal(fns[f](&neg, 1.0f, x, x, 0.0f, x), TANDEM_E_INVALID);
         assert_non_null(strstr(tandem_last_error(), "negative"));
-        tandem_gemm_desc overlap = {0, 0, 2, 2, 1, 2, 2, 2, 3, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0}; /* stride_c 3 < m*n 4 */
+        tandem_gemm_desc overlap = {0, 0, 2, 2, 1, 2, 2, 2, 3, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0}; /* stride_c 3 < m*n 4 */
         assert_int_equal(fns[f](&overlap, 1.0f, x, x, 0.0f, x), TANDEM_E_INVALID);
         assert_non_null(strstr(tandem_last_error(), "stride_c"));
-        tandem_gemm_desc ok = {0, 0, 1, 1, 1, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
+        tandem_gemm_desc ok = {0, 0, 1, 1, 1, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0};
         assert_int_equal(fns[f](&ok, 1.0f, NULL, x, 0.0f, x), TANDEM_E_INVALID);
         assert_int_equal(fns[f](NULL, 1.0f, x, x, 0.0f, x), TANDEM_E_INVALID);
         ok.epilogue = TANDEM_GEMM_EPI_BIAS; /* without its bias pointer */
@@ -294,7 +294,7 @@ static void test_tandem_gemm_tensors(void **state) {
     upload_random(e->s, a3, ha);
     upload_random(e->s, b3, hb);
     upload_random(e->s, c3, hc);
-    tandem_gemm_desc d3 = {1, 0, 33, 7, 65, 3, 65 * 33, 65 * 7, 33 * 7, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
+    tandem_gemm_desc d3 = {1, 0, 33, 7, 65, 3, 65 * 33, 65 * 7, 33 * 7, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0};
     reference(&d3, 0.7, ha, hb, -0.3, hc, ref);
     assert_int_equal(tandem_gemm(e->s, 1, 0, 0.7f, a3, b3, -0.3f, c3), TANDEM_OK);
     assert_int_equal(tandem_tensor_download(e->s, got, c3, sizeof got), TANDEM_OK);
@@ -302,7 +302,7 @@ static void test_tandem_gemm_tensors(void **state) {
 
     upload_random(e->s, a2, ha);
     upload_random(e->s, b2, hb);
-    tandem_gemm_desc d2 = {0, 1, 31, 9, 17, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0};
+    tandem_gemm_desc d2 = {0, 1, 31, 9, 17, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0};
     reference(&d2, -1.25, ha, hb, 0.0, NULL, ref);
     assert_int_equal(tandem_gemm(e->s, 0, 1, -1.25f, a2, b2, 0.0f, c2), TANDEM_OK);
     assert_int_equal(tandem_tensor_download(e->s, got, c2, 31 * 9 * sizeof(float)), TANDEM_OK);

@@ -137,16 +137,16 @@ static void test_gemm_1_vs_3_threads(void **state) {
     tandem_rng rng = {seed ^ 0x51};
     const int64_t N = 2048, D = 256, T = 256, dh = 64, BH = 32, Tm = 128, S = 8;
     const tandem_gemm_desc shapes[] = {
-        {0, 1, N, 3 * D, D, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0},          /* qkv forward */
-        {0, 0, N, D, 4 * D, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0},          /* proj dx */
-        {1, 0, 4 * D, D, N, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0},          /* fc dW */
-        {1, 0, 80, 320, 1024, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0},        /* prenet-like dW: n > m */
-        {0, 1, T, T, dh, BH, T * dh, T * dh, T * T, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0}, /* scores */
-        {1, 0, T, dh, T, BH, T * T, T * dh, T * dh, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0}, /* dV */
-        {0, 1, Tm, 320, D, S, T * D, 0, Tm * 320, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0},   /* mel head, strided items */
-        {0, 0, 1001, 77, 333, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0},        /* odd sizes */
-        {0, 1, 256, 1024, 2048, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0},      /* m < n */
-        {1, 1, 37, 1500, 700, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0},
+        {0, 1, N, 3 * D, D, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0},          /* qkv forward */
+        {0, 0, N, D, 4 * D, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0},          /* proj dx */
+        {1, 0, 4 * D, D, N, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0},          /* fc dW */
+        {1, 0, 80, 320, 1024, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0},        /* prenet-like dW: n > m */
+        {0, 1, T, T, dh, BH, T * dh, T * dh, T * T, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0}, /* scores */
+        {1, 0, T, dh, T, BH, T * T, T * dh, T * dh, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0}, /* dV */
+        {0, 1, Tm, 320, D, S, T * D, 0, Tm * 320, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0},   /* mel head, strided items */
+        {0, 0, 1001, 77, 333, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0},        /* odd sizes */
+        {0, 1, 256, 1024, 2048, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0},      /* m < n */
+        {1, 1, 37, 1500, 700, 1, 0, 0, 0, 0, 0, 0, TANDEM_GEMM_EPI_NONE, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         check_gemm(tandem_host_gemm, tandem_host_gemm_impl(), shapes[i], 0.0f, &rng);
