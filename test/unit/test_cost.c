@@ -76,6 +76,42 @@ static void config_of(tandem_config *cfg, int small_bf16, const char *batch) {
     CHECK(tandem_config_check(cfg));
 }
 
+/* The report's minimum FLOPs (GFLOP), floor and kernels-alone time (ms) for cfg. */
+static void floor_figures(const tandem_config *cfg, double *min_gflop, double *floor_ms, double *kernels_ms) {
+    tandem_cost_options o;
+    tandem_cost_options_init(&o);
+    size_t cap = (size_t)1 << 20, len = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    CHECK(tandem_cost_report(cfg, &o, buf, cap, &len));
+    const char *f = strstr(buf, "floor: minimum FLOPs "), *m = strstr(buf, "kernels alone ");
+    assert_true(f && m);
+    assert_int_equal(sscanf(f, "floor: minimum FLOPs %lf GFLOP (%*f ms at peak), minimum traffic %*f GB (%*f ms); "
+                               "floor %lf ms", min_gflop, floor_ms), 2);
+    assert_int_equal(sscanf(m, "kernels alone %lf", kernels_ms), 1);
+    free(buf);
+}
+
+/* The floor is a lower bound whatever runs: the same minimum FLOPs with the fused and the
+ * materialised attention (attention's causal products counted from the shape), and no floor above
+ * the kernels' own modelled time (fp32 with tf32 on: the TF32 peak the step's GEMMs are priced at). */
+static void test_floor(void **state) {
+    (void)state;
+    double flops[2], floor[2], kernels[2];
+    const char *attn[2] = {"materialised", "fused"};
+    for (int i = 0; i < 2; i++) {
+        tandem_config cfg;
+        tandem_config_init(&cfg);
+        CHECK(tandem_config_set(&cfg, "attention", attn[i]));
+        CHECK(tandem_config_check(&cfg));
+        floor_figures(&cfg, &flops[i], &floor[i], &kernels[i]);
+        printf("tiny fp32, %s attention: minimum %.3f GFLOP, floor %.4f ms, kernels %.4f ms\n", attn[i], flops[i],
+               floor[i], kernels[i]);
+        assert_true(floor[i] > 0.0 && floor[i] <= kernels[i]);
+    }
+    assert_true(fabs(flops[0] - flops[1]) <= 1e-9 * flops[0]);
+}
+
 /* The record of one step on dev (NULL: dry), copied out (the run is closed). */
 static tandem_rec_entry *record(const tandem_config *cfg, tandem_device *dev, int64_t *n, counts *delta) {
     tandem_cost_run *r = NULL;
@@ -263,6 +299,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_entries_sane),
         cmocka_unit_test(test_report),
+        cmocka_unit_test(test_floor),
         cmocka_unit_test(test_standin_bf16),
         cmocka_unit_test(test_standin_tiny),
     };
