@@ -32,7 +32,7 @@ typedef struct tandem_k_qkv_merge_grad_args {
     const float *dq; /* [B, H, T, dh] */
     const float *dk; /* [B, H, T, dh] */
     const float *dv; /* [B, H, T, dh] */
-    float *dqkv;     /* [B, T, 3d] */
+    float *dqkv;     /* [B, T, 3d], or NULL (only dqkv16) */
     tandem_bf16 *dqkv16; /* [B, T, 3d] bf16(dqkv) too (the GEMMs' operand), or NULL */
     int batch, seq, heads, head_dim;
 } tandem_k_qkv_merge_grad_args;

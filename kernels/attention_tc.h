@@ -29,7 +29,8 @@
 typedef tandem_k_attn_fused_fwd_args tandem_k_attn_tc_fwd_args;
 
 /* The backward's: attn_fused_bwd's (bf16 = 1), and optional bf16 copies of dq, dk, dv written in
- * the same pass (the QKV projection's backward GEMMs take them: no cast after). */
+ * the same pass (the QKV projection's backward GEMMs take them: no cast after). f.dq, f.dk, f.dv
+ * may be NULL where their copy is given: bf16 training writes only the copies. */
 typedef struct tandem_k_attn_tc_bwd_args {
     tandem_k_attn_fused_bwd_args f;
     tandem_bf16 *dq16, *dk16, *dv16; /* as f.dq, f.dk, f.dv (ld_g), or NULL */

@@ -253,9 +253,10 @@ void tandem_k_attn_tc_bwd_cost(const tandem_k_attn_tc_bwd_args *a, tandem_kernel
     const double bh = (double)a->f.batch * a->f.heads, dh = a->f.head_dim, T = a->f.seq;
     const double st = bh * tc_subtiles(a->f.seq);
     const double ga = (double)a->f.batch * (a->f.ga_heads > 0 ? a->f.ga_heads : 0) * (T - a->f.text_len);
-    const double w16 = (a->dq16 ? 2.0 : 0.0) + (a->dk16 ? 2.0 : 0.0) + (a->dv16 ? 2.0 : 0.0);
+    const double w = tandem_k_out_bytes(a->f.dq, a->dq16) + tandem_k_out_bytes(a->f.dk, a->dk16) +
+                     tandem_k_out_bytes(a->f.dv, a->dv16);
     c->tensor_flops = st * 7.0 * (2.0 * 16 * 16 * dh); /* S, dP in both block kinds; dQ, dV, dK */
     c->flops = c->tensor_flops + st * 2.0 * 256.0 * 10.0;
     c->bytes_read = bh * T * dh * (4.0 * 2.0 + 4.0) + bh * T * 4.0 + (double)a->f.batch * T + 4.0 * ga;
-    c->bytes_written = bh * T * dh * (3.0 * 4.0 + w16);
+    c->bytes_written = bh * T * dh * w;
 }

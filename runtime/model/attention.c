@@ -108,6 +108,18 @@ static tandem_status check_io(const char *op, const tandem_stream *s, const io_c
     return TANDEM_OK;
 }
 
+/* The backward's outputs: dqkv (f32) and/or dqkv_op (bf16, tensor-core or materialised bf16);
+ * bf16 with dqkv_op may leave dqkv NULL (the QKV projection's backward reads only the bf16). */
+static tandem_status check_dqkv(const char *op, const tandem_stream *s, const tandem_tensor *dqkv,
+                                const tandem_tensor *dqkv_op, int bf16, int64_t n) {
+    if (!dqkv && !(bf16 && dqkv_op))
+        return tandem_fail(TANDEM_E_INVALID, "%s: dqkv is NULL; only bf16 with dqkv_op may omit the "
+                                             "f32 gradient", op);
+    if (dqkv) TANDEM_TRY(tandem_dev_check_tensor(op, "dqkv", s, dqkv, TANDEM_F32, n));
+    if (dqkv_op) TANDEM_TRY(tandem_dev_check_tensor(op, "dqkv_op", s, dqkv_op, TANDEM_BF16, n));
+    return TANDEM_OK;
+}
+
 /* The io, the stream and the shape (→ *n); the tensors follow once their sizes are known. */
 static tandem_status check_call(const char *op, const void *io, tandem_stream *s,
                                 const tandem_attention_shape *sh, tandem_attention_sizes *n) {
@@ -182,23 +194,23 @@ static tandem_status fused_bwd(tandem_stream *s, const tandem_attention_shape *s
     const io_check c[] = {
         {"dy", io->dy, TANDEM_F32, n->model},    {"key_mask", io->key_mask, TANDEM_U8, n->mask},
         {"qkv_op", io->qkv_op, o16, n->qkv},     {"y", io->y, o16, n->model},
-        {"lse", io->lse, TANDEM_F32, n->rows},   {"dqkv", io->dqkv, TANDEM_F32, n->qkv},
-        {"dqkv_op", io->dqkv_op, TANDEM_BF16, n->qkv},
+        {"lse", io->lse, TANDEM_F32, n->rows},
     };
     if (io->dqkv_op && !tandem_attention_tc(sh))
         return tandem_fail(TANDEM_E_INVALID, "%s: dqkv_op is written only by the tensor-core kernels "
                                              "(bf16, head size a multiple of 16 up to 64)", op);
-    TANDEM_TRY(check_io(op, s, c, io->dqkv_op ? 7 : 6));
+    TANDEM_TRY(check_io(op, s, c, 5));
+    TANDEM_TRY(check_dqkv(op, s, io->dqkv, io->dqkv_op, sh->bf16, n->qkv));
     if (io->ga && !io->ga_sum) return tandem_fail(TANDEM_E_INVALID, "%s: ga without ga_sum", op);
     const attn_pass a = pass_of(sh);
     const int d = sh->heads * sh->head_dim, bf = sh->bf16;
     const tandem_attn_layout lay = fused_layout(sh);
-    float *g = F32(io->dqkv);
+    float *g = io->dqkv ? F32(io->dqkv) : NULL; /* NULL: the bf16 dqkv_op only */
     tandem_attn_fused_bwd_io f = {
         op_block(io->qkv_op, bf, 0, d), op_block(io->qkv_op, bf, 1, d),
         op_block(io->qkv_op, bf, 2, d), op_block(io->y, bf, 0, d),
         tandem_tensor_u8(io->key_mask), F32(io->dy), F32(io->lse), io->ga ? io->ga_sum : NULL,
-        g, g + d, g + 2 * d, NULL, NULL, NULL,
+        g, g ? g + d : NULL, g ? g + 2 * d : NULL, NULL, NULL, NULL,
     };
     if (io->dqkv_op) { /* tensor cores: the QKV projection's bf16 dy operand in the same pass */
         tandem_bf16 *g16 = tandem_tensor_bf16(io->dqkv_op);
@@ -261,9 +273,9 @@ tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shap
         {"p", io->p, o16, n.scores},               o,
         {"dp", io->dp, TANDEM_F32, n.scores},      {"dq", io->dq, TANDEM_F32, n.heads},
         {"dk", io->dk, TANDEM_F32, n.heads},       {"dv", io->dv, TANDEM_F32, n.heads},
-        {"dqkv", io->dqkv, TANDEM_F32, n.qkv},     {"dqkv_op", io->dqkv_op, TANDEM_BF16, n.qkv},
     };
-    TANDEM_TRY(check_io(op, s, c, sh->bf16 && io->dqkv_op ? 12 : 11));
+    TANDEM_TRY(check_io(op, s, c, 10));
+    TANDEM_TRY(check_dqkv(op, s, io->dqkv, sh->bf16 ? io->dqkv_op : NULL, sh->bf16, n.qkv));
     const attn_pass a = pass_of(sh);
     const tandem_view d_o = tandem_view_of(sh->bf16 ? io->operand : io->d_o);
     tandem_view ds;
@@ -290,7 +302,7 @@ tandem_status tandem_attention_bwd(tandem_stream *s, const tandem_attention_shap
      * dQ = dS K / sqrt(dh);  dK = dS^T Q / sqrt(dh) */
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.nn, a.scale, ds, VIEW(io->k), 0.0f, VIEW(io->dq)));
     TANDEM_TRY(tandem_dev_gemm(s, &a.g.tn, a.scale, ds, VIEW(io->q), 0.0f, VIEW(io->dk)));
-    return tandem_qkv_merge_grad(s, F32(io->dq), F32(io->dk), F32(io->dv), F32(io->dqkv),
+    return tandem_qkv_merge_grad(s, F32(io->dq), F32(io->dk), F32(io->dv), io->dqkv ? F32(io->dqkv) : NULL,
                                  sh->bf16 && io->dqkv_op ? tandem_tensor_bf16(io->dqkv_op) : NULL,
                                  &a.hd);
 }

@@ -105,7 +105,8 @@ typedef struct tandem_attention_bwd_io {
                                          into operand directly) */
     tandem_tensor *dp;                /* scratch [B, H, T, T] f32: dP, then in place dS */
     tandem_tensor *dq, *dk, *dv;      /* scratch [B, H, T, dh] f32 */
-    tandem_tensor *dqkv;              /* out [B, T, 3d] f32: written, not accumulated */
+    tandem_tensor *dqkv;              /* out [B, T, 3d] f32: written, not accumulated; NULL in
+                                         bf16 with dqkv_op (only the bf16 gradient is written) */
     tandem_tensor *operand;           /* bf16 only: scratch bf16 [max(B*H*T*dh, B*H*T*T)]: dO,
                                          then dS as GEMM operands */
     tandem_tensor *dqkv_op;           /* bf16 materialised, or NULL: out [B, T, 3d] bf16(dqkv),

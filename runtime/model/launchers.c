@@ -318,6 +318,12 @@ tandem_status tandem_attn_fused_bwd(tandem_stream *s, const tandem_attn_fused_bw
         return tandem_fail(TANDEM_E_INVALID, "fused attention backward: bf16 copies of dq, dk, dv "
                                              "come only from the tensor-core kernels (bf16, whole "
                                              "sequence, head size a multiple of 16 up to 64)");
+    if (!tc && (!io->dq || !io->dk || !io->dv))
+        return tandem_fail(TANDEM_E_INVALID, "fused attention backward: dq, dk or dv is NULL; only the "
+                                             "tensor-core kernels may write just the bf16 copies");
+    if (tc && ((!io->dq && !io->dq16) || (!io->dk && !io->dk16) || (!io->dv && !io->dv16)))
+        return tandem_fail(TANDEM_E_INVALID, "fused attention backward: dq, dk or dv has neither an f32 "
+                                             "nor a bf16 output");
     if (!tc) return TANDEM_LAUNCH(s, attn_fused_bwd, &a);
     TANDEM_KARGS(attn_tc_bwd, t);
     t.f = a, t.dq16 = io->dq16, t.dk16 = io->dk16, t.dv16 = io->dv16;

@@ -131,6 +131,9 @@ tandem_gemm_desc tandem_model_desc_mlp_fc(const tandem_model_dims *dm, int64_t r
 int tandem_model_qkv_bf16(const tandem_model_dims *dm) {
     return dm->bf16 && dm->attn_materialised == 0 && tandem_k_attn_tc_ok(dm->head_dim);
 }
+int tandem_model_dqkv_bf16(const tandem_model *m) {
+    return m->dims.bf16 && (!tandem_attention_fused(&m->attn) || tandem_attention_tc(&m->attn));
+}
 tandem_gemm_desc tandem_model_desc_qkv(const tandem_model_dims *dm, int64_t rows, int64_t in, int64_t out) {
     tandem_gemm_desc g = tandem_model_desc_linear(dm, rows, in, out);
     if (tandem_model_qkv_bf16(dm)) g.c_type = TANDEM_BF16; /* the tensor-core attention's operand */
@@ -585,7 +588,7 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
     TANDEM_TRY(decl(&c, &m->da, TANDEM_F32, 3, B, T, D, 0, "model.bwd_a"));
     /* df: the DGELU epilogue's output, the fc backward's GEMM operand (its aux f's type) */
     TANDEM_TRY(decl(&c, &m->dff, ph->ga, 3, B, T, d->ff, 0, "model.bwd_ff"));
-    TANDEM_TRY(decl(&c, &m->dqkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.bwd_qkv"));
+    if (!tandem_model_dqkv_bf16(m)) TANDEM_TRY(decl(&c, &m->dqkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.bwd_qkv"));
     const int fused = tandem_attention_fused(&m->attn);
     if (!fused) TANDEM_TRY(declare_materialised_bwd(m, &c));
     c = per_step(pool, ph->in_b, ph->in_b);

@@ -258,7 +258,7 @@ typedef struct tandem_model {
     tandem_tensor *cs_partial;    /* [TANDEM_K_CS_MAX_CHUNKS * max(ff, 3d, group)] bias-gradient partials */
     tandem_tensor *da;            /* [B, T, d] backward scratch */
     tandem_tensor *dff;           /* [B, T, 4d] */
-    tandem_tensor *dqkv;          /* [B, T, 3d] */
+    tandem_tensor *dqkv;          /* [B, T, 3d]; NULL where tandem_model_dqkv_bf16 (gbf holds it) */
     tandem_tensor *d_o, *dq, *dk, *dv; /* [B, H, T, dh] (d_o: fp32 only) */
     tandem_tensor *dp;            /* [B, H, T, T] */
     tandem_tensor *dpre;          /* [B*Tm, d] */
@@ -393,6 +393,9 @@ tandem_gemm_desc tandem_model_desc_mlp_fc(const tandem_model_dims *dm, int64_t r
 /* 1 when the QKV projection writes the kept bf16 qkv directly (bf16 with the tensor-core
  * attention: its operand; no f32 qkv, no cast); its bias is then the bf16 copy (C's type). */
 int tandem_model_qkv_bf16(const tandem_model_dims *dm);
+/* 1 when the attention backward writes the QKV projection's dy only as bf16 (bf16 mode, tensor-core
+ * or materialised attention): no f32 dqkv is declared, and its bias gradient sums the bf16. */
+int tandem_model_dqkv_bf16(const tandem_model *m);
 /* The QKV projection: the linear layer's, with a bf16 C where tandem_model_qkv_bf16. */
 tandem_gemm_desc tandem_model_desc_qkv(const tandem_model_dims *dm, int64_t rows, int64_t in, int64_t out);
 /* dx [rows, in] = dy [rows, out] W */

@@ -110,8 +110,8 @@ static tandem_status attention_bwd(tandem_model *m, tandem_stream *s, tandem_mod
     io.dqkv = m->dqkv;
     io.operand = m->gbf; /* bf16 mode only (NULL in fp32) */
     /* bf16: the qkv merge (materialised) or the tensor-core backward writes the QKV
-     * projection's dy operand too (gbf, after its last use as dS) */
-    if (m->dims.bf16 && (!tandem_attention_fused(&m->attn) || tandem_attention_tc(&m->attn))) io.dqkv_op = m->gbf;
+     * projection's dy operand instead (gbf, after its last use as dS): no f32 dqkv */
+    if (tandem_model_dqkv_bf16(m)) io.dqkv_op = m->gbf, io.dqkv = NULL;
     return tandem_attention_bwd(s, &m->attn, &io);
 }
 
@@ -141,8 +141,9 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
      * da [N, d] = d att;  dqkv [N, 3d];  da = dh1;  dres = d x through LN1 (db) */
     TANDEM_TRY(linear_bwd(m, s, lp->out_w, lp->out_b, N, D, D, m->dres, 1, ly->att, m->da));
     TANDEM_TRY(attention_bwd(m, s, ly));
-    TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, m->dqkv,
-                          !tandem_attention_fused(&m->attn) || tandem_attention_tc(&m->attn), ly->h1, m->da));
+    const int dqkv16 = tandem_model_dqkv_bf16(m); /* dy: the bf16 gbf itself (its own operand) */
+    TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, dqkv16 ? m->gbf : m->dqkv, dqkv16,
+                          ly->h1, m->da));
     /* block 0's dres feeds the embedding: f32 only */
     return layernorm_bwd(m, s, m->da, ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b, m->dres,
                          l > 0 ? staged16(m) : NULL, 1);

@@ -18,10 +18,11 @@
 
 #include "test/kernels/kcase.h"
 
-/* c->i = {B, T, H, dh, ga_heads, Tt, w16}; B < 0: random */
+/* c->i = {B, T, H, dh, ga_heads, Tt, w16}; B < 0: random. w16: 0 f32 gradients, 1 f32 and their
+ * bf16 copies, 2 the bf16 copies only (bf16 training: f.dq, f.dk, f.dv NULL) */
 static const int tc_shapes[][7] = {
     {1, 1, 1, 16, 0, 0, 0},   {2, 15, 2, 32, 1, 5, 1},  {1, 16, 1, 64, 0, 0, 1},   {2, 17, 2, 48, 2, 6, 0},
-    {1, 64, 2, 64, 1, 20, 1}, {2, 65, 1, 16, 1, 30, 1}, {1, 130, 2, 64, 2, 40, 1}, {-1, 0, 0, 0, 0, 0, 0},
+    {1, 64, 2, 64, 1, 20, 2}, {2, 65, 1, 16, 1, 30, 1}, {1, 130, 2, 64, 2, 40, 1}, {-1, 0, 0, 0, 0, 0, 0},
 };
 #define N_TC ((int)(sizeof tc_shapes / sizeof tc_shapes[0]))
 
@@ -32,7 +33,7 @@ static void tc_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
         v[0] = tandem_rng_int(rng, 1, 3), v[1] = tandem_rng_int(rng, 1, 100);
         v[2] = tandem_rng_int(rng, 1, 3), v[3] = 16 * tandem_rng_int(rng, 1, 4);
         v[4] = tandem_rng_int(rng, 0, v[2]), v[5] = tandem_rng_int(rng, 0, v[1] - 1);
-        v[6] = tandem_rng_int(rng, 0, 1);
+        v[6] = tandem_rng_int(rng, 0, 2);
     }
     for (int j = 0; j < 7; j++) c->i[j] = v[j];
     c->f[0] = 0.2f, c->f[1] = tandem_rng_uniform(rng, 0.1f, 2.0f);
@@ -40,7 +41,7 @@ static void tc_shape(int idx, tandem_rng *rng, tandem_kcase *c) {
     c->tol = 1e-12;
     snprintf(c->desc, sizeof c->desc, "B=%lld T=%lld H=%lld dh=%lld ga_heads=%lld Tt=%lld%s", (long long)v[0],
              (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4], (long long)v[5],
-             v[6] ? " +bf16 grads" : "");
+             v[6] == 2 ? " bf16 grads only" : (v[6] ? " +bf16 grads" : ""));
 }
 
 /* Buffers 0 (qkv, bf16) and 1 (key_mask) both passes read; the guided-attention
@@ -96,8 +97,9 @@ static void tc_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     tandem_kcase_set_buf(c, j, "o", TANDEM_BF16, B * T * d, TANDEM_KB_IN, -1.0f, 1.0f);
     tandem_kcase_set_buf(c, j + 1, "dy", TANDEM_F32, B * T * d, TANDEM_KB_IN, -1.0f, 1.0f);
     tandem_kcase_set_buf(c, j + 2, "lse", TANDEM_F32, B * c->i[2] * T, TANDEM_KB_IN, 1.0f, 3.0f);
-    tandem_kcase_set_buf(c, j + 3, "dqkv", TANDEM_F32, B * T * 3 * d, TANDEM_KB_OUT, 0, 0);
-    if (c->i[6]) tandem_kcase_set_buf(c, j + 4, "dqkv16", TANDEM_BF16, B * T * 3 * d, TANDEM_KB_OUT, 0, 0);
+    const int f32 = c->i[6] != 2;
+    if (f32) tandem_kcase_set_buf(c, j + 3, "dqkv", TANDEM_F32, B * T * 3 * d, TANDEM_KB_OUT, 0, 0);
+    if (c->i[6]) tandem_kcase_set_buf(c, j + 3 + f32, "dqkv16", TANDEM_BF16, B * T * 3 * d, TANDEM_KB_OUT, 0, 0);
 }
 static void tc_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_attn_tc_bwd_args *A = (tandem_k_attn_tc_bwd_args *)args;
@@ -107,14 +109,14 @@ static void tc_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tc_dims(c, &B, &T, &H, &dh, &scale);
     const size_t d = (size_t)H * dh;
     const tandem_bf16 *qkv = (const tandem_bf16 *)bufs[0];
-    float *dqkv = (float *)bufs[6];
+    float *dqkv = c->i[6] != 2 ? (float *)bufs[6] : NULL;
     memset(A, 0, sizeof *A);
     a->q = qkv, a->k = qkv + d, a->v = qkv + 2 * d;
     a->key_mask = (const uint8_t *)bufs[1], a->ga_sum = (const float *)bufs[2];
     a->o = bufs[3], a->dy = (const float *)bufs[4], a->lse = (const float *)bufs[5];
-    a->dq = dqkv, a->dk = dqkv + d, a->dv = dqkv + 2 * d;
+    if (dqkv) a->dq = dqkv, a->dk = dqkv + d, a->dv = dqkv + 2 * d;
     if (c->i[6]) {
-        tandem_bf16 *g16 = (tandem_bf16 *)bufs[7];
+        tandem_bf16 *g16 = (tandem_bf16 *)bufs[dqkv ? 7 : 6];
         A->dq16 = g16, A->dk16 = g16 + d, A->dv16 = g16 + 2 * d;
     }
     a->batch = B, a->seq = T, a->heads = H, a->head_dim = dh;

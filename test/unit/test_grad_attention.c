@@ -453,6 +453,16 @@ static void test_bad_arguments(void **state) {
     b.key_mask = r.mask;
     expect_invalid(tandem_attention_bwd(e->s, &fused, &b), "'qkv_op'");
     run_close(&r);
+    /* dqkv may be left out only in bf16 with dqkv_op (fp32 here: both paths refuse) */
+    const tandem_attention_shape shapes[2] = {good, fused};
+    for (int i = 0; i < 2; i++) {
+        run_open(e, &shapes[i], &r);
+        const tandem_attention_bwd_io n = {.dy = r.dy, .q = r.q, .k = r.k, .v = r.v, .p = r.p, .d_o = r.d_o,
+                                           .dp = r.dp, .dq = r.dq, .dk = r.dk, .dv = r.dv, .qkv_op = r.qkv,
+                                           .y = r.y, .lse = r.lse, .key_mask = r.mask};
+        expect_invalid(tandem_attention_bwd(e->s, &shapes[i], &n), "dqkv is NULL");
+        run_close(&r);
+    }
 }
 
 int main(void) {
