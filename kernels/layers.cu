@@ -98,7 +98,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_fwd(tandem_k_layern
  * no barrier and are summed in row order. */
 KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layernorm_bwd_args a) {
     __shared__ float red[66];
-    DYNAMIC_SHARED(float, part); /* [2, d]: sum dy * xhat, sum dy over this block's rows */
+    DYNAMIC_SHARED(float, part); /* [3, d]: sum dy * xhat, sum dy, sum dx over this block's rows */
     int nb = tandem_layernorm_bwd_blocks(a.rows);
     int blk = (int)blockIdx.x;
     if (blk >= nb) return;
@@ -106,6 +106,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
     for (int c = tid; c < d; c += nt) {
         part[c] = 0.0f;
         part[d + c] = 0.0f;
+        part[2 * d + c] = 0.0f;
     }
     for (int row = blk; row < a.rows; row += nb) { /* the same trip count for the whole block */
         const float *x = a.x + (int64_t)row * d;   /* [d] */
@@ -124,31 +125,36 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
             float xhat = (x[c] - mean) * rstd;
             float dyc = dy[c];
             const float v = rstd * (a.gamma[c] * dyc - m_g - xhat * m_gx);
-            tandem_k_store2(a.dx, a.dx16, at + c, a.accumulate ? a.dx[at + c] + v : v);
+            const float o = a.accumulate ? a.dx[at + c] + v : v;
+            tandem_k_store2(a.dx, a.dx16, at + c, o);
             part[c] += dyc * xhat;
             part[d + c] += dyc;
+            part[2 * d + c] += o;
         }
     }
-    float *out = a.scratch + (int64_t)blk * 2 * d; /* [2, d] */
+    float *out = a.scratch + (int64_t)blk * 3 * d; /* [3, d] */
     for (int c = tid; c < d; c += nt) {
         out[c] = part[c];
         out[d + c] = part[d + c];
+        out[2 * d + c] = part[2 * d + c];
     }
 }
 
-/* dgamma/dbeta += the blocks' partials, one thread per column, blocks in order. */
+/* dgamma, dbeta (and dbias) += the blocks' partials, one thread per column, blocks in order. */
 KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_PARAMS_THREADS) tandem_k_layernorm_bwd_params(tandem_k_layernorm_bwd_params_args a) {
     int nb = tandem_layernorm_bwd_blocks(a.rows);
     int64_t stride = layers_stride();
     for (int64_t c = layers_first(); c < a.d; c += stride) {
-        float g = 0.0f, b = 0.0f;
+        float g = 0.0f, b = 0.0f, x = 0.0f;
         for (int k = 0; k < nb; k++) {
-            const float *p = a.scratch + (int64_t)k * 2 * a.d; /* [2, d] */
+            const float *p = a.scratch + (int64_t)k * 3 * a.d; /* [3, d] */
             g += p[c];
             b += p[a.d + c];
+            x += p[2 * a.d + c];
         }
         a.dgamma[c] += g;
         a.dbeta[c] += b;
+        if (a.dbias) a.dbias[c] += x;
     }
 }
 

@@ -50,15 +50,20 @@ typedef struct tandem_k_layernorm_fwd_args {
 } tandem_k_layernorm_fwd_args;
 
 /* LayerNorm backward in two launches:
- *   layernorm_bwd:        dx = dL/dx (overwritten) and, per block b, partial sums over the
- *                         rows that block handled: scratch[b, 0, :] = sum dy * xhat,
- *                         scratch[b, 1, :] = sum dy (overwritten);
+ *   layernorm_bwd:        dx = dL/dx (overwritten, or added to) and, per block b, partial sums
+ *                         over the rows that block handled: scratch[b, 0, :] = sum dy * xhat,
+ *                         scratch[b, 1, :] = sum dy, scratch[b, 2, :] = sum dx as written
+ *                         (overwritten);
  *   layernorm_bwd_params: dgamma += sum_b scratch[b, 0, :], dbeta += sum_b scratch[b, 1, :],
- *                         b in increasing order.
+ *                         and (dbias not NULL) dbias += sum_b scratch[b, 2, :], b in
+ *                         increasing order. The third sum is the column sum of the residual
+ *                         gradient the LN wrote: the bias gradient of the linear layer whose
+ *                         output that stream is (the model's attention-out and MLP-proj
+ *                         biases), so no column-sum pass reads the stream again.
  * Block b handles rows b, b + nb, b + 2 nb, ... with nb = tandem_layernorm_bwd_blocks(N) on
  * every backend, so both the partials and their sum are fixed by the shape: deterministic on
  * the GPU as well, with no atomics. The caller provides the scratch:
- * tandem_layernorm_bwd_scratch_floats(N, d) floats (at most 2 * 512 * d). It is per-step
+ * tandem_layernorm_bwd_scratch_floats(N, d) floats (at most 3 * 512 * d). It is per-step
  * scratch: only read by the following layernorm_bwd_params. */
 #define TANDEM_LAYERNORM_BWD_MAX_BLOCKS 512
 
@@ -66,7 +71,7 @@ TANDEM_HD int tandem_layernorm_bwd_blocks(int rows) {
     return rows < 1 ? 1 : (rows < TANDEM_LAYERNORM_BWD_MAX_BLOCKS ? rows : TANDEM_LAYERNORM_BWD_MAX_BLOCKS);
 }
 TANDEM_HD int64_t tandem_layernorm_bwd_scratch_floats(int rows, int d) {
-    return (int64_t)tandem_layernorm_bwd_blocks(rows) * 2 * (int64_t)d;
+    return (int64_t)tandem_layernorm_bwd_blocks(rows) * 3 * (int64_t)d;
 }
 
 typedef struct tandem_k_layernorm_bwd_args {
@@ -78,15 +83,16 @@ typedef struct tandem_k_layernorm_bwd_args {
     float *dx;          /* [N, d], overwritten; may not alias dy or x */
     tandem_bf16 *dx16;  /* [N, d] bf16(dx) too (the next linear backward's dy operand), or NULL */
     int accumulate;     /* 1: dx += the gradient (a residual stream's: no add pass after), 0: dx = it */
-    float *scratch;     /* [nb, 2, d], overwritten: tandem_layernorm_bwd_scratch_floats(N, d) */
-    int rows, d;        /* N, d; the device kernel keeps 2*d floats in dynamic shared memory (opted in
+    float *scratch;     /* [nb, 3, d], overwritten: tandem_layernorm_bwd_scratch_floats(N, d) */
+    int rows, d;        /* N, d; the device kernel keeps 3*d floats in dynamic shared memory (opted in
                            above 48 KiB: runtime/core/config.c bounds d_model by it) */
 } tandem_k_layernorm_bwd_args;
 
 typedef struct tandem_k_layernorm_bwd_params_args {
-    const float *scratch; /* [nb, 2, d] from layernorm_bwd with the same rows and d */
+    const float *scratch; /* [nb, 3, d] from layernorm_bwd with the same rows and d */
     float *dgamma;        /* [d], accumulated (+=) */
     float *dbeta;         /* [d], accumulated (+=) */
+    float *dbias;         /* [d], accumulated (+=): the column sum of dx; NULL: not wanted */
     int rows, d;          /* N, d of the layernorm_bwd launch (N fixes nb) */
 } tandem_k_layernorm_bwd_params_args;
 

@@ -99,7 +99,7 @@ void tandem_k_layernorm_fwd_host(const tandem_k_layernorm_fwd_args *a) {
 void tandem_k_layernorm_bwd_geom(const tandem_k_layernorm_bwd_args *a, tandem_launch_dims *d) {
     *d = tandem_dims_1d(tandem_layernorm_bwd_blocks(a->rows), 1);
     d->block[0] = LN_THREADS;
-    d->shmem = (unsigned)(2 * (size_t)a->d * sizeof(float)); /* the block's [2, d] partials */
+    d->shmem = (unsigned)(3 * (size_t)a->d * sizeof(float)); /* the block's [3, d] partials */
 }
 /* Block b's rows are b, b + nb, ...; its partials go to scratch[b] summed in that order, as
  * on the device. dx uses the row means of g and g * xhat taken in double. */
@@ -108,8 +108,8 @@ static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
     int nb = tandem_layernorm_bwd_blocks(a->rows), d = a->d;
     const float *restrict gamma = a->gamma;
     for (int blk = (int)b0; blk < (int)b1; blk++) {
-        float *restrict part = a->scratch + (int64_t)blk * 2 * d; /* [2, d] */
-        for (int c = 0; c < 2 * d; c++) part[c] = 0.0f;
+        float *restrict part = a->scratch + (int64_t)blk * 3 * d; /* [3, d] */
+        for (int c = 0; c < 3 * d; c++) part[c] = 0.0f;
         for (int r = blk; r < a->rows; r += nb) {
             const float *restrict x = a->x + (int64_t)r * d;   /* [d] */
             const float *restrict dy = a->dy + (int64_t)r * d; /* [d] */
@@ -138,6 +138,7 @@ static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
                 if (a->dx16) a->dx16[(int64_t)r * d + c] = tandem_f32_to_bf16(dx[c]);
                 part[c] += dy[c] * xhat;
                 part[d + c] += dy[c];
+                part[2 * d + c] += dx[c];
             }
         }
     }
@@ -157,18 +158,20 @@ static void layernorm_bwd_params_cols(void *ctx, int64_t c0, int64_t c1) {
     const tandem_k_layernorm_bwd_params_args *a = ctx;
     int nb = tandem_layernorm_bwd_blocks(a->rows);
     for (int64_t c = c0; c < c1; c++) {
-        float g = 0.0f, b = 0.0f;
+        float g = 0.0f, b = 0.0f, x = 0.0f;
         for (int k = 0; k < nb; k++) {
-            const float *p = a->scratch + (int64_t)k * 2 * a->d; /* [2, d] */
+            const float *p = a->scratch + (int64_t)k * 3 * a->d; /* [3, d] */
             g += p[c];
             b += p[a->d + c];
+            x += p[2 * a->d + c];
         }
         a->dgamma[c] += g;
         a->dbeta[c] += b;
+        if (a->dbias) a->dbias[c] += x;
     }
 }
 void tandem_k_layernorm_bwd_params_host(const tandem_k_layernorm_bwd_params_args *a) {
-    tandem_host_parallel_for(a->d, grain_of(2 * tandem_layernorm_bwd_blocks(a->rows)),
+    tandem_host_parallel_for(a->d, grain_of(3 * tandem_layernorm_bwd_blocks(a->rows)),
                              layernorm_bwd_params_cols, (void *)a);
 }
 
@@ -530,7 +533,8 @@ void tandem_k_layernorm_bwd_cost(const tandem_k_layernorm_bwd_args *a, tandem_ke
 void tandem_k_layernorm_bwd_params_cost(const tandem_k_layernorm_bwd_params_args *a,
                                         tandem_kernel_cost *c) {
     const double scratch = (double)tandem_layernorm_bwd_scratch_floats(a->rows, a->d);
-    tandem_kcost(c, scratch, 4.0 * scratch + 8.0 * a->d, 8.0 * a->d);
+    const double cols = a->dbias ? 3.0 : 2.0; /* the dx sums are read only for dbias */
+    tandem_kcost(c, scratch * cols / 3.0, 4.0 * scratch * cols / 3.0 + 4.0 * cols * a->d, 4.0 * cols * a->d);
 }
 void tandem_k_gelu_fwd_cost(const tandem_k_gelu_fwd_args *a, tandem_kernel_cost *c) {
     tandem_kcost(c, 10.0 * (double)a->n, 4.0 * (double)a->n, tandem_k_out_bytes(a->y, a->y16) * (double)a->n);

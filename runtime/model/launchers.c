@@ -28,9 +28,9 @@ tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const floa
 }
 
 tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch, float *dgamma,
-                                          float *dbeta, int rows, int d) {
+                                          float *dbeta, float *dbias, int rows, int d) {
     TANDEM_KARGS(layernorm_bwd_params, a);
-    a.scratch = scratch, a.dgamma = dgamma, a.dbeta = dbeta, a.rows = rows, a.d = d;
+    a.scratch = scratch, a.dgamma = dgamma, a.dbeta = dbeta, a.dbias = dbias, a.rows = rows, a.d = d;
     return TANDEM_LAUNCH(s, layernorm_bwd_params, &a);
 }
 

@@ -29,9 +29,10 @@ tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const floa
                                    const float *mean, const float *rstd, const float *gamma,
                                    float *dx, tandem_bf16 *dx16, int accumulate, float *scratch,
                                    int rows, int d);
-/* dgamma, dbeta [d] += the partials in scratch of the layernorm_bwd with the same rows, d. */
+/* dgamma, dbeta [d] (and dbias [d] unless NULL: colsum of the dx written) += the partials in
+ * scratch of the layernorm_bwd with the same rows, d. */
 tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch, float *dgamma,
-                                          float *dbeta, int rows, int d);
+                                          float *dbeta, float *dbias, int rows, int d);
 /* y [n] = GELU(x [n]) (tanh form); y may alias x. */
 tandem_status tandem_gelu_fwd(tandem_stream *s, const float *x, float *y, tandem_bf16 *y16,
                               int64_t n);

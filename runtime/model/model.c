@@ -706,7 +706,7 @@ static tandem_status check_kernel_limits(tandem_device *dev, const tandem_model_
         *(tandem_dev_launch_check(dev, TANDEM_KID_layernorm_bwd, &dims) == TANDEM_OK ? &lo : &hi) = mid;
     }
     return tandem_fail(TANDEM_E_UNSUPPORTED,
-                       "model d_model %d: LayerNorm backward keeps 2 x d_model floats per block in shared "
+                       "model d_model %d: LayerNorm backward keeps 3 x d_model floats per block in shared "
                        "memory, more than this device allows (%s); d_model at most %d here",
                        d->d, why, lo);
 }

@@ -37,9 +37,12 @@ static tandem_bf16 *staged16(const tandem_model *m) {
 }
 
 /* db [d] += colsum(dy [rows, d]) in two stages that fill the device (kernels/layers.h); dy f32, or
- * bf16 where it exists only as a GEMM operand (the MLP's df in bf16 mode). */
+ * bf16 where it exists only as a GEMM operand (the MLP's df in bf16 mode). b < 0: none here (the
+ * LayerNorm backward that wrote dy summed it: NO_BIAS_GRAD). */
+#define NO_BIAS_GRAD (-1)
 static tandem_status bias_grad(tandem_model *m, tandem_stream *s, const tandem_tensor *dy, int b,
                                int64_t rows, int64_t d) {
+    if (b < 0) return TANDEM_OK;
     const int chunks = tandem_col_sum_chunks((int)rows, (int)d);
     float *partial = F32(m->cs_partial);
     const int is16 = tandem_tensor_dtype(dy) == TANDEM_BF16;
@@ -78,17 +81,19 @@ static tandem_status mlp_dgelu(tandem_model *m, tandem_stream *s, const tandem_m
 }
 
 /* dx [N, d] (accumulate: dx +)= LN backward of dy [N, d] at x (mean, rstd [N]); dgamma, dbeta
- * += their parts. dx16 (or NULL): bf16(dx) too, for a linear backward that takes dx as its dy. */
+ * += their parts. dx16 (or NULL): bf16(dx) too, for a linear backward that takes dx as its dy.
+ * bias (a parameter, or NO_BIAS_GRAD): += colsum(dx as written), the bias gradient of the
+ * linear layer that produced the residual stream dx is the gradient of, summed on the way. */
 static tandem_status layernorm_bwd(tandem_model *m, tandem_stream *s, const tandem_tensor *dy,
                                    const tandem_tensor *x, const tandem_tensor *mean,
                                    const tandem_tensor *rstd, int g, int b, tandem_tensor *dx,
-                                   tandem_bf16 *dx16, int accumulate) {
+                                   tandem_bf16 *dx16, int accumulate, int bias) {
     const int N = m->dims.batch * m->dims.seq, D = m->dims.d;
     float *scratch = F32(m->ln_scratch);
     TANDEM_TRY(tandem_layernorm_bwd(s, F32(dy), F32(x), F32(mean), F32(rstd), tandem_model_param_f32(m, g),
                                     F32(dx), dx16, accumulate, scratch, N, D));
-    return tandem_layernorm_bwd_params(s, scratch, tandem_model_grad_f32(m, g),
-                                       tandem_model_grad_f32(m, b), N, D);
+    return tandem_layernorm_bwd_params(s, scratch, tandem_model_grad_f32(m, g), tandem_model_grad_f32(m, b),
+                                       bias >= 0 ? tandem_model_grad_f32(m, bias) : NULL, N, D);
 }
 
 /* dqkv [B, T, 3d] from da = d att [B, T, d] (runtime/model/attention.c, the model's precision). */
@@ -129,24 +134,25 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
      * dff [N, 4d] = df = (dres Wproj) GELU'(f): the proj's dx GEMM with the DGELU epilogue, in
      * the model's precision (bf16 mode: the fc backward's operand itself);  da [N, d] = dh2;
      * dres += d x_mid through LN2 (accumulated by the LN backward) */
-    TANDEM_TRY(linear_bwd(m, s, lp->proj_w, lp->proj_b, N, d->ff, D, m->dres, 1, ly->g, NULL));
+    /* the proj's bias gradient colsum(dres) was summed by the LN backward that wrote dres */
+    TANDEM_TRY(linear_bwd(m, s, lp->proj_w, NO_BIAS_GRAD, N, d->ff, D, m->dres, 1, ly->g, NULL));
     TANDEM_TRY(mlp_dgelu(m, s, ly));
     TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, N, D, d->ff, m->dff, 1, ly->h2, m->da));
     /* the residual: dres += d x_mid through LN2, accumulated by the LN backward itself, which
-     * writes the bf16 copy the next linear backward takes as dy */
+     * writes the bf16 copy the next linear backward takes as dy, and sums it for bo */
     TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x_mid, ly->mean2, ly->rstd2, lp->ln2_g, lp->ln2_b,
-                             m->dres, staged16(m), 1));
+                             m->dres, staged16(m), 1, lp->out_b));
 
     /* Attention: x_mid = x + att Wo^T + bo,  att = MHA(qkv),  qkv = h1 Wqkv^T + bqkv
      * da [N, d] = d att;  dqkv [N, 3d];  da = dh1;  dres = d x through LN1 (db) */
-    TANDEM_TRY(linear_bwd(m, s, lp->out_w, lp->out_b, N, D, D, m->dres, 1, ly->att, m->da));
+    TANDEM_TRY(linear_bwd(m, s, lp->out_w, NO_BIAS_GRAD, N, D, D, m->dres, 1, ly->att, m->da));
     TANDEM_TRY(attention_bwd(m, s, ly));
     const int dqkv16 = tandem_model_dqkv_bf16(m); /* dy: the bf16 gbf itself (its own operand) */
     TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, dqkv16 ? m->gbf : m->dqkv, dqkv16,
                           ly->h1, m->da));
-    /* block 0's dres feeds the embedding: f32 only */
+    /* block 0's dres feeds the embedding: f32 only; block l - 1's proj bias gradient is its sum */
     return layernorm_bwd(m, s, m->da, ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b, m->dres,
-                         l > 0 ? staged16(m) : NULL, 1);
+                         l > 0 ? staged16(m) : NULL, 1, l > 0 ? m->lp[l - 1].proj_b : NO_BIAS_GRAD);
 }
 
 /* Heads: mel_out = hf_mel Wmel^T + bmel, stop_out = hf_mel Wstop^T + bstop on the mel rows
@@ -201,8 +207,8 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
     TANDEM_TRY(heads_bwd(m, s));
     /* Final LN: dres = LN_f backward (the first write of the residual gradient), and its bf16
      * operand for the last block's first linear backward */
-    TANDEM_TRY(layernorm_bwd(m, s, m->dhf, m->x_out, m->meanf, m->rstdf, m->top.lnf_g,
-                             m->top.lnf_b, m->dres, staged16(m), 0));
+    TANDEM_TRY(layernorm_bwd(m, s, m->dhf, m->x_out, m->meanf, m->rstdf, m->top.lnf_g, m->top.lnf_b,
+                             m->dres, staged16(m), 0, d->layers > 0 ? m->lp[d->layers - 1].proj_b : NO_BIAS_GRAD));
     TANDEM_TRY(stage_final(m, s, 0));
     for (int l = d->layers - 1; l >= 0; l--) {
         TANDEM_TRY(block_bwd(m, s, l));

@@ -108,6 +108,7 @@ ACC(layernorm_bwd) {
 }
 ACC(layernorm_bwd_params) {
     R(a->scratch, (size_t)tandem_layernorm_bwd_scratch_floats(a->rows, a->d) * F4);
+    RW(a->dbias, (size_t)a->d * F4);
     RW(a->dgamma, a->d * F4);
     RW(a->dbeta, a->d * F4);
 }

@@ -107,6 +107,9 @@ static void ln_params_make(int idx, tandem_rng *rng, tandem_kcase *c) {
             TANDEM_KB_IN, -1.0f, 1.0f);
     tandem_kcase_set_buf(c, 1, "dgamma", TANDEM_F32, d, TANDEM_KB_INOUT, -1.0f, 1.0f);
     tandem_kcase_set_buf(c, 2, "dbeta", TANDEM_F32, d, TANDEM_KB_INOUT, -1.0f, 1.0f);
+    c->i[6] = idx % 2 == 0; /* even sizes also sum dx into dbias (a linear layer's bias gradient) */
+    if (c->i[6]) tandem_kcase_set_buf(c, 3, "dbias", TANDEM_F32, d, TANDEM_KB_INOUT, -1.0f, 1.0f);
+    if (c->i[6]) strncat(c->desc, " +dbias", sizeof c->desc - strlen(c->desc) - 1);
     c->tol = 1e-10;
 }
 static void ln_params_bind(const tandem_kcase *c, void *const *bufs, void *args) {
@@ -114,6 +117,7 @@ static void ln_params_bind(const tandem_kcase *c, void *const *bufs, void *args)
     a->scratch = (const float *)bufs[0];
     a->dgamma = (float *)bufs[1];
     a->dbeta = (float *)bufs[2];
+    a->dbias = c->i[6] ? (float *)bufs[3] : NULL;
     a->rows = (int)c->i[0];
     a->d = (int)c->i[1];
 }

@@ -158,7 +158,7 @@ static void run_layernorm(tandem_rng *rng, int rows, int d) {
     tandem_k_layernorm_fwd_host(&fa);
     tandem_k_layernorm_bwd_args ba = {w, x, mean, rstd, gamma, dx, NULL, 0, scratch, rows, d};
     tandem_k_layernorm_bwd_host(&ba);
-    tandem_k_layernorm_bwd_params_args pa = {scratch, dgamma, dbeta, rows, d};
+    tandem_k_layernorm_bwd_params_args pa = {scratch, dgamma, dbeta, NULL, rows, d};
     tandem_k_layernorm_bwd_params_host(&pa);
 
     ln_ctx c = {rows, d, to_double(x, n), to_double(gamma, d), to_double(beta, d), to_double(w, n)};

@@ -328,7 +328,7 @@ static void cuda_vs_host(float p) {
 }
 
 /* d_model against the device's shared memory, when the model is declared: LayerNorm backward
- * keeps 2 x d_model floats per block, which on the stand-in's sm_89 (99 KiB opted in, minus the
+ * keeps 3 x d_model floats per block, which on the stand-in's sm_89 (99 KiB opted in, minus the
  * kernel's static part from its cubin) allows d_model up to some N < 16384. Wider is refused
  * naming N; N itself declares. */
 static void declare_wide(tandem_device *dev, int width, tandem_status want, int *widest) {
