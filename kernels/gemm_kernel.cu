@@ -45,9 +45,12 @@
                                                                                                   \
         for (int64_t m0 = (int64_t)blockIdx.y * GEMM_BM; m0 < a.m;                                \
              m0 += (int64_t)gridDim.y * GEMM_BM) {                                                \
-            float acc[GEMM_RM][GEMM_RN];                                                          \
-            for (int i = 0; i < GEMM_RM; i++)                                                     \
+            float acc[GEMM_RM][GEMM_RN], rs[GEMM_RM]; /* rs: BGRAD's row sums of op(A) */         \
+            const int sums = a.bgrad && blockIdx.x == 0 && tx == 0;                               \
+            for (int i = 0; i < GEMM_RM; i++) {                                                   \
+                rs[i] = 0.0f;                                                                     \
                 for (int j = 0; j < GEMM_RN; j++) acc[i][j] = 0.0f;                               \
+            }                                                                                     \
                                                                                                   \
             for (int64_t k0 = 0; k0 < a.k; k0 += GEMM_BK) {                                       \
                 /* Stage the A slice; consecutive threads read consecutive addresses of A. */     \
@@ -81,6 +84,9 @@
                     b_tile[kk][nn] = v;                                                           \
                 }                                                                                 \
                 __syncthreads();                                                                  \
+                if (sums)                                                                         \
+                    for (int kk = 0; kk < GEMM_BK; kk++)                                          \
+                        for (int i = 0; i < GEMM_RM; i++) rs[i] += a_tile[kk][ty + GEMM_TY * i];  \
                                                                                                   \
                 for (int kk = 0; kk < GEMM_BK; kk++) {                                            \
                     float ar[GEMM_RM], br[GEMM_RN];                                               \
@@ -96,6 +102,7 @@
             for (int i = 0; i < GEMM_RM; i++) {                                                   \
                 int64_t gm = m0 + ty + GEMM_TY * i;                                               \
                 if (gm >= a.m) continue;                                                          \
+                if (sums) a.bgrad[bz * a.m + gm] = rs[i];                                         \
                 for (int j = 0; j < GEMM_RN; j++) {                                               \
                     int64_t gn = n0 + tx + GEMM_TX * j;                                           \
                     if (gn >= a.n) continue;                                                      \

@@ -29,6 +29,9 @@ typedef struct tandem_k_gemm_f32_args {
     int epi;    /* TANDEM_K_GEMM_EPI_* */
     float *aux; /* [batch, M, N] (batch stride stride_c): GELU_AUX writes it, DGELU reads it */
     const float *c_src; /* [batch, M, N] or NULL: beta C reads it instead of c (apart from c) */
+    float *bgrad;       /* [M] or NULL: bgrad[i] = sum over k of op(A)[i, k] (written; batch 1), the GEMM
+                           op's BGRAD epilogue: the blocks of the first column tile sum the A slices
+                           they stage, k in order */
 } tandem_k_gemm_f32_args;
 
 /* The same product with bf16 A and B (mixed precision, runtime/model/model.h "Precision"): each
@@ -50,6 +53,7 @@ typedef struct tandem_k_gemm_bf16_args {
     const tandem_bf16 *bias16; /* [n] or NULL: the bias with a bf16 C */
     tandem_bf16 *aux16;        /* the aux matrix with a bf16 C */
     const float *c_src;        /* as gemm_f32 (an f32 C only), or NULL */
+    float *bgrad;              /* as gemm_f32 (the widened bf16 A summed in f32), or NULL */
 } tandem_k_gemm_bf16_args;
 
 #endif

@@ -45,6 +45,7 @@ typedef struct gemm_ref {
     int trans_a, trans_b, epi;
     float alpha, beta;
     const float *c_src; /* beta C's source, or NULL: C */
+    float *bgrad;       /* [batch, m] sums over k of op(A)'s rows, or NULL */
 } gemm_ref;
 
 static double ref_load(const void *p, int bf16, int64_t i) {
@@ -76,6 +77,11 @@ static void gemm_ref_rows(void *ctx, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
         const int64_t bz = r / a->m, i = r % a->m;
         const int64_t oa = bz * a->stride_a, ob = bz * a->stride_b; /* A [m, k] or [k, m]; B [k, n] or [n, k] */
+        if (a->bgrad) {
+            double s = 0.0;
+            for (int64_t p = 0; p < a->k; p++) s += ref_load(a->a, a->ab_bf16, oa + (a->trans_a ? p * lda + i : i * lda + p));
+            a->bgrad[r] = (float)s;
+        }
         for (int64_t j = 0; j < a->n; j++) {
             double s = 0.0;
             for (int64_t p = 0; p < a->k; p++) {
@@ -95,7 +101,8 @@ static void gemm_ref_run(const gemm_ref *r, int64_t batch) {
 
 void tandem_k_gemm_f32_host(const tandem_k_gemm_f32_args *a) {
     const gemm_ref r = {a->a, a->b, 0, a->c, a->aux, NULL, NULL, a->bias, NULL, a->m, a->n, a->k, a->stride_a,
-                        a->stride_b, a->stride_c, a->trans_a, a->trans_b, a->epi, a->alpha, a->beta, a->c_src};
+                        a->stride_b, a->stride_c, a->trans_a, a->trans_b, a->epi, a->alpha, a->beta, a->c_src,
+                        a->bgrad};
     gemm_ref_run(&r, a->batch);
 }
 
@@ -111,7 +118,7 @@ void tandem_k_gemm_bf16_geom(const tandem_k_gemm_bf16_args *a, tandem_launch_dim
 void tandem_k_gemm_bf16_host(const tandem_k_gemm_bf16_args *a) {
     const gemm_ref r = {a->a, a->b, 1, a->c, a->aux, a->c16, a->aux16, a->bias, a->bias16, a->m, a->n, a->k,
                         a->stride_a, a->stride_b, a->stride_c, a->trans_a, a->trans_b, a->epi, a->alpha, a->beta,
-                        a->c_src};
+                        a->c_src, a->bgrad};
     gemm_ref_run(&r, a->batch);
 }
 
@@ -121,9 +128,11 @@ void tandem_k_gemm_f32_cost(const tandem_k_gemm_f32_args *a, tandem_kernel_cost 
     tandem_kcost_gemm(c, a->m, a->n, a->k, a->batch, a->stride_a, a->stride_b, 4.0, a->beta);
     tandem_kcost_gemm_epi(c, a->m, a->n, a->batch, a->beta, 4.0, a->bias != NULL, a->epi == TANDEM_K_GEMM_EPI_GELU_AUX,
                           a->epi == TANDEM_K_GEMM_EPI_DGELU);
+    if (a->bgrad) c->bytes_written += 4.0 * (double)a->m * (double)a->batch;
 }
 void tandem_k_gemm_bf16_cost(const tandem_k_gemm_bf16_args *a, tandem_kernel_cost *c) {
     tandem_kcost_gemm(c, a->m, a->n, a->k, a->batch, a->stride_a, a->stride_b, 2.0, a->beta);
     tandem_kcost_gemm_epi(c, a->m, a->n, a->batch, a->beta, a->c16 ? 2.0 : 4.0, a->bias || a->bias16,
                           a->epi == TANDEM_K_GEMM_EPI_GELU_AUX, a->epi == TANDEM_K_GEMM_EPI_DGELU);
+    if (a->bgrad) c->bytes_written += 4.0 * (double)a->m * (double)a->batch;
 }

@@ -35,12 +35,18 @@ typedef enum tandem_gemm_epilogue {
     TANDEM_GEMM_EPI_GELU_AUX_BIAS = 2, /* aux = v + bias[j]; C = gelu(aux) (GELU_AUX_BIAS) */
     TANDEM_GEMM_EPI_DGELU = 3,         /* C = v gelu'(aux): aux is the forward's pre-activation
                                           (CUBLASLT_EPILOGUE_DGELU) */
+    TANDEM_GEMM_EPI_BGRAD = 4,         /* C = v; bias[i] = sum over k of op(A)[i, k], i < m, written
+                                          (not added): with trans_a, batch 1 and an f32 C only, the
+                                          weight gradient dW = dy^T x giving dy's column sums, its
+                                          bias's gradient, in the same pass. cuBLASLt's BGRADB (its B
+                                          is our A; its D's columns are our C's rows) */
 } tandem_gemm_epilogue;
-#define TANDEM_GEMM_EPI_COUNT 4
-/* Which epilogues read a bias / touch an aux matrix. */
+#define TANDEM_GEMM_EPI_COUNT 5
+/* Which epilogues read a bias / write one (the bias gradient) / touch an aux matrix. */
 static inline int tandem_gemm_epi_has_bias(tandem_gemm_epilogue e) {
     return e == TANDEM_GEMM_EPI_BIAS || e == TANDEM_GEMM_EPI_GELU_AUX_BIAS;
 }
+static inline int tandem_gemm_epi_bias_out(tandem_gemm_epilogue e) { return e == TANDEM_GEMM_EPI_BGRAD; }
 static inline int tandem_gemm_epi_has_aux(tandem_gemm_epilogue e) {
     return e == TANDEM_GEMM_EPI_GELU_AUX_BIAS || e == TANDEM_GEMM_EPI_DGELU;
 }

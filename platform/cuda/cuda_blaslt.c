@@ -152,7 +152,7 @@ static const char *lt_status_name(cublasStatus_t s) {
 }
 
 static const char *const epi_text[TANDEM_GEMM_EPI_COUNT] = {"", " + bias", " + bias, gelu (aux out)",
-                                                          " * gelu'(aux)"};
+                                                          " * gelu'(aux)", ", bias gradient of A out"};
 
 /* "[2 x] 64x32 @ 32x16 (trans_a 0, trans_b 1)" */
 static void shape_text(const tandem_gemm_desc *g, char *buf, size_t cap) {
@@ -292,8 +292,10 @@ static tandem_status lt_heuristic(tandem_cuda_dev *d, const tandem_gemm_desc *g,
  * D's type, added after alpha and beta; the aux matrix laid out as D (leading dimension n, batch
  * stride stride_c), of D's type. The pointers are set per call. */
 static tandem_status lt_epilogue(const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p) {
+    /* BGRAD: the sum over k of our A = cuBLASLt's B, length our m = its D's columns: BGRADB */
     static const uint32_t lt_epi[TANDEM_GEMM_EPI_COUNT] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS,
-                                                           CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUBLASLT_EPILOGUE_DGELU};
+                                                           CUBLASLT_EPILOGUE_GELU_AUX_BIAS, CUBLASLT_EPILOGUE_DGELU,
+                                                           CUBLASLT_EPILOGUE_BGRADB};
     if (g->epilogue == TANDEM_GEMM_EPI_NONE) return TANDEM_OK;
     LT_TRY(cublasLtMatmulDescSetAttribute,
            (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epi[g->epilogue], sizeof lt_epi[g->epilogue]), g);
@@ -449,7 +451,7 @@ static tandem_status lt_matmul(tandem_cuda_dev *d, const tandem_cuda_stream_impl
                                int t, const tandem_gemm_desc *g, float alpha, tandem_dptr a, tandem_dptr b,
                                float beta, tandem_dptr c) {
     const void *bias = (const void *)(uintptr_t)g->bias, *aux = (const void *)(uintptr_t)g->aux;
-    if (tandem_gemm_epi_has_bias(g->epilogue))
+    if (tandem_gemm_epi_has_bias(g->epilogue) || tandem_gemm_epi_bias_out(g->epilogue))
         LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), g);
     if (tandem_gemm_epi_has_aux(g->epilogue))
         LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), g);
@@ -521,7 +523,9 @@ static tandem_status lt_gemm(tandem_cuda_dev *d, tandem_stream *s, const tandem_
 static tandem_status fatbin_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha, tandem_dptr a,
                                  tandem_dptr b, float beta, tandem_dptr c) {
     static const int kepi[TANDEM_GEMM_EPI_COUNT] = {TANDEM_K_GEMM_EPI_NONE, TANDEM_K_GEMM_EPI_NONE,
-                                                    TANDEM_K_GEMM_EPI_GELU_AUX, TANDEM_K_GEMM_EPI_DGELU};
+                                                    TANDEM_K_GEMM_EPI_GELU_AUX, TANDEM_K_GEMM_EPI_DGELU,
+                                                    TANDEM_K_GEMM_EPI_NONE};
+    const int bgrad = tandem_gemm_epi_bias_out(g->epilogue); /* the bias pointer is its output */
     const int bf16_c = g->c_type == TANDEM_BF16;
     tandem_k_gemm_bf16_args x; /* the superset; gemm_f32's fields are its leading ones */
     memset(&x, 0, sizeof x);
@@ -538,7 +542,8 @@ static tandem_status fatbin_gemm(tandem_stream *s, const tandem_gemm_desc *g, fl
         x.aux16 = (tandem_bf16 *)(uintptr_t)g->aux;
     } else {
         x.c = (float *)(uintptr_t)c;
-        x.bias = (const float *)(uintptr_t)g->bias;
+        x.bias = bgrad ? NULL : (const float *)(uintptr_t)g->bias;
+        x.bgrad = bgrad ? (float *)(uintptr_t)g->bias : NULL;
         x.aux = (float *)(uintptr_t)g->aux;
         x.c_src = (const float *)(uintptr_t)g->c_src;
     }
@@ -553,6 +558,7 @@ static tandem_status fatbin_gemm(tandem_stream *s, const tandem_gemm_desc *g, fl
     f.m = x.m, f.n = x.n, f.k = x.k, f.batch = x.batch, f.trans_a = x.trans_a, f.trans_b = x.trans_b;
     f.stride_a = x.stride_a, f.stride_b = x.stride_b, f.stride_c = x.stride_c;
     f.alpha = alpha, f.beta = beta, f.bias = x.bias, f.epi = x.epi, f.aux = x.aux, f.c_src = x.c_src;
+    f.bgrad = x.bgrad;
     tandem_kernel_table[TANDEM_KID_gemm_f32].geom(&f, &dims);
     return tandem_cuda_launch(s, TANDEM_KID_gemm_f32, &dims, &f, sizeof f);
 }

@@ -47,7 +47,7 @@ static tandem_status check_desc(const tandem_gemm_desc *d, const float *a, const
     if ((!empty_c && !c) || (!empty_ab && (!a || !b)))
         return tandem_fail(TANDEM_E_INVALID, "host gemm: NULL matrix pointer (a=%p b=%p c=%p)",
                            (const void *)a, (const void *)b, (const void *)c);
-    if (tandem_gemm_epi_has_bias(d->epilogue) && !d->bias && !empty_c)
+    if ((tandem_gemm_epi_has_bias(d->epilogue) || tandem_gemm_epi_bias_out(d->epilogue)) && !d->bias && !empty_c)
         return tandem_fail(TANDEM_E_INVALID, "host gemm: epilogue %d without a bias pointer", (int)d->epilogue);
     if (tandem_gemm_epi_has_aux(d->epilogue) && !d->aux && !empty_c)
         return tandem_fail(TANDEM_E_INVALID, "host gemm: epilogue %d without an aux pointer", (int)d->epilogue);
@@ -156,6 +156,17 @@ typedef struct split_job {
     part_fn run;
 } split_job;
 
+/* BGRAD: bias[i] = sum over k of op(A)[i, k] for op(A)'s rows [lo, lo + rows) (trans_a: A is
+ * [k, m]), in float, k in order (the fatbin kernel's order), whatever the split. */
+static void bgrad_rows(const tandem_gemm_desc *d, const float *a, int64_t lo, int64_t rows) {
+    float *restrict bias = (float *)(uintptr_t)d->bias + lo;
+    for (int64_t i = 0; i < rows; i++) bias[i] = 0.0f;
+    for (int64_t q = 0; q < d->k; q++) {
+        const float *restrict row = a + q * d->m + lo;
+        for (int64_t i = 0; i < rows; i++) bias[i] += row[i];
+    }
+}
+
 /* The epilogue (device.h) on rows [0, rows) of C, [rows, n], while they are in cache. */
 static void epilogue_rows(const tandem_gemm_desc *d, float *c, int64_t rows) {
     if (!tandem_gemm_epi_has_bias(d->epilogue)) return;
@@ -183,6 +194,7 @@ static void run_blocks(void *ctx, int64_t r0, int64_t r1) {
     g.m = hi - lo; /* op(A)'s rows lo..hi: A's rows, or its columns when transposed */
     j->run(&g, j->alpha, j->a + (g.trans_a ? lo : lo * g.lda), j->b, j->beta, j->c + lo * g.ldc);
     epilogue_rows(j->d, j->c + lo * g.ldc, g.m);
+    if (tandem_gemm_epi_bias_out(j->d->epilogue)) bgrad_rows(j->d, j->a, lo, g.m); /* batch 1, trans_a */
 }
 
 /* Runs the checked, non-empty GEMM d with `run` on the entered host pool (host_pool.h). */

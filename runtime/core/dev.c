@@ -92,6 +92,7 @@ void tandem_dev_gemm_cost(const tandem_gemm_desc *g, float beta, tandem_kernel_c
     tandem_kcost_gemm_epi(c, g->m, g->n, g->batch, beta, (double)tandem_dtype_size(g->c_type),
                           tandem_gemm_epi_has_bias(g->epilogue), g->epilogue == TANDEM_GEMM_EPI_GELU_AUX_BIAS,
                           g->epilogue == TANDEM_GEMM_EPI_DGELU);
+    if (tandem_gemm_epi_bias_out(g->epilogue)) c->bytes_written += 4.0 * (double)g->m; /* the bias gradient */
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -238,6 +239,11 @@ static tandem_status check_desc(const char *op, const tandem_gemm_desc *g) {
     if ((int)g->epilogue < 0 || (int)g->epilogue >= TANDEM_GEMM_EPI_COUNT)
         return tandem_fail(TANDEM_E_INVALID, "%s: epilogue %d; expected a tandem_gemm_epilogue (0..%d)",
                            op, (int)g->epilogue, TANDEM_GEMM_EPI_COUNT - 1);
+    if (tandem_gemm_epi_bias_out(g->epilogue) && (!g->trans_a || g->batch != 1 || g->c_type != TANDEM_F32))
+        return tandem_fail(TANDEM_E_UNSUPPORTED,
+                           "%s: the bias-gradient epilogue with trans_a %d, batch %" PRId64 ", C %s; it takes a "
+                           "weight gradient's shape: trans_a 1 (dy^T), batch 1, an f32 C",
+                           op, g->trans_a, g->batch, tandem_dtype_name(g->c_type));
     return TANDEM_OK;
 }
 
@@ -295,18 +301,24 @@ static int views_overlap(tandem_view x, int64_t xn, tandem_view y, int64_t yn) {
  * matrix laid out as C and apart from it; their addresses into run. */
 static tandem_status check_epilogue(const tandem_gemm_desc *g, const tandem_stream *s, tandem_view c,
                                     const tandem_view *bias, const tandem_view *aux, tandem_gemm_desc *run) {
-    const int need_bias = tandem_gemm_epi_has_bias(g->epilogue), need_aux = tandem_gemm_epi_has_aux(g->epilogue);
+    const int bias_out = tandem_gemm_epi_bias_out(g->epilogue);
+    const int need_bias = tandem_gemm_epi_has_bias(g->epilogue) || bias_out;
+    const int need_aux = tandem_gemm_epi_has_aux(g->epilogue);
     if (need_bias != (bias != NULL) || need_aux != (aux != NULL))
         return tandem_fail(TANDEM_E_INVALID,
                            "GEMM m=%" PRId64 " n=%" PRId64 ": epilogue %d %s %s; call tandem_dev_gemm_epi with "
-                           "a bias for TANDEM_GEMM_EPI_BIAS, tandem_dev_gemm_aux with an aux matrix (and a bias "
-                           "for GELU_AUX_BIAS) for the GELU epilogues, tandem_dev_gemm otherwise", g->m, g->n,
+                           "a bias for TANDEM_GEMM_EPI_BIAS (the bias gradient's output for BGRAD), "
+                           "tandem_dev_gemm_aux with an aux matrix (and a bias for GELU_AUX_BIAS) for the GELU "
+                           "epilogues, tandem_dev_gemm otherwise", g->m, g->n,
                            (int)g->epilogue, need_bias != (bias != NULL) ? (bias ? "was given" : "lacks")
                                                                           : (aux ? "was given" : "lacks"),
                            need_bias != (bias != NULL) ? "a bias" : "an aux matrix");
     run->bias = run->aux = 0;
-    if (bias) {
-        TANDEM_TRY(check_operand(g, "bias", s, *bias, g->c_type, g->n, 0));
+    if (bias) { /* read: [n] of C's type; the bias gradient: [m] f32, apart from C */
+        TANDEM_TRY(check_operand(g, bias_out ? "bias gradient" : "bias", s, *bias, g->c_type, bias_out ? g->m : g->n, 0));
+        if (bias_out && views_overlap(*bias, g->m, c, g->m * g->n))
+            return tandem_fail(TANDEM_E_INVALID, "GEMM m=%" PRId64 " n=%" PRId64 ": the bias gradient overlaps C in "
+                               "'%s'; expected separate storage", g->m, g->n, tandem_tensor_name(c.t));
         run->bias = view_addr(*bias);
     }
     if (aux) {

@@ -154,6 +154,12 @@ tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_
                                              int64_t out) {
     return desc(dm, 1, 0, out, in, rows);
 }
+tandem_gemm_desc tandem_model_desc_linear_dw_bgrad(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                                   int64_t out) {
+    tandem_gemm_desc g = tandem_model_desc_linear_dw(dm, rows, in, out);
+    g.epilogue = TANDEM_GEMM_EPI_BGRAD; /* colsum(dy) in the same pass: no column-sum kernel re-reads dy */
+    return g;
+}
 tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out) {
     tandem_gemm_desc g = desc(dm, 0, 1, dm->mel_len, out, dm->d);
     g.epilogue = TANDEM_GEMM_EPI_BIAS;
@@ -190,7 +196,9 @@ static tandem_status prepare_class_gemms(tandem_model *m) {
                               : i == 1 ? tandem_model_desc_qkv
                                        : tandem_model_desc_linear)(d, lin[i][0], lin[i][1], lin[i][2]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
-        g = tandem_model_desc_linear_dw(d, lin[i][0], lin[i][1], lin[i][2]);
+        /* the bias gradients of the attention output (2) and MLP proj (4) come from the LN backward */
+        g = (i == 2 || i == 4 ? tandem_model_desc_linear_dw
+                              : tandem_model_desc_linear_dw_bgrad)(d, lin[i][0], lin[i][1], lin[i][2]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         if (i == 0) continue; /* the prenet's input is data: no dx */
         g = (i == 4 ? tandem_model_desc_mlp_proj_dx : tandem_model_desc_linear_dx)(d, lin[i][0], lin[i][1],
@@ -204,7 +212,7 @@ static tandem_status prepare_class_gemms(tandem_model *m) {
         g = tandem_model_desc_head_dx(d, heads[i]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
         /* the head weight gradient: one GEMM over all B * T rows (model_bwd.c, heads_bwd) */
-        g = tandem_model_desc_linear_dw(d, (int64_t)d->batch * d->seq, d->d, heads[i]);
+        g = tandem_model_desc_linear_dw_bgrad(d, (int64_t)d->batch * d->seq, d->d, heads[i]);
         TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
     }
     return tandem_attention_prepare(dev, &m->attn); /* its three batched shapes, either precision */

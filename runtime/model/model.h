@@ -407,6 +407,9 @@ tandem_gemm_desc tandem_model_desc_mlp_proj_dx(const tandem_model_dims *dm, int6
 /* dW [out, in] += dy^T [out, rows] x [rows, in] */
 tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out);
+/* The same with the BGRAD epilogue: the bias gradient colsum(dy) [out] written by the GEMM. */
+tandem_gemm_desc tandem_model_desc_linear_dw_bgrad(const tandem_model_dims *dm, int64_t rows, int64_t in,
+                                                   int64_t out);
 /* A head on the mel rows of the final LN output: per batch item, y [Tm, out] =
  * hf[b, Tt:T, :] W^T (A stride T*d, W shared, C stride Tm*out). */
 tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out);

@@ -36,19 +36,21 @@ static tandem_bf16 *staged16(const tandem_model *m) {
     return m->dims.bf16 ? tandem_tensor_bf16(m->gbf) : NULL;
 }
 
-/* db [d] += colsum(dy [rows, d]) in two stages that fill the device (kernels/layers.h); dy f32, or
- * bf16 where it exists only as a GEMM operand (the MLP's df in bf16 mode). b < 0: none here (the
- * LayerNorm backward that wrote dy summed it: NO_BIAS_GRAD). */
+/* dW [out, in] += dy^T x over rows, and (b a parameter) db [out] += colsum(dy): the GEMM's
+ * BGRAD epilogue writes colsum(dy) into the scratch cs_partial (it writes, the gradients
+ * accumulate), added by a one-chunk col_sum_acc; no pass re-reads dy for it. b < 0
+ * (NO_BIAS_GRAD): none here (the LayerNorm backward that wrote dy summed it). */
 #define NO_BIAS_GRAD (-1)
-static tandem_status bias_grad(tandem_model *m, tandem_stream *s, const tandem_tensor *dy, int b,
-                               int64_t rows, int64_t d) {
-    if (b < 0) return TANDEM_OK;
-    const int chunks = tandem_col_sum_chunks((int)rows, (int)d);
-    float *partial = F32(m->cs_partial);
-    const int is16 = tandem_tensor_dtype(dy) == TANDEM_BF16;
-    TANDEM_TRY(tandem_col_sum_partial(s, is16 ? NULL : F32(dy), is16 ? tandem_tensor_bf16(dy) : NULL, partial,
-                                      (int)rows, (int)d, chunks));
-    return tandem_col_sum_acc(s, partial, tandem_model_grad_f32(m, b), chunks, (int)d);
+static tandem_status weight_grad(tandem_model *m, tandem_stream *s, int w, int b, int64_t rows, int64_t in,
+                                 int64_t out, tandem_view dyo, tandem_view x) {
+    const tandem_model_dims *d = &m->dims;
+    if (b < 0) {
+        const tandem_gemm_desc g = tandem_model_desc_linear_dw(d, rows, in, out);
+        return tandem_dev_gemm(s, &g, 1.0f, dyo, x, 1.0f, tandem_model_grad_view(m, w));
+    }
+    const tandem_gemm_desc g = tandem_model_desc_linear_dw_bgrad(d, rows, in, out);
+    TANDEM_TRY(tandem_dev_gemm_epi(s, &g, 1.0f, dyo, x, 1.0f, tandem_model_grad_view(m, w), VIEW(m->cs_partial)));
+    return tandem_col_sum_acc(s, F32(m->cs_partial), tandem_model_grad_f32(m, b), 1, (int)out);
 }
 
 /* A linear layer's weight and bias gradients from dy [rows, out] and its input x [rows, in]:
@@ -58,13 +60,11 @@ static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b,
                                 int64_t in, int64_t out, const tandem_tensor *dy, int staged,
                                 const tandem_tensor *x, tandem_tensor *dx) {
     const tandem_model_dims *d = &m->dims;
-    TANDEM_TRY(bias_grad(m, s, dy, b, rows, out));
     tandem_view dyo;
     TANDEM_TRY(operand(m, s, dy, rows * out, staged, &dyo));
-    tandem_gemm_desc g = tandem_model_desc_linear_dw(d, rows, in, out);
-    TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, dyo, VIEW(x), 1.0f, tandem_model_grad_view(m, w)));
+    TANDEM_TRY(weight_grad(m, s, w, b, rows, in, out, dyo, VIEW(x)));
     if (!dx) return TANDEM_OK;
-    g = tandem_model_desc_linear_dx(d, rows, in, out);
+    const tandem_gemm_desc g = tandem_model_desc_linear_dx(d, rows, in, out);
     return tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, w), 0.0f, VIEW(dx));
 }
 
@@ -170,20 +170,18 @@ static tandem_status heads_bwd(tandem_model *m, tandem_stream *s) {
     const tandem_tensor *head_dy[2] = {m->dmel, m->dstop};
     for (int h = 0; h < 2; h++) {
         const int64_t out = head_out[h];
-        const tandem_view dw = tandem_model_grad_view(m, head_w[h]);
         tandem_view dyo;
         TANDEM_TRY(operand(m, s, head_dy[h], Np * out, 0, &dyo));
-        tandem_gemm_desc g = tandem_model_desc_head_dx(d, out);
+        const tandem_gemm_desc g = tandem_model_desc_head_dx(d, out);
         TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, head_w[h]),
                                    h ? 1.0f : 0.0f, dhf_mel));
-        TANDEM_TRY(bias_grad(m, s, head_dy[h], head_b[h], Np, out));
-        /* dW += pad(dy)^T hf over all B * T rows: the text rows of pad(dy) are zero */
+        /* dW += pad(dy)^T hf over all B * T rows, db += colsum(pad(dy)): the text rows of pad(dy)
+         * are zero */
         TANDEM_TRY(tandem_mel_rows_pad(s, F32(head_dy[h]), F32(m->head_pad), d->batch, d->text_len,
                                        d->mel_len, (int)out));
         tandem_view pad;
         TANDEM_TRY(operand(m, s, m->head_pad, N * out, 0, &pad));
-        g = tandem_model_desc_linear_dw(d, N, D, out);
-        TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, pad, VIEW(m->hf), 1.0f, dw));
+        TANDEM_TRY(weight_grad(m, s, head_w[h], head_b[h], N, D, out, pad, VIEW(m->hf)));
     }
     return TANDEM_OK;
 }

@@ -47,6 +47,7 @@ ACC(gemm_f32) {
     if (a->epi == TANDEM_K_GEMM_EPI_GELU_AUX) W(a->aux, c);
     if (a->epi == TANDEM_K_GEMM_EPI_DGELU) R(a->aux, c);
     W(a->c, c);
+    W(a->bgrad, (size_t)a->batch * a->m * F4);
 }
 /* C, the bias and aux in C's type: f32 (c, bias, aux) or bf16 (c16, bias16, aux16) */
 ACC(gemm_bf16) {
@@ -61,6 +62,7 @@ ACC(gemm_bf16) {
     if (a->epi == TANDEM_K_GEMM_EPI_GELU_AUX) W(aux, c);
     if (a->epi == TANDEM_K_GEMM_EPI_DGELU) R(aux, c);
     W(cp, c);
+    W(a->bgrad, (size_t)a->batch * a->m * F4);
 }
 
 /* ---- mel ---- */

@@ -10,6 +10,8 @@
  * a bf16 C (with bf16 bias and aux) on the even shapes with an epilogue, where the tolerance is 1e-5: one
  * element's rounding to bf16 may differ by an ulp (2^-8) between the float kernel and the
  * double reference.
+ * Four shapes (and the random one by chance) also sum op(A)'s rows into bgrad [batch, m] (the
+ * GEMM op's BGRAD epilogue), against the reference's double sums.
  *
  * Tolerance 1e-9 (normalised squared error): the kernel accumulates in float in its own order,
  * the host reference in double; for K <= 300 with inputs in [-1, 1] the expected error is
@@ -101,11 +103,14 @@ static void gemm_make_typed(int idx, tandem_rng *rng, tandem_kcase *c, tandem_dt
         cc->role = TANDEM_KB_OUT;
         tandem_kcase_set_buf(c, c->nbufs++, "c_src", TANDEM_F32, s.batch * s.m * s.n, TANDEM_KB_IN, -1.0f, 1.0f);
     }
+    c->f[3] = shapes[idx].m < 0 ? (float)tandem_rng_int(rng, 0, 1) : (float)(idx % 4 == 1 || idx == 6);
+    if (c->f[3] != 0.0f) tandem_kcase_set_buf(c, c->nbufs++, "bgrad", TANDEM_F32, s.batch * s.m, TANDEM_KB_OUT, 0, 0);
     c->tol = ct == TANDEM_BF16 ? 1e-5 : 1e-9;
-    snprintf(c->desc, sizeof c->desc, "m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d%s%s epi=%lld%s%s a=%.3g b=%.3g",
+    snprintf(c->desc, sizeof c->desc, "m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d%s%s epi=%lld%s%s%s a=%.3g b=%.3g",
              (long long)s.m, (long long)s.n, (long long)s.k, (long long)s.batch, s.trans_a,
              s.trans_b, s.share_b ? " shared-B" : "", (c->i[7] & 1) ? " +bias" : "", (long long)epi,
-             ct == TANDEM_BF16 ? " C bf16" : "", c->f[2] != 0.0f ? " C from c_src" : "", c->f[0], c->f[1]);
+             ct == TANDEM_BF16 ? " C bf16" : "", c->f[2] != 0.0f ? " C from c_src" : "",
+             c->f[3] != 0.0f ? " +bgrad" : "", c->f[0], c->f[1]);
 }
 
 static void gemm_make(int idx, tandem_rng *rng, tandem_kcase *c) {
@@ -131,7 +136,9 @@ static void gemm_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->bias = (c->i[7] & 1) ? (const float *)bufs[3] : NULL;
     a->epi = (int)(c->i[7] >> 1);
     a->aux = a->epi != TANDEM_K_GEMM_EPI_NONE ? (float *)bufs[3 + (c->i[7] & 1)] : NULL;
-    a->c_src = c->f[2] != 0.0f ? (const float *)bufs[c->nbufs - 1] : NULL;
+    const int last = c->nbufs - 1 - (c->f[3] != 0.0f); /* c_src, then bgrad */
+    a->c_src = c->f[2] != 0.0f ? (const float *)bufs[last] : NULL;
+    a->bgrad = c->f[3] != 0.0f ? (float *)bufs[c->nbufs - 1] : NULL;
 }
 
 const tandem_kcase_spec tandem_kcase_gemm_f32 = {N_SHAPES, gemm_make, gemm_bind};
@@ -162,6 +169,7 @@ static void gemm_bf16_bind(const tandem_kcase *c, void *const *bufs, void *args)
     a->epi = f.epi;
     a->aux = f.aux;
     a->c_src = f.c_src;
+    a->bgrad = f.bgrad;
     if (c->bufs[2].dtype == TANDEM_BF16) { /* C, bias and aux bf16 */
         a->c16 = (tandem_bf16 *)bufs[2], a->c = NULL;
         a->bias16 = (const tandem_bf16 *)f.bias, a->bias = NULL;

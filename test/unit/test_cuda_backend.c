@@ -104,20 +104,41 @@ static double ref_at(const float *a, const float *b, const float *c0, const tand
 }
 
 /* Element x of the epilogue's aux (GELU_AUX_BIAS writes it: NaN before; DGELU reads it) and bias
- * [n], on the device, their host copies returned; the descriptor holds their addresses. */
+ * [n] (BGRAD's bias gradient [m]: NaN before), on the device, their host copies returned; the
+ * descriptor holds their addresses. */
 static void epi_operands(tandem_gemm_desc *g, size_t nc, float **aux, float **bias, tandem_dptr dp[2]) {
-    *aux = malloc(nc * 4), *bias = malloc((size_t)g->n * 4);
+    const int64_t nbias = g->n > g->m ? g->n : g->m;
+    *aux = malloc(nc * 4), *bias = malloc((size_t)nbias * 4);
     assert_true(*aux && *bias);
     tandem_rng_fill(&rng, *aux, (int64_t)nc, -3.0f, 3.0f);
     if (g->epilogue == TANDEM_GEMM_EPI_GELU_AUX_BIAS)
         for (size_t x = 0; x < nc; x++) (*aux)[x] = NAN;
-    tandem_rng_fill(&rng, *bias, g->n, -1.0f, 1.0f);
+    tandem_rng_fill(&rng, *bias, nbias, -1.0f, 1.0f);
+    if (tandem_gemm_epi_bias_out(g->epilogue))
+        for (int64_t x = 0; x < nbias; x++) (*bias)[x] = NAN;
     assert_int_equal(dev0->ops->mem_alloc(dev0, nc * 4, &dp[0]), TANDEM_OK);
-    assert_int_equal(dev0->ops->mem_alloc(dev0, (size_t)g->n * 4, &dp[1]), TANDEM_OK);
+    assert_int_equal(dev0->ops->mem_alloc(dev0, (size_t)nbias * 4, &dp[1]), TANDEM_OK);
     assert_int_equal(dev0->ops->copy_h2d(&s0, dp[0], *aux, nc * 4), TANDEM_OK);
-    assert_int_equal(dev0->ops->copy_h2d(&s0, dp[1], *bias, (size_t)g->n * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->copy_h2d(&s0, dp[1], *bias, (size_t)nbias * 4), TANDEM_OK);
     g->aux = tandem_gemm_epi_has_aux(g->epilogue) ? dp[0] : 0;
-    g->bias = tandem_gemm_epi_has_bias(g->epilogue) ? dp[1] : 0;
+    g->bias = tandem_gemm_epi_has_bias(g->epilogue) || tandem_gemm_epi_bias_out(g->epilogue) ? dp[1] : 0;
+}
+
+/* BGRAD: the bias gradient [m] on the device against sum over k of op(A)'s rows (A [k, m]). */
+static void check_bgrad(const tandem_gemm_desc *g, const float *a, tandem_dptr dbias) {
+    if (!tandem_gemm_epi_bias_out(g->epilogue)) return;
+    float *got = malloc((size_t)g->m * 4);
+    assert_non_null(got);
+    assert_int_equal(dev0->ops->copy_d2h(&s0, got, dbias, (size_t)g->m * 4), TANDEM_OK);
+    assert_int_equal(dev0->ops->stream_sync(&s0), TANDEM_OK);
+    for (int64_t i = 0; i < g->m; i++) {
+        double want = 0.0;
+        for (int64_t p = 0; p < g->k; p++) want += a[p * g->m + i];
+        if (!(fabs(got[i] - want) <= 1e-4 * (1 + fabs(want))))
+            fail_msg("BGRAD %lldx%lldx%lld: bias gradient[%lld] = %g, expected %g", (long long)g->m,
+                     (long long)g->n, (long long)g->k, (long long)i, got[i], want);
+    }
+    free(got);
 }
 
 /* The reference of C[q][i][j] (r: alpha AB + beta C) after the epilogue; *aux_want: what
@@ -190,6 +211,7 @@ static void run_gemm(int trans_a, int trans_b, int64_t batch, tandem_gemm_epilog
     for (int64_t q = 0; q + 1 < batch; q++)
         for (int64_t x = g.m * g.n; x < g.stride_c; x++)
             assert_true(g_c_src ? isnan(c[q * g.stride_c + x]) : c[q * g.stride_c + x] == c0[q * g.stride_c + x]);
+    check_bgrad(&g, a, dp[1]);
     if (dsrc) dev0->ops->mem_free(dev0, dsrc);
     dev0->ops->mem_free(dev0, da);
     dev0->ops->mem_free(dev0, db);
@@ -211,9 +233,13 @@ static void test_gemm(void **state) {
             run_gemm(ta, tb, 1, TANDEM_GEMM_EPI_NONE);
             run_gemm(ta, tb, 3, TANDEM_GEMM_EPI_NONE);
         }
-    /* every epilogue, batched and not; n a multiple of 8 (cuBLASLt) or any (the fatbin GEMM) */
+    /* every epilogue, batched and not (BGRAD: a weight gradient's shape, trans_a and batch 1); n a
+     * multiple of 8 (cuBLASLt) or any (the fatbin GEMM) */
     for (int e = TANDEM_GEMM_EPI_BIAS; e < TANDEM_GEMM_EPI_COUNT; e++)
-        for (int tb = 0; tb < 2; tb++) run_gemm(e % 2, tb, 1 + 2 * tb, (tandem_gemm_epilogue)e);
+        for (int tb = 0; tb < 2; tb++) {
+            const int bgrad = tandem_gemm_epi_bias_out((tandem_gemm_epilogue)e);
+            run_gemm(bgrad ? 1 : e % 2, tb, bgrad ? 1 : 1 + 2 * tb, (tandem_gemm_epilogue)e);
+        }
     assert_int_equal(fake_error_count(), before);
 }
 
@@ -240,7 +266,8 @@ static void test_gemm_no_algorithm(void **state) {
     if (!tandem_cuda_have_cublaslt(NULL, 0)) skip();
     int before = fake_error_count();
     setenv("TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE", "1", 1);
-    for (int e = TANDEM_GEMM_EPI_BIAS; e < TANDEM_GEMM_EPI_COUNT; e++) run_gemm(e % 2, 1, 1, (tandem_gemm_epilogue)e);
+    for (int e = TANDEM_GEMM_EPI_BIAS; e < TANDEM_GEMM_EPI_COUNT; e++)
+        run_gemm(tandem_gemm_epi_bias_out((tandem_gemm_epilogue)e) ? 1 : e % 2, 1, 1, (tandem_gemm_epilogue)e);
     unsetenv("TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE");
     assert_int_equal(fake_error_count(), before);
 }

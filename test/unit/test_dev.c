@@ -76,9 +76,11 @@ static int setup(void **state) {
     e->small = declare(e->pool, "small", TANDEM_F32, 16);
     e->other = declare(e->pool2, "elsewhere", TANDEM_F32, N);
     e->uncommitted = declare(e->pending, "pending", TANDEM_F32, N);
-    tandem_gemm_desc gs[3] = {desc(0, 1, 3, 2, 4, 1), desc(1, 0, 3, 2, 4, 2), desc(1, 0, 3, 2, 4, 2)};
+    tandem_gemm_desc gs[4] = {desc(0, 1, 3, 2, 4, 1), desc(1, 0, 3, 2, 4, 2), desc(1, 0, 3, 2, 4, 2),
+                              desc(1, 0, 3, 2, 4, 1)};
     gs[2].epilogue = TANDEM_GEMM_EPI_BIAS;
-    for (int i = 0; i < 3; i++)
+    gs[3].epilogue = TANDEM_GEMM_EPI_BGRAD; /* test_gemm_bias */
+    for (int i = 0; i < 4; i++)
         if (tandem_dev_gemm_prepare(e->dev, &gs[i]) != TANDEM_OK) return -1;
     if (tandem_pool_commit(e->pool) != TANDEM_OK || tandem_pool_commit(e->pool2) != TANDEM_OK)
         return -1;
@@ -250,6 +252,26 @@ static void test_gemm_bias(void **state) {
     odd.epilogue = (tandem_gemm_epilogue)7;
     expect(tandem_dev_gemm_epi(e->s, &odd, 1, a0, b0, 0, c0, tandem_view_of(e->small)),
            TANDEM_E_INVALID, "epilogue 7", NULL);
+    /* BGRAD: a weight gradient's shape only; the bias gradient [m] written, apart from C */
+    tandem_gemm_desc bg = g; /* batch 2 */
+    bg.epilogue = TANDEM_GEMM_EPI_BGRAD;
+    expect(tandem_dev_gemm_epi(e->s, &bg, 1, a0, b0, 0, c0, tandem_view_of(e->small)), TANDEM_E_UNSUPPORTED,
+           "bias-gradient epilogue", "batch 1");
+    bg = desc(0, 0, 3, 2, 4, 1);
+    bg.epilogue = TANDEM_GEMM_EPI_BGRAD;
+    expect(tandem_dev_gemm_epi(e->s, &bg, 1, a0, b0, 0, c0, tandem_view_of(e->small)), TANDEM_E_UNSUPPORTED,
+           "trans_a 0", NULL);
+    bg.trans_a = 1;
+    expect(tandem_dev_gemm_epi(e->s, &bg, 1, a0, b0, 0, c0, tandem_view_at(e->c, 4)), TANDEM_E_INVALID,
+           "bias gradient overlaps C", NULL);
+    CHECK(tandem_dev_gemm_epi(e->s, &bg, 1, a0, b0, 0, c0, tandem_view_at(e->small, 2)));
+    float sums[16];
+    CHECK(tandem_dev_download(e->s, sums, e->small, 0, sizeof sums));
+    CHECK(tandem_stream_sync(e->s));
+    for (int i = 0; i < 3; i++) { /* A [k 4, m 3] */
+        const float want_i = ((a[i] + a[3 + i]) + a[6 + i]) + a[9 + i];
+        if (fabsf(sums[2 + i] - want_i) > 1e-6f) fail_msg("bias gradient[%d] = %g, expected %g", i, sums[2 + i], want_i);
+    }
 }
 
 static void test_launch(void **state) {

@@ -179,6 +179,42 @@ static void test_gemm_gelu_epilogues(void **state) {
     }
 }
 
+/* BGRAD (a weight gradient dW += dy^T x with dy's column sums): C as without the epilogue, and
+ * bias[i] = sum over k of A[k][i] written over a poisoned vector; k = 0 gives zeros. */
+static void check_bgrad(gemm_fn fn, int64_t m, int64_t n, int64_t k, float beta) {
+    const int64_t nc = m * n;
+    float *a = random_floats(k > 0 ? k * m : 1), *b = random_floats(k > 0 ? k * n : 1), *c = random_floats(nc);
+    float *bias = malloc((size_t)m * 4), *c0 = malloc((size_t)nc * 4);
+    double *ref = malloc((size_t)nc * sizeof *ref);
+    assert_true(bias && c0 && ref);
+    memcpy(c0, c, (size_t)nc * 4);
+    for (int64_t i = 0; i < m; i++) bias[i] = NAN;
+    tandem_gemm_desc d = {1, 0, m, n, k, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_BGRAD,
+                          (tandem_dptr)(uintptr_t)bias, 0, 0, 0};
+    reference(&d, 1.0f, a, b, beta, c0, ref);
+    assert_int_equal(fn(&d, 1.0f, a, b, beta, c), TANDEM_OK);
+    for (int64_t x = 0; x < nc; x++)
+        if (!(fabs(c[x] - ref[x]) <= 1e-4 * (1 + fabs(ref[x])))) fail_msg("BGRAD: C[%lld] %g, expected %g", (long long)x, c[x], ref[x]);
+    for (int64_t i = 0; i < m; i++) {
+        double want = 0.0;
+        for (int64_t p = 0; p < k; p++) want += a[p * m + i];
+        if (!(fabs(bias[i] - want) <= 1e-5 * (1 + fabs(want))))
+            fail_msg("BGRAD %lldx%lldx%lld: bias[%lld] %g, expected %g", (long long)m, (long long)n, (long long)k,
+                     (long long)i, bias[i], want);
+    }
+    free(a), free(b), free(c), free(bias), free(c0), free(ref);
+}
+
+static void test_gemm_bgrad(void **state) {
+    (void)state;
+    const gemm_fn fns[2] = {tandem_host_gemm, tandem_host_gemm_blocked};
+    for (int f = 0; f < 2; f++) {
+        check_bgrad(fns[f], 33, 65, 130, 1.0f);
+        check_bgrad(fns[f], 130, 7, 33, 0.0f);
+        check_bgrad(fns[f], 5, 3, 0, 0.5f);
+    }
+}
+
 static void test_host_gemm(void **state) {
     (void)state;
     printf("tandem_host_gemm uses: %s\n", tandem_host_gemm_impl());
@@ -355,6 +391,7 @@ int main(void) {
     const struct CMUnitTest raw[] = {
         cmocka_unit_test(test_host_gemm),
         cmocka_unit_test(test_gemm_gelu_epilogues),
+        cmocka_unit_test(test_gemm_bgrad),
         cmocka_unit_test(test_blocked_gemm),
         cmocka_unit_test(test_k_zero),
         cmocka_unit_test(test_bad_descriptor),
