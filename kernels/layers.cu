@@ -236,6 +236,19 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_PAD_THREADS) tandem_k_mel_rows_pad(tandem_k_mel_ro
     }
 }
 
+KERNEL LAUNCH_BOUNDS(TANDEM_K_PAD_THREADS) tandem_k_mel_rows_take(tandem_k_mel_rows_take_args a) {
+    const int T = a.text_len + a.mel_len;
+    const int64_t rows = (int64_t)a.batch * a.mel_len;
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        const int b = (int)(r / a.mel_len), j = (int)(r - (int64_t)b * a.mel_len); /* once per row */
+        const int64_t from = ((int64_t)b * T + a.text_len + j) * a.d, to = r * a.d;
+        for (int c = (int)(blockIdx.x * blockDim.x + threadIdx.x); c < a.d; c += (int)(gridDim.x * blockDim.x)) {
+            if (a.dst) a.dst[to + c] = a.src[from + c];
+            else a.dst16[to + c] = a.src16[from + c];
+        }
+    }
+}
+
 /* ---- input sequence ---- */
 KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_seq_embed_fwd(tandem_k_seq_embed_fwd_args a) {
     int T = a.text_len + a.mel_len, d = a.d;

@@ -189,6 +189,18 @@ typedef struct tandem_k_mel_rows_pad_args {
     int batch, text_len, mel_len, d;
 } tandem_k_mel_rows_pad_args;
 
+/* The inverse gather: dst [B, Tm, d] = src[b, Tt + j, :], f32 (src, dst) or bf16 (src16, dst16;
+ * exactly one pair set). The model's last block runs past its attention on the mel rows only (the
+ * text rows' outputs reach no loss): its residual input and attention output, taken once.
+ * Geometry as mel_rows_pad's, over the B * Tm rows. */
+typedef struct tandem_k_mel_rows_take_args {
+    const float *src;          /* [B, T, d] or NULL */
+    float *dst;                /* [B, Tm, d] or NULL */
+    const tandem_bf16 *src16;  /* [B, T, d] or NULL */
+    tandem_bf16 *dst16;        /* [B, Tm, d] or NULL */
+    int batch, text_len, mel_len, d;
+} tandem_k_mel_rows_take_args;
+
 /* ---- input sequence --------------------------------------------------------------------
  * x[b, t, :]      = sym_emb[tokens[b, t], :] + pos_emb[t, :]             t < Tt
  * x[b, Tt + j, :] = prenet_out[b, j, :]      + pos_emb[Tt + j, :]        j < Tm

@@ -515,6 +515,28 @@ void tandem_k_mel_rows_pad_host(const tandem_k_mel_rows_pad_args *a) {
                              mel_rows_pad_rows, (void *)a);
 }
 
+/* ---- mel_rows_take ---- */
+void tandem_k_mel_rows_take_geom(const tandem_k_mel_rows_take_args *a, tandem_launch_dims *d) {
+    *d = tandem_dims_1d(a->d, TANDEM_K_PAD_THREADS);
+    const int64_t rows = (int64_t)a->batch * a->mel_len;
+    d->grid[1] = (unsigned)(rows < 1 ? 1 : rows < 65535 ? rows : 65535);
+}
+/* Rows [r0, r1) of the [B * Tm] rows of dst. */
+static void mel_rows_take_rows(void *ctx, int64_t r0, int64_t r1) {
+    const tandem_k_mel_rows_take_args *a = ctx;
+    const int T = a->text_len + a->mel_len;
+    const size_t es = a->dst ? sizeof(float) : sizeof(tandem_bf16);
+    const char *src = a->dst ? (const char *)a->src : (const char *)a->src16;
+    char *dst = a->dst ? (char *)a->dst : (char *)a->dst16;
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t b = r / a->mel_len, j = r % a->mel_len;
+        memcpy(dst + (size_t)(r * a->d) * es, src + (size_t)((b * T + a->text_len + j) * a->d) * es, (size_t)a->d * es);
+    }
+}
+void tandem_k_mel_rows_take_host(const tandem_k_mel_rows_take_args *a) {
+    tandem_host_parallel_for((int64_t)a->batch * a->mel_len, grain_of(a->d), mel_rows_take_rows, (void *)a);
+}
+
 /* ---- costs (registry.h) -------------------------------------------------------------------- */
 
 
@@ -557,6 +579,10 @@ void tandem_k_col_sum_partial_cost(const tandem_k_col_sum_partial_args *a, tande
 void tandem_k_mel_rows_pad_cost(const tandem_k_mel_rows_pad_args *a, tandem_kernel_cost *c) {
     const double d = (double)a->d, mel = (double)a->batch * a->mel_len;
     tandem_kcost(c, 0.0, 4.0 * mel * d, 4.0 * (double)a->batch * (a->text_len + a->mel_len) * d);
+}
+void tandem_k_mel_rows_take_cost(const tandem_k_mel_rows_take_args *a, tandem_kernel_cost *c) {
+    const double n = (double)a->batch * a->mel_len * a->d, es = a->dst ? 4.0 : 2.0;
+    tandem_kcost(c, 0.0, es * n, es * n);
 }
 void tandem_k_seq_embed_fwd_cost(const tandem_k_seq_embed_fwd_args *a, tandem_kernel_cost *c) {
     const double T = (double)a->text_len + (double)a->mel_len, n = (double)a->batch * T * a->d;

@@ -61,6 +61,7 @@
     X(prenet_input, layers)                                                               \
     X(prenet_dropout, layers)                                                             \
     X(mel_rows_pad, layers)                                                               \
+    X(mel_rows_take, layers)                                                              \
     X(l1_masked_fwd, train)                                                               \
     X(l1_masked_bwd, train)                                                               \
     X(bce_stop_fwd, train)                                                                \

@@ -82,6 +82,16 @@ tandem_status tandem_mel_rows_pad(tandem_stream *s, const float *src, float *dst
     return TANDEM_LAUNCH(s, mel_rows_pad, &a);
 }
 
+tandem_status tandem_mel_rows_take(tandem_stream *s, const float *src, float *dst, const tandem_bf16 *src16,
+                                   tandem_bf16 *dst16, int batch, int text_len, int mel_len, int d) {
+    if ((dst != NULL) == (dst16 != NULL) || (dst && !src) || (dst16 && !src16))
+        return tandem_fail(TANDEM_E_INVALID, "mel_rows_take: give exactly one of the f32 and bf16 pairs");
+    TANDEM_KARGS(mel_rows_take, a);
+    a.src = src, a.dst = dst, a.src16 = src16, a.dst16 = dst16;
+    a.batch = batch, a.text_len = text_len, a.mel_len = mel_len, a.d = d;
+    return TANDEM_LAUNCH(s, mel_rows_take, &a);
+}
+
 tandem_status tandem_seq_embed_fwd(tandem_stream *s, const int32_t *tokens, const float *sym_emb,
                                    const float *prenet_out, const float *pos_emb, float *x,
                                    const tandem_seq_dims *sd) {

@@ -160,62 +160,43 @@ tandem_gemm_desc tandem_model_desc_linear_dw_bgrad(const tandem_model_dims *dm, 
     g.epilogue = TANDEM_GEMM_EPI_BGRAD; /* colsum(dy) in the same pass: no column-sum kernel re-reads dy */
     return g;
 }
-tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out) {
-    tandem_gemm_desc g = desc(dm, 0, 1, dm->mel_len, out, dm->d);
-    g.epilogue = TANDEM_GEMM_EPI_BIAS;
-    g.batch = dm->batch;
-    g.stride_a = (int64_t)dm->seq * dm->d;
-    g.stride_b = 0; /* one weight for every item */
-    g.stride_c = (int64_t)dm->mel_len * out;
-    return g;
-}
-tandem_gemm_desc tandem_model_desc_head_dx(const tandem_model_dims *dm, int64_t out) {
-    tandem_gemm_desc g = desc(dm, 0, 0, dm->mel_len, dm->d, out);
-    g.batch = dm->batch;
-    g.stride_a = (int64_t)dm->mel_len * out;
-    g.stride_b = 0;
-    g.stride_c = (int64_t)dm->seq * dm->d;
-    return g;
+/* The forward, weight-gradient and dx GEMMs of one linear layer (rows, in, out): i indexes the
+ * block's linear layers as prepare_class_gemms lists them (0 prenet, 1 qkv, 2 attention output,
+ * 3 MLP fc, 4 MLP proj, 5 a head). */
+static tandem_status prepare_linear(tandem_model *m, int i, int64_t rows, int64_t in, int64_t out) {
+    const tandem_model_dims *d = &m->dims;
+    tandem_gemm_desc g = (i == 3   ? tandem_model_desc_mlp_fc
+                          : i == 1 ? tandem_model_desc_qkv
+                                   : tandem_model_desc_linear)(d, rows, in, out);
+    TANDEM_TRY(tandem_dev_gemm_prepare(m->dev, &g));
+    /* the bias gradients of the attention output (2) and MLP proj (4) come from the LN backward */
+    g = (i == 2 || i == 4 ? tandem_model_desc_linear_dw : tandem_model_desc_linear_dw_bgrad)(d, rows, in, out);
+    TANDEM_TRY(tandem_dev_gemm_prepare(m->dev, &g));
+    if (i == 0) return TANDEM_OK; /* the prenet's input is data: no dx */
+    g = (i == 4 ? tandem_model_desc_mlp_proj_dx : tandem_model_desc_linear_dx)(d, rows, in, out);
+    return tandem_dev_gemm_prepare(m->dev, &g);
 }
 
 /* Every GEMM shape of the current dims.frames (one shape class). */
 static tandem_status prepare_class_gemms(tandem_model *m) {
-    tandem_device *dev = m->dev;
     const tandem_model_dims *d = &m->dims;
     const int64_t N = (int64_t)d->batch * d->seq, Np = (int64_t)d->batch * d->mel_len;
-    /* (rows, in, out) of every linear layer */
+    /* (rows, in, out) of every linear layer; the last block's past its attention: Np rows */
     const int64_t lin[][3] = {
-        {Np, d->group, d->d}, /* prenet */
-        {N, d->d, 3 * (int64_t)d->d}, /* qkv */
-        {N, d->d, d->d},      /* attention output */
-        {N, d->d, d->ff},     /* MLP fc */
-        {N, d->ff, d->d},     /* MLP proj */
+        {Np, d->group, d->d},          /* prenet */
+        {N, d->d, 3 * (int64_t)d->d},  /* qkv */
+        {N, d->d, d->d},               /* attention output */
+        {N, d->d, d->ff},              /* MLP fc */
+        {N, d->ff, d->d},              /* MLP proj */
+        {Np, d->d, d->group},          /* mel head */
+        {Np, d->d, d->r},              /* stop head */
     };
-    for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
-        tandem_gemm_desc g = (i == 3   ? tandem_model_desc_mlp_fc
-                              : i == 1 ? tandem_model_desc_qkv
-                                       : tandem_model_desc_linear)(d, lin[i][0], lin[i][1], lin[i][2]);
-        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
-        /* the bias gradients of the attention output (2) and MLP proj (4) come from the LN backward */
-        g = (i == 2 || i == 4 ? tandem_model_desc_linear_dw
-                              : tandem_model_desc_linear_dw_bgrad)(d, lin[i][0], lin[i][1], lin[i][2]);
-        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
-        if (i == 0) continue; /* the prenet's input is data: no dx */
-        g = (i == 4 ? tandem_model_desc_mlp_proj_dx : tandem_model_desc_linear_dx)(d, lin[i][0], lin[i][1],
-                                                                                  lin[i][2]);
-        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
+    for (int i = 0; i < (int)(sizeof lin / sizeof lin[0]); i++) {
+        const int kind = i < 5 ? i : 5;
+        if (i >= 2 && i <= 4 && d->layers > 1) TANDEM_TRY(prepare_linear(m, kind, lin[i][0], lin[i][1], lin[i][2]));
+        TANDEM_TRY(prepare_linear(m, kind, i >= 2 && i <= 4 ? Np : lin[i][0], lin[i][1], lin[i][2]));
     }
-    const int64_t heads[2] = {d->group, d->r};
-    for (int i = 0; i < 2; i++) {
-        tandem_gemm_desc g = tandem_model_desc_head(d, heads[i]);
-        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
-        g = tandem_model_desc_head_dx(d, heads[i]);
-        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
-        /* the head weight gradient: one GEMM over all B * T rows (model_bwd.c, heads_bwd) */
-        g = tandem_model_desc_linear_dw_bgrad(d, (int64_t)d->batch * d->seq, d->d, heads[i]);
-        TANDEM_TRY(tandem_dev_gemm_prepare(dev, &g));
-    }
-    return tandem_attention_prepare(dev, &m->attn); /* its three batched shapes, either precision */
+    return tandem_attention_prepare(m->dev, &m->attn); /* its three batched shapes, either precision */
 }
 
 /* ... of every shape class (length bucketing), the declared shape last, where dims stay. */
@@ -521,13 +502,19 @@ static tandem_status declare_layer(tandem_model *m, tandem_pool *pool, int l,
         TANDEM_TRY(decl(&c, &ly->p, ga, 4, B, H, T, T, "l%d.attn_p", l));
     }
     TANDEM_TRY(decl(&c, &ly->att, ga, 3, B, T, D, 0, "l%d.attn_heads", l));
-    TANDEM_TRY(decl(&c, &ly->x_mid, TANDEM_F32, 3, B, T, D, 0, "l%d.x_mid", l));
-    TANDEM_TRY(decl(&c, &ly->h2, ga, 3, B, T, D, 0, "l%d.ln2", l));
-    TANDEM_TRY(decl(&c, &ly->mean2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_mean", l));
-    TANDEM_TRY(decl(&c, &ly->rstd2, TANDEM_F32, 1, N, 0, 0, 0, "l%d.ln2_rstd", l));
+    /* past the attention the last block has the mel rows only (model.h): Tr of them per item */
+    const int64_t Tr = tandem_model_mlp_rows(d, l) / B, Nr = B * Tr;
+    if (l == d->layers - 1) {
+        TANDEM_TRY(decl(&c, &ly->x_mel, TANDEM_F32, 3, B, Tr, D, 0, "l%d.x_mel", l));
+        TANDEM_TRY(decl(&c, &ly->att_mel, ga, 3, B, Tr, D, 0, "l%d.attn_heads_mel", l));
+    }
+    TANDEM_TRY(decl(&c, &ly->x_mid, TANDEM_F32, 3, B, Tr, D, 0, "l%d.x_mid", l));
+    TANDEM_TRY(decl(&c, &ly->h2, ga, 3, B, Tr, D, 0, "l%d.ln2", l));
+    TANDEM_TRY(decl(&c, &ly->mean2, TANDEM_F32, 1, Nr, 0, 0, 0, "l%d.ln2_mean", l));
+    TANDEM_TRY(decl(&c, &ly->rstd2, TANDEM_F32, 1, Nr, 0, 0, 0, "l%d.ln2_rstd", l));
     /* f: the GELU epilogue's aux output, of g's type (cuBLASLt's aux type is D's) */
-    TANDEM_TRY(decl(&c, &ly->f, ga, 3, B, T, d->ff, 0, "l%d.mlp_fc", l));
-    return decl(&c, &ly->g, ga, 3, B, T, d->ff, 0, "l%d.mlp_act", l);
+    TANDEM_TRY(decl(&c, &ly->f, ga, 3, B, Tr, d->ff, 0, "l%d.mlp_fc", l));
+    return decl(&c, &ly->g, ga, 3, B, Tr, d->ff, 0, "l%d.mlp_act", l);
 }
 
 /* The largest gradient written or cast into the bf16 operand scratch (bf16 mode). */
@@ -539,9 +526,10 @@ static int64_t staged_floats(const tandem_model_dims *d) {
 /* The blocks' shared scratch, the final LN, the heads, the loss and the bf16 forward stage. */
 static tandem_status declare_outputs(tandem_model *m, tandem_pool *pool, const decl_phases *ph) {
     const tandem_model_dims *d = &m->dims;
-    const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, dh = d->head_dim, N = B * T;
+    const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, dh = d->head_dim;
     decl_ctx c = per_step(pool, ph->lf_last, ph->out_b);
-    TANDEM_TRY(decl(&c, &m->x_out, TANDEM_F32, 3, B, T, D, 0, "model.x_out"));
+    const int64_t Tm = d->mel_len, Np = B * Tm; /* the last block's output and the final LN: mel rows */
+    TANDEM_TRY(decl(&c, &m->x_out, TANDEM_F32, 3, B, Tm, D, 0, "model.x_out"));
     const int fused = tandem_attention_fused(&m->attn);
     c = per_step(pool, ph->lf0, ph->lf_last);
     /* fused fp32: the QKV projection writes each layer's kept qkv itself */
@@ -550,9 +538,9 @@ static tandem_status declare_outputs(tandem_model *m, tandem_pool *pool, const d
         TANDEM_TRY(decl(&c, &m->qkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.qkv"));
     if (!fused) TANDEM_TRY(decl(&c, &m->o, TANDEM_F32, 4, B, H, T, dh, "model.attn_o"));
     c = per_step(pool, ph->out_f, ph->out_b);
-    TANDEM_TRY(decl(&c, &m->hf, ph->ga, 3, B, T, D, 0, "model.ln_f"));
-    TANDEM_TRY(decl(&c, &m->meanf, TANDEM_F32, 1, N, 0, 0, 0, "model.ln_f_mean"));
-    TANDEM_TRY(decl(&c, &m->rstdf, TANDEM_F32, 1, N, 0, 0, 0, "model.ln_f_rstd"));
+    TANDEM_TRY(decl(&c, &m->hf, ph->ga, 3, B, Tm, D, 0, "model.ln_f"));
+    TANDEM_TRY(decl(&c, &m->meanf, TANDEM_F32, 1, Np, 0, 0, 0, "model.ln_f_mean"));
+    TANDEM_TRY(decl(&c, &m->rstdf, TANDEM_F32, 1, Np, 0, 0, 0, "model.ln_f_rstd"));
     TANDEM_TRY(decl(&c, &m->mel_out, TANDEM_F32, 3, B, d->mel_len, d->group, 0, "model.mel_out"));
     TANDEM_TRY(decl(&c, &m->stop_out, TANDEM_F32, 2, B, d->frames, 0, 0, "model.stop_out"));
     TANDEM_TRY(decl(&c, &m->dmel, TANDEM_F32, 3, B, d->mel_len, d->group, 0, "model.d_mel_out"));
@@ -584,8 +572,10 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
     const tandem_model_dims *d = &m->dims;
     const int64_t B = d->batch, T = d->seq, D = d->d, H = d->heads, N = B * T;
     decl_ctx c = per_step(pool, ph->out_b, ph->out_b);
-    TANDEM_TRY(decl(&c, &m->dhf, TANDEM_F32, 3, B, T, D, 0, "model.d_ln_f"));
-    TANDEM_TRY(decl(&c, &m->head_pad, TANDEM_F32, 3, B, T, d->group, 0, "model.head_dy_padded"));
+    TANDEM_TRY(decl(&c, &m->dhf, TANDEM_F32, 3, B, d->mel_len, D, 0, "model.d_ln_f"));
+    c = per_step(pool, ph->out_b, ph->lb_last); /* the last block's mel-row part */
+    TANDEM_TRY(decl(&c, &m->dres_mel, TANDEM_F32, 3, B, d->mel_len, D, 0, "model.d_residual_mel"));
+    TANDEM_TRY(decl(&c, &m->da_mel, TANDEM_F32, 3, B, d->mel_len, D, 0, "model.bwd_a_mel"));
     c = per_step(pool, ph->out_b, ph->in_b);
     TANDEM_TRY(decl(&c, &m->dres, TANDEM_F32, 3, B, T, D, 0, "model.d_residual"));
     c = per_step(pool, ph->out_b, ph->lb0);

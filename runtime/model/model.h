@@ -137,7 +137,10 @@ typedef struct tandem_model_top_params {
     int sym_emb, pos_emb, prenet_w, prenet_b, lnf_g, lnf_b, mel_w, mel_b, stop_w, stop_b;
 } tandem_model_top_params;
 
-/* One block's tensors kept from its forward for its backward (N = B * T rows). */
+/* One block's tensors kept from its forward for its backward (N = B * T rows). The last block
+ * runs past its attention on the Np = B * Tm mel rows only (tandem_model_block_rows): the text
+ * rows' outputs there reach neither the heads nor any later block, so its x_mid, h2, f, g (and
+ * LN2's statistics) have Np rows, the model's x_out, hf and dhf too. */
 typedef struct tandem_model_layer {
     tandem_tensor *x;                   /* [B, T, d] the block's input (residual stream) */
     tandem_tensor *h1, *mean1, *rstd1;  /* [B, T, d], [B*T], [B*T]: LN1 */
@@ -150,6 +153,8 @@ typedef struct tandem_model_layer {
                                            ga_heads heads); fused only */
     tandem_tensor *att;                 /* [B, T, d] heads merged, before the output projection
                                            (h1, h2, g, q, k, v, p, att: bf16 in bf16 mode) */
+    tandem_tensor *x_mel, *att_mel;     /* last block only: [B, Tm, d] the mel rows of x (f32) and
+                                           of att (att's type), the MLP part's inputs */
     tandem_tensor *x_mid;               /* [B, T, d] x + attention */
     tandem_tensor *h2, *mean2, *rstd2;  /* [B, T, d], [B*T], [B*T]: LN2 */
     tandem_tensor *f;                   /* [B, T, 4d] fc output before GELU */
@@ -244,17 +249,17 @@ typedef struct tandem_model {
     tandem_tensor *pre;      /* [B*Tm, d] prenet linear output, before GELU */
     tandem_tensor *pre_act;  /* [B*Tm, d] GELU(pre) */
     tandem_model_layer *layer; /* [layers] */
-    tandem_tensor *x_out;      /* [B, T, d] the last block's output */
+    tandem_tensor *x_out;      /* [B, Tm, d] the last block's output (its mel rows: above) */
     tandem_tensor *qkv, *o;    /* forward scratch [B, T, 3d], [B, H, T, dh] */
-    tandem_tensor *hf, *meanf, *rstdf; /* final LN [B, T, d], [B*T], [B*T] */
+    tandem_tensor *hf, *meanf, *rstdf; /* final LN [B, Tm, d], [B*Tm], [B*Tm] (mel rows) */
     tandem_tensor *mel_out;    /* [B, Tm, r*80] = predicted frames [B, F, 80] */
     tandem_tensor *stop_out;   /* [B, Tm, r] = stop logits [B, F] */
     tandem_tensor *loss_partials; /* [max partials of the two loss kernels] */
     tandem_tensor *dmel, *dstop;  /* [B, Tm, r*80], [B, F] */
-    tandem_tensor *dhf;           /* [B, T, d] */
+    tandem_tensor *dhf;           /* [B, Tm, d] */
     tandem_tensor *dres;          /* [B, T, d] gradient of the residual stream */
+    tandem_tensor *dres_mel, *da_mel; /* [B, Tm, d]: dres and da of the last block's mel-row part */
     tandem_tensor *ln_scratch;    /* [layernorm_bwd scratch floats] */
-    tandem_tensor *head_pad;      /* [B, T, group] a head's dy with zero text rows (heads_bwd) */
     tandem_tensor *cs_partial;    /* [TANDEM_K_CS_MAX_CHUNKS * max(ff, 3d, group)] bias-gradient partials */
     tandem_tensor *da;            /* [B, T, d] backward scratch */
     tandem_tensor *dff;           /* [B, T, 4d] */
@@ -393,6 +398,10 @@ tandem_gemm_desc tandem_model_desc_mlp_fc(const tandem_model_dims *dm, int64_t r
 /* 1 when the QKV projection writes the kept bf16 qkv directly (bf16 with the tensor-core
  * attention: its operand; no f32 qkv, no cast); its bias is then the bf16 copy (C's type). */
 int tandem_model_qkv_bf16(const tandem_model_dims *dm);
+/* Rows of block l past its attention: B * T, or B * Tm for the last block (its mel rows only). */
+static inline int64_t tandem_model_mlp_rows(const tandem_model_dims *dm, int l) {
+    return (int64_t)dm->batch * (l == dm->layers - 1 ? dm->mel_len : dm->seq);
+}
 /* 1 when the attention backward writes the QKV projection's dy only as bf16 (bf16 mode, tensor-core
  * or materialised attention): no f32 dqkv is declared, and its bias gradient sums the bf16. */
 int tandem_model_dqkv_bf16(const tandem_model *m);
@@ -410,10 +419,4 @@ tandem_gemm_desc tandem_model_desc_linear_dw(const tandem_model_dims *dm, int64_
 /* The same with the BGRAD epilogue: the bias gradient colsum(dy) [out] written by the GEMM. */
 tandem_gemm_desc tandem_model_desc_linear_dw_bgrad(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                                    int64_t out);
-/* A head on the mel rows of the final LN output: per batch item, y [Tm, out] =
- * hf[b, Tt:T, :] W^T (A stride T*d, W shared, C stride Tm*out). */
-tandem_gemm_desc tandem_model_desc_head(const tandem_model_dims *dm, int64_t out);
-/* Its input gradient: dhf[b, Tt:T, :] (+)= dy_b [Tm, out] W (C stride T*d). */
-tandem_gemm_desc tandem_model_desc_head_dx(const tandem_model_dims *dm, int64_t out);
-
 #endif

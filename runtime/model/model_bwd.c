@@ -68,27 +68,27 @@ static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b,
     return tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, w), 0.0f, VIEW(dx));
 }
 
-/* dff [N, 4d] = (dres [N, d] Wproj) GELU'(f): the proj's dx GEMM with the DGELU epilogue (aux:
- * the forward's f), after linear_bwd used dres's operand for the proj's dW. */
-static tandem_status mlp_dgelu(tandem_model *m, tandem_stream *s, const tandem_model_layer *ly) {
+/* dff [rows, 4d] = (res [rows, d] Wproj) GELU'(f): the proj's dx GEMM with the DGELU epilogue
+ * (aux: the forward's f), after linear_bwd used res's operand for the proj's dW. */
+static tandem_status mlp_dgelu(tandem_model *m, tandem_stream *s, const tandem_model_layer *ly,
+                               const tandem_tensor *res, int64_t rows) {
     const tandem_model_dims *d = &m->dims;
-    const int64_t N = (int64_t)d->batch * d->seq;
     tandem_view dyo;
-    TANDEM_TRY(operand(m, s, m->dres, N * d->d, 1, &dyo));
-    const tandem_gemm_desc g = tandem_model_desc_mlp_proj_dx(d, N, d->ff, d->d);
+    TANDEM_TRY(operand(m, s, res, rows * d->d, 1, &dyo));
+    const tandem_gemm_desc g = tandem_model_desc_mlp_proj_dx(d, rows, d->ff, d->d);
     return tandem_dev_gemm_aux(s, &g, 1.0f, dyo, tandem_model_weight(m, m->lp[ly - m->layer].proj_w), 0.0f,
                                VIEW(m->dff), NULL, VIEW(ly->f));
 }
 
-/* dx [N, d] (accumulate: dx +)= LN backward of dy [N, d] at x (mean, rstd [N]); dgamma, dbeta
+/* dx [rows, d] (accumulate: dx +)= LN backward of dy [rows, d] at x (mean, rstd [rows]); dgamma, dbeta
  * += their parts. dx16 (or NULL): bf16(dx) too, for a linear backward that takes dx as its dy.
  * bias (a parameter, or NO_BIAS_GRAD): += colsum(dx as written), the bias gradient of the
  * linear layer that produced the residual stream dx is the gradient of, summed on the way. */
 static tandem_status layernorm_bwd(tandem_model *m, tandem_stream *s, const tandem_tensor *dy,
                                    const tandem_tensor *x, const tandem_tensor *mean,
                                    const tandem_tensor *rstd, int g, int b, tandem_tensor *dx,
-                                   tandem_bf16 *dx16, int accumulate, int bias) {
-    const int N = m->dims.batch * m->dims.seq, D = m->dims.d;
+                                   tandem_bf16 *dx16, int accumulate, int bias, int64_t rows) {
+    const int N = (int)rows, D = m->dims.d;
     float *scratch = F32(m->ln_scratch);
     TANDEM_TRY(tandem_layernorm_bwd(s, F32(dy), F32(x), F32(mean), F32(rstd), tandem_model_param_f32(m, g),
                                     F32(dx), dx16, accumulate, scratch, N, D));
@@ -128,43 +128,47 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     const tandem_model_dims *d = &m->dims;
     const tandem_model_layer_params *lp = &m->lp[l];
     tandem_model_layer *ly = &m->layer[l];
-    const int64_t N = (int64_t)d->batch * d->seq, D = d->d;
+    const int64_t N = (int64_t)d->batch * d->seq, D = d->d, Nr = tandem_model_mlp_rows(d, l);
+    /* the last block's part past its attention has the mel rows only: its residual gradient and
+     * scratch are dres_mel, da_mel, laid over the whole sequence (zero text rows) after it */
+    const int mel = Nr < N;
+    tandem_tensor *res = mel ? m->dres_mel : m->dres, *a = mel ? m->da_mel : m->da;
 
     /* MLP: out = x_mid + GELU(f) Wproj^T + bproj,  f = h2 Wfc^T + bfc,  h2 = LN2(x_mid)
-     * dff [N, 4d] = df = (dres Wproj) GELU'(f): the proj's dx GEMM with the DGELU epilogue, in
-     * the model's precision (bf16 mode: the fc backward's operand itself);  da [N, d] = dh2;
-     * dres += d x_mid through LN2 (accumulated by the LN backward) */
-    /* the proj's bias gradient colsum(dres) was summed by the LN backward that wrote dres */
-    TANDEM_TRY(linear_bwd(m, s, lp->proj_w, NO_BIAS_GRAD, N, d->ff, D, m->dres, 1, ly->g, NULL));
-    TANDEM_TRY(mlp_dgelu(m, s, ly));
-    TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, N, D, d->ff, m->dff, 1, ly->h2, m->da));
-    /* the residual: dres += d x_mid through LN2, accumulated by the LN backward itself, which
+     * dff [Nr, 4d] = df = (res Wproj) GELU'(f): the proj's dx GEMM with the DGELU epilogue, in
+     * the model's precision (bf16 mode: the fc backward's operand itself);  a [Nr, d] = dh2;
+     * res += d x_mid through LN2 (accumulated by the LN backward) */
+    /* the proj's bias gradient colsum(res) was summed by the LN backward that wrote res */
+    TANDEM_TRY(linear_bwd(m, s, lp->proj_w, NO_BIAS_GRAD, Nr, d->ff, D, res, 1, ly->g, NULL));
+    TANDEM_TRY(mlp_dgelu(m, s, ly, res, Nr));
+    TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, Nr, D, d->ff, m->dff, 1, ly->h2, a));
+    /* the residual: res += d x_mid through LN2, accumulated by the LN backward itself, which
      * writes the bf16 copy the next linear backward takes as dy, and sums it for bo */
-    TANDEM_TRY(layernorm_bwd(m, s, m->da, ly->x_mid, ly->mean2, ly->rstd2, lp->ln2_g, lp->ln2_b,
-                             m->dres, staged16(m), 1, lp->out_b));
+    TANDEM_TRY(layernorm_bwd(m, s, a, ly->x_mid, ly->mean2, ly->rstd2, lp->ln2_g, lp->ln2_b, res, staged16(m),
+                             1, lp->out_b, Nr));
 
     /* Attention: x_mid = x + att Wo^T + bo,  att = MHA(qkv),  qkv = h1 Wqkv^T + bqkv
-     * da [N, d] = d att;  dqkv [N, 3d];  da = dh1;  dres = d x through LN1 (db) */
-    TANDEM_TRY(linear_bwd(m, s, lp->out_w, NO_BIAS_GRAD, N, D, D, m->dres, 1, ly->att, m->da));
+     * a [Nr, d] = d att;  dqkv [N, 3d];  da = dh1;  dres = d x through LN1 (db) */
+    TANDEM_TRY(linear_bwd(m, s, lp->out_w, NO_BIAS_GRAD, Nr, D, D, res, 1, mel ? ly->att_mel : ly->att, a));
+    if (mel) { /* d att and dres over the whole sequence: zero on the text rows */
+        TANDEM_TRY(tandem_mel_rows_pad(s, F32(a), F32(m->da), d->batch, d->text_len, d->mel_len, (int)D));
+        TANDEM_TRY(tandem_mel_rows_pad(s, F32(res), F32(m->dres), d->batch, d->text_len, d->mel_len, (int)D));
+    }
     TANDEM_TRY(attention_bwd(m, s, ly));
     const int dqkv16 = tandem_model_dqkv_bf16(m); /* dy: the bf16 gbf itself (its own operand) */
     TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, dqkv16 ? m->gbf : m->dqkv, dqkv16,
                           ly->h1, m->da));
     /* block 0's dres feeds the embedding: f32 only; block l - 1's proj bias gradient is its sum */
     return layernorm_bwd(m, s, m->da, ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b, m->dres,
-                         l > 0 ? staged16(m) : NULL, 1, l > 0 ? m->lp[l - 1].proj_b : NO_BIAS_GRAD);
+                         l > 0 ? staged16(m) : NULL, 1, l > 0 ? m->lp[l - 1].proj_b : NO_BIAS_GRAD, N);
 }
 
-/* Heads: mel_out = hf_mel Wmel^T + bmel, stop_out = hf_mel Wstop^T + bstop on the mel rows
- * hf[b, Tt:T, :]; the text rows get no gradient from them (dhf zero there). Per head:
- * dhf_mel (+)= dy W (the stop head adds to the mel head's), db, then dW += pad(dy)^T hf as
- * one GEMM over all B * T rows: pad(dy) [B, T, out] is dy on the mel rows and zero on the text
- * rows (mel_rows_pad), so the text rows add nothing and no per-item GEMM is needed. */
+/* Heads: mel_out = hf Wmel^T + bmel, stop_out = hf Wstop^T + bstop on the final LN's Np mel
+ * rows. Per head: dW += dy^T hf and db (the GEMM's BGRAD epilogue), dhf (+)= dy W (the stop
+ * head adds to the mel head's). */
 static tandem_status heads_bwd(tandem_model *m, tandem_stream *s) {
     const tandem_model_dims *d = &m->dims;
-    const int64_t Np = (int64_t)d->batch * d->mel_len, N = (int64_t)d->batch * d->seq, D = d->d;
-    TANDEM_TRY(tandem_op_fill(s, m->dhf, 0.0f));
-    const tandem_view dhf_mel = tandem_view_at(m->dhf, (int64_t)d->text_len * D);
+    const int64_t Np = (int64_t)d->batch * d->mel_len, D = d->d;
     const int head_w[2] = {m->top.mel_w, m->top.stop_w}, head_b[2] = {m->top.mel_b, m->top.stop_b};
     const int64_t head_out[2] = {d->group, d->r};
     const tandem_tensor *head_dy[2] = {m->dmel, m->dstop};
@@ -172,16 +176,10 @@ static tandem_status heads_bwd(tandem_model *m, tandem_stream *s) {
         const int64_t out = head_out[h];
         tandem_view dyo;
         TANDEM_TRY(operand(m, s, head_dy[h], Np * out, 0, &dyo));
-        const tandem_gemm_desc g = tandem_model_desc_head_dx(d, out);
-        TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, head_w[h]),
-                                   h ? 1.0f : 0.0f, dhf_mel));
-        /* dW += pad(dy)^T hf over all B * T rows, db += colsum(pad(dy)): the text rows of pad(dy)
-         * are zero */
-        TANDEM_TRY(tandem_mel_rows_pad(s, F32(head_dy[h]), F32(m->head_pad), d->batch, d->text_len,
-                                       d->mel_len, (int)out));
-        tandem_view pad;
-        TANDEM_TRY(operand(m, s, m->head_pad, N * out, 0, &pad));
-        TANDEM_TRY(weight_grad(m, s, head_w[h], head_b[h], N, D, out, pad, VIEW(m->hf)));
+        TANDEM_TRY(weight_grad(m, s, head_w[h], head_b[h], Np, D, out, dyo, VIEW(m->hf)));
+        const tandem_gemm_desc g = tandem_model_desc_linear_dx(d, Np, D, out);
+        TANDEM_TRY(tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, head_w[h]), h ? 1.0f : 0.0f,
+                                   VIEW(m->dhf)));
     }
     return TANDEM_OK;
 }
@@ -203,10 +201,10 @@ tandem_status tandem_model_backward(tandem_model *m, tandem_stream *s,
     const int64_t Np = (int64_t)d->batch * d->mel_len, D = d->d;
 
     TANDEM_TRY(heads_bwd(m, s));
-    /* Final LN: dres = LN_f backward (the first write of the residual gradient), and its bf16
-     * operand for the last block's first linear backward */
+    /* Final LN (mel rows): dres_mel = LN_f backward (the first write of the residual gradient),
+     * and its bf16 operand for the last block's first linear backward */
     TANDEM_TRY(layernorm_bwd(m, s, m->dhf, m->x_out, m->meanf, m->rstdf, m->top.lnf_g, m->top.lnf_b,
-                             m->dres, staged16(m), 0, d->layers > 0 ? m->lp[d->layers - 1].proj_b : NO_BIAS_GRAD));
+                             m->dres_mel, staged16(m), 0, m->lp[d->layers - 1].proj_b, Np));
     TANDEM_TRY(stage_final(m, s, 0));
     for (int l = d->layers - 1; l >= 0; l--) {
         TANDEM_TRY(block_bwd(m, s, l));

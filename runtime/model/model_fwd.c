@@ -41,12 +41,11 @@ static tandem_status residual_linear(tandem_model *m, tandem_stream *s, const ta
     return tandem_dev_gemm_from(s, &g, 1.0f, VIEW(x), tandem_model_weight(m, w), 1.0f, VIEW(res), VIEW(y), &bias);
 }
 
-/* y [N, d] = LN(x [N, d]) with gain g, bias b; its statistics into mean, rstd [N]. */
-static tandem_status layernorm(tandem_model *m, tandem_stream *s, const tandem_tensor *x, int g,
-                               int b, tandem_tensor *y, tandem_tensor *mean, tandem_tensor *rstd) {
-    const int N = m->dims.batch * m->dims.seq;
+/* y [rows, d] = LN(x [rows, d]) with gain g, bias b; its statistics into mean, rstd [rows]. */
+static tandem_status layernorm(tandem_model *m, tandem_stream *s, const tandem_tensor *x, int g, int b,
+                               tandem_tensor *y, tandem_tensor *mean, tandem_tensor *rstd, int64_t rows) {
     return tandem_layernorm_fwd(s, F32(x), PARAM(g), PARAM(b), out32(m, y), out16(m, y), F32(mean),
-                                F32(rstd), N, m->dims.d);
+                                F32(rstd), (int)rows, m->dims.d);
 }
 
 /* Key mask and L1 weights from the batch's lengths, on the device (kernels/batch_prep.h).
@@ -111,32 +110,47 @@ static tandem_status attention(tandem_model *m, tandem_stream *s, int l) {
     return tandem_attention_fwd(s, &m->attn, &io);
 }
 
-/* One pre-LN block: x → x_mid = x + Attn(LN1(x)) → out = x_mid + MLP(LN2(x_mid)). */
+/* The last block's mel rows of its input x and attention output att: x_mel, att_mel [B, Tm, d]
+ * (model.h: past its attention it runs on them only). */
+static tandem_status take_mel_rows(tandem_model *m, tandem_stream *s, tandem_model_layer *ly) {
+    const tandem_model_dims *d = &m->dims;
+    const int B = d->batch, Tt = d->text_len, Tm = d->mel_len, D = d->d;
+    TANDEM_TRY(tandem_mel_rows_take(s, F32(ly->x), F32(ly->x_mel), NULL, NULL, B, Tt, Tm, D));
+    if (!d->bf16) return tandem_mel_rows_take(s, F32(ly->att), F32(ly->att_mel), NULL, NULL, B, Tt, Tm, D);
+    return tandem_mel_rows_take(s, NULL, NULL, tandem_tensor_bf16(ly->att), tandem_tensor_bf16(ly->att_mel), B,
+                                Tt, Tm, D);
+}
+
+/* One pre-LN block: x → x_mid = x + Attn(LN1(x)) → out = x_mid + MLP(LN2(x_mid)); the last
+ * block's x_mid and out on the mel rows only (Nr = tandem_model_mlp_rows rows). */
 static tandem_status block_fwd(tandem_model *m, tandem_stream *s, int l, tandem_tensor *out) {
     const tandem_model_dims *d = &m->dims;
     const tandem_model_layer_params *lp = &m->lp[l];
     tandem_model_layer *ly = &m->layer[l];
-    const int64_t N = (int64_t)d->batch * d->seq, D = d->d;
+    const int64_t N = (int64_t)d->batch * d->seq, D = d->d, Nr = tandem_model_mlp_rows(d, l);
 
     /* h1 [N, d] = LN1(x);  qkv [N, 3d] = h1 Wqkv^T + bqkv */
-    TANDEM_TRY(layernorm(m, s, ly->x, lp->ln1_g, lp->ln1_b, ly->h1, ly->mean1, ly->rstd1));
+    TANDEM_TRY(layernorm(m, s, ly->x, lp->ln1_g, lp->ln1_b, ly->h1, ly->mean1, ly->rstd1, N));
     const tandem_gemm_desc qkv = tandem_model_desc_qkv(d, N, D, 3 * D); /* bf16 out: no cast */
     TANDEM_TRY(tandem_dev_gemm_epi(s, &qkv, 1.0f, VIEW(ly->h1), tandem_model_weight(m, lp->qkv_w), 0.0f,
                                    VIEW(qkv_out(m, ly)),
                                    tandem_model_qkv_bf16(d) ? tandem_model_param_gemm(m, lp->qkv_b) /* bias: C's type */
                                                             : tandem_model_param_view(m, lp->qkv_b)));
-    /* att [N, d] = MHA(qkv);  x_mid [N, d] = x + att Wo^T + bo */
+    /* att [N, d] = MHA(qkv);  x_mid [Nr, d] = x + att Wo^T + bo (the last block: mel rows) */
     TANDEM_TRY(attention(m, s, l));
-    TANDEM_TRY(residual_linear(m, s, ly->att, lp->out_w, lp->out_b, ly->x, ly->x_mid, N, D, D));
-    /* h2 [N, d] = LN2(x_mid);  f [N, 4d] = h2 Wfc^T + bfc;  g [N, 4d] = GELU(f): one GEMM with
+    const int mel = Nr < N;
+    if (mel) TANDEM_TRY(take_mel_rows(m, s, ly));
+    TANDEM_TRY(residual_linear(m, s, mel ? ly->att_mel : ly->att, lp->out_w, lp->out_b, mel ? ly->x_mel : ly->x,
+                               ly->x_mid, Nr, D, D));
+    /* h2 [Nr, d] = LN2(x_mid);  f [Nr, 4d] = h2 Wfc^T + bfc;  g [Nr, 4d] = GELU(f): one GEMM with
      * the GELU_AUX_BIAS epilogue writing g and, as its aux output, f (both in g's type) */
-    TANDEM_TRY(layernorm(m, s, ly->x_mid, lp->ln2_g, lp->ln2_b, ly->h2, ly->mean2, ly->rstd2));
-    const tandem_gemm_desc fc = tandem_model_desc_mlp_fc(d, N, D, d->ff);
+    TANDEM_TRY(layernorm(m, s, ly->x_mid, lp->ln2_g, lp->ln2_b, ly->h2, ly->mean2, ly->rstd2, Nr));
+    const tandem_gemm_desc fc = tandem_model_desc_mlp_fc(d, Nr, D, d->ff);
     const tandem_view fc_b = tandem_model_param_gemm(m, lp->fc_b);
     TANDEM_TRY(tandem_dev_gemm_aux(s, &fc, 1.0f, VIEW(ly->h2), tandem_model_weight(m, lp->fc_w), 0.0f,
                                    VIEW(ly->g), &fc_b, VIEW(ly->f)));
-    /* out [N, d] = x_mid + g Wproj^T + bproj */
-    return residual_linear(m, s, ly->g, lp->proj_w, lp->proj_b, ly->x_mid, out, N, d->ff, D);
+    /* out [Nr, d] = x_mid + g Wproj^T + bproj */
+    return residual_linear(m, s, ly->g, lp->proj_w, lp->proj_b, ly->x_mid, out, Nr, d->ff, D);
 }
 
 /* x0 [B, T, d] = [sym_emb[tokens]; dropout(GELU(prenet(groups)))] + pos_emb, the groups
@@ -159,14 +173,11 @@ static tandem_status embed(tandem_model *m, tandem_stream *s, const tandem_model
                                 F32(m->pre_act), PARAM(m->top.pos_emb), F32(m->layer[0].x), &sd);
 }
 
-/* A head on the mel rows hf[b, Tt:T, :]: y [B, Tm, out] = hf_mel W^T + b. */
+/* A head on the final LN output (the mel rows): y [B*Tm, out] = hf W^T + b. */
 static tandem_status head(tandem_model *m, tandem_stream *s, int w, int b, tandem_tensor *y,
                           int64_t out) {
     const tandem_model_dims *d = &m->dims;
-    const tandem_gemm_desc g = tandem_model_desc_head(d, out);
-    const tandem_view hf_mel = tandem_view_at(m->hf, (int64_t)d->text_len * d->d);
-    return tandem_dev_gemm_epi(s, &g, 1.0f, hf_mel, tandem_model_weight(m, w), 0.0f, VIEW(y),
-                               tandem_model_param_view(m, b)); /* BIAS epilogue */
+    return linear(m, s, m->hf, w, b, 0.0f, y, (int64_t)d->batch * d->mel_len, d->d, out);
 }
 
 tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tandem_model_batch *b,
@@ -184,8 +195,9 @@ tandem_status tandem_model_forward(tandem_model *m, tandem_stream *s, const tand
     TANDEM_TRY(embed(m, s, b));
     for (int l = 0; l < d->layers; l++)
         TANDEM_TRY(block_fwd(m, s, l, l + 1 < d->layers ? m->layer[l + 1].x : m->x_out));
-    /* hf [N, d] = LN_f(x_out);  mel_out [B, Tm, r*80], stop_out [B, Tm, r] from its mel rows */
-    TANDEM_TRY(layernorm(m, s, m->x_out, m->top.lnf_g, m->top.lnf_b, m->hf, m->meanf, m->rstdf));
+    /* hf [Np, d] = LN_f(x_out) (the mel rows);  mel_out [B, Tm, r*80], stop_out [B, Tm, r] */
+    TANDEM_TRY(layernorm(m, s, m->x_out, m->top.lnf_g, m->top.lnf_b, m->hf, m->meanf, m->rstdf,
+                         (int64_t)d->batch * d->mel_len));
     TANDEM_TRY(head(m, s, m->top.mel_w, m->top.mel_b, m->mel_out, d->group));
     return head(m, s, m->top.stop_w, m->top.stop_b, m->stop_out, d->r);
 }

@@ -50,7 +50,8 @@ static tandem_cost_cat kernel_category(int id) {
     case TANDEM_KID_bce_stop_bwd: return TANDEM_COST_LOSS;
     case TANDEM_KID_adamw: return TANDEM_COST_OPTIMIZER;
     case TANDEM_KID_qkv_split: case TANDEM_KID_qkv_merge_grad: case TANDEM_KID_heads_merge:
-    case TANDEM_KID_heads_split_grad: case TANDEM_KID_mel_rows_pad: return TANDEM_COST_LAYOUT;
+    case TANDEM_KID_heads_split_grad: case TANDEM_KID_mel_rows_pad:
+    case TANDEM_KID_mel_rows_take: return TANDEM_COST_LAYOUT;
     case TANDEM_KID_softmax_causal_fwd: case TANDEM_KID_softmax_causal_bwd: case TANDEM_KID_ga_fwd:
     case TANDEM_KID_ga_bwd: return TANDEM_COST_ATTN_ELEMENTWISE;
     case TANDEM_KID_mel_stft: case TANDEM_KID_mel_project: case TANDEM_KID_mel_log:

@@ -118,6 +118,11 @@ ACC(mel_rows_pad) {
     R(a->src, (size_t)a->batch * a->mel_len * a->d * F4);
     W(a->dst, (size_t)a->batch * (a->text_len + a->mel_len) * a->d * F4);
 }
+ACC(mel_rows_take) {
+    const size_t es = a->dst ? F4 : 2, d = (size_t)a->d;
+    R(a->dst ? (const void *)a->src : (const void *)a->src16, (size_t)a->batch * (a->text_len + a->mel_len) * d * es);
+    W(a->dst ? (void *)a->dst : (void *)a->dst16, (size_t)a->batch * a->mel_len * d * es);
+}
 ACC(prenet_dropout) { RW(a->x, (size_t)a->n * F4); R(a->step_at, sizeof(int)); }
 ACC(gelu_fwd) { R(a->x, a->n * F4); W(a->y, a->n * F4); W(a->y16, a->n * 2); }
 ACC(gelu_bwd) {

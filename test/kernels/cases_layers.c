@@ -421,3 +421,26 @@ static void pad_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     a->d = (int)c->i[3];
 }
 const tandem_kcase_spec tandem_kcase_mel_rows_pad = {N_PAD, pad_make, pad_bind};
+
+/* ---- mel_rows_take: mel_rows_pad's shapes; odd ones in bf16 ---- */
+static void take_make(int idx, tandem_rng *rng, tandem_kcase *c) {
+    pad_make(idx, rng, c);
+    const int64_t B = c->i[0], Tt = c->i[1], Tm = c->i[2], d = c->i[3];
+    const tandem_dtype t = idx % 2 ? TANDEM_BF16 : TANDEM_F32;
+    tandem_kcase_set_buf(c, 0, "src", t, B * (Tt + Tm) * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    tandem_kcase_set_buf(c, 1, "dst", t, B * Tm * d, TANDEM_KB_OUT, 0.0f, 0.0f);
+    if (t == TANDEM_BF16) strncat(c->desc, " bf16", sizeof c->desc - strlen(c->desc) - 1);
+}
+static void take_bind(const tandem_kcase *c, void *const *bufs, void *args) {
+    tandem_k_mel_rows_take_args *a = (tandem_k_mel_rows_take_args *)args;
+    memset(a, 0, sizeof *a);
+    if (c->bufs[0].dtype == TANDEM_BF16)
+        a->src16 = (const tandem_bf16 *)bufs[0], a->dst16 = (tandem_bf16 *)bufs[1];
+    else
+        a->src = (const float *)bufs[0], a->dst = (float *)bufs[1];
+    a->batch = (int)c->i[0];
+    a->text_len = (int)c->i[1];
+    a->mel_len = (int)c->i[2];
+    a->d = (int)c->i[3];
+}
+const tandem_kcase_spec tandem_kcase_mel_rows_take = {N_PAD, take_make, take_bind};
