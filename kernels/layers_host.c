@@ -154,20 +154,25 @@ void tandem_k_layernorm_bwd_params_geom(const tandem_k_layernorm_bwd_params_args
                                         tandem_launch_dims *d) {
     *d = tandem_dims_1d(a->d, TANDEM_K_LN_PARAMS_THREADS);
 }
+/* Columns [c0, c1) in chunks of LN_PARAMS_CHUNK: the blocks' partials row by row (contiguous,
+ * vector code), each column summed over the blocks in order, as on the device. */
+enum { LN_PARAMS_CHUNK = 256 };
 static void layernorm_bwd_params_cols(void *ctx, int64_t c0, int64_t c1) {
     const tandem_k_layernorm_bwd_params_args *a = ctx;
-    int nb = tandem_layernorm_bwd_blocks(a->rows);
-    for (int64_t c = c0; c < c1; c++) {
-        float g = 0.0f, b = 0.0f, x = 0.0f;
+    const int nb = tandem_layernorm_bwd_blocks(a->rows);
+    float g[LN_PARAMS_CHUNK], b[LN_PARAMS_CHUNK], x[LN_PARAMS_CHUNK];
+    for (int64_t lo = c0; lo < c1; lo += LN_PARAMS_CHUNK) {
+        const int n = (int)(c1 - lo < LN_PARAMS_CHUNK ? c1 - lo : LN_PARAMS_CHUNK);
+        for (int c = 0; c < n; c++) g[c] = b[c] = x[c] = 0.0f;
         for (int k = 0; k < nb; k++) {
-            const float *p = a->scratch + (int64_t)k * 3 * a->d; /* [3, d] */
-            g += p[c];
-            b += p[a->d + c];
-            x += p[2 * a->d + c];
+            const float *restrict p = a->scratch + (int64_t)k * 3 * a->d + lo; /* [3, d] */
+            for (int c = 0; c < n; c++) g[c] += p[c];
+            for (int c = 0; c < n; c++) b[c] += p[a->d + c];
+            for (int c = 0; c < n; c++) x[c] += p[2 * a->d + c];
         }
-        a->dgamma[c] += g;
-        a->dbeta[c] += b;
-        if (a->dbias) a->dbias[c] += x;
+        for (int c = 0; c < n; c++) a->dgamma[lo + c] += g[c], a->dbeta[lo + c] += b[c];
+        if (a->dbias)
+            for (int c = 0; c < n; c++) a->dbias[lo + c] += x[c];
     }
 }
 void tandem_k_layernorm_bwd_params_host(const tandem_k_layernorm_bwd_params_args *a) {

@@ -157,7 +157,11 @@ typedef struct split_job {
 } split_job;
 
 /* BGRAD: bias[i] = sum over k of op(A)[i, k] for op(A)'s rows [lo, lo + rows) (trans_a: A is
- * [k, m]), in float, k in order (the fatbin kernel's order), whatever the split. */
+ * [k, m]), in float, k in order (the fatbin kernel's order), whatever the split. Lane-wise
+ * vector code (GCC's -O2 cost model would leave it scalar: it needs a scalar epilogue). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("vect-cost-model=dynamic")))
+#endif
 static void bgrad_rows(const tandem_gemm_desc *d, const float *a, int64_t lo, int64_t rows) {
     float *restrict bias = (float *)(uintptr_t)d->bias + lo;
     for (int64_t i = 0; i < rows; i++) bias[i] = 0.0f;
