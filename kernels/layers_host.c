@@ -101,6 +101,29 @@ void tandem_k_layernorm_bwd_geom(const tandem_k_layernorm_bwd_args *a, tandem_la
     d->block[0] = LN_THREADS;
     d->shmem = (unsigned)(3 * (size_t)a->d * sizeof(float)); /* the block's [3, d] partials */
 }
+/* One row's dx (written, or added to with acc) and its parts of the block's partials [3, d]:
+ * element-wise, so it compiles to vector code once acc is a constant. */
+typedef struct ln_row {
+    const float *x, *dy, *gamma;
+    float mean, rstd;
+    double m_g, m_gx;
+    int d;
+} ln_row;
+static inline __attribute__((always_inline)) void ln_bwd_row(const ln_row *w, float *restrict dx,
+                                                             float *restrict part, int acc) {
+    const float *restrict x = w->x, *restrict dy = w->dy, *restrict gamma = w->gamma;
+    const int d = w->d;
+    for (int c = 0; c < d; c++) {
+        const float xhat = (x[c] - w->mean) * w->rstd;
+        const float v = (float)(w->rstd * ((double)gamma[c] * dy[c] - w->m_g - xhat * w->m_gx));
+        const float o = acc ? dx[c] + v : v;
+        dx[c] = o;
+        part[c] += dy[c] * xhat;
+        part[d + c] += dy[c];
+        part[2 * d + c] += o;
+    }
+}
+
 /* Block b's rows are b, b + nb, ...; its partials go to scratch[b] summed in that order, as
  * on the device. dx uses the row means of g and g * xhat taken in double. */
 static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
@@ -131,15 +154,11 @@ static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
             }
             double m_g = ((s_g[0] + s_g[1]) + (s_g[2] + s_g[3])) / d;
             double m_gx = ((s_gx[0] + s_gx[1]) + (s_gx[2] + s_gx[3])) / d;
-            for (c = 0; c < d; c++) {
-                float xhat = (x[c] - mean) * rstd;
-                const float v = (float)(rstd * ((double)gamma[c] * dy[c] - m_g - xhat * m_gx));
-                dx[c] = a->accumulate ? dx[c] + v : v;
-                if (a->dx16) a->dx16[(int64_t)r * d + c] = tandem_f32_to_bf16(dx[c]);
-                part[c] += dy[c] * xhat;
-                part[d + c] += dy[c];
-                part[2 * d + c] += dx[c];
-            }
+            const ln_row row = {x, dy, gamma, mean, rstd, m_g, m_gx, d};
+            if (a->accumulate) ln_bwd_row(&row, dx, part, 1); /* a constant: two loops without branches */
+            else ln_bwd_row(&row, dx, part, 0);
+            if (a->dx16)
+                for (c = 0; c < d; c++) a->dx16[(int64_t)r * d + c] = tandem_f32_to_bf16(dx[c]);
         }
     }
 }
