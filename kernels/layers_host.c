@@ -278,9 +278,12 @@ void tandem_k_gelu_bwd_geom(const tandem_k_gelu_bwd_args *a, tandem_launch_dims 
  * GELU_BLOCK elements in vector code with tandem_host_exp (within ~2 ulp of expf). Where a
  * difference in exp could show, an element is recomputed with layers.h's own function, scalar
  * expf and all: near g's zero (x = -0.75) g is a difference of two terms of ~0.23 and an error
- * in s is amplified (x in (-1.1, -0.4)); for x > 2, s is within a few ulp of 1 and a one-ulp
- * flip of 1 + exp(v) is amplified by 2 x K0 q (x = 2.99 gave a squared relative error of
- * 1.4e-12 with the bound at 3); |x| > 9 (the kernel's guard at 20, exp's range) and NaN.
+ * in s is amplified (x in (-1.02, -0.56)); for x in (2.4, 5), s is within a few ulp of 1 and a
+ * one-ulp flip of 1 + exp(v) is amplified by 2 x K0 q (past 4.9 exp(v) < 2^-24 and s is 1
+ * either way); |x| > 9 (the kernel's guard at 20, exp's range) and NaN. The bands are where a
+ * 2-ulp error in exp changes g by more than the tolerance below (found by perturbing expf's
+ * value on a dense grid: (-1.001, -0.582) and (2.467, 4.962)), with margin; they were
+ * (-1.1, -0.4) and (2, inf) before 2026-11-25, a quarter of real activations instead of ~15 %.
  * Elsewhere the squared relative difference from layers.h's function is at most 3.3e-13 on a
  * dense grid of x (test_grad_layers' test_gelu_bwd_grid checks 1e-12, the kernel test's
  * tolerance, which its one-element case applies to a single value). Which path an element
@@ -301,8 +304,8 @@ GELU_CLONES static void gelu_grad_block(const float *restrict x, float *restrict
         g[k] = s[k] + 2.0f * x[k] * s[k] * (1.0f - s[k]) * TANDEM_GELU_K0 *
                           (1.0f + 3.0f * TANDEM_GELU_K1 * (x[k] * x[k]));
     for (int k = 0; k < GELU_BLOCK; k++)
-        exact[k] = !isless(fabsf(x[k]), 9.0f) | isgreater(x[k], 2.0f) |
-                   (isgreater(x[k], -1.1f) & isless(x[k], -0.4f));
+        exact[k] = !isless(fabsf(x[k]), 9.0f) | (isgreater(x[k], 2.4f) & isless(x[k], 5.0f)) |
+                   (isgreater(x[k], -1.02f) & isless(x[k], -0.56f));
     for (int k = 0; k < GELU_BLOCK; k++)
         if (exact[k]) g[k] = tandem_gelu_tanh_grad(x[k]);
 }
