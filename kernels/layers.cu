@@ -175,8 +175,9 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_gelu_bwd(tandem_k_gelu_bw
 KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_prenet_dropout(tandem_k_prenet_dropout_args a) {
     int64_t stride = layers_stride();
     const int64_t step = a.step_at ? (int64_t)a.step_at[0] : a.step;
+    const uint64_t base = tandem_k_dropout_base(a.seed, step, a.micro); /* once per thread */
     for (int64_t i = layers_first(); i < a.n; i += stride)
-        a.x[i] = tandem_k_dropout_keep(a.seed, step, a.micro, i, a.p) ? a.x[i] * a.scale : 0.0f;
+        a.x[i] = tandem_k_dropout_keep_at(base, i, a.p) ? a.x[i] * a.scale : 0.0f;
 }
 
 /* ---- bias ---- */

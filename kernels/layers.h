@@ -270,17 +270,23 @@ TANDEM_HD uint64_t tandem_k_mix64(uint64_t z) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
-/* The counter hash of element i: the four counters folded one after another through the mix. */
-TANDEM_HD uint64_t tandem_k_dropout_hash(uint64_t seed, int64_t step, int64_t micro, int64_t i) {
+/* The counter hash of element i: the four counters folded one after another through the mix;
+ * the first three folds are the call's (dropout_base), so a loop takes them once. */
+TANDEM_HD uint64_t tandem_k_dropout_base(uint64_t seed, int64_t step, int64_t micro) {
     uint64_t h = tandem_k_mix64(seed ^ 0x9e3779b97f4a7c15ull);
     h = tandem_k_mix64(h ^ (uint64_t)step);
-    h = tandem_k_mix64(h ^ (uint64_t)micro);
-    return tandem_k_mix64(h ^ (uint64_t)i);
+    return tandem_k_mix64(h ^ (uint64_t)micro);
 }
-/* 1 when element i is kept. */
-TANDEM_HD int tandem_k_dropout_keep(uint64_t seed, int64_t step, int64_t micro, int64_t i, float p) {
-    const float u = (float)(tandem_k_dropout_hash(seed, step, micro, i) >> 40) * (1.0f / 16777216.0f);
+TANDEM_HD uint64_t tandem_k_dropout_hash(uint64_t seed, int64_t step, int64_t micro, int64_t i) {
+    return tandem_k_mix64(tandem_k_dropout_base(seed, step, micro) ^ (uint64_t)i);
+}
+/* 1 when element i is kept, from its call's base. */
+TANDEM_HD int tandem_k_dropout_keep_at(uint64_t base, int64_t i, float p) {
+    const float u = (float)(tandem_k_mix64(base ^ (uint64_t)i) >> 40) * (1.0f / 16777216.0f);
     return u >= p;
+}
+TANDEM_HD int tandem_k_dropout_keep(uint64_t seed, int64_t step, int64_t micro, int64_t i, float p) {
+    return tandem_k_dropout_keep_at(tandem_k_dropout_base(seed, step, micro), i, p);
 }
 
 #endif

@@ -484,8 +484,14 @@ void tandem_k_prenet_dropout_geom(const tandem_k_prenet_dropout_args *a, tandem_
 /* Elements [i0, i1): each element's mask from its own counter, so any split gives the same bits. */
 static void prenet_dropout_range(void *ctx, int64_t i0, int64_t i1) {
     const tandem_k_prenet_dropout_args *a = ctx; /* step_at resolved into step by the caller */
-    for (int64_t i = i0; i < i1; i++)
-        a->x[i] = tandem_k_dropout_keep(a->seed, a->step, a->micro, i, a->p) ? a->x[i] * a->scale : 0.0f;
+    const uint64_t base = tandem_k_dropout_base(a->seed, a->step, a->micro);
+    for (int64_t i = i0; i < i1; i++) { /* branch-free (a kept element is a coin flip): x s, or +0 */
+        const float v = a->x[i] * a->scale;
+        uint32_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        bits &= 0u - (uint32_t)tandem_k_dropout_keep_at(base, i, a->p);
+        memcpy(&a->x[i], &bits, sizeof bits);
+    }
 }
 void tandem_k_prenet_dropout_host(const tandem_k_prenet_dropout_args *a) {
     tandem_k_prenet_dropout_args b = *a;
