@@ -306,8 +306,14 @@ GELU_CLONES static void gelu_grad_block(const float *restrict x, float *restrict
     for (int k = 0; k < GELU_BLOCK; k++)
         exact[k] = !isless(fabsf(x[k]), 9.0f) | (isgreater(x[k], 2.4f) & isless(x[k], 5.0f)) |
                    (isgreater(x[k], -1.02f) & isless(x[k], -0.56f));
-    for (int k = 0; k < GELU_BLOCK; k++)
-        if (exact[k]) g[k] = tandem_gelu_tanh_grad(x[k]);
+    /* the recomputed elements' indices first, then a loop over them only: no branch per element
+     * to mispredict (they are a random ~15 % of real activations) */
+    int idx[GELU_BLOCK], n = 0;
+    for (int k = 0; k < GELU_BLOCK; k++) {
+        idx[n] = k;
+        n += exact[k];
+    }
+    for (int j = 0; j < n; j++) g[idx[j]] = tandem_gelu_tanh_grad(x[idx[j]]);
 }
 
 static void gelu_bwd_range(void *ctx, int64_t i0, int64_t i1) {
