@@ -260,17 +260,32 @@ FA_INLINE void fa_row_load(fa_v8 *row, const void *src, int64_t at, int dh, int 
     for (int c = dh; c < FA_DHP; c++) f[c] = 0.0f;
 }
 
-/* s [FA_KT] = q . columns of kt (a transposed key tile). */
-FA_INLINE void fa_dots(fa_v8 *s, const fa_v8 *q, const fa_v8 (*kt)[FA_KV], int dh) {
+/* s [8 nv keys] = q . columns of kt (a transposed key tile), for a constant nv <= FA_KV. */
+FA_INLINE void fa_dots_n(fa_v8 *s, const fa_v8 *q, const fa_v8 (*kt)[FA_KV], int dh, const int nv) {
     fa_v8 acc[FA_KV] = {{0}};
     const float *qf = (const float *)q;
     for (int c = 0; c < dh; c++) {
         const float qc = qf[c];
         FA_UNROLL
-        for (int v = 0; v < FA_KV; v++) acc[v] += qc * kt[c][v];
+        for (int v = 0; v < nv; v++) acc[v] += qc * kt[c][v];
     }
     FA_UNROLL
-    for (int v = 0; v < FA_KV; v++) s[v] = acc[v];
+    for (int v = 0; v < FA_KV; v++) s[v] = acc[v]; /* zeros past nv */
+}
+/* s [FA_KT] = q . columns of kt for the tile's first lim keys (vectors of 8; the rest 0): a row
+ * on the causal diagonal needs only the keys up to its own, so the dots skip the others. Each
+ * key's dot is the same sum whatever lim is. */
+FA_INLINE void fa_dots(fa_v8 *s, const fa_v8 *q, const fa_v8 (*kt)[FA_KV], int dh, int lim) {
+    switch ((lim + FA_VL - 1) / FA_VL) { /* constant counts: each case unrolled, in registers */
+    case 1: fa_dots_n(s, q, kt, dh, 1); break;
+    case 2: fa_dots_n(s, q, kt, dh, 2); break;
+    case 3: fa_dots_n(s, q, kt, dh, 3); break;
+    case 4: fa_dots_n(s, q, kt, dh, 4); break;
+    case 5: fa_dots_n(s, q, kt, dh, 5); break;
+    case 6: fa_dots_n(s, q, kt, dh, 6); break;
+    case 7: fa_dots_n(s, q, kt, dh, 7); break;
+    default: fa_dots_n(s, q, kt, dh, FA_KV); break;
+    }
 }
 
 /* The key tile [t0, t0 + nt) of (b, h) from k, v at base (row stride ld): transposed into kt (and
@@ -366,7 +381,7 @@ FA_INLINE void fa_fwd_tile(const tandem_k_attn_fused_fwd_args *a, fa_fwd_work *w
     const int lim = i - t0 + 1 < nt ? i - t0 + 1 : nt; /* keys t < lim are not after query i */
     if (w->first >= lim) return;                       /* no key allowed */
     fa_v8 sv[FA_KV];
-    fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, a->head_dim);
+    fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, a->head_dim, lim);
     const float *s = (const float *)sv;
     float z[FA_KT], p[FA_KT];
     for (int t = 0; t < FA_KT; t++) z[t] = s[t] * a->qk_scale + w->kb[t];
@@ -524,8 +539,8 @@ FA_INLINE int fa_bwd_scores(const tandem_k_attn_fused_bwd_args *a, fa_bwd_work *
     if (gc != 0.0f) dd -= gc * a->ga_sum[((int64_t)b * a->ga_heads + h) * (T - a->text_len) + i - a->text_len];
     const float lse = a->lse[((int64_t)b * a->heads + h) * T + i];
     fa_v8 sv[FA_KV], dv[FA_KV];
-    fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, dh);
-    fa_dots(dv, w->dor[r], (const fa_v8(*)[FA_KV])w->vt, dh);
+    fa_dots(sv, w->q[r], (const fa_v8(*)[FA_KV])w->kt, dh, lim);
+    fa_dots(dv, w->dor[r], (const fa_v8(*)[FA_KV])w->vt, dh, lim);
     const float *s = (const float *)sv, *dov = (const float *)dv;
     float x[FA_KT], *p = w->p[r], *ds = w->ds[r];
     for (int t = 0; t < FA_KT; t++) x[t] = s[t] * a->qk_scale - lse + w->kb[t];
