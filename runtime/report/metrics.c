@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -165,11 +166,21 @@ void tandem_metrics_begin(tandem_metrics *m, int64_t step) {
     m->field_at[m->nfields++] = 2; /* "step" */
 }
 
+/* A finite value as a metrics line writes it (9 significant digits). */
+static int number_text(char *buf, size_t cap, double value) { return snprintf(buf, cap, "%.9g", value); }
+
+double tandem_metrics_as_written(double value) {
+    if (!isfinite(value)) return value;
+    char buf[40];
+    number_text(buf, sizeof buf, value);
+    return strtod(buf, NULL);
+}
+
 void tandem_metrics_set(tandem_metrics *m, const char *name, double value) {
     put_name(m, name);
     if (m->overflow) return;
     char buf[40];
-    int n = isfinite(value) ? snprintf(buf, sizeof buf, "%.9g", value) : snprintf(buf, sizeof buf, "null");
+    int n = isfinite(value) ? number_text(buf, sizeof buf, value) : snprintf(buf, sizeof buf, "null");
     size_t before = m->len;
     put(m, buf, (size_t)n);
     if (m->overflow && !m->first_bad[0]) {

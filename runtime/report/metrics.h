@@ -32,6 +32,10 @@ tandem_status tandem_metrics_cut_after(const char *path, int64_t step, int64_t *
 void tandem_metrics_begin(tandem_metrics *m, int64_t step);
 /* Add "name":value (%.9g; NaN and +-Inf as null). name is JSON-escaped. */
 void tandem_metrics_set(tandem_metrics *m, const char *name, double value);
+/* value as a line holds it (what reading the file back gives): a figure drawn from it during the
+ * run is the one `tandem plot` redraws from the file, to the pixel (a loss summed from floats can
+ * sit exactly between two floats, where 9 digits and the double round apart). */
+double tandem_metrics_as_written(double value);
 /* Add an integer field exactly. */
 void tandem_metrics_set_int(tandem_metrics *m, const char *name, int64_t value);
 /* Close the object and write the line (one write()). A failed or short write is TANDEM_E_IO

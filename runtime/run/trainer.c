@@ -882,8 +882,8 @@ static tandem_status validate_and_log(tandem_trainer *t, run_totals *r, tandem_s
         TANDEM_TRY(write_metrics(t, &line, validated));
         tandem_run_tb_step(&t->tb, &line, validated);
         m->logged = 1;
-        tandem_figures_add_loss(t->fig, done, m->loss);
-        if (validated) tandem_figures_add_val(t->fig, done, m->val_l1);
+        tandem_figures_add_loss(t->fig, done, tandem_metrics_as_written(m->loss));
+        if (validated) tandem_figures_add_val(t->fig, done, tandem_metrics_as_written(m->val_l1));
     }
     return TANDEM_OK;
 }
@@ -932,7 +932,7 @@ static tandem_status run_begin(tandem_trainer *t, run_totals *r) {
         }
         tandem_run_tb_initial(&t->tb, vl1, vbce);
         tandem_run_tb_samples(&t->tb, t->val.speak.samples_dir, 0, t->val.speak.n_tests);
-        tandem_figures_add_val(t->fig, 0, vl1);
+        tandem_figures_add_val(t->fig, 0, tandem_metrics_as_written(vl1));
     }
     r->t0 = tandem_now_ns();
     return TANDEM_OK;
