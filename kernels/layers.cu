@@ -186,17 +186,17 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LAYERS_THREADS) tandem_k_bias_add(tandem_k_bias_ad
     for (int64_t i = layers_first(); i < n; i += stride) a.y[i] += a.b[i % a.d];
 }
 
-/* The column-sum tree of col_sum_acc and col_sum_partial over rows r0 .. r1 - 1 of column c
+/* col_sum_acc's column-sum tree over rows r0 .. r1 - 1 of column c
  * (c < d for the threads that count): thread (tx, ty) sums rows r0 + ty, r0 + ty + 32, ... (a
  * warp reads 32 consecutive floats of a row: coalesced), then row 0 of the block adds the 32
  * slices in order; the result is meaningful in row 0. Fixed order, no atomics. */
-DEVICE_FN float layers_col_tree(const float *dy, const tandem_bf16 *dy16, int d, int r0, int r1, int c,
+DEVICE_FN float layers_col_tree(const float *dy, int d, int r0, int r1, int c,
                                 float (*slices)[LAYERS_CS_COLS + 1]) {
     int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
     float s = 0.0f;
     if (c < d)
         for (int r = r0 + ty; r < r1; r += LAYERS_CS_SLICES)
-            s += dy ? dy[(int64_t)r * d + c] : tandem_bf16_to_f32(dy16[(int64_t)r * d + c]);
+            s += dy[(int64_t)r * d + c];
     slices[ty][tx] = s;
     __syncthreads();
     float t = 0.0f;
@@ -209,22 +209,11 @@ DEVICE_FN float layers_col_tree(const float *dy, const tandem_bf16 *dy16, int d,
 KERNEL LAUNCH_BOUNDS(TANDEM_K_CS_COLS * TANDEM_K_CS_SLICES) tandem_k_col_sum_acc(tandem_k_col_sum_acc_args a) {
     __shared__ float slices[LAYERS_CS_SLICES][LAYERS_CS_COLS + 1]; /* +1: no bank conflicts */
     int c = (int)blockIdx.x * LAYERS_CS_COLS + (int)threadIdx.x;
-    float t = layers_col_tree(a.dy, NULL, a.d, 0, a.rows, c, slices);
+    float t = layers_col_tree(a.dy, a.d, 0, a.rows, c, slices);
     if (threadIdx.y == 0 && c < a.d) a.db[c] += t;
 }
 
-/* Block (LAYERS_CS_COLS, LAYERS_CS_SLICES) per 32 columns of one row chunk (blockIdx.y), written
- * (not added) to partial[chunk]. */
-KERNEL LAUNCH_BOUNDS(TANDEM_K_CS_COLS * TANDEM_K_CS_SLICES) tandem_k_col_sum_partial(tandem_k_col_sum_partial_args a) {
-    __shared__ float slices[LAYERS_CS_SLICES][LAYERS_CS_COLS + 1];
-    int c = (int)blockIdx.x * LAYERS_CS_COLS + (int)threadIdx.x, k = (int)blockIdx.y;
-    int per = (a.rows + a.chunks - 1) / a.chunks;
-    int r0 = k * per < a.rows ? k * per : a.rows, r1 = r0 + per < a.rows ? r0 + per : a.rows;
-    float t = layers_col_tree(a.dy, a.dy16, a.d, r0, r1, c, slices);
-    if (threadIdx.y == 0 && c < a.d) a.partial[(int64_t)k * a.d + c] = t;
-}
-
-/* ---- the heads' weight-gradient operand (layers.h) ---- */
+/* ---- the last block's mel rows (layers.h) ---- */
 KERNEL LAUNCH_BOUNDS(TANDEM_K_PAD_THREADS) tandem_k_mel_rows_pad(tandem_k_mel_rows_pad_args a) {
     const int T = a.text_len + a.mel_len;
     const int64_t rows = (int64_t)a.batch * T;

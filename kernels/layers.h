@@ -150,37 +150,10 @@ typedef struct tandem_k_col_sum_acc_args {
     int rows, d;
 } tandem_k_col_sum_acc_args;
 
-/* The first stage of a column sum that fills the device (col_sum_acc alone runs d / 32 blocks:
- * 16 of an H100's 132 SMs for d = 512): partial[k, c] = sum of dy[r, c] over chunk k's rows
- * k * per .. min(rows, (k + 1) * per) - 1, per = ceil(rows / chunks), each by col_sum_acc's
- * fixed tree; col_sum_acc over partial [chunks, d] then adds the chunks in order. chunks =
- * tandem_col_sum_chunks(rows, d) on every backend, so the sum's order is fixed by the shape:
- * deterministic, no atomics. The caller provides partial: at most TANDEM_K_CS_MAX_CHUNKS * d. */
-#define TANDEM_K_CS_TARGET_BLOCKS 512 /* about 4 blocks per SM on 100-140 SM GPUs */
-#define TANDEM_K_CS_MAX_CHUNKS 64
-typedef struct tandem_k_col_sum_partial_args {
-    const float *dy; /* [N, d]; NULL: dy16 */
-    float *partial;  /* [chunks, d], overwritten */
-    int rows, d, chunks;
-    const tandem_bf16 *dy16; /* [N, d] bf16 (a GEMM operand that exists only in bf16), or NULL */
-} tandem_k_col_sum_partial_args;
-
-/* Chunks of rows for col_sum_partial: enough column-by-chunk blocks to fill the device, each
- * chunk at least CS_SLICES rows (one per thread row), 1..TANDEM_K_CS_MAX_CHUNKS. */
-TANDEM_HD int tandem_col_sum_chunks(int rows, int d) {
-    int col_blocks = (d + TANDEM_K_CS_COLS - 1) / TANDEM_K_CS_COLS;
-    int want = (TANDEM_K_CS_TARGET_BLOCKS + col_blocks - 1) / (col_blocks > 0 ? col_blocks : 1);
-    int most = (rows + TANDEM_K_CS_SLICES - 1) / TANDEM_K_CS_SLICES;
-    if (want > most) want = most;
-    if (want > TANDEM_K_CS_MAX_CHUNKS) want = TANDEM_K_CS_MAX_CHUNKS;
-    return want < 1 ? 1 : want;
-}
-
-/* ---- the heads' weight-gradient operand ----------------------------------------------------
- * dst [B, T, d] = 0 on the text rows (t < Tt), src [B, Tm, d] on the mel rows: a head's output
- * gradient laid over the whole sequence, so the head's weight gradient is one GEMM over all
- * B * T rows of the final LN output (dW += dst^T hf; the zero rows add nothing) instead of one
- * GEMM per batch item. Blocks of TANDEM_K_PAD_THREADS columns x one row (blockIdx.y, looping
+/* ---- the last block's mel rows ------------------------------------------------------------
+ * dst [B, T, d] = 0 on the text rows (t < Tt), src [B, Tm, d] on the mel rows: the gradients of
+ * the last block's mel-row part (runtime/model/model_bwd.c) laid over the whole sequence for
+ * its attention and LN1 backward. Blocks of TANDEM_K_PAD_THREADS columns x one row (blockIdx.y, looping
  * past the grid's 65535): one division per row, none per element. */
 #define TANDEM_K_PAD_THREADS 128
 typedef struct tandem_k_mel_rows_pad_args {

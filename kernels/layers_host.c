@@ -387,40 +387,6 @@ void tandem_k_col_sum_acc_host(const tandem_k_col_sum_acc_args *a) {
     tandem_host_parallel_for(a->d, grain < 16 ? 16 : grain, col_sum_acc_cols, (void *)a);
 }
 
-/* ---- col_sum_partial ---- */
-void tandem_k_col_sum_partial_geom(const tandem_k_col_sum_partial_args *a, tandem_launch_dims *d) {
-    *d = tandem_dims_1d(a->d, CS_COLS);
-    d->block[1] = CS_SLICES;
-    d->grid[1] = (unsigned)(a->chunks > 0 ? a->chunks : 1);
-}
-/* Chunks [kb, ke): each chunk's columns in row-major passes, double accumulators (the kernel's
- * float tree differs from this by rounding only; the order of the chunks is the same). */
-static void col_sum_partial_chunks(void *ctx, int64_t kb, int64_t ke) {
-    const tandem_k_col_sum_partial_args *a = ctx;
-    const int per = (a->rows + a->chunks - 1) / a->chunks;
-    double acc[HOST_COL_CHUNK];
-    for (int k = (int)kb; k < (int)ke; k++) {
-        const int r0 = k * per, r1 = r0 + per < a->rows ? r0 + per : a->rows;
-        for (int c0 = 0; c0 < a->d; c0 += HOST_COL_CHUNK) {
-            int nc = a->d - c0 < HOST_COL_CHUNK ? a->d - c0 : HOST_COL_CHUNK;
-            for (int j = 0; j < nc; j++) acc[j] = 0.0;
-            for (int r = r0; r < r1; r++) {
-                const int64_t at = (int64_t)r * a->d + c0; /* [nc] of dy or dy16 */
-                if (a->dy)
-                    for (int j = 0; j < nc; j++) acc[j] += a->dy[at + j];
-                else
-                    for (int j = 0; j < nc; j++) acc[j] += tandem_bf16_to_f32(a->dy16[at + j]);
-            }
-            for (int j = 0; j < nc; j++) a->partial[(int64_t)k * a->d + c0 + j] = (float)acc[j];
-        }
-    }
-}
-void tandem_k_col_sum_partial_host(const tandem_k_col_sum_partial_args *a) {
-    const int per = (a->rows + a->chunks - 1) / a->chunks;
-    tandem_host_parallel_for(a->chunks, grain_of((int64_t)per * a->d), col_sum_partial_chunks,
-                             (void *)a);
-}
-
 /* ---- seq_embed_fwd ---- */
 void tandem_k_seq_embed_fwd_geom(const tandem_k_seq_embed_fwd_args *a, tandem_launch_dims *d) {
     elementwise_dims((int64_t)a->batch * (a->text_len + a->mel_len) * a->d, d);
@@ -610,10 +576,6 @@ void tandem_k_bias_add_cost(const tandem_k_bias_add_args *a, tandem_kernel_cost 
 void tandem_k_col_sum_acc_cost(const tandem_k_col_sum_acc_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->rows * (double)a->d;
     tandem_kcost(c, n + a->d, 4.0 * n + 4.0 * a->d, 4.0 * a->d);
-}
-void tandem_k_col_sum_partial_cost(const tandem_k_col_sum_partial_args *a, tandem_kernel_cost *c) {
-    const double n = (double)a->rows * (double)a->d, out = (double)a->chunks * (double)a->d;
-    tandem_kcost(c, n, (a->dy ? 4.0 : 2.0) * n, 4.0 * out);
 }
 void tandem_k_mel_rows_pad_cost(const tandem_k_mel_rows_pad_args *a, tandem_kernel_cost *c) {
     const double d = (double)a->d, mel = (double)a->batch * a->mel_len;

@@ -55,7 +55,6 @@
     X(gelu_bwd, layers)                                                                   \
     X(bias_add, layers)                                                                   \
     X(col_sum_acc, layers)                                                                \
-    X(col_sum_partial, layers)                                                            \
     X(seq_embed_fwd, layers)                                                              \
     X(seq_embed_bwd, layers)                                                              \
     X(prenet_input, layers)                                                               \

@@ -47,6 +47,10 @@ static inline int tandem_gemm_epi_has_bias(tandem_gemm_epilogue e) {
     return e == TANDEM_GEMM_EPI_BIAS || e == TANDEM_GEMM_EPI_GELU_AUX_BIAS;
 }
 static inline int tandem_gemm_epi_bias_out(tandem_gemm_epilogue e) { return e == TANDEM_GEMM_EPI_BGRAD; }
+/* ... either way: the descriptor's bias pointer is set. */
+static inline int tandem_gemm_epi_bias_ptr(tandem_gemm_epilogue e) {
+    return tandem_gemm_epi_has_bias(e) || tandem_gemm_epi_bias_out(e);
+}
 static inline int tandem_gemm_epi_has_aux(tandem_gemm_epilogue e) {
     return e == TANDEM_GEMM_EPI_GELU_AUX_BIAS || e == TANDEM_GEMM_EPI_DGELU;
 }

@@ -451,7 +451,7 @@ static tandem_status lt_matmul(tandem_cuda_dev *d, const tandem_cuda_stream_impl
                                int t, const tandem_gemm_desc *g, float alpha, tandem_dptr a, tandem_dptr b,
                                float beta, tandem_dptr c) {
     const void *bias = (const void *)(uintptr_t)g->bias, *aux = (const void *)(uintptr_t)g->aux;
-    if (tandem_gemm_epi_has_bias(g->epilogue) || tandem_gemm_epi_bias_out(g->epilogue))
+    if (tandem_gemm_epi_bias_ptr(g->epilogue))
         LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), g);
     if (tandem_gemm_epi_has_aux(g->epilogue))
         LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), g);

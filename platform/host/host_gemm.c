@@ -47,8 +47,11 @@ static tandem_status check_desc(const tandem_gemm_desc *d, const float *a, const
     if ((!empty_c && !c) || (!empty_ab && (!a || !b)))
         return tandem_fail(TANDEM_E_INVALID, "host gemm: NULL matrix pointer (a=%p b=%p c=%p)",
                            (const void *)a, (const void *)b, (const void *)c);
-    if ((tandem_gemm_epi_has_bias(d->epilogue) || tandem_gemm_epi_bias_out(d->epilogue)) && !d->bias && !empty_c)
+    if (tandem_gemm_epi_bias_ptr(d->epilogue) && !d->bias && !empty_c)
         return tandem_fail(TANDEM_E_INVALID, "host gemm: epilogue %d without a bias pointer", (int)d->epilogue);
+    if (tandem_gemm_epi_bias_out(d->epilogue) && (!d->trans_a || d->batch != 1)) /* bgrad_rows' layout */
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "host gemm: the bias-gradient epilogue takes trans_a 1 and "
+                           "batch 1 (trans_a %d, batch %lld)", d->trans_a, (long long)d->batch);
     if (tandem_gemm_epi_has_aux(d->epilogue) && !d->aux && !empty_c)
         return tandem_fail(TANDEM_E_INVALID, "host gemm: epilogue %d without an aux pointer", (int)d->epilogue);
     return TANDEM_OK;

@@ -302,7 +302,7 @@ static int views_overlap(tandem_view x, int64_t xn, tandem_view y, int64_t yn) {
 static tandem_status check_epilogue(const tandem_gemm_desc *g, const tandem_stream *s, tandem_view c,
                                     const tandem_view *bias, const tandem_view *aux, tandem_gemm_desc *run) {
     const int bias_out = tandem_gemm_epi_bias_out(g->epilogue);
-    const int need_bias = tandem_gemm_epi_has_bias(g->epilogue) || bias_out;
+    const int need_bias = tandem_gemm_epi_bias_ptr(g->epilogue);
     const int need_aux = tandem_gemm_epi_has_aux(g->epilogue);
     if (need_bias != (bias != NULL) || need_aux != (aux != NULL))
         return tandem_fail(TANDEM_E_INVALID,

@@ -68,13 +68,6 @@ tandem_status tandem_col_sum_acc(tandem_stream *s, const float *dy, float *db, i
     return TANDEM_LAUNCH(s, col_sum_acc, &a);
 }
 
-tandem_status tandem_col_sum_partial(tandem_stream *s, const float *dy, const tandem_bf16 *dy16, float *partial,
-                                     int rows, int d, int chunks) {
-    TANDEM_KARGS(col_sum_partial, a);
-    a.dy = dy, a.dy16 = dy16, a.partial = partial, a.rows = rows, a.d = d, a.chunks = chunks;
-    return TANDEM_LAUNCH(s, col_sum_partial, &a);
-}
-
 tandem_status tandem_mel_rows_pad(tandem_stream *s, const float *src, float *dst, int batch,
                                   int text_len, int mel_len, int d) {
     TANDEM_KARGS(mel_rows_pad, a);

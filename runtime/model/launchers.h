@@ -54,11 +54,6 @@ tandem_status tandem_mel_rows_pad(tandem_stream *s, const float *src, float *dst
 /* dst [B, Tm, d] = the mel rows of src [B, Tt + Tm, d], f32 (src, dst) or bf16 (src16, dst16). */
 tandem_status tandem_mel_rows_take(tandem_stream *s, const float *src, float *dst, const tandem_bf16 *src16,
                                    tandem_bf16 *dst16, int batch, int text_len, int mel_len, int d);
-/* partial [chunks, d] = column sums of dy's (or, dy NULL, dy16's) row chunks (kernels/layers.h);
- * col_sum_acc over it finishes db. */
-tandem_status tandem_col_sum_partial(tandem_stream *s, const float *dy, const tandem_bf16 *dy16, float *partial,
-                                     int rows, int d, int chunks);
-
 /* The sizes of the input sequence: B items of Tt text tokens then Tm mel positions. */
 typedef struct tandem_seq_dims {
     int batch, text_len, mel_len, vocab, d; /* B, Tt, Tm, V, d */

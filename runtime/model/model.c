@@ -185,16 +185,17 @@ static tandem_status prepare_class_gemms(tandem_model *m) {
     const int64_t lin[][3] = {
         {Np, d->group, d->d},          /* prenet */
         {N, d->d, 3 * (int64_t)d->d},  /* qkv */
-        {N, d->d, d->d},               /* attention output */
-        {N, d->d, d->ff},              /* MLP fc */
-        {N, d->ff, d->d},              /* MLP proj */
+        {N, d->d, d->d},               /* attention output (Np rows in the last block) */
+        {N, d->d, d->ff},              /* MLP fc (likewise) */
+        {N, d->ff, d->d},              /* MLP proj (likewise) */
         {Np, d->d, d->group},          /* mel head */
         {Np, d->d, d->r},              /* stop head */
     };
     for (int i = 0; i < (int)(sizeof lin / sizeof lin[0]); i++) {
-        const int kind = i < 5 ? i : 5;
-        if (i >= 2 && i <= 4 && d->layers > 1) TANDEM_TRY(prepare_linear(m, kind, lin[i][0], lin[i][1], lin[i][2]));
-        TANDEM_TRY(prepare_linear(m, kind, i >= 2 && i <= 4 ? Np : lin[i][0], lin[i][1], lin[i][2]));
+        const int kind = i < 5 ? i : 5; /* the two heads: one kind */
+        const int past_attention = i >= 2 && i <= 4; /* N rows in blocks 0..L-2, Np in the last */
+        if (past_attention && d->layers > 1) TANDEM_TRY(prepare_linear(m, kind, N, lin[i][1], lin[i][2]));
+        TANDEM_TRY(prepare_linear(m, kind, past_attention ? Np : lin[i][0], lin[i][1], lin[i][2]));
     }
     return tandem_attention_prepare(m->dev, &m->attn); /* its three batched shapes, either precision */
 }
@@ -594,7 +595,7 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
     c = per_step(pool, ph->out_b, ph->in_b); /* every bias gradient, heads to prenet */
     int64_t widest = d->ff > 3 * D ? d->ff : 3 * D;
     if (d->group > widest) widest = d->group;
-    TANDEM_TRY(decl(&c, &m->cs_partial, TANDEM_F32, 1, TANDEM_K_CS_MAX_CHUNKS * widest, 0, 0, 0,
+    TANDEM_TRY(decl(&c, &m->cs_partial, TANDEM_F32, 1, widest, 0, 0, 0,
                     "model.bias_grad_partials"));
     if (d->bf16) {
         c = per_step(pool, ph->out_b, ph->in_b);

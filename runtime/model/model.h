@@ -138,7 +138,7 @@ typedef struct tandem_model_top_params {
 } tandem_model_top_params;
 
 /* One block's tensors kept from its forward for its backward (N = B * T rows). The last block
- * runs past its attention on the Np = B * Tm mel rows only (tandem_model_block_rows): the text
+ * runs past its attention on the Np = B * Tm mel rows only (tandem_model_mlp_rows): the text
  * rows' outputs there reach neither the heads nor any later block, so its x_mid, h2, f, g (and
  * LN2's statistics) have Np rows, the model's x_out, hf and dhf too. */
 typedef struct tandem_model_layer {
@@ -260,7 +260,7 @@ typedef struct tandem_model {
     tandem_tensor *dres;          /* [B, T, d] gradient of the residual stream */
     tandem_tensor *dres_mel, *da_mel; /* [B, Tm, d]: dres and da of the last block's mel-row part */
     tandem_tensor *ln_scratch;    /* [layernorm_bwd scratch floats] */
-    tandem_tensor *cs_partial;    /* [TANDEM_K_CS_MAX_CHUNKS * max(ff, 3d, group)] bias-gradient partials */
+    tandem_tensor *cs_partial;    /* [max(ff, 3d, group)] a bias gradient as the BGRAD epilogue writes it */
     tandem_tensor *da;            /* [B, T, d] backward scratch */
     tandem_tensor *dff;           /* [B, T, 4d] */
     tandem_tensor *dqkv;          /* [B, T, 3d]; NULL where tandem_model_dqkv_bf16 (gbf holds it) */

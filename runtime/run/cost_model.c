@@ -43,7 +43,7 @@ static tandem_cost_cat kernel_category(int id) {
     case TANDEM_KID_gemm_f32: case TANDEM_KID_gemm_bf16: return TANDEM_COST_GEMM_LINEAR;
     case TANDEM_KID_layernorm_fwd: case TANDEM_KID_layernorm_bwd: case TANDEM_KID_layernorm_bwd_params:
         return TANDEM_COST_LAYERNORM;
-    case TANDEM_KID_row_sum_f32: case TANDEM_KID_col_sum_acc: case TANDEM_KID_col_sum_partial:
+    case TANDEM_KID_row_sum_f32: case TANDEM_KID_col_sum_acc:
     case TANDEM_KID_sum_squares:
     case TANDEM_KID_reduce_sum: case TANDEM_KID_nonfinite_check: return TANDEM_COST_REDUCTION;
     case TANDEM_KID_l1_masked_fwd: case TANDEM_KID_l1_masked_bwd: case TANDEM_KID_bce_stop_fwd:

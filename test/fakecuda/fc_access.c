@@ -130,11 +130,6 @@ ACC(gelu_bwd) {
 }
 ACC(bias_add) { RW(a->y, (size_t)a->rows * a->d * F4); R(a->b, a->d * F4); }
 ACC(col_sum_acc) { R(a->dy, (size_t)a->rows * a->d * F4); RW(a->db, a->d * F4); }
-ACC(col_sum_partial) {
-    R(a->dy, (size_t)a->rows * a->d * F4);
-    R(a->dy16, (size_t)a->rows * a->d * 2);
-    W(a->partial, (size_t)a->chunks * a->d * F4);
-}
 ACC(seq_embed_fwd) {
     size_t t = (size_t)a->text_len + (size_t)a->mel_len;
     R(a->tokens, (size_t)a->batch * a->text_len * 4);

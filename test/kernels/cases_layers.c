@@ -225,29 +225,6 @@ static void colsum_bind(const tandem_kcase *c, void *const *bufs, void *args) {
 }
 const tandem_kcase_spec tandem_kcase_col_sum_acc = {N_COLS, colsum_make, colsum_bind};
 
-/* col_sum_partial: the shapes above with the model's chunk count; the random shape with a random
- * one (1..rows, so chunks past the last row are empty and must come out 0). */
-static void colpart_make(int idx, tandem_rng *rng, tandem_kcase *c) {
-    cols_pick(idx, rng, c);
-    int rows = (int)c->i[0], d = (int)c->i[1];
-    c->i[2] = cols_shapes[idx][0] < 0 ? tandem_rng_int(rng, 1, rows < 64 ? rows : 64)
-                                      : tandem_col_sum_chunks(rows, d);
-    size_t len = strlen(c->desc);
-    snprintf(c->desc + len, sizeof c->desc - len, " chunks=%lld", (long long)c->i[2]);
-    tandem_kcase_set_buf(c, 0, "dy", TANDEM_F32, c->i[0] * c->i[1], TANDEM_KB_IN, -1.0f, 1.0f);
-    tandem_kcase_set_buf(c, 1, "partial", TANDEM_F32, c->i[2] * c->i[1], TANDEM_KB_OUT, 0.0f, 0.0f);
-    c->tol = 1e-10;
-}
-static void colpart_bind(const tandem_kcase *c, void *const *bufs, void *args) {
-    tandem_k_col_sum_partial_args *a = (tandem_k_col_sum_partial_args *)args;
-    a->dy = (const float *)bufs[0];
-    a->partial = (float *)bufs[1];
-    a->rows = (int)c->i[0];
-    a->d = (int)c->i[1];
-    a->chunks = (int)c->i[2];
-}
-const tandem_kcase_spec tandem_kcase_col_sum_partial = {N_COLS, colpart_make, colpart_bind};
-
 /* ---- seq_embed: B, Tt, Tm, V, d ---- */
 static const int seq_shapes[][5] = {
     {1, 1, 1, 1, 1},          /* every token the same id */

@@ -121,7 +121,7 @@ static void epi_operands(tandem_gemm_desc *g, size_t nc, float **aux, float **bi
     assert_int_equal(dev0->ops->copy_h2d(&s0, dp[0], *aux, nc * 4), TANDEM_OK);
     assert_int_equal(dev0->ops->copy_h2d(&s0, dp[1], *bias, (size_t)nbias * 4), TANDEM_OK);
     g->aux = tandem_gemm_epi_has_aux(g->epilogue) ? dp[0] : 0;
-    g->bias = tandem_gemm_epi_has_bias(g->epilogue) || tandem_gemm_epi_bias_out(g->epilogue) ? dp[1] : 0;
+    g->bias = tandem_gemm_epi_bias_ptr(g->epilogue) ? dp[1] : 0;
 }
 
 /* BGRAD: the bias gradient [m] on the device against sum over k of op(A)'s rows (A [k, m]). */

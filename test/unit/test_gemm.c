@@ -212,6 +212,11 @@ static void test_gemm_bgrad(void **state) {
         check_bgrad(fns[f], 33, 65, 130, 1.0f);
         check_bgrad(fns[f], 130, 7, 33, 0.0f);
         check_bgrad(fns[f], 5, 3, 0, 0.5f);
+        /* the bias gradient's layout is a weight gradient's: other shapes are refused */
+        float a[6] = {0}, b[6] = {0}, c[4] = {0}, bias[2] = {0};
+        tandem_gemm_desc d = {0, 0, 2, 2, 3, 1, 0, 0, 0, TANDEM_F32, TANDEM_F32, TANDEM_F32, TANDEM_GEMM_EPI_BGRAD,
+                              (tandem_dptr)(uintptr_t)bias, 0, 0, 0};
+        assert_int_equal(fns[f](&d, 1.0f, a, b, 0.0f, c), TANDEM_E_UNSUPPORTED);
     }
 }
 

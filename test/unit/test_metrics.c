@@ -133,6 +133,23 @@ static void test_jsonl(void **state) {
  * ignored, in a child so the limit stays there) leaves no partial line: every line in the file is
  * whole, the failing call returns TANDEM_E_IO naming the file and step. Then cut_after drops the
  * lines past a step and a partial last line (what a resume does after kill -9). */
+/* tandem_metrics_as_written: the value a line holds. A loss summed in double from floats can sit
+ * exactly between two floats (5.4234921932220459 is one); its 9 written digits then round to the
+ * lower float while the double rounds (to even) to the upper one, so a figure drawn from the
+ * double and `tandem plot`'s redraw from the file would differ. */
+static void test_as_written(void **state) {
+    (void)state;
+    const double tie = 5.4234921932220459;
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.9g", tie);
+    const double back = strtod(buf, NULL);
+    assert_true(tandem_metrics_as_written(tie) == back);
+    assert_true((float)tandem_metrics_as_written(tie) == (float)back);
+    assert_true((float)tie != (float)back); /* why the figure must take the written value */
+    assert_true(isnan(tandem_metrics_as_written(NAN)));
+    assert_true(tandem_metrics_as_written(0.25) == 0.25);
+}
+
 static void test_whole_lines(void **state) {
     (void)state;
     char path[400];
@@ -198,6 +215,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jsonl),
         cmocka_unit_test(test_whole_lines),
+        cmocka_unit_test(test_as_written),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
