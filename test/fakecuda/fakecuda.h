@@ -357,6 +357,7 @@ typedef struct tandem_fakecuda_dev_counts {
     uint64_t stream_syncs, ctx_syncs, event_syncs; /* host waits */
     uint64_t copies;            /* cuMemcpy*Async outside a capture */
     uint64_t matmuls, captured_matmuls; /* cublasLtMatmul outside / into a capture */
+    uint64_t tf32_matmuls;              /* of both, those computing with TF32 inputs */
 } tandem_fakecuda_dev_counts;
 /* The counts of device dev (its context's streams, events and calls); zeros for no device. */
 FC_EXPORT void tandem_fakecuda_get_device_counts(int dev, tandem_fakecuda_dev_counts *out);
@@ -364,7 +365,7 @@ FC_EXPORT void tandem_fakecuda_get_device_counts(int dev, tandem_fakecuda_dev_co
  * from the loader and data-device threads'. */
 FC_EXPORT void tandem_fakecuda_get_thread_counts(tandem_fakecuda_dev_counts *out);
 /* With the lock held, for libcublasLt: one matmul queued on stream (counted). */
-FC_EXPORT void tandem_fakecuda_count_matmul(CUstream stream);
+FC_EXPORT void tandem_fakecuda_count_matmul(CUstream stream, int tf32);
 extern tandem_fakecuda_dev_counts fc_dev_counts[FC_MAX_DEVICES];
 extern __thread tandem_fakecuda_dev_counts fc_thread_counts;
 #define FC_COUNT(dev, field) (fc_dev_counts[(dev)].field++, fc_thread_counts.field++)

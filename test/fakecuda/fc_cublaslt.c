@@ -938,7 +938,7 @@ FC_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulD
         goto out;
     }
     lt_queue(&p, fa, fb, A, B, C, D, workspace, ws_used, stream);
-    tandem_fakecuda_count_matmul(stream);
+    tandem_fakecuda_count_matmul(stream, p.tf32);
     lt_matmuls++;
     st = CUBLAS_STATUS_SUCCESS;
 out:

@@ -63,10 +63,11 @@ __thread tandem_fakecuda_dev_counts fc_thread_counts;
 
 FC_EXPORT void tandem_fakecuda_get_thread_counts(tandem_fakecuda_dev_counts *out) { *out = fc_thread_counts; }
 
-FC_EXPORT void tandem_fakecuda_count_matmul(CUstream h) {
+FC_EXPORT void tandem_fakecuda_count_matmul(CUstream h, int tf32) {
     fc_stream *s = fc_stream_of(h);
     if (s->capture) FC_COUNT(s->h.ctx->device, captured_matmuls);
     else FC_COUNT(s->h.ctx->device, matmuls);
+    if (tf32) FC_COUNT(s->h.ctx->device, tf32_matmuls);
 }
 
 FC_EXPORT void tandem_fakecuda_get_device_counts(int dev, tandem_fakecuda_dev_counts *out) {

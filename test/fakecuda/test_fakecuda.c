@@ -1265,7 +1265,7 @@ static void test_graph_replay(void **state) {
     if (!fatbin) skip();
     void (*counts)(int, void *) = (void (*)(int, void *))dlsym(D.h, "tandem_fakecuda_get_device_counts");
     assert_non_null(counts);
-    uint64_t c0[10], c1[10]; /* tandem_fakecuda_dev_counts: 10 uint64_t in declaration order */
+    uint64_t c0[11], c1[11]; /* tandem_fakecuda_dev_counts: 11 uint64_t in declaration order */
     CUmodule mod;
     CUfunction fill, scale;
     OK(D.cuModuleLoadData(&mod, fatbin));

@@ -836,7 +836,7 @@ static void test_device_roles(void **state) {
 typedef struct fc_counts {
     uint64_t kernel_launches, captured_launches, graph_launches, graph_instantiations;
     uint64_t stream_syncs, ctx_syncs, event_syncs, copies;
-    uint64_t matmuls, captured_matmuls;
+    uint64_t matmuls, captured_matmuls, tf32_matmuls;
 } fc_counts;
 typedef void (*fc_counts_fn)(fc_counts *out);
 
