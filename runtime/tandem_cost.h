@@ -38,7 +38,8 @@ void tandem_cost_options_init(tandem_cost_options *o);
 /* The cost report of one training step of cfg (its batch_size, grad_accum and precision) on
  * o->gpu: per-category totals (launches, FLOPs, bytes read and written, modelled time), the
  * modelled step in a CUDA graph and eager, the ten most expensive launches, the floor (minimum
- * FLOPs and minimum traffic) and bytes moved against it. Written into buf (NUL-terminated,
+ * FLOPs and the strict minimum traffic), bytes moved against it and against the library minimum
+ * traffic (docs/BENCHMARKS-training.md, "The floor"). Written into buf (NUL-terminated,
  * truncated to cap); *len (may be NULL) = the length it needs (call again with a larger buffer
  * when it exceeds cap). */
 tandem_status tandem_cost_report(const tandem_config *cfg, const tandem_cost_options *o, char *buf,
@@ -52,6 +53,9 @@ typedef struct tandem_cost_estimate {
     double eager_ms;         /* modelled step, launched one by one */
     double floor_ms;         /* the floor: minimum FLOPs at peak or minimum traffic at full bandwidth */
     double samples_per_s;    /* batch_size x grad_accum / graph_ms */
+    double bytes;            /* bytes the step's launches read and write */
+    double min_bytes;        /* the strict minimum traffic (docs/BENCHMARKS-training.md, "The floor") */
+    double lib_min_bytes;    /* the library minimum traffic: library GEMMs, fused attention */
 } tandem_cost_estimate;
 tandem_status tandem_cost_estimate_step(const tandem_config *cfg, const tandem_cost_options *o,
                                         tandem_cost_estimate *out);

@@ -16,7 +16,8 @@ static void usage(FILE *f) {
             "device (nothing executes: shapes decide the launch list) and prices it on the GPU's\n"
             "published peaks: per-category totals (launches, FLOPs, bytes), the modelled step in a\n"
             "CUDA graph and eager, the ten most expensive launches, the floor (minimum FLOPs and\n"
-            "minimum traffic) and bytes moved against it. --launches lists every launch; --json\n"
+            "minimum traffic) and bytes moved against it and against the library minimum traffic\n"
+            "(library GEMMs, fused attention). --launches lists every launch; --json\n"
             "prints one JSON object with all of it; --tf32 prices f32 GEMMs at the TF32 peak.\n"
             "The model, its constants and sources: docs/BENCHMARKS-training.md, \"Step cost model\".\n");
 }

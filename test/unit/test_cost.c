@@ -112,6 +112,33 @@ static void test_floor(void **state) {
     assert_true(fabs(flops[0] - flops[1]) <= 1e-9 * flops[0]);
 }
 
+/* The two traffic minima of docs/BENCHMARKS-training.md ("The floor") are lower bounds of their
+ * classes: strict <= library <= what the recorded step moves, for tiny in fp32 and bf16, with the
+ * fused and the materialised attention, and for the small bf16 model (its last block's mel rows
+ * are 1/3 of the rows: the query-row split matters there). */
+static void test_traffic_minima(void **state) {
+    (void)state;
+    static const char *const cases[][2] = {{"fp32", "fused"}, {"fp32", "materialised"}, {"bf16", "fused"}, {"bf16", "materialised"}};
+    for (size_t i = 0; i <= sizeof cases / sizeof cases[0]; i++) {
+        tandem_config cfg;
+        const int small = i == sizeof cases / sizeof cases[0];
+        config_of(&cfg, small, NULL);
+        if (!small) {
+            CHECK(tandem_config_set(&cfg, "precision", cases[i][0]));
+            CHECK(tandem_config_set(&cfg, "attention", cases[i][1]));
+            CHECK(tandem_config_check(&cfg));
+        }
+        tandem_cost_options o;
+        tandem_cost_options_init(&o);
+        tandem_cost_estimate e;
+        CHECK(tandem_cost_estimate_step(&cfg, &o, &e));
+        printf("%s %s: strict minimum %.4g GB <= library minimum %.4g GB <= moved %.4g GB\n",
+               small ? "small" : "tiny", small ? "bf16" : cases[i][0], e.min_bytes * 1e-9, e.lib_min_bytes * 1e-9,
+               e.bytes * 1e-9);
+        assert_true(e.min_bytes > 0.0 && e.min_bytes < e.lib_min_bytes && e.lib_min_bytes <= e.bytes);
+    }
+}
+
 /* The record of one step on dev (NULL: dry), copied out (the run is closed). */
 static tandem_rec_entry *record(const tandem_config *cfg, tandem_device *dev, int64_t *n, counts *delta) {
     tandem_cost_run *r = NULL;
@@ -300,6 +327,7 @@ int main(void) {
         cmocka_unit_test(test_entries_sane),
         cmocka_unit_test(test_report),
         cmocka_unit_test(test_floor),
+        cmocka_unit_test(test_traffic_minima),
         cmocka_unit_test(test_standin_bf16),
         cmocka_unit_test(test_standin_tiny),
     };
