@@ -96,6 +96,11 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_fwd(tandem_k_layern
  * Block b takes rows b, b + nb, ...; thread tid owns columns tid, tid + blockDim, ... both for
  * the row's dx and for the block's partials part[2, d] in shared memory, so the partials need
  * no barrier and are summed in row order. */
+/* Element i of the LayerNorm backward's dy, f32 or bf16. */
+DEVICE_FN float layers_ln_dy(const tandem_k_layernorm_bwd_args *a, int64_t i) {
+    return a->dy ? a->dy[i] : tandem_bf16_to_f32(a->dy16[i]);
+}
+
 KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layernorm_bwd_args a) {
     __shared__ float red[66];
     DYNAMIC_SHARED(float, part); /* [3, d]: sum dy * xhat, sum dy, sum dx over this block's rows */
@@ -110,12 +115,11 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
     }
     for (int row = blk; row < a.rows; row += nb) { /* the same trip count for the whole block */
         const float *x = a.x + (int64_t)row * d;   /* [d] */
-        const float *dy = a.dy + (int64_t)row * d; /* [d] */
-        const int64_t at = (int64_t)row * d;       /* dx, dx16 of the row */
+        const int64_t at = (int64_t)row * d;       /* dy, dx, dx16 of the row */
         float mean = a.mean[row], rstd = a.rstd[row];
         float s_g = 0.0f, s_gx = 0.0f;
         for (int c = tid; c < d; c += nt) {
-            float g = a.gamma[c] * dy[c];
+            float g = a.gamma[c] * layers_ln_dy(&a, at + c);
             s_g += g;
             s_gx += g * (x[c] - mean) * rstd;
         }
@@ -123,7 +127,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
         float m_g = s_g / (float)d, m_gx = s_gx / (float)d;
         for (int c = tid; c < d; c += nt) {
             float xhat = (x[c] - mean) * rstd;
-            float dyc = dy[c];
+            float dyc = layers_ln_dy(&a, at + c);
             const float v = rstd * (a.gamma[c] * dyc - m_g - xhat * m_gx);
             const float o = a.accumulate ? a.dx[at + c] + v : v;
             tandem_k_store2(a.dx, a.dx16, at + c, o);

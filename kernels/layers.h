@@ -75,7 +75,7 @@ TANDEM_HD int64_t tandem_layernorm_bwd_scratch_floats(int rows, int d) {
 }
 
 typedef struct tandem_k_layernorm_bwd_args {
-    const float *dy;    /* [N, d] */
+    const float *dy;    /* [N, d], or NULL: dy16 */
     const float *x;     /* [N, d] */
     const float *mean;  /* [N] from layernorm_fwd */
     const float *rstd;  /* [N] from layernorm_fwd */
@@ -86,6 +86,8 @@ typedef struct tandem_k_layernorm_bwd_args {
     float *scratch;     /* [nb, 3, d], overwritten: tandem_layernorm_bwd_scratch_floats(N, d) */
     int rows, d;        /* N, d; the device kernel keeps 3*d floats in dynamic shared memory (opted in
                            above 48 KiB: runtime/core/config.c bounds d_model by it) */
+    const tandem_bf16 *dy16; /* [N, d] bf16 when dy is NULL (a bf16 model's dx GEMM output; last,
+                                so positional initialisers of the fields above stay valid) */
 } tandem_k_layernorm_bwd_args;
 
 typedef struct tandem_k_layernorm_bwd_params_args {

@@ -105,23 +105,48 @@ void tandem_k_layernorm_bwd_geom(const tandem_k_layernorm_bwd_args *a, tandem_la
  * element-wise, so it compiles to vector code once acc is a constant. */
 typedef struct ln_row {
     const float *x, *dy, *gamma;
+    const tandem_bf16 *dy16; /* when dy is NULL */
     float mean, rstd;
     double m_g, m_gx;
     int d;
 } ln_row;
-static inline __attribute__((always_inline)) void ln_bwd_row(const ln_row *w, float *restrict dx,
-                                                             float *restrict part, int acc) {
-    const float *restrict x = w->x, *restrict dy = w->dy, *restrict gamma = w->gamma;
+#define LN_INLINE static inline __attribute__((always_inline))
+/* dy[c] of the row, f32 or (b16, a constant at each call) bf16 */
+LN_INLINE float ln_dy(const ln_row *w, int c, int b16) {
+    return b16 ? tandem_bf16_to_f32(w->dy16[c]) : w->dy[c];
+}
+LN_INLINE void ln_bwd_row(const ln_row *w, float *restrict dx, float *restrict part, int acc, int b16) {
+    const float *restrict x = w->x, *restrict gamma = w->gamma;
     const int d = w->d;
     for (int c = 0; c < d; c++) {
-        const float xhat = (x[c] - w->mean) * w->rstd;
-        const float v = (float)(w->rstd * ((double)gamma[c] * dy[c] - w->m_g - xhat * w->m_gx));
+        const float xhat = (x[c] - w->mean) * w->rstd, dy = ln_dy(w, c, b16);
+        const float v = (float)(w->rstd * ((double)gamma[c] * dy - w->m_g - xhat * w->m_gx));
         const float o = acc ? dx[c] + v : v;
         dx[c] = o;
-        part[c] += dy[c] * xhat;
-        part[d + c] += dy[c];
+        part[c] += dy * xhat;
+        part[d + c] += dy;
         part[2 * d + c] += o;
     }
+}
+/* The row means of g = gamma dy and of g xhat (in double, over 4 lanes as lane_sum does). */
+LN_INLINE void ln_row_means(ln_row *w, int b16) {
+    const float *restrict x = w->x, *restrict gamma = w->gamma;
+    const int d = w->d;
+    double s_g[4] = {0.0, 0.0, 0.0, 0.0}, s_gx[4] = {0.0, 0.0, 0.0, 0.0};
+    int c = 0;
+    for (; c + 4 <= d; c += 4)
+        for (int k = 0; k < 4; k++) {
+            double g = (double)gamma[c + k] * ln_dy(w, c + k, b16);
+            s_g[k] += g;
+            s_gx[k] += g * ((x[c + k] - w->mean) * w->rstd);
+        }
+    for (; c < d; c++) {
+        double g = (double)gamma[c] * ln_dy(w, c, b16);
+        s_g[c & 3] += g;
+        s_gx[c & 3] += g * ((x[c] - w->mean) * w->rstd);
+    }
+    w->m_g = ((s_g[0] + s_g[1]) + (s_g[2] + s_g[3])) / d;
+    w->m_gx = ((s_gx[0] + s_gx[1]) + (s_gx[2] + s_gx[3])) / d;
 }
 
 /* Block b's rows are b, b + nb, ...; its partials go to scratch[b] summed in that order, as
@@ -134,31 +159,22 @@ static void layernorm_bwd_blocks(void *ctx, int64_t b0, int64_t b1) {
         float *restrict part = a->scratch + (int64_t)blk * 3 * d; /* [3, d] */
         for (int c = 0; c < 3 * d; c++) part[c] = 0.0f;
         for (int r = blk; r < a->rows; r += nb) {
-            const float *restrict x = a->x + (int64_t)r * d;   /* [d] */
-            const float *restrict dy = a->dy + (int64_t)r * d; /* [d] */
-            float *restrict dx = a->dx + (int64_t)r * d;       /* [d] */
-            float mean = a->mean[r], rstd = a->rstd[r];
-            /* the row sums over 4 lanes, as lane_sum does */
-            double s_g[4] = {0.0, 0.0, 0.0, 0.0}, s_gx[4] = {0.0, 0.0, 0.0, 0.0};
-            int c = 0;
-            for (; c + 4 <= d; c += 4)
-                for (int k = 0; k < 4; k++) {
-                    double g = (double)gamma[c + k] * dy[c + k];
-                    s_g[k] += g;
-                    s_gx[k] += g * ((x[c + k] - mean) * rstd);
-                }
-            for (; c < d; c++) {
-                double g = (double)gamma[c] * dy[c];
-                s_g[c & 3] += g;
-                s_gx[c & 3] += g * ((x[c] - mean) * rstd);
+            const int64_t at = (int64_t)r * d;
+            float *restrict dx = a->dx + at; /* [d] */
+            ln_row row = {a->x + at, a->dy ? a->dy + at : NULL, gamma, a->dy ? NULL : a->dy16 + at,
+                          a->mean[r], a->rstd[r], 0.0, 0.0, d};
+            const int b16 = !a->dy; /* constants below: loops without branches */
+            if (b16) ln_row_means(&row, 1);
+            else ln_row_means(&row, 0);
+            if (a->accumulate) {
+                if (b16) ln_bwd_row(&row, dx, part, 1, 1);
+                else ln_bwd_row(&row, dx, part, 1, 0);
+            } else {
+                if (b16) ln_bwd_row(&row, dx, part, 0, 1);
+                else ln_bwd_row(&row, dx, part, 0, 0);
             }
-            double m_g = ((s_g[0] + s_g[1]) + (s_g[2] + s_g[3])) / d;
-            double m_gx = ((s_gx[0] + s_gx[1]) + (s_gx[2] + s_gx[3])) / d;
-            const ln_row row = {x, dy, gamma, mean, rstd, m_g, m_gx, d};
-            if (a->accumulate) ln_bwd_row(&row, dx, part, 1); /* a constant: two loops without branches */
-            else ln_bwd_row(&row, dx, part, 0);
             if (a->dx16)
-                for (c = 0; c < d; c++) a->dx16[(int64_t)r * d + c] = tandem_f32_to_bf16(dx[c]);
+                for (int c = 0; c < d; c++) a->dx16[at + c] = tandem_f32_to_bf16(dx[c]);
         }
     }
 }
@@ -554,7 +570,8 @@ void tandem_k_layernorm_fwd_cost(const tandem_k_layernorm_fwd_args *a, tandem_ke
 void tandem_k_layernorm_bwd_cost(const tandem_k_layernorm_bwd_args *a, tandem_kernel_cost *c) {
     const double n = (double)a->rows * (double)a->d;
     const double scratch = (double)tandem_layernorm_bwd_scratch_floats(a->rows, a->d);
-    tandem_kcost(c, (a->accumulate ? 13.0 : 12.0) * n, (a->accumulate ? 12.0 : 8.0) * n + 8.0 * a->rows + 4.0 * a->d,
+    const double dy = a->dy ? 4.0 : 2.0;
+    tandem_kcost(c, (a->accumulate ? 13.0 : 12.0) * n, (dy + (a->accumulate ? 8.0 : 4.0)) * n + 8.0 * a->rows + 4.0 * a->d,
                  tandem_k_out_bytes(a->dx, a->dx16) * n + 4.0 * scratch);
 }
 void tandem_k_layernorm_bwd_params_cost(const tandem_k_layernorm_bwd_params_args *a,

@@ -16,12 +16,12 @@ tandem_status tandem_layernorm_fwd(tandem_stream *s, const float *x, const float
     return TANDEM_LAUNCH(s, layernorm_fwd, &a);
 }
 
-tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const float *x,
-                                   const float *mean, const float *rstd, const float *gamma,
-                                   float *dx, tandem_bf16 *dx16, int accumulate, float *scratch,
-                                   int rows, int d) {
+tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const tandem_bf16 *dy16,
+                                   const float *x, const float *mean, const float *rstd,
+                                   const float *gamma, float *dx, tandem_bf16 *dx16, int accumulate,
+                                   float *scratch, int rows, int d) {
     TANDEM_KARGS(layernorm_bwd, a);
-    a.dy = dy, a.x = x, a.mean = mean, a.rstd = rstd, a.gamma = gamma, a.dx = dx, a.dx16 = dx16;
+    a.dy = dy, a.dy16 = dy16, a.x = x, a.mean = mean, a.rstd = rstd, a.gamma = gamma, a.dx = dx, a.dx16 = dx16;
     a.accumulate = accumulate;
     a.scratch = scratch, a.rows = rows, a.d = d;
     return TANDEM_LAUNCH(s, layernorm_bwd, &a);

@@ -22,13 +22,13 @@
 tandem_status tandem_layernorm_fwd(tandem_stream *s, const float *x, const float *gamma,
                                    const float *beta, float *y, tandem_bf16 *y16, float *mean,
                                    float *rstd, int rows, int d);
-/* dx [rows, d] = (accumulate: dx +) LN backward of dy [rows, d] at x [rows, d] (mean, rstd
- * [rows], gamma [d]); scratch [tandem_layernorm_bwd_scratch_floats(rows, d)] receives the
- * parameter partials. */
-tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const float *x,
-                                   const float *mean, const float *rstd, const float *gamma,
-                                   float *dx, tandem_bf16 *dx16, int accumulate, float *scratch,
-                                   int rows, int d);
+/* dx [rows, d] = (accumulate: dx +) LN backward of dy [rows, d] (f32, or dy16 bf16 when dy is
+ * NULL) at x [rows, d] (mean, rstd [rows], gamma [d]); scratch
+ * [tandem_layernorm_bwd_scratch_floats(rows, d)] receives the parameter partials. */
+tandem_status tandem_layernorm_bwd(tandem_stream *s, const float *dy, const tandem_bf16 *dy16,
+                                   const float *x, const float *mean, const float *rstd,
+                                   const float *gamma, float *dx, tandem_bf16 *dx16, int accumulate,
+                                   float *scratch, int rows, int d);
 /* dgamma, dbeta [d] (and dbias [d] unless NULL: colsum of the dx written) += the partials in
  * scratch of the layernorm_bwd with the same rows, d. */
 tandem_status tandem_layernorm_bwd_params(tandem_stream *s, const float *scratch, float *dgamma,

@@ -143,6 +143,11 @@ tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_
                                              int64_t out) {
     return desc(dm, 0, 0, rows, in, out);
 }
+tandem_gemm_desc tandem_model_desc_ln_dx(const tandem_model_dims *dm, int64_t rows, int64_t in, int64_t out) {
+    tandem_gemm_desc g = desc(dm, 0, 0, rows, in, out);
+    g.c_type = dm->bf16 ? TANDEM_BF16 : TANDEM_F32; /* a LayerNorm backward's dy */
+    return g;
+}
 tandem_gemm_desc tandem_model_desc_mlp_proj_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                                int64_t out) {
     tandem_gemm_desc g = desc(dm, 0, 0, rows, in, out);
@@ -173,7 +178,9 @@ static tandem_status prepare_linear(tandem_model *m, int i, int64_t rows, int64_
     g = (i == 2 || i == 4 ? tandem_model_desc_linear_dw : tandem_model_desc_linear_dw_bgrad)(d, rows, in, out);
     TANDEM_TRY(tandem_dev_gemm_prepare(m->dev, &g));
     if (i == 0) return TANDEM_OK; /* the prenet's input is data: no dx */
-    g = (i == 4 ? tandem_model_desc_mlp_proj_dx : tandem_model_desc_linear_dx)(d, rows, in, out);
+    g = (i == 4   ? tandem_model_desc_mlp_proj_dx
+         : i == 1 || i == 3 ? tandem_model_desc_ln_dx /* their dx is an LN backward's dy */
+                            : tandem_model_desc_linear_dx)(d, rows, in, out);
     return tandem_dev_gemm_prepare(m->dev, &g);
 }
 
@@ -585,6 +592,8 @@ static tandem_status declare_backward(tandem_model *m, tandem_pool *pool, const 
                     "model.ln_bwd_scratch"));
     c = per_step(pool, ph->lb_last, ph->lb0);
     TANDEM_TRY(decl(&c, &m->da, TANDEM_F32, 3, B, T, D, 0, "model.bwd_a"));
+    if (d->bf16) /* the qkv and fc dx GEMMs' outputs, the LayerNorm backwards' dy */
+        TANDEM_TRY(decl(&c, &m->da16, TANDEM_BF16, 3, B, T, D, 0, "model.bwd_a_bf16"));
     /* df: the DGELU epilogue's output, the fc backward's GEMM operand (its aux f's type) */
     TANDEM_TRY(decl(&c, &m->dff, ph->ga, 3, B, T, d->ff, 0, "model.bwd_ff"));
     if (!tandem_model_dqkv_bf16(m)) TANDEM_TRY(decl(&c, &m->dqkv, TANDEM_F32, 3, B, T, 3 * D, 0, "model.bwd_qkv"));

@@ -262,6 +262,7 @@ typedef struct tandem_model {
     tandem_tensor *ln_scratch;    /* [layernorm_bwd scratch floats] */
     tandem_tensor *cs_partial;    /* [max(ff, 3d, group)] a bias gradient as the BGRAD epilogue writes it */
     tandem_tensor *da;            /* [B, T, d] backward scratch */
+    tandem_tensor *da16;          /* [B, T, d] bf16 mode: a LayerNorm backward's dy (NULL in fp32) */
     tandem_tensor *dff;           /* [B, T, 4d] */
     tandem_tensor *dqkv;          /* [B, T, 3d]; NULL where tandem_model_dqkv_bf16 (gbf holds it) */
     tandem_tensor *d_o, *dq, *dk, *dv; /* [B, H, T, dh] (d_o: fp32 only) */
@@ -410,6 +411,9 @@ tandem_gemm_desc tandem_model_desc_qkv(const tandem_model_dims *dm, int64_t rows
 /* dx [rows, in] = dy [rows, out] W */
 tandem_gemm_desc tandem_model_desc_linear_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                              int64_t out);
+/* The same for a dx a LayerNorm backward takes as its dy (the qkv and MLP fc layers): bf16 C in
+ * bf16 mode (model.da16), f32 otherwise. */
+tandem_gemm_desc tandem_model_desc_ln_dx(const tandem_model_dims *dm, int64_t rows, int64_t in, int64_t out);
 /* The MLP proj's dx with the DGELU epilogue: df = (dy W) GELU'(f), in the model's precision. */
 tandem_gemm_desc tandem_model_desc_mlp_proj_dx(const tandem_model_dims *dm, int64_t rows, int64_t in,
                                                int64_t out);

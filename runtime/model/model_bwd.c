@@ -54,7 +54,8 @@ static tandem_status weight_grad(tandem_model *m, tandem_stream *s, int w, int b
 }
 
 /* A linear layer's weight and bias gradients from dy [rows, out] and its input x [rows, in]:
- * dW [out, in] += dy^T x,  db [out] += colsum(dy);  and (dx not NULL) dx [rows, in] = dy W.
+ * dW [out, in] += dy^T x,  db [out] += colsum(dy);  and (dx not NULL) dx [rows, in] = dy W, in
+ * dx's type (bf16: a LayerNorm backward's dy, tandem_model_desc_ln_dx).
  * staged: dy's producer wrote its bf16 operand into gbf (bf16 mode). */
 static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b, int64_t rows,
                                 int64_t in, int64_t out, const tandem_tensor *dy, int staged,
@@ -64,7 +65,8 @@ static tandem_status linear_bwd(tandem_model *m, tandem_stream *s, int w, int b,
     TANDEM_TRY(operand(m, s, dy, rows * out, staged, &dyo));
     TANDEM_TRY(weight_grad(m, s, w, b, rows, in, out, dyo, VIEW(x)));
     if (!dx) return TANDEM_OK;
-    const tandem_gemm_desc g = tandem_model_desc_linear_dx(d, rows, in, out);
+    const tandem_gemm_desc g = (tandem_tensor_dtype(dx) == TANDEM_BF16 ? tandem_model_desc_ln_dx
+                                                                        : tandem_model_desc_linear_dx)(d, rows, in, out);
     return tandem_dev_gemm(s, &g, 1.0f, dyo, tandem_model_weight(m, w), 0.0f, VIEW(dx));
 }
 
@@ -80,7 +82,7 @@ static tandem_status mlp_dgelu(tandem_model *m, tandem_stream *s, const tandem_m
                                VIEW(m->dff), NULL, VIEW(ly->f));
 }
 
-/* dx [rows, d] (accumulate: dx +)= LN backward of dy [rows, d] at x (mean, rstd [rows]); dgamma, dbeta
+/* dx [rows, d] (accumulate: dx +)= LN backward of dy [rows, d] (f32 or bf16) at x (mean, rstd [rows]); dgamma, dbeta
  * += their parts. dx16 (or NULL): bf16(dx) too, for a linear backward that takes dx as its dy.
  * bias (a parameter, or NO_BIAS_GRAD): += colsum(dx as written), the bias gradient of the
  * linear layer that produced the residual stream dx is the gradient of, summed on the way. */
@@ -90,8 +92,10 @@ static tandem_status layernorm_bwd(tandem_model *m, tandem_stream *s, const tand
                                    tandem_bf16 *dx16, int accumulate, int bias, int64_t rows) {
     const int N = (int)rows, D = m->dims.d;
     float *scratch = F32(m->ln_scratch);
-    TANDEM_TRY(tandem_layernorm_bwd(s, F32(dy), F32(x), F32(mean), F32(rstd), tandem_model_param_f32(m, g),
-                                    F32(dx), dx16, accumulate, scratch, N, D));
+    const int b16 = tandem_tensor_dtype(dy) == TANDEM_BF16;
+    TANDEM_TRY(tandem_layernorm_bwd(s, b16 ? NULL : F32(dy), b16 ? tandem_tensor_bf16(dy) : NULL,
+                                    F32(x), F32(mean), F32(rstd), tandem_model_param_f32(m, g), F32(dx), dx16,
+                                    accumulate, scratch, N, D));
     return tandem_layernorm_bwd_params(s, scratch, tandem_model_grad_f32(m, g), tandem_model_grad_f32(m, b),
                                        bias >= 0 ? tandem_model_grad_f32(m, bias) : NULL, N, D);
 }
@@ -121,6 +125,12 @@ static tandem_status attention_bwd(tandem_model *m, tandem_stream *s, tandem_mod
 }
 
 
+/* Where a dx GEMM writes a LayerNorm backward's dy: bf16 mode, da16 (half the bytes written and
+ * read); else the f32 scratch a itself. */
+static tandem_tensor *ln_dy(const tandem_model *m, tandem_tensor *a) {
+    return m->da16 ? m->da16 : a;
+}
+
 /* Block l backward. On entry dres = dL/d(block output), and in bf16 mode gbf = bf16(dres)
  * (block l + 1's residual add, or the final LN's backward, wrote it); on exit dres = dL/d(block
  * input). */
@@ -141,11 +151,11 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     /* the proj's bias gradient colsum(res) was summed by the LN backward that wrote res */
     TANDEM_TRY(linear_bwd(m, s, lp->proj_w, NO_BIAS_GRAD, Nr, d->ff, D, res, 1, ly->g, NULL));
     TANDEM_TRY(mlp_dgelu(m, s, ly, res, Nr));
-    TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, Nr, D, d->ff, m->dff, 1, ly->h2, a));
+    TANDEM_TRY(linear_bwd(m, s, lp->fc_w, lp->fc_b, Nr, D, d->ff, m->dff, 1, ly->h2, ln_dy(m, a)));
     /* the residual: res += d x_mid through LN2, accumulated by the LN backward itself, which
      * writes the bf16 copy the next linear backward takes as dy, and sums it for bo */
-    TANDEM_TRY(layernorm_bwd(m, s, a, ly->x_mid, ly->mean2, ly->rstd2, lp->ln2_g, lp->ln2_b, res, staged16(m),
-                             1, lp->out_b, Nr));
+    TANDEM_TRY(layernorm_bwd(m, s, ln_dy(m, a), ly->x_mid, ly->mean2, ly->rstd2, lp->ln2_g, lp->ln2_b, res,
+                             staged16(m), 1, lp->out_b, Nr));
 
     /* Attention: x_mid = x + att Wo^T + bo,  att = MHA(qkv),  qkv = h1 Wqkv^T + bqkv
      * a [Nr, d] = d att;  dqkv [N, 3d];  da = dh1;  dres = d x through LN1 (db) */
@@ -157,9 +167,9 @@ static tandem_status block_bwd(tandem_model *m, tandem_stream *s, int l) {
     TANDEM_TRY(attention_bwd(m, s, ly));
     const int dqkv16 = tandem_model_dqkv_bf16(m); /* dy: the bf16 gbf itself (its own operand) */
     TANDEM_TRY(linear_bwd(m, s, lp->qkv_w, lp->qkv_b, N, D, 3 * D, dqkv16 ? m->gbf : m->dqkv, dqkv16,
-                          ly->h1, m->da));
+                          ly->h1, ln_dy(m, m->da)));
     /* block 0's dres feeds the embedding: f32 only; block l - 1's proj bias gradient is its sum */
-    return layernorm_bwd(m, s, m->da, ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b, m->dres,
+    return layernorm_bwd(m, s, ln_dy(m, m->da), ly->x, ly->mean1, ly->rstd1, lp->ln1_g, lp->ln1_b, m->dres,
                          l > 0 ? staged16(m) : NULL, 1, l > 0 ? m->lp[l - 1].proj_b : NO_BIAS_GRAD, N);
 }
 

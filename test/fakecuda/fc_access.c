@@ -102,7 +102,7 @@ ACC(layernorm_fwd) {
 }
 ACC(layernorm_bwd) {
     size_t nd = (size_t)a->rows * a->d * F4;
-    R(a->dy, nd); R(a->x, nd); R(a->mean, a->rows * F4); R(a->rstd, a->rows * F4);
+    R(a->dy, nd); R(a->dy16, nd / 2); R(a->x, nd); R(a->mean, a->rows * F4); R(a->rstd, a->rows * F4);
     R(a->gamma, a->d * F4);
     if (a->accumulate) R(a->dx, nd);
     W(a->dx, nd); W(a->dx16, nd / 2);

@@ -69,7 +69,8 @@ const tandem_kcase_spec tandem_kcase_layernorm_fwd = {N_LN, ln_fwd_make, ln_fwd_
 static void ln_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     ln_pick(idx, rng, c);
     int64_t rows = c->i[0], d = c->i[1];
-    tandem_kcase_set_buf(c, 0, "dy", TANDEM_F32, rows * d, TANDEM_KB_IN, -1.0f, 1.0f);
+    c->i[2] = idx % 4 == 3 || idx == 5; /* dy in bf16 (a bf16 model's dx GEMM writes it so) */
+    tandem_kcase_set_buf(c, 0, "dy", c->i[2] ? TANDEM_BF16 : TANDEM_F32, rows * d, TANDEM_KB_IN, -1.0f, 1.0f);
     tandem_kcase_set_buf(c, 1, "x", TANDEM_F32, rows * d, TANDEM_KB_IN, -2.0f, 2.0f);
     tandem_kcase_set_buf(c, 2, "mean", TANDEM_F32, rows, TANDEM_KB_IN, -0.3f, 0.3f);
     tandem_kcase_set_buf(c, 3, "rstd", TANDEM_F32, rows, TANDEM_KB_IN, 0.5f, 2.0f);
@@ -83,10 +84,12 @@ static void ln_bwd_make(int idx, tandem_rng *rng, tandem_kcase *c) {
     c->tol = c->i[7] ? 1e-7 : 1e-10; /* bf16: an ulp of f32 difference flips a rounding */
     tandem_kcase_desc2(c, c->i[7] ? TANDEM_KCASE_OUT_BOTH : TANDEM_KCASE_OUT_F32);
     if (c->i[6]) strncat(c->desc, " dx+=", sizeof c->desc - strlen(c->desc) - 1);
+    if (c->i[2]) strncat(c->desc, " dy bf16", sizeof c->desc - strlen(c->desc) - 1);
 }
 static void ln_bwd_bind(const tandem_kcase *c, void *const *bufs, void *args) {
     tandem_k_layernorm_bwd_args *a = (tandem_k_layernorm_bwd_args *)args;
-    a->dy = (const float *)bufs[0];
+    a->dy = c->i[2] ? NULL : (const float *)bufs[0];
+    a->dy16 = c->i[2] ? (const tandem_bf16 *)bufs[0] : NULL;
     a->x = (const float *)bufs[1];
     a->mean = (const float *)bufs[2];
     a->rstd = (const float *)bufs[3];

@@ -593,7 +593,7 @@ static void test_layernorm_wide_shared(void **state) {
                                      (const float *)(uintptr_t)M,  (const float *)(uintptr_t)R,
                                      (const float *)(uintptr_t)G,  (float *)(uintptr_t)DX,
                                      NULL,                         0,
-                                     (float *)(uintptr_t)SC,       rows, d};
+                                     (float *)(uintptr_t)SC,       rows, d, NULL};
     tandem_launch_dims dims;
     tandem_kernel_table[TANDEM_KID_layernorm_bwd].geom(&a, &dims);
     assert_true(dims.shmem > 48 * 1024);
@@ -602,7 +602,7 @@ static void test_layernorm_wide_shared(void **state) {
     assert_int_equal(dev0->ops->copy_d2h(&s0, dx, DX, n * 4), TANDEM_OK);
     assert_int_equal(dev0->ops->copy_d2h(&s0, sc, SC, ns * 4), TANDEM_OK);
     assert_int_equal(dev0->ops->stream_sync(&s0), TANDEM_OK);
-    tandem_k_layernorm_bwd_args h = {dy, x, mean, rstd, g, hdx, NULL, 0, hsc, rows, d};
+    tandem_k_layernorm_bwd_args h = {dy, x, mean, rstd, g, hdx, NULL, 0, hsc, rows, d, NULL};
     tandem_k_layernorm_bwd_host(&h);
     assert_true(max_rel(dx, hdx, n) < 1e-10);
     assert_true(max_rel(sc, hsc, ns) < 1e-10);

@@ -156,7 +156,7 @@ static void run_layernorm(tandem_rng *rng, int rows, int d) {
 
     tandem_k_layernorm_fwd_args fa = {x, gamma, beta, y, NULL, mean, rstd, rows, d, TANDEM_LAYERNORM_EPS};
     tandem_k_layernorm_fwd_host(&fa);
-    tandem_k_layernorm_bwd_args ba = {w, x, mean, rstd, gamma, dx, NULL, 0, scratch, rows, d};
+    tandem_k_layernorm_bwd_args ba = {w, x, mean, rstd, gamma, dx, NULL, 0, scratch, rows, d, NULL};
     tandem_k_layernorm_bwd_host(&ba);
     tandem_k_layernorm_bwd_params_args pa = {scratch, dgamma, dbeta, NULL, rows, d};
     tandem_k_layernorm_bwd_params_host(&pa);
