@@ -11,7 +11,15 @@ The same architecture, parameter for parameter (the table of runtime/model.c bui
   (tanh approximation) → Linear 4d → d → residual; final LN; mel head d → r·80 and stop head
   d → r on the mel positions. LayerNorm eps 1e-5.
   loss = masked L1 (mean over real frames × 80 bands) + stop_weight · BCE-with-logits (mean
-  over all B·F frames, target 1 from the last real frame on).
+  over all B·F frames, target 1 from the last real frame on) + the guided-attention term, and
+  prenet dropout 0.5 on GELU(prenet) — configs/tiny.yaml's training step, which
+  bench/train_bench.sh times Tandem on (--objective full, the default; base: configs/ljspeech.yaml's). Guided attention as
+  kernels/attention.h: on the first ga_heads heads of every layer, per real mel query j of an
+  item with tt real text keys and nm real mel positions, 1 - sum over t < tt of P[Tt + j, t]
+  G(t, j), G = exp(-(t / tt - (j + 0.5) / nm)^2 / (2 sigma^2)), summed over rows / Nq (the
+  batch's real mel positions), times ga_weight / (ga_heads · layers). With SDPA those heads'
+  probabilities are computed explicitly (SDPA does not return them), the rest through SDPA.
+  --objective plain: L1 + BCE only, no dropout (what this peer timed before 2026-11-25).
   AdamW (decoupled decay 0.01 on the linear weights only; none on norms, biases, embeddings),
   betas 0.9/0.999, eps 1e-8, global-norm clipping at 1.0, warm-up + cosine LR — the defaults of
   runtime/config.c.
@@ -42,10 +50,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# DESIGN.md §7 presets; batch sizes from configs/tiny.yaml (8) and configs/ljspeech.yaml (32).
+# DESIGN.md §7 presets; batch sizes and guided-attention weights from configs/tiny.yaml and
+# configs/ljspeech.yaml (both: prenet dropout 0.5, ga_sigma 0.2, ga_heads 1).
 SIZES = {
-    "tiny": dict(d=256, layers=4, heads=4, r=4, max_text=128, max_frames=512, batch=8),
-    "base": dict(d=512, layers=8, heads=8, r=2, max_text=200, max_frames=800, batch=32),
+    "tiny": dict(d=256, layers=4, heads=4, r=4, max_text=128, max_frames=512, batch=8, ga_weight=2.0),
+    "base": dict(d=512, layers=8, heads=8, r=2, max_text=200, max_frames=800, batch=32, ga_weight=1.0),
 }
 N_MELS = 80
 # tandem_symbols_count(): 5 specials (PAD BOS EOS <en> <fa>) + 9 punctuation/space + 26 English
@@ -54,9 +63,9 @@ VOCAB = 76
 
 
 class Block(nn.Module):
-    def __init__(self, d, heads, attention):
+    def __init__(self, d, heads, attention, ga_heads=0):
         super().__init__()
-        self.heads, self.dh, self.attention = heads, d // heads, attention
+        self.heads, self.dh, self.attention, self.ga_heads = heads, d // heads, attention, ga_heads
         # Submodule names give Tandem's checkpoint tensor names (layers.N.attn.qkv.weight, ...).
         self.ln1 = nn.LayerNorm(d, eps=1e-5)
         self.attn = nn.Module()
@@ -67,28 +76,38 @@ class Block(nn.Module):
         self.mlp.fc = nn.Linear(d, 4 * d)
         self.mlp.proj = nn.Linear(4 * d, d)
 
+    def explicit(self, q, k, v, allowed):  # [B, h, T, dh] each -> P [B, h, T, T], O [B, h, T, dh]
+        s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.dh))
+        p = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
+        return p, p @ v
+
     def forward(self, x, allowed):  # x [B, T, d]; allowed [B, 1, T, T] bool (True = attend)
+        """The block's output and P of its first ga_heads heads ([B, ga_heads, T, T], or None)."""
         B, T, d = x.shape
         q, k, v = self.attn.qkv(self.ln1(x)).split(d, dim=-1)             # [B, T, d] each
         q, k, v = (t.view(B, T, self.heads, self.dh).transpose(1, 2) for t in (q, k, v))
+        g, pg = self.ga_heads, None
         if self.attention == "sdpa":
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)  # [B, H, T, dh]
+            o = F.scaled_dot_product_attention(q[:, g:], k[:, g:], v[:, g:], attn_mask=allowed)
+            if g:
+                pg, og = self.explicit(q[:, :g], k[:, :g], v[:, :g], allowed)
+                o = torch.cat([og, o], dim=1)                              # [B, H, T, dh]
         else:
-            s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.dh))     # [B, H, T, T]
-            p = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
-            o = p @ v
+            p, o = self.explicit(q, k, v, allowed)
+            pg = p[:, :g] if g else None
         x = x + self.attn.out(o.transpose(1, 2).reshape(B, T, d))
-        return x + self.mlp.proj(F.gelu(self.mlp.fc(self.ln2(x)), approximate="tanh"))
+        return x + self.mlp.proj(F.gelu(self.mlp.fc(self.ln2(x)), approximate="tanh")), pg
 
 
 class TandemModel(nn.Module):
-    def __init__(self, d, layers, heads, r, max_text, max_frames, vocab, attention):
+    def __init__(self, d, layers, heads, r, max_text, max_frames, vocab, attention, ga_heads=0,
+                 dropout=0.0):
         super().__init__()
-        self.r, self.tt, self.tm = r, max_text, max_frames // r
+        self.r, self.tt, self.tm, self.dropout = r, max_text, max_frames // r, dropout
         self.sym_emb = nn.Embedding(vocab, d)                  # [V, d]
         self.pos_emb = nn.Embedding(self.tt + self.tm, d)      # [T, d]
         self.prenet = nn.Linear(r * N_MELS, d)
-        self.layers = nn.ModuleList(Block(d, heads, attention) for _ in range(layers))
+        self.layers = nn.ModuleList(Block(d, heads, attention, ga_heads) for _ in range(layers))
         self.ln_f = nn.LayerNorm(d, eps=1e-5)
         self.mel_head = nn.Linear(d, r * N_MELS)
         self.stop_head = nn.Linear(d, r)
@@ -109,13 +128,33 @@ class TandemModel(nn.Module):
         groups = mels.reshape(B, self.tm, self.r * N_MELS)                  # [B, Tm, r*80]
         groups = torch.cat([groups.new_zeros(B, 1, self.r * N_MELS), groups[:, :-1]], dim=1)
         pre = F.gelu(self.prenet(groups), approximate="tanh")              # [B, Tm, d]
+        if self.dropout > 0:
+            pre = F.dropout(pre, self.dropout, training=True)
         x = torch.cat([self.sym_emb(tokens), pre], dim=1) + self.pos_emb.weight  # [B, T, d]
+        probs = []                                                          # [B, ga_heads, T, T] each
         for blk in self.layers:
-            x = blk(x, allowed)
+            x, pg = blk(x, allowed)
+            if pg is not None:
+                probs.append(pg)
         h = self.ln_f(x)[:, self.tt:]                                       # [B, Tm, d]
         mel = self.mel_head(h).reshape(B, self.tm * self.r, N_MELS)         # [B, F, 80]
         stop = self.stop_head(h).reshape(B, self.tm * self.r)               # [B, F]
-        return mel, stop
+        return mel, stop, probs
+
+
+def ga_weights(key, tt_max, sigma):
+    """G(t, j) on the real text keys t of every real mel query j, 0 elsewhere: [B, Tm, Tt], and
+    the batch's count of real mel queries Nq (kernels/attention.h, tandem_k_ga_g)."""
+    tt = key[:, :tt_max].sum(1).float()                                     # [B]
+    nm = key[:, tt_max:].sum(1).float()                                     # [B]
+    Tm = key.shape[1] - tt_max
+    t = torch.arange(tt_max, dtype=torch.float32)[None, None, :]
+    j = torch.arange(Tm, dtype=torch.float32)[None, :, None]
+    x = t / tt.clamp(min=1)[:, None, None] - (j + 0.5) / nm.clamp(min=1)[:, None, None]
+    w = torch.exp(-x * x / (2.0 * sigma * sigma))
+    real = (t < tt[:, None, None]) & (j < nm[:, None, None]) & (tt[:, None, None] > 0)
+    rows = ((j[..., 0] < nm[:, None]) & (tt[:, None] > 0)).float()          # [B, Tm]
+    return w * real, rows, rows.sum()
 
 
 def n_params(cfg, vocab):
@@ -183,7 +222,7 @@ def make_batch(cfg, vocab, gen):
     T = Tt + Tm
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     allowed = (causal[None] & key[:, None, :])[:, None]                    # [B, 1, T, T]
-    return tokens, mels, frame_mask, stop, allowed
+    return tokens, mels, frame_mask, stop, allowed, key
 
 
 def lr_at(step, lr=3e-4, warmup=200, max_steps=200, min_ratio=0.1):
@@ -211,6 +250,9 @@ def main():
     ap.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32",
                     help="bf16: autocast to bfloat16 (fp32 master weights, as Tandem's "
                          "precision: bf16); tf32: fp32 with TF32 matmuls")
+    ap.add_argument("--objective", choices=["full", "plain"], default="full",
+                    help="full: the size's config's training step (prenet dropout 0.5, guided "
+                         "attention on 1 head, sigma 0.2, its ga_weight); plain: L1 + BCE only")
     ap.add_argument("--vocab", type=int, default=VOCAB)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--params-only", action="store_true", help="print parameter counts and exit")
@@ -227,8 +269,10 @@ def main():
         cfg["batch"] = a.batch
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
+    full = a.objective == "full"
+    ga_heads, ga_weight, ga_sigma, dropout = (1, cfg["ga_weight"], 0.2, 0.5) if full else (0, 0.0, 0.2, 0.0)
     model = TandemModel(cfg["d"], cfg["layers"], cfg["heads"], cfg["r"], cfg["max_text"],
-                        cfg["max_frames"], a.vocab, a.attention)
+                        cfg["max_frames"], a.vocab, a.attention, ga_heads, dropout)
     counted = sum(p.numel() for p in model.parameters())
     print(f"PARAMS size={a.size} torch_module={counted}")
     if counted != n_params(cfg, a.vocab):
@@ -251,14 +295,15 @@ def main():
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=3e-4, betas=(0.9, 0.999), eps=1e-8)
     gen = torch.Generator().manual_seed(a.seed)
-    tokens, mels, frame_mask, stop_t, allowed = make_batch(cfg, a.vocab, gen)
+    tokens, mels, frame_mask, stop_t, allowed, key = make_batch(cfg, a.vocab, gen)
+    ga_w, ga_rows, ga_nq = ga_weights(key, cfg["max_text"], ga_sigma)
     dev = torch.device(a.device)
     if a.device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
         torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
         model.to(dev)
-        tokens, mels, frame_mask, stop_t, allowed = (
-            t.to(dev) for t in (tokens, mels, frame_mask, stop_t, allowed))
+        tokens, mels, frame_mask, stop_t, allowed, ga_w, ga_rows = (
+            t.to(dev) for t in (tokens, mels, frame_mask, stop_t, allowed, ga_w, ga_rows))
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
                                  {"params": no_decay, "weight_decay": 0.0}],
                                 lr=3e-4, betas=(0.9, 0.999), eps=1e-8, fused=True)
@@ -271,11 +316,16 @@ def main():
             g["lr"] = lr_at(i)
         opt.zero_grad(set_to_none=True)
         with autocast:
-            mel, stop = model(tokens, mels, allowed)
+            mel, stop, probs = model(tokens, mels, allowed)
         mel, stop = mel.float(), stop.float()
         l1 = ((mel - mels).abs() * frame_mask[:, :, None]).sum() / l1_count
         bce = F.binary_cross_entropy_with_logits(stop, stop_t)
         loss = l1 + 1.0 * bce
+        Tt = cfg["max_text"]
+        for p in probs:  # [B, ga_heads, T, T]: mel query rows against the text keys
+            pull = (p[:, :, Tt:, :Tt].float() * ga_w[:, None]).sum(-1)        # [B, ga_heads, Tm]
+            ga = ((1.0 - pull) * ga_rows[:, None]).sum() / ga_nq
+            loss = loss + ga * (ga_weight / (ga_heads * len(model.layers)))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -284,7 +334,8 @@ def main():
     print(f"CONFIG size={a.size} batch={cfg['batch']} d={cfg['d']} layers={cfg['layers']} "
           f"heads={cfg['heads']} r={cfg['r']} max_text={cfg['max_text']} "
           f"max_frames={cfg['max_frames']} seq={cfg['max_text'] + cfg['max_frames'] // cfg['r']} "
-          f"threads={torch.get_num_threads()} attention={a.attention} device={a.device} "
+          f"threads={torch.get_num_threads()} attention={a.attention} objective={a.objective} "
+          f"device={a.device} "
           f"precision={a.precision} torch={torch.__version__}")
     times, cpu, losses = [], [], []
     if a.device == "cuda":  # queued without a host sync per step (as Tandem's unlogged steps): the mean
