@@ -96,9 +96,10 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_fwd(tandem_k_layern
  * Block b takes rows b, b + nb, ...; thread tid owns columns tid, tid + blockDim, ... both for
  * the row's dx and for the block's partials part[2, d] in shared memory, so the partials need
  * no barrier and are summed in row order. */
-/* Element i of the LayerNorm backward's dy, f32 or bf16. */
-DEVICE_FN float layers_ln_dy(const tandem_k_layernorm_bwd_args *a, int64_t i) {
-    return a->dy ? a->dy[i] : tandem_bf16_to_f32(a->dy16[i]);
+/* Element i of the LayerNorm backward's dy, f32 or bf16 (pointers, not the argument struct:
+ * taking a kernel parameter's address makes nvcc copy it to local memory). */
+DEVICE_FN float layers_ln_dy(const float *dy, const tandem_bf16 *dy16, int64_t i) {
+    return dy ? dy[i] : tandem_bf16_to_f32(dy16[i]);
 }
 
 KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layernorm_bwd_args a) {
@@ -119,7 +120,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
         float mean = a.mean[row], rstd = a.rstd[row];
         float s_g = 0.0f, s_gx = 0.0f;
         for (int c = tid; c < d; c += nt) {
-            float g = a.gamma[c] * layers_ln_dy(&a, at + c);
+            float g = a.gamma[c] * layers_ln_dy(a.dy, a.dy16, at + c);
             s_g += g;
             s_gx += g * (x[c] - mean) * rstd;
         }
@@ -127,7 +128,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_THREADS) tandem_k_layernorm_bwd(tandem_k_layern
         float m_g = s_g / (float)d, m_gx = s_gx / (float)d;
         for (int c = tid; c < d; c += nt) {
             float xhat = (x[c] - mean) * rstd;
-            float dyc = layers_ln_dy(&a, at + c);
+            float dyc = layers_ln_dy(a.dy, a.dy16, at + c);
             const float v = rstd * (a.gamma[c] * dyc - m_g - xhat * m_gx);
             const float o = a.accumulate ? a.dx[at + c] + v : v;
             tandem_k_store2(a.dx, a.dx16, at + c, o);
