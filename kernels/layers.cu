@@ -155,7 +155,7 @@ KERNEL LAUNCH_BOUNDS(TANDEM_K_LN_PARAMS_THREADS) tandem_k_layernorm_bwd_params(t
             const float *p = a.scratch + (int64_t)k * 3 * a.d; /* [3, d] */
             g += p[c];
             b += p[a.d + c];
-            x += p[2 * a.d + c];
+            if (a.dbias) x += p[2 * a.d + c]; /* the dx sums are read only when wanted */
         }
         a.dgamma[c] += g;
         a.dbeta[c] += b;

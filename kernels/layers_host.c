@@ -203,7 +203,8 @@ static void layernorm_bwd_params_cols(void *ctx, int64_t c0, int64_t c1) {
             const float *restrict p = a->scratch + (int64_t)k * 3 * a->d + lo; /* [3, d] */
             for (int c = 0; c < n; c++) g[c] += p[c];
             for (int c = 0; c < n; c++) b[c] += p[a->d + c];
-            for (int c = 0; c < n; c++) x[c] += p[2 * a->d + c];
+            if (a->dbias) /* the dx sums are read only when wanted, as the kernel does */
+                for (int c = 0; c < n; c++) x[c] += p[2 * a->d + c];
         }
         for (int c = 0; c < n; c++) a->dgamma[lo + c] += g[c], a->dbeta[lo + c] += b[c];
         if (a->dbias)

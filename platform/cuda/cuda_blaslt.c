@@ -563,6 +563,14 @@ static tandem_status fatbin_gemm(tandem_stream *s, const tandem_gemm_desc *g, fl
     return tandem_cuda_launch(s, TANDEM_KID_gemm_f32, &dims, &f, sizeof f);
 }
 
+/* cuBLASLt's epilogue kernels access the bias (gradient) vector 16 bytes at a time, and no
+ * preference attribute tells its heuristic otherwise (a less aligned bias faults with "misaligned
+ * address" on a GPU): such a call runs on the fatbin GEMM, which takes any alignment. The model's
+ * biases are 256-byte aligned (runtime/model/model.c, PARAM_ALIGN); a view into a tensor may not be. */
+static int lt_bias_aligned(const tandem_gemm_desc *g) {
+    return !tandem_gemm_epi_bias_ptr(g->epilogue) || (g->bias & 15u) == 0;
+}
+
 tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha, tandem_dptr a,
                                tandem_dptr b, float beta, tandem_dptr c) {
     tandem_cuda_dev *d = tandem_cuda_impl(s->dev);
@@ -578,6 +586,6 @@ tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, floa
                            d->ordinal, shp);
     }
     TANDEM_TRY(tandem_cuda_make_current(d));
-    if (!p->fatbin) return lt_gemm(d, s, p, g, alpha, a, b, beta, c);
+    if (!p->fatbin && lt_bias_aligned(g)) return lt_gemm(d, s, p, g, alpha, a, b, beta, c);
     return fatbin_gemm(s, g, alpha, a, b, beta, c);
 }

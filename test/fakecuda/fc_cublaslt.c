@@ -839,6 +839,17 @@ static cublasStatus_t check_alignment(const char *call, const cublasLtMatmulAlgo
  * (the algorithm may assume it, as for A-D). Lock held. */
 static cublasStatus_t check_epilogue_pointers(const char *call, const lt_problem *p, const cublasLtMatmulAlgo_t *algo) {
     const lt_desc *d = p->d;
+    /* The epilogue kernels load and store the bias (gradient) vector 16 bytes at a time, and no
+     * preference attribute tells the heuristic otherwise: a less aligned bias (or batch stride)
+     * faults with "misaligned address" on a GPU (PyTorch falls back to an unfused GEMM for it). */
+    const uint64_t bv = (uint64_t)(uintptr_t)d->bias |
+                        (p->batch > 1 ? (uint64_t)d->bias_stride * type_size(p->bias_type) : 0u);
+    if ((p->has_bias || p->bgrad) && d->bias && (bv & 15u)) {
+        tandem_fakecuda_report(call, "bias%s at %p (batch stride %lld elements) is not 16-byte aligned; cuBLASLt's "
+                               "epilogue kernels access it in 16-byte vectors (a GPU faults: misaligned address)",
+                               p->bgrad ? " gradient" : "", d->bias, (long long)d->bias_stride);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
     if (p->bgrad && (!d->bias || tandem_fakecuda_check_device_range(call, "bias gradient", d->bias,
                                                                      bias_elems(p) * type_size(p->bias_type)))) {
         if (!d->bias) tandem_fakecuda_report(call, "epilogue %u writes a bias gradient: BIAS_POINTER is NULL", d->epilogue);

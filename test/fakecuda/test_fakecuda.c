@@ -911,8 +911,9 @@ static void test_matmul_aux(void **state) {
         }
 }
 
-/* The documented rules of the aux and bias-gradient epilogues, each provoked once
- * (fc_cublaslt.c, check_aux / check_epilogue_pointers / the bias type in check_problem). */
+/* The documented rules of the aux and bias-gradient epilogues, and the bias vector's 16-byte
+ * alignment, each provoked once (fc_cublaslt.c, check_aux / check_epilogue_pointers / the bias
+ * type in check_problem). */
 static void test_matmul_aux_rules(void **state) {
     (void)state;
     aux_env e;
@@ -951,6 +952,10 @@ static void test_matmul_aux_rules(void **state) {
     aux_run(&e, 0, CUBLAS_STATUS_INVALID_VALUE);
     set_ptr(&e, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias);
     aux_run(&e, 0, 0);
+    /* a bias gradient 8 bytes off a 16-byte boundary: a GPU's epilogue faults, the stand-in refuses */
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias + 8);
+    aux_run(&e, 0, CUBLAS_STATUS_NOT_SUPPORTED);
+    set_ptr(&e, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias);
     /* an f32 bias with a bf16 D: the bias is D's type outside IMMA / FP8 */
     uint32_t bf = CUDA_R_16BF, bias_epi = CUBLASLT_EPILOGUE_BIAS;
     OK(D.cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias_epi, sizeof bias_epi));
