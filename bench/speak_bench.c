@@ -52,10 +52,13 @@ static int read_rows(const char *dir, row *rows, int max) {
 static int run(tandem_synth *s, const char *dir, const char *label, row *rows, int n) {
     const int F = tandem_synth_config(s)->max_frames;
     float *audio = malloc((size_t)F * TANDEM_MEL_HOP * sizeof(float));
-    float *truth = malloc((size_t)F * TANDEM_MEL_N_MELS * sizeof(float));
+    const size_t stride = (size_t)F * TANDEM_MEL_N_MELS;
+    float *truth = malloc((size_t)n * stride * sizeof(float)); /* [n, F, 80] */
+    float *gen = malloc((size_t)n * stride * sizeof(float));   /* [n, F, 80] */
+    int *true_frames = calloc((size_t)n, sizeof *true_frames);
     float *scratch = malloc(tandem_speak_eval_scratch_floats(F) * sizeof(float));
     tandem_speak_utt *u = calloc((size_t)n, sizeof *u);
-    if (!audio || !truth || !scratch || !u) return 1;
+    if (!audio || !truth || !gen || !true_frames || !scratch || !u) return 1;
     int rc = 0;
     for (int i = 0; i < n && !rc; i++)
         if (tandem_synth_encode(s, rows[i].text, strlen(rows[i].text), -1, rows[i].ids,
@@ -67,33 +70,44 @@ static int run(tandem_synth *s, const char *dir, const char *label, row *rows, i
         char wav[2200];
         snprintf(wav, sizeof wav, "%.2048s/wavs/%.63s.wav", dir, rows[i].id);
         int frames = 0;
-        tandem_status st = tandem_speak_eval_true_mel(wav, F, audio, truth, &frames);
+        float *t = truth + (size_t)i * stride;
+        tandem_status st = tandem_speak_eval_true_mel(wav, F, audio, t, &frames);
+        true_frames[i] = frames;
         if (st == TANDEM_OK)
             st = tandem_speak_eval_utt(s, rows[i].ids, rows[i].count,
                                        n > 1 ? rows[(i + 1) % n].ids : NULL,
-                                       rows[(i + 1) % n].count, truth, frames, scratch, NULL,
-                                       &u[i]);
+                                       rows[(i + 1) % n].count, t, frames, scratch,
+                                       gen + (size_t)i * stride, &u[i]);
         if (st != TANDEM_OK) {
             fprintf(stderr, "speak_bench: %s: %s\n", rows[i].id, tandem_last_error());
             rc = 1;
             break;
         }
         printf("  %s %s: true %d frames, generated %d (%s), ratio %.2f, DTW-L1 %.3f, "
-               "teacher-forced L1 %.3f (other text %.3f)\n", label, rows[i].id, frames,
-               u[i].gen_frames, u[i].stopped ? (u[i].within ? "stop within 20%" : "stop outside 20%")
-                                             : "no stop", u[i].ratio, u[i].dtw_l1, u[i].tf_l1,
-               u[i].tf_l1_other);
+               "teacher-forced L1 %.3f (other text %.3f), spectral variation %.2f\n", label,
+               rows[i].id, frames, u[i].gen_frames,
+               u[i].stopped ? (u[i].within ? "stop within 20%" : "stop outside 20%") : "no stop",
+               u[i].ratio, u[i].dtw_l1, u[i].tf_l1, u[i].tf_l1_other, u[i].spec_var);
         fflush(stdout);
     }
     if (!rc) {
+        tandem_speak_identify(gen, truth, stride, n, true_frames,
+                              tandem_speak_eval_dtw_row(scratch, F), u);
+        for (int i = 0; i < n; i++)
+            if (u[i].nearest != i)
+                printf("  %s %s: not identified: nearest true mel is %s's\n", label, rows[i].id,
+                       rows[u[i].nearest].id);
         tandem_speak_summary sm;
         tandem_speak_eval_summarize(u, n, &sm);
-        printf("%s: stop within ±20%%: %d/%d; median length ratio %.2f; mean DTW-L1 %.3f; "
-               "text-dependence ratio %.2f\n", label, sm.within, sm.n, sm.median_ratio, sm.dtw_l1,
+        printf("%s: stop within ±20%%: %d/%d; identified %d/%d; spectral variation %.2f; median "
+               "length ratio %.2f; mean DTW-L1 %.3f; text-dependence ratio %.2f\n", label,
+               sm.within, sm.n, sm.identified, sm.n, sm.spec_var, sm.median_ratio, sm.dtw_l1,
                sm.text_dependence);
     }
     free(audio);
     free(truth);
+    free(gen);
+    free(true_frames);
     free(scratch);
     free(u);
     return rc;

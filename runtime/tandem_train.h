@@ -124,6 +124,8 @@ typedef struct tandem_step_metrics {
     double eval_len_ratio;    /* median generated / true length */
     double eval_dtw_l1;       /* mean DTW-aligned L1 of the generated against the true mel */
     double eval_text_dep;     /* teacher-forced L1 with shuffled texts / with the right texts */
+    double eval_spec_var;     /* generated / true mean frame-to-frame change (drone ~0, speech ~1) */
+    double eval_ident;        /* fraction whose nearest true mel (DTW) among the set is their own */
     double eval_ms;           /* wall time of the evaluation */
     double eta_s;          /* estimated seconds to max_steps; < 0 when unknown */
     int logged;            /* 1: this step wrote a metrics.jsonl line */

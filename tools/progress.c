@@ -59,11 +59,12 @@ void cli_print_verdict(FILE *f, const tandem_verdict *v) {
 /* A validation's line (its free-running evaluation: eval_ms > 0), above the progress line. */
 static void validation_line(cli_progress *p, const tandem_step_metrics *m) {
     if (!(m->eval_ms > 0) || !(m->val_l1 >= 0)) return;
-    char msg[256];
+    char msg[320];
     snprintf(msg, sizeof msg, "step %" PRId64 " validation: l1 %.4f; free-running: stop within "
-             "±20%% %.0f%%, median length x%.2f, DTW-L1 %.3f, text dependence %.2f (%.1f s)",
+             "±20%% %.0f%%, median length x%.2f, DTW-L1 %.3f, text dependence %.2f, spectral "
+             "variation %.2f, identified %.0f%% (%.1f s)",
              m->step, m->val_l1, 100.0 * m->eval_stop_within, m->eval_len_ratio, m->eval_dtw_l1,
-             m->eval_text_dep, m->eval_ms * 1e-3);
+             m->eval_text_dep, m->eval_spec_var, 100.0 * m->eval_ident, m->eval_ms * 1e-3);
     cli_progress_message(p, msg);
 }
 

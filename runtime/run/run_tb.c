@@ -57,6 +57,7 @@ static const struct {
 }, k_val[] = {
     F("val/l1", val_l1), F("val/stop_bce", val_stop_bce), F("eval/stop_within", eval_stop_within),
     F("eval/len_ratio", eval_len_ratio), F("eval/dtw_l1", eval_dtw_l1), F("eval/text_dep", eval_text_dep),
+    F("eval/spec_var", eval_spec_var), F("eval/ident", eval_ident),
 };
 #undef F
 

@@ -15,6 +15,11 @@ size_t tandem_speak_eval_scratch_floats(int max_frames) {
     return (size_t)max_frames * TANDEM_MEL_N_MELS + 8 * ((size_t)max_frames + 1) + 2;
 }
 
+double *tandem_speak_eval_dtw_row(float *scratch, int max_frames) {
+    const size_t n = (size_t)max_frames * TANDEM_MEL_N_MELS;
+    return (double *)(void *)(scratch + n + (n & 1));
+}
+
 static double frame_l1(const float *a, const float *b, int bands) {
     double s = 0;
     for (int k = 0; k < bands; k++) s += fabs((double)a[k] - b[k]);
@@ -44,6 +49,28 @@ double tandem_speak_dtw_l1(const float *a, int G, const float *b, int N, int ban
     return pc[N] / pl[N];
 }
 
+double tandem_speak_flux(const float *mel, int frames, int bands) {
+    if (frames < 2) return 0.0;
+    double s = 0;
+    for (int t = 1; t < frames; t++)
+        s += frame_l1(mel + (size_t)t * bands, mel + (size_t)(t - 1) * bands, bands);
+    return s / (frames - 1);
+}
+
+void tandem_speak_identify(const float *gen, const float *truth, size_t stride, int n,
+                           const int *true_frames, double *row, tandem_speak_utt *u) {
+    for (int i = 0; i < n; i++) {
+        double best = INFINITY;
+        u[i].nearest = -1;
+        for (int j = 0; j < n; j++) {
+            const double d = tandem_speak_dtw_l1(gen + (size_t)i * stride, u[i].gen_frames,
+                                                 truth + (size_t)j * stride, true_frames[j],
+                                                 TANDEM_MEL_N_MELS, row);
+            if (d < best) best = d, u[i].nearest = j;
+        }
+    }
+}
+
 static double mean_l1(const float *a, const float *b, size_t n) {
     double s = 0;
     for (size_t i = 0; i < n; i++) s += fabs((double)a[i] - b[i]);
@@ -69,8 +96,11 @@ tandem_status tandem_speak_eval_utt(tandem_synth *s, const int32_t *ids, int cou
     out->within = out->stopped &&
                   fabs((double)r.frames - frames) <= TANDEM_SPEAK_LENGTH_TOLERANCE * frames;
     float *pred = scratch;
-    double *row = (double *)(void *)(scratch + (size_t)F * C + ((size_t)F * C & 1));
+    double *row = tandem_speak_eval_dtw_row(scratch, F);
     out->dtw_l1 = tandem_speak_dtw_l1(r.mel, r.frames, truth, frames, C, row);
+    const double true_flux = tandem_speak_flux(truth, frames, C);
+    out->spec_var = true_flux > 0 ? tandem_speak_flux(r.mel, r.frames, C) / true_flux : 0.0;
+    out->nearest = -1;
     if (gen) memcpy(gen, r.mel, (size_t)r.frames * C * sizeof(float));
     const size_t n = (size_t)frames * C;
     TANDEM_TRY(tandem_synth_teacher_forced_ids(s, ids, count, truth, frames, pred));
@@ -90,16 +120,21 @@ void tandem_speak_eval_summarize(const tandem_speak_utt *u, int n, tandem_speak_
     memset(out, 0, sizeof *out);
     if (!u || n < 1) return;
     double ratios[256], tf = 0, other = 0;
+    int ident_run = 0;
     const int nr = n < 256 ? n : 256; /* the median of the first 256 */
     out->n = n;
     for (int i = 0; i < n; i++) {
         out->within += u[i].within;
         out->dtw_l1 += u[i].dtw_l1 / n;
+        out->spec_var += u[i].spec_var / n;
+        out->identified += u[i].nearest == i;
+        ident_run |= u[i].nearest >= 0;
         tf += u[i].tf_l1;
         other += u[i].tf_l1_other;
         if (i < nr) ratios[i] = u[i].ratio;
     }
     out->within_frac = (double)out->within / n;
+    out->ident_frac = ident_run ? (double)out->identified / n : 0.0;
     qsort(ratios, (size_t)nr, sizeof ratios[0], cmp_double);
     out->median_ratio = nr % 2 ? ratios[nr / 2] : 0.5 * (ratios[nr / 2 - 1] + ratios[nr / 2]);
     out->text_dependence = tf > 0 ? other / tf : 0.0;

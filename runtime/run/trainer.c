@@ -660,7 +660,8 @@ static void fill_metrics(tandem_trainer *t, tandem_step_metrics *m, double step_
     m->frames = t->rb.last_frames;
     m->ring_slots = t->cfg.prefetch_buffer_size;
     m->val_l1 = m->val_stop_bce = m->eta_s = -1;
-    m->eval_stop_within = m->eval_len_ratio = m->eval_dtw_l1 = m->eval_text_dep = m->eval_ms = -1;
+    m->eval_stop_within = m->eval_len_ratio = m->eval_dtw_l1 = m->eval_text_dep = m->eval_spec_var =
+        m->eval_ident = m->eval_ms = -1;
     m->data_wait_ms = tm ? tm->data_wait_ms : wait;
     m->data_wait_device_ms = tm ? tm->data_wait_device_ms : -1;
     m->model_busy_pct = tm ? tm->busy_pct : -1;
@@ -811,6 +812,8 @@ static void eval_fields(const tandem_trainer *t, tandem_metrics *x) {
     tandem_metrics_set(x, "eval_len_ratio", e->last.median_ratio);
     tandem_metrics_set(x, "eval_dtw_l1", e->last.dtw_l1);
     tandem_metrics_set(x, "eval_text_dep", e->last.text_dependence);
+    tandem_metrics_set(x, "eval_spec_var", e->last.spec_var);
+    tandem_metrics_set(x, "eval_ident", e->last.ident_frac);
     tandem_metrics_set(x, "eval_ms", e->seconds * 1e3);
 }
 
@@ -821,6 +824,8 @@ static void eval_metrics(const tandem_trainer *t, tandem_step_metrics *m) {
     m->eval_len_ratio = e->last.median_ratio;
     m->eval_dtw_l1 = e->last.dtw_l1;
     m->eval_text_dep = e->last.text_dependence;
+    m->eval_spec_var = e->last.spec_var;
+    m->eval_ident = e->last.ident_frac;
     m->eval_ms = e->seconds * 1e3;
 }
 

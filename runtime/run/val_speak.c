@@ -15,8 +15,9 @@ static tandem_status alloc_host(tandem_val_speak *e, int n) {
     e->counts = tandem_calloc((size_t)n, sizeof *e->counts);
     e->truth = tandem_calloc((size_t)n * F * TANDEM_MEL_N_MELS, sizeof *e->truth);
     e->true_frames = tandem_calloc((size_t)n, sizeof *e->true_frames);
+    e->gen = tandem_calloc((size_t)n * F * TANDEM_MEL_N_MELS, sizeof *e->gen);
     e->scratch = tandem_calloc(tandem_speak_eval_scratch_floats(e->frames), sizeof *e->scratch);
-    if (!e->ids || !e->counts || !e->truth || !e->true_frames || !e->scratch)
+    if (!e->ids || !e->counts || !e->truth || !e->true_frames || !e->scratch || !e->gen)
         return tandem_fail(TANDEM_E_NOMEM, "validation: out of host memory for the free-running "
                            "evaluation (%d utterances of %d frames)", n, e->frames);
     return TANDEM_OK;
@@ -117,8 +118,12 @@ tandem_status tandem_val_speak_run(tandem_val_speak *e, tandem_stream *s,
             e->syn, e->ids + (size_t)i * e->text_len, e->counts[i],
             e->n > 1 ? e->ids + (size_t)o * e->text_len : NULL, e->counts[o],
             e->truth + (size_t)i * e->frames * TANDEM_MEL_N_MELS, e->true_frames[i], e->scratch,
-            i == 0 ? gen0 : NULL, &e->u[i]));
+            e->gen + (size_t)i * e->frames * TANDEM_MEL_N_MELS, &e->u[i]));
     }
+    const size_t stride = (size_t)e->frames * TANDEM_MEL_N_MELS;
+    tandem_speak_identify(e->gen, e->truth, stride, e->n, e->true_frames,
+                          tandem_speak_eval_dtw_row(e->scratch, e->frames), e->u);
+    if (gen0) memcpy(gen0, e->gen, (size_t)e->u[0].gen_frames * TANDEM_MEL_N_MELS * sizeof *gen0);
     if (gen0_frames) *gen0_frames = e->u[0].gen_frames;
     tandem_speak_eval_summarize(e->u, e->n, &e->last);
     for (int k = 0; k < e->n_tests; k++) TANDEM_TRY(run_test(e, k, step));
@@ -133,6 +138,7 @@ void tandem_val_speak_free(tandem_val_speak *e) {
     tandem_free(e->counts);
     tandem_free(e->truth);
     tandem_free(e->true_frames);
+    tandem_free(e->gen);
     tandem_free(e->scratch);
     tandem_free(e->test_ids);
     memset(e, 0, sizeof *e);

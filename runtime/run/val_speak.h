@@ -2,8 +2,9 @@
  * evaluation"): the first TANDEM_VAL_SPEAK_COUNT utterances of validation's fixed subset are
  * generated free-running (KV cache) by a forward-only B = 1 copy of the model on the model
  * device and judged as runtime/run/speak_eval.h says: stop within ±20 % of the true length,
- * median length ratio, DTW-aligned L1, and the text-dependence ratio (teacher-forced L1 with the
- * next utterance's text / with its own, cyclically over the subset).
+ * median length ratio, DTW-aligned L1, the text-dependence ratio (teacher-forced L1 with the
+ * next utterance's text / with its own, cyclically over the subset), spectral variation, and
+ * identification among the subset.
  *
  * The copy is a synthesis handle on the model device (tandem_synth_open_device) that receives
  * the training parameters by one device copy per validation; the true mels are computed once,
@@ -23,7 +24,7 @@
 #include "tandem.h"
 
 /* Utterances evaluated per validation (fewer when the subset is smaller). */
-#define TANDEM_VAL_SPEAK_COUNT 4
+#define TANDEM_VAL_SPEAK_COUNT 8
 /* At most this many test_sentences (config); Griffin-Lim iterations of their WAVs. */
 #define TANDEM_VAL_SPEAK_TESTS 8
 #define TANDEM_VAL_SPEAK_GL_ITERS 32
@@ -36,6 +37,7 @@ typedef struct tandem_val_speak {
     int *counts;           /* [n] */
     float *truth;          /* [n, max_frames, 80] true log-mels */
     int *true_frames;      /* [n] */
+    float *gen;            /* [n, max_frames, 80] generated mels (identification) */
     float *scratch;        /* tandem_speak_eval_scratch_floats(max_frames) */
     tandem_speak_utt u[TANDEM_VAL_SPEAK_COUNT];
     int n_tests;           /* test_sentences */

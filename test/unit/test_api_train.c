@@ -174,6 +174,9 @@ static void check_step(const tandem_step_metrics *m, int i) {
     assert_int_equal(m->eval_len_ratio > 0, validated);
     assert_int_equal(m->eval_dtw_l1 > 0, validated);
     assert_int_equal(m->eval_text_dep > 0, validated);
+    assert_int_equal(m->eval_spec_var >= 0, validated);
+    assert_int_equal(m->eval_ident >= 0, validated);
+    assert_true(m->eval_ident <= 1);
     assert_int_equal(m->eval_ms > 0, validated);
     assert_true(m->eval_stop_within <= 1);
 }

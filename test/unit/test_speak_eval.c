@@ -6,6 +6,10 @@
  *     over every monotone alignment (brute force) divided by that alignment's length;
  *   * the summary: counts within ±20 %, the median ratio (odd and even counts), the mean DTW
  *     L1 and the text-dependence ratio from per-utterance figures;
+ *   * spectral variation and identification on a set of mels: the true mels themselves are all
+ *     identified with variation 1; a copy of the next sentence identifies none; a drone (every
+ *     frame the sentence's mean frame) has variation 0; a copy stretched 2× in time is still
+ *     identified, with variation (N − 1) / (2N − 1);
  *   * on a small random model: the teacher-forced L1s behind that ratio (same text: equal;
  *     another text: different; real frames only, whatever the truth holds past its length). */
 #include <math.h>
@@ -97,6 +101,8 @@ static void test_summary(void **state) {
         u[i].dtw_l1 = i + 1;
         u[i].tf_l1 = 1.0;
         u[i].tf_l1_other = 1.0 + 0.1 * i;
+        u[i].spec_var = 0.1 * i;
+        u[i].nearest = -1; /* identification not run */
     }
     tandem_speak_summary s;
     tandem_speak_eval_summarize(u, 5, &s);
@@ -106,9 +112,85 @@ static void test_summary(void **state) {
     assert_true(s.median_ratio == 1.0);
     assert_true(fabs(s.dtw_l1 - 3.0) < 1e-12);
     assert_true(fabs(s.text_dependence - 6.0 / 5.0) < 1e-12);
+    assert_true(fabs(s.spec_var - 0.2) < 1e-12);
+    assert_true(s.identified == 0 && s.ident_frac == 0.0);
     tandem_speak_eval_summarize(u, 4, &s); /* even: the mean of the middle two of 0.7 0.9 1.1 1.5 */
     assert_true(fabs(s.median_ratio - 1.0) < 1e-12);
     assert_int_equal(s.within, 2);
+}
+
+/* A set of n mels made of "phones": frames drawn from a small inventory of spectra, each held
+ * for 2..6 frames, so that sentences differ in what they say and move like speech. */
+enum { SET = 6, SETF = 40 };
+static void phone_set(tandem_rng *r, float *truth, int *frames) {
+    static float inv[8 * NB];
+    random_mel(r, inv, 8);
+    for (int i = 0; i < SET; i++) {
+        frames[i] = (int)tandem_rng_int(r, 20, SETF - 1);
+        for (int t = 0; t < frames[i];) {
+            const int p = (int)tandem_rng_int(r, 0, 7), len = (int)tandem_rng_int(r, 2, 6);
+            for (int k = 0; k < len && t < frames[i]; k++, t++)
+                memcpy(truth + ((size_t)i * 2 * SETF + t) * NB, inv + (size_t)p * NB, NB * sizeof(float));
+        }
+    }
+}
+
+static void test_identify_and_variation(void **state) {
+    (void)state;
+    tandem_rng r = {g_seed ^ 0x1de};
+    const size_t stride = 2 * SETF * NB;
+    static float truth[SET * 2 * SETF * NB], gen[SET * 2 * SETF * NB];
+    static double row[4 * (2 * SETF + 1)];
+    int frames[SET];
+    tandem_speak_utt u[SET];
+    tandem_speak_summary s;
+    phone_set(&r, truth, frames);
+    /* the truth itself: every sentence identified, variation exactly 1 */
+    memcpy(gen, truth, sizeof gen);
+    for (int i = 0; i < SET; i++) {
+        memset(&u[i], 0, sizeof u[i]);
+        u[i].gen_frames = frames[i];
+        const double f = tandem_speak_flux(truth + i * stride, frames[i], NB);
+        assert_true(f > 0);
+        u[i].spec_var = tandem_speak_flux(gen + i * stride, frames[i], NB) / f;
+    }
+    tandem_speak_identify(gen, truth, stride, SET, frames, row, u);
+    tandem_speak_eval_summarize(u, SET, &s);
+    assert_int_equal(s.identified, SET);
+    assert_true(s.ident_frac == 1.0 && fabs(s.spec_var - 1.0) < 1e-12);
+    /* a copy of the next sentence: none identified, each nearest to the one it copies */
+    for (int i = 0; i < SET; i++) {
+        const int o = (i + 1) % SET;
+        memcpy(gen + i * stride, truth + o * stride, stride * sizeof(float));
+        u[i].gen_frames = frames[o];
+    }
+    tandem_speak_identify(gen, truth, stride, SET, frames, row, u);
+    tandem_speak_eval_summarize(u, SET, &s);
+    for (int i = 0; i < SET; i++) assert_int_equal(u[i].nearest, (i + 1) % SET);
+    assert_int_equal(s.identified, 0);
+    assert_true(s.ident_frac == 0.0);
+    /* a drone: the sentence's mean frame for its whole length — no variation at all */
+    for (int i = 0; i < SET; i++) {
+        float mean[NB] = {0};
+        for (int t = 0; t < frames[i]; t++)
+            for (int k = 0; k < NB; k++) mean[k] += truth[i * stride + (size_t)t * NB + k] / (float)frames[i];
+        for (int t = 0; t < frames[i]; t++) memcpy(gen + i * stride + (size_t)t * NB, mean, sizeof mean);
+        assert_true(tandem_speak_flux(gen + i * stride, frames[i], NB) == 0.0);
+    }
+    /* stretched 2x in time: identified (DTW 0), variation (N - 1) / (2N - 1) */
+    for (int i = 0; i < SET; i++) {
+        for (int t = 0; t < 2 * frames[i]; t++)
+            memcpy(gen + i * stride + (size_t)t * NB, truth + i * stride + (size_t)(t / 2) * NB, NB * sizeof(float));
+        u[i].gen_frames = 2 * frames[i];
+        const double v = tandem_speak_flux(gen + i * stride, 2 * frames[i], NB) /
+                         tandem_speak_flux(truth + i * stride, frames[i], NB);
+        assert_true(fabs(v - (frames[i] - 1.0) / (2.0 * frames[i] - 1.0)) < 1e-9);
+    }
+    tandem_speak_identify(gen, truth, stride, SET, frames, row, u);
+    tandem_speak_eval_summarize(u, SET, &s);
+    assert_int_equal(s.identified, SET);
+    /* fewer than two frames: no change to measure */
+    assert_true(tandem_speak_flux(truth, 1, NB) == 0.0);
 }
 
 /* The teacher-forced figures behind the text-dependence ratio, on a small random model (d 16,
@@ -172,6 +254,7 @@ int main(void) {
         cmocka_unit_test(test_dtw_identities),
         cmocka_unit_test(test_dtw_brute_force),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_identify_and_variation),
         cmocka_unit_test(test_teacher_forced_pairs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

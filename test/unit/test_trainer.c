@@ -460,9 +460,9 @@ static int read_val_l1(const char *out, double *v, int cap, int64_t *steps) {
 /* With fixed parameters every validation's free-running evaluation gives the same figures
  * (a fixed subset, deterministic generation), each in its range. */
 static void check_eval_fixed(const char *out, int want) {
-    static const char *const keys[] = {"eval_stop_within", "eval_len_ratio", "eval_dtw_l1",
-                                       "eval_text_dep"};
-    for (int k = 0; k < 4; k++) {
+    static const char *const keys[] = {"eval_stop_within", "eval_ident", "eval_len_ratio",
+                                       "eval_dtw_l1", "eval_text_dep", "eval_spec_var"};
+    for (int k = 0; k < 6; k++) {
         double v[8];
         int64_t steps[8];
         const int n = read_key(out, keys[k], v, 8, steps);
@@ -472,8 +472,8 @@ static void check_eval_fixed(const char *out, int want) {
             assert_true(isfinite(v[i]) && v[i] >= 0);
             assert_memory_equal(&v[i], &v[0], sizeof v[0]);
         }
-        if (k == 0) assert_true(v[0] <= 1);
-        else assert_true(v[0] > 0);
+        if (k <= 1) assert_true(v[0] <= 1); /* fractions */
+        else if (k < 5) assert_true(v[0] > 0); /* spectral variation: 0 for an untrained drone */
     }
 }
 
