@@ -33,7 +33,7 @@ const char *tandem_lang_name(tandem_lang lang);
 
 /* Version of the symbol table (ids ↔ characters). Checkpoints and text caches record it; a
  * change of ids bumps it. */
-#define TANDEM_SYMBOLS_VERSION 1
+#define TANDEM_SYMBOLS_VERSION 2
 /* Tokens an encoded utterance adds around its characters: <lang>, BOS ... EOS. A normalised
  * text of n code points is n + TANDEM_SYMBOLS_FRAMING tokens, which must fit the model's
  * max_text. */

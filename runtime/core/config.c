@@ -68,6 +68,9 @@ static const key_spec schema[] = {
     KINT(max_text, "128", 8, 4096, "token positions incl. language, BOS, EOS"),
     KINT(max_frames, "512", 16, 16384, "mel frames per utterance; longer ones are skipped"),
     KFIXED(n_mels, TANDEM_MEL_N_MELS, "mel bands, fixed by the feature recipe"),
+    KENUM(text_input, "chars", "chars|phonemes",
+          "the model's text tokens: the normalised characters, or their phonemes (IPA from "
+          "espeak-ng, loaded at run time: Debian package libespeak-ng1; English en-us, Persian fa)"),
     KINT(batch_size, "8", 1, 4096, "utterances per batch"),
     KINT(grad_accum, "1", 1, 1024, "batches per optimizer step"),
     KINT(buckets, "0", 0, 8,

@@ -46,6 +46,7 @@ typedef struct tandem_config {
     int max_text;   /* token positions, incl. language, BOS and EOS */
     int max_frames; /* mel frames per utterance (a multiple of reduction) */
     int n_mels;     /* TANDEM_MEL_N_MELS (80), fixed by the feature recipe */
+    int text_input; /* tandem_text_input: 0 characters, 1 espeak-ng phonemes */
     /* data pipeline */
     int batch_size, grad_accum;
     int buckets;              /* length bucketing: shape classes (0 or 1 = off) */

@@ -242,7 +242,8 @@ static tandem_status read_cache(const char *path, void **data, size_t *bytes, in
 
 /* Everything the result depends on besides the metadata bytes. */
 typedef struct key_settings {
-    uint32_t format, frontend, symbols, column, max_text, check_audio, layout, vctk_mic;
+    uint32_t format, frontend, symbols, column, max_text, check_audio, layout, vctk_mic, text_input;
+    char phonemizer[64]; /* "chars" or "espeak-ng <version>": another espeak-ng is another cache */
     int64_t wavs_mtime_s, wavs_mtime_ns; /* audio added or removed changes the directory's mtime */
 } key_settings;
 
@@ -260,6 +261,8 @@ static uint64_t compute_key(const tandem_text_index_config *cfg, uint64_t conten
     ks.check_audio = cfg->check_audio ? 1 : 0;
     ks.layout = (uint32_t)cfg->layout; /* speakers are in the metadata bytes hashed below */
     ks.vctk_mic = (uint32_t)cfg->vctk_mic;
+    ks.text_input = (uint32_t)cfg->text_input;
+    snprintf(ks.phonemizer, sizeof ks.phonemizer, "%s", tandem_phonemes_backend(cfg->text_input));
     if (cfg->check_audio && use_wavs) {
         char wavs[PATH_MAX + 8];
         struct stat sb;

@@ -189,8 +189,8 @@ static void probe_duration(shared *sh, const char *meta_path, const char *dir, r
     r->n_samples = info.samples_22050 > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)info.samples_22050;
 }
 
-static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tokvec *tv, uint16_t *ids,
-                                 size_t ids_cap) {
+static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tandem_phonemes *ph,
+                                 tokvec *tv, uint16_t *ids, size_t ids_cap) {
     const tandem_text_index_config *cfg = sh->cfg;
     if (cfg->check_audio && !r->audio_rel && !audio_lookup(cfg->data_dir, r, &r->audio_ext)) {
         r->skip = TANDEM_SKIP_NO_AUDIO + 1;
@@ -207,7 +207,6 @@ static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tok
         r->skip = TANDEM_SKIP_EMPTY_TEXT + 1;
         return TANDEM_OK;
     }
-    size_t need = norm->out_len + TANDEM_SYMBOLS_FRAMING + (r->spk >= 0);
     size_t count = 0;
     /* unknown characters are reported before length: they are data errors the user fixes */
     for (size_t i = 0; i < norm->out_len; i++) {
@@ -218,12 +217,20 @@ static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tok
             return TANDEM_OK;
         }
     }
+    const uint32_t *in = NULL;
+    size_t n_in = 0;
+    TANDEM_TRY(tandem_phonemes_of(ph, sh->cfg->text_input, norm->out, norm->out_len, norm->lang, &in, &n_in));
+    if (n_in == 0) {
+        r->skip = TANDEM_SKIP_EMPTY_TEXT + 1;
+        return TANDEM_OK;
+    }
+    size_t need = n_in + TANDEM_SYMBOLS_FRAMING + (r->spk >= 0);
     if (need > ids_cap) { /* ids_cap = max_text */
         r->skip = TANDEM_SKIP_TOO_LONG + 1;
         r->detail = (uint32_t)need;
         return TANDEM_OK;
     }
-    TANDEM_TRY(tandem_symbols_encode(norm->out, norm->out_len, norm->lang, ids, ids_cap, &count, NULL));
+    TANDEM_TRY(tandem_symbols_encode(in, n_in, norm->lang, ids, ids_cap, &count, NULL));
     if (r->spk >= 0) { /* [<lang>, <spk>, BOS, ...]: the speaker token right after the language tag */
         memmove(ids + 2, ids + 1, (count - 1) * sizeof *ids);
         ids[1] = (uint16_t)(tandem_symbols_count() + r->spk);
@@ -251,6 +258,8 @@ static void *worker_main(void *p) {
     shared *sh = wa->sh;
     tandem_text_norm norm;
     tandem_text_norm_init(&norm);
+    tandem_phonemes ph;
+    tandem_phonemes_init(&ph);
     size_t ids_cap = (size_t)sh->cfg->max_text;
     uint16_t *ids = tandem_malloc(ids_cap * sizeof *ids);
     wa->st = ids ? TANDEM_OK : tandem_fail(TANDEM_E_NOMEM, "index: out of memory");
@@ -262,7 +271,7 @@ static void *worker_main(void *p) {
             row *r = &sh->rows[i];
             if (r->skip) continue;
             r->worker = (uint8_t)wa->index;
-            wa->st = process_row(sh, r, &norm, &sh->vecs[wa->index], ids, ids_cap);
+            wa->st = process_row(sh, r, &norm, &ph, &sh->vecs[wa->index], ids, ids_cap);
         }
     }
     if (wa->st != TANDEM_OK) {
@@ -271,6 +280,7 @@ static void *worker_main(void *p) {
     }
     tandem_free(ids);
     tandem_text_norm_free(&norm);
+    tandem_phonemes_free(&ph);
     return NULL;
 }
 

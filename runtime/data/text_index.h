@@ -16,6 +16,7 @@
 
 #include "kernels/mel.h"
 #include "tandem.h"
+#include "runtime/text/phonemes.h"
 #include "runtime/text/text_norm.h"
 
 /* Shortest usable audio: one hop, so that an utterance has at least one mel frame. */
@@ -99,6 +100,7 @@ typedef struct tandem_text_index_config {
     const char *cache_dir;     /* NULL → the runtime option cache_dir (tandem.h); none: in memory */
     tandem_data_layout layout; /* default AUTO */
     int vctk_mic;              /* VCTK 0.92: 1 (default) or 2, the <id>_mic<M> files read */
+    tandem_text_input text_input; /* the tokens: characters (default) or espeak-ng phonemes */
 } tandem_text_index_config;
 
 void tandem_text_index_config_default(tandem_text_index_config *cfg);

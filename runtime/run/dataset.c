@@ -20,6 +20,7 @@ tandem_status tandem_run_open_index(const tandem_config *cfg, const char *dir, c
     icfg.cache_dir = cache_dir;
     icfg.layout = (tandem_data_layout)cfg->dataset_layout;
     icfg.vctk_mic = cfg->vctk_mic;
+    icfg.text_input = (tandem_text_input)cfg->text_input;
     return tandem_text_index_open(&icfg, ix);
 }
 

@@ -15,6 +15,7 @@
 #include "runtime/model/model_kv.h"
 #include "platform/os/os.h"
 #include "runtime/formats/safetensors.h"
+#include "runtime/text/phonemes.h"
 #include "runtime/text/symbols.h"
 #include "runtime/core/utf8.h"
 
@@ -51,6 +52,7 @@ struct tandem_synth {
     float *audio;      /* [F * 256] */
     tandem_griffinlim *gl;
     tandem_text_norm norm;
+    tandem_phonemes ph; /* text_input: phonemes (the checkpoint's config) */
     int norm_init;
     /* the speaker table (checkpoint metadata "speakers"): n_spk NUL-terminated names */
     char *spk_names;
@@ -226,7 +228,11 @@ static tandem_status alloc_host(tandem_synth *s) {
         return tandem_fail(TANDEM_E_NOMEM, "synth: out of host memory for %d frames", d->frames);
     TANDEM_TRY(tandem_griffinlim_create(d->frames, &s->gl));
     tandem_text_norm_init(&s->norm);
+    tandem_phonemes_init(&s->ph);
     s->norm_init = 1;
+    if (s->cfg.text_input == TANDEM_TEXT_INPUT_PHONEMES && !*tandem_phonemes_backend(TANDEM_TEXT_INPUT_PHONEMES))
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "synth: the model reads phonemes (text_input: "
+                           "phonemes) but espeak-ng cannot be loaded: %s", tandem_last_error());
     return TANDEM_OK;
 }
 
@@ -376,7 +382,7 @@ void tandem_synth_close(tandem_synth *s) {
     if (s->s) tandem_stream_destroy(s->s);
     if (s->dev && !s->dev_borrowed) tandem_device_close(s->dev);
     if (s->gl) tandem_griffinlim_free(s->gl);
-    if (s->norm_init) tandem_text_norm_free(&s->norm);
+    if (s->norm_init) tandem_text_norm_free(&s->norm), tandem_phonemes_free(&s->ph);
     tandem_free(s->mel);
     tandem_free(s->stop_logit);
     tandem_free(s->audio);
@@ -443,7 +449,7 @@ tandem_status tandem_synth_encode(tandem_synth *s, const char *text, size_t len,
         return tandem_fail(TANDEM_E_INVALID, "text: invalid UTF-8 at byte %zu", s->norm.bad_offset);
     TANDEM_TRY(st);
     const tandem_lang lg = lang < 0 ? s->norm.lang : (tandem_lang)lang;
-    const size_t n = s->norm.out_len;
+    size_t n = s->norm.out_len;
     if (n == 0) return tandem_fail(TANDEM_E_INVALID, "text: nothing left after normalisation");
     for (size_t i = 0; i < n; i++)
         if (tandem_symbols_id(s->norm.out[i]) < 0) {
@@ -454,17 +460,21 @@ tandem_status tandem_synth_encode(tandem_synth *s, const char *text, size_t len,
                                "normalisation; the model knows space, . , ? ! ; : ' -, a-z and "
                                "the Persian letters)", names);
         }
+    const uint32_t *in = NULL;
+    TANDEM_TRY(tandem_phonemes_of(&s->ph, (tandem_text_input)s->cfg.text_input, s->norm.out, n, lg, &in, &n));
+    if (n == 0) return tandem_fail(TANDEM_E_INVALID, "text: no phonemes for it (espeak-ng gave none)");
     const size_t need = n + TANDEM_SYMBOLS_FRAMING + (s->spk >= 0);
     if (need > (size_t)s->dims.text_len)
         return tandem_fail(TANDEM_E_INVALID,
-                           "text: %zu tokens after normalisation (incl. <lang>, %sBOS, EOS); the "
-                           "model was trained with max_text %d", need, s->spk >= 0 ? "<spk>, " : "",
-                           s->dims.text_len);
+                           "text: %zu tokens after normalisation%s (incl. <lang>, %sBOS, EOS); the "
+                           "model was trained with max_text %d", need,
+                           s->cfg.text_input == TANDEM_TEXT_INPUT_PHONEMES ? " and phonemes" : "",
+                           s->spk >= 0 ? "<spk>, " : "", s->dims.text_len);
     uint16_t tmp[16384];
     size_t got = 0;
     if (need > sizeof tmp / sizeof tmp[0])
         return tandem_fail(TANDEM_E_INVALID, "text: %zu tokens is too long", need);
-    TANDEM_TRY(tandem_symbols_encode(s->norm.out, n, lg, tmp, sizeof tmp / sizeof tmp[0], &got, NULL));
+    TANDEM_TRY(tandem_symbols_encode(in, n, lg, tmp, sizeof tmp / sizeof tmp[0], &got, NULL));
     if (s->spk >= 0) { /* [<lang>, <spk>, BOS, ...] as the index frames a speaker's utterance */
         memmove(tmp + 2, tmp + 1, (got - 1) * sizeof *tmp);
         tmp[1] = (uint16_t)(tandem_symbols_count() + s->spk);

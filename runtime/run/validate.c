@@ -163,6 +163,7 @@ static tandem_status open_unfiltered(const tandem_config *c, const char *dir, co
     icfg.cache_dir = cache_dir;
     icfg.layout = (tandem_data_layout)c->dataset_layout; /* as the trainer reads it (dataset.c) */
     icfg.vctk_mic = c->vctk_mic;
+    icfg.text_input = (tandem_text_input)c->text_input;
     return tandem_text_index_open(&icfg, ix);
 }
 

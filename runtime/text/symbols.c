@@ -22,9 +22,24 @@ static const uint32_t chars[] = {
     0x0641, /* ف */ 0x0642, /* ق */ 0x06A9, /* ک */ 0x06AF, /* گ */ 0x0644, /* ل */
     0x0645, /* م */ 0x0646, /* ن */ 0x0648, /* و */ 0x0647, /* ه */ 0x06CC, /* ی */
     0x200C, /* ZWNJ */
+    /* IPA (text_input: phonemes; espeak-ng's output besides the ASCII letters above), sorted */
+    0x00E6, 0x00E7, 0x00F0, 0x00F8, 0x0127, 0x014B, 0x0153, 0x0250,
+    0x0251, 0x0252, 0x0253, 0x0254, 0x0255, 0x0256, 0x0257, 0x0258,
+    0x0259, 0x025A, 0x025B, 0x025C, 0x025D, 0x025E, 0x025F, 0x0260,
+    0x0261, 0x0262, 0x0263, 0x0264, 0x0265, 0x0266, 0x0267, 0x0268,
+    0x026A, 0x026B, 0x026C, 0x026D, 0x026E, 0x026F, 0x0270, 0x0271,
+    0x0272, 0x0273, 0x0274, 0x0275, 0x0276, 0x0278, 0x0279, 0x027A,
+    0x027B, 0x027D, 0x027E, 0x0280, 0x0281, 0x0282, 0x0283, 0x0288,
+    0x0289, 0x028A, 0x028B, 0x028C, 0x028D, 0x028E, 0x028F, 0x0290,
+    0x0291, 0x0292, 0x0294, 0x0295, 0x0299, 0x029C, 0x029D, 0x029F,
+    0x02B0, 0x02B2, 0x02B7, 0x02C8, 0x02CC, 0x02D0, 0x02D1, 0x02DE,
+    0x02E0, 0x02E4, 0x0303, 0x0329, 0x032A, 0x03B2, 0x03B8, 0x03C7,
+    0x1D7B, 0x1D7F, 0x203F, 0x207F,
 };
 #define ZWNJ_JSON_CP 0x200Cu /* invisible: written escaped */
 #define NCHARS (int)(sizeof chars / sizeof chars[0])
+#define ZWNJ_ID 75   /* the last of the character ids before the IPA block */
+#define IPA_FIRST 76 /* ids of the sorted IPA block: IPA_FIRST .. FIRST_CHAR + NCHARS - 1 */
 static const char *const special[TANDEM_SYM_FIRST_CHAR] = {"<pad>", "<bos>", "<eos>", "<en>", "<fa>"};
 
 int tandem_symbols_count(void) { return TANDEM_SYM_FIRST_CHAR + NCHARS; }
@@ -49,7 +64,15 @@ int tandem_symbols_id(uint32_t cp) {
     };
     if (cp < 128) return ascii[cp] ? ascii[cp] : -1;
     if (cp >= 0x0600 && cp <= 0x06FF) return arabic[cp - 0x0600] ? arabic[cp - 0x0600] : -1;
-    if (cp == 0x200C) return TANDEM_SYM_FIRST_CHAR + NCHARS - 1;
+    if (cp == 0x200C) return ZWNJ_ID;
+    int lo = IPA_FIRST, hi = TANDEM_SYM_FIRST_CHAR + NCHARS - 1; /* binary search of the IPA block */
+    while (lo <= hi) {
+        const int mid = (lo + hi) / 2;
+        const uint32_t c = chars[mid - TANDEM_SYM_FIRST_CHAR];
+        if (c == cp) return mid;
+        if (c < cp) lo = mid + 1;
+        else hi = mid - 1;
+    }
     return -1;
 }
 

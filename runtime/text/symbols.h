@@ -1,7 +1,8 @@
 /* symbols.h — the symbol table: normalised code points ↔ token ids (DESIGN.md §6, §7).
  *
  * Ids: 0 PAD, 1 BOS, 2 EOS, 3 <en>, 4 <fa>, then space, the punctuation . , ? ! ; : ' -,
- * the English letters a-z, the Persian letters and ZWNJ. The table is fixed at compile time
+ * the English letters a-z, the Persian letters and ZWNJ, then a block of IPA symbols (the
+ * phonemes of text_input: phonemes, runtime/text/phonemes.h, besides the ASCII letters). The table is fixed at compile time
  * and versioned: a change of ids bumps TANDEM_SYMBOLS_VERSION (part of the text cache key, and
  * saved with checkpoints through tandem_symbols_to_json). Owns: the constant table only. */
 #ifndef TANDEM_SYMBOLS_H
