@@ -35,11 +35,15 @@ static const uint32_t chars[] = {
     0x02B0, 0x02B2, 0x02B7, 0x02C8, 0x02CC, 0x02D0, 0x02D1, 0x02DE,
     0x02E0, 0x02E4, 0x0303, 0x0329, 0x032A, 0x03B2, 0x03B8, 0x03C7,
     0x1D7B, 0x1D7F, 0x203F, 0x207F,
+    /* Persian short-vowel marks: tanvin -an -un -in, fatha, damma, kasra, shadda, sukun */
+    0x064B, 0x064C, 0x064D, 0x064E, 0x064F, 0x0650, 0x0651, 0x0652,
 };
 #define ZWNJ_JSON_CP 0x200Cu /* invisible: written escaped */
 #define NCHARS (int)(sizeof chars / sizeof chars[0])
 #define ZWNJ_ID 75   /* the last of the character ids before the IPA block */
-#define IPA_FIRST 76 /* ids of the sorted IPA block: IPA_FIRST .. FIRST_CHAR + NCHARS - 1 */
+#define IPA_FIRST 76 /* ids of the sorted IPA block: IPA_FIRST .. IPA_LAST */
+#define IPA_LAST 167
+#define MARKS_FIRST 168 /* U+064B..U+0652, in order (the Arabic block's direct table) */
 static const char *const special[TANDEM_SYM_FIRST_CHAR] = {"<pad>", "<bos>", "<eos>", "<en>", "<fa>"};
 
 int tandem_symbols_count(void) { return TANDEM_SYM_FIRST_CHAR + NCHARS; }
@@ -61,11 +65,13 @@ int tandem_symbols_id(uint32_t cp) {
         [0x32] = 55, [0x98] = 56, [0x33] = 57, [0x34] = 58, [0x35] = 59, [0x36] = 60, [0x37] = 61,
         [0x38] = 62, [0x39] = 63, [0x3A] = 64, [0x41] = 65, [0x42] = 66, [0xA9] = 67, [0xAF] = 68,
         [0x44] = 69, [0x45] = 70, [0x46] = 71, [0x48] = 72, [0xCC] = 74, [0x30] = 53, [0x47] = 73,
+        [0x4B] = MARKS_FIRST, [0x4C] = MARKS_FIRST + 1, [0x4D] = MARKS_FIRST + 2, [0x4E] = MARKS_FIRST + 3,
+        [0x4F] = MARKS_FIRST + 4, [0x50] = MARKS_FIRST + 5, [0x51] = MARKS_FIRST + 6, [0x52] = MARKS_FIRST + 7,
     };
     if (cp < 128) return ascii[cp] ? ascii[cp] : -1;
     if (cp >= 0x0600 && cp <= 0x06FF) return arabic[cp - 0x0600] ? arabic[cp - 0x0600] : -1;
     if (cp == 0x200C) return ZWNJ_ID;
-    int lo = IPA_FIRST, hi = TANDEM_SYM_FIRST_CHAR + NCHARS - 1; /* binary search of the IPA block */
+    int lo = IPA_FIRST, hi = IPA_LAST; /* binary search of the IPA block */
     while (lo <= hi) {
         const int mid = (lo + hi) / 2;
         const uint32_t c = chars[mid - TANDEM_SYM_FIRST_CHAR];

@@ -155,8 +155,9 @@ static uint32_t map_char(uint32_t c) {
     }
     if (c >= 0x2000 && c <= 0x200A) return ' ';
     if ((c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069)) return CH_DROP;
-    /* harakat, hamza above/below, superscript alef, Quranic annotation marks */
-    if ((c >= 0x064B && c <= 0x065F) || c == 0x0670 || (c >= 0x06D6 && c <= 0x06ED))
+    /* the short vowels, tanvin, shadda and sukun (U+064B..U+0652) are kept: they say how a word
+     * is read; hamza above/below, other marks, superscript alef and Quranic annotations are not */
+    if ((c >= 0x0653 && c <= 0x065F) || c == 0x0670 || (c >= 0x06D6 && c <= 0x06ED))
         return CH_DROP;
     if (c >= 0x00C0 && c <= 0x00FF) {
         uint32_t f[2];

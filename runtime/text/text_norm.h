@@ -2,7 +2,7 @@
  * points + a language tag out. The full rule list is in docs/FORMATS.md ("text frontend").
  *
  * Pipeline: strict UTF-8 decode → character map (case, accents, Persian letter unification,
- * harakat/tatweel/bidi marks removed, Persian punctuation ، ؛ ؟ mapped to , ; ?, whitespace
+ * short-vowel marks kept, tatweel/other marks/bidi marks removed, Persian punctuation ، ؛ ؟ mapped to , ; ?, whitespace
  * variants to space) → numbers to words (English or Persian) → cleanup (whitespace collapsed
  * and trimmed, punctuation attached to the preceding word, runs collapsed, ZWNJ kept only
  * between letters). Characters it does not know are passed through so that the symbol table
@@ -19,7 +19,7 @@
 #include "tandem.h"
 
 /* Bump when any normalisation rule changes: it is part of the text cache key. */
-#define TANDEM_TEXT_FRONTEND_VERSION 1
+#define TANDEM_TEXT_FRONTEND_VERSION 2
 
 /* tandem_lang, tandem_lang_name and the public tandem_text_normalize_into: tandem_text.h. */
 

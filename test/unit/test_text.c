@@ -141,7 +141,8 @@ static void test_persian(void **state) {
     FA("\xD9\x83\xD8\xAA\xD8\xA7\xD8\xA8", "کتاب");                 /* Arabic kaf */
     FA("علي و مصطفى", "علی و مصطفی");                              /* Arabic yeh, alef maksura */
     FA("مدرسـه", "مدرسه");                                          /* tatweel */
-    FA("مَدْرِسَه", "مدرسه");                                       /* harakat */
+    FA("مَدْرِسَه", "مَدْرِسَه");                                   /* short vowels and sukun kept */
+    FA("مُؤْمِن\xD9\x95", "مُوْمِن");                                 /* hamza below dropped, ؤ → و */
     FA("مدرسة", "مدرسه");                                           /* teh marbuta */
     FA("أحمد و إسلام", "احمد و اسلام");                             /* hamza on alef */
     FA("آب", "آب");                                                 /* alef madda kept */
