@@ -65,6 +65,15 @@ $(TEST_BIN_DIR)/test_cuda_e2e: test/fakecuda/test_cuda_e2e.c $(LIB) $(FAKECUDA_L
 TEST_BINS += $(TEST_BIN_DIR)/test_cuda_e2e
 endif
 
+# The rehearsal of tools/gpu_check.sh (the one device call) in its short mode on the stand-in
+# (test/check_gpu_check.sh), so the script cannot rot between GPU sessions.
+TEST_BINS += $(TEST_BIN_DIR)/check_gpu_check
+$(TEST_BIN_DIR)/check_gpu_check: test/check_gpu_check.sh tools/gpu_check.sh $(CLI) $(FAKECUDA_LIB) \
+                                 $(FAKECUBLAS_LIB) $(TEST_BIN_DIR)/test_ring@cuda
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec bash %s %s %s %s\n' '$(abspath $<)' '$(abspath .)' '$(abspath $(BUILD))' '$(abspath $(FAKECUDA_DIR))' > $@
+	@chmod +x $@
+
 endif
 -include $(FAKECUDA_OBJ:.o=.d) $(FAKECUBLAS_OBJ:.o=.d)
 
