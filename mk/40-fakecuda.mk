@@ -104,8 +104,13 @@ $(TEST_BIN_DIR)/%@cuda: $(TEST_BIN_DIR)/% $(FAKECUDA_LIB) $(FAKECUBLAS_LIB) $(FA
 	@printf '#!/bin/sh\nexec bash %s %s %s\n' '$(abspath test/run_on_cuda.sh)' '$(abspath $(FAKECUDA_DIR))' '$(abspath $<)' > $@
 	@chmod +x $@
 
-# test_bf16 once more with the fatbin's bf16 GEMM instead of (stand-in) cuBLASLt.
+# test_bf16 once more with the fatbin's bf16 GEMM instead of (stand-in) cuBLASLt, and once with
+# the stand-in's heuristic rejecting every epilogue (each runs split: cuBLASLt GEMM + epilogue kernel).
 ifneq ($(wildcard test/unit/test_bf16.c),)
+TEST_BINS += $(TEST_BIN_DIR)/test_bf16@split-epilogue
+$(TEST_BIN_DIR)/test_bf16@split-epilogue: $(TEST_BIN_DIR)/test_bf16 $(FAKECUDA_LIB) $(FAKECUBLAS_LIB)
+	@printf '#!/bin/sh\nTANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE=1 exec %s\n' '$(abspath $<)' > $@
+	@chmod +x $@
 TEST_BINS += $(TEST_BIN_DIR)/test_bf16@fatbin-gemm
 $(TEST_BIN_DIR)/test_bf16@fatbin-gemm: $(TEST_BIN_DIR)/test_bf16 $(FAKECUDA_LIB) $(FAKECUBLAS_LIB)
 	@printf '#!/bin/sh\nTANDEM_TEST_NO_CUBLASLT=1 exec %s\n' '$(abspath $<)' > $@

@@ -80,6 +80,7 @@ static const key_spec schema[] = {
     KBOOL(force_staged, "false",
           "copy ring slots through pinned host memory even with peer access (broken P2P)"),
     KBOOL(cuda_graphs, "true", "capture the training step once as a CUDA graph and replay it (false: eager, for debugging)"),
+    KBOOL(strict_gemm, "false", "any GEMM that cannot run as cuBLASLt's fused plan (a rejected epilogue split off, or the fatbin GEMM) is an error at start instead of a warning"),
     KINT64(data_gpu_memory, "0", 0, (int64_t)1 << 24, "data-device arena budget, MiB (0 = by plan)"),
     KINT64(model_gpu_memory, "0", 0, (int64_t)1 << 24,
            "model-device arena budget, MiB (0 = by plan)"),
