@@ -12,7 +12,8 @@
 # bench/torch_tiny.py --device cuda times the same
 # architecture in PyTorch (fused AdamW, SDPA, autocast for bf16) on the same GPU.
 #
-# Environment: GPU_BENCH_GPU (h100: the cost model's GPU), GPU_BENCH_STEPS (60),
+# Environment: GPU_BENCH_GPU (the cost model's GPU; default: the one nvidia-smi names, h100 when
+# it names none the model knows), GPU_BENCH_STEPS (60),
 # GPU_BENCH_WARMUP (10), GPU_BENCH_DATA (corpus; default: BUILD/demo/corpus, else one made by
 # `tandem corpus`), GPU_BENCH_CASES (size:batch:precision[:attention], default "tiny:8:fp32
 # tiny:8:bf16 base:32:bf16 base:32:fp32 base:32:bf16:fused"; attention as the config key,
@@ -24,9 +25,15 @@ set -uo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-OUT=$BUILD/bench-gpu
+OUT=$BUILD/bench-gpu   # this script's own folder (not the device tool's $OUT, which it leaves alone)
 TANDEM=$BUILD/tandem
-GPU=${GPU_BENCH_GPU:-h100}
+gpu_key() { # the cost model's key for the GPU nvidia-smi names
+    case $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) in
+        *H200*) echo h200 ;; *H100*) echo h100 ;; *A100*) echo a100 ;; *L4*) echo l4 ;; *4090*) echo rtx4090 ;;
+        *) echo h100 ;;
+    esac
+}
+GPU=${GPU_BENCH_GPU:-$(gpu_key)}
 STEPS=${GPU_BENCH_STEPS:-60}
 WARMUP=${GPU_BENCH_WARMUP:-10}
 CASES=${GPU_BENCH_CASES:-"tiny:8:fp32 tiny:8:bf16 base:32:bf16 base:32:fp32 base:32:bf16:fused"}

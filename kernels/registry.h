@@ -27,6 +27,7 @@
 
 #include "kernels/basic.h"
 #include "kernels/gemm_kernel.h"
+#include "kernels/gemm_epi.h"
 #include "kernels/mel.h"
 #include "kernels/layers.h"
 #include "kernels/train.h"
@@ -44,6 +45,8 @@
     X(row_sum_f32, basic)                                                                 \
     X(gemm_f32, gemm_kernel)                                                              \
     X(gemm_bf16, gemm_kernel)                                                             \
+    X(gemm_epi_apply, gemm_epi)                                                           \
+    X(gemm_epi_bgrad, gemm_epi)                                                           \
     X(mel_stft, mel)                                                                      \
     X(mel_project, mel)                                                                   \
     X(mel_log, mel)                                                                       \

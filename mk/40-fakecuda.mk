@@ -65,6 +65,15 @@ $(TEST_BIN_DIR)/test_cuda_e2e: test/fakecuda/test_cuda_e2e.c $(LIB) $(FAKECUDA_L
 TEST_BINS += $(TEST_BIN_DIR)/test_cuda_e2e
 endif
 
+# The rehearsal of tools/gpu_check.sh (the one device call) in its short mode on the stand-in
+# (test/check_gpu_check.sh), so the script cannot rot between GPU sessions.
+TEST_BINS += $(TEST_BIN_DIR)/check_gpu_check
+$(TEST_BIN_DIR)/check_gpu_check: test/check_gpu_check.sh tools/gpu_check.sh $(CLI) $(FAKECUDA_LIB) \
+                                 $(FAKECUBLAS_LIB) $(TEST_BIN_DIR)/test_ring@cuda
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec bash %s %s %s %s\n' '$(abspath $<)' '$(abspath .)' '$(abspath $(BUILD))' '$(abspath $(FAKECUDA_DIR))' > $@
+	@chmod +x $@
+
 endif
 -include $(FAKECUDA_OBJ:.o=.d) $(FAKECUBLAS_OBJ:.o=.d)
 
@@ -95,8 +104,13 @@ $(TEST_BIN_DIR)/%@cuda: $(TEST_BIN_DIR)/% $(FAKECUDA_LIB) $(FAKECUBLAS_LIB) $(FA
 	@printf '#!/bin/sh\nexec bash %s %s %s\n' '$(abspath test/run_on_cuda.sh)' '$(abspath $(FAKECUDA_DIR))' '$(abspath $<)' > $@
 	@chmod +x $@
 
-# test_bf16 once more with the fatbin's bf16 GEMM instead of (stand-in) cuBLASLt.
+# test_bf16 once more with the fatbin's bf16 GEMM instead of (stand-in) cuBLASLt, and once with
+# the stand-in's heuristic rejecting every epilogue (each runs split: cuBLASLt GEMM + epilogue kernel).
 ifneq ($(wildcard test/unit/test_bf16.c),)
+TEST_BINS += $(TEST_BIN_DIR)/test_bf16@split-epilogue
+$(TEST_BIN_DIR)/test_bf16@split-epilogue: $(TEST_BIN_DIR)/test_bf16 $(FAKECUDA_LIB) $(FAKECUBLAS_LIB)
+	@printf '#!/bin/sh\nTANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE=1 exec %s\n' '$(abspath $<)' > $@
+	@chmod +x $@
 TEST_BINS += $(TEST_BIN_DIR)/test_bf16@fatbin-gemm
 $(TEST_BIN_DIR)/test_bf16@fatbin-gemm: $(TEST_BIN_DIR)/test_bf16 $(FAKECUDA_LIB) $(FAKECUBLAS_LIB)
 	@printf '#!/bin/sh\nTANDEM_TEST_NO_CUBLASLT=1 exec %s\n' '$(abspath $<)' > $@

@@ -161,6 +161,10 @@ struct tandem_backend_ops {
     tandem_status (*gemm_prepare)(tandem_device *dev, const tandem_gemm_desc *d);
     tandem_status (*gemm)(tandem_stream *s, const tandem_gemm_desc *d, float alpha, tandem_dptr a,
                           tandem_dptr b, float beta, tandem_dptr c);
+    /* The prepared shapes that do not run as the backend's library GEMM with its fused epilogue
+     * (cuda: cuBLASLt's product + an epilogue kernel, or the fatbin GEMM), one line each
+     * "GEMM <shape>: <how> (<why>)\n" into buf (truncated to cap); returns how many. NULL: none. */
+    int (*gemm_fallbacks)(tandem_device *dev, char *buf, size_t cap);
 
     /* Whether launching kernel_id with these dims would pass the device's per-block limits
      * (dynamic shared memory against what the kernel may use), checked when a plan is made;

@@ -133,6 +133,13 @@ typedef struct tandem_system_report {
  * problems; TANDEM_E_INVALID for a NULL out. */
 tandem_status tandem_system_query(tandem_system_report *out);
 
+/* The GEMM shapes of cfg's model (training) that CUDA device `ordinal` cannot run as cuBLASLt's
+ * fused plan — split into a cuBLASLt GEMM + Tandem's epilogue kernel, or on the fatbin's CUDA-core
+ * GEMM — one line each ("GEMM <shape>: <how> (<why>)") into buf, their count into *n. Opens the
+ * device and declares the model there (no arena is committed, nothing runs), then closes it.
+ * The config's strict_gemm is ignored here (the list is the answer). */
+tandem_status tandem_system_gemm_fallbacks(const tandem_config *cfg, int ordinal, char *buf, size_t cap, int *n);
+
 /* NVML's current readings of CUDA device cuda_ordinal alone (`tandem monitor`; loads NVML and the
  * driver once per process): *out zeroed, then filled; returns and stores in out->status NVML's
  * status (no NVML is TANDEM_E_NODRIVER or TANDEM_E_UNSUPPORTED, a normal state; the message in

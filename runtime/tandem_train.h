@@ -259,6 +259,8 @@ typedef struct tandem_trainer_startup {
     int bucket_frames[8];       /* their mel frames, ascending */
     double bucket_real_pct;     /* the real-frame share they give over the training set, %
                                    (without bucketing: that of max_frames) */
+    int gemm_fallbacks;         /* GEMM shapes not on cuBLASLt's fused plan (model device; 0 on host) */
+    char gemm_fallback_list[2048]; /* one line each: "GEMM <shape>: <how> (<why>)" */
 } tandem_trainer_startup;
 /* Fill *r from a created trainer; TANDEM_E_INVALID for NULL arguments. */
 tandem_status tandem_trainer_startup_report(const tandem_trainer *t, tandem_trainer_startup *r);

@@ -27,6 +27,8 @@ allow=(
   "TANDEM_TEST_SEED=123 build/test/bin/test_kernels|the whole kernel suite; make test runs test_kernels"
   "fuzz_audio --write|fuzz tooling; make test runs fuzz_audio's replays"
   "tools/gpu_kit.sh |pack rebuilds everything (minutes) and run needs a GPU machine: both ran on 2026-11-24's H100 (docs/BENCHMARKS-training.md)"
+  "device.sh|the device check needs a GPU machine and minutes; make test rehearses it on the stand-in (check_gpu_check)"
+  "tools/gpu_check.sh|the device check needs a GPU machine and minutes; make test rehearses it on the stand-in (check_gpu_check)"
 )
 
 # A sanitized build (make test SANITIZE=...): the commands run its instrumented programs, so

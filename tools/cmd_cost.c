@@ -10,7 +10,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem cost --config FILE [--gpu h100|a100|rtx4090|l4] [--batch N]\n"
+            "usage: tandem cost --config FILE [--gpu h100|h200|a100|rtx4090|l4] [--batch N]\n"
             "                   [--precision fp32|bf16] [--grad-accum N] [--tf32] [--launches] [--json]\n\n"
             "Records one training step of the config from the code path, launch by launch, on a dry\n"
             "device (nothing executes: shapes decide the launch list) and prices it on the GPU's\n"

@@ -15,13 +15,16 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem diagnose\n\n"
+            "usage: tandem diagnose [--config FILE [--batch-size N] [--precision fp32|bf16]]\n\n"
             "Reports the CUDA driver (found and its version, or why not), each CUDA device (name,\n"
             "compute capability, memory, SMs) and whether the fatbin runs on it, peer access for\n"
             "each ordered pair of devices, the fatbin's architectures, whether cuBLASLt was found,\n"
             "NVML (found and its version, or why not; per CUDA device utilisation, memory, power,\n"
             "clocks and temperature), the host backend, and which devices `auto` would pick for\n"
-            "the data and model roles.\n\n"
+            "the data and model roles.\n"
+            "With --config: each CUDA device that opens also lists the config's GEMM shapes that\n"
+            "cannot run as cuBLASLt's fused plan (a rejected epilogue split into a cuBLASLt GEMM +\n"
+            "Tandem's epilogue kernel, or the fatbin's CUDA-core GEMM), by shape and why.\n\n"
             "environment:\n"
             "  TANDEM_CUDA_DRIVER  driver library to load instead of libcuda.so.1\n"
             "  TANDEM_FATBIN       fatbin file to use instead of the embedded one\n"
@@ -197,14 +200,59 @@ static void section_auto(const tandem_system_report *r) {
     }
 }
 
+/* --config: the config's GEMM fallbacks on every CUDA device that opens. */
+static void section_gemms(const tandem_system_report *r, const tandem_config *cfg, const char *path) {
+    static char list[16384];
+    char batch[32] = "?", prec[32] = "?";
+    tandem_config_get(cfg, "batch_size", batch, sizeof batch);
+    tandem_config_get(cfg, "precision", prec, sizeof prec);
+    printf("\nGEMM plans of %s (training; batch %s, %s)\n", path, batch, prec);
+    for (int i = 0; i < r->cuda_count && i < TANDEM_SYSTEM_MAX_CUDA; i++) {
+        if (r->cuda[i].query_status != TANDEM_OK || r->cuda[i].open_status != TANDEM_OK) continue;
+        int n = 0;
+        tandem_status st = tandem_system_gemm_fallbacks(cfg, i, list, sizeof list, &n);
+        if (st != TANDEM_OK) {
+            printf("  cuda %d: cannot declare the model: %s\n", i, tandem_last_error());
+            continue;
+        }
+        printf("  cuda %d: %s\n", i, n ? "fallbacks (slower than the fused plan):" : "every shape on cuBLASLt's fused plan");
+        for (char *line = list; n && *line;) {
+            char *end = strchr(line, '\n');
+            printf("    %.*s\n", end ? (int)(end - line) : (int)strlen(line), line);
+            line = end ? end + 1 : line + strlen(line);
+        }
+    }
+    if (r->driver_status != TANDEM_OK || r->cuda_count == 0) printf("  no CUDA device\n");
+}
+
 int cli_diagnose(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
     }
-    if (argc > 1) {
-        fprintf(stderr, "tandem diagnose: unexpected argument '%s'\n\n", argv[1]);
-        usage(stderr);
+    const char *config_path = NULL, *over_flag[2], *over_key[2], *over_val[2];
+    int n_over = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const int known = !strcmp(a, "--config") || !strcmp(a, "--batch-size") || !strcmp(a, "--precision");
+        if (!known || i + 1 >= argc || (a[2] != 'c' && n_over == 2)) {
+            fprintf(stderr, "tandem diagnose: %s '%s'\n\n", known ? "missing value after" : "unexpected argument", a);
+            usage(stderr);
+            return 2;
+        }
+        if (!strcmp(a, "--config")) {
+            config_path = argv[++i];
+        } else {
+            over_flag[n_over] = a, over_key[n_over] = a[2] == 'b' ? "batch_size" : "precision";
+            over_val[n_over++] = argv[++i];
+        }
+    }
+    tandem_config *cfg = NULL;
+    if (config_path) {
+        tandem_status cst = cli_load_config(&cfg, config_path, n_over, over_flag, over_key, over_val);
+        if (cst != TANDEM_OK) return cli_fail("diagnose", cst);
+    } else if (n_over) {
+        fprintf(stderr, "tandem diagnose: %s needs --config\n", over_flag[0]);
         return 2;
     }
     tandem_log_set_level(TANDEM_LOG_WARN);
@@ -219,6 +267,8 @@ int cli_diagnose(int argc, char **argv) {
     section_nvml(&r);
     section_host(&r);
     section_auto(&r);
+    if (cfg) section_gemms(&r, cfg, config_path);
+    tandem_config_destroy(cfg);
     printf("\n%s\n", r.problems ? "problems found (see above)" : "ok");
     return r.problems ? 1 : 0;
 }

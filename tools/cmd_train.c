@@ -78,6 +78,9 @@ static void print_startup(const tandem_trainer *t) {
         printf("batch shape: every batch max_frames: %.1f %% of its frames real over the training set "
                "(`buckets: 3` cuts the padding)\n", r.bucket_real_pct);
     }
+    if (r.gemm_fallbacks) /* each line already names the shape, how it runs and why */
+        printf("GEMM fallbacks (%d shapes not on cuBLASLt's fused plan; `strict_gemm: true` refuses them):\n%s",
+               r.gemm_fallbacks, r.gemm_fallback_list);
     if (r.start_step) printf("resuming at step %lld\n", (long long)r.start_step);
     fflush(stdout);
 }

@@ -95,7 +95,7 @@ else
              (docs/BENCHMARKS-training.md, \"Does it speak?\")"
 fi
 eval_line=$(grep '"eval_stop_within"' "$m" | tail -1 |
-  sed -n 's/.*"eval_stop_within":\([-0-9.eE+]*\).*"eval_len_ratio":\([-0-9.eE+]*\).*"eval_dtw_l1":\([-0-9.eE+]*\).*"eval_text_dep":\([-0-9.eE+]*\).*/fraction stopped within ±20 % \1, median length ratio \2, DTW-L1 \3, text dependence \4/p')
+  sed -n 's/.*"eval_stop_within":\([-0-9.eE+]*\).*"eval_len_ratio":\([-0-9.eE+]*\).*"eval_dtw_l1":\([-0-9.eE+]*\).*"eval_text_dep":\([-0-9.eE+]*\).*"eval_spec_var":\([-0-9.eE+]*\).*"eval_ident":\([-0-9.eE+]*\).*/fraction stopped within ±20 % \1, identified \6, spectral variation \5 (drone 0, speech 1), median length ratio \2, DTW-L1 \3, text dependence \4/p')
 total=$(( $(date +%s) - t0 ))
 
 cat <<EOF

@@ -3,15 +3,20 @@
 # install (air-gapped, or without the Debian packages): pack here, run there.
 #
 #   bash tools/gpu_kit.sh pack [BUILD] [KIT]   on the build machine (default build, gpu-kit):
-#       builds `all` and the test binaries, then writes KIT/kit.tar.xz: BUILD/tandem and the cuda
-#       test variants (stripped), the shared libraries they load that are not glibc's (from ldd),
-#       and BUILD/demo/corpus when it exists (the benchmark's corpus; `make demo` makes it).
+#       builds `all` and the test binaries, makes BUILD/demo/corpus when it is missing (`tandem
+#       corpus`, 64 utterances, seed 1: the GPU machine has no espeak-ng), then writes
+#       KIT/kit.tar.xz (BUILD/tandem and the cuda test variants, stripped, the shared libraries
+#       they load that are not glibc's, the corpus), KIT/pack_root (this checkout's absolute path,
+#       which the test binaries embed) and KIT/device.sh (tools/gpu_check.sh: the one bounded
+#       device call, docs/TESTING.md "The device check").
 #   bash tools/gpu_kit.sh run [KIT]            on the GPU machine, in a checkout of the same commit
-#       at the same absolute path as the build (the test binaries embed it): unpacks the kit over
-#       BUILD, prints `tandem diagnose`, runs every cuda test variant on the real driver
-#       (TANDEM_TEST_REAL_GPU=1) and bench/gpu_bench.sh. The NVIDIA driver must be there; cuBLASLt
-#       is found through ldconfig or under /usr/local/cuda.
-# Output: KIT/test-gpu.log, BUILD/bench-gpu/ (results.txt ends with the table).
+#       (at the pack_root path, or linked there): unpacks the kit over BUILD, prints `tandem
+#       diagnose`, runs every cuda test variant on the real driver (TANDEM_TEST_REAL_GPU=1, 120 s
+#       each) and bench/gpu_bench.sh, its cost model the GPU nvidia-smi names (h200 on an H200).
+#       The NVIDIA driver must be there; cuBLASLt is found through ldconfig or under /usr/local/cuda.
+# Output: under $OUT when it is set (the folder a device call brings back), else KIT:
+# test-gpu.log and bench-gpu.txt (BUILD/bench-gpu/results.txt, which ends with the table).
+# For a lease of minutes, run KIT/device.sh (OUT=DIR bash gpu-kit/device.sh) instead of `run`.
 set -uo pipefail
 cmd=${1:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,11 +37,16 @@ pack() {
     ldd "$build/tandem" "$build"/test/bin/test_trainer | awk '/=> \// {print $3}' | sort -u |
         grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libgcc_s|libz|libudev)\.so' |
         while read -r lib; do cp -L "$lib" "$stage/libs/"; done
+    [ -f "$build/demo/corpus/metadata.csv" ] ||
+        "$build/tandem" corpus --out "$build/demo/corpus" --count 64 --seed 1 > /dev/null ||
+        echo "gpu-kit: no corpus (espeak-ng missing?): the device check needs one"
     [ -f "$build/demo/corpus/metadata.csv" ] && mkdir -p "$stage/$build/demo" && cp -a "$build/demo/corpus" "$stage/$build/demo/"
     tar -C "$stage" -cJf "$kit/kit.tar.xz" "$build" libs
     rm -rf "$stage"
+    echo "$ROOT" > "$kit/pack_root"
+    cp tools/gpu_check.sh "$kit/device.sh"
     echo "gpu-kit: $kit/kit.tar.xz ($(du -h "$kit/kit.tar.xz" | cut -f1)); on the GPU machine, in a checkout at $ROOT:"
-    echo "  bash tools/gpu_kit.sh run $kit"
+    echo "  OUT=DIR bash $kit/device.sh      (the bounded device check), or: bash tools/gpu_kit.sh run $kit"
 }
 
 run() {
@@ -55,10 +65,15 @@ run() {
     printf '#!/bin/sh\nunset LD_LIBRARY_PATH\nexec python3 "$@"\n' > "$kit/python3"
     chmod +x "$kit/python3"
     export LD_LIBRARY_PATH=$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    local out=${OUT:-$kit}
+    mkdir -p "$out"
     "$build/tandem" diagnose
-    TANDEM_TEST_REAL_GPU=1 bash test/run.sh "$build"/test/bin/*@cuda > "$kit/test-gpu.log" 2>&1
-    grep -E '^failing binaries|passed, ' "$kit/test-gpu.log"
+    # 120 s a binary: one hang must not spend a whole lease
+    TANDEM_TEST_REAL_GPU=1 TANDEM_TEST_TIMEOUT=${TANDEM_TEST_TIMEOUT:-120} bash test/run.sh "$build"/test/bin/*@cuda \
+        > "$out/test-gpu.log" 2>&1
+    grep -E '^failing binaries|passed, ' "$out/test-gpu.log"
     GPU_BENCH_PYTHON=$ROOT/$kit/python3 bash bench/gpu_bench.sh "$build"
+    cp "$build/bench-gpu/results.txt" "$out/bench-gpu.txt" 2>/dev/null
 }
 
 case $cmd in

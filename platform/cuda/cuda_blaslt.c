@@ -8,9 +8,15 @@
  * the aux matrix of D's type (the documented defaults of BIAS_DATA_TYPE and
  * EPILOGUE_AUX_DATA_TYPE, never set), the aux leading dimension our n (= D's rows) and its batch
  * stride stride_c; their pointers are set per call. The types, tf32 and the epilogue are part
- * of a plan's key. An aux epilogue cuBLASLt documents no support for (EPILOGUE_AUX_LD must be a
- * multiple of 8) runs on the fatbin GEMM, which implements every epilogue; so does a plan for
- * which cuBLASLt's heuristic finds no algorithm at all (a warning names the shape).
+ * of a plan's key. An epilogue cuBLASLt cannot take — one it documents no support for
+ * (EPILOGUE_AUX_LD must be a multiple of 8) or one its heuristic rejects (no algorithm,
+ * NOT_SUPPORTED or INVALID_VALUE) — runs split: the same product as a plain cuBLASLt GEMM, then
+ * the project's epilogue kernels (kernels/gemm_epi.h: bias, GELU with its aux, dGELU, the bias
+ * gradient's column sums; cuda_gemm_epi.c), never the fatbin's CUDA-core GEMM. Only a product
+ * cuBLASLt has no algorithm for even without an epilogue, or a device without cuBLASLt, runs on
+ * the fatbin GEMM. Each such plan is a fallback: a warning names it when it is made, and
+ * tandem_cuda_gemm_fallbacks lists them by shape (the trainer's start-up report, `tandem
+ * diagnose --config`; the config's strict_gemm makes any an error).
  *
  * The API is row-major (tandem.h): C[m,n] = alpha op(A) op(B) + beta C. cuBLASLt is
  * column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
@@ -185,8 +191,15 @@ struct tandem_cuda_gemm_plan {
     cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
     cublasLtMatmulAlgo_t algo[LT_TIERS];
     int have[LT_TIERS];                /* the heuristic found one for this tier */
-    int fatbin;                        /* cuBLASLt cannot take this epilogue's shape: the fatbin GEMM */
+    /* an epilogue plan's product alone (the split path; also for a call whose bias vector is
+     * less than 16-byte aligned) */
+    cublasLtMatmulDesc_t plain_op;
+    cublasLtMatmulAlgo_t plain_algo[LT_TIERS];
+    int plain_have[LT_TIERS];
+    int mode;                          /* LT_FUSED, LT_SPLIT or LT_FATBIN */
+    char why[96];                      /* why not LT_FUSED */
 };
+enum { LT_FUSED = 0, LT_SPLIT = 1, LT_FATBIN = 2 };
 
 static uint32_t elem_bytes(tandem_dtype t) { return t == TANDEM_BF16 ? 2u : 4u; }
 
@@ -224,6 +237,7 @@ static void plan_destroy(tandem_cuda_gemm_plan *p) {
     if (p->lb) lt.cublasLtMatrixLayoutDestroy(p->lb);
     if (p->lc) lt.cublasLtMatrixLayoutDestroy(p->lc);
     if (p->op) lt.cublasLtMatmulDescDestroy(p->op);
+    if (p->plain_op) lt.cublasLtMatmulDescDestroy(p->plain_op);
     memset(p, 0, sizeof *p);
 }
 
@@ -241,15 +255,18 @@ static tandem_status make_layout(cublasLtMatrixLayout_t *l, tandem_dtype type, i
     return TANDEM_OK;
 }
 
-/* The heuristic's best algorithm for plan p with alignment preferences al (A, B, C, D). */
+/* The heuristic's best algorithm for plan p's descriptor op (p->op, or p->plain_op: epi 0) with
+ * alignment preferences al (A, B, C, D). An epilogue's NOT_SUPPORTED or INVALID_VALUE is no
+ * algorithm (*have 0, the status's name into p->why), not an error. */
 static tandem_status lt_heuristic(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p,
-                                  const uint32_t al[4], cublasLtMatmulAlgo_t *algo, int *have) {
-    if (tandem_gemm_epi_has_aux(g->epilogue)) {
+                                  cublasLtMatmulDesc_t op, int epi, const uint32_t al[4], cublasLtMatmulAlgo_t *algo,
+                                  int *have) {
+    if (epi && tandem_gemm_epi_has_aux(g->epilogue)) {
         /* the heuristic reads the aux pointer's value for its alignment (documented under
          * EPILOGUE_AUX_POINTER): a stand-in address with D's alignment for this tier; each call
          * sets the real one, which the tier choice holds to the same alignment */
         const void *aux = (const void *)(uintptr_t)al[3];
-        LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), g);
+        LT_TRY(cublasLtMatmulDescSetAttribute, (op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), g);
     }
     cublasLtMatmulPreference_t pref = NULL;
     LT_TRY(cublasLtMatmulPreferenceCreate, (&pref), g);
@@ -272,9 +289,14 @@ static tandem_status lt_heuristic(tandem_cuda_dev *d, const tandem_gemm_desc *g,
     memset(&res, 0, sizeof res);
     int found = 0;
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = lt.cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)d->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
+        s = lt.cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)d->lt, op, p->la, p->lb, p->lc, p->lc, pref, 1,
                                               &res, &found);
     lt.cublasLtMatmulPreferenceDestroy(pref);
+    if (epi && (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE)) {
+        snprintf(p->why, sizeof p->why, "the heuristic answers %s for the epilogue", lt_status_name(s));
+        *have = 0;
+        return TANDEM_OK;
+    }
     if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) {
         char shp[160];
         shape_text(g, shp, sizeof shp);
@@ -313,22 +335,11 @@ static int lt_takes_epilogue(const tandem_gemm_desc *g) {
     return !tandem_gemm_epi_has_aux(g->epilogue) || (g->n % 8 == 0 && (g->batch == 1 || g->stride_c % 8 == 0));
 }
 
-static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p) {
-    /* TF32 (tensor cores) for f32 operands when asked; bf16 operands always accumulate in f32 */
-    const cublasComputeType_t ct = g->tf32 && g->a_type == TANDEM_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    LT_TRY(cublasLtMatmulDescCreate, (&p->op, ct, CUDA_R_32F), g);
-    int32_t ta = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's A is our B */
-    int32_t tb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), g);
-    LT_TRY(cublasLtMatmulDescSetAttribute, (p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), g);
-    TANDEM_TRY(lt_epilogue(g, p));
-    /* our B stored row-major [k, n] (or [n, k] transposed) = column-major [n, k] (or [k, n]) */
-    TANDEM_TRY(make_layout(&p->la, g->b_type, g->trans_b ? g->k : g->n, g->trans_b ? g->n : g->k, g->batch,
-                           g->stride_b, g));
-    TANDEM_TRY(make_layout(&p->lb, g->a_type, g->trans_a ? g->m : g->k, g->trans_a ? g->k : g->m, g->batch,
-                           g->stride_a, g));
-    TANDEM_TRY(make_layout(&p->lc, g->c_type, g->n, g->m, g->batch, g->stride_c, g));
-    int any = 0;
+/* Plan p's algorithms for descriptor op (epi: with g's epilogue) per alignment tier; returns
+ * whether any tier has one. */
+static tandem_status lt_tiers(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p,
+                              cublasLtMatmulDesc_t op, int epi, cublasLtMatmulAlgo_t *algo, int *have, int *any) {
+    *any = 0;
     for (int t = 0; t < LT_TIERS; t++) {
         uint32_t al[4];
         tier_prefs(g, t, al);
@@ -337,23 +348,55 @@ static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tand
                              operand_align(0, g->stride_a, g->a_type, 2) < al[1] ||
                              operand_align(0, g->stride_c, g->c_type, 2) < al[2]))
             continue;
-        TANDEM_TRY(lt_heuristic(d, g, p, al, &p->algo[t], &p->have[t]));
-        any |= p->have[t];
+        TANDEM_TRY(lt_heuristic(d, g, p, op, epi, al, &algo[t], &have[t]));
+        *any |= have[t];
     }
-    if (!any) {
-        char shp[160];
-        shape_text(g, shp, sizeof shp);
-        /* the fatbin GEMM takes every epilogue and type this backend accepts: slower, not wrong */
-        if (g->m <= INT_MAX && g->n <= INT_MAX && g->k <= INT_MAX && g->batch <= INT_MAX) {
-            tandem_logf(TANDEM_LOG_WARN, "cuBLASLt has no algorithm for GEMM %s on device %d: it runs on the "
-                                         "fatbin's GEMM kernel (no tensor-core library path for this shape)",
-                        shp, d->ordinal);
-            p->fatbin = 1;
-            return TANDEM_OK;
-        }
-        return tandem_fail(TANDEM_E_UNSUPPORTED, "cuBLASLt has no algorithm for GEMM %s (f32 accumulation) on "
-                           "device %d", shp, d->ordinal);
+    return TANDEM_OK;
+}
+
+/* A matmul descriptor with g's compute type and transposes (no epilogue). */
+static tandem_status lt_desc(const tandem_gemm_desc *g, cublasLtMatmulDesc_t *op) {
+    /* TF32 (tensor cores) for f32 operands when asked; bf16 operands always accumulate in f32 */
+    const cublasComputeType_t ct = g->tf32 && g->a_type == TANDEM_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    LT_TRY(cublasLtMatmulDescCreate, (op, ct, CUDA_R_32F), g);
+    int32_t ta = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's A is our B */
+    int32_t tb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    LT_TRY(cublasLtMatmulDescSetAttribute, (*op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), g);
+    LT_TRY(cublasLtMatmulDescSetAttribute, (*op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), g);
+    return TANDEM_OK;
+}
+
+/* The fused plan when cuBLASLt takes the epilogue; else the split one (the product alone, then
+ * the epilogue kernels); else, with no algorithm even for the product, the fatbin GEMM. */
+static tandem_status lt_plan(tandem_cuda_dev *d, const tandem_gemm_desc *g, tandem_cuda_gemm_plan *p) {
+    const int epi = g->epilogue != TANDEM_GEMM_EPI_NONE;
+    TANDEM_TRY(lt_desc(g, &p->op));
+    if (epi && lt_takes_epilogue(g)) TANDEM_TRY(lt_epilogue(g, p));
+    /* our B stored row-major [k, n] (or [n, k] transposed) = column-major [n, k] (or [k, n]) */
+    TANDEM_TRY(make_layout(&p->la, g->b_type, g->trans_b ? g->k : g->n, g->trans_b ? g->n : g->k, g->batch,
+                           g->stride_b, g));
+    TANDEM_TRY(make_layout(&p->lb, g->a_type, g->trans_a ? g->m : g->k, g->trans_a ? g->k : g->m, g->batch,
+                           g->stride_a, g));
+    TANDEM_TRY(make_layout(&p->lc, g->c_type, g->n, g->m, g->batch, g->stride_c, g));
+    int fused = 0, plain = 0;
+    if (!epi || lt_takes_epilogue(g)) TANDEM_TRY(lt_tiers(d, g, p, p->op, epi, p->algo, p->have, &fused));
+    else snprintf(p->why, sizeof p->why, "cuBLASLt's aux leading dimension must be a multiple of 8");
+    if (epi) {
+        TANDEM_TRY(lt_desc(g, &p->plain_op));
+        TANDEM_TRY(lt_tiers(d, g, p, p->plain_op, 0, p->plain_algo, p->plain_have, &plain));
     }
+    p->mode = fused ? LT_FUSED : plain ? LT_SPLIT : LT_FATBIN;
+    if (p->mode == LT_FUSED) return TANDEM_OK;
+    char shp[160];
+    shape_text(g, shp, sizeof shp);
+    if (!p->why[0]) snprintf(p->why, sizeof p->why, "the heuristic has no algorithm");
+    if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX)
+        return tandem_fail(TANDEM_E_UNSUPPORTED, "cuBLASLt cannot run GEMM %s on device %d (%s) and the %s takes "
+                           "dimensions up to %d", shp, d->ordinal, p->why,
+                           p->mode == LT_SPLIT ? "epilogue kernel" : "fatbin GEMM", INT_MAX);
+    tandem_logf(TANDEM_LOG_WARN, "GEMM %s on device %d: %s; it runs as %s", shp, d->ordinal, p->why,
+                p->mode == LT_SPLIT ? "a cuBLASLt GEMM + Tandem's epilogue kernel"
+                                    : "the fatbin's CUDA-core GEMM kernel (no tensor-core library path)");
     return TANDEM_OK;
 }
 
@@ -414,7 +457,7 @@ tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_des
                            "cuda GEMM %s: types A %s, B %s, C %s; expected A and B both f32 or both "
                            "bf16, and C f32 (or bf16 with bf16 A and B)", shp, tandem_dtype_name(g->a_type),
                            tandem_dtype_name(g->b_type), tandem_dtype_name(g->c_type));
-    const int fatbin = !d->lt || !lt_takes_epilogue(g);
+    const int fatbin = !d->lt;
     if (fatbin && (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->batch > INT_MAX))
         return tandem_fail(TANDEM_E_UNSUPPORTED, "cuda GEMM %s: the fatbin GEMM takes dimensions up to %d", shp,
                            INT_MAX);
@@ -432,7 +475,8 @@ tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_des
             tandem_cuda_gemm_plan *p = &d->gemm_plans[d->gemm_count];
             memset(p, 0, sizeof *p);
             p->key = *g;
-            p->fatbin = fatbin;
+            p->mode = fatbin ? LT_FATBIN : LT_FUSED;
+            if (fatbin) snprintf(p->why, sizeof p->why, "no cuBLASLt on this device");
             if (!fatbin) st = lt_plan(d, g, p);
             if (st == TANDEM_OK)
                 d->gemm_count++;
@@ -466,8 +510,8 @@ static tandem_status lt_matmul(tandem_cuda_dev *d, const tandem_cuda_stream_impl
 
 /* The first alignment tier plan p has an algorithm for that these pointers satisfy (cuBLASLt's
  * A is our b, its B our a; the aux matrix is held to D's), else LT_TIERS. have: what they have. */
-static int lt_tier(const tandem_cuda_gemm_plan *p, const tandem_gemm_desc *g, tandem_dptr a, tandem_dptr b,
-                   tandem_dptr c, uint32_t have[4]) {
+static int lt_tier(const int *tiers, const tandem_gemm_desc *g, tandem_dptr a, tandem_dptr b, tandem_dptr c,
+                   uint32_t have[4]) {
     have[0] = operand_align(b, g->stride_b, g->b_type, g->batch);
     have[1] = operand_align(a, g->stride_a, g->a_type, g->batch);
     have[2] = have[3] = operand_align(c, g->stride_c, g->c_type, g->batch);
@@ -482,17 +526,23 @@ static int lt_tier(const tandem_cuda_gemm_plan *p, const tandem_gemm_desc *g, ta
     for (int t = 0; t < LT_TIERS; t++) {
         uint32_t al[4];
         tier_prefs(g, t, al);
-        if (p->have[t] && have[0] >= al[0] && have[1] >= al[1] && have[2] >= al[2] && have[3] >= al[3]) return t;
+        if (tiers[t] && have[0] >= al[0] && have[1] >= al[1] && have[2] >= al[2] && have[3] >= al[3]) return t;
     }
     return LT_TIERS;
 }
 
+/* plain: plan p's product alone (g without its epilogue), else p's fused plan. */
 static tandem_status lt_gemm(tandem_cuda_dev *d, tandem_stream *s, const tandem_cuda_gemm_plan *p,
-                             const tandem_gemm_desc *g, float alpha, tandem_dptr a, tandem_dptr b, float beta,
-                             tandem_dptr c) {
+                             const tandem_gemm_desc *gin, int plain, float alpha, tandem_dptr a, tandem_dptr b,
+                             float beta, tandem_dptr c) {
     const tandem_cuda_stream_impl *si = s->impl;
+    tandem_gemm_desc g0 = *gin;
+    if (plain) g0.epilogue = TANDEM_GEMM_EPI_NONE;
+    const tandem_gemm_desc *g = &g0;
+    const cublasLtMatmulDesc_t op = plain ? p->plain_op : p->op;
+    const cublasLtMatmulAlgo_t *algo = plain ? p->plain_algo : p->algo;
     uint32_t have[4];
-    const int t = lt_tier(p, g, a, b, c, have);
+    const int t = lt_tier(plain ? p->plain_have : p->have, g, a, b, c, have);
     if (t == LT_TIERS) {
         char shp[160];
         shape_text(g, shp, sizeof shp);
@@ -505,10 +555,10 @@ static tandem_status lt_gemm(tandem_cuda_dev *d, tandem_stream *s, const tandem_
     }
     if (g->epilogue == TANDEM_GEMM_EPI_NONE) {
         LT_TRY(cublasLtMatmul,
-               ((cublasLtHandle_t)d->lt, p->op, &alpha, (const void *)(uintptr_t)b, p->la,
+               ((cublasLtHandle_t)d->lt, op, &alpha, (const void *)(uintptr_t)b, p->la,
                 (const void *)(uintptr_t)a, p->lb, &beta, (const void *)(uintptr_t)(g->c_src ? g->c_src : c), p->lc,
                 (void *)(uintptr_t)c,
-                p->lc, &p->algo[t], (void *)(uintptr_t)si->lt_workspace, si->lt_workspace ? TANDEM_CUDA_LT_WORKSPACE : 0,
+                p->lc, &algo[t], (void *)(uintptr_t)si->lt_workspace, si->lt_workspace ? TANDEM_CUDA_LT_WORKSPACE : 0,
                 si->cs),
                g);
         return TANDEM_OK;
@@ -565,8 +615,9 @@ static tandem_status fatbin_gemm(tandem_stream *s, const tandem_gemm_desc *g, fl
 
 /* cuBLASLt's epilogue kernels access the bias (gradient) vector 16 bytes at a time, and no
  * preference attribute tells its heuristic otherwise (a less aligned bias faults with "misaligned
- * address" on a GPU): such a call runs on the fatbin GEMM, which takes any alignment. The model's
- * biases are 256-byte aligned (runtime/model/model.c, PARAM_ALIGN); a view into a tensor may not be. */
+ * address" on a GPU): such a call runs split (the product alone, then the epilogue kernel, which
+ * takes any alignment). The model's biases are 256-byte aligned (runtime/model/model.c,
+ * PARAM_ALIGN); a view into a tensor may not be. */
 static int lt_bias_aligned(const tandem_gemm_desc *g) {
     return !tandem_gemm_epi_bias_ptr(g->epilogue) || (g->bias & 15u) == 0;
 }
@@ -586,6 +637,29 @@ tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, floa
                            d->ordinal, shp);
     }
     TANDEM_TRY(tandem_cuda_make_current(d));
-    if (!p->fatbin && lt_bias_aligned(g)) return lt_gemm(d, s, p, g, alpha, a, b, beta, c);
-    return fatbin_gemm(s, g, alpha, a, b, beta, c);
+    if (p->mode == LT_FUSED && lt_bias_aligned(g)) return lt_gemm(d, s, p, g, 0, alpha, a, b, beta, c);
+    if (p->mode == LT_FATBIN || !p->plain_op) return fatbin_gemm(s, g, alpha, a, b, beta, c);
+    TANDEM_TRY(lt_gemm(d, s, p, g, 1, alpha, a, b, beta, c));
+    return tandem_cuda_gemm_epi_pass(s, g, a, c);
+}
+
+int tandem_cuda_gemm_fallbacks(tandem_device *dev, char *buf, size_t cap) {
+    tandem_cuda_dev *d = tandem_cuda_impl(dev);
+    int n = 0;
+    size_t len = 0;
+    if (buf && cap) buf[0] = 0;
+    tandem_mutex_lock(&d->gemm_lock);
+    for (int i = 0; i < d->gemm_count; i++) {
+        const tandem_cuda_gemm_plan *p = &d->gemm_plans[i];
+        if (p->mode == LT_FUSED) continue;
+        n++;
+        char shp[160];
+        shape_text(&p->key, shp, sizeof shp);
+        if (buf && len < cap)
+            len += (size_t)snprintf(buf + len, cap - len, "GEMM %s: %s (%s)\n", shp,
+                                    p->mode == LT_SPLIT ? "cuBLASLt GEMM + epilogue kernel" : "fatbin CUDA-core GEMM",
+                                    p->why);
+    }
+    tandem_mutex_unlock(&d->gemm_lock);
+    return n;
 }

@@ -694,6 +694,7 @@ static const tandem_backend_ops cuda_ops = {
     .launch = guarded_tandem_cuda_launch,
     .gemm_prepare = guarded_tandem_cuda_gemm_prepare,
     .gemm = guarded_tandem_cuda_gemm,
+    .gemm_fallbacks = tandem_cuda_gemm_fallbacks, /* reads the plan table only: no context */
     .launch_check = guarded_cuda_launch_check,
     /* collectives over NCCL (platform/cuda/nccl.c) */
     .coll_unique_id = tandem_cuda_coll_unique_id,

@@ -58,5 +58,12 @@ tandem_status tandem_cuda_gemm_stream_init(tandem_cuda_dev *d, tandem_cuda_strea
 tandem_status tandem_cuda_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *g);
 tandem_status tandem_cuda_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha, tandem_dptr a,
                                tandem_dptr b, float beta, tandem_dptr c);
+/* The plans that do not run as cuBLASLt's fused GEMM, one line each into buf ("GEMM <shape>:
+ * <how> (<why>)"); returns how many. */
+int tandem_cuda_gemm_fallbacks(tandem_device *dev, char *buf, size_t cap);
+
+/* cuda_gemm_epi.c: g's epilogue as kernels of its own on s, after the plain product of our A (a)
+ * into C (c) was queued there (the split path of a plan cuBLASLt rejects). */
+tandem_status tandem_cuda_gemm_epi_pass(tandem_stream *s, const tandem_gemm_desc *g, tandem_dptr a, tandem_dptr c);
 
 #endif

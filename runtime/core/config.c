@@ -83,6 +83,7 @@ static const key_spec schema[] = {
     KBOOL(force_staged, "false",
           "copy ring slots through pinned host memory even with peer access (broken P2P)"),
     KBOOL(cuda_graphs, "true", "capture the training step once as a CUDA graph and replay it (false: eager, for debugging)"),
+    KBOOL(strict_gemm, "false", "any GEMM that cannot run as cuBLASLt's fused plan (a rejected epilogue split off, or the fatbin GEMM) is an error at start instead of a warning"),
     KINT64(data_gpu_memory, "0", 0, (int64_t)1 << 24, "data-device arena budget, MiB (0 = by plan)"),
     KINT64(model_gpu_memory, "0", 0, (int64_t)1 << 24,
            "model-device arena budget, MiB (0 = by plan)"),
@@ -90,8 +91,8 @@ static const key_spec schema[] = {
     KENUM(attention, "auto", "auto|fused|materialised",
           "attention kernels: fused (one kernel each way, no [B, H, T, T] tensor) or materialised "
           "(scores in memory, batched GEMMs on tensor cores around softmax kernels); auto: fused "
-          "on the host and for bf16 on a CUDA model device (tensor-core kernels, head size a "
-          "multiple of 16 up to 64), else materialised (docs/BENCHMARKS-training.md)"),
+          "on the host, materialised on a CUDA model device until a GPU has measured the "
+          "tensor-core kernels (docs/TRAINING.md, \"Attention paths\")"),
     KBOOL(tf32, "true", "fp32 on CUDA: GEMMs with TF32 inputs (10-bit mantissa, f32 accumulation; "
                         "false: exact fp32)"),
     KINT64(seed, "1234", 0, INT64_MAX, "seed for initialisation and shuffling"),

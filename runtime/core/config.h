@@ -55,6 +55,7 @@ typedef struct tandem_config {
     int shuffle;              /* bool */
     int force_staged;         /* bool: ring copies through pinned host memory despite peer access */
     int cuda_graphs;          /* bool: a CUDA model device replays the step as a graph (default) */
+    int strict_gemm;          /* bool: a GEMM that falls back from the library's fused plan is an error */
     int64_t data_gpu_memory, model_gpu_memory; /* arena budgets in MiB; 0 = size by plan */
     /* training */
     int precision; /* tandem_precision */

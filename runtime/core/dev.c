@@ -263,6 +263,12 @@ tandem_status tandem_dev_gemm_prepare(tandem_device *dev, const tandem_gemm_desc
     return dev->ops->gemm_prepare(dev, g);
 }
 
+int tandem_dev_gemm_fallbacks(tandem_device *dev, char *buf, size_t cap) {
+    if (buf && cap) buf[0] = 0;
+    if (!dev || !dev->ops || !dev->ops->gemm_fallbacks) return 0;
+    return dev->ops->gemm_fallbacks(dev, buf, cap);
+}
+
 /* The operand is a committed tensor of s's device and dtype dt holding elements
  * [off, off + (batch - 1) * stride + rows * cols). */
 static tandem_status check_operand(const tandem_gemm_desc *g, const char *role,

@@ -92,6 +92,9 @@ tandem_status tandem_dev_gemm_from(tandem_stream *s, const tandem_gemm_desc *g, 
 /* Resolve the algorithm for a shape once, before commit (a no-op where the backend has
  * nothing to resolve). */
 tandem_status tandem_dev_gemm_prepare(tandem_device *dev, const tandem_gemm_desc *g);
+/* The prepared shapes that fall back from the library's fused GEMM (platform/device.h,
+ * gemm_fallbacks): one line each into buf, how many returned (0 on backends without any). */
+int tandem_dev_gemm_fallbacks(tandem_device *dev, char *buf, size_t cap);
 /* C = alpha op(A) op(B) + beta C in the row-major convention of tandem_gemm_desc. */
 tandem_status tandem_dev_gemm(tandem_stream *s, const tandem_gemm_desc *g, float alpha,
                               tandem_view a, tandem_view b, float beta, tandem_view c);

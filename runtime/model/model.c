@@ -29,6 +29,7 @@ tandem_status tandem_model_dims_from_config(const tandem_config *cfg, int vocab,
     memset(&d, 0, sizeof d);
     d.bf16 = cfg->precision == TANDEM_PRECISION_BF16; /* refused later on a host device */
     d.tf32 = !d.bf16 && cfg->tf32;
+    d.strict_gemm = cfg->strict_gemm;
     d.attn_materialised = cfg->attention == 2 ? 1 : cfg->attention == 1 ? 0 : TANDEM_ATTN_AUTO;
     d.batch = cfg->batch_size;
     d.d = cfg->d_model;
@@ -663,11 +664,10 @@ static tandem_status declare_common(tandem_model *m, tandem_backend backend, tan
                            "model: precision bf16 needs a CUDA model device; the host backend "
                            "trains in fp32 (set 'precision: fp32' or --precision fp32)");
     m->dims = *dims;
-    /* auto on a GPU: fused where its kernels run on tensor cores (bf16, head size a multiple of
-     * 16 up to 64), else the tensor cores' GEMMs around materialised scores beat the f32 fused
-     * kernel; on the host the fused kernel (docs/BENCHMARKS-training.md) */
-    if (m->dims.attn_materialised == TANDEM_ATTN_AUTO)
-        m->dims.attn_materialised = backend == TANDEM_BACKEND_CUDA && !(dims->bf16 && tandem_k_attn_tc_ok(dims->head_dim));
+    /* auto on a GPU: materialised (the tensor cores' GEMMs around materialised scores), also in
+     * bf16, until a GPU has measured the tensor-core kernels against it (docs/TRAINING.md,
+     * "Attention paths"); on the host the fused kernel (docs/BENCHMARKS-training.md) */
+    if (m->dims.attn_materialised == TANDEM_ATTN_AUTO) m->dims.attn_materialised = backend == TANDEM_BACKEND_CUDA;
     dims = &m->dims;
     m->full = *dims;
     m->attn.batch = dims->batch;
@@ -719,6 +719,16 @@ static tandem_status check_kernel_limits(tandem_device *dev, const tandem_model_
                        d->d, why, lo);
 }
 
+/* strict_gemm: every prepared GEMM runs as the library's fused plan, or the run does not start. */
+static tandem_status check_strict_gemm(tandem_device *dev) {
+    char list[1024];
+    const int n = tandem_dev_gemm_fallbacks(dev, list, sizeof list);
+    if (n == 0) return TANDEM_OK;
+    return tandem_fail(TANDEM_E_UNSUPPORTED, "strict_gemm: %d GEMM shape%s on %s cannot run as cuBLASLt's fused "
+                       "plan: %s(set strict_gemm: false to run them on the fallback, slower)", n, n == 1 ? "" : "s",
+                       dev->info.name, list);
+}
+
 tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_pool *pool,
                                    const tandem_model_dims *dims) {
     if (!m || !dev || !pool || !dims)
@@ -727,6 +737,7 @@ tandem_status tandem_model_declare(tandem_model *m, tandem_device *dev, tandem_p
     TANDEM_TRY(declare_common(m, dev->info.backend, pool, dims));
     m->dev = dev;
     TANDEM_TRY(prepare_gemms(m));
+    if (dims->strict_gemm) TANDEM_TRY(check_strict_gemm(dev));
     TANDEM_TRY(alloc_pinned(m));
     tandem_logf(TANDEM_LOG_DEBUG,
                 "model: %d parameter tensors, %" PRId64 " parameters (%" PRId64

@@ -92,11 +92,14 @@ typedef struct tandem_model_dims {
     int bf16;             /* 1: precision bf16 (see "Precision" above; cuda devices only) */
     int tf32;             /* 1: fp32 GEMMs ask for TF32 inputs (tandem_gemm_desc.tf32; cuBLASLt
                              only: the host and the fatbin GEMM stay exact) */
+    int strict_gemm;      /* 1: a GEMM shape that falls back from the library's fused plan fails
+                             tandem_model_declare (config strict_gemm) */
     int attn_materialised; /* 1: the materialised attention at any head size; 0: fused where it
                               serves (attention.h); TANDEM_ATTN_AUTO (config `attention: auto`):
-                              fused on the host and, on a CUDA model device, where its kernels
-                              run on tensor cores (bf16, head_dim a multiple of 16 up to 64),
-                              else materialised; decided when the model is declared */
+                              fused on the host, materialised on a CUDA model device (also in
+                              bf16, until a GPU has measured the tensor-core kernels against it:
+                              docs/TRAINING.md "Attention paths"); decided when the model is
+                              declared */
     /* Length bucketing (docs/TRAINING.md, "Length bucketing"): the frame counts of the shape
      * classes a batch may have, ascending, each a multiple of r, the last = frames; n_classes 0:
      * one class, frames. Every per-step tensor is declared for frames (the largest class); a

@@ -53,9 +53,9 @@ typedef struct tandem_gpu_spec {
     int sms;                /* streaming multiprocessors */
 } tandem_gpu_spec;
 
-/* By key ("h100", "a100", "rtx4090", "l4"); NULL if unknown. */
+/* By key ("h100", "h200", "a100", "rtx4090", "l4"); NULL if unknown. */
 const tandem_gpu_spec *tandem_gpu_find(const char *key);
-/* The keys, "h100|a100|rtx4090|l4", for messages. */
+/* The keys, "h100|h200|a100|rtx4090|l4", for messages. */
 const char *tandem_gpu_keys(void);
 
 typedef enum tandem_cost_cat {

@@ -14,6 +14,7 @@
  * replayed CUDA graph (see the doc for the sources and what they mean). */
 static const tandem_gpu_spec gpus[] = {
     {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 494.7, 66.9, 3350.0, 4.0, 1.0, 132},
+    {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 494.7, 66.9, 4800.0, 4.0, 1.0, 132},
     {"a100", "NVIDIA A100 SXM4 80 GB", 312.0, 156.0, 19.5, 2039.0, 4.0, 1.0, 108},
     {"rtx4090", "NVIDIA GeForce RTX 4090", 165.2, 82.6, 82.6, 1008.0, 4.0, 1.0, 128},
     {"l4", "NVIDIA L4", 121.0, 60.0, 30.3, 300.0, 4.0, 1.0, 58},
@@ -26,7 +27,7 @@ const tandem_gpu_spec *tandem_gpu_find(const char *key) {
     return NULL;
 }
 
-const char *tandem_gpu_keys(void) { return "h100|a100|rtx4090|l4"; }
+const char *tandem_gpu_keys(void) { return "h100|h200|a100|rtx4090|l4"; }
 
 static const char *const cat_names[TANDEM_COST_CATS] = {
     "gemm-linear", "gemm-attention", "attention-elementwise", "layout", "cast", "elementwise",

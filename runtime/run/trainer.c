@@ -257,6 +257,13 @@ static tandem_status create_graphs(tandem_trainer *t, const tandem_model_dims *d
     TANDEM_TRY(tandem_device_get_info(t->model_dev, &info));
     t->lazy = info.backend == TANDEM_BACKEND_CUDA;
     if (!t->cfg.cuda_graphs || !tandem_graph_supported(t->model_dev)) return TANDEM_OK;
+    int ord[TANDEM_CONFIG_MAX_DEVICES];
+    if (tandem_config_device_list(t->cfg.model_devices, ord, TANDEM_CONFIG_MAX_DEVICES) > 1) {
+        /* NCCL with several GPUs per process under graph capture can deadlock (docs/SCALING.md) */
+        tandem_logf(TANDEM_LOG_WARN, "trainer: several model devices in one process: the step runs eagerly "
+                    "(no CUDA graph) until replicas have run captured on real GPUs (docs/SCALING.md)");
+        return TANDEM_OK;
+    }
     const int slots = t->cfg.prefetch_buffer_size;
     if (dims->micro_batches > slots) {
         tandem_logf(TANDEM_LOG_INFO, "trainer: grad_accum %d > prefetch_buffer_size %d: the step runs "
@@ -1086,5 +1093,6 @@ tandem_status tandem_trainer_startup_report(const tandem_trainer *t, tandem_trai
     r->n_buckets = t->rb.k;
     for (int c = 0; c < t->rb.k; c++) r->bucket_frames[c] = (int)t->rb.frames[c];
     r->bucket_real_pct = 100.0 * t->rb.expected;
+    r->gemm_fallbacks = tandem_dev_gemm_fallbacks(t->model_dev, r->gemm_fallback_list, sizeof r->gemm_fallback_list);
     return TANDEM_OK;
 }

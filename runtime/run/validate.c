@@ -330,7 +330,7 @@ static void check_speed(const tandem_config *cfg, tandem_validate_report *r) {
             "expected throughput: the step cost model could not price this config: %s", tandem_last_error());
         return;
     }
-    add(r, TANDEM_FINDING_INFO, "speed", "`tandem cost --config ... --gpu h100|a100|rtx4090|l4` for details",
+    add(r, TANDEM_FINDING_INFO, "speed", "`tandem cost --config ... --gpu h100|h200|a100|rtx4090|l4` for details",
         "expected throughput (modelled on an %s, not measured): %.2f ms per step in a CUDA graph, %.2f ms eager, "
         "%lld launches, floor %.2f ms; about %.0f samples/s", e.gpu, e.graph_ms, e.eager_ms, (long long)e.launches,
         e.floor_ms, e.samples_per_s);

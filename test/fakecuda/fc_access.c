@@ -124,6 +124,20 @@ ACC(mel_rows_take) {
     W(a->dst ? (void *)a->dst : (void *)a->dst16, (size_t)a->batch * a->mel_len * d * es);
 }
 ACC(prenet_dropout) { RW(a->x, (size_t)a->n * F4); R(a->step_at, sizeof(int)); }
+ACC(gemm_epi_apply) {
+    const size_t ce = a->c16 ? 2 : F4, c = gemm_elems(a->batch, a->stride_c, a->m, a->n) * ce;
+    const void *cp = a->c16 ? (const void *)a->c16 : (const void *)a->c;
+    const void *bias = a->bias16 ? (const void *)a->bias16 : (const void *)a->bias;
+    const void *aux = a->aux16 ? (const void *)a->aux16 : (const void *)a->aux;
+    RW(cp, c);
+    if (bias) R(bias, (size_t)a->n * ce);
+    if (a->epi == TANDEM_K_GEMM_EPI_GELU_AUX) W(aux, c);
+    if (a->epi == TANDEM_K_GEMM_EPI_DGELU) R(aux, c);
+}
+ACC(gemm_epi_bgrad) {
+    R(a->a ? (const void *)a->a : (const void *)a->a16, (size_t)a->rows * a->cols * (a->a ? F4 : 2));
+    W(a->out, (size_t)a->cols * F4);
+}
 ACC(gelu_fwd) { R(a->x, a->n * F4); W(a->y, a->n * F4); W(a->y16, a->n * 2); }
 ACC(gelu_bwd) {
     R(a->dy, a->n * F4); R(a->x, a->n * F4); W(a->dx, a->n * F4); W(a->dx16, a->n * 2);

@@ -549,11 +549,23 @@ static int get_problem(const char *call, cublasLtMatmulDesc_t desc, cublasLtMatr
 
 static size_t lt_stage_bytes(const lt_problem *p);
 
-/* TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE=1: no algorithm for a problem with an epilogue, as a
- * cuBLASLt build without those kernels (or a GPU it has none for) answers. */
-static int lt_no_algo(const lt_problem *p) {
+/* TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE: the heuristic rejects problems with an epilogue, as a
+ * cuBLASLt build without those kernels (or a GPU it has none for) answers: "1" every epilogue,
+ * or one by name (BIAS, GELU_AUX_BIAS, DGELU, BGRADB); NOT_SUPPORTED, or INVALID_VALUE with the
+ * suffix ":invalid" (as some cuBLASLt versions answer). Returns the status, SUCCESS when none. */
+static cublasStatus_t lt_no_algo(const lt_problem *p) {
+    static const struct { const char *name; uint32_t epi; } names[] = {
+        {"BIAS", CUBLASLT_EPILOGUE_BIAS}, {"GELU_AUX_BIAS", CUBLASLT_EPILOGUE_GELU_AUX_BIAS},
+        {"DGELU", CUBLASLT_EPILOGUE_DGELU}, {"BGRADB", CUBLASLT_EPILOGUE_BGRADB}};
     const char *e = getenv("TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE");
-    return e && e[0] == '1' && p->d->epilogue != CUBLASLT_EPILOGUE_DEFAULT;
+    if (!e || !e[0] || p->d->epilogue == CUBLASLT_EPILOGUE_DEFAULT) return CUBLAS_STATUS_SUCCESS;
+    const char *colon = strchr(e, ':');
+    const size_t len = colon ? (size_t)(colon - e) : strlen(e);
+    int hit = len == 1 && e[0] == '1';
+    for (size_t i = 0; !hit && i < sizeof names / sizeof names[0]; i++)
+        hit = strlen(names[i].name) == len && !strncmp(e, names[i].name, len) && p->d->epilogue == names[i].epi;
+    if (!hit) return CUBLAS_STATUS_SUCCESS;
+    return colon && !strcmp(colon, ":invalid") ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
 FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
@@ -573,8 +585,8 @@ FC_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     } else if (requested < 1 || !results || !returned) {
         tandem_fakecuda_report(call, "requestedAlgoCount %d (>= 1), results %p, returnAlgoCount %p",
                                requested, (void *)results, (void *)returned);
-    } else if ((st = check_problem(call, &p)) == CUBLAS_STATUS_SUCCESS && lt_no_algo(&p)) {
-        st = CUBLAS_STATUS_NOT_SUPPORTED; /* what cuBLASLt answers when it has no algorithm */
+    } else if ((st = check_problem(call, &p)) == CUBLAS_STATUS_SUCCESS && lt_no_algo(&p) != CUBLAS_STATUS_SUCCESS) {
+        st = lt_no_algo(&p); /* what cuBLASLt answers when it has no algorithm */
     } else if (st == CUBLAS_STATUS_SUCCESS) {
         const lt_pref *pr = lt_get(call, pref, LT_PREF);
         memset(&results[0], 0, sizeof results[0]);

@@ -311,7 +311,7 @@ static void test_report(void **state) {
     o.json = 0;
     o.gpu = "v100";
     assert_int_equal(tandem_cost_report(&cfg, &o, buf, cap, &len), TANDEM_E_INVALID);
-    assert_non_null(strstr(tandem_last_error(), "h100|a100|rtx4090|l4"));
+    assert_non_null(strstr(tandem_last_error(), "h100|h200|a100|rtx4090|l4"));
     free(buf);
 }
 

@@ -25,6 +25,7 @@
 #include "kernels/registry.h"
 #include "tandem.h"
 #include "tandem_system.h"
+#include "test/fakecuda/fakecuda.h"
 #include "test/fixtures.h"
 #include "test/testutil.h"
 #include "tools/env_options.h"
@@ -258,16 +259,53 @@ static void test_gemm_c_src(void **state) {
     assert_int_equal(fake_error_count(), before);
 }
 
-/* cuBLASLt without an algorithm for an epilogue's GEMM (the stand-in answers NOT_SUPPORTED for
- * every epilogue under TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE=1): the plan falls back to the fatbin
- * GEMM, which takes every epilogue, and the results stay right. */
-static void test_gemm_no_algorithm(void **state) {
+/* cuBLASLt's heuristic rejecting one epilogue at a time, with NOT_SUPPORTED and with
+ * INVALID_VALUE (the stand-in's TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE=<name>[:invalid]): the plan
+ * runs split — the plain cuBLASLt product, then the epilogue kernel (gemm_epi_apply, or
+ * gemm_epi_bgrad for BGRADB) — never the fatbin GEMM; the results stay right (run_gemm's checks,
+ * the bias gradient's too), and the device's fallback list names the shape, how it runs and why.
+ * Then every epilogue at once ("1"), batched where the epilogue allows. */
+static void test_gemm_epilogue_rejected(void **state) {
     (void)state;
     if (!tandem_cuda_have_cublaslt(NULL, 0)) skip();
+    static const char *const lt_name[TANDEM_GEMM_EPI_COUNT] = {"", "BIAS", "GELU_AUX_BIAS", "DGELU", "BGRADB"};
+    static const char *const text[TANDEM_GEMM_EPI_COUNT] = {"", " + bias", " + bias, gelu (aux out)", " * gelu'(aux)",
+                                                            ", bias gradient of A out"};
+    void (*counts)(tandem_fakecuda_counts *) = NULL;
+    void *h = dlopen(FAKE_DRIVER, RTLD_NOW | RTLD_NOLOAD);
+    if (h) *(void **)&counts = dlsym(h, "tandem_fakecuda_get_counts");
+    assert_non_null(counts);
     int before = fake_error_count();
+    static char list[1 << 16];
+    for (int e = TANDEM_GEMM_EPI_BIAS; e < TANDEM_GEMM_EPI_COUNT; e++)
+        for (int invalid = 0; invalid < 2; invalid++) {
+            char knob[64];
+            snprintf(knob, sizeof knob, "%s%s", lt_name[e], invalid ? ":invalid" : "");
+            setenv("TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE", knob, 1);
+            const int n0 = dev0->ops->gemm_fallbacks(dev0, NULL, 0);
+            tandem_fakecuda_counts c0, c1;
+            counts(&c0);
+            const int bgrad = tandem_gemm_epi_bias_out((tandem_gemm_epilogue)e);
+            run_gemm(bgrad ? 1 : e % 2, 1, 1, (tandem_gemm_epilogue)e);
+            counts(&c1);
+            const int n1 = dev0->ops->gemm_fallbacks(dev0, list, sizeof list);
+            assert_int_equal(n1, n0 + 1);
+            assert_true(c1.kernel[TANDEM_KID_gemm_f32] == c0.kernel[TANDEM_KID_gemm_f32]);
+            const int kid = bgrad ? TANDEM_KID_gemm_epi_bgrad : TANDEM_KID_gemm_epi_apply;
+            assert_true(c1.kernel[kid] == c0.kernel[kid] + 1);
+            /* the last line: this shape, split, and the heuristic's answer */
+            char *last = list + strlen(list) - 1, want[96];
+            while (last > list && last[-1] != '\n') last--;
+            snprintf(want, sizeof want, "%s: cuBLASLt GEMM + epilogue kernel (the heuristic answers %s", text[e],
+                     invalid ? "CUBLAS_STATUS_INVALID_VALUE" : "CUBLAS_STATUS_NOT_SUPPORTED");
+            if (!strstr(last, want)) fail_msg("fallback line '%s' lacks '%s'", last, want);
+        }
     setenv("TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE", "1", 1);
     for (int e = TANDEM_GEMM_EPI_BIAS; e < TANDEM_GEMM_EPI_COUNT; e++)
-        run_gemm(tandem_gemm_epi_bias_out((tandem_gemm_epilogue)e) ? 1 : e % 2, 1, 1, (tandem_gemm_epilogue)e);
+        for (int tb = 0; tb < 2; tb++) {
+            const int bgrad = tandem_gemm_epi_bias_out((tandem_gemm_epilogue)e);
+            run_gemm(bgrad ? 1 : e % 2, tb, bgrad ? 1 : 1 + 2 * tb, (tandem_gemm_epilogue)e);
+        }
     unsetenv("TANDEM_FAKECUDA_LT_NO_ALGO_EPILOGUE");
     assert_int_equal(fake_error_count(), before);
 }
@@ -698,7 +736,7 @@ static int run_group(void) {
     printf("GEMM path: %s (%s)\n", lt ? "cuBLASLt" : "fatbin kernel", why);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_and_peers),   cmocka_unit_test(test_gemm),
-        cmocka_unit_test(test_gemm_no_algorithm),
+        cmocka_unit_test(test_gemm_epilogue_rejected),
         cmocka_unit_test(test_gemm_c_src),
         cmocka_unit_test(test_gemm_two_streams),
         cmocka_unit_test(test_gemm_tf32),
