@@ -453,6 +453,7 @@ tandem_status tandem_config_set(tandem_config *cfg, const char *key, const char 
 }
 
 tandem_status tandem_config_check(const tandem_config *cfg) {
+    if (!cfg) return tandem_fail(TANDEM_E_INVALID, "tandem_config_check: NULL config");
     if (cfg->d_model % cfg->heads != 0)
         return tandem_fail(TANDEM_E_INVALID,
                            "config: d_model %d is not a multiple of heads %d (each head gets "
@@ -803,9 +804,9 @@ static void dump_value(tandem_strbuf *o, const tandem_config *cfg, const key_spe
 }
 
 size_t tandem_config_dump(const tandem_config *cfg, char *buf, size_t cap) {
-    tandem_strbuf o = {buf, cap, 0};
-    if (cap) buf[0] = 0;
-    for (int i = 0; i < N_KEYS; i++) {
+    tandem_strbuf o = {buf, buf ? cap : 0, 0};
+    if (o.cap) buf[0] = 0;
+    for (int i = 0; cfg && i < N_KEYS; i++) {
         tandem_strbuf_printf(&o, "%s: ", schema[i].key);
         dump_value(&o, cfg, &schema[i]);
         tandem_strbuf_printf(&o, "\n");
