@@ -514,6 +514,8 @@ static tandem_status read_list(yaml_parser_t *p, tandem_config *cfg, int ki, con
     }
 }
 
+#define TANDEM_CONFIG_MAX_DEPTH 64 /* nesting a skipped value may have */
+
 /* Skip one node whose first event is ev (already read and deleted by the caller: kind given). */
 static tandem_status skip_node(yaml_parser_t *p, yaml_event_type_t first, const char *name) {
     int depth = first == YAML_MAPPING_START_EVENT || first == YAML_SEQUENCE_START_EVENT;
@@ -521,6 +523,12 @@ static tandem_status skip_node(yaml_parser_t *p, yaml_event_type_t first, const 
         yaml_event_t ev;
         TANDEM_TRY(next_event(p, &ev, name));
         if (ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_SEQUENCE_START_EVENT) depth++;
+        if (depth > TANDEM_CONFIG_MAX_DEPTH) { /* the parser's cost grows with depth x size: stop early */
+            const int line = (int)ev.start_mark.line + 1;
+            yaml_event_delete(&ev);
+            return tandem_fail(TANDEM_E_FORMAT, "%s:%d: a value nested deeper than %d levels; a config is flat "
+                               "keys and short lists: is this the right file?", name, line, TANDEM_CONFIG_MAX_DEPTH);
+        }
         if (ev.type == YAML_MAPPING_END_EVENT || ev.type == YAML_SEQUENCE_END_EVENT) depth--;
         yaml_event_delete(&ev);
     }
