@@ -16,6 +16,11 @@
  * released everything it acquired (memory, files, mappings, threads, device objects) and set
  * *out to NULL (an _init into the caller's struct leaves it holding nothing). The caller
  * never destroys a half-built object; destroying NULL is always a no-op.
+ *
+ * NULL contract: a NULL handle, output pointer or required string is TANDEM_E_INVALID (never a
+ * crash); an _options_init(NULL) or a free/close/destroy/request_stop of NULL does nothing; a
+ * query on a NULL handle answers "nothing" ("" for text, 0 for counts and lengths, -1 for a step).
+ * test_null_args checks the table of entry points.
  */
 #ifndef TANDEM_H
 #define TANDEM_H

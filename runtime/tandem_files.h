@@ -41,6 +41,20 @@ tandem_status tandem_files_write_atomic(const char *path, const void *data, size
  * the TANDEM_E_IO those writers would give. Lets a tool refuse a bad --out before working. */
 tandem_status tandem_files_check_output(const char *path);
 
+/* TANDEM_OK when no output names the same file as an input or as another output, compared by
+ * (device, inode): a hard link, a symbolic link or another spelling of the same path counts; an
+ * output not yet written is compared by its directory's (device, inode) and its name. NULL
+ * entries are skipped (optional paths); so are inputs that do not exist. Otherwise
+ * TANDEM_E_INVALID naming both paths. Lets a tool refuse `--out` = its own input before working. */
+tandem_status tandem_files_check_distinct(const char *const *outputs, int n_outputs, const char *const *inputs,
+                                          int n_inputs);
+
+/* Remove the temp files a writer of path left when its process died: ".<name>.tmp.<pid>.<n>"
+ * beside path whose <pid> is gone (kill(pid, 0) says ESRCH); nothing else is touched. *removed
+ * (may be NULL) counts them. A missing directory is TANDEM_OK. Opens the directory (allocates):
+ * call it before the work, as `tandem synth` and `tandem features` do. */
+tandem_status tandem_files_sweep_temps(const char *path, int *removed);
+
 /* Create directory path and any missing parents (like mkdir -p); an existing directory is fine. */
 tandem_status tandem_files_mkdir_p(const char *path);
 

@@ -47,6 +47,8 @@ static int features(tandem_backend backend, double max_seconds, const char *in, 
     o.backend = backend;
     if (max_seconds > 0) o.max_seconds = max_seconds;
     tandem_status st = out ? tandem_files_check_output(out) : TANDEM_OK;
+    if (st == TANDEM_OK) st = tandem_files_check_distinct(&out, 1, &in, 1); /* never OUT = IN */
+    if (st == TANDEM_OK && out) st = tandem_files_sweep_temps(out, NULL); /* a killed writer's temps */
     if (st != TANDEM_OK) return cli_fail("features", st);
     tandem_features *f = NULL;
     st = tandem_features_open(&o, &f);

@@ -56,8 +56,15 @@ int cli_plot(int argc, char **argv) {
     o.checkpoint = ckpt;
     o.data_dir = data;
     o.utterance = utt;
+    char loss[4096], mel[4096], metrics[4096]; /* neither figure replaces an input */
+    snprintf(loss, sizeof loss, "%s/loss.png", o.out_dir);
+    snprintf(mel, sizeof mel, "%s/mel.png", o.out_dir);
+    snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", run);
+    const char *outs[2] = {loss, mel}, *ins[2] = {ckpt, metrics};
+    tandem_status st = tandem_files_check_distinct(outs, 2, ins, 2);
+    if (st != TANDEM_OK) return cli_fail("plot", st);
     tandem_plot_result r;
-    const tandem_status st = tandem_plot_run(run, &o, &r);
+    st = tandem_plot_run(run, &o, &r);
     if (r.metrics_bad_lines)
         fprintf(stderr, "tandem plot: %s/metrics.jsonl: %d unreadable line%s skipped\n", run,
                 r.metrics_bad_lines, r.metrics_bad_lines == 1 ? "" : "s");

@@ -84,6 +84,10 @@ static int synthesize(const char *ckpt, const tandem_synth_options *o, const cha
     /* refuse a device node, FIFO or link as --out / --mel-out before the work, not after */
     tandem_status st = tandem_files_check_output(out);
     if (st == TANDEM_OK && mel_out) st = tandem_files_check_output(mel_out);
+    const char *outs[2] = {out, mel_out}; /* neither replaces the checkpoint, nor one the other */
+    if (st == TANDEM_OK) st = tandem_files_check_distinct(outs, 2, &ckpt, 1);
+    for (int k = 0; k < 2 && st == TANDEM_OK; k++) /* a killed writer's temps */
+        if (outs[k]) st = tandem_files_sweep_temps(outs[k], NULL);
     if (st != TANDEM_OK) return cli_fail("synth", st);
     tandem_synth *s = NULL;
     st = tandem_synth_open(ckpt, o, &s);

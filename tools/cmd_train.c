@@ -1,7 +1,10 @@
 /* cmd_train.c — `tandem train`: config (YAML) + command-line overrides → trainer (tandem_train.h),
  * the progress line drawn from its per-step callback (tools/progress.c).
- * Exit codes (cli_exit_code): 0 done (also after SIGINT/SIGTERM: the current step finishes and a
- * checkpoint is written), 2 bad usage, config, data or a plan over budget, 1 any other failure. */
+ * Exit codes (cli_exit_code): 0 done (also after SIGINT/SIGTERM/SIGHUP: the current step finishes
+ * and a checkpoint is written; more such signals while it stops change nothing), 2 bad usage,
+ * config, data or a plan over budget, 1 any other failure (also stdout failing, e.g. EPIPE: the
+ * run stops with a checkpoint first). */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,14 @@ static void on_signal(int sig) {
     if (t) tandem_trainer_request_stop(t);
 }
 
+/* The progress line, then a stop when stdout failed (a closed pipe): the run ends with a checkpoint. */
+static void on_step(void *user, const tandem_step_metrics *m) {
+    cli_progress *p = user;
+    cli_progress_on_step(p, m);
+    tandem_trainer *t = g_trainer;
+    if (p->write_errno && t) tandem_trainer_request_stop(t);
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem train [--config FILE.yaml] [--resume DIR [--force-resume] | --new-run] "
@@ -27,7 +38,7 @@ static void usage(FILE *f) {
             "[--quiet] [--KEY VALUE ...]\n\n"
             "Trains the acoustic model: the data device fills a ring of fixed-shape batches, the "
             "model device trains on them.\nOutput in --out: metrics.jsonl and "
-            "ckpt-<step>.safetensors. SIGINT/SIGTERM: finish the step, checkpoint, exit 0.\n"
+            "ckpt-<step>.safetensors. SIGINT/SIGTERM/SIGHUP: finish the step, checkpoint, exit 0.\n"
             "At start it prints the devices and their roles, the dataset (usable utterances, rows\n"
             "and audio left out by reason), the text cache (hit or miss) and the memory plan.\n\n"
             "  --config FILE            YAML config: flat Tandem keys, or a MyXTTS config (model:, data:,\n"
@@ -106,6 +117,16 @@ static void print_summary(const tandem_trainer_summary *sum) {
     if (sum->checkpoint[0]) printf("checkpoint: %s\n", sum->checkpoint);
 }
 
+/* --out is none of the inputs: config, --init-from checkpoint, dataset directories. */
+static tandem_status check_out(const tandem_config *cfg, const char *config_path, const char *init_from,
+                               const char *train_data) {
+    char out[TANDEM_CONFIG_VALUE_MAX], val[TANDEM_CONFIG_VALUE_MAX];
+    tandem_status st = tandem_config_get(cfg, "out", out, sizeof out);
+    if (st == TANDEM_OK) st = tandem_config_get(cfg, "val_data", val, sizeof val);
+    const char *o = out, *in[4] = {config_path, init_from, train_data, val[0] ? val : NULL};
+    return st == TANDEM_OK ? tandem_files_check_distinct(&o, 1, in, 4) : st;
+}
+
 int cli_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         usage(stdout);
@@ -153,7 +174,8 @@ int cli_train(int argc, char **argv) {
     if (st != TANDEM_OK) return cli_fail("train", st);
     char train_data[TANDEM_CONFIG_VALUE_MAX], log_every[TANDEM_CONFIG_VALUE_MAX];
     if ((st = tandem_config_get(cfg, "train_data", train_data, sizeof train_data)) != TANDEM_OK ||
-        (st = tandem_config_get(cfg, "log_every", log_every, sizeof log_every)) != TANDEM_OK) {
+        (st = tandem_config_get(cfg, "log_every", log_every, sizeof log_every)) != TANDEM_OK ||
+        (st = check_out(cfg, config_path, init_from, train_data)) != TANDEM_OK) {
         tandem_config_destroy(cfg);
         return cli_fail("train", st);
     }
@@ -186,7 +208,7 @@ int cli_train(int argc, char **argv) {
     if (launch.rendezvous[0]) o.rendezvous = launch.rendezvous; /* torchrun style: the CUDA ranks' NCCL id */
     if (rdzv_s) o.rendezvous_timeout_ms = rdzv_s * 1000;
     if (!quiet) {
-        o.on_step = cli_progress_on_step;
+        o.on_step = on_step;
         o.on_step_user = &progress;
     }
     tandem_trainer *t = NULL;
@@ -194,6 +216,7 @@ int cli_train(int argc, char **argv) {
     tandem_config_destroy(cfg);
     if (st != TANDEM_OK) return cli_fail("train", st);
     if (!quiet) print_startup(t);
+    if (!quiet && ferror(stdout)) progress.write_errno = errno ? errno : EIO; /* stops at the first step */
     g_trainer = t;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -201,14 +224,19 @@ int cli_train(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* a closed terminal or ssh session: stop like Ctrl-C */
 
     tandem_trainer_summary sum;
     st = tandem_trainer_run(t, &sum);
-    g_trainer = NULL;
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    g_trainer = NULL; /* the handlers stay: a signal during the rest of the stop is a no-op */
     cli_progress_finish(&progress);
-    const int rc = cli_fail("train", st);
+    int rc = cli_fail("train", st);
+    if (rc == 0 && progress.write_errno) {
+        fprintf(stderr, "tandem train: error: standard output: %s (was the reading end of a pipe closed?); the "
+                "run stopped at step %lld with a checkpoint: resume it with --resume\n",
+                strerror(progress.write_errno), (long long)sum.last_step);
+        rc = 1;
+    }
     if (launch.rank == 0) print_summary(&sum); /* data-parallel: rank 0 reports */
     tandem_trainer_destroy(t);
     return rc;

@@ -1,5 +1,6 @@
 /* main.c — the `tandem` command: applies the TANDEM_* environment to the runtime options
  * (tools/env_options.c), then dispatches to subcommands (tools/cmd_*.c). */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -147,7 +148,17 @@ int main(int argc, char **argv) {
             fprintf(stderr, "tandem: %s (see tandem --help, \"environment\")\n", err);
             return 2;
         }
-        return cmds[i].fn(argc - 1, argv + 1);
+        /* a closed pipe or a file-size limit fails the write (EPIPE, EFBIG) instead of killing the
+         * process, so every command reports it and train checkpoints first */
+        signal(SIGPIPE, SIG_IGN);
+        signal(SIGXFSZ, SIG_IGN);
+        int rc = cmds[i].fn(argc - 1, argv + 1);
+        if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) { /* what it printed is part of its result */
+            fprintf(stderr, "tandem %s: error: standard output could not be written (was the reading end of a "
+                    "pipe closed, or the disk full?)\n", argv[1]);
+            rc = 1;
+        }
+        return rc;
     }
     fprintf(stderr, "tandem: unknown command '%s'\n\n", argv[1]);
     usage(stderr);

@@ -1,6 +1,7 @@
 /* progress.c — the progress line of `tandem train` (see progress.h). */
 #include "tools/progress.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <unistd.h>
@@ -10,6 +11,13 @@ void cli_progress_init(cli_progress *p, FILE *out, int plain_every, int force_pl
     p->tty = !force_plain && out && isatty(fileno(out));
     p->plain_every = plain_every > 0 ? plain_every : 1;
     p->open_line = 0;
+    p->write_errno = 0;
+}
+
+/* Flush; a failed write is remembered (SIGPIPE and SIGXFSZ are ignored: writes fail instead). */
+static void flush_out(cli_progress *p) {
+    errno = 0;
+    if ((fflush(p->out) != 0 || ferror(p->out)) && !p->write_errno) p->write_errno = errno ? errno : EIO;
 }
 
 static size_t fmt_duration(double s, char *buf, size_t cap) {
@@ -80,7 +88,7 @@ void cli_progress_update(cli_progress *p, const tandem_step_metrics *m) {
     } else if (m->step % p->plain_every == 0 || m->step == m->total_steps) {
         fprintf(p->out, "%s\n", line);
     }
-    fflush(p->out);
+    flush_out(p);
 }
 
 void cli_progress_on_step(void *user, const tandem_step_metrics *m) { cli_progress_update(user, m); }
@@ -90,7 +98,7 @@ void cli_progress_message(cli_progress *p, const char *msg) {
     if (p->open_line) fprintf(p->out, "\r\033[K");
     fprintf(p->out, "%s\n", msg);
     p->open_line = 0; /* redrawn at the next update */
-    fflush(p->out);
+    flush_out(p);
 }
 
 void cli_progress_finish(cli_progress *p) {

@@ -16,6 +16,7 @@ typedef struct cli_progress {
     int tty;          /* rewrite one line with '\r' */
     int plain_every;  /* non-TTY: one line every N steps (and at the last step) */
     int open_line;    /* a '\r' line is on screen */
+    int write_errno;  /* the first failed write's errno (EPIPE: the reader went away), else 0 */
 } cli_progress;
 
 /* isatty(fileno(out)) picks the mode; force_plain = 1 always uses plain lines. */

@@ -27,7 +27,7 @@ static void path_values(const tandem_runtime_options *o, const char *v[TANDEM_SE
 }
 
 void tandem_runtime_options_init(tandem_runtime_options *o) {
-    memset(o, 0, sizeof *o);
+    if (o) memset(o, 0, sizeof *o);
 }
 
 static tandem_status check(const tandem_runtime_options *o) {

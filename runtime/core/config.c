@@ -457,6 +457,7 @@ tandem_status tandem_config_set(tandem_config *cfg, const char *key, const char 
 }
 
 tandem_status tandem_config_check(const tandem_config *cfg) {
+    if (!cfg) return tandem_fail(TANDEM_E_INVALID, "tandem_config_check: NULL config");
     if (cfg->d_model % cfg->heads != 0)
         return tandem_fail(TANDEM_E_INVALID,
                            "config: d_model %d is not a multiple of heads %d (each head gets "
@@ -517,6 +518,8 @@ static tandem_status read_list(yaml_parser_t *p, tandem_config *cfg, int ki, con
     }
 }
 
+#define TANDEM_CONFIG_MAX_DEPTH 64 /* nesting a skipped value may have */
+
 /* Skip one node whose first event is ev (already read and deleted by the caller: kind given). */
 static tandem_status skip_node(yaml_parser_t *p, yaml_event_type_t first, const char *name) {
     int depth = first == YAML_MAPPING_START_EVENT || first == YAML_SEQUENCE_START_EVENT;
@@ -524,6 +527,12 @@ static tandem_status skip_node(yaml_parser_t *p, yaml_event_type_t first, const 
         yaml_event_t ev;
         TANDEM_TRY(next_event(p, &ev, name));
         if (ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_SEQUENCE_START_EVENT) depth++;
+        if (depth > TANDEM_CONFIG_MAX_DEPTH) { /* the parser's cost grows with depth x size: stop early */
+            const int line = (int)ev.start_mark.line + 1;
+            yaml_event_delete(&ev);
+            return tandem_fail(TANDEM_E_FORMAT, "%s:%d: a value nested deeper than %d levels; a config is flat "
+                               "keys and short lists: is this the right file?", name, line, TANDEM_CONFIG_MAX_DEPTH);
+        }
         if (ev.type == YAML_MAPPING_END_EVENT || ev.type == YAML_SEQUENCE_END_EVENT) depth--;
         yaml_event_delete(&ev);
     }
@@ -807,9 +816,9 @@ static void dump_value(tandem_strbuf *o, const tandem_config *cfg, const key_spe
 }
 
 size_t tandem_config_dump(const tandem_config *cfg, char *buf, size_t cap) {
-    tandem_strbuf o = {buf, cap, 0};
-    if (cap) buf[0] = 0;
-    for (int i = 0; i < N_KEYS; i++) {
+    tandem_strbuf o = {buf, buf ? cap : 0, 0};
+    if (o.cap) buf[0] = 0;
+    for (int i = 0; cfg && i < N_KEYS; i++) {
         tandem_strbuf_printf(&o, "%s: ", schema[i].key);
         dump_value(&o, cfg, &schema[i]);
         tandem_strbuf_printf(&o, "\n");

@@ -293,6 +293,19 @@ static void build_table(tandem_model *m) {
     m->top.stop_b = add_param(m, "stop_head.bias", 1, d->r, 0, TANDEM_PARAM_ZEROS, 0, 0);
 }
 
+tandem_status tandem_model_param_table(const tandem_model_dims *d, tandem_model_param **out, int *n) {
+    tandem_model m;
+    memset(&m, 0, sizeof m);
+    m.dims = *d;
+    build_table(&m); /* counts only: m.param is NULL */
+    m.param = tandem_calloc((size_t)m.n_params, sizeof *m.param);
+    if (!m.param) return tandem_fail(TANDEM_E_NOMEM, "model: out of host memory for %d parameter entries", m.n_params);
+    build_table(&m);
+    *out = m.param;
+    *n = m.n_params;
+    return TANDEM_OK;
+}
+
 /* Offsets: decayed parameters first (one span for AdamW with decay), then the rest. */
 static void assign_offsets(tandem_model *m) {
     int64_t off = 0;

@@ -316,6 +316,10 @@ int tandem_model_phase_layer_bwd(const tandem_model *m, int l); /* block l backw
 int tandem_model_phase_in_bwd(const tandem_model *m);           /* embedding, prenet backward */
 int tandem_model_phase_opt(const tandem_model *m);              /* norm, AdamW */
 
+/* The parameter table of d alone (names, shapes; no offsets), nothing declared: what a checkpoint
+ * of these dims must hold. *out (n entries) is the caller's to tandem_free. */
+tandem_status tandem_model_param_table(const tandem_model_dims *d, tandem_model_param **out, int *n);
+
 /* Build the parameter table and declare every tensor into pool (the model device's, before
  * commit), resolve every GEMM shape on dev and allocate the pinned staging block. On error
  * the model is left for tandem_model_free. dims->bf16 on a host device: TANDEM_E_UNSUPPORTED. */

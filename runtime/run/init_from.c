@@ -10,6 +10,7 @@
 #include "platform/os/os.h"
 #include "runtime/core/dev.h"
 #include "runtime/formats/checkpoint.h"
+#include "runtime/run/ckpt_check.h"
 #include "runtime/run/run_ckpt.h"
 #include "runtime/text/symbols.h"
 
@@ -24,7 +25,13 @@ tandem_status tandem_init_from_open(const char *from, tandem_st_file **out, char
     if (S_ISDIR(sb.st_mode)) return tandem_run_ckpt_peek(from, out, path, cap);
     if ((size_t)snprintf(path, cap, "%s", from) >= cap)
         return tandem_fail(TANDEM_E_INVALID, "--init-from %s: path too long", from);
-    return tandem_checkpoint_open(from, -1, out);
+    TANDEM_TRY(tandem_checkpoint_open(from, -1, out));
+    tandem_status st = tandem_ckpt_check_values(*out, path, 1); /* NaN/Inf parameters: a NaN model */
+    if (st != TANDEM_OK) {
+        tandem_st_close(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* The raw JSON strings of a symbol table's "symbols" array (escapes left as written: both tables

@@ -14,6 +14,7 @@
 #include "platform/os/log.h"
 #include "platform/os/os.h"
 #include "runtime/core/dev.h"
+#include "runtime/run/ckpt_check.h"
 #include "runtime/run/resume.h"
 #include "runtime/text/symbols.h"
 
@@ -43,37 +44,21 @@ typedef struct find_ctx {
     tandem_sampler_pos next;
 } find_ctx;
 
-/* Every F32 value finite (parameters and both moments). */
-static tandem_status check_finite(const tandem_st_file *f, const char *path) {
-    for (int i = 0; i < tandem_st_count(f); i++) {
-        const tandem_st_info *x = tandem_st_get(f, i);
-        if (x->dtype != TANDEM_F32) continue;
-        const unsigned char *b = x->data;
-        for (size_t k = 0; k + 4 <= x->bytes; k += 4) {
-            uint32_t u;
-            memcpy(&u, b + k, 4);
-            if ((u & 0x7f800000u) == 0x7f800000u)
-                return tandem_fail(TANDEM_E_FORMAT, "%s: tensor %s holds a non-finite value (%s at element %zu); "
-                                   "a resume needs finite parameters and moments", path, x->name,
-                                   (u & 0x007fffffu) ? "NaN" : "Inf", k / 4);
-        }
-    }
-    return TANDEM_OK;
-}
-
-/* tandem_checkpoint_find_usable's test: counters and sampler position in range, values finite. */
+/* tandem_checkpoint_find_usable's test: counters and sampler position in range, the tensors its
+ * config describes (checked before anything is built from that config), values finite. */
 static tandem_status accept(void *ctx, const tandem_st_file *f, const char *path) {
     find_ctx *c = ctx;
     int64_t step = 0;
-    TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_STEP, 0, 0, INT64_MAX, &step));
+    TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_STEP, 0, 0, TANDEM_CKPT_COUNTER_MAX, &step));
     c->st.step = step;
     TANDEM_TRY(meta_int(f, path, "updates", step, 0, step, &c->st.updates));
     TANDEM_TRY(meta_int(f, path, "skipped", 0, 0, step, &c->st.skipped));
     TANDEM_TRY(meta_int(f, path, "skipped_in_row", 0, 0, step, &c->st.skipped_in_row));
-    TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_EPOCH, 0, 0, INT64_MAX, &c->next.epoch));
+    TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_EPOCH, 0, 0, TANDEM_CKPT_COUNTER_MAX, &c->next.epoch));
     TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_POSITION, 0, 0, c->n_train > 0 ? c->n_train - 1 : INT64_MAX,
                         &c->next.index));
-    return check_finite(f, path);
+    TANDEM_TRY(tandem_ckpt_check_shapes(f, path));
+    return tandem_ckpt_check_values(f, path, 0);
 }
 
 /* The newest usable checkpoint of dir, opened, its counters in *c. */

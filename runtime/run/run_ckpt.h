@@ -27,6 +27,10 @@
 #include "runtime/model/train_step.h"
 #include "tandem.h"
 
+/* The largest step and sampler epoch a checkpoint may carry: beyond any run (10^12), and far
+ * enough below INT64_MAX that counting on from it cannot overflow. */
+#define TANDEM_CKPT_COUNTER_MAX INT64_C(1000000000000)
+
 typedef struct tandem_run_ckpt_entry {
     tandem_tensor *flat; /* params, adam_m or adam_v */
     int64_t off;         /* elements */
@@ -51,8 +55,10 @@ typedef struct tandem_run_ckpt {
 
 /* The newest usable checkpoint of dir, opened (before the pool commit: opening allocates), and the
  * counters it carries: *st (step, updates, skipped, skipped_in_row) and *next (sampler position).
- * Usable: valid safetensors and metadata (format_version, step; counters integers in range; the
- * sampler position inside [0, n_train)) and every F32 value finite (parameters and moments);
+ * Usable: valid safetensors and metadata (format_version, step; counters integers in range, step
+ * and sampler epoch <= TANDEM_CKPT_COUNTER_MAX; the sampler position inside [0, n_train)), the
+ * tensors its own config describes (ckpt_check.h: before any model is planned from that config),
+ * every F32 value finite and every second moment >= 0;
  * newer ones that are not are skipped with a warning naming the file and why, so a resume falls
  * back to the newest good one. A seed other than cfg's is a warning (the sampler continues with
  * the config's). None usable is TANDEM_E_INVALID naming dir. */

@@ -12,7 +12,11 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -167,6 +171,215 @@ static void test_device_flags(void **state) {
     free(o);
 }
 
+/* Expects `tandem ARGS` to exit 2 naming "needle", and path's bytes and inode unchanged. */
+static void expect_refused_keeping(const char *path, const char *needle, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void expect_refused_keeping(const char *path, const char *needle, const char *fmt, ...) {
+    char args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    struct stat before, after;
+    assert_int_equal(stat(path, &before), 0);
+    size_t n0 = 0, n1 = 0;
+    char *b0 = tandem_test_read_file_ok(path, &n0), *o;
+    const int rc = run(&o, "%s", args);
+    if (rc != 2 || !strstr(o, needle)) fail_msg("tandem %s: exit %d, expected 2 naming \"%s\":\n%s", args, rc, needle, o);
+    char *b1 = tandem_test_read_file_ok(path, &n1);
+    assert_int_equal(stat(path, &after), 0);
+    assert_int_equal(before.st_ino, after.st_ino);
+    assert_true(n0 == n1 && memcmp(b0, b1, n0) == 0);
+    free(b0), free(b1), free(o);
+}
+
+/* An output that is the command's own input (by device and inode: the same spelling, another
+ * one, a hard link) or another output is refused with exit 2 before any work, the input intact. */
+static void test_outputs_never_replace_inputs(void **state) {
+    (void)state;
+    if (backend == TANDEM_BACKEND_CUDA) skip(); /* command-line behaviour: host run only */
+    char wav[400], hard[400], model[400], rel[400];
+    snprintf(wav, sizeof wav, "%s/wavs/u0.wav", corpus);
+    snprintf(hard, sizeof hard, "%s/hardlink.wav", root);
+    snprintf(model, sizeof model, "%s/model.safetensors", root);
+    snprintf(rel, sizeof rel, "%s/wavs/./u0.wav", corpus);
+    assert_int_equal(link(wav, hard), 0);
+    FILE *f = fopen(model, "wb");
+    assert_non_null(f);
+    fputs("the only model", f);
+    fclose(f);
+    expect_refused_keeping(wav, "is the input", "features '%s' '%s'", wav, rel);
+    expect_refused_keeping(wav, "is the input", "features '%s' '%s'", wav, hard);
+    expect_refused_keeping(model, "is the input", "synth --checkpoint '%s' --text hi --out '%s'", model, model);
+    expect_refused_keeping(model, "is the input", "synth --checkpoint '%s' --text hi --out '%s/x.wav' "
+                           "--mel-out '%s/./model.safetensors'", model, root, root);
+    expect_refused_keeping(model, "are the same file", "synth --checkpoint '%s' --text hi --out '%s/y.wav' "
+                           "--mel-out '%s/./y.wav'", model, root, root);
+    char meta[400];
+    snprintf(meta, sizeof meta, "%s/metadata.csv", corpus);
+    expect_refused_keeping(meta, "is the input", "train --train-data '%s' --out '%s/' --backend host --new-run "
+                           "--max-steps 1", corpus, corpus);
+}
+
+/* Starts `build/tandem ARGS` in the source directory: stdout to out_fd (-1: root/sig.txt),
+ * stderr to root/err.txt, under a file-size limit of fsize bytes when > 0; its pid. */
+static pid_t spawn(int out_fd, rlim_t fsize, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static pid_t spawn(int out_fd, rlim_t fsize, const char *fmt, ...) {
+    char args[4096], cmd[4700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s/tandem' %s 2>'%s/err.txt'%s%s%s", TANDEM_SOURCE_DIR,
+             TANDEM_TEST_BUILD_DIR, args, root, out_fd < 0 ? " >'" : "", out_fd < 0 ? root : "",
+             out_fd < 0 ? "/sig.txt'" : "");
+    const pid_t pid = fork();
+    if (pid == 0) {
+        if (out_fd >= 0) dup2(out_fd, 1);
+        struct rlimit rl = {fsize, fsize};
+        if (fsize > 0) setrlimit(RLIMIT_FSIZE, &rl);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    assert_true(pid > 0);
+    return pid;
+}
+
+/* The wait status of pid within seconds (SIGTERM every millisecond meanwhile when term_storm);
+ * a child still running then is killed and the test fails. */
+static int wait_child(pid_t pid, double seconds, int term_storm) {
+    int ws = 0;
+    for (long ms = 0; ms < (long)(seconds * 1000); ms++) {
+        if (waitpid(pid, &ws, WNOHANG) == pid) return ws;
+        if (term_storm) kill(pid, SIGTERM);
+        usleep(1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &ws, 0);
+    fail_msg("tandem did not end within %.0f s", seconds);
+    return -1;
+}
+
+/* Waits until path exists and is not empty (a run's first logged step). */
+static void wait_nonempty(const char *path, pid_t pid) {
+    struct stat sb;
+    for (int i = 0; i < 120000; i++) {
+        if (stat(path, &sb) == 0 && sb.st_size > 0) return;
+        int ws;
+        if (waitpid(pid, &ws, WNOHANG) == pid) fail_msg("tandem ended (status %d) before %s was written", ws, path);
+        usleep(1000);
+    }
+    kill(pid, SIGKILL);
+    fail_msg("%s not written within 120 s", path);
+}
+
+/* How many entries of dir begin with prefix. */
+static int count_prefix(const char *dir, const char *prefix) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d) closedir(d);
+    return n;
+}
+
+static const char sig_train[] = "train --train-data '%s' --out '%s/%s' --backend host --max-steps 100000 "
+                                "--batch-size 2 --num-workers 1 --max-frames 320 --val-every 0 --log-every 1 "
+                                "--checkpoint-every 100000";
+
+/* Sends sig to a `train` once it logged a step (every millisecond until it ends when storm):
+ * exit 0, "stopped by signal", a checkpoint in root/name. */
+static void signal_stops_with_checkpoint(const char *name, int sig, int storm) {
+    char dir[400], metrics[450], *o;
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", dir);
+    const pid_t pid = spawn(-1, 0, sig_train, corpus, root, name);
+    wait_nonempty(metrics, pid);
+    kill(pid, sig);
+    const int ws = wait_child(pid, 30, storm);
+    snprintf(metrics, sizeof metrics, "%s/sig.txt", root);
+    o = tandem_test_read_file_ok(metrics, NULL);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) fail_msg("%s: wait status %d, expected exit 0:\n%s", name, ws, o);
+    expect_in(o, "stopped by signal");
+    free(o);
+    assert_true(count_prefix(dir, "ckpt-") > 0);
+}
+
+/* SIGHUP (a closed terminal or ssh session) stops `train` like SIGINT. */
+static void test_sighup_stops_with_checkpoint(void **state) {
+    (void)state;
+    if (backend == TANDEM_BACKEND_CUDA) skip();
+    signal_stops_with_checkpoint("hup", SIGHUP, 0);
+}
+
+/* SIGTERMs arriving while a graceful stop runs (until the process is gone) change nothing: not 143. */
+static void test_term_storm_during_stop(void **state) {
+    (void)state;
+    if (backend == TANDEM_BACKEND_CUDA) skip();
+    signal_stops_with_checkpoint("term", SIGTERM, 1);
+}
+
+/* stdout a pipe without a reader (`train | head` after head ended): SIGPIPE is ignored, the
+ * failed write stops the run with a checkpoint and exit 1 naming the error. */
+static void test_closed_stdout_stops_with_checkpoint(void **state) {
+    (void)state;
+    if (backend == TANDEM_BACKEND_CUDA) skip();
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    close(p[0]);
+    const pid_t pid = spawn(p[1], 0, sig_train, corpus, root, "pipe");
+    close(p[1]);
+    const int ws = wait_child(pid, 120, 0);
+    char path[400];
+    snprintf(path, sizeof path, "%s/err.txt", root);
+    char *o = tandem_test_read_file_ok(path, NULL);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 1) fail_msg("wait status %d, expected exit 1:\n%s", ws, o);
+    expect_in(o, "Broken pipe");
+    free(o);
+    snprintf(path, sizeof path, "%s/pipe", root);
+    assert_true(count_prefix(path, "ckpt-") > 0);
+}
+
+/* Under a file-size limit (SIGXFSZ ignored: EFBIG) `features` fails with a message, no temp left. */
+static void test_file_size_limit_is_an_error(void **state) {
+    (void)state;
+    char wav[400], err[400];
+    snprintf(wav, sizeof wav, "%s/wavs/u1.wav", corpus);
+    snprintf(err, sizeof err, "%s/err.txt", root);
+    const pid_t pid = spawn(-1, 1024, "features '%s' '%s/big.npy' --backend host", wav, root);
+    const int ws = wait_child(pid, 60, 0);
+    char *o = tandem_test_read_file_ok(err, NULL);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 1) fail_msg("wait status %d, expected exit 1:\n%s", ws, o);
+    expect_in(o, "File too large");
+    free(o);
+    assert_int_equal(count_prefix(root, ".big.npy.tmp"), 0);
+}
+
+/* A temp file that a killed writer of the output left (its pid gone) is removed by the next
+ * `features` (and `synth`) writing that output; another output's temp and a live pid's stay. */
+static void test_stale_temps_swept(void **state) {
+    (void)state;
+    const pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    char stale[400], other[400], live[400], wav[400], *o;
+    snprintf(stale, sizeof stale, "%s/.swept.npy.tmp.%ld.3", root, (long)dead);
+    snprintf(other, sizeof other, "%s/.kept.npy.tmp.%ld.3", root, (long)dead);
+    snprintf(live, sizeof live, "%s/.swept.npy.tmp.%ld.3", root, (long)getpid());
+    const char *paths[3] = {stale, other, live};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(paths[i], "wb");
+        assert_non_null(f);
+        fclose(f);
+    }
+    snprintf(wav, sizeof wav, "%s/wavs/u1.wav", corpus);
+    assert_int_equal(run(&o, "features '%s' '%s/swept.npy' --backend host", wav, root), 0);
+    free(o);
+    struct stat sb;
+    assert_int_equal(stat(stale, &sb), -1);
+    assert_int_equal(stat(other, &sb), 0);
+    assert_int_equal(stat(live, &sb), 0);
+}
+
 static void test_validate(void **state) {
     (void)state;
     const char *be = backend == TANDEM_BACKEND_CUDA ? "cuda" : "host";
@@ -276,6 +489,12 @@ int main(void) {
         cmocka_unit_test(test_epochs),
         cmocka_unit_test(test_device_flags),
         cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_outputs_never_replace_inputs),
+        cmocka_unit_test(test_sighup_stops_with_checkpoint),
+        cmocka_unit_test(test_term_storm_during_stop),
+        cmocka_unit_test(test_closed_stdout_stops_with_checkpoint),
+        cmocka_unit_test(test_file_size_limit_is_an_error),
+        cmocka_unit_test(test_stale_temps_swept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

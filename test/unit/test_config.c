@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -371,6 +372,38 @@ static void test_docs_list_every_key(void **state) {
     assert_int_equal(missing, 0);
 }
 
+/* A value nested 20000 levels deep (flow lists under an unknown MyXTTS key, which is skipped) is
+ * refused at depth 64 in linear time; with the parser left to the end it took seconds
+ * (quadratic: a 1 MiB config took minutes). 60 levels still load. */
+static void test_deep_nesting_bounded(void **state) {
+    (void)state;
+    const int depths[2] = {60, 20000};
+    for (int k = 0; k < 2; k++) {
+        const int depth = depths[k];
+        char *y = malloc((size_t)depth * 2 + 64);
+        size_t n = (size_t)sprintf(y, "model:\n  foo: ");
+        memset(y + n, '[', (size_t)depth), n += (size_t)depth;
+        memset(y + n, ']', (size_t)depth), n += (size_t)depth;
+        y[n++] = '\n';
+        tandem_config cfg;
+        tandem_config_init(&cfg);
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        const tandem_status st = tandem_config_load_string(&cfg, y, n, "deep.yaml");
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        const double s = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+        printf("depth %d: %s in %.4f s: %s\n", depth, tandem_status_name(st), s, tandem_last_error());
+        free(y);
+        if (k == 0) {
+            assert_int_equal(st, TANDEM_OK);
+            continue;
+        }
+        assert_int_equal(st, TANDEM_E_FORMAT);
+        assert_non_null(strstr(tandem_last_error(), "deep.yaml:2: a value nested deeper than 64 levels"));
+        assert_true(s < 1.0);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_file),     cmocka_unit_test(test_empty_file_is_defaults),
@@ -379,7 +412,7 @@ int main(void) {
         cmocka_unit_test(test_presets),        cmocka_unit_test(test_dump_roundtrip),
         cmocka_unit_test(test_example_configs), cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_docs_list_every_key), cmocka_unit_test(test_sentence_list),
-        cmocka_unit_test(test_device_lists),
+        cmocka_unit_test(test_device_lists), cmocka_unit_test(test_deep_nesting_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,6 +230,30 @@ static void input_main(void *arg) {
     snprintf(c->msg, sizeof c->msg, "%s", tandem_last_error());
 }
 
+/* tandem_files_check_distinct: an output that is an input (the same spelling, another one, a hard
+ * link) or another output (also when neither exists yet) is TANDEM_E_INVALID naming both paths;
+ * NULL entries and missing inputs are skipped; bad arrays are refused. */
+static void test_outputs_distinct_from_inputs(void **state) {
+    (void)state;
+    char in[300], again[300], hard[300], out[300], out2[300];
+    path_in(in, sizeof in, "in.wav");
+    snprintf(again, sizeof again, "%s/./in.wav", dir);
+    path_in(hard, sizeof hard, "hard.wav");
+    path_in(out, sizeof out, "new.npy");
+    snprintf(out2, sizeof out2, "%s//new.npy", dir);
+    CHECK(tandem_file_write_atomic(in, "x", 1));
+    assert_int_equal(link(in, hard), 0);
+    const char *ins[3] = {NULL, in, "/nonexistent/x"};
+    const char *o1[2] = {again, NULL}, *o2[1] = {hard}, *o3[2] = {out, out2}, *ok[2] = {out, NULL};
+    expect_fail_naming(tandem_files_check_distinct(o1, 2, ins, 3), TANDEM_E_INVALID, again, in);
+    expect_fail_naming(tandem_files_check_distinct(o2, 1, ins, 3), TANDEM_E_INVALID, hard, in);
+    expect_fail_naming(tandem_files_check_distinct(o3, 2, ins, 3), TANDEM_E_INVALID, out2, out);
+    CHECK(tandem_files_check_distinct(ok, 2, ins, 3));
+    CHECK(tandem_files_check_distinct(NULL, 0, NULL, 0));
+    assert_int_equal(tandem_files_check_distinct(NULL, 1, ins, 3), TANDEM_E_INVALID);
+    assert_int_equal(tandem_files_check_distinct(ok, -1, ins, 3), TANDEM_E_INVALID);
+}
+
 /* Every reader given path (data_dir for the index) fails within 5 s with want, naming the node. */
 static void expect_readers_refuse(const char *path, const char *data_dir, const char *what) {
     static input_call calls[2 * IN_COUNT]; /* static: a reader that hangs keeps its argument */
@@ -516,6 +540,7 @@ static void test_foreign_messages_are_ours(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_outputs_never_replace_what_is_not_theirs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outputs_distinct_from_inputs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inputs_that_never_open_fail_fast, setup, teardown),
         cmocka_unit_test(test_endless_input_refused),
         cmocka_unit_test_setup_teardown(test_resume_entry_fifo_skipped, setup, teardown),

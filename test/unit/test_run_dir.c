@@ -34,6 +34,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -197,6 +198,33 @@ static void poke_position(const char *path, char digit) {
     free(b);
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Replace the first `from` in a checkpoint's header by `to` (the header length follows). */
+static void rewrite_header(const char *path, const char *from, const char *to) {
+    size_t n = 0;
+    unsigned char *b = tandem_test_read_file_ok(path, &n);
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | b[i];
+    char *h = calloc(1, hl + 1);
+    memcpy(h, b + 8, hl);
+    char *at = strstr(h, from);
+    assert_non_null(at);
+    const size_t lf = strlen(from), lt = strlen(to), nl = hl - lf + lt;
+    unsigned char *o = malloc(n - lf + lt);
+    for (int i = 0; i < 8; i++) o[i] = (unsigned char)(nl >> (8 * i));
+    memcpy(o + 8, h, (size_t)(at - h));
+    memcpy(o + 8 + (at - h), to, lt);
+    memcpy(o + 8 + (at - h) + lt, at + lf, hl - (size_t)(at - h) - lf);
+    memcpy(o + 8 + nl, b + 8 + hl, n - 8 - hl);
+    tandem_test_write_file(path, o, n - lf + lt);
+    free(o), free(h), free(b);
+}
+
 static void fallback_case(int kind) {
     char data[300], out[300], p4[400];
     fresh(data, out, sizeof data);
@@ -207,7 +235,10 @@ static void fallback_case(int kind) {
     snprintf(p4, sizeof p4, "%s/ckpt-00000004.safetensors", out);
     if (kind == 0) poke_data(p4, 0, 0x7fc00000u);      /* NaN in the first parameter */
     else if (kind == 1) poke_data(p4, 1, 0x7f800000u); /* +Inf in the last moment */
-    else poke_position(p4, '9');                       /* past the 7 utterances */
+    else if (kind == 2) poke_position(p4, '9');        /* past the 7 utterances */
+    else if (kind == 3) poke_data(p4, 1, 0xbf800000u); /* -1 in the last second moment */
+    else if (kind == 4) rewrite_header(p4, "\"sampler_epoch\":\"", "\"sampler_epoch\":\"922337203685477580");
+    else rewrite_header(p4, "d_model: 16\\n", "d_model: 8192\\n"); /* a header claiming ~2.4 GB */
     small_config(&cfg, data, out, 6, 2);
     tandem_test_log_capture(TANDEM_LOG_WARN);
     tandem_status st = train(&cfg, out, 0, &sum);
@@ -219,12 +250,70 @@ static void fallback_case(int kind) {
     assert_int_equal(sum.first_step, 2);
     assert_int_equal(sum.last_step, 6);
     assert_non_null(strstr(log, "ckpt-00000004.safetensors skipped"));
-    assert_non_null(strstr(log, kind == 2 ? "sampler_position" : "non-finite"));
+    static const char *const why[] = {"non-finite", "non-finite", "sampler_position", "never negative",
+                                      "sampler_epoch", "does not describe"};
+    assert_non_null(strstr(log, why[kind]));
 }
 
 static void test_fallback_nan_param(void **state) { (void)state; fallback_case(0); }
 static void test_fallback_inf_moment(void **state) { (void)state; fallback_case(1); }
 static void test_fallback_bad_position(void **state) { (void)state; fallback_case(2); }
+static void test_fallback_negative_second_moment(void **state) { (void)state; fallback_case(3); }
+static void test_fallback_huge_sampler_epoch(void **state) { (void)state; fallback_case(4); }
+static void test_fallback_header_shapes(void **state) { (void)state; fallback_case(5); }
+
+/* A fresh 2-step run (data, out: 300 bytes; its ckpt-2 path into p: 400 bytes; its config). */
+static void two_step_run(char *data, char *out, char *p, tandem_config *cfg) {
+    fresh(data, out, 300);
+    small_config(cfg, data, out, 2, 2);
+    tandem_trainer_summary sum;
+    CHECK(train(cfg, NULL, 0, &sum));
+    snprintf(p, 400, "%s/ckpt-00000002.safetensors", out);
+}
+
+/* A run directory whose only checkpoint's header describes d_model 8192 over d_model 16 tensors:
+ * the config for --resume (read from it) fails at once naming the tensor, nothing is built. */
+static void test_resume_header_claims_huge_model(void **state) {
+    (void)state;
+    char data[300], out[300], p[400];
+    tandem_config cfg;
+    two_step_run(data, out, p, &cfg);
+    rewrite_header(p, "d_model: 16\\n", "d_model: 8192\\n");
+    tandem_test_log_capture(TANDEM_LOG_WARN);
+    const double t0 = now_s();
+    tandem_status st = tandem_trainer_resume_config(out, &cfg);
+    const double dt = now_s() - t0;
+    char log[2048];
+    snprintf(log, sizeof log, "%s", tandem_test_log_text());
+    tandem_test_log_stop();
+    printf("resume config: %s in %.3f s: %s; log: %.300s\n", tandem_status_name(st), dt, tandem_last_error(), log);
+    assert_int_equal(st, TANDEM_E_INVALID);
+    assert_non_null(strstr(log, "does not describe"));
+    assert_non_null(strstr(log, "sym_emb.weight"));
+    assert_true(dt < 5.0);
+}
+
+/* --init-from a checkpoint file with a NaN parameter is refused naming the tensor. */
+static void test_init_from_nonfinite(void **state) {
+    (void)state;
+    char data[300], out[300], p[400], out2[400];
+    tandem_config cfg;
+    two_step_run(data, out, p, &cfg);
+    poke_data(p, 0, 0x7fc00000u);
+    snprintf(out2, sizeof out2, "%s_init", out);
+    small_config(&cfg, data, out2, 2, 2);
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    o.init_from = p;
+    tandem_trainer *t = NULL;
+    tandem_status st = tandem_trainer_create(&cfg, &o, &t);
+    printf("init-from NaN: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_equal(st, TANDEM_E_FORMAT);
+    assert_null(t);
+    assert_non_null(strstr(tandem_last_error(), "non-finite"));
+    assert_non_null(strstr(tandem_last_error(), "sym_emb.weight"));
+}
 
 /* ---- class 7 ---- */
 
@@ -469,6 +558,11 @@ int main(void) {
         cmocka_unit_test(test_fallback_nan_param),
         cmocka_unit_test(test_fallback_inf_moment),
         cmocka_unit_test(test_fallback_bad_position),
+        cmocka_unit_test(test_fallback_negative_second_moment),
+        cmocka_unit_test(test_fallback_huge_sampler_epoch),
+        cmocka_unit_test(test_fallback_header_shapes),
+        cmocka_unit_test(test_resume_header_claims_huge_model),
+        cmocka_unit_test(test_init_from_nonfinite),
         cmocka_unit_test(test_metrics_once_after_kill),
         cmocka_unit_test(test_metrics_full_then_checkpoint),
         cmocka_unit_test(test_fifo_mid_run),
