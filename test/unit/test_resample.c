@@ -26,6 +26,7 @@
 #include <cmocka.h>
 #include <samplerate.h>
 
+#include "runtime/audio/mel.h"
 #include "runtime/audio/resample.h"
 #include "tandem.h"
 #include "test/fixtures.h"
@@ -218,6 +219,64 @@ static void test_sweep_snr(void **state) {
     check("sweep SNR dB", sweep_snr_db, SNR_DB, 0, bad, 4);
 }
 
+/* Five tones inside the lower rate's passband at random phases, as test_audio's tones. */
+static double tones_at(double t, double nyq, const double *phase) {
+    static const double where[5] = {0.05, 0.2, 0.45, 0.7, 0.95};
+    double s = 0.0;
+    for (int i = 0; i < 5; i++) s += 0.15 * sin(2 * PI * 0.85 * nyq * where[i] * t + phase[i]);
+    return s;
+}
+
+/* The features through the device path: for every covered rate the resampled tones and the
+ * tones sampled at 22050 Hz in float64, within test_audio's bounds for the CPU resampler: max
+ * |error| 1e-4 of full scale in the interior, log-mel (host recipe, which test_mel checks
+ * against a float64 reference) within 1e-2 on frames whose window lies in the interior. */
+static void test_features_every_rate(void **state) {
+    (void)state;
+    tandem_rng rng = {12345};
+    tandem_mel_host *m = NULL;
+    assert_int_equal(tandem_mel_host_create(&m), TANDEM_OK);
+    for (int i = 0; i < TANDEM_RS_CLASSES; i++) {
+        const int rate = tandem_resample_class_rate(i);
+        double phase[5];
+        for (int k = 0; k < 5; k++) phase[k] = tandem_rng_uniform(&rng, 0.0f, 6.28f);
+        run r;
+        run_init(&r, rate);
+        for (int64_t j = 0; j < r.n_in; j++) r.x[j] = (float)tones_at((double)j / rate, nyq_low(rate), phase);
+        resample(&r, GOOD);
+        float *ref = malloc(sizeof(float) * (size_t)r.n_out);
+        assert_non_null(ref);
+        for (int64_t n = 0; n < r.n_out; n++) ref[n] = (float)tones_at(n / 22050.0, nyq_low(rate), phase);
+        double worst = 0, worst_mel = 0;
+        for (int64_t n = r.lo; n < r.hi; n++) worst = fmax(worst, fabs((double)r.y[n] - ref[n]));
+        const int max_frames = (int)(r.n_out / TANDEM_MEL_HOP);
+        float *my = malloc(sizeof(float) * (size_t)max_frames * TANDEM_MEL_N_MELS);
+        float *mr = malloc(sizeof(float) * (size_t)max_frames * TANDEM_MEL_N_MELS);
+        assert_true(my && mr);
+        int fy = 0, fr = 0, checked = 0;
+        assert_int_equal(tandem_mel_host_compute(m, r.y, r.n_out, my, max_frames, &fy), TANDEM_OK);
+        assert_int_equal(tandem_mel_host_compute(m, ref, r.n_out, mr, max_frames, &fr), TANDEM_OK);
+        assert_int_equal(fy, fr);
+        for (int t = 0; t < fy; t++) {
+            const int64_t first = (int64_t)t * TANDEM_MEL_HOP - TANDEM_MEL_PAD, last = first + TANDEM_MEL_N_FFT - 1;
+            if (first < r.lo || last >= r.hi) continue;
+            checked++;
+            for (int b = 0; b < TANDEM_MEL_N_MELS; b++)
+                worst_mel = fmax(worst_mel, fabs((double)my[t * TANDEM_MEL_N_MELS + b] - mr[t * TANDEM_MEL_N_MELS + b]));
+        }
+        printf("features at %5d Hz: interior max |error| %.2e, log-mel max |diff| %.2e over %d frames\n", rate, worst,
+               worst_mel, checked);
+        assert_true(checked > 20);
+        assert_true(worst <= 1e-4);
+        assert_true(worst_mel <= 1e-2);
+        free(my);
+        free(mr);
+        free(ref);
+        run_free(&r);
+    }
+    tandem_mel_host_free(m);
+}
+
 /* Lengths follow the decoder's rule, round(n * 22050 / rate), for every class. */
 static void test_lengths(void **state) {
     (void)state;
@@ -241,6 +300,7 @@ int main(void) {
         cmocka_unit_test(test_passband_ripple),
         cmocka_unit_test(test_stopband),
         cmocka_unit_test(test_sweep_snr),
+        cmocka_unit_test(test_features_every_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
