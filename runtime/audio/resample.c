@@ -12,9 +12,9 @@
 
 static const int rs_rates[TANDEM_RS_CLASSES] = {48000, 44100, 32000, 24000, 16000, 8000};
 
-enum { RS_LOW_TAPS = 128 };       /* window length in samples of the lower rate */
+enum { RS_LOW_TAPS = 64 };        /* window length in samples of the lower rate */
 #define RS_BETA 10.061            /* Kaiser beta for 100 dB: 0.1102 (100 - 8.7) */
-#define RS_CUTOFF 0.95            /* of the lower Nyquist: passband 0.90, stopband 1.00 */
+#define RS_CUTOFF 1.0             /* of the lower Nyquist: passband 0.90, stopband 1.10 */
 
 int tandem_resample_class(int rate) {
     for (int i = 0; i < TANDEM_RS_CLASSES; i++)

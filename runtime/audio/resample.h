@@ -3,11 +3,14 @@
  * kernels/resample.h over a batch of native-rate rows before the log-mel kernels.
  *
  * Design (per rate r, ratio up / down = 22050 / r reduced): the lower of the two rates' Nyquist
- * frequencies f_n; passband to 0.90 f_n, stopband from f_n (nothing above the lower Nyquist
- * folds back or images below it), so the cutoff sits at 0.95 f_n; a Kaiser window for 100 dB
- * (beta 10.06) over 128 taps of the lower rate (the Kaiser length for that attenuation and a
- * transition of 0.05 cycles per sample). libsamplerate's SRC_SINC_MEDIUM_QUALITY, the CPU path it
- * replaces, states a 90 % passband and 97 dB; test_resample measures both with the same yardsticks.
+ * frequencies f_n; passband to 0.90 f_n, stopband from 1.10 f_n, cutoff at f_n: whatever lies in
+ * the transition band folds back (or images) into 0.90..1.00 f_n only, never into the passband,
+ * and the mel bands end at 8 kHz (0.73 of 11025 Hz). A Kaiser window for 100 dB (beta 10.06)
+ * over 64 taps of the lower rate (the Kaiser length for that attenuation and a transition of
+ * 0.1 cycles per sample), half the taps of a stopband starting at f_n: the data side's cost at
+ * 48 kHz is mostly these taps (docs/BENCHMARKS.md). libsamplerate's SRC_SINC_MEDIUM_QUALITY, the
+ * CPU path it replaces, states a 90 % passband and 97 dB; test_resample measures both with the
+ * same yardsticks.
  * Every phase's taps are scaled to sum to 1 (unit gain at DC for every output sample).
  *
  * Classes: the rates listed in tandem_resample_class (48k, 44.1k, 32k, 24k, 16k, 8k) run on the
