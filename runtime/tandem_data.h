@@ -138,7 +138,7 @@ struct tandem_data_run_report {
     int64_t next_epoch, next_index;  /* the sampler's next position */
     char stages[2048];               /* per-stage time table (read, decode, resample, H2D,
                                         features, ring copy), one line per stage */
-    /* capacity against the model (docs/OPERATIONS.md, "Capacity"): the data side's
+    /* capacity against the model (docs/TRAINING.md, "Capacity"): the data side's
        utterances/s, the model's samples/s, their ratio; data_limited = headroom < 1 */
     double capacity_utt_s, model_samples_s, headroom;
     int data_limited;
