@@ -29,6 +29,7 @@
 #include "kernels/gemm_kernel.h"
 #include "kernels/gemm_epi.h"
 #include "kernels/mel.h"
+#include "kernels/resample.h"
 #include "kernels/layers.h"
 #include "kernels/train.h"
 #include "kernels/attention.h"
@@ -51,6 +52,7 @@
     X(mel_project, mel)                                                                   \
     X(mel_log, mel)                                                                       \
     X(mel_targets, mel)                                                                   \
+    X(resample, resample)                                                                 \
     X(layernorm_fwd, layers)                                                              \
     X(layernorm_bwd, layers)                                                              \
     X(layernorm_bwd_params, layers)                                                       \

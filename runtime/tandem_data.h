@@ -97,6 +97,8 @@ typedef struct tandem_data_run_options {
     const char *cache_dir;    /* NULL (default): the index's default cache directory */
     tandem_data_stage_fn on_stage; /* NULL (default): no callback */
     void *on_stage_user;
+    double model_samples_per_s; /* the model's measured consumption for the capacity report;
+                                   0 (default): the step cost model's, labelled "modelled" */
 } tandem_data_run_options;
 
 void tandem_data_run_options_init(tandem_data_run_options *o);
@@ -136,6 +138,11 @@ struct tandem_data_run_report {
     int64_t next_epoch, next_index;  /* the sampler's next position */
     char stages[2048];               /* per-stage time table (read, decode, resample, H2D,
                                         features, ring copy), one line per stage */
+    /* capacity against the model (docs/TRAINING.md, "Capacity"): the data side's
+       utterances/s, the model's samples/s, their ratio; data_limited = headroom < 1 */
+    double capacity_utt_s, model_samples_s, headroom;
+    int data_limited;
+    char capacity[2048];             /* the report in words, with advice when data_limited */
 };
 
 /* Index data_dir with cfg's duration filter, open the devices, plan and commit both arenas, then

@@ -11,7 +11,9 @@
  *   - the devices: the CUDA driver, whether the fatbin has code for each device and the driver
  *     is new enough for it (what `tandem diagnose` checks), bf16 support for precision bf16;
  *   - the expected throughput from the step cost model (tandem_cost.h: one step recorded on a dry
- *     device, priced on an H100's published peaks; a model, not a measurement).
+ *     device, priced on an H100's published peaks; a model, not a measurement), and the data side's
+ *     CPU capacity from the probe's decode times against it (the data device is measured by
+ *     `tandem pipeline`).
  * Each finding has a level, the area, what was found and what to change.
  *
  * Threads: any; calls may run at once on different reports. Allocation: while it runs (the index,
@@ -59,6 +61,9 @@ typedef struct tandem_validate_report {
     tandem_trainer_startup data; /* the dataset fields (rows .. cache_path) of the training set */
     int data_indexed;        /* 1: the fields above are valid */
     int probed, probe_failed, probe_resampled; /* audio files decoded, failed, not at 22050 Hz */
+    double probe_cpu_ms, probe_resample_ms, probe_seconds; /* the probe's decoding as a loader thread
+                                does it (libsamplerate only for rates the data device does not
+                                resample): CPU time, of it resampling, audio decoded */
     double data_arena_mib, model_arena_mib; /* the plan (0 when it failed) */
 } tandem_validate_report;
 

@@ -64,6 +64,7 @@ static void print_run(const tandem_data_run_report *r) {
            (unsigned long long)r->files_too_long);
     printf("sampler: next position epoch %lld, index %lld\n", (long long)r->next_epoch, (long long)r->next_index);
     printf("stages (per file: read, decode, resample; per batch: H2D, features, ring copy):\n%s", r->stages);
+    printf("capacity (data side against the model):\n%s", r->capacity);
 }
 
 static int parse_int(const char *opt, const char *v, long lo, long hi, long *out) {

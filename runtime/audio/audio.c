@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "platform/os/log.h"
+#include "runtime/audio/resample.h"
 #include "platform/os/os.h"
 
 #define CHUNK_FLOATS 16384 /* interleaved samples read per sf_readf_float call */
@@ -159,6 +160,32 @@ tandem_status tandem_audio_probe(const char *path, tandem_audio_info *out) {
     return st;
 }
 
+static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_INFO *sfi, const char *path,
+                                 float *out, int64_t max_samples, int64_t max_native, int64_t *n_out);
+
+/* Open, decode (native: at the file's rate when the device resamples it), close. */
+static tandem_status decode_path(tandem_audio_decoder *d, const char *path, float *out, int64_t max_samples,
+                                 int64_t max_native, int64_t *n_samples, int *rate, tandem_audio_info *info) {
+    *n_samples = 0;
+    d->resample_ns = 0;
+    SF_INFO sfi;
+    tandem_status st;
+    int fd = -1;
+    SNDFILE *f = open_locked(path, &sfi, &fd, &st);
+    if (!f) return st;
+    if (info) fill_info(&sfi, info);
+    const int native = max_native > 0 && tandem_resample_class(sfi.samplerate) >= 0;
+    *rate = native ? sfi.samplerate : TANDEM_AUDIO_RATE;
+    st = decode_open(d, f, &sfi, path, out, max_samples, native ? max_native : 0, n_samples);
+    /* a stream's length is only known now: its 22050 Hz length must fit the row as well */
+    if (st == TANDEM_OK && native && resampled_count(*n_samples, sfi.samplerate) > max_samples)
+        st = tandem_fail(TANDEM_E_BUDGET, "audio %s: too long: %lld samples at 22050 Hz, limit %lld", path,
+                         (long long)resampled_count(*n_samples, sfi.samplerate), (long long)max_samples);
+    if (st != TANDEM_OK) *n_samples = 0;
+    close_locked(f, fd);
+    return st;
+}
+
 /* libsndfile shortens the data of a RIFF/AIFF file whose header claims more than the file
  * holds and only says so in its log ("data : 44100 (should be 19956)"). A declared length
  * of 0 or near 4 GiB is a streaming writer's placeholder, not a truncation. */
@@ -227,16 +254,18 @@ typedef struct sink {
     SRC_DATA sd;
 } sink;
 
+/* max_native > 0: the samples stay at the file's rate (the data device resamples them), at most
+ * max_native of them. */
 static void sink_init(sink *k, tandem_audio_decoder *d, const char *what, int rate, int64_t frames,
-                      float *out, int64_t max_samples) {
+                      float *out, int64_t max_samples, int64_t max_native) {
     memset(k, 0, sizeof *k);
     k->d = d;
     k->what = what;
     k->out = out;
-    k->max_samples = max_samples;
+    k->max_samples = max_native > 0 ? max_native : max_samples;
     k->known = frames != SF_COUNT_MAX;
     k->expect = resampled_count(frames, rate);
-    k->resample = rate != TANDEM_AUDIO_RATE;
+    k->resample = rate != TANDEM_AUDIO_RATE && max_native <= 0;
     k->cap = k->known && k->resample ? k->expect : max_samples;
     if (k->resample) {
         k->sd.src_ratio = (double)TANDEM_AUDIO_RATE / rate;
@@ -246,8 +275,8 @@ static void sink_init(sink *k, tandem_audio_decoder *d, const char *what, int ra
 }
 
 static tandem_status sink_too_long(const sink *k) {
-    return tandem_fail(TANDEM_E_BUDGET, "audio %s: too long: more than %lld samples at 22050 Hz",
-                       k->what, (long long)k->max_samples);
+    return tandem_fail(TANDEM_E_BUDGET, "audio %s: too long: more than %lld samples%s",
+                       k->what, (long long)k->max_samples, k->resample ? " at 22050 Hz" : "");
 }
 
 /* Pass n mono samples on; at_end: the input is complete (the converter's tail is flushed). */
@@ -311,8 +340,8 @@ static tandem_status sink_finish(sink *k, int64_t *n_out) {
 }
 
 /* Everything after a successful open; the caller closes f. */
-static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_INFO *sfi,
-                                 const char *path, float *out, int64_t max_samples, int64_t *n_out) {
+static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_INFO *sfi, const char *path,
+                                 float *out, int64_t max_samples, int64_t max_native, int64_t *n_out) {
     TANDEM_TRY(check_header(path, sfi));
     int64_t declared = 0, actual = 0;
     if (header_says_truncated(f, &declared, &actual))
@@ -330,7 +359,7 @@ static tandem_status decode_open(tandem_audio_decoder *d, SNDFILE *f, const SF_I
     const int ch = sfi->channels;
     const int64_t chunk_frames = CHUNK_FLOATS / ch;
     sink k;
-    sink_init(&k, d, path, sfi->samplerate, sfi->frames, out, max_samples);
+    sink_init(&k, d, path, sfi->samplerate, sfi->frames, out, max_samples, max_native);
     int64_t read_total = 0;
     int at_end = 0;
     while (!at_end) {
@@ -358,18 +387,15 @@ tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, flo
                                   int64_t max_samples, int64_t *n_samples, tandem_audio_info *info) {
     if (!d || !path || !out || !n_samples || max_samples < 0)
         return tandem_fail(TANDEM_E_INVALID, "tandem_audio_decode: bad arguments");
-    *n_samples = 0;
-    d->resample_ns = 0;
-    SF_INFO sfi;
-    tandem_status st;
-    int fd = -1;
-    SNDFILE *f = open_locked(path, &sfi, &fd, &st);
-    if (!f) return st;
-    if (info) fill_info(&sfi, info);
-    st = decode_open(d, f, &sfi, path, out, max_samples, n_samples);
-    if (st != TANDEM_OK) *n_samples = 0;
-    close_locked(f, fd);
-    return st;
+    int rate = 0;
+    return decode_path(d, path, out, max_samples, 0, n_samples, &rate, info);
+}
+
+tandem_status tandem_audio_decode_native(tandem_audio_decoder *d, const char *path, float *out, int64_t max_native,
+                                         int64_t max_samples, int64_t *n_samples, int *rate, tandem_audio_info *info) {
+    if (!d || !path || !out || !n_samples || !rate || max_samples < 0 || max_native < 1)
+        return tandem_fail(TANDEM_E_INVALID, "tandem_audio_decode_native: bad arguments");
+    return decode_path(d, path, out, max_samples, max_native, n_samples, rate, info);
 }
 
 uint64_t tandem_audio_decoder_resample_ns(const tandem_audio_decoder *d) { return d ? d->resample_ns : 0; }
@@ -405,7 +431,7 @@ tandem_status tandem_audio_resample(tandem_audio_decoder *d, const float *in, in
         return tandem_fail(TANDEM_E_BUDGET, "audio samples: too long: %lld samples at 22050 Hz, limit %lld",
                            (long long)expect, (long long)max_samples);
     sink k;
-    sink_init(&k, d, "samples", rate, n, out, max_samples);
+    sink_init(&k, d, "samples", rate, n, out, max_samples, 0);
     /* the chunks a mono file's decode feeds, so both give the same samples */
     for (int64_t at = 0; at < n; at += CHUNK_FLOATS) {
         const int64_t got = n - at < CHUNK_FLOATS ? n - at : CHUNK_FLOATS;

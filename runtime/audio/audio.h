@@ -59,6 +59,14 @@ void tandem_audio_decoder_free(tandem_audio_decoder *d);
 tandem_status tandem_audio_decode(tandem_audio_decoder *d, const char *path, float *out,
                                   int64_t max_samples, int64_t *n_samples, tandem_audio_info *info);
 
+/* The same, except that a file at a rate the data device resamples (runtime/audio/resample.h:
+ * tandem_resample_class >= 0) stays at its rate: out[0 .. *n_samples) mono at *rate Hz,
+ * *n_samples <= max_native, and its length at 22050 Hz (round(n * 22050 / rate)) <= max_samples
+ * (else TANDEM_E_BUDGET). Any other rate is resampled here as tandem_audio_decode does (*rate =
+ * 22050, *n_samples <= max_samples <= max_native). */
+tandem_status tandem_audio_decode_native(tandem_audio_decoder *d, const char *path, float *out, int64_t max_native,
+                                         int64_t max_samples, int64_t *n_samples, int *rate, tandem_audio_info *info);
+
 /* Time the last tandem_audio_decode on d spent resampling (inside libsamplerate), in
  * nanoseconds; 0 when that file was already at 22050 Hz. The rest of the call is reading,
  * decoding and downmixing, so a loader can time the two stages apart. */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "runtime/audio/audio.h"
+#include "runtime/audio/resample.h"
 #include "runtime/data/buckets.h"
 #include "runtime/core/dev.h"
 #include "platform/os/log.h"
@@ -46,6 +47,7 @@ struct tandem_loader {
     uint64_t fail_streak;
     tandem_loader_stats stats;
     uint8_t *reported; /* [ix->count] 1: this utterance's failure was logged (once per file, not per visit) */
+    int cpu_rates[8], n_cpu_rates; /* rates already said to fall back to libsamplerate */
 };
 
 static void stage_add(tandem_loader *l, tandem_stage s, uint64_t t0, uint64_t t1) {
@@ -104,6 +106,7 @@ tandem_status tandem_loader_create(const tandem_loader_config *cfg, tandem_loade
         b->lengths = tandem_staging_ptr(&sp, i, l->pinned[i], TANDEM_STAGED_LENGTHS);
         b->tokens = tandem_staging_ptr(&sp, i, l->pinned[i], TANDEM_STAGED_TOKENS);
         b->text_lengths = tandem_staging_ptr(&sp, i, l->pinned[i], TANDEM_STAGED_TEXT_LENGTHS);
+        b->cls = tandem_staging_ptr(&sp, i, l->pinned[i], TANDEM_STAGED_CLASSES);
         b->utt = tandem_calloc(B, sizeof *b->utt);
         b->pos = tandem_calloc(B, sizeof *b->pos);
         b->plan_ = tandem_calloc(B, sizeof *b->plan_);
@@ -206,19 +209,38 @@ static tandem_status read_through(worker *w, const char *path, int *out_fd) {
 /* Decode the file read_through checked, through /proc/self/fd/<fd>: that opens the very inode
  * fstat found regular, so a FIFO swapped in under the same name since cannot reach the decoder
  * (a rename race). Messages name the dataset path, not the /proc one. Without /proc: the path. */
-static tandem_status decode_checked(worker *w, const char *path, int fd, float *row, int64_t S, int64_t *n,
-                                    tandem_audio_info *info) {
+static tandem_status decode_checked(worker *w, const char *path, int fd, float *row, int64_t cap, int64_t S,
+                                    int64_t *n, int *rate, tandem_audio_info *info) {
     char proc[48];
     const char *src = path;
     if (fd >= 0 && snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd) < (int)sizeof proc &&
         access(proc, R_OK) == 0)
         src = proc;
-    tandem_status st = tandem_audio_decode(w->dec, src, row, S, n, info);
+    tandem_status st = w->l->cfg.device_resample ? tandem_audio_decode_native(w->dec, src, row, cap, S, n, rate, info)
+                                                 : tandem_audio_decode(w->dec, src, row, S, n, info);
     if (st == TANDEM_OK || src == path) return st;
     char msg[PATH_CAP + 1024];
     const char *e = tandem_last_error(), *at = strstr(e, proc);
     if (!at || snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - e), e, path, at + strlen(proc)) < 0) return st;
     return tandem_fail(st, "%s", msg);
+}
+
+/* Under m: the first file at a rate neither 22050 Hz nor the device's says so, once per rate. */
+static void note_cpu_rate(tandem_loader *l, int rate) {
+    for (int i = 0; i < l->n_cpu_rates; i++)
+        if (l->cpu_rates[i] == rate) return;
+    if (l->n_cpu_rates < (int)(sizeof l->cpu_rates / sizeof l->cpu_rates[0])) l->cpu_rates[l->n_cpu_rates++] = rate;
+    tandem_logf(TANDEM_LOG_INFO, "loader: %d Hz is not a rate the data device resamples (48000, 44100, 32000, "
+                "24000, 16000, 8000): files at it are resampled on the CPU by libsamplerate", rate);
+}
+
+/* The decode stages of one file: the total, its container's, and the CPU resampler apart. */
+static void add_decode_stages(worker *w, const tandem_audio_info *info, uint64_t t1, uint64_t t2) {
+    uint64_t rs = tandem_audio_decoder_resample_ns(w->dec);
+    if (rs > t2 - t1) rs = t2 - t1;
+    stage_add(w->l, TANDEM_STAGE_DECODE, t1, t2 - rs);
+    stage_add(w->l, tandem_stage_decode_of(info->format), t1, t2 - rs);
+    if (rs) stage_add(w->l, TANDEM_STAGE_RESAMPLE, 0, rs);
 }
 
 /* Decode utterance u into row r of b. TANDEM_E_BUDGET: too long; other errors: unreadable. */
@@ -230,33 +252,33 @@ static tandem_status load_row(worker *w, tandem_staged_batch *b, int r, uint32_t
     int k = snprintf(path, sizeof path, "%s/%s", l->cfg.data_dir, tandem_utt_audio(ix, utt));
     if (k < 0 || (size_t)k >= sizeof path)
         return tandem_fail(TANDEM_E_INVALID, "loader: path of '%s' too long", tandem_utt_id(ix, utt));
-    /* the row's samples: its batch's shape class (bucketing), else max_samples */
+    /* the row's samples at 22050 Hz: its batch's shape class (bucketing), else max_samples */
     const int64_t S = l->bucketed ? (int64_t)b->frames * TANDEM_MEL_HOP : l->cfg.max_samples;
-    float *row = b->audio + (size_t)r * (size_t)S;
+    float *row = b->audio + (size_t)r * (size_t)b->row_stride;
     uint64_t t0 = tandem_now_ns();
     int fd = -1;
     TANDEM_TRY(read_through(w, path, &fd));
     uint64_t t1 = tandem_now_ns();
     int64_t n = 0;
+    int rate = TANDEM_AUDIO_RATE;
     tandem_audio_info info;
+    memset(&info, 0, sizeof info);
     info.sample_rate = TANDEM_AUDIO_RATE;
-    tandem_status dst = decode_checked(w, path, fd, row, S, &n, &info);
+    tandem_status dst = decode_checked(w, path, fd, row, b->row_stride, S, &n, &rate, &info);
     if (fd >= 0) close(fd);
     TANDEM_TRY(dst);
     uint64_t t2 = tandem_now_ns();
-    const int resampled = info.sample_rate != TANDEM_AUDIO_RATE;
-    /* decode = the call minus its time inside libsamplerate, which is the resample stage */
-    uint64_t rs = tandem_audio_decoder_resample_ns(w->dec);
-    if (rs > t2 - t1) rs = t2 - t1;
     stage_add(l, TANDEM_STAGE_READ, t0, t1);
-    stage_add(l, TANDEM_STAGE_DECODE, t1, t2 - rs);
-    if (resampled) stage_add(l, TANDEM_STAGE_RESAMPLE, 0, rs);
-    if (n < TANDEM_INDEX_MIN_SAMPLES)
-        return tandem_fail(TANDEM_E_FORMAT, "audio %s: %lld samples, shorter than one hop (%d)", path,
-                           (long long)n, TANDEM_INDEX_MIN_SAMPLES);
-    /* zero padding: what the features see past the length is fixed, and uploads are deterministic */
-    memset(row + n, 0, sizeof(float) * (size_t)(S - n));
+    add_decode_stages(w, &info, t1, t2);
+    const int64_t n22 = tandem_audio_resampled_count(n, rate);
+    if (n22 < TANDEM_INDEX_MIN_SAMPLES)
+        return tandem_fail(TANDEM_E_FORMAT, "audio %s: %lld samples at 22050 Hz, shorter than one hop (%d)", path,
+                           (long long)n22, TANDEM_INDEX_MIN_SAMPLES);
+    /* zero padding: what the features see past the length is fixed, and uploads are deterministic
+       (the device path uploads only the row's samples and its kernel writes the padding) */
+    if (!l->cfg.device_resample) memset(row + n, 0, sizeof(float) * (size_t)(S - n));
     b->lengths[r] = (int32_t)n;
+    b->cls[r] = rate == TANDEM_AUDIO_RATE ? TANDEM_K_RS_COPY : tandem_resample_class(rate);
     const int T = l->cfg.max_text;
     int32_t *tok = b->tokens + (size_t)r * (size_t)T;
     const uint16_t *src = tandem_utt_tokens(ix, utt);
@@ -266,10 +288,14 @@ static tandem_status load_row(worker *w, tandem_staged_batch *b, int r, uint32_t
     b->text_lengths[r] = nt;
     b->utt[r] = u;
     tandem_mutex_lock(&l->m);
-    if (resampled) l->stats.resampled++;
+    if (info.sample_rate != TANDEM_AUDIO_RATE) l->stats.resampled++;
+    if (info.sample_rate != TANDEM_AUDIO_RATE && rate == TANDEM_AUDIO_RATE) {
+        l->stats.resampled_cpu++;
+        if (l->cfg.device_resample) note_cpu_rate(l, info.sample_rate);
+    }
     l->stats.files_ok++;
-    b->audio_seconds += (double)n / TANDEM_AUDIO_RATE;
-    b->real_frames += n / TANDEM_MEL_HOP; /* n <= S: at most the class's frames */
+    b->audio_seconds += (double)n / rate;
+    b->real_frames += n22 / TANDEM_MEL_HOP; /* n22 <= S: at most the class's frames */
     tandem_mutex_unlock(&l->m);
     return TANDEM_OK;
 }
@@ -281,11 +307,14 @@ static tandem_status load_row(worker *w, tandem_staged_batch *b, int r, uint32_t
 static void start_batch(tandem_loader *l, tandem_staged_batch *b) {
     b->frames = (int)(l->cfg.max_samples / TANDEM_MEL_HOP);
     b->n_real = (uint32_t)l->cfg.batch;
-    if (!l->bucketed) return;
-    uint32_t cls = 0;
-    b->n_real = tandem_bucket_sampler_next(&l->bs, b->plan_, &cls, &b->bpos_);
-    b->frames = (int)l->bs.frames[cls];
-    b->next_pos = l->bs.pos;
+    if (l->bucketed) {
+        uint32_t cls = 0;
+        b->n_real = tandem_bucket_sampler_next(&l->bs, b->plan_, &cls, &b->bpos_);
+        b->frames = (int)l->bs.frames[cls];
+        b->next_pos = l->bs.pos;
+    }
+    const int64_t S = (int64_t)b->frames * TANDEM_MEL_HOP;
+    b->row_stride = l->cfg.device_resample ? tandem_resample_in_samples(S) : S;
 }
 
 /* Under m: the utterance for row r of b, on its try-th attempt (try > 0: the previous failed):

@@ -14,7 +14,9 @@
  * those (on a loader thread, just before refilling the buffer), so uploads stay asynchronous.
  * An event that was never recorded is never waited on (a driver reports that as misuse).
  * Stages timed here, per file: read (file bytes through the OS), decode (libsndfile + downmix,
- * every file), resample (libsamplerate, files at other rates only).
+ * every file; also under its container's stage, decode WAV/FLAC/Ogg/MP3/other), resample
+ * (libsamplerate: files at other rates than 22050 Hz, or with device_resample only those at a
+ * rate the data device does not resample; each such rate said once in an INFO line).
  * Stopping: no read blocks a stop. A loader thread reads an audio file only after a
  * non-blocking open whose fstat says "regular file" (a FIFO, device or socket put in place of a
  * dataset file is a failed row: skipped with a warning, like an undecodable file), in bounded
@@ -43,8 +45,15 @@
 
 /* One staged batch. B = batch, S = max_samples, T = max_text. */
 typedef struct tandem_staged_batch {
-    float *audio;             /* [B, S] f32 pinned: 22050 Hz mono, zero past lengths[b] */
-    int32_t *lengths;         /* [B] i32 pinned: samples */
+    float *audio;             /* [B, row_stride] f32 pinned: mono at the row's rate (device_resample:
+                                 a rate the data device resamples) or 22050 Hz; without
+                                 device_resample zero past lengths[b] (with it only lengths[b]
+                                 samples of a row are meant to be uploaded) */
+    int32_t *lengths;         /* [B] i32 pinned: samples at the row's rate */
+    int32_t *cls;             /* [B] i32 pinned: tandem_resample_class of the row's rate, or
+                                 TANDEM_K_RS_COPY for a row at 22050 Hz */
+    int64_t row_stride;       /* samples between rows: the class's frames * 256, or with
+                                 device_resample tandem_resample_in_samples of that */
     int32_t *tokens;          /* [B, T] i32 pinned: PAD (0) past text_lengths[b] */
     int32_t *text_lengths;    /* [B] i32 pinned */
     uint32_t *utt;            /* [B] index of each row's utterance in the text index */
@@ -73,6 +82,8 @@ typedef struct tandem_loader_config {
     int batch, max_text;
     int64_t max_samples;         /* S: samples per row (max_frames * 256) */
     int num_workers;             /* >= 1 */
+    int device_resample;         /* 1: files at a rate the data device resamples stay at that rate
+                                    (runtime/audio/resample.h); 0: every row at 22050 Hz */
     uint64_t seed;
     int shuffle;
     tandem_device *data_dev;     /* pins the buffers; audio_sent lives here */
@@ -112,7 +123,8 @@ void tandem_loader_destroy(tandem_loader *l);
 
 typedef struct tandem_loader_stats {
     uint64_t files_ok, decode_failures, too_long;
-    uint64_t resampled;             /* files decoded at another rate */
+    uint64_t resampled;             /* files at another rate than 22050 Hz */
+    uint64_t resampled_cpu;         /* of those, resampled by libsamplerate on a loader thread */
     tandem_sampler_pos next_pos;    /* position of the next utterance the workers will claim */
 } tandem_loader_stats;
 void tandem_loader_get_stats(tandem_loader *l, tandem_loader_stats *out);

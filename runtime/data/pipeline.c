@@ -56,6 +56,7 @@
 /* Events timing one data-device step (indexed by batch seq mod NSTAGE). */
 typedef struct step_timing {
     tandem_event *t0, *t1, *t2, *t3; /* data stream: before H2D, after H2D, after features, after copies */
+    tandem_event *tr;                /* data stream: after the resampling kernel */
     tandem_event *m0, *m1;           /* model copy stream around the staged H2D (no peer) */
     int pending;                     /* recorded, not yet harvested */
 } step_timing;
@@ -113,8 +114,8 @@ void tandem_pipeline_options_init(tandem_pipeline_options *o) {
 static tandem_status make_events(tandem_pipeline *p) {
     for (int i = 0; i < NSTAGE; i++) {
         step_timing *t = &p->timing[i];
-        tandem_event **data_ev[4] = {&t->t0, &t->t1, &t->t2, &t->t3};
-        for (int j = 0; j < 4; j++) TANDEM_TRY(tandem_event_create(p->o.data_dev, data_ev[j]));
+        tandem_event **data_ev[5] = {&t->t0, &t->t1, &t->t2, &t->t3, &t->tr};
+        for (int j = 0; j < 5; j++) TANDEM_TRY(tandem_event_create(p->o.data_dev, data_ev[j]));
         TANDEM_TRY(tandem_event_create(p->o.model_dev, &t->m0));
         TANDEM_TRY(tandem_event_create(p->o.model_dev, &t->m1));
     }
@@ -150,6 +151,7 @@ static tandem_status create_parts(tandem_pipeline *p) {
     const tandem_config *c = &p->cfg;
     TANDEM_TRY(tandem_layout_declare(c, o->data_pool, o->model_pool, &p->layout));
     TANDEM_TRY(tandem_mel_plan_prepare(&p->layout.mel, o->data_dev));
+    TANDEM_TRY(tandem_resample_plan_prepare(&p->layout.rs));
     TANDEM_TRY(tandem_ring_init(&p->ring, p->layout.n_slots, o->model_dev));
     p->ring_ok = 1;
     TANDEM_TRY(tandem_stream_create(o->data_dev, &p->data_stream));
@@ -176,6 +178,7 @@ static tandem_status create_parts(tandem_pipeline *p) {
         .max_text = c->max_text,
         .max_samples = (int64_t)c->max_frames * TANDEM_MEL_HOP,
         .num_workers = workers,
+        .device_resample = 1,
         .seed = (uint64_t)c->seed,
         .shuffle = c->shuffle,
         .data_dev = o->data_dev,
@@ -235,8 +238,8 @@ void tandem_pipeline_destroy(tandem_pipeline *p) {
     tandem_free(p->lengths);
     for (int i = 0; i < NSTAGE; i++) {
         step_timing *t = &p->timing[i];
-        tandem_event *ev[6] = {t->t0, t->t1, t->t2, t->t3, t->m0, t->m1};
-        for (int j = 0; j < 6; j++)
+        tandem_event *ev[7] = {t->t0, t->t1, t->t2, t->t3, t->m0, t->m1, t->tr};
+        for (int j = 0; j < 7; j++)
             if (ev[j]) tandem_event_destroy(ev[j]);
     }
     tandem_staging_free(p->o.data_dev, p->staging_block);
@@ -269,13 +272,15 @@ static tandem_status harvest(tandem_pipeline *p, int i) {
     if (!t->pending) return TANDEM_OK;
     t->pending = 0;
     TANDEM_TRY(tandem_event_sync(t->t3));
-    double h2d = elapsed_ms(t->t0, t->t1), feat = elapsed_ms(t->t1, t->t2), copy = elapsed_ms(t->t2, t->t3);
+    double h2d = elapsed_ms(t->t0, t->t1), rs = elapsed_ms(t->t1, t->tr), feat = elapsed_ms(t->tr, t->t2),
+           copy = elapsed_ms(t->t2, t->t3);
     double model_side = 0;
     if (!p->peer) {
         TANDEM_TRY(tandem_event_sync(t->m1));
         model_side = elapsed_ms(t->m0, t->m1);
     }
     tandem_stage_times_add(&p->times, TANDEM_STAGE_H2D, h2d);
+    tandem_stage_times_add(&p->times, TANDEM_STAGE_DEVICE_RESAMPLE, rs);
     tandem_stage_times_add(&p->times, TANDEM_STAGE_FEATURES, feat);
     tandem_stage_times_add(&p->times, TANDEM_STAGE_RING_COPY, copy + model_side);
     tandem_mutex_lock(&p->stats_m);
@@ -290,6 +295,19 @@ static tandem_status ring_copy(const tandem_pipeline *p, tandem_tensor *dst, con
     return tandem_dev_copy_peer_prefix(p->data_stream, dst, src, bytes);
 }
 
+/* The staged rows at their rates into the resampler's input: each row's samples only (its kernel
+ * reads no further and writes the padding), rows row_stride apart, then lengths and classes. */
+static tandem_status upload_rows(tandem_pipeline *p, const tandem_staged_batch *b) {
+    const tandem_resample_plan *rs = &p->layout.rs;
+    const size_t B = (size_t)p->cfg.batch_size, stride = (size_t)b->row_stride * sizeof(float);
+    for (size_t r = 0; r < B; r++)
+        if (b->lengths[r] > 0)
+            TANDEM_TRY(tandem_dev_upload(p->data_stream, rs->in, r * stride, b->audio + r * (size_t)b->row_stride,
+                                         (size_t)b->lengths[r] * sizeof(float)));
+    TANDEM_TRY(tandem_tensor_upload(p->data_stream, rs->in_len, b->lengths, B * sizeof(int32_t)));
+    return tandem_tensor_upload(p->data_stream, rs->cls, b->cls, B * sizeof(int32_t));
+}
+
 /* Queue batch seq (staged in b) into slot k. *sent = 1 once b's audio_sent and text_sent
  * events were recorded after every copy out of b. */
 static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int64_t seq, int *sent) {
@@ -298,19 +316,20 @@ static tandem_status step(tandem_pipeline *p, tandem_staged_batch *b, int k, int
     const tandem_ring_slot *s = &p->layout.slot[k];
     step_timing *t = &p->timing[seq % NSTAGE];
     const size_t B = (size_t)p->cfg.batch_size, T = (size_t)p->cfg.max_text;
-    /* the batch's shape class: rows of frames * hop samples, features packed [B, frames, ...] */
-    const size_t audio = B * (size_t)b->frames * TANDEM_MEL_HOP * sizeof(float);
 
     /* the slot (and its staging) may still be read by the consumer's last use */
     TANDEM_TRY(tandem_stream_wait_event(ds, p->ring.freed[k]));
     TANDEM_TRY(tandem_event_record(t->t0, ds));
-    TANDEM_TRY(tandem_dev_upload(ds, mel->audio, 0, b->audio, audio));
-    TANDEM_TRY(tandem_tensor_upload(ds, mel->lengths, b->lengths, B * sizeof(int32_t)));
+    TANDEM_TRY(upload_rows(p, b));
     TANDEM_TRY(tandem_event_record(b->audio_sent, ds));
     TANDEM_TRY(tandem_event_record(t->t1, ds));
     if (p->o.fail_at_batch == seq)
         return tandem_fail(TANDEM_E_INTERNAL, "pipeline: injected failure in the data-device step of batch %lld "
                            "(test hook fail_at_batch)", (long long)seq);
+    /* the batch's shape class: rows of frames * hop samples at 22050 Hz, features packed [B, frames, ...] */
+    TANDEM_TRY(tandem_resample_batch(&p->layout.rs, ds, b->row_stride, mel->audio, mel->lengths,
+                                     (int64_t)b->frames * TANDEM_MEL_HOP));
+    TANDEM_TRY(tandem_event_record(t->tr, ds));
     TANDEM_TRY(tandem_mel_batch_frames(mel, ds, b->frames));
     TANDEM_TRY(tandem_event_record(t->t2, ds));
     tandem_tensor *src[4] = {mel->mel, mel->mask, mel->stop, mel->frames};
@@ -397,6 +416,7 @@ tandem_status tandem_pipeline_start(tandem_pipeline *p) {
     if (!tandem_tensor_addr(p->layout.mel.audio) || !tandem_tensor_addr(p->layout.slot[0].mels))
         return tandem_fail(TANDEM_E_STATE, "pipeline start: commit the data and model pools first");
     TANDEM_TRY(tandem_mel_upload_constants(&p->layout.mel, p->data_stream));
+    TANDEM_TRY(tandem_resample_upload(&p->layout.rs, p->data_stream));
     /* every slot starts free: the first wait on freed[k] has a record to wait on */
     for (int k = 0; k < p->layout.n_slots; k++) TANDEM_TRY(tandem_event_record(p->ring.freed[k], p->consumer_stream));
     p->started = 1;
@@ -512,6 +532,7 @@ void tandem_pipeline_get_stats(tandem_pipeline *p, tandem_pipeline_stats *out) {
     out->decode_failures = ls.decode_failures;
     out->too_long = ls.too_long;
     out->resampled = ls.resampled;
+    out->resampled_cpu = ls.resampled_cpu;
     out->next_pos = ls.next_pos;
     tandem_stage_times_get(&p->times, out->stages);
 }

@@ -114,6 +114,7 @@ typedef struct tandem_pipeline_stats {
     double mean_ready_slots;     /* ring occupancy */
     double data_wait_ms;         /* consumer time blocked in acquire */
     uint64_t files_ok, decode_failures, too_long, resampled;
+    uint64_t resampled_cpu;      /* of resampled, by libsamplerate (rates the data device does not resample) */
     tandem_sampler_pos next_pos; /* sampler position of the next utterance to load */
     tandem_stage_stat stages[TANDEM_STAGE_COUNT];
 } tandem_pipeline_stats;

@@ -37,6 +37,7 @@ static tandem_status declare_ring(const tandem_config *cfg, tandem_pool *p, tand
 static tandem_status declare_data(const tandem_config *cfg, tandem_pool *p, tandem_layout *l) {
     /* the pipeline's own declaration of the feature path; per-step ops start at 0 */
     const int64_t samples = (int64_t)cfg->max_frames * TANDEM_MEL_HOP;
+    TANDEM_TRY(tandem_resample_plan_declare(p, "resample", cfg->batch_size, samples, &l->rs));
     return tandem_mel_plan_declare(p, NULL, "mel", cfg->batch_size, cfg->max_frames, samples, 0, &l->mel);
 }
 
@@ -48,10 +49,12 @@ tandem_status tandem_layout_stage_batches(tandem_staging_plan *p, int batch, int
         TANDEM_TRY(tandem_staging_begin(p, name, "data device", TANDEM_STAGING_ALWAYS,
                                         "staged batch: loader threads fill one while one uploads", NULL));
         /* in the order of TANDEM_STAGED_* */
-        TANDEM_TRY(tandem_staging_add(p, "audio", TANDEM_F32, 2, batch, max_samples, 0));
+        /* native-rate rows: room for the highest rate the data device resamples */
+        TANDEM_TRY(tandem_staging_add(p, "audio", TANDEM_F32, 2, batch, tandem_resample_in_samples(max_samples), 0));
         TANDEM_TRY(tandem_staging_add(p, "lengths", TANDEM_I32, 1, batch, 0, 0));
         TANDEM_TRY(tandem_staging_add(p, "tokens", TANDEM_I32, 2, batch, max_text, 0));
         TANDEM_TRY(tandem_staging_add(p, "text_lengths", TANDEM_I32, 1, batch, 0, 0));
+        TANDEM_TRY(tandem_staging_add(p, "rate_classes", TANDEM_I32, 1, batch, 0, 0));
     }
     return TANDEM_OK;
 }
@@ -94,7 +97,9 @@ tandem_status tandem_layout_declare(const tandem_config *cfg, tandem_pool *data_
 }
 
 void tandem_layout_release(tandem_layout *l) {
-    if (l) tandem_mel_plan_release(&l->mel);
+    if (!l) return;
+    tandem_mel_plan_release(&l->mel);
+    tandem_resample_plan_release(&l->rs);
 }
 
 size_t tandem_layout_pinned_report(const tandem_layout *l, char *buf, size_t cap) {

@@ -22,6 +22,7 @@
 #include "runtime/core/config.h"
 #include "runtime/core/staging.h"
 #include "runtime/audio/mel_device.h"
+#include "runtime/audio/resample.h"
 #include "tandem.h"
 
 /* One batch as the model device receives it. B = batch_size, T = max_text, F = max_frames.
@@ -42,6 +43,8 @@ typedef struct tandem_layout {
     tandem_ring_slot slot[TANDEM_CONFIG_MAX_PREFETCH];
     /* data device: the feature path (mel.audio [B, F * 256] f32 in, mel.mel [B, F, 80] out) */
     tandem_mel_plan mel;
+    /* data device: native-rate rows (resample.in [B, in_stride]) resampled into mel.audio */
+    tandem_resample_plan rs;
     /* pinned host staging (page-locked host memory, not a pool): blocks "loader.0",
      * "loader.1" (TANDEM_STAGED_*) and "ring" (TANDEM_RING_STAGED_*, only without peer access) */
     tandem_staging_plan staging;
@@ -51,12 +54,13 @@ typedef struct tandem_layout {
 #define TANDEM_LAYOUT_RING_STAGING "ring" /* the ring slots' feature staging block */
 
 /* The buffers of a staged batch block "loader.<i>", in order. B = batch, S = max_samples,
- * T = max_text. */
+ * S_in = tandem_resample_in_samples(S), T = max_text. */
 enum {
-    TANDEM_STAGED_AUDIO,        /* f32 [B, S] */
-    TANDEM_STAGED_LENGTHS,      /* i32 [B] */
+    TANDEM_STAGED_AUDIO,        /* f32 [B, S_in]: rows at their file's rate (or 22050 Hz) */
+    TANDEM_STAGED_LENGTHS,      /* i32 [B]: samples of each row at its rate */
     TANDEM_STAGED_TOKENS,       /* i32 [B, T] */
     TANDEM_STAGED_TEXT_LENGTHS, /* i32 [B] */
+    TANDEM_STAGED_CLASSES,      /* i32 [B]: each row's rate class (TANDEM_K_RS_COPY: 22050 Hz) */
     TANDEM_STAGED_BUFS
 };
 /* The buffers of ring slot k in block "ring": k * TANDEM_RING_STAGED_BUFS + one of these. */

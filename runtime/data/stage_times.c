@@ -5,8 +5,19 @@
 #include <string.h>
 
 static const char *const names[TANDEM_STAGE_COUNT] = {
-    "read", "decode", "resample", "H2D copy", "feature kernels", "ring copy",
+    "read", "decode", "resample", "H2D copy", "feature kernels", "ring copy", "device resample",
+    "decode WAV", "decode FLAC", "decode Ogg", "decode MP3", "decode other",
 };
+
+tandem_stage tandem_stage_decode_of(const char *format) {
+    static const struct { const char *prefix; tandem_stage s; } map[] = {
+        {"WAV", TANDEM_STAGE_DECODE_WAV}, {"FLAC", TANDEM_STAGE_DECODE_FLAC}, {"OGG", TANDEM_STAGE_DECODE_OGG},
+        {"MPEG", TANDEM_STAGE_DECODE_MP3},
+    };
+    for (size_t i = 0; format && i < sizeof map / sizeof map[0]; i++)
+        if (strncmp(format, map[i].prefix, strlen(map[i].prefix)) == 0) return map[i].s;
+    return TANDEM_STAGE_DECODE_OTHER;
+}
 
 const char *tandem_stage_name(tandem_stage s) { return (unsigned)s < TANDEM_STAGE_COUNT ? names[s] : "?"; }
 

@@ -17,10 +17,18 @@
 typedef enum tandem_stage {
     TANDEM_STAGE_READ = 0,     /* file bytes through the OS (per file) */
     TANDEM_STAGE_DECODE,       /* libsndfile decode + downmix, every file (per file) */
-    TANDEM_STAGE_RESAMPLE,     /* libsamplerate alone, files at other rates (per resampled file) */
+    TANDEM_STAGE_RESAMPLE,     /* libsamplerate alone, files at rates the data device does not
+                                  resample (per such file) */
     TANDEM_STAGE_H2D,          /* staged audio batch → data device (per batch) */
     TANDEM_STAGE_FEATURES,     /* log-mel kernels + GEMM on the data device (per batch) */
     TANDEM_STAGE_RING_COPY,    /* features → ring slot on the model device (per batch) */
+    TANDEM_STAGE_DEVICE_RESAMPLE, /* the resampling kernel on the data device (per batch) */
+    /* decode (as TANDEM_STAGE_DECODE) split by the file's container, per file of it */
+    TANDEM_STAGE_DECODE_WAV,
+    TANDEM_STAGE_DECODE_FLAC,
+    TANDEM_STAGE_DECODE_OGG,   /* Vorbis or Opus */
+    TANDEM_STAGE_DECODE_MP3,
+    TANDEM_STAGE_DECODE_OTHER,
     TANDEM_STAGE_COUNT
 } tandem_stage;
 
@@ -35,6 +43,8 @@ typedef struct tandem_stage_times {
 } tandem_stage_times;
 
 const char *tandem_stage_name(tandem_stage s);
+/* The per-format decode stage of a libsndfile format name ("WAV (Microsoft) / ..."). */
+tandem_stage tandem_stage_decode_of(const char *format);
 void tandem_stage_times_init(tandem_stage_times *t);
 void tandem_stage_times_destroy(tandem_stage_times *t);
 void tandem_stage_times_add(tandem_stage_times *t, tandem_stage s, double ms);

@@ -13,6 +13,7 @@
 #include "runtime/data/pipeline.h"
 #include "runtime/data/plan_layout.h"
 #include "runtime/data/roles.h"
+#include "runtime/run/capacity.h"
 #include "runtime/run/dataset.h"
 #include "tandem.h"
 
@@ -191,6 +192,16 @@ static void run_fields(data_run *d) {
     r->next_epoch = s.next_pos.epoch;
     r->next_index = s.next_pos.index;
     tandem_stage_times_format(s.stages, s.wall_ms, r->stages, sizeof r->stages);
+    tandem_device_info info;
+    const int host = tandem_device_get_info(d->data_dev, &info) == TANDEM_OK && info.backend == TANDEM_BACKEND_HOST;
+    tandem_capacity c;
+    tandem_capacity_from_stats(&s, d->cfg->batch_size, r->loader_threads, host, &c);
+    tandem_capacity_model(&c, d->cfg, d->o->model_samples_per_s);
+    r->capacity_utt_s = c.utt_s;
+    r->model_samples_s = c.model_samples_s;
+    r->headroom = tandem_capacity_headroom(&c);
+    r->data_limited = c.model_samples_s > 0 && r->headroom < 1.0;
+    tandem_capacity_format(&c, r->capacity, sizeof r->capacity);
 }
 
 /* steps batches acquired, checked and released; the first bad one stops the data side. */

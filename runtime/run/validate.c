@@ -10,6 +10,8 @@
 #include "platform/os/log.h"
 #include "platform/os/os.h"
 #include "runtime/audio/audio.h"
+#include "runtime/audio/resample.h"
+#include "runtime/run/capacity.h"
 #include "runtime/core/config.h"
 #include "runtime/data/text_index.h"
 #include "runtime/run/index_summary.h"
@@ -78,7 +80,8 @@ static void check_config(const tandem_config *c, tandem_validate_report *r) {
 static void probe_audio(const tandem_text_index *ix, const tandem_config *c, int n, tandem_validate_report *r) {
     if (n <= 0 || ix->count == 0) return;
     const int64_t cap = (int64_t)TANDEM_AUDIO_RATE * 120; /* two minutes: longer is no utterance */
-    float *buf = tandem_malloc((size_t)cap * sizeof *buf);
+    const int64_t cap_native = tandem_resample_in_samples(cap); /* the same at up to 48 kHz */
+    float *buf = tandem_malloc((size_t)cap_native * sizeof *buf);
     tandem_audio_decoder *d = NULL;
     if (!buf || tandem_audio_decoder_create(&d) != TANDEM_OK) {
         add(r, TANDEM_FINDING_WARN, "audio", "", "audio not probed: out of memory for the decoder");
@@ -94,7 +97,14 @@ static void probe_audio(const tandem_text_index *ix, const tandem_config *c, int
         tandem_audio_info info;
         memset(&info, 0, sizeof info);
         r->probed++;
-        if (tandem_audio_decode(d, path, buf, cap, &got, &info) != TANDEM_OK) {
+        int rate = TANDEM_AUDIO_RATE;
+        const uint64_t t0 = tandem_now_ns();
+        /* as a loader thread decodes: the data device resamples its rates, libsamplerate the rest */
+        const tandem_status st = tandem_audio_decode_native(d, path, buf, cap_native, cap, &got, &rate, &info);
+        r->probe_cpu_ms += (double)(tandem_now_ns() - t0) * 1e-6;
+        r->probe_resample_ms += (double)tandem_audio_decoder_resample_ns(d) * 1e-6;
+        if (st == TANDEM_OK) r->probe_seconds += (double)got / rate;
+        if (st != TANDEM_OK) {
             r->probe_failed++;
             char fix[320];
             snprintf(fix, sizeof fix, "replace the file or remove line %u of metadata.csv", u->line);
@@ -321,6 +331,26 @@ static void check_devices(const tandem_config *c, const tandem_validate_options 
     tandem_free(s);
 }
 
+/* The data side's CPU capacity from the probe's decode times against the modelled step. */
+static void check_capacity(const tandem_config *cfg, tandem_validate_report *r, double samples_s, const char *gpu) {
+    const int ok = r->probed - r->probe_failed;
+    if (ok <= 0 || r->probe_cpu_ms <= 0) return;
+    tandem_capacity c;
+    tandem_capacity_from_cpu(r->probe_cpu_ms, r->probe_resample_ms, ok, r->probe_seconds, cfg->num_workers, &c);
+    const double h = c.cpu_utt_s / samples_s, per_core = 1000.0 / c.cpu_ms_per_utt;
+    char fix[320] = "";
+    if (h < 1.0)
+        snprintf(fix, sizeof fix, "about %d cores would keep up; %s", (int)(c.cores / h + 0.999),
+                 c.cpu_resample_pct > 20 ? "convert the corpus once to 22050 Hz or a rate the data device resamples "
+                 "(48000/44100/32000/24000/16000/8000 Hz)" : "more loader threads (num_workers) on more cores");
+    add(r, h < 1.0 ? TANDEM_FINDING_WARN : TANDEM_FINDING_INFO, "speed", fix,
+        "data side (CPU, from %d probed files): %.2f ms per utterance on one core = %.0f utterances/s, %.0f audio-s/s "
+        "per core; %.0f utterances/s on %d loader threads over %d cores against the model's %.0f samples/s "
+        "(modelled on an %s): headroom %.2fx%s (the data device: `tandem pipeline` measures it)", ok, c.cpu_ms_per_utt,
+        per_core, per_core * c.utt_seconds, c.cpu_utt_s, c.threads, c.cores, samples_s, gpu, h,
+        h < 1.0 ? ", the data side is the limit" : "");
+}
+
 /* Expected throughput from the step cost model (tandem_cost.h): one step recorded on a dry
  * device and priced on an H100's published peaks — a model, not a measurement. */
 static void check_speed(const tandem_config *cfg, tandem_validate_report *r) {
@@ -334,6 +364,7 @@ static void check_speed(const tandem_config *cfg, tandem_validate_report *r) {
         "expected throughput (modelled on an %s, not measured): %.2f ms per step in a CUDA graph, %.2f ms eager, "
         "%lld launches, floor %.2f ms; about %.0f samples/s", e.gpu, e.graph_ms, e.eager_ms, (long long)e.launches,
         e.floor_ms, e.samples_per_s);
+    check_capacity(cfg, r, e.samples_per_s, e.gpu);
 }
 
 tandem_status tandem_validate(const tandem_config *cfg, const tandem_validate_options *o,

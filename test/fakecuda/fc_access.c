@@ -94,6 +94,16 @@ ACC(mel_targets) {
     W(a->stop, (size_t)a->batch * a->max_frames * F4);
 }
 
+/* ---- resample ---- */
+ACC(resample) {
+    R(a->in, (size_t)a->batch * a->in_stride * F4);
+    R(a->in_len, a->batch * F4);
+    R(a->cls, a->batch * F4);
+    R(a->taps, (size_t)a->n_taps * F4);
+    W(a->out, (size_t)a->batch * a->out_stride * F4);
+    W(a->out_len, a->batch * F4);
+}
+
 /* ---- layers ---- */
 ACC(layernorm_fwd) {
     size_t nd = (size_t)a->rows * a->d * F4;

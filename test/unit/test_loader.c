@@ -607,7 +607,10 @@ static void test_stage_times(void **state) {
     assert_int_equal(s[TANDEM_STAGE_READ].count, st.files_ok); /* too-long files stop in the decoder */
     assert_int_equal(s[TANDEM_STAGE_DECODE].count, st.files_ok);
     assert_int_equal(s[TANDEM_STAGE_RESAMPLE].count, resampled);
-    for (int k = TANDEM_STAGE_H2D; k < TANDEM_STAGE_COUNT; k++) assert_int_equal(s[k].count, 0);
+    for (int k = TANDEM_STAGE_H2D; k <= TANDEM_STAGE_DEVICE_RESAMPLE; k++) assert_int_equal(s[k].count, 0);
+    uint64_t by_format = 0; /* every decode also under its container's stage */
+    for (int k = TANDEM_STAGE_DECODE_WAV; k <= TANDEM_STAGE_DECODE_OTHER; k++) by_format += s[k].count;
+    assert_int_equal(by_format, st.files_ok);
     tandem_loader_destroy(l);
     tandem_stage_times_destroy(&times);
     tandem_text_index_free(&ix);

@@ -1,15 +1,17 @@
 /* test_pipeline.c — the whole data side on two devices, on a tiny corpus the test writes
- * (sine tones through libsndfile: 22050 Hz 16-bit, 16000 Hz 16-bit (resampled), stereo float):
+ * (sine tones through libsndfile: 22050 Hz 16-bit, 16000 Hz 16-bit (resampled on the data
+ * device), 11025 Hz (resampled on the CPU: not a device rate), stereo float):
  *   - the mels, mask, stop targets and frame lengths in the ring equal tandem_mel_batch of the
- *     same audio computed directly (decoded with tandem_audio_load, on a device of its own),
+ *     same audio computed directly (decoded at its rate with tandem_audio_decode_native and
+ *     resampled by tandem_resample_batch, on a device of its own),
  *     with peer copies and with copies staged through pinned host memory;
  *   - a file corrupted after the index was built is skipped and counted mid-run, its rows are
  *     filled with the next utterances, and the run goes on;
  *   - length bucketing: every utterance once per epoch, batches of the fixed shapes only, their
  *     packed features equal to the direct computation's leading frames;
  *   - backend AUTO gives cuda devices whenever the driver reports any, else host devices;
- *   - the stage table saw every stage: decode for every file, resampling on its own for the
- *     16000 Hz files.
+ *   - the stage table saw every stage: decode for every file (and under WAV), the device
+ *     resampler every batch, the CPU resampler on its own for the 11025 Hz files only.
  * Devices: two host devices by default; with TANDEM_TEST_BACKEND=cuda the roles of
  * tandem_pipeline_open_devices on the cuda backend (a GPU, or the stand-in driver, which
  * reports every misuse as a "fakecuda: error" line). On the stand-in the whole file runs once
@@ -32,6 +34,7 @@
 #include "runtime/core/config.h"
 #include "runtime/core/dev.h"
 #include "runtime/audio/mel_device.h"
+#include "runtime/audio/resample.h"
 #include "platform/os/os.h"
 #include "runtime/data/buckets.h"
 #include "runtime/data/pipeline.h"
@@ -52,15 +55,15 @@ typedef struct corpus {
     char dir[256];
 } corpus;
 
-/* Utterance i: 22050 Hz 16-bit mono, except i % 4 == 1 (16000 Hz, resampled on load) and
- * i % 4 == 2 (stereo float). Lengths random, at most SAMPLES at 22050 Hz. */
+/* Utterance i: 22050 Hz 16-bit mono, except i % 4 == 1 (16000 Hz, resampled on the data
+ * device), i % 4 == 2 (stereo float) and i % 4 == 3 (11025 Hz, resampled by libsamplerate). Lengths random, at most SAMPLES at 22050 Hz. */
 static void write_corpus(corpus *c, tandem_rng *r) {
     assert_int_equal(tandem_test_mkdtemp(c->dir, sizeof c->dir, "test_pipeline"), 0);
     tandem_test_corpus w;
     tandem_test_corpus_open(&w, c->dir);
     static float buf[2 * SAMPLES];
     for (int i = 0; i < N_UTTS; i++) {
-        const int rate = i % 4 == 1 ? 16000 : 22050, ch = i % 4 == 2 ? 2 : 1;
+        const int rate = i % 4 == 1 ? 16000 : i % 4 == 3 ? 11025 : 22050, ch = i % 4 == 2 ? 2 : 1;
         const int n = (int)tandem_rng_int(r, 300, (int64_t)SAMPLES * rate / 22050 - 8);
         const double f = tandem_rng_uniform(r, 100.0f, 4000.0f), f2 = tandem_rng_uniform(r, 100.0f, 4000.0f);
         for (int k = 0; k < n; k++)
@@ -90,14 +93,18 @@ static void open_index(const corpus *c, tandem_text_index *ix) {
     for (uint32_t i = 0; i < ix->count; i++) assert_true(ix->utts[i].n_samples > 0); /* durations scanned */
 }
 
-/* The direct computation: tandem_mel_batch on its own device and pool. */
+/* The direct computation: each file decoded at its rate, the resampling kernel and
+ * tandem_mel_batch on a device and pool of its own. */
+#define IN_SAMPLES (SAMPLES * 48000 / 22050 + 8) /* >= tandem_resample_in_samples(SAMPLES) */
 typedef struct reference {
     tandem_device *dev;
     tandem_pool *pool;
     tandem_stream *s;
     tandem_mel_plan plan;
-    float audio[BATCH * SAMPLES];
-    int32_t lengths[BATCH];
+    tandem_resample_plan rs;
+    tandem_audio_decoder *dec;
+    float audio[BATCH * IN_SAMPLES];
+    int32_t lengths[BATCH], cls[BATCH];
 } reference;
 
 /* Host: a third host device. Cuda: device 0 again (its own handle, pool and stream), so the
@@ -107,14 +114,21 @@ static void ref_init(reference *r) {
     if (tandem_device_open(backend, ordinal, &r->dev) != TANDEM_OK) fail_msg("reference device: %s", tandem_last_error());
     assert_int_equal(tandem_pool_create(r->dev, "ref", 0, &r->pool), TANDEM_OK);
     assert_int_equal(tandem_mel_plan_declare(r->pool, r->dev, "ref", BATCH, FRAMES, SAMPLES, 0, &r->plan), TANDEM_OK);
+    assert_int_equal(tandem_resample_plan_declare(r->pool, "ref_rs", BATCH, SAMPLES, &r->rs), TANDEM_OK);
+    assert_true(r->rs.in_stride <= IN_SAMPLES);
+    assert_int_equal(tandem_resample_plan_prepare(&r->rs), TANDEM_OK);
     assert_int_equal(tandem_pool_commit(r->pool), TANDEM_OK);
     assert_int_equal(tandem_stream_create(r->dev, &r->s), TANDEM_OK);
     assert_int_equal(tandem_mel_upload_constants(&r->plan, r->s), TANDEM_OK);
+    assert_int_equal(tandem_resample_upload(&r->rs, r->s), TANDEM_OK);
+    assert_int_equal(tandem_audio_decoder_create(&r->dec), TANDEM_OK);
 }
 
 static void ref_free(reference *r) {
     tandem_stream_destroy(r->s);
     tandem_mel_plan_release(&r->plan);
+    tandem_resample_plan_release(&r->rs);
+    tandem_audio_decoder_free(r->dec);
     tandem_pool_destroy(r->pool);
     tandem_device_close(r->dev);
 }
@@ -135,22 +149,30 @@ static void download_slot(tandem_stream *s, const tandem_ring_slot *t, host_batc
 /* Reference features of the batch's utterances, decoded independently of the loader. */
 static void ref_batch(reference *r, const corpus *c, const tandem_text_index *ix, const uint32_t *utt, host_batch *h) {
     memset(r->audio, 0, sizeof r->audio);
+    int64_t n22[BATCH];
+    const int64_t stride = r->rs.in_stride;
     for (int b = 0; b < BATCH; b++) {
         char path[600];
         snprintf(path, sizeof path, "%s/%s", c->dir, tandem_utt_audio(ix, &ix->utts[utt[b]]));
         int64_t n = 0;
-        assert_int_equal(tandem_audio_load(path, r->audio + (size_t)b * SAMPLES, SAMPLES, &n, NULL), TANDEM_OK);
+        int rate = 0;
+        assert_int_equal(tandem_audio_decode_native(r->dec, path, r->audio + (size_t)b * stride, stride, SAMPLES, &n,
+                                                    &rate, NULL), TANDEM_OK);
         r->lengths[b] = (int32_t)n;
+        r->cls[b] = rate == 22050 ? TANDEM_K_RS_COPY : tandem_resample_class(rate);
+        n22[b] = tandem_audio_resampled_count(n, rate);
     }
-    assert_int_equal(tandem_tensor_upload(r->s, r->plan.audio, r->audio, sizeof r->audio), TANDEM_OK);
-    assert_int_equal(tandem_tensor_upload(r->s, r->plan.lengths, r->lengths, sizeof r->lengths), TANDEM_OK);
+    assert_int_equal(tandem_tensor_upload(r->s, r->rs.in, r->audio, sizeof(float) * (size_t)(BATCH * stride)), TANDEM_OK);
+    assert_int_equal(tandem_tensor_upload(r->s, r->rs.in_len, r->lengths, sizeof r->lengths), TANDEM_OK);
+    assert_int_equal(tandem_tensor_upload(r->s, r->rs.cls, r->cls, sizeof r->cls), TANDEM_OK);
+    assert_int_equal(tandem_resample_batch(&r->rs, r->s, stride, r->plan.audio, r->plan.lengths, SAMPLES), TANDEM_OK);
     assert_int_equal(tandem_mel_batch(&r->plan, r->s), TANDEM_OK);
     assert_int_equal(tandem_tensor_download(r->s, h->mels, r->plan.mel, sizeof h->mels), TANDEM_OK);
     assert_int_equal(tandem_tensor_download(r->s, h->mask, r->plan.mask, sizeof h->mask), TANDEM_OK);
     assert_int_equal(tandem_tensor_download(r->s, h->stop, r->plan.stop, sizeof h->stop), TANDEM_OK);
     assert_int_equal(tandem_tensor_download(r->s, h->frames, r->plan.frames, sizeof h->frames), TANDEM_OK);
     assert_int_equal(tandem_stream_sync(r->s), TANDEM_OK);
-    for (int b = 0; b < BATCH; b++) assert_int_equal(h->frames[b], r->lengths[b] / TANDEM_MEL_HOP);
+    for (int b = 0; b < BATCH; b++) assert_int_equal(h->frames[b], n22[b] / TANDEM_MEL_HOP);
 }
 
 typedef struct run {
@@ -268,11 +290,14 @@ static void run_and_compare(int force_staged) {
     tandem_pipeline_get_stats(x.pipe, &s);
     assert_int_equal(s.consumed, n_batches);
     assert_int_equal(s.decode_failures, 0);
-    assert_true(s.resampled > 0);
-    for (int st = 0; st < TANDEM_STAGE_COUNT; st++) assert_true(s.stages[st].count > 0);
-    /* decode is timed for every file, resampling on its own for the files at other rates */
+    assert_true(s.resampled > 0 && s.resampled_cpu > 0 && s.resampled_cpu < s.resampled);
+    for (int st = 0; st <= TANDEM_STAGE_DECODE_WAV; st++) assert_true(s.stages[st].count > 0);
+    /* decode is timed for every file (all WAV here), the CPU resampler on its own for the
+       11025 Hz files only (16000 Hz is resampled on the data device, every batch) */
     assert_int_equal(s.stages[TANDEM_STAGE_DECODE].count, s.files_ok);
-    assert_int_equal(s.stages[TANDEM_STAGE_RESAMPLE].count, s.resampled);
+    assert_int_equal(s.stages[TANDEM_STAGE_DECODE_WAV].count, s.files_ok);
+    assert_int_equal(s.stages[TANDEM_STAGE_RESAMPLE].count, s.resampled_cpu);
+    assert_int_equal(s.stages[TANDEM_STAGE_DEVICE_RESAMPLE].count, s.batches);
     assert_true(s.audio_seconds > 0 && s.wall_ms > 0 && s.data_busy_pct > 0);
     char table[2048];
     tandem_stage_times_format(s.stages, s.wall_ms, table, sizeof table);

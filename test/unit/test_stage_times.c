@@ -25,7 +25,9 @@
 enum { THREADS = 4, PER_THREAD = 1000000 }; /* enough contention that unlocked adds lose some */
 
 static const char *const names[TANDEM_STAGE_COUNT] = {"read", "decode", "resample", "H2D copy",
-                                                      "feature kernels", "ring copy"};
+                                                      "feature kernels", "ring copy", "device resample",
+                                                      "decode WAV", "decode FLAC", "decode Ogg",
+                                                      "decode MP3", "decode other"};
 
 static pthread_barrier_t start_together;
 
@@ -106,6 +108,14 @@ static void test_concurrent_adds(void **state) {
     assert_int_equal(got[unused].count, 0);
     for (int s = 0; s < TANDEM_STAGE_COUNT; s++) assert_string_equal(tandem_stage_name(s), names[s]);
     assert_string_equal(tandem_stage_name(TANDEM_STAGE_COUNT), "?");
+    /* the per-format decode stage from libsndfile's major format names */
+    assert_int_equal(tandem_stage_decode_of("WAV (Microsoft) / Signed 16 bit PCM"), TANDEM_STAGE_DECODE_WAV);
+    assert_int_equal(tandem_stage_decode_of("WAVEX (Microsoft) / 32 bit float"), TANDEM_STAGE_DECODE_WAV);
+    assert_int_equal(tandem_stage_decode_of("FLAC (Free Lossless Audio Codec) / Signed 16 bit PCM"), TANDEM_STAGE_DECODE_FLAC);
+    assert_int_equal(tandem_stage_decode_of("OGG (OGG Container format) / Opus"), TANDEM_STAGE_DECODE_OGG);
+    assert_int_equal(tandem_stage_decode_of("MPEG-1/2 Audio / MPEG Layer III"), TANDEM_STAGE_DECODE_MP3);
+    assert_int_equal(tandem_stage_decode_of("AIFF (Apple/SGI) / Signed 16 bit PCM"), TANDEM_STAGE_DECODE_OTHER);
+    assert_int_equal(tandem_stage_decode_of(NULL), TANDEM_STAGE_DECODE_OTHER);
     assert_string_equal(tandem_stage_name((tandem_stage)-1), "?");
     tandem_stage_times_destroy(&t);
 }
