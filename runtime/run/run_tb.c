@@ -11,6 +11,7 @@
 #include "runtime/audio/mel.h"
 #include "runtime/report/figures.h"
 #include "runtime/report/plot.h"
+#include "runtime/run/val_speak.h"
 
 tandem_status tandem_run_tb_open(const tandem_config *cfg, int64_t resumed_step, tandem_tb **out) {
     *out = NULL;
@@ -95,6 +96,11 @@ void tandem_run_tb_figures(tandem_tb **tb, const char *out, int64_t step) {
 }
 
 void tandem_run_tb_samples(tandem_tb **tb, const char *samples_dir, int64_t step, int n) {
+    char held[1200];
+    if (*tb && samples_dir[0] &&
+        snprintf(held, sizeof held, "%s/" TANDEM_VAL_SPEAK_HELD_WAV, samples_dir, (long long)step) < (int)sizeof held &&
+        tandem_file_exists(held) && tandem_tb_file(*tb, step, "samples/held_out", held, 'a') != TANDEM_OK)
+        give_up(tb);
     for (int k = 1; k <= n && *tb; k++) {
         char p[1200], tag[32];
         snprintf(tag, sizeof tag, "samples/%d", k);

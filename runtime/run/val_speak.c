@@ -60,8 +60,7 @@ static tandem_status load_tests(tandem_val_speak *e, const tandem_config *cfg) {
         e->n_tests++;
         p += len + (end != NULL);
     }
-    snprintf(e->samples_dir, sizeof e->samples_dir, "%s/samples", cfg->out);
-    return tandem_mkdir_p(e->samples_dir);
+    return TANDEM_OK;
 }
 
 tandem_status tandem_val_speak_create(tandem_val_speak *e, const tandem_text_index *vix,
@@ -81,10 +80,24 @@ tandem_status tandem_val_speak_create(tandem_val_speak *e, const tandem_text_ind
     TANDEM_TRY(st);
     e->n = n;
     TANDEM_TRY(tandem_synth_open_device(dev, cfg, vix->n_speakers, TANDEM_VAL_SPEAK_GL_ITERS, &e->syn));
+    snprintf(e->samples_dir, sizeof e->samples_dir, "%s/samples", cfg->out);
+    TANDEM_TRY(tandem_mkdir_p(e->samples_dir));
     return load_tests(e, cfg);
 }
 
 /* Test sentence k: free-running, where the stop fired into the log, the WAV into samples/. */
+/* The first held-out utterance as generated free-running, heard: <samples>/step-<step>-held.wav
+ * (the same sentence at every validation, so that the runs' recordings can be compared). */
+static tandem_status write_held(tandem_val_speak *e, int64_t step) {
+    const float *audio = NULL;
+    int64_t samples = 0;
+    TANDEM_TRY(tandem_synth_vocode(e->syn, e->gen, e->u[0].gen_frames, TANDEM_VAL_SPEAK_GL_ITERS, 1,
+                                   &audio, &samples));
+    char path[1200];
+    snprintf(path, sizeof path, "%s/" TANDEM_VAL_SPEAK_HELD_WAV, e->samples_dir, (long long)step);
+    return tandem_wav_write_pcm16(path, audio, samples, TANDEM_MEL_SAMPLE_RATE);
+}
+
 static tandem_status run_test(tandem_val_speak *e, int k, int64_t step) {
     tandem_synth_result r;
     TANDEM_TRY(tandem_synth_generate_ids(e->syn, e->test_ids + (size_t)k * e->text_len,
@@ -126,6 +139,9 @@ tandem_status tandem_val_speak_run(tandem_val_speak *e, tandem_stream *s,
     if (gen0) memcpy(gen0, e->gen, (size_t)e->u[0].gen_frames * TANDEM_MEL_N_MELS * sizeof *gen0);
     if (gen0_frames) *gen0_frames = e->u[0].gen_frames;
     tandem_speak_eval_summarize(e->u, e->n, &e->last);
+    if (write_held(e, step) != TANDEM_OK) /* auxiliary: the evaluation's figures stand */
+        tandem_logf(TANDEM_LOG_WARN, "validation: the held-out sample of step %lld: %s", (long long)step,
+                    tandem_last_error());
     for (int k = 0; k < e->n_tests; k++) TANDEM_TRY(run_test(e, k, step));
     e->seconds = (double)(tandem_now_ns() - t0) * 1e-9;
     return TANDEM_OK;

@@ -10,7 +10,8 @@
  * the training parameters by one device copy per validation; the true mels are computed once,
  * on the host, from the utterances' audio. The config's test_sentences (no recording) are
  * generated too and written as <out>/samples/step-<step>-<k>.wav (Griffin-Lim, 32 iterations);
- * where their stop fired is logged (INFO). Everything is made by create, before the trainer's
+ * where their stop fired is logged (INFO). The first held-out utterance's generated mel is
+ * written as <out>/samples/step-<step>-held.wav at every validation. Everything is made by create, before the trainer's
  * pools are committed; run allocates nothing. One thread: the trainer's. */
 #ifndef TANDEM_RUNTIME_RUN_VAL_SPEAK_H
 #define TANDEM_RUNTIME_RUN_VAL_SPEAK_H
@@ -28,6 +29,8 @@
 /* At most this many test_sentences (config); Griffin-Lim iterations of their WAVs. */
 #define TANDEM_VAL_SPEAK_TESTS 8
 #define TANDEM_VAL_SPEAK_GL_ITERS 32
+/* The first held-out utterance as generated at each validation, under samples/ (step). */
+#define TANDEM_VAL_SPEAK_HELD_WAV "step-%08lld-held.wav"
 
 typedef struct tandem_val_speak {
     tandem_synth *syn;     /* NULL: off */
