@@ -129,6 +129,11 @@ int cli_train(int argc, char **argv) {
                 return 2;
             }
             rdzv_s = (int)x;
+        } else if (!strcmp(a, "--resume") && !iv && (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))) {
+            fprintf(stderr, "tandem train: --resume needs the run directory to continue (--resume DIR, e.g. "
+                            "--resume runs/tiny): MyXTTS's --resume took no value and picked the latest run; "
+                            "Tandem resumes the run you name\n");
+            return 2;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--resume") || !strcmp(a, "--backend") ||
                    !strcmp(a, "--init-from") || !strcmp(a, "--freeze")) {
             if (!(v = cli_opt_value("train", argc, argv, &i, iv))) return 2;

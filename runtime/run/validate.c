@@ -52,13 +52,14 @@ static void check_config(const tandem_config *c, tandem_validate_report *r) {
     if (!c->train_data[0])
         add(r, TANDEM_FINDING_ERROR, "config", "give --train-data DIR or train_data in the config",
             "no training data: train_data is empty");
-    if (!c->val_data[0])
-        add(r, TANDEM_FINDING_WARN, "config", "set val_data (or --val-data DIR) to a held-out directory",
+    if (!c->val_data[0] && !(c->val_fraction > 0))
+        add(r, TANDEM_FINDING_WARN, "config", "set val_data (or --val-data DIR) to a held-out directory, or "
+            "val_fraction (e.g. 0.05) to hold out a share of train_data",
             "no validation set: val_l1, mel.png and the free-running evaluation are off");
     else if (c->val_every == 0 || c->val_every > c->max_steps)
         add(r, TANDEM_FINDING_WARN, "config", "set val_every below max_steps",
-            "val_data is set but val_every %lld never comes within max_steps %lld", (long long)c->val_every,
-            (long long)c->max_steps);
+            "%s is set but val_every %lld never comes within max_steps %lld",
+            c->val_data[0] ? "val_data" : "val_fraction", (long long)c->val_every, (long long)c->max_steps);
     if (c->warmup_steps >= c->max_steps) {
         snprintf(fix, sizeof fix, "set warmup_steps below max_steps (e.g. %lld)", (long long)(c->max_steps / 20));
         add(r, TANDEM_FINDING_WARN, "config", fix, "warmup_steps %lld >= max_steps %lld: the run never reaches the "
