@@ -20,7 +20,7 @@ allow=(
   "pkg-config --cflags tandem|needs the make install above (into /opt); example_train_embed runs make install PREFIX=<scratch> and this same cc line"
   "app.c |app.c is the reader's own program; make test builds docs/example/*.c the same way"
   "train --config configs/tiny.yaml --train-data data/demo --out runs/tiny|200 steps of tiny: minutes; make demo runs this training"
-  "synth --checkpoint runs/tiny/|needs the 200-step run above; make demo runs synth on its checkpoint"
+  "synth --checkpoint runs/tiny|needs the 200-step run above; make demo runs synth on its checkpoint"
   "train --config configs/tiny.yaml --train-data build/c64 --out runs/tiny|200 and 400 steps: minutes; make demo runs the same training"
   "--resume runs/tiny|continues the 200-step run above (make demo trains one like it); test_resume runs --resume alone, with a listed key and with refused/forced keys on a 4-step run"
   "--init-from runs/tiny|starts from the 200-step run above; test_resume runs --init-from (grown symbol table) and --freeze on a 4-step run"

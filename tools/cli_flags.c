@@ -54,7 +54,9 @@ int cli_config_option(const char *cmd, int argc, char **argv, int *i, const char
 }
 
 int cli_unknown_option(const char *cmd, const char *arg) {
-    fprintf(stderr, "tandem %s: unknown option '%s' (tandem help %s lists them)\n", cmd, arg, cmd);
+    char hint[128];
+    cli_suggest_flag(arg, hint, sizeof hint);
+    fprintf(stderr, "tandem %s: unknown option '%s'%s (tandem help %s lists them)\n", cmd, arg, hint, cmd);
     return 2;
 }
 

@@ -45,7 +45,8 @@ static void usage(FILE *f) {
             "                           move to OUT/previous-<n>/; without it such a directory is refused)\n"
             "  --rendezvous-timeout S   data-parallel CUDA ranks launched torchrun style (MASTER_ADDR,\n"
             "                           MASTER_PORT): how long each waits for all to arrive (default 300)\n"
-            "  --quiet                  no progress line and no start-up report\n");
+            "  --quiet                  warnings and errors only: no progress, start-up report or summary\n"
+            "  --verbose                debug lines too (e.g. why no CUDA driver was loaded)\n");
     cli_print_config_flags(f);
 }
 
@@ -165,6 +166,10 @@ int cli_train(int argc, char **argv) {
         tandem_config_destroy(cfg);
         return 2;
     }
+    if (cli_check_path("train", "train_data", train_data, 1)) { /* named by the config file */
+        tandem_config_destroy(cfg);
+        return 2;
+    }
     cli_launch launch; /* data-parallel: the launcher's ranks (tools/launch_env.h) */
     char lerr[256];
     if (cli_launch_read(&launch, lerr, sizeof lerr) != 0) {
@@ -211,7 +216,7 @@ int cli_train(int argc, char **argv) {
     signal(SIGTERM, SIG_DFL);
     cli_progress_finish(&progress);
     const int rc = cli_fail("train", st);
-    if (launch.rank == 0) print_summary(&sum); /* data-parallel: rank 0 reports */
+    if (!quiet) print_summary(&sum); /* data-parallel: rank 0 reports */
     tandem_trainer_destroy(t);
     return rc;
 }

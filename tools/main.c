@@ -147,7 +147,14 @@ int main(int argc, char **argv) {
             fprintf(stderr, "tandem: %s (see tandem --help, \"environment\")\n", err);
             return 2;
         }
-        return cmds[i].fn(argc - 1, argv + 1);
+        int n = argc - 1;
+        cli_global_flags(cmds[i].name, &n, argv + 1);
+        /* validate reports each missing input among its findings (exit 2 as well) */
+        if (!cli_wants_help(n, argv + 1) && strcmp(cmds[i].name, "validate") != 0) {
+            const int rc = cli_check_inputs(cmds[i].name, n, argv + 1);
+            if (rc) return rc;
+        }
+        return cmds[i].fn(n, argv + 1);
     }
     fprintf(stderr, "tandem: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
