@@ -72,7 +72,7 @@ void cli_suggest_flag(const char *arg, char *out, size_t cap);
  * "tandem CMD: error: WHAT 'PATH': ..." and returns 2 (bad input). */
 int cli_check_path(const char *cmd, const char *what, const char *path, int want_dir);
 /* The same for every input path argv names (--config, --train-data, --val-data, --data,
- * --checkpoint, --resume, --init-from, --run): 0 or 2. */
+ * --checkpoint, --init-from, --run): 0 or 2. */
 int cli_check_inputs(const char *cmd, int argc, char **argv);
 /* --verbose (DEBUG lines too) and --quiet (warnings and errors only) for every command: sets the
  * log level and removes them from argv (train keeps --quiet: it also drops its report). */

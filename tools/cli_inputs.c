@@ -27,10 +27,11 @@ int cli_check_path(const char *cmd, const char *what, const char *path, int want
     return 0;
 }
 
-/* The flags that name an input, with the kind of path each expects. */
+/* The flags that name an input, with the kind of path each expects (--resume: the trainer says
+ * "is not a run directory" itself, exit 2). */
 static const struct { const char *flag; int kind; } inputs[] = {
-    {"config", PATH_FILE},     {"train-data", PATH_DIR}, {"val-data", PATH_DIR}, {"data", PATH_DIR},
-    {"checkpoint", PATH_ANY},  {"resume", PATH_DIR},     {"init-from", PATH_ANY}, {"run", PATH_DIR},
+    {"config", PATH_FILE},    {"train-data", PATH_DIR},  {"val-data", PATH_DIR}, {"data", PATH_DIR},
+    {"checkpoint", PATH_ANY}, {"init-from", PATH_ANY}, {"run", PATH_DIR},
 };
 
 /* name ("--train_data=x" or "--train-data") equals flag (dashes) up to '=' or the end. */
