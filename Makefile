@@ -23,7 +23,8 @@ CFLAGS   += -DTANDEM_HAVE_FFTW=1
 FFT_LIBS := -lfftw3
 endif
 
-# Libraries the archive needs; also written into tandem.pc.
+# Libraries the archive needs; also written into tandem.pc's Libs (a static-only library: every
+# program that links it needs them, so they are not Libs.private).
 DEP_LIBS := $(BLAS_LIBS) $(FFT_LIBS) -lyaml -lsndfile -lsamplerate -lpng -ldl -lm -lpthread
 
 # ---- library ---------------------------------------------------------------------------
@@ -91,9 +92,8 @@ $(CLI): $(CLI_OBJ) $(LIB)
 
 $(PCFILE): Makefile toolchain.mk
 	@mkdir -p $(dir $@)
-	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\ndatadir=$${prefix}/share/tandem\n\nName: tandem\nDescription: Embeddable static runtime that trains a TTS acoustic model on two devices\nVersion: %s\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ltandem\nLibs.private: %s\n' \
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\ndatadir=$${prefix}/share/tandem\n\nName: tandem\nDescription: Embeddable static runtime that trains a TTS acoustic model on two devices\nVersion: %s\nCflags: -I$${includedir}\nLibs: -L$${libdir} -ltandem %s\n' \
 	  '$(PREFIX)' '$(VERSION)' '$(DEP_LIBS)' > $@
-	@printf 'Requires.private: yaml-0.1 sndfile samplerate libpng%s%s\n' '$(if $(BLAS_LIBS), openblas,)' '$(if $(FFT_LIBS), fftw3,)' >> $@
 
 # ---- parts with their own rules (tests, emulator, stand-in driver, demo, bench) --------
 include $(sort $(wildcard mk/*.mk))

@@ -16,8 +16,11 @@ NVCC_FLAGS    ?= -O3 --no-compress -std=c++17 -Xptxas=-warn-spills
 
 # Host BLAS for the host backend's GEMM: openblas (CBLAS) or none (built-in blocked GEMM).
 HOST_BLAS     ?= openblas
-# Host FFT for the host backend's STFT: fftw (FFTW3, double) or none (the built-in radix-2 FFT).
-HOST_FFT      ?= fftw
+# Host FFT for the host backend's STFT: builtin (the project's radix-2 FFT) or fftw (FFTW3, double;
+# GPL-2.0-or-later, so a static link puts copyleft code into whatever links libtandem.a: README).
+HOST_FFT      ?= builtin
+# MPI for multi-process host training (mpirun): 1 links OpenMPI into libtandem.a and the CLI.
+MPI           ?= 0
 
 OPT           ?= -O2 -g
 WARN          ?= -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes $(WERROR)

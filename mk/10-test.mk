@@ -32,9 +32,10 @@ deps:
 
 # Artifact checks (symbol prefix, embedded fatbin, tandem.pc) run as a test "binary".
 TEST_BINS += $(BUILD)/test/bin/check_archive
-$(BUILD)/test/bin/check_archive: test/check_archive.sh
+$(BUILD)/test/bin/check_archive: test/check_archive.sh README.md
 	@mkdir -p $(dir $@)
-	@printf '#!/bin/sh\nTANDEM_TEST_BUILD_DIR=%s exec bash %s\n' '$(abspath $(BUILD))' '$(abspath $<)' > $@
+	@printf '#!/bin/sh\nTANDEM_TEST_BUILD_DIR=%s TANDEM_TEST_HOST_BLAS=%s TANDEM_TEST_HOST_FFT=%s TANDEM_TEST_MPI=%s exec bash %s\n' \
+	  '$(abspath $(BUILD))' '$(HOST_BLAS)' '$(HOST_FFT)' '$(MPI)' '$(abspath $<)' > $@
 	@chmod +x $@
 
 # The commands shown in README.md and docs/*.md, run as written (test/docs_commands.sh; its

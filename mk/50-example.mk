@@ -1,23 +1,26 @@
 # The embedding examples (docs/example/*.c: embed.c — GEMM and a kernel; train_embed.c — an
-# appliance that trains), built the way an embedding program would be:
-# -I to the public headers only (runtime/tandem*.h), and linked with exactly what tandem.pc says —
-# `pkg-config --libs` for the archive itself (libdir pointed at the build directory instead of
-# the install prefix) plus the .pc's Libs.private, the libraries the static archive needs.
-# (`pkg-config --static` would also expand the Libs.private of every dependency's own .pc,
-# asking for static-only libraries such as libmp3lame that a shared link does not need.)
+# appliance that trains), built the way README's "Embedding" says: `make install` into a scratch
+# prefix, then `cc $(pkg-config --cflags tandem) X.c $(pkg-config --libs tandem)` against it —
+# the installed headers and the installed tandem.pc, nothing from the source tree.
 # `make test` runs each through a wrapper that reports "[       OK ] example_<name>".
 EXAMPLES     := embed train_embed
 EXAMPLE_BINS := $(EXAMPLES:%=$(BUILD)/example/%)
 EXAMPLE_RUNS := $(EXAMPLES:%=$(BUILD)/test/bin/example_%)
+EXAMPLE_PREFIX := $(abspath $(BUILD)/test/prefix)
+EXAMPLE_PC   := $(EXAMPLE_PREFIX)/lib/pkgconfig/tandem.pc
 
 .PHONY: example
 example: $(EXAMPLE_BINS)
 
-$(BUILD)/example/%: docs/example/%.c $(wildcard runtime/tandem*.h) $(LIB) $(PCFILE)
+# (the command line's variables, SANITIZE and BUILD included, reach the inner make)
+$(EXAMPLE_PC): $(LIB) $(PCFILE) $(CLI) $(FATBIN) $(wildcard runtime/tandem*.h)
+	@rm -rf $(EXAMPLE_PREFIX)
+	@$(MAKE) --no-print-directory -s install PREFIX=$(EXAMPLE_PREFIX) >/dev/null
+
+$(BUILD)/example/%: docs/example/%.c $(EXAMPLE_PC)
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(OPT) $(WARN) $(SAN_FLAGS) -Iruntime -o $@ $< $(LDFLAGS) \
-	  $$(PKG_CONFIG_PATH=$(abspath $(BUILD)) pkg-config --define-variable=libdir=$(abspath $(BUILD)) --libs tandem) \
-	  $$(sed -n 's/^Libs.private: *//p' $(PCFILE))
+	PKG_CONFIG_PATH=$(EXAMPLE_PREFIX)/lib/pkgconfig; export PKG_CONFIG_PATH; \
+	  $(CC) $(SAN_FLAGS) $(WARN) $$(pkg-config --cflags tandem) $< $$(pkg-config --libs tandem) -o $@
 
 TEST_BINS += $(EXAMPLE_RUNS)
 $(BUILD)/test/bin/example_%: $(BUILD)/example/%

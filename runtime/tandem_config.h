@@ -91,6 +91,7 @@ typedef struct tandem_config_alias_info {
     const char *key;      /* the Tandem key it sets; NULL: accepted, sets nothing (see why) */
     const char *why;      /* the INFO line's text: the Tandem meaning, or why nothing is set */
     int is_switch;        /* an always-on feature: a flag without a value */
+                          /* (true/false names also take no value as flags: tandem_config_name_kind) */
 } tandem_config_alias_info;
 
 int tandem_config_alias_count(void);
@@ -101,7 +102,8 @@ enum {
     TANDEM_CONFIG_NAME_UNKNOWN = 0,
     TANDEM_CONFIG_NAME_KEY,    /* a Tandem key: takes a value */
     TANDEM_CONFIG_NAME_ALIAS,  /* a MyXTTS name that takes a value */
-    TANDEM_CONFIG_NAME_SWITCH, /* a MyXTTS flag without a value (an always-on feature) */
+    TANDEM_CONFIG_NAME_SWITCH, /* a MyXTTS flag whose value may be left out (an always-on feature,
+                                  or a true/false one: a flag alone means true) */
 };
 int tandem_config_name_kind(const char *name);
 

@@ -17,9 +17,10 @@ export TANDEM_CACHE_DIR="$scratch/cache"
 allow=(
   "make |make targets: make runs them itself (make test is this suite; demo, fuzz, test-gpu are targets of their own)"
   "...|placeholder arguments (the reader fills them in)"
+  "pkg-config --cflags tandem|needs the make install above (into /opt); example_train_embed runs make install PREFIX=<scratch> and this same cc line"
   "app.c |app.c is the reader's own program; make test builds docs/example/*.c the same way"
   "train --config configs/tiny.yaml --train-data data/demo --out runs/tiny|200 steps of tiny: minutes; make demo runs this training"
-  "synth --checkpoint runs/tiny/|needs the 200-step run above; make demo runs synth on its checkpoint"
+  "synth --checkpoint runs/tiny|needs the 200-step run above; make demo runs synth on its checkpoint"
   "train --config configs/tiny.yaml --train-data build/c64 --out runs/tiny|200 and 400 steps: minutes; make demo runs the same training"
   "--resume runs/tiny|continues the 200-step run above (make demo trains one like it); test_resume runs --resume alone, with a listed key and with refused/forced keys on a 4-step run"
   "--init-from runs/tiny|starts from the 200-step run above; test_resume runs --init-from (grown symbol table) and --freeze on a 4-step run"
@@ -39,12 +40,17 @@ if [ "$mode" = sanitized ]; then
   # and OpenMPI's own allocations kept to exit (mpirun commands; named as in test/fixtures.c)
   printf 'leak:%s\n' libcublasLt.so libmpi.so libopen-pal.so libopen-rte.so mca_ libpmix.so libhwloc.so libevent > "$scratch/lsan.supp"
   export LSAN_OPTIONS="suppressions=$scratch/lsan.supp:fast_unwind_on_malloc=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-  allow+=("cc -I runtime |links build/libtandem.a with a plain cc: this build's archive is sanitized (needs the sanitizer runtime); the plain make test runs it")
+  allow+=("pkg-config --libs tandem|links the archive with a plain cc: this build's archive is sanitized (needs the sanitizer runtime); the plain make test runs it")
 fi
 
 # A host-only build (no nvcc: an empty fatbin) cannot run the stand-in driver's commands.
 if [ ! -s "$build/tandem.fatbin" ]; then
   allow+=("LD_LIBRARY_PATH=build/test/fakecuda|this build is host-only (empty fatbin): the stand-in driver runs the fatbin's kernels; a build with nvcc runs it")
+fi
+
+# No OpenMPI on this machine: the test build made no build/mpi/tandem (mk/46-mpi.mk).
+if [ ! -x "$build/mpi/tandem" ]; then
+  allow+=("build/mpi/tandem|no OpenMPI on this machine, so no MPI build (make MPI=1); check_dp_2_ranks says SKIP too")
 fi
 
 skip_reason() {
@@ -61,7 +67,7 @@ for doc in "$src/README.md" "$src"/docs/*.md; do
   # each document on its own: a fresh directory, the build outputs linked in
   work="$scratch/$(basename "$doc" .md)"
   mkdir -p "$work/build"
-  for f in tandem tandem.fatbin libtandem.a tandem.pc test; do
+  for f in tandem tandem.fatbin libtandem.a tandem.pc test mpi; do
     [ -e "$build/$f" ] && ln -s "$build/$f" "$work/build/$f"
   done
   for d in configs docs runtime; do ln -s "$src/$d" "$work/$d"; done

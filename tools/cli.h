@@ -64,8 +64,19 @@ const char *cli_opt_value(const char *cmd, int argc, char **argv, int *i, const 
 /* argv[*i] as a config flag into ov: 1 taken, 0 not a config name, -1 error (printed). */
 int cli_config_option(const char *cmd, int argc, char **argv, int *i, const char *inline_value,
                       cli_overrides *ov);
-/* Prints "unknown option" and returns 2. */
+/* Prints "unknown option" (with "did you mean" when a flag is close) and returns 2. */
 int cli_unknown_option(const char *cmd, const char *arg);
+/* " (did you mean '--x'?)" for the nearest flag of any command, config key or MyXTTS name, or "". */
+void cli_suggest_flag(const char *arg, char *out, size_t cap);
+/* 0 when path exists and is of the kind asked (0 a file, 1 a directory, 2 either); else prints
+ * "tandem CMD: error: WHAT 'PATH': ..." and returns 2 (bad input). */
+int cli_check_path(const char *cmd, const char *what, const char *path, int want_dir);
+/* The same for every input path argv names (--config, --train-data, --val-data, --data,
+ * --checkpoint, --init-from, --run): 0 or 2. */
+int cli_check_inputs(const char *cmd, int argc, char **argv);
+/* --verbose (DEBUG lines too) and --quiet (warnings and errors only) for every command: sets the
+ * log level and removes them from argv (train keeps --quiet: it also drops its report). */
+int cli_global_flags(const char *cmd, int *argc, char **argv);
 /* A log hook that drops every line: for commands that print the same facts in their report
  * (plan's over-budget pool report, validate's findings). */
 void cli_quiet_hook(void *user, tandem_log_level level, const char *msg);

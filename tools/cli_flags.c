@@ -3,6 +3,7 @@
  * the help text of those flags, all generated from the schema (tandem_config_key_at). */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tools/cli.h"
 
@@ -16,11 +17,20 @@ const char *cli_opt_split(char *arg) {
 
 const char *cli_opt_value(const char *cmd, int argc, char **argv, int *i, const char *inline_value) {
     if (inline_value) return inline_value;
-    if (*i + 1 >= argc) {
+    /* the next word is another option: this one was given without its value */
+    if (*i + 1 >= argc || (strncmp(argv[*i + 1], "--", 2) == 0 && argv[*i + 1][2])) {
         fprintf(stderr, "tandem %s: option '%s' needs a value (see tandem help %s)\n", cmd, argv[*i], cmd);
         return NULL;
     }
     return argv[++*i];
+}
+
+/* A switch's optional value ("--mixed-precision false"). */
+static int is_bool_word(const char *s) {
+    static const char *const w[] = {"true", "false", "yes", "no", "on", "off", "1", "0"};
+    for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
+        if (strcasecmp(s, w[k]) == 0) return 1;
+    return 0;
 }
 
 int cli_config_option(const char *cmd, int argc, char **argv, int *i, const char *inline_value,
@@ -29,9 +39,10 @@ int cli_config_option(const char *cmd, int argc, char **argv, int *i, const char
     if (strncmp(a, "--", 2) != 0) return 0;
     const int kind = tandem_config_name_kind(a + 2);
     if (kind == TANDEM_CONFIG_NAME_UNKNOWN) return 0;
-    const char *v = "true"; /* a switch: an always-on MyXTTS feature, no value */
+    const char *v = "true"; /* a MyXTTS switch: the flag alone means true */
     if (kind != TANDEM_CONFIG_NAME_SWITCH && !(v = cli_opt_value(cmd, argc, argv, i, inline_value))) return -1;
     if (kind == TANDEM_CONFIG_NAME_SWITCH && inline_value) v = inline_value;
+    else if (kind == TANDEM_CONFIG_NAME_SWITCH && *i + 1 < argc && is_bool_word(argv[*i + 1])) v = argv[++*i];
     if (ov->n == CLI_MAX_OVERRIDES) {
         fprintf(stderr, "tandem %s: more than %d config options (at '%s')\n", cmd, CLI_MAX_OVERRIDES, a);
         return -1;
@@ -43,7 +54,9 @@ int cli_config_option(const char *cmd, int argc, char **argv, int *i, const char
 }
 
 int cli_unknown_option(const char *cmd, const char *arg) {
-    fprintf(stderr, "tandem %s: unknown option '%s' (tandem help %s lists them)\n", cmd, arg, cmd);
+    char hint[128];
+    cli_suggest_flag(arg, hint, sizeof hint);
+    fprintf(stderr, "tandem %s: unknown option '%s'%s (tandem help %s lists them)\n", cmd, arg, hint, cmd);
     return 2;
 }
 

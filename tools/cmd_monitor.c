@@ -129,8 +129,7 @@ int cli_monitor(int argc, char **argv) {
         } else if (!strcmp(a, "--run")) {
             run = v;
         } else {
-            fprintf(stderr, "tandem monitor: unknown option '%s' (see --help)\n", a);
-            return 2;
+            return cli_unknown_option("monitor", a);
         }
     }
     const int tty = isatty(fileno(stdout));

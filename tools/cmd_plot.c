@@ -42,8 +42,7 @@ int cli_plot(int argc, char **argv) {
         else if (!strcmp(a, "--utt")) utt = v;
         else if (!strcmp(a, "--out-dir")) out = v;
         else {
-            fprintf(stderr, "tandem plot: unknown option '%s' (see --help)\n", a);
-            return 2;
+            return cli_unknown_option("plot", a);
         }
     }
     if (!run || (!ckpt != !data)) {

@@ -5,13 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tandem.h"
 #include "tools/cli.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem synth --checkpoint FILE --text \"...\" --out x.wav [--lang en|fa]\n"
+            "usage: tandem synth --checkpoint FILE|RUN_DIR --text \"...\" --out x.wav [--lang en|fa]\n"
             "                    [--mel-out x.npy] [--max-frames N] [--gl-iters N] [--seed N]\n"
             "                    [--backend auto|host|cuda] [--kv-cache on|off] [--speaker NAME]\n\n"
             "Generates log-mel frames autoregressively from a training checkpoint until the stop\n"
@@ -89,6 +90,15 @@ static int synthesize(const char *ckpt, const tandem_synth_options *o, const cha
     for (int k = 0; k < 2 && st == TANDEM_OK; k++) /* a killed writer's temps */
         if (outs[k]) st = tandem_files_sweep_temps(outs[k], NULL);
     if (st != TANDEM_OK) return cli_fail("synth", st);
+    char newest[4096]; /* a run directory: its newest usable checkpoint, as --resume and --init-from take */
+    struct stat sb;
+    if (stat(ckpt, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        tandem_ckpt *c = NULL;
+        if ((st = tandem_ckpt_open_latest(ckpt, &c)) != TANDEM_OK) return cli_fail("synth", st);
+        snprintf(newest, sizeof newest, "%s", tandem_ckpt_path(c));
+        tandem_ckpt_close(c);
+        ckpt = newest;
+    }
     tandem_synth *s = NULL;
     st = tandem_synth_open(ckpt, o, &s);
     if (st != TANDEM_OK) return cli_fail("synth", st);
@@ -160,8 +170,7 @@ int cli_synth(int argc, char **argv) {
         } else if (!strcmp(a, "--backend")) {
             if (!cli_parse_backend("synth", v, &backend)) return 2;
         } else {
-            fprintf(stderr, "tandem synth: unknown option '%s' (see --help)\n", a);
-            return 2;
+            return cli_unknown_option("synth", a);
         }
     }
     if (!ckpt || !text || !out) {

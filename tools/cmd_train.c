@@ -56,7 +56,8 @@ static void usage(FILE *f) {
             "                           move to OUT/previous-<n>/; without it such a directory is refused)\n"
             "  --rendezvous-timeout S   data-parallel CUDA ranks launched torchrun style (MASTER_ADDR,\n"
             "                           MASTER_PORT): how long each waits for all to arrive (default 300)\n"
-            "  --quiet                  no progress line and no start-up report\n");
+            "  --quiet                  warnings and errors only: no progress, start-up report or summary\n"
+            "  --verbose                debug lines too (e.g. why no CUDA driver was loaded)\n");
     cli_print_config_flags(f);
 }
 
@@ -153,6 +154,11 @@ int cli_train(int argc, char **argv) {
                 return 2;
             }
             rdzv_s = (int)x;
+        } else if (!strcmp(a, "--resume") && !iv && (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))) {
+            fprintf(stderr, "tandem train: --resume needs the run directory to continue (--resume DIR, e.g. "
+                            "--resume runs/tiny): MyXTTS's --resume took no value and picked the latest run; "
+                            "Tandem resumes the run you name\n");
+            return 2;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--resume") || !strcmp(a, "--backend") ||
                    !strcmp(a, "--init-from") || !strcmp(a, "--freeze")) {
             if (!(v = cli_opt_value("train", argc, argv, &i, iv))) return 2;
@@ -182,6 +188,10 @@ int cli_train(int argc, char **argv) {
     if (!train_data[0]) {
         fprintf(stderr, "tandem train: no training data: give --train-data DIR or train_data in the "
                         "config\n");
+        tandem_config_destroy(cfg);
+        return 2;
+    }
+    if (cli_check_path("train", "train_data", train_data, 1)) { /* named by the config file */
         tandem_config_destroy(cfg);
         return 2;
     }
@@ -237,7 +247,7 @@ int cli_train(int argc, char **argv) {
                 strerror(progress.write_errno), (long long)sum.last_step);
         rc = 1;
     }
-    if (launch.rank == 0) print_summary(&sum); /* data-parallel: rank 0 reports */
+    if (!quiet) print_summary(&sum); /* data-parallel: rank 0 reports */
     tandem_trainer_destroy(t);
     return rc;
 }

@@ -10,7 +10,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tandem validate --config FILE [--train-data DIR] [--val-data DIR] [--backend auto|host|cuda]\n"
+            "usage: tandem validate [--config FILE] [--train-data DIR] [--val-data DIR] [--backend auto|host|cuda]\n"
             "                       [--probe N] [--KEY VALUE ...]\n\n"
             "Checks a training setup without training: the config's keys and values (a MyXTTS config\n"
             "too: docs/MIGRATING.md), the dataset (index: rows, usable utterances, rows and audio left\n"
@@ -18,7 +18,7 @@ static void usage(FILE *f) {
             "max_frames), the memory plan against the budgets and the devices' memory, whether the\n"
             "fatbin runs on the devices and the driver is new enough, and the expected throughput\n"
             "when a cost model is built in. Each finding says what to change.\n\n"
-            "  --config FILE     the config to check (required)\n"
+            "  --config FILE     the config to check (default: none, the flags alone, as tandem train)\n"
             "  --backend B       auto (default: the devices a run would use), host (no CUDA checks), cuda\n"
             "  --probe N         audio files to decode (default 16; 0: none)\n\n"
             "exit status: 0 no warnings, 1 warnings, 2 errors.\n");
@@ -27,6 +27,34 @@ static void usage(FILE *f) {
 
 static const char *level_name(tandem_finding_level lv) {
     return lv == TANDEM_FINDING_ERROR ? "error" : lv == TANDEM_FINDING_WARN ? "warn " : "ok   ";
+}
+
+static void config_error(void) {
+    printf("error [config] %s\n        fix: correct that key or value (tandem help train lists them)\n",
+           tandem_last_error());
+}
+
+/* Every config error at once: the file's (its first), each flag's on its own, then the checks
+ * across keys when each value is valid. Returns the count printed (at least 1). */
+static int config_errors(const char *path, const cli_overrides *ov) {
+    int n = 0;
+    tandem_config *c = NULL;
+    if (tandem_config_create(&c) != TANDEM_OK) {
+        config_error();
+        return 1;
+    }
+    if (path && tandem_config_load(c, path) != TANDEM_OK) {
+        config_error();
+        n++;
+        tandem_config_destroy(c); /* the flags are checked against the defaults instead */
+        if (tandem_config_create(&c) != TANDEM_OK) return n;
+    }
+    for (int i = 0; i < ov->n; i++)
+        if (tandem_config_set_from(c, ov->flag[i], ov->key[i], ov->val[i]) != TANDEM_OK) config_error(), n++;
+    if (n == 0 && tandem_config_check(c) != TANDEM_OK) config_error(), n++;
+    tandem_config_destroy(c);
+    if (n == 0) printf("error [config] the config does not load (its error was not repeated)\n"), n++;
+    return n;
 }
 
 int cli_validate(int argc, char **argv) {
@@ -61,19 +89,15 @@ int cli_validate(int argc, char **argv) {
             if (r == 0) return cli_unknown_option("validate", a);
         }
     }
-    if (!config_path) {
-        fprintf(stderr, "tandem validate: --config FILE is required (see tandem help validate)\n");
-        return 2;
-    }
+    const char *name = config_path ? config_path : "the flags"; /* as train: flags alone are a config */
     tandem_config *cfg = NULL;
     tandem_status st = cli_load_config(&cfg, config_path, ov.n, ov.flag, ov.key, ov.val);
     if (st != TANDEM_OK) {
-        printf("error [config] %s\n        fix: correct that key or value (tandem help train lists them)\n",
-               tandem_last_error());
-        printf("\n%s: 1 error\n", config_path);
+        const int n = config_errors(config_path, &ov);
+        printf("\n%s: %d error%s\n", name, n, n == 1 ? "" : "s");
         return 2;
     }
-    printf("ok    [config] %s: every key and value is valid\n", config_path);
+    printf("ok    [config] %s: every key and value is valid\n", name);
     static tandem_validate_report r; /* ~45 KiB */
     tandem_log_set_hook(cli_quiet_hook, NULL); /* the findings say it all; the index's and pools' lines repeat it */
     st = tandem_validate(cfg, &o, &r);
@@ -87,7 +111,7 @@ int cli_validate(int argc, char **argv) {
     }
     if (r.n < r.infos + r.warnings + r.errors)
         printf("(%d more findings not listed)\n", r.infos + r.warnings + r.errors - r.n);
-    printf("\n%s: %d error%s, %d warning%s\n", config_path, r.errors, r.errors == 1 ? "" : "s", r.warnings,
+    printf("\n%s: %d error%s, %d warning%s\n", name, r.errors, r.errors == 1 ? "" : "s", r.warnings,
            r.warnings == 1 ? "" : "s");
     return r.errors ? 2 : r.warnings ? 1 : 0;
 }

@@ -7,16 +7,16 @@ pkgs=(
   libcmocka-dev                # unit-test library
   libyaml-dev                  # config files
   libopenblas-dev              # host GEMM through CBLAS (HOST_BLAS=none builds without it)
-  libfftw3-dev                 # host STFT through FFTW (HOST_FFT=none builds without it)
   libsndfile1-dev              # audio decoding
   libsamplerate0-dev           # resampling to 22050 Hz
   libpng-dev                   # loss and mel plots
   espeak-ng                    # demo corpus voices
 )
-# Optional: the build detects them (mk/46-mpi.mk, TANDEM_HAVE_MPI) and leaves out what needs
-# them when absent, so a user without root is told, not stopped; as root they are installed.
+# Optional: builds ask for them (make MPI=1, make HOST_FFT=fftw) and the tests use them when
+# present (mk/46-mpi.mk), so a user without root is told, not stopped; as root they are installed.
 optional=(
   openmpi-bin libopenmpi-dev   # mpirun and MPI: multi-rank runs, the host backend's collectives
+  libfftw3-dev                 # HOST_FFT=fftw: the host STFT through FFTW (GPL-2.0-or-later)
 )
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 missing=(); missing_opt=()
@@ -25,7 +25,7 @@ for p in "${optional[@]}"; do installed "$p" || missing_opt+=("$p"); done
 if [ ${#missing[@]} -eq 0 ] && { [ ${#missing_opt[@]} -eq 0 ] || [ "$(id -u)" -ne 0 ]; }; then
   echo "deps: all Debian packages present"
   if [ ${#missing_opt[@]} -gt 0 ]; then
-    echo "deps: optional, not installed (MPI: multi-rank runs are left out); as root:"
+    echo "deps: optional, not installed (make MPI=1 / HOST_FFT=fftw need them); as root:"
     echo "  apt-get update && apt-get install -y --no-install-recommends ${missing_opt[*]}"
   fi
   exit 0
@@ -47,6 +47,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if [ ${#missing_opt[@]} -gt 0 ]; then
   echo "deps: installing (optional) ${missing_opt[*]}"
-  install "${missing_opt[@]}" || echo "deps: could not install ${missing_opt[*]}: building without MPI"
+  install "${missing_opt[@]}" || echo "deps: could not install ${missing_opt[*]}: the multi-rank tests will SKIP"
 fi
 echo "deps: done"

@@ -152,7 +152,14 @@ int main(int argc, char **argv) {
          * process, so every command reports it and train checkpoints first */
         signal(SIGPIPE, SIG_IGN);
         signal(SIGXFSZ, SIG_IGN);
-        int rc = cmds[i].fn(argc - 1, argv + 1);
+        int n = argc - 1;
+        cli_global_flags(cmds[i].name, &n, argv + 1);
+        /* validate reports each missing input among its findings (exit 2 as well) */
+        if (!cli_wants_help(n, argv + 1) && strcmp(cmds[i].name, "validate") != 0) {
+            const int rc = cli_check_inputs(cmds[i].name, n, argv + 1);
+            if (rc) return rc;
+        }
+        int rc = cmds[i].fn(n, argv + 1);
         if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) { /* what it printed is part of its result */
             fprintf(stderr, "tandem %s: error: standard output could not be written (was the reading end of a "
                     "pipe closed, or the disk full?)\n", argv[1]);

@@ -180,9 +180,9 @@ tandem_status tandem_host_coll_check(tandem_coll *c) {
 #else /* built without MPI */
 
 static tandem_status no_mpi(void) {
-    return tandem_fail(TANDEM_E_UNSUPPORTED, "host collectives: this build has no MPI (TANDEM_HAVE_MPI=0); "
-                       "install OpenMPI (tools/deps.sh: openmpi-bin libopenmpi-dev) and rebuild for "
-                       "multi-process training on the host");
+    return tandem_fail(TANDEM_E_UNSUPPORTED, "host collectives: this build has no MPI; rebuild with `make MPI=1` "
+                       "(OpenMPI: tools/deps.sh installs openmpi-bin libopenmpi-dev) for multi-process "
+                       "training on the host");
 }
 
 tandem_status tandem_host_coll_unique_id(tandem_device *dev, tandem_coll_id *out) {

@@ -98,6 +98,8 @@ static const key_spec schema[] = {
     KINT64(seed, "1234", 0, INT64_MAX, "seed for initialisation and shuffling"),
     KSTR(train_data, "", "training dataset directory (metadata.csv + wavs/, or a VCTK / LibriTTS tree)"),
     KSTR(val_data, "", "validation dataset directory (empty = none)"),
+    KFLOAT(val_fraction, "0", 0.0, 0.5, "share of train_data held out for validation instead of val_data "
+                                        "(seeded by seed, the same on resume and on every rank; 0 = none)"),
     KENUM(dataset_layout, "auto", "auto|ljspeech|generic|vctk|libritts",
           "how the dataset directory is read: metadata.csv or a VCTK / LibriTTS tree (docs/FORMATS.md)"),
     KINT(vctk_mic, "1", 1, 2, "VCTK 0.92: the microphone whose <id>_mic<N>.flac files are read"),
@@ -130,6 +132,7 @@ static const key_spec schema[] = {
     KINT64(log_every, "10", 1, (int64_t)1000000000000,
            "metrics.jsonl line (and plain progress line off a terminal) every N steps"),
     KBOOL(tensorboard, "true", "TensorBoard event files in out (scalars, figures, test-sentence audio)"),
+    KSTR(tensorboard_dir, "", "directory of the TensorBoard event files (empty = out)"),
     KINT64(checkpoint_every, "1000", 0, (int64_t)1000000000000,
            "checkpoint every N steps (0 = only at the end and on SIGINT/SIGTERM)"),
     KINT(keep, "3", 1, 1000000, "checkpoints kept (the newest K)"),
@@ -466,6 +469,11 @@ tandem_status tandem_config_check(const tandem_config *cfg) {
         return tandem_fail(TANDEM_E_INVALID,
                            "config: max_frames %d is not a multiple of reduction %d (each mel "
                            "position predicts reduction frames)", cfg->max_frames, cfg->reduction);
+    if (cfg->val_fraction > 0 && cfg->val_data[0])
+        return tandem_fail(TANDEM_E_INVALID,
+                           "config: val_data '%s' and val_fraction %g both name a held-out set; set one "
+                           "(val_data: a directory of its own; val_fraction: a share of train_data)",
+                           cfg->val_data, cfg->val_fraction);
     if (cfg->ga_heads > cfg->heads)
         return tandem_fail(TANDEM_E_INVALID,
                            "config: ga_heads %d exceeds heads %d (the guided-attention loss takes "
@@ -544,6 +552,7 @@ static tandem_status skip_node(yaml_parser_t *p, yaml_event_type_t first, const 
 typedef struct map_ctx {
     const char *name, *section;
     int *seen_line;
+    const tandem_compat **seen_as; /* per key: the MyXTTS name it was set through (NULL: its own) */
 } map_ctx;
 
 static tandem_status read_mapping(yaml_parser_t *p, tandem_config *cfg, const map_ctx *m);
@@ -616,6 +625,31 @@ static tandem_status fail_flat_alias(const origin *o, const tandem_compat *c, co
                        "sections)", o->name, o->line, key, c->why);
 }
 
+static int is_number(const key_spec *k) { return k->type == K_INT || k->type == K_INT64 || k->type == K_FLOAT; }
+
+static double number_at(const tandem_config *cfg, const key_spec *k) {
+    const char *f = (const char *)cfg + k->offset;
+    if (k->type == K_INT) return *(const int *)(const void *)f;
+    if (k->type == K_INT64) return (double)*(const int64_t *)(const void *)f;
+    return *(const double *)(const void *)f;
+}
+
+/* A second name for a key already set (MyXTTS sets prefetch_buffer_size and pipeline_buffer_size
+ * both): the larger value wins, with one INFO line. */
+static tandem_status read_larger(yaml_parser_t *p, tandem_config *cfg, const map_ctx *m, int ki,
+                                 const tandem_compat *c, const char *shown, origin *o) {
+    const key_spec *k = &schema[ki];
+    unsigned char before[8];
+    memcpy(before, (const char *)cfg + k->offset, k->size);
+    const double first = number_at(cfg, k);
+    TANDEM_TRY(read_value(p, cfg, m, ki, c, shown, o));
+    const double second = number_at(cfg, k);
+    if (first > second) memcpy((char *)cfg + k->offset, before, k->size);
+    tandem_logf(TANDEM_LOG_INFO, "%s:%d: '%s' sets '%s' again (first on line %d): the larger value, %g, is used",
+                m->name, o->line, shown, k->key, m->seen_line[ki], first > second ? first : second);
+    return TANDEM_OK;
+}
+
 /* One `key: value` pair of a mapping (the key's scalar already read). */
 static tandem_status read_entry(yaml_parser_t *p, tandem_config *cfg, const map_ctx *m, const char *key,
                                 int line) {
@@ -628,7 +662,7 @@ static tandem_status read_entry(yaml_parser_t *p, tandem_config *cfg, const map_
         if (!is_map)
             return tandem_fail(TANDEM_E_INVALID, "%s:%d: '%s': expected a mapping (a MyXTTS config section "
                                "of `key: value` lines)", m->name, line, key);
-        const map_ctx sub = {m->name, key, m->seen_line};
+        const map_ctx sub = {m->name, key, m->seen_line, m->seen_as};
         return read_mapping(p, cfg, &sub);
     }
     const tandem_compat *c = tandem_compat_find(key);
@@ -638,13 +672,15 @@ static tandem_status read_entry(yaml_parser_t *p, tandem_config *cfg, const map_
     }
     const int ki = find_key(c && c->key ? c->key : key);
     if (!c && ki < 0) return m->section ? skip_unknown(p, m, key, line) : fail_unknown(&o, key);
-    if (ki >= 0 && m->seen_line[ki])
-        return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': given twice (first on line %d)", m->name, line,
-                           schema[ki].key, m->seen_line[ki]);
-    if (ki >= 0) m->seen_line[ki] = line;
     char shown[160];
     if (m->section) snprintf(shown, sizeof shown, "%s.%s", m->section, key);
     else snprintf(shown, sizeof shown, "%s", key);
+    if (ki >= 0 && m->seen_line[ki] && c != m->seen_as[ki] && is_number(&schema[ki]))
+        return read_larger(p, cfg, m, ki, c, shown, &o);
+    if (ki >= 0 && m->seen_line[ki])
+        return tandem_fail(TANDEM_E_INVALID, "%s:%d: key '%s': given twice (first on line %d)", m->name, line,
+                           schema[ki].key, m->seen_line[ki]);
+    if (ki >= 0) m->seen_line[ki] = line, m->seen_as[ki] = c;
     return read_value(p, cfg, m, ki, c, shown, &o);
 }
 
@@ -687,7 +723,8 @@ static tandem_status read_stream(yaml_parser_t *p, tandem_config *cfg, const cha
     int empty_doc = ev.type == YAML_SCALAR_EVENT && ev.data.scalar.length == 0;
     yaml_event_delete(&ev);
     int seen_line[N_KEYS] = {0};
-    const map_ctx top = {name, NULL, seen_line};
+    const tandem_compat *seen_as[N_KEYS] = {0};
+    const map_ctx top = {name, NULL, seen_line, seen_as};
     if (is_map) TANDEM_TRY(read_mapping(p, cfg, &top));
     else if (!empty_doc)
         return tandem_fail(TANDEM_E_INVALID,
@@ -904,7 +941,8 @@ int tandem_config_name_kind(const char *name) {
     if (!name || !normalise_name(name, n, sizeof n)) return TANDEM_CONFIG_NAME_UNKNOWN;
     const tandem_compat *c = tandem_compat_find(n);
     if (c && c->key && strcmp(c->key, n) == 0) return TANDEM_CONFIG_NAME_KEY; /* a key with a MyXTTS range */
-    if (c) return c->kind == TANDEM_COMPAT_SWITCH ? TANDEM_CONFIG_NAME_SWITCH : TANDEM_CONFIG_NAME_ALIAS;
+    if (c) return c->kind == TANDEM_COMPAT_SWITCH || c->kind == TANDEM_COMPAT_BOOL_MAP ? TANDEM_CONFIG_NAME_SWITCH
+                                                                                     : TANDEM_CONFIG_NAME_ALIAS;
     return find_key(n) >= 0 ? TANDEM_CONFIG_NAME_KEY : TANDEM_CONFIG_NAME_UNKNOWN;
 }
 

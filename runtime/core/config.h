@@ -66,9 +66,11 @@ typedef struct tandem_config {
     int64_t epochs; /* > 0: max_steps from the training set's size at start (tandem_config_epoch_steps) */
     double lr;
     char train_data[TANDEM_CONFIG_PATH_MAX], val_data[TANDEM_CONFIG_PATH_MAX];
+    double val_fraction; /* > 0: that share of train_data held out for validation (seeded), instead of val_data */
     int dataset_layout; /* 0 auto, 1 ljspeech, 2 generic, 3 vctk, 4 libritts (tandem_data_layout) */
     int vctk_mic;       /* 1 or 2: VCTK 0.92's <id>_mic<N> files */
     char out[TANDEM_CONFIG_PATH_MAX];
+    char tensorboard_dir[TANDEM_CONFIG_PATH_MAX]; /* "" = out */
     /* sentences synthesized free-running at every validation (WAVs under out/samples): a YAML
        list of strings, stored joined by '|' (TANDEM_CONFIG_SENTENCE_SEP); "" = none */
     char test_sentences[TANDEM_CONFIG_SENTENCES_MAX];

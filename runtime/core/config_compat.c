@@ -24,7 +24,7 @@ static const tandem_compat table[] = {
     RENAME(max_mel_frames, max_frames, "mel frames per utterance (hop 256 at 22050 Hz); longer "
                                        "utterances are skipped and counted at start"),
     RENAME(dataset_path, train_data, "an LJSpeech-layout directory (metadata.csv, wavs/); "
-                                     "validation comes from val_data"),
+                                     "validation comes from val_data or val_fraction"),
     SWITCH(enable_memory_isolation, "always on in Tandem: each role has its own device, stream "
                                     "and arena, planned before training and never grown"),
     SWITCH(enable_static_shapes, SHAPES_WHY),
@@ -41,11 +41,13 @@ static const tandem_compat table[] = {
     IGNORE(shuffle_buffer_multiplier, "Tandem shuffles the whole index each epoch (shuffle)"),
     IGNORE(preprocessing_mode, "text is cached by `tandem prep` / at start; mels are computed "
                                "on the data device every batch"),
-    IGNORE(train_split, "Tandem validates on a separate directory: val_data"),
-    IGNORE(val_split, "Tandem validates on a separate directory: val_data"),
-    IGNORE(visible_gpus, "pick devices with data_gpu and model_gpu (CUDA ordinals)"),
-    IGNORE(multi_gpu, "Tandem does not replicate the model: one data device, one model device "
-                      "(data_gpu, model_gpu)"),
+    IGNORE(train_split, "Tandem trains on the rest of train_data after val_fraction (MyXTTS's val_split)"),
+    RENAME(val_split, val_fraction, "share of train_data held out for validation, seeded"),
+    IGNORE(visible_gpus, "pick devices with data_gpu and model_gpu (CUDA ordinals), or model_devices "
+                         "and data_devices for several replicas"),
+    SWITCH(multi_gpu, "several GPUs train replicas data-parallel when model_devices lists them "
+                      "(e.g. [1, 2]) or one process per GPU is launched with torchrun or mpirun "
+                      "(docs/SCALING.md)"),
     IGNORE(max_memory_fraction, "arenas are planned exactly (`tandem plan`); cap them with "
                                 "data_gpu_memory / model_gpu_memory (MiB)"),
     /* training */
@@ -65,8 +67,12 @@ static const tandem_compat table[] = {
     IGNORE(min_learning_rate, "set min_lr_ratio = min_learning_rate / lr"),
     IGNORE(optimization_level, "Tandem has no hyper-parameter presets besides model_size"),
     SWITCH(apply_fast_convergence, "Tandem has no hyper-parameter presets besides model_size"),
-    IGNORE(tensorboard_log_dir, "Tandem writes metrics.jsonl, loss.png and mel.png into out"),
-    SWITCH(enable_eager_debug, "Tandem has no graph mode to leave: every kernel is launched directly"),
+    RENAME(tensorboard_log_dir, tensorboard_dir, "TensorBoard event files (scalars, figures, audio) "
+                                                 "go there; metrics.jsonl and the PNG figures stay in out"),
+    BOOLMAP(enable_eager_debug, cuda_graphs, "false", "true", "eager: the training step is launched kernel "
+                                                              "by kernel, not replayed as a CUDA graph"),
+    BOOLMAP(enable_graph_mode, cuda_graphs, "true", "false", "the training step captured once as a CUDA "
+                                                             "graph and replayed"),
     SWITCH(reset_training, "start a new run with --new-run (the old files move to out/previous-<n>)"),
     SWITCH(enable_gpu_stabilizer, "Tandem needs no stabiliser: the ring keeps the model device fed"),
     SWITCH(disable_gpu_stabilizer, "Tandem has no GPU stabiliser"),

@@ -12,7 +12,7 @@
 static atomic_flag host_notice_done = ATOMIC_FLAG_INIT;
 
 static void host_notice(const char *fmt, const char *why) {
-    if (!atomic_flag_test_and_set(&host_notice_done)) tandem_logf(TANDEM_LOG_INFO, fmt, why);
+    if (!atomic_flag_test_and_set(&host_notice_done)) tandem_logf(TANDEM_LOG_DEBUG, fmt, why);
 }
 
 /* AUTO: no driver → host (with a notice); a driver that is present but fails → that error,
@@ -22,6 +22,7 @@ static tandem_status resolve_auto(tandem_backend *out, int *cuda_count) {
     tandem_status st = tandem_cuda_device_count(&n);
     if (st == TANDEM_E_NODRIVER) {
         const char *why = tandem_cuda_driver_status();
+        /* DEBUG: on a CPU-only machine this is the normal case (tandem diagnose reports the driver) */
         host_notice("no CUDA driver (%s): using the host backend", why && why[0] ? why : tandem_last_error());
         *out = TANDEM_BACKEND_HOST;
         return TANDEM_OK;

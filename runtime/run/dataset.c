@@ -16,12 +16,22 @@ tandem_status tandem_run_open_index(const tandem_config *cfg, const char *dir, c
     icfg.max_text = cfg->max_text;
     icfg.max_samples = (int64_t)cfg->max_frames * TANDEM_MEL_HOP;
     icfg.seed = (uint64_t)cfg->seed;
-    icfg.val_fraction = 0.0; /* the held-out set is its own directory */
+    icfg.val_fraction = strcmp(dir, cfg->train_data) == 0 ? cfg->val_fraction : 0.0;
     icfg.cache_dir = cache_dir;
     icfg.layout = (tandem_data_layout)cfg->dataset_layout;
     icfg.vctk_mic = cfg->vctk_mic;
     icfg.text_input = (tandem_text_input)cfg->text_input;
     return tandem_text_index_open(&icfg, ix);
+}
+
+tandem_status tandem_run_open_heldout(const tandem_config *cfg, const char *cache_dir, tandem_text_index *ix) {
+    TANDEM_TRY(tandem_run_open_index(cfg, cfg->train_data, cache_dir, ix));
+    uint32_t *t = ix->train, n = ix->n_train; /* swapped: the pipeline visits the train list */
+    ix->train = ix->val;
+    ix->n_train = ix->n_val;
+    ix->val = t;
+    ix->n_val = n;
+    return TANDEM_OK;
 }
 
 tandem_status tandem_run_acquire(tandem_pipeline *p, tandem_batch_view *v, tandem_model_batch *mb,

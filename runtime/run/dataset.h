@@ -13,10 +13,15 @@
 #include "tandem.h"
 
 /* Index dir (text cache in cache_dir, NULL = the index's default) with cfg's max_text, the
- * duration filter of max_frames and cfg's seed; no held-out split (validation has its own
- * directory). Free with tandem_text_index_free. */
+ * duration filter of max_frames and cfg's seed. When dir is cfg's train_data and val_fraction > 0
+ * its seeded share is held out (ix->val, never trained on; the same split for the same seed, so
+ * on resume and on every rank); otherwise no split. Free with tandem_text_index_free. */
 tandem_status tandem_run_open_index(const tandem_config *cfg, const char *dir, const char *cache_dir,
                                     tandem_text_index *ix);
+
+/* The held-out share of train_data (val_fraction > 0) as an index of its own whose train list
+ * is that share, in index order: what validation visits. */
+tandem_status tandem_run_open_heldout(const tandem_config *cfg, const char *cache_dir, tandem_text_index *ix);
 
 /* Acquire the next batch of p (the consumer stream waits for it), describe its slot's tensors for
  * the model (lengths included: the model builds its key mask and loss normalisers from them on the

@@ -74,7 +74,7 @@ static tandem_status declare(const tandem_config *cfg, tandem_backend backend, p
     TANDEM_TRY(tandem_model_staging_declare(&dims, &p->layout.staging)); /* its pinned block */
     /* validation's free-running evaluation: a B = 1 forward-only model with a key/value cache
      * in a pool of its own on the model device (validation.c, val_speak.h) */
-    if (!cfg->val_data[0] || cfg->val_every <= 0) return TANDEM_OK;
+    if ((!cfg->val_data[0] && !(cfg->val_fraction > 0)) || cfg->val_every <= 0) return TANDEM_OK;
     TANDEM_TRY(tandem_pool_create_offline("synth", backend, 0, &p->pool[2]));
     return tandem_synth_declare_plan(cfg, backend, p->pool[2], (uint32_t)p->speakers, &p->eval);
 }

@@ -22,7 +22,7 @@
 /* Refused on resume unless forced: model shapes and the training data's order. */
 #define TANDEM_RESUME_FIXED_KEYS                                                                 \
     "d_model", "layers", "heads", "reduction", "max_text", "max_frames", "n_mels", "batch_size", \
-        "grad_accum", "seed", "shuffle", "train_data", "buckets", "text_input"
+        "grad_accum", "seed", "shuffle", "train_data", "val_fraction", "buckets", "text_input"
 
 /* Metadata keys of the absolute data paths a checkpoint records (absent in older ones). */
 #define TANDEM_CKPT_KEY_TRAIN_ABS "train_data_abs"

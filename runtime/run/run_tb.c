@@ -31,8 +31,10 @@ tandem_status tandem_run_tb_open(const tandem_config *cfg, int64_t resumed_step,
     const size_t png = raw + raw / 16384 * 5 + 65536;
     const size_t wav = (size_t)cfg->max_frames * TANDEM_MEL_HOP * 2 + 65536;
     const size_t blob = png > wav ? png : wav;
-    TANDEM_TRY(tandem_tb_open(cfg->out, resumed_step, blob, out));
-    tandem_logf(TANDEM_LOG_INFO, "tensorboard: events in %s (tensorboard --logdir %s)", tandem_tb_path(*out), cfg->out);
+    const char *dir = cfg->tensorboard_dir[0] ? cfg->tensorboard_dir : cfg->out;
+    if (cfg->tensorboard_dir[0]) TANDEM_TRY(tandem_mkdir_p(dir));
+    TANDEM_TRY(tandem_tb_open(dir, resumed_step, blob, out));
+    tandem_logf(TANDEM_LOG_INFO, "tensorboard: events in %s (tensorboard --logdir %s)", tandem_tb_path(*out), dir);
     return TANDEM_OK;
 }
 

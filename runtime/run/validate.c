@@ -54,14 +54,17 @@ static void check_config(const tandem_config *c, tandem_validate_report *r) {
     if (!c->train_data[0])
         add(r, TANDEM_FINDING_ERROR, "config", "give --train-data DIR or train_data in the config",
             "no training data: train_data is empty");
-    if (!c->val_data[0])
-        add(r, TANDEM_FINDING_WARN, "config", "set val_data (or --val-data DIR) to a held-out directory",
+    if (!c->val_data[0] && !(c->val_fraction > 0))
+        add(r, TANDEM_FINDING_WARN, "config", "set val_data (or --val-data DIR) to a held-out directory, or "
+            "val_fraction (e.g. 0.05) to hold out a share of train_data",
             "no validation set: val_l1, mel.png and the free-running evaluation are off");
+    else if (c->epochs > 0)
+        ; /* the run's length comes from the dataset: data_findings checks warm-up and cadence */
     else if (c->val_every == 0 || c->val_every > c->max_steps)
         add(r, TANDEM_FINDING_WARN, "config", "set val_every below max_steps",
-            "val_data is set but val_every %lld never comes within max_steps %lld", (long long)c->val_every,
-            (long long)c->max_steps);
-    if (c->warmup_steps >= c->max_steps) {
+            "%s is set but val_every %lld never comes within max_steps %lld",
+            c->val_data[0] ? "val_data" : "val_fraction", (long long)c->val_every, (long long)c->max_steps);
+    if (c->epochs <= 0 && c->warmup_steps >= c->max_steps) {
         snprintf(fix, sizeof fix, "set warmup_steps below max_steps (e.g. %lld)", (long long)(c->max_steps / 20));
         add(r, TANDEM_FINDING_WARN, "config", fix, "warmup_steps %lld >= max_steps %lld: the run never reaches the "
             "peak learning rate", (long long)c->warmup_steps, (long long)c->max_steps);
@@ -123,6 +126,22 @@ static void probe_audio(const tandem_text_index *ix, const tandem_config *c, int
     tandem_free(buf);
 }
 
+/* epochs → steps: what train will run, against warm-up and the validation cadence (check_config
+ * does the same for max_steps). */
+static void run_length_findings(const tandem_config *c, int64_t steps, tandem_validate_report *r) {
+    char fix[320];
+    if (c->warmup_steps >= steps) {
+        snprintf(fix, sizeof fix, "set warmup_steps below %lld (e.g. %lld) or raise epochs", (long long)steps,
+                 (long long)(steps / 20));
+        add(r, TANDEM_FINDING_WARN, "config", fix, "warmup_steps %lld >= the %lld steps epochs %lld gives: the run "
+            "never reaches the peak learning rate", (long long)c->warmup_steps, (long long)steps, (long long)c->epochs);
+    }
+    if ((c->val_data[0] || c->val_fraction > 0) && (c->val_every == 0 || c->val_every > steps))
+        add(r, TANDEM_FINDING_WARN, "config", "set val_every below the run's steps", "val_every %lld never comes "
+            "within the %lld steps epochs %lld gives: no validation, no ckpt-best", (long long)c->val_every,
+            (long long)steps, (long long)c->epochs);
+}
+
 /* Findings from the index summary: rows left out, audio too long / short / unreadable. */
 static void data_findings(const tandem_config *c, const tandem_trainer_startup *s, tandem_validate_report *r) {
     char fix[320];
@@ -158,6 +177,7 @@ static void data_findings(const tandem_config *c, const tandem_trainer_startup *
             c->batch_size, c->grad_accum, (long long)steps,
             (double)steps * c->batch_size * c->grad_accum / s->n_train,
             from_epochs > 0 ? " (from epochs)" : "");
+        if (from_epochs > 0) run_length_findings(c, from_epochs, r);
     }
 }
 
@@ -353,17 +373,19 @@ static void check_capacity(const tandem_config *cfg, tandem_validate_report *r, 
 
 /* Expected throughput from the step cost model (tandem_cost.h): one step recorded on a dry
  * device and priced on an H100's published peaks — a model, not a measurement. */
-static void check_speed(const tandem_config *cfg, tandem_validate_report *r) {
+static void check_speed(const tandem_config *cfg, int gpus_here, tandem_validate_report *r) {
     tandem_cost_estimate e;
     if (tandem_cost_estimate_step(cfg, NULL, &e) != TANDEM_OK) {
         add(r, TANDEM_FINDING_WARN, "speed", "run `tandem cost --config ...` to see why",
             "expected throughput: the step cost model could not price this config: %s", tandem_last_error());
         return;
     }
+    char label[96]; /* no GPU here: the figure is what one would do, not what this machine does */
+    if (gpus_here) snprintf(label, sizeof label, "modelled on an %s, not measured", e.gpu);
+    else snprintf(label, sizeof label, "if you had an %s: no GPU here; modelled, not measured", e.gpu);
     add(r, TANDEM_FINDING_INFO, "speed", "`tandem cost --config ... --gpu h100|h200|a100|rtx4090|l4` for details",
-        "expected throughput (modelled on an %s, not measured): %.2f ms per step in a CUDA graph, %.2f ms eager, "
-        "%lld launches, floor %.2f ms; about %.0f samples/s", e.gpu, e.graph_ms, e.eager_ms, (long long)e.launches,
-        e.floor_ms, e.samples_per_s);
+        "expected throughput (%s): %.2f ms per step in a CUDA graph, %.2f ms eager, %lld launches, floor %.2f ms; "
+        "about %.0f samples/s", label, e.graph_ms, e.eager_ms, (long long)e.launches, e.floor_ms, e.samples_per_s);
     check_capacity(cfg, r, e.samples_per_s, e.gpu);
 }
 
@@ -379,6 +401,8 @@ tandem_status tandem_validate(const tandem_config *cfg, const tandem_validate_op
     size_t bytes[2] = {0, 0};
     check_plan(cfg, o->backend, bytes, r);
     check_devices(cfg, o, bytes, r);
-    check_speed(cfg, r);
+    int gpus = 0;
+    if (o->backend == TANDEM_BACKEND_HOST || tandem_device_count(TANDEM_BACKEND_CUDA, &gpus) != TANDEM_OK) gpus = 0;
+    check_speed(cfg, gpus, r);
     return TANDEM_OK;
 }

@@ -1,6 +1,7 @@
 /* validation.c — the held-out set's pipeline and loss (see validation.h). */
 #include "runtime/run/validation.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "platform/os/log.h"
@@ -9,9 +10,15 @@
 
 tandem_status tandem_validation_index(tandem_validation *v, const tandem_config *cfg, const char *cache_dir) {
     memset(v, 0, sizeof *v);
-    if (!cfg->val_data[0] || cfg->val_every <= 0) return TANDEM_OK;
-    TANDEM_TRY(tandem_run_open_index(cfg, cfg->val_data, cache_dir, &v->vix));
+    const int heldout = cfg->val_fraction > 0 && !cfg->val_data[0];
+    if ((!cfg->val_data[0] && !heldout) || cfg->val_every <= 0) return TANDEM_OK;
+    if (heldout) TANDEM_TRY(tandem_run_open_heldout(cfg, cache_dir, &v->vix));
+    else TANDEM_TRY(tandem_run_open_index(cfg, cfg->val_data, cache_dir, &v->vix));
     v->have_index = 1;
+    if (heldout && v->vix.n_train)
+        tandem_logf(TANDEM_LOG_INFO, "validation: %u of train_data's utterances held out (val_fraction %g, seed "
+                    "%lld; first '%s'), not trained on", v->vix.n_train, cfg->val_fraction, (long long)cfg->seed,
+                    v->vix.strings + v->vix.utts[v->vix.train[0]].id);
     if (v->vix.n_train == 0) return TANDEM_OK;
     const uint32_t B = (uint32_t)cfg->batch_size, want = (uint32_t)cfg->val_batches * B;
     if (v->vix.n_train > want) v->vix.n_train = want;
@@ -25,6 +32,10 @@ tandem_status tandem_validation_index(tandem_validation *v, const tandem_config 
     v->vcfg = *cfg;
     v->vcfg.shuffle = 0; /* validation visits the held-out set in order */
     v->vcfg.prefetch_buffer_size = 2;
+    if (heldout) { /* the pipeline reads the held-out share's wavs from train_data */
+        snprintf(v->vcfg.val_data, sizeof v->vcfg.val_data, "%s", cfg->train_data);
+        v->vcfg.val_fraction = 0;
+    }
     return TANDEM_OK;
 }
 

@@ -103,6 +103,91 @@ static void test_errors(void **state) {
     tandem_test_log_stop();
 }
 
+/* MyXTTS writes prefetch_buffer_size and pipeline_buffer_size both: two names of one key take the
+ * larger value with an info line, in either order; one name twice is still an error. */
+static void test_alias_pair_takes_larger(void **state) {
+    (void)state;
+    static const struct { const char *yaml; int want; } cases[] = {
+        {"data:\n  prefetch_buffer_size: 8\n  pipeline_buffer_size: 50\n", 16},
+        {"data:\n  pipeline_buffer_size: 4\n  prefetch_buffer_size: 6\n", 6},
+        {"data:\n  prefetch_buffer_size: 12\n  buffer_size: 3\n", 12},
+        {"data:\n  buffer_size: 5\ntraining:\n  prefetch_buffer_size: 3\n", 5},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tandem_test_log_capture(TANDEM_LOG_INFO);
+        tandem_config cfg;
+        if (load_text(&cfg, cases[i].yaml) != TANDEM_OK) fail_msg("%s\n%s", tandem_last_error(), cases[i].yaml);
+        assert_int_equal(cfg.prefetch_buffer_size, cases[i].want);
+        char want[96];
+        snprintf(want, sizeof want, "the larger value, %d, is used", cases[i].want);
+        if (!strstr(tandem_test_log_text(), want)) fail_msg("no \"%s\":\n%s", want, tandem_test_log_text());
+        tandem_test_log_stop();
+    }
+    expect_error("data:\n  pipeline_buffer_size: 4\n  pipeline_buffer_size: 6\n", "given twice", NULL);
+    /* val_split is val_fraction; with val_data too it is an error naming both */
+    tandem_config cfg;
+    assert_int_equal(load_text(&cfg, "data:\n  val_split: 0.1\n"), TANDEM_OK);
+    assert_true(fabs(cfg.val_fraction - 0.1) < 1e-12);
+    expect_error("data:\n  val_split: 0.1\n  val_data: /x\n", "val_data '/x' and val_fraction 0.1", NULL);
+}
+
+/* The Tandem name a snake_case word of a message stands for exists (a key, or a MyXTTS name). */
+static int is_name(const char *w) {
+    if (tandem_config_name_kind(w) != TANDEM_CONFIG_NAME_UNKNOWN) return 1;
+    return 0;
+}
+
+/* Every message about a MyXTTS name is true of Tandem today: each snake_case word and each --flag it
+ * names exists, a renamed key exists, and the names for what Tandem has a key for set that key. */
+static void test_messages_true(void **state) {
+    (void)state;
+    static const char *const train_flags[] = {"new-run", "resume", "init-from", "freeze", "out", "config"};
+    const int na = tandem_config_alias_count();
+    for (int i = 0; i < na; i++) {
+        tandem_config_alias_info a;
+        assert_int_equal(tandem_config_alias_at(i, &a), TANDEM_OK);
+        if (a.key && tandem_config_name_kind(a.key) != TANDEM_CONFIG_NAME_KEY)
+            fail_msg("'%s' maps to '%s', which is no Tandem key", a.name, a.key);
+        for (const char *p = a.why; *p;) {
+            const int flag = p[0] == '-' && p[1] == '-';
+            const char *s = p + (flag ? 2 : 0), *e = s;
+            while ((*e >= 'a' && *e <= 'z') || (*e >= '0' && *e <= '9') || *e == '_' || (flag && *e == '-')) e++;
+            char w[64];
+            snprintf(w, sizeof w, "%.*s", (int)(e - s < 63 ? e - s : 63), s);
+            const int word = e > s && (p == a.why || !strchr("./-_", p[-1])) && *e != '.' && *e != '/';
+            if (flag && word) {
+                int ok = is_name(w);
+                for (size_t k = 0; k < sizeof train_flags / sizeof train_flags[0]; k++) ok |= !strcmp(w, train_flags[k]);
+                if (!ok) fail_msg("'%s': its message names --%s, which is no flag of tandem train: %s", a.name, w, a.why);
+            } else if (word && strchr(w, '_') && !is_name(w)) {
+                fail_msg("'%s': its message names '%s', which is no Tandem key: %s", a.name, w, a.why);
+            }
+            p = e > p ? e : p + 1;
+        }
+    }
+    /* names of things Tandem has a key for set it (their messages once said "no equivalent") */
+    static const struct { const char *name, *key; } mapped[] = {
+        {"enable_eager_debug", "cuda_graphs"}, {"enable_graph_mode", "cuda_graphs"},
+        {"tensorboard_log_dir", "tensorboard_dir"}, {"val_split", "val_fraction"},
+        {"pipeline_buffer_size", "prefetch_buffer_size"},
+    };
+    for (size_t k = 0; k < sizeof mapped / sizeof mapped[0]; k++) {
+        int found = 0;
+        for (int i = 0; i < na; i++) {
+            tandem_config_alias_info a;
+            assert_int_equal(tandem_config_alias_at(i, &a), TANDEM_OK);
+            if (strcmp(a.name, mapped[k].name)) continue;
+            found = 1;
+            if (!a.key || strcmp(a.key, mapped[k].key)) fail_msg("'%s' sets '%s', expected '%s'", a.name,
+                                                                  a.key ? a.key : "nothing", mapped[k].key);
+        }
+        if (!found) fail_msg("'%s' is not a MyXTTS name Tandem reads", mapped[k].name);
+    }
+    /* MyXTTS's value-less switches: kind SWITCH, so the CLI needs no value after them */
+    assert_int_equal(tandem_config_name_kind("multi-gpu"), TANDEM_CONFIG_NAME_SWITCH);
+    assert_int_equal(tandem_config_name_kind("enable-eager-debug"), TANDEM_CONFIG_NAME_SWITCH);
+}
+
 /* Overrides: dashes or underscores, MyXTTS's flags, switches; the kinds the CLI reads. */
 static void test_names_and_overrides(void **state) {
     (void)state;
@@ -191,6 +276,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sections_map_to_keys),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_alias_pair_takes_larger),
+        cmocka_unit_test(test_messages_true),
         cmocka_unit_test(test_names_and_overrides),
         cmocka_unit_test(test_epoch_steps),
         cmocka_unit_test(test_example_and_docs),

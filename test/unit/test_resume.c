@@ -136,11 +136,12 @@ static int exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
-/* `tandem train` in directory dir with args; stderr into err; the exit code. */
+/* `tandem train` in directory dir with args; stderr into err (its info lines: no --quiet, which
+ * keeps warnings and errors only); the exit code. */
 static int run_cli(const char *dir, const char *args, char *err, size_t cap) {
     char cmd[2048], errf[400];
     snprintf(errf, sizeof errf, "%s/cli_err.txt", root);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/tandem' train --quiet --backend host %s", dir, TANDEM_TEST_BUILD_DIR,
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/tandem' train --backend host %s", dir, TANDEM_TEST_BUILD_DIR,
              args);
     return tandem_test_run_stderr(cmd, errf, err, cap);
 }
