@@ -11,13 +11,20 @@
 
 /* Dense peaks from NVIDIA's datasheets (no 2:4 sparsity: the datasheets' starred figures
  * halved); launch overheads: eager ~4 us per launch queued one by one, ~1 us per node of a
- * replayed CUDA graph (see the doc for the sources and what they mean). */
+ * replayed CUDA graph; clocks, mma.sync rates, efficiencies, latency and SM limits: see the doc.
+ * key name bf16 tf32 fp32 GB/s eager graph SMs | arch GHz mma.sync gemm_eff bw_eff latency
+ * warps blocks regs smem per SM */
 static const tandem_gpu_spec gpus[] = {
-    {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 494.7, 66.9, 3350.0, 4.0, 1.0, 132},
-    {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 494.7, 66.9, 4800.0, 4.0, 1.0, 132},
-    {"a100", "NVIDIA A100 SXM4 80 GB", 312.0, 156.0, 19.5, 2039.0, 4.0, 1.0, 108},
-    {"rtx4090", "NVIDIA GeForce RTX 4090", 165.2, 82.6, 82.6, 1008.0, 4.0, 1.0, 128},
-    {"l4", "NVIDIA L4", 121.0, 60.0, 30.3, 300.0, 4.0, 1.0, 58},
+    {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 494.7, 66.9, 3350.0, 4.0, 1.0, 132,
+     90, 1.98, 494.7, 0.8, 0.9, 800, 64, 32, 65536, 233472},
+    {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 494.7, 66.9, 4800.0, 4.0, 1.0, 132,
+     90, 1.98, 494.7, 0.8, 0.9, 800, 64, 32, 65536, 233472},
+    {"a100", "NVIDIA A100 SXM4 80 GB", 312.0, 156.0, 19.5, 2039.0, 4.0, 1.0, 108,
+     80, 1.41, 312.0, 0.8, 0.9, 800, 64, 32, 65536, 167936},
+    {"rtx4090", "NVIDIA GeForce RTX 4090", 165.2, 82.6, 82.6, 1008.0, 4.0, 1.0, 128,
+     89, 2.52, 165.2, 0.8, 0.9, 800, 48, 24, 65536, 102400},
+    {"l4", "NVIDIA L4", 121.0, 60.0, 30.3, 300.0, 4.0, 1.0, 58,
+     89, 2.04, 121.0, 0.8, 0.9, 800, 48, 24, 65536, 102400},
 };
 #define NGPUS (int)(sizeof gpus / sizeof gpus[0])
 
@@ -98,24 +105,6 @@ const char *tandem_cost_describe(const tandem_rec_entry *e, char *buf, size_t ca
         snprintf(buf, cap, "copy %s %.0f B", copies[e->kind - TANDEM_REC_COPY_H2D], e->cost.bytes_read);
     }
     return buf;
-}
-
-double tandem_cost_seconds(const tandem_rec_entry *e, const tandem_gpu_spec *g, int tf32) {
-    double peak = g->fp32_tflops;
-    if (e->kind == TANDEM_REC_GEMM)
-        peak = e->gemm.a_type == TANDEM_BF16 ? g->bf16_tflops
-               : tf32 || e->gemm.tf32        ? g->tf32_tflops /* --tf32, or the config's tf32 */
-                                             : g->fp32_tflops;
-    if (e->kind == TANDEM_REC_ALL_REDUCE) return 0.0; /* links are not in the GPU spec (docs/SCALING.md) */
-    /* a kernel's tensor-core share at the bf16 tensor peak, the rest at the FP32 peak */
-    const double tensor = e->kind == TANDEM_REC_KERNEL ? e->cost.tensor_flops : 0.0;
-    const double t_flops = (e->cost.flops - tensor) / (peak * 1e12) + tensor / (g->bf16_tflops * 1e12);
-    double bytes = e->cost.bytes_read + e->cost.bytes_written;
-    if (e->kind == TANDEM_REC_COPY_H2D || e->kind == TANDEM_REC_COPY_D2H) bytes = e->cost.bytes_read;
-    const double t_bytes = bytes / (g->bandwidth_gbs * 1e9);
-    double t = t_flops > t_bytes ? t_flops : t_bytes;
-    if (e->kind == TANDEM_REC_KERNEL && e->blocks > 0 && e->blocks < g->sms) t *= (double)g->sms / (double)e->blocks;
-    return t;
 }
 
 /* ---- the report -------------------------------------------------------------------------------- */
