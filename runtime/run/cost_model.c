@@ -120,6 +120,7 @@ typedef struct cost_sum {
     const tandem_rec_entry *e;
     int64_t n;
     double *sec;               /* [n] per launch, without overhead */
+    tandem_cost_bound *bound;  /* [n] what limits each */
     cat_total cat[TANDEM_COST_CATS], all;
     int64_t kinds[3];          /* kernels, GEMMs, copies */
     double min_flops, min_bytes, min_flops_s, min_bytes_s;
@@ -129,7 +130,13 @@ typedef struct cost_sum {
 static void sum_launches(cost_sum *c) {
     for (int64_t i = 0; i < c->n; i++) {
         const tandem_rec_entry *e = &c->e[i];
-        c->sec[i] = tandem_cost_seconds(e, c->gpu, c->tf32);
+        tandem_cost_terms terms;
+        const tandem_kernel_code *code = e->kind == TANDEM_REC_KERNEL && e->kernel >= 0 && e->kernel < TANDEM_KERNEL_COUNT
+                                             ? tandem_kernel_code_find(c->gpu->arch, tandem_kernel_table[e->kernel].name)
+                                             : NULL;
+        tandem_cost_price(e, code, c->gpu, c->tf32, &terms);
+        c->sec[i] = terms.seconds;
+        c->bound[i] = terms.bound;
         cat_total *t = &c->cat[tandem_cost_category(e)];
         for (cat_total *x = t; x; x = x == t ? &c->all : NULL) {
             x->launches++;
@@ -268,18 +275,18 @@ static void text_header(tandem_strbuf *o, const cost_sum *c, const tandem_model 
                          "%lld copies)\n", (long long)c->n, (long long)c->kinds[0], (long long)c->kinds[1],
                          (long long)c->kinds[2]);
     tandem_strbuf_printf(o, "GPU %s (%s): bf16 tensor %.1f TFLOP/s, TF32 %.1f, FP32 %.1f, memory %.0f GB/s; "
-                         "launch %.1f us eager, %.1f us in a graph; f32 GEMMs at %s\n\n", g->key, g->name,
+                         "launch %.1f us eager, %.1f us in a graph; f32 GEMMs at %s; every time below is modelled (%s)\n\n", g->key, g->name,
                          g->bf16_tflops, g->tf32_tflops, g->fp32_tflops, g->bandwidth_gbs, g->launch_eager_us,
-                         g->launch_graph_us, c->tf32 ? "TF32" : "FP32");
+                         g->launch_graph_us, c->tf32 ? "TF32" : "FP32", tandem_kernel_code_source());
 }
 
 static void text_categories(tandem_strbuf *o, const cost_sum *c) {
     tandem_strbuf_printf(o, "%-22s %8s %11s %10s %10s %11s %6s\n", "category", "launches", "GFLOP", "GB read",
-                         "GB written", "kernel ms", "share");
+                         "GB written", "modelled ms", "share");
     for (int k = 0; k <= TANDEM_COST_CATS; k++) {
         const cat_total *t = k < TANDEM_COST_CATS ? &c->cat[k] : &c->all;
         if (!t->launches) continue;
-        tandem_strbuf_printf(o, "%-22s %8lld %11.2f %10.3f %10.3f %11.3f %5.1f%%\n",
+        tandem_strbuf_printf(o, "%-22s %8lld %11.2f %10.3f %10.3f %11.3f %5.1f%% modelled\n",
                              k < TANDEM_COST_CATS ? cat_names[k] : "total", (long long)t->launches, t->flops * 1e-9,
                              t->rd * 1e-9, t->wr * 1e-9, t->s * 1e3, c->all.s > 0 ? 100.0 * t->s / c->all.s : 0.0);
     }
@@ -292,7 +299,7 @@ static void text_summary(tandem_strbuf *o, const cost_sum *c) {
                          "%lld launches x %.1f / %.1f us)\n", step_ms(c, g->launch_graph_us),
                          step_ms(c, g->launch_eager_us), c->all.s * 1e3, (long long)c->all.launches,
                          g->launch_graph_us, g->launch_eager_us);
-    tandem_strbuf_printf(o, "floor: minimum FLOPs %.2f GFLOP (%.3f ms at peak), minimum traffic %.3f GB (%.3f ms); "
+    tandem_strbuf_printf(o, "modelled floor: minimum FLOPs %.2f GFLOP (%.3f ms at peak), minimum traffic %.3f GB (%.3f ms); "
                          "floor %.3f ms\n", c->min_flops * 1e-9, c->min_flops_s * 1e3, c->min_bytes * 1e-9,
                          c->min_bytes_s * 1e3,
                          (c->min_flops_s > c->min_bytes_s ? c->min_flops_s : c->min_bytes_s) * 1e3);
@@ -306,16 +313,17 @@ static void text_summary(tandem_strbuf *o, const cost_sum *c) {
 static void text_launch(tandem_strbuf *o, const cost_sum *c, int64_t i) {
     char what[128];
     const tandem_rec_entry *e = &c->e[i];
-    tandem_strbuf_printf(o, "%6lld  %-21s %-44s %9.2f %9.3f %9.2f\n", (long long)i, cat_names[tandem_cost_category(e)],
+    tandem_strbuf_printf(o, "%6lld  %-21s %-44s %9.2f %9.3f %9.2f %-7s modelled\n", (long long)i, cat_names[tandem_cost_category(e)],
                          tandem_cost_describe(e, what, sizeof what), e->cost.flops * 1e-6,
-                         (e->cost.bytes_read + e->cost.bytes_written) * 1e-6, c->sec[i] * 1e6);
+                         (e->cost.bytes_read + e->cost.bytes_written) * 1e-6, c->sec[i] * 1e6,
+                         tandem_cost_bound_name(c->bound[i]));
 }
 
 static void text_top(tandem_strbuf *o, const cost_sum *c, int all) {
-    static const char head[] = "%6s  %-21s %-44s %9s %9s %9s\n";
+    static const char head[] = "%6s  %-21s %-44s %9s %9s %9s %s\n";
     if (all) {
         tandem_strbuf_printf(o, "\nevery launch, in order:\n");
-        tandem_strbuf_printf(o, head, "#", "category", "launch", "MFLOP", "MB", "us");
+        tandem_strbuf_printf(o, head, "#", "category", "launch", "MFLOP", "MB", "us", "bound");
         for (int64_t i = 0; i < c->n; i++) text_launch(o, c, i);
     }
     for (int skip = 0; skip < 2; skip++) {
@@ -323,7 +331,7 @@ static void text_top(tandem_strbuf *o, const cost_sum *c, int all) {
         const int k = top10(c, top, skip);
         tandem_strbuf_printf(o, "\ntop 10 launches by modelled time%s:\n",
                              skip ? " outside attention (gemm-attention, attention-elementwise)" : "");
-        tandem_strbuf_printf(o, head, "#", "category", "launch", "MFLOP", "MB", "us");
+        tandem_strbuf_printf(o, head, "#", "category", "launch", "MFLOP", "MB", "us", "bound");
         for (int j = 0; j < k; j++) text_launch(o, c, top[j]);
     }
 }
@@ -396,7 +404,8 @@ static tandem_status price_step(const tandem_config *cfg, const tandem_cost_opti
     TANDEM_TRY(tandem_cost_run_step(*r));
     c->e = tandem_cost_run_entries(*r, &c->n);
     c->sec = tandem_calloc((size_t)c->n + 1, sizeof *c->sec);
-    if (!c->sec) return tandem_fail(TANDEM_E_NOMEM, "cost: out of host memory");
+    c->bound = tandem_calloc((size_t)c->n + 1, sizeof *c->bound);
+    if (!c->sec || !c->bound) return tandem_fail(TANDEM_E_NOMEM, "cost: out of host memory");
     sum_launches(c);
     floor_of(c, tandem_cost_run_model(*r));
     return TANDEM_OK;
@@ -404,6 +413,7 @@ static tandem_status price_step(const tandem_config *cfg, const tandem_cost_opti
 
 static void price_release(cost_sum *c, tandem_cost_run *r) {
     tandem_free(c->sec);
+    tandem_free(c->bound);
     if (r) tandem_cost_run_close(r);
 }
 
