@@ -91,11 +91,13 @@ $(KCODE_TSV): runtime/run/kernel_code.tsv
 	@mkdir -p $(dir $@)
 	cp $< $@
 endif
-$(BUILD)/gen/kernel_code.inc: $(KCODE_TSV) tools/kernel_code_c.awk
+$(BUILD)/gen/kernel_code_table.c: $(KCODE_TSV) tools/kernel_code_c.awk
 	@src='runtime/run/kernel_code.tsv'; cmp -s $< runtime/run/kernel_code.tsv || src='the fatbin (cuobjdump)'; \
 	 awk -v SOURCE="$$src" -f tools/kernel_code_c.awk $< > $@
-$(BUILD)/obj/runtime/run/kernel_code.o: $(BUILD)/gen/kernel_code.inc
-$(BUILD)/obj/runtime/run/kernel_code.o: CFLAGS += -I$(BUILD)/gen
+$(BUILD)/obj/gen/kernel_code_table.o: $(BUILD)/gen/kernel_code_table.c runtime/run/kernel_code.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+LIB_OBJ += $(BUILD)/obj/gen/kernel_code_table.o
 
 .PHONY: kernel-code-table
 kernel-code-table: $(KCODE_TSV)

@@ -2,7 +2,7 @@
  * (cost.h): per architecture and kernel, its registers, static shared memory and stack (which set
  * how many of its warps an SM holds) and the instruction mix of its innermost loops, its steady
  * state. Read from the build's fatbin with cuobjdump at build time (tools/sass_table.sh) into
- * build/gen/kernel_code.inc; a build without cuobjdump takes the committed
+ * build/gen/kernel_code_table.c; a build without cuobjdump takes the committed
  * runtime/run/kernel_code.tsv, generated the same way (`make kernel-code-table` refreshes it). */
 #ifndef TANDEM_RUNTIME_RUN_KERNEL_CODE_H
 #define TANDEM_RUNTIME_RUN_KERNEL_CODE_H
