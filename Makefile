@@ -75,6 +75,35 @@ $(FATBIN):
 	@: > $@
 endif
 
+# The kernel code table of the cost model (runtime/run/kernel_code.h): registers, shared memory and
+# the innermost loops' instruction mix of every fatbin kernel, read from the fatbin with cuobjdump
+# (CUDA toolkit, or the PyPI wheels nvidia-cuda-cuobjdump + nvidia-cuda-nvdisasm); without it, or
+# when it fails, the committed runtime/run/kernel_code.tsv. `make kernel-code-table` refreshes that.
+CUOBJDUMP ?= $(firstword $(wildcard $(CUDA_HOME)/bin/cuobjdump) $(shell command -v cuobjdump 2>/dev/null))
+KCODE_TSV := $(BUILD)/gen/kernel_code.tsv
+ifneq ($(and $(CUOBJDUMP),$(filter 1,$(HAVE_NVCC))),)
+$(KCODE_TSV): $(FATBIN) tools/sass_table.sh tools/sass_table.awk runtime/run/kernel_code.tsv
+	@mkdir -p $(dir $@)
+	@if bash tools/sass_table.sh $(CUOBJDUMP) $(FATBIN) > $@.tmp; then mv $@.tmp $@; echo "kernel code table: from $(FATBIN) ($(CUOBJDUMP))"; \
+	 else rm -f $@.tmp; echo "NOTE: $(CUOBJDUMP) could not read $(FATBIN): the cost model uses the committed runtime/run/kernel_code.tsv"; \
+	      cp runtime/run/kernel_code.tsv $@; fi
+else
+$(KCODE_TSV): runtime/run/kernel_code.tsv
+	@mkdir -p $(dir $@)
+	cp $< $@
+endif
+$(BUILD)/gen/kernel_code_table.c: $(KCODE_TSV) tools/kernel_code_c.awk
+	@src='runtime/run/kernel_code.tsv'; cmp -s $< runtime/run/kernel_code.tsv || src='the fatbin (cuobjdump)'; \
+	 awk -v SOURCE="$$src" -f tools/kernel_code_c.awk $< > $@
+$(BUILD)/obj/gen/kernel_code_table.o: $(BUILD)/gen/kernel_code_table.c runtime/run/kernel_code.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+LIB_OBJ += $(BUILD)/obj/gen/kernel_code_table.o
+
+.PHONY: kernel-code-table
+kernel-code-table: $(KCODE_TSV)
+	cp $(KCODE_TSV) runtime/run/kernel_code.tsv
+
 # The fatbin's bytes embedded in the archive (tandem_fatbin_embedded / _size).
 $(BUILD)/obj/fatbin_embed.o: $(FATBIN) platform/cuda/fatbin_embed.S
 	@mkdir -p $(dir $@)

@@ -432,6 +432,8 @@ tandem_status tandem_launch(tandem_stream *s, tandem_kernel_id id, const void *a
     if (e) {
         e->kernel = (int)id;
         e->blocks = (int64_t)dims.grid[0] * dims.grid[1] * dims.grid[2];
+        e->threads = dims.block[0] * dims.block[1] * dims.block[2];
+        e->shmem = dims.shmem;
         k->cost(args, &e->cost);
     }
     const uint64_t t0 = tandem_now_ns();

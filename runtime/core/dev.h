@@ -170,6 +170,8 @@ typedef struct tandem_rec_entry {
     tandem_gemm_desc gemm;  /* TANDEM_REC_GEMM: the descriptor */
     float beta;             /* TANDEM_REC_GEMM: C read when nonzero */
     int64_t blocks;         /* TANDEM_REC_KERNEL: blocks in its grid (how much of a GPU it fills) */
+    unsigned threads;       /* TANDEM_REC_KERNEL: threads per block */
+    unsigned shmem;         /* TANDEM_REC_KERNEL: dynamic shared memory per block, bytes */
     const tandem_stream *stream;
     tandem_kernel_cost cost;
 } tandem_rec_entry;

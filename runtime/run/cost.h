@@ -20,6 +20,7 @@
 #include "runtime/core/config.h"
 #include "runtime/core/dev.h"
 #include "runtime/model/model.h"
+#include "runtime/run/kernel_code.h"
 #include "tandem.h"
 
 /* ---- recording a step -------------------------------------------------------------------------- */
@@ -40,17 +41,25 @@ void tandem_cost_run_close(tandem_cost_run *r);
 
 /* ---- pricing ------------------------------------------------------------------------------------ */
 
-/* A GPU's peaks (dense, no 2:4 sparsity) and launch overheads; sources in docs/BENCHMARKS-training.md, "Step cost model". */
+/* A GPU's peaks (dense, no 2:4 sparsity), launch overheads and the SM resources its kernels are
+ * priced against; sources in docs/BENCHMARKS-training.md, "Step cost model". */
 typedef struct tandem_gpu_spec {
     const char *key;        /* "h100" */
     const char *name;       /* "NVIDIA H100 SXM5 80 GB" */
-    double bf16_tflops;     /* tensor cores, bf16 inputs, f32 accumulation */
+    double bf16_tflops;     /* tensor cores, bf16 inputs, f32 accumulation (sm_90: wgmma) */
     double tf32_tflops;     /* tensor cores, TF32 */
     double fp32_tflops;     /* CUDA cores, f32 FMA */
     double bandwidth_gbs;   /* device memory, GB/s (10^9) */
     double launch_eager_us; /* per launch queued from the host one by one */
     double launch_graph_us; /* per node of an instantiated CUDA graph */
     int sms;                /* streaming multiprocessors */
+    int arch;               /* the fatbin's SASS these run: 90, 80, 89 (runtime/run/kernel_code.h) */
+    double clock_ghz;       /* SM clock under load: 4 warp instructions issued per SM per cycle */
+    double mma_sync_tflops; /* bf16 mma.sync (the fatbin's tensor-core kernels), attainable */
+    double gemm_eff;        /* of the peak, what a library GEMM's full waves of tiles attain */
+    double bw_eff;          /* of the bandwidth, what a streaming kernel attains */
+    int mem_latency;        /* cycles from a global load to its use, device memory */
+    int max_warps_sm, max_blocks_sm, regs_sm, smem_sm; /* per SM */
 } tandem_gpu_spec;
 
 /* By key ("h100", "h200", "a100", "rtx4090", "l4"); NULL if unknown. */
@@ -79,11 +88,33 @@ tandem_cost_cat tandem_cost_category(const tandem_rec_entry *e);
 /* "layernorm_fwd", "gemm bf16 [2048x768x256] x1", "copy d2h 12 B" into buf. */
 const char *tandem_cost_describe(const tandem_rec_entry *e, char *buf, size_t cap);
 
-/* Time of one launch on g without launch overhead, seconds: max(FLOPs / peak, bytes /
- * bandwidth); the peak is the bf16 tensor one for bf16 GEMMs, TF32 for f32 GEMMs when tf32,
- * else FP32. A kernel whose grid has fewer blocks than g has SMs reaches only blocks / SMs of
- * either peak (the rest of the GPU idles). Copies between host and device are priced at the device bandwidth too (they are
- * a few bytes per step here). */
+/* What limits one launch in the model (the largest of its terms). */
+typedef enum tandem_cost_bound {
+    TANDEM_BOUND_MEMORY = 0, /* bytes / attainable bandwidth */
+    TANDEM_BOUND_ISSUE,      /* the kernel's instructions / the SMs' issue rate */
+    TANDEM_BOUND_LATENCY,    /* too few resident warps to cover a memory round trip per loop pass */
+    TANDEM_BOUND_TENSOR,     /* tensor-core FLOPs at the unit's attainable rate */
+    TANDEM_BOUND_FP32,       /* CUDA-core FLOPs */
+    TANDEM_BOUND_COUNT
+} tandem_cost_bound;
+
+typedef struct tandem_cost_terms {
+    double s[TANDEM_BOUND_COUNT]; /* seconds of each term */
+    tandem_cost_bound bound;      /* the largest */
+    double seconds;               /* its value: the launch's time without launch overhead */
+    double warps_sm;              /* resident warps per SM (kernels with code) */
+    int have_code;                /* the kernel code table had the kernel (else a roofline) */
+} tandem_cost_terms;
+
+const char *tandem_cost_bound_name(tandem_cost_bound b);
+
+/* The terms of one launch on g (cost_price.c): code is the kernel's row of the kernel code table
+ * for g's architecture (NULL: a roofline of its FLOPs and bytes only). GEMMs are library GEMMs:
+ * full waves of 128 x 128 tiles at gemm_eff of the peak of their type (bf16 tensor, TF32 when
+ * tf32 or the descriptor's tf32, else FP32). */
+void tandem_cost_price(const tandem_rec_entry *e, const tandem_kernel_code *code, const tandem_gpu_spec *g,
+                       int tf32, tandem_cost_terms *out);
+/* tandem_cost_price's seconds with the built kernel code table's row for e's kernel. */
 double tandem_cost_seconds(const tandem_rec_entry *e, const tandem_gpu_spec *g, int tf32);
 
 #endif

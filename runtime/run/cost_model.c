@@ -11,13 +11,20 @@
 
 /* Dense peaks from NVIDIA's datasheets (no 2:4 sparsity: the datasheets' starred figures
  * halved); launch overheads: eager ~4 us per launch queued one by one, ~1 us per node of a
- * replayed CUDA graph (see the doc for the sources and what they mean). */
+ * replayed CUDA graph; clocks, mma.sync rates, efficiencies, latency and SM limits: see the doc.
+ * key name bf16 tf32 fp32 GB/s eager graph SMs | arch GHz mma.sync gemm_eff bw_eff latency
+ * warps blocks regs smem per SM */
 static const tandem_gpu_spec gpus[] = {
-    {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 494.7, 66.9, 3350.0, 4.0, 1.0, 132},
-    {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 494.7, 66.9, 4800.0, 4.0, 1.0, 132},
-    {"a100", "NVIDIA A100 SXM4 80 GB", 312.0, 156.0, 19.5, 2039.0, 4.0, 1.0, 108},
-    {"rtx4090", "NVIDIA GeForce RTX 4090", 165.2, 82.6, 82.6, 1008.0, 4.0, 1.0, 128},
-    {"l4", "NVIDIA L4", 121.0, 60.0, 30.3, 300.0, 4.0, 1.0, 58},
+    {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 494.7, 66.9, 3350.0, 4.0, 1.0, 132,
+     90, 1.98, 494.7, 0.8, 0.9, 800, 64, 32, 65536, 233472},
+    {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 494.7, 66.9, 4800.0, 4.0, 1.0, 132,
+     90, 1.98, 494.7, 0.8, 0.9, 800, 64, 32, 65536, 233472},
+    {"a100", "NVIDIA A100 SXM4 80 GB", 312.0, 156.0, 19.5, 2039.0, 4.0, 1.0, 108,
+     80, 1.41, 312.0, 0.8, 0.9, 800, 64, 32, 65536, 167936},
+    {"rtx4090", "NVIDIA GeForce RTX 4090", 165.2, 82.6, 82.6, 1008.0, 4.0, 1.0, 128,
+     89, 2.52, 165.2, 0.8, 0.9, 800, 48, 24, 65536, 102400},
+    {"l4", "NVIDIA L4", 121.0, 60.0, 30.3, 300.0, 4.0, 1.0, 58,
+     89, 2.04, 121.0, 0.8, 0.9, 800, 48, 24, 65536, 102400},
 };
 #define NGPUS (int)(sizeof gpus / sizeof gpus[0])
 
@@ -100,24 +107,6 @@ const char *tandem_cost_describe(const tandem_rec_entry *e, char *buf, size_t ca
     return buf;
 }
 
-double tandem_cost_seconds(const tandem_rec_entry *e, const tandem_gpu_spec *g, int tf32) {
-    double peak = g->fp32_tflops;
-    if (e->kind == TANDEM_REC_GEMM)
-        peak = e->gemm.a_type == TANDEM_BF16 ? g->bf16_tflops
-               : tf32 || e->gemm.tf32        ? g->tf32_tflops /* --tf32, or the config's tf32 */
-                                             : g->fp32_tflops;
-    if (e->kind == TANDEM_REC_ALL_REDUCE) return 0.0; /* links are not in the GPU spec (docs/SCALING.md) */
-    /* a kernel's tensor-core share at the bf16 tensor peak, the rest at the FP32 peak */
-    const double tensor = e->kind == TANDEM_REC_KERNEL ? e->cost.tensor_flops : 0.0;
-    const double t_flops = (e->cost.flops - tensor) / (peak * 1e12) + tensor / (g->bf16_tflops * 1e12);
-    double bytes = e->cost.bytes_read + e->cost.bytes_written;
-    if (e->kind == TANDEM_REC_COPY_H2D || e->kind == TANDEM_REC_COPY_D2H) bytes = e->cost.bytes_read;
-    const double t_bytes = bytes / (g->bandwidth_gbs * 1e9);
-    double t = t_flops > t_bytes ? t_flops : t_bytes;
-    if (e->kind == TANDEM_REC_KERNEL && e->blocks > 0 && e->blocks < g->sms) t *= (double)g->sms / (double)e->blocks;
-    return t;
-}
-
 /* ---- the report -------------------------------------------------------------------------------- */
 
 typedef struct cat_total {
@@ -131,6 +120,7 @@ typedef struct cost_sum {
     const tandem_rec_entry *e;
     int64_t n;
     double *sec;               /* [n] per launch, without overhead */
+    tandem_cost_bound *bound;  /* [n] what limits each */
     cat_total cat[TANDEM_COST_CATS], all;
     int64_t kinds[3];          /* kernels, GEMMs, copies */
     double min_flops, min_bytes, min_flops_s, min_bytes_s;
@@ -140,7 +130,13 @@ typedef struct cost_sum {
 static void sum_launches(cost_sum *c) {
     for (int64_t i = 0; i < c->n; i++) {
         const tandem_rec_entry *e = &c->e[i];
-        c->sec[i] = tandem_cost_seconds(e, c->gpu, c->tf32);
+        tandem_cost_terms terms;
+        const tandem_kernel_code *code = e->kind == TANDEM_REC_KERNEL && e->kernel >= 0 && e->kernel < TANDEM_KERNEL_COUNT
+                                             ? tandem_kernel_code_find(c->gpu->arch, tandem_kernel_table[e->kernel].name)
+                                             : NULL;
+        tandem_cost_price(e, code, c->gpu, c->tf32, &terms);
+        c->sec[i] = terms.seconds;
+        c->bound[i] = terms.bound;
         cat_total *t = &c->cat[tandem_cost_category(e)];
         for (cat_total *x = t; x; x = x == t ? &c->all : NULL) {
             x->launches++;
@@ -279,18 +275,18 @@ static void text_header(tandem_strbuf *o, const cost_sum *c, const tandem_model 
                          "%lld copies)\n", (long long)c->n, (long long)c->kinds[0], (long long)c->kinds[1],
                          (long long)c->kinds[2]);
     tandem_strbuf_printf(o, "GPU %s (%s): bf16 tensor %.1f TFLOP/s, TF32 %.1f, FP32 %.1f, memory %.0f GB/s; "
-                         "launch %.1f us eager, %.1f us in a graph; f32 GEMMs at %s\n\n", g->key, g->name,
+                         "launch %.1f us eager, %.1f us in a graph; f32 GEMMs at %s; every time below is modelled (%s)\n\n", g->key, g->name,
                          g->bf16_tflops, g->tf32_tflops, g->fp32_tflops, g->bandwidth_gbs, g->launch_eager_us,
-                         g->launch_graph_us, c->tf32 ? "TF32" : "FP32");
+                         g->launch_graph_us, c->tf32 ? "TF32" : "FP32", tandem_kernel_code_source());
 }
 
 static void text_categories(tandem_strbuf *o, const cost_sum *c) {
     tandem_strbuf_printf(o, "%-22s %8s %11s %10s %10s %11s %6s\n", "category", "launches", "GFLOP", "GB read",
-                         "GB written", "kernel ms", "share");
+                         "GB written", "modelled ms", "share");
     for (int k = 0; k <= TANDEM_COST_CATS; k++) {
         const cat_total *t = k < TANDEM_COST_CATS ? &c->cat[k] : &c->all;
         if (!t->launches) continue;
-        tandem_strbuf_printf(o, "%-22s %8lld %11.2f %10.3f %10.3f %11.3f %5.1f%%\n",
+        tandem_strbuf_printf(o, "%-22s %8lld %11.2f %10.3f %10.3f %11.3f %5.1f%% modelled\n",
                              k < TANDEM_COST_CATS ? cat_names[k] : "total", (long long)t->launches, t->flops * 1e-9,
                              t->rd * 1e-9, t->wr * 1e-9, t->s * 1e3, c->all.s > 0 ? 100.0 * t->s / c->all.s : 0.0);
     }
@@ -303,7 +299,7 @@ static void text_summary(tandem_strbuf *o, const cost_sum *c) {
                          "%lld launches x %.1f / %.1f us)\n", step_ms(c, g->launch_graph_us),
                          step_ms(c, g->launch_eager_us), c->all.s * 1e3, (long long)c->all.launches,
                          g->launch_graph_us, g->launch_eager_us);
-    tandem_strbuf_printf(o, "floor: minimum FLOPs %.2f GFLOP (%.3f ms at peak), minimum traffic %.3f GB (%.3f ms); "
+    tandem_strbuf_printf(o, "modelled floor: minimum FLOPs %.2f GFLOP (%.3f ms at peak), minimum traffic %.3f GB (%.3f ms); "
                          "floor %.3f ms\n", c->min_flops * 1e-9, c->min_flops_s * 1e3, c->min_bytes * 1e-9,
                          c->min_bytes_s * 1e3,
                          (c->min_flops_s > c->min_bytes_s ? c->min_flops_s : c->min_bytes_s) * 1e3);
@@ -317,16 +313,17 @@ static void text_summary(tandem_strbuf *o, const cost_sum *c) {
 static void text_launch(tandem_strbuf *o, const cost_sum *c, int64_t i) {
     char what[128];
     const tandem_rec_entry *e = &c->e[i];
-    tandem_strbuf_printf(o, "%6lld  %-21s %-44s %9.2f %9.3f %9.2f\n", (long long)i, cat_names[tandem_cost_category(e)],
+    tandem_strbuf_printf(o, "%6lld  %-21s %-44s %9.2f %9.3f %9.2f %-7s modelled\n", (long long)i, cat_names[tandem_cost_category(e)],
                          tandem_cost_describe(e, what, sizeof what), e->cost.flops * 1e-6,
-                         (e->cost.bytes_read + e->cost.bytes_written) * 1e-6, c->sec[i] * 1e6);
+                         (e->cost.bytes_read + e->cost.bytes_written) * 1e-6, c->sec[i] * 1e6,
+                         tandem_cost_bound_name(c->bound[i]));
 }
 
 static void text_top(tandem_strbuf *o, const cost_sum *c, int all) {
-    static const char head[] = "%6s  %-21s %-44s %9s %9s %9s\n";
+    static const char head[] = "%6s  %-21s %-44s %9s %9s %9s %s\n";
     if (all) {
         tandem_strbuf_printf(o, "\nevery launch, in order:\n");
-        tandem_strbuf_printf(o, head, "#", "category", "launch", "MFLOP", "MB", "us");
+        tandem_strbuf_printf(o, head, "#", "category", "launch", "MFLOP", "MB", "us", "bound");
         for (int64_t i = 0; i < c->n; i++) text_launch(o, c, i);
     }
     for (int skip = 0; skip < 2; skip++) {
@@ -334,7 +331,7 @@ static void text_top(tandem_strbuf *o, const cost_sum *c, int all) {
         const int k = top10(c, top, skip);
         tandem_strbuf_printf(o, "\ntop 10 launches by modelled time%s:\n",
                              skip ? " outside attention (gemm-attention, attention-elementwise)" : "");
-        tandem_strbuf_printf(o, head, "#", "category", "launch", "MFLOP", "MB", "us");
+        tandem_strbuf_printf(o, head, "#", "category", "launch", "MFLOP", "MB", "us", "bound");
         for (int j = 0; j < k; j++) text_launch(o, c, top[j]);
     }
 }
@@ -407,7 +404,8 @@ static tandem_status price_step(const tandem_config *cfg, const tandem_cost_opti
     TANDEM_TRY(tandem_cost_run_step(*r));
     c->e = tandem_cost_run_entries(*r, &c->n);
     c->sec = tandem_calloc((size_t)c->n + 1, sizeof *c->sec);
-    if (!c->sec) return tandem_fail(TANDEM_E_NOMEM, "cost: out of host memory");
+    c->bound = tandem_calloc((size_t)c->n + 1, sizeof *c->bound);
+    if (!c->sec || !c->bound) return tandem_fail(TANDEM_E_NOMEM, "cost: out of host memory");
     sum_launches(c);
     floor_of(c, tandem_cost_run_model(*r));
     return TANDEM_OK;
@@ -415,6 +413,7 @@ static tandem_status price_step(const tandem_config *cfg, const tandem_cost_opti
 
 static void price_release(cost_sum *c, tandem_cost_run *r) {
     tandem_free(c->sec);
+    tandem_free(c->bound);
     if (r) tandem_cost_run_close(r);
 }
 
