@@ -1,8 +1,9 @@
 /* speak_bench.c — free-running evaluation of a checkpoint on a corpus (make bench-speak, through
  * bench/speak_bench.sh; the figures' meaning: runtime/run/speak_eval.h).
  *
- * usage: speak_bench CHECKPOINT DATA_DIR LABEL [COUNT]
+ * usage: speak_bench CHECKPOINT DATA_DIR LABEL [COUNT [PRENET_DROPOUT]]
  *   DATA_DIR: a corpus as `tandem corpus` writes it (metadata.csv: id|raw|normalized, wavs/).
+ *   PRENET_DROPOUT: tandem_synth_options.prenet_dropout while generating (default 0).
  *   The first COUNT rows (default all): each sentence generated free-running (KV cache) and
  *   compared with its recording; teacher-forced L1 with its own text and with the next row's.
  * Prints one line per utterance and a summary line starting with LABEL. Exit 0 unless
@@ -115,7 +116,7 @@ static int run(tandem_synth *s, const char *dir, const char *label, row *rows, i
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: speak_bench CHECKPOINT DATA_DIR LABEL [COUNT]\n");
+        fprintf(stderr, "usage: speak_bench CHECKPOINT DATA_DIR LABEL [COUNT [PRENET_DROPOUT]]\n");
         return 2;
     }
     static row rows[MAX_ROWS];
@@ -129,6 +130,7 @@ int main(int argc, char **argv) {
     tandem_synth_options o;
     tandem_synth_options_init(&o);
     o.gl_iters = 0;
+    if (argc > 5) o.prenet_dropout = atof(argv[5]);
     tandem_synth *s = NULL;
     if (tandem_synth_open(argv[1], &o, &s) != TANDEM_OK) {
         fprintf(stderr, "speak_bench: %s\n", tandem_last_error());

@@ -72,6 +72,10 @@ typedef struct tandem_synth_options {
                                the cached keys and values of the earlier ones; 1: each step
                                reruns the whole causal forward (the reference the cache is
                                tested against: equal outputs to f32 rounding, much slower) */
+    double prenet_dropout;  /* drop probability on the prenet's output while generating, as in
+                               training (Tacotron 2 keeps it at inference: the decoder then
+                               sees its own frames as it saw the true ones); 0 (default): off;
+                               0 < p < 1, masks drawn from `seed`; not with recompute */
 } tandem_synth_options;
 
 /* The defaults above. */

@@ -14,7 +14,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: tandem synth --checkpoint FILE|RUN_DIR --text \"...\" --out x.wav [--lang en|fa]\n"
             "                    [--mel-out x.npy] [--max-frames N] [--gl-iters N] [--seed N]\n"
-            "                    [--backend auto|host|cuda] [--kv-cache on|off] [--speaker NAME]\n\n"
+            "                    [--backend auto|host|cuda] [--kv-cache on|off] [--speaker NAME]\n"
+            "                    [--prenet-dropout P]\n\n"
             "Generates log-mel frames autoregressively from a training checkpoint until the stop\n"
             "head fires (stop probability > 0.5) or --max-frames (default: the trained "
             "max_frames),\nthen Griffin-Lim (default %d iterations) → 22050 Hz 16-bit WAV. "
@@ -24,6 +25,8 @@ static void usage(FILE *f) {
             "an unknown name lists the known ones).\n"
             "--kv-cache off reruns the whole causal forward per step instead of caching the\n"
             "earlier positions' keys and values (same output, slower; for comparison).\n"
+            "--prenet-dropout P keeps the training's prenet dropout while generating (0 = off,\n"
+            "the default; masks drawn from --seed; needs the key/value cache).\n"
             "Prints where the stop fired and the stop probability of the last frames.\n",
             TANDEM_SYNTH_DEFAULT_GL_ITERS);
 }
@@ -136,6 +139,7 @@ int cli_synth(int argc, char **argv) {
     tandem_lang lang = TANDEM_LANG_AUTO;
     tandem_backend backend = TANDEM_BACKEND_AUTO;
     int recompute = 0;
+    double prenet_dropout = 0.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (i + 1 >= argc) {
@@ -167,6 +171,13 @@ int cli_synth(int argc, char **argv) {
                 return 2;
             }
             recompute = !strcmp(v, "off");
+        } else if (!strcmp(a, "--prenet-dropout")) {
+            char *end = NULL;
+            prenet_dropout = strtod(v, &end);
+            if (!*v || *end || !(prenet_dropout >= 0.0 && prenet_dropout < 1.0)) {
+                fprintf(stderr, "tandem synth: --prenet-dropout '%s': expected a number in [0, 1)\n", v);
+                return 2;
+            }
         } else if (!strcmp(a, "--backend")) {
             if (!cli_parse_backend("synth", v, &backend)) return 2;
         } else {
@@ -184,6 +195,7 @@ int cli_synth(int argc, char **argv) {
     o.gl_iters = (int)iters;
     o.seed = (uint64_t)seed;
     o.recompute = recompute;
+    o.prenet_dropout = prenet_dropout;
     o.speaker = speaker;
     return synthesize(ckpt, &o, text, lang, out, mel_out);
 }

@@ -312,6 +312,8 @@ tandem_status tandem_model_kv_step(tandem_model_kv *kv, tandem_stream *s, int j)
     TANDEM_TRY(row_linear(kv, s, gin, m->top.prenet_w, m->top.prenet_b, 0.0f, kv->pre, d->group,
                           d->d));
     TANDEM_TRY(tandem_gelu_fwd(s, F32(kv->pre), F32(kv->xa), NULL, d->d));
+    if (kv->drop_p > 0.0f) /* the training distribution of the prenet's output, kept at inference */
+        TANDEM_TRY(tandem_prenet_dropout(s, F32(kv->xa), d->d, kv->drop_p, kv->drop_seed, j, NULL, 0));
     TANDEM_TRY(tandem_bias_add(s, F32(kv->xa), PARAM(m->top.pos_emb) + (size_t)p * d->d, 1, d->d));
     tandem_tensor *last;
     TANDEM_TRY(row_blocks(kv, s, p, &last));

@@ -60,6 +60,9 @@ typedef struct tandem_model_kv {
     tandem_tensor *stage;      /* [4d + r*80] f32 (bf16 only): producers' output before a cast */
     uint8_t *host_mask;        /* [T] */
     int text_count;            /* real text positions of the current sequence */
+    float drop_p;              /* > 0: prenet dropout at inference (Tacotron 2's), mask of
+                                  position j from (drop_seed, j); 0 (default): none */
+    uint64_t drop_seed;
 } tandem_model_kv;
 
 /* After tandem_model_declare (dims.batch must be 1), before the pool is committed: declare the

@@ -290,6 +290,12 @@ static tandem_status check_options(const char *checkpoint, const tandem_synth_op
     if (o->max_frames < 0)
         return tandem_fail(TANDEM_E_INVALID, "synth %s: max_frames %d; expected 0 (the trained "
                            "limit) or more", checkpoint, o->max_frames);
+    if (!(o->prenet_dropout >= 0.0 && o->prenet_dropout < 1.0))
+        return tandem_fail(TANDEM_E_INVALID, "synth %s: prenet_dropout %g; expected 0 (off) up to "
+                           "below 1", checkpoint, o->prenet_dropout);
+    if (o->prenet_dropout > 0.0 && o->recompute)
+        return tandem_fail(TANDEM_E_INVALID, "synth %s: prenet_dropout needs the key/value cache "
+                           "(recompute off)", checkpoint);
     if (o->gl_iters < 0 || o->gl_iters > 10000)
         return tandem_fail(TANDEM_E_INVALID, "synth %s: gl_iters %d; expected 0 (no waveform) "
                            "to 10000", checkpoint, o->gl_iters);
@@ -317,6 +323,8 @@ tandem_status tandem_synth_open(const char *checkpoint, const tandem_synth_optio
     s->gl_iters = o->gl_iters;
     s->seed = o->seed;
     s->recompute = o->recompute != 0;
+    s->kv.drop_p = (float)o->prenet_dropout;
+    s->kv.drop_seed = o->seed;
     tandem_logf(TANDEM_LOG_DEBUG, "synth: %s on %s: d %d, layers %d, r %d, max_text %d, "
                 "max_frames %d", s->path, s->device_desc, s->dims.d, s->dims.layers, s->dims.r,
                 s->dims.text_len, s->dims.frames);
