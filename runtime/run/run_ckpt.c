@@ -16,6 +16,7 @@
 #include "runtime/core/dev.h"
 #include "runtime/run/ckpt_check.h"
 #include "runtime/run/resume.h"
+#include "runtime/run/run_dir.h"
 #include "runtime/text/symbols.h"
 
 #define NAME_CAP (TANDEM_MODEL_PARAM_NAME_MAX + 8)
@@ -67,9 +68,11 @@ static tandem_status find_open(const char *dir, find_ctx *c, tandem_st_file **ou
     int found = 0;
     *out = NULL;
     TANDEM_TRY(tandem_checkpoint_find_usable(dir, accept, c, path, cap, step, &found));
-    if (!found)
+    if (!found) {
+        TANDEM_TRY(tandem_run_dir_check_free(dir)); /* a live run before its first checkpoint */
         return tandem_fail(TANDEM_E_INVALID, "resume: no usable checkpoint in '%s' (each one skipped is named in a "
                            "warning above)", dir);
+    }
     TANDEM_TRY(tandem_checkpoint_open(path, *step, out));
     return accept(c, *out, path); /* the counters of the one taken */
 }

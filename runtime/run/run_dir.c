@@ -44,6 +44,30 @@ static long temp_pid(const char *name) {
     return end && *end == '.' ? pid : 0;
 }
 
+/* The lock of path (open as fd) is held elsewhere: name its holder, then close fd. */
+static tandem_status in_use(int fd, const char *out, const char *path) {
+    char who[32] = "";
+    ssize_t n = pread(fd, who, sizeof who - 1, 0);
+    who[n > 0 ? n : 0] = '\0';
+    who[strcspn(who, "\n")] = '\0';
+    close(fd);
+    return tandem_fail(TANDEM_E_STATE, "run directory %s is in use by another training run (pid %s, lock "
+                       "%s); wait for it to end or choose another --out", out, who[0] ? who : "unknown", path);
+}
+
+tandem_status tandem_run_dir_check_free(const char *dir) {
+    char path[PATH_MAX];
+    if (!dir || snprintf(path, sizeof path, "%s/" TANDEM_RUN_LOCK_NAME, dir) >= (int)sizeof path) return TANDEM_OK;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return TANDEM_OK; /* never locked here */
+    struct stat sb;
+    /* a shared lock for a moment: refused only while a run holds its exclusive one */
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+        return in_use(fd, dir, path);
+    close(fd);
+    return TANDEM_OK;
+}
+
 static tandem_status take_lock(tandem_run_dir *rd, const char *out) {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/" TANDEM_RUN_LOCK_NAME, out) >= (int)sizeof path)
@@ -57,14 +81,8 @@ static tandem_status take_lock(tandem_run_dir *rd, const char *out) {
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         const int e = errno;
-        char who[32] = "";
-        ssize_t n = pread(fd, who, sizeof who - 1, 0);
-        who[n > 0 ? n : 0] = '\0';
-        who[strcspn(who, "\n")] = '\0';
+        if (e == EWOULDBLOCK) return in_use(fd, out, path);
         close(fd);
-        if (e == EWOULDBLOCK)
-            return tandem_fail(TANDEM_E_STATE, "run directory %s is in use by another training run (pid %s, lock "
-                               "%s); wait for it to end or choose another --out", out, who[0] ? who : "unknown", path);
         return tandem_fail(TANDEM_E_IO, "run directory %s: lock %s: %s", out, path, strerror(e));
     }
     char pid[32];
@@ -172,12 +190,24 @@ static const char *join(char *buf, size_t cap, const char *dir, const char *name
     return buf;
 }
 
+/* A fresh run that trained nothing: step 0's validation samples, and samples/ if nothing else is in it. */
+static void discard_samples(const tandem_run_dir *rd) {
+    char dir[PATH_MAX], p[PATH_MAX];
+    DIR *d = opendir(join(dir, sizeof dir, rd->out, "samples"));
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (!strncmp(e->d_name, "step-00000000-", 14) && join(p, sizeof p, dir, e->d_name)[0]) unlink(p);
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
 void tandem_run_dir_discard(tandem_run_dir *rd) {
     if (rd->fd < 0) return;
     char p[PATH_MAX];
     struct stat sb;
-    if (stat(join(p, sizeof p, rd->out, "metrics.jsonl"), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
+    if (stat(join(p, sizeof p, rd->out, "metrics.jsonl"), &sb) == 0 && S_ISREG(sb.st_mode) &&
+        (sb.st_size == 0 || rd->unstarted))
         unlink(p);
+    if (rd->unstarted) discard_samples(rd);
     if (!rd->created) return;
     unlink(join(p, sizeof p, rd->out, TANDEM_RUN_LOCK_NAME));
     rmdir(join(p, sizeof p, rd->out, "samples")); /* only when empty, like the directory */

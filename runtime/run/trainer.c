@@ -457,14 +457,14 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     if (t->resume_file) tandem_st_close(t->resume_file);
     if (t->init_file) tandem_st_close(t->init_file);
     if (t->metrics) tandem_metrics_close(t->metrics);
-    tandem_tb_close(t->tb, t->discard);
+    tandem_tb_close(t->tb, t->discard || t->rd.unstarted);
     tandem_figures_free(t->fig);
     if (t->data_pool) tandem_pool_destroy(t->data_pool);
     if (t->model_pool) tandem_pool_destroy(t->model_pool);
     if (t->s) tandem_stream_destroy(t->s);
     tandem_roles_close(t->data_dev, t->model_dev);
     if (t->have_ix) tandem_text_index_free(&t->ix);
-    if (t->discard) tandem_run_dir_discard(&t->rd);
+    if (t->discard || t->rd.unstarted) tandem_run_dir_discard(&t->rd);
     tandem_run_dir_close(&t->rd);
     tandem_free(t);
 }
@@ -1026,6 +1026,7 @@ static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st,
     if (st != TANDEM_OK && t->writer && !r->saved_at_end && r->S.steps_run > 0) /* keep the steps trained */
         st = tandem_run_end_failed(st, tandem_run_end_unsaved(st, t->st.skipped_in_row >= t->cfg.max_nonfinite,
                                                               t->updating), t->st.step, save_final, t, last_path);
+    t->rd.unstarted = t->st.step == 0; /* nothing trained: leave nothing that blocks a retry */
     char why[1024] = "";
     if (st != TANDEM_OK) {
         t->run_failed = 1;

@@ -624,20 +624,25 @@ static void test_data_error_checkpoints(void **state) {
     assert_non_null(strstr(e.why, ck));
 }
 
+/* A fresh corpus, run directory and held-out set of n_val utterances (validated every 2 steps). */
+static void with_val(ending *e, tandem_config *cfg, int n_val, int max_steps) {
+    memset(e, 0, sizeof *e);
+    fresh(e->data, e->out, sizeof e->data);
+    snprintf(e->val, sizeof e->val, "%s/val_%d", root, seq++);
+    tandem_rng r = {seed ^ (uint64_t)seq};
+    tiny_corpus_write(e->val, n_val, MAX_FRAMES, &r);
+    small_config(cfg, e->data, e->out, max_steps, 0);
+    snprintf(cfg->val_data, sizeof cfg->val_data, "%s", e->val);
+    CHECK(tandem_config_set(cfg, "val_every", "2"));
+}
+
 /* The held-out set unreadable, samples/ a file, a directory at ckpt-best: each a warning, the run
  * reaches max_steps and its final checkpoint. */
 static void aux_case(int mode, const char *expect) {
     static ending e;
-    memset(&e, 0, sizeof e);
-    fresh(e.data, e.out, sizeof e.data);
-    snprintf(e.val, sizeof e.val, "%s/val_%d", root, seq++);
-    tandem_rng r = {seed ^ 0x77};
-    tiny_corpus_write(e.val, 7, MAX_FRAMES, &r);
-    e.at = 1, e.mode = mode;
     tandem_config cfg;
-    small_config(&cfg, e.data, e.out, 8, 0);
-    snprintf(cfg.val_data, sizeof cfg.val_data, "%s", e.val);
-    CHECK(tandem_config_set(&cfg, "val_every", "2"));
+    with_val(&e, &cfg, 7, 8);
+    e.at = 1, e.mode = mode;
     if (mode == 2) CHECK(tandem_config_set(&cfg, "test_sentences", "a test."));
     tandem_trainer_summary sum;
     tandem_test_log_capture(TANDEM_LOG_WARN);
@@ -725,6 +730,65 @@ static void test_stop_between_micro_batches(void **state) {
     assert_int_equal(sum.first_step, 1);
 }
 
+/* --resume on a live run's directory before its first checkpoint: "in use by pid N", not "no usable
+ * checkpoint" (the CLI reads the run's config from its checkpoint before the trainer locks). */
+static void test_resume_live_run_in_use(void **state) {
+    (void)state;
+    char data[300], out[300];
+    fresh(data, out, sizeof data);
+    tandem_config cfg, rc;
+    small_config(&cfg, data, out, 2, 0);
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    tandem_trainer *a = NULL;
+    CHECK(tandem_trainer_create(&cfg, &o, &a)); /* holds the lock, no checkpoint yet */
+    tandem_config_init(&rc);
+    tandem_status st = tandem_trainer_resume_config(out, &rc);
+    printf("resume config of a live run: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %ld", (long)getpid());
+    assert_int_equal(st, TANDEM_E_STATE);
+    assert_non_null(strstr(tandem_last_error(), pid));
+    tandem_trainer_destroy(a);
+    st = tandem_trainer_resume_config(out, &rc); /* the lock went with it: the plain answer again */
+    assert_int_equal(st, TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "no usable checkpoint"));
+}
+
+/* A fresh run that fails before step 1 (its training data unreadable after the step-0 validation
+ * wrote metrics, samples and events) leaves nothing that blocks the same command again. */
+static void test_failed_start_retry(void **state) {
+    (void)state;
+    static ending e;
+    tandem_config cfg;
+    with_val(&e, &cfg, 3, 2);
+    CHECK(tandem_config_set(&cfg, "test_sentences", "a test."));
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    tandem_trainer *t = NULL;
+    tandem_trainer_summary sum;
+    CHECK(tandem_trainer_create(&cfg, &o, &t));
+    assert_int_equal(fifo_all(e.data), 7);
+    tandem_status st = tandem_trainer_run(t, &sum);
+    printf("failed before step 1: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_not_equal(st, TANDEM_OK);
+    assert_int_equal(sum.last_step, 0);
+    tandem_trainer_destroy(t);
+    assert_false(exists(e.out, "metrics.jsonl"));
+    assert_false(exists(e.out, "samples"));
+    for (int i = 0; i < 7; i++) { /* the data readable again, the same command */
+        char p[400];
+        snprintf(p, sizeof p, "%s/wavs/u%d.wav", e.data, i);
+        unlink(p);
+    }
+    tandem_rng r2 = {seed + (uint64_t)(seq - 2)};
+    tiny_corpus_write(e.data, 7, MAX_FRAMES, &r2);
+    CHECK(train(&cfg, NULL, 0, &sum));
+    assert_int_equal(sum.last_step, 2);
+}
+
 static int setup(void **state) {
     (void)state;
     seed = tandem_test_seed("test_run_dir");
@@ -758,6 +822,8 @@ int main(void) {
         cmocka_unit_test(test_best_blocked_goes_on),
         cmocka_unit_test(test_nonfinite_end_no_checkpoint),
         cmocka_unit_test(test_stop_between_micro_batches),
+        cmocka_unit_test(test_resume_live_run_in_use),
+        cmocka_unit_test(test_failed_start_retry),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
