@@ -579,6 +579,8 @@ static void ending_on_step(void *user, const tandem_step_metrics *m) {
         assert_int_equal(tandem_test_rmtree(p), 0);
         fclose(fopen(p, "w"));
     }
+    if (e->mode == 4) /* every file descriptor this process may open, taken */
+        while (open("/dev/null", O_RDONLY) >= 0) continue;
     if (e->mode == 3) { /* a directory where the best checkpoint goes */
         snprintf(p, sizeof p, "%s/ckpt-best.safetensors", e->out);
         unlink(p);
@@ -789,6 +791,29 @@ static void test_failed_start_retry(void **state) {
     assert_int_equal(sum.last_step, 2);
 }
 
+/* Out of file descriptors mid-run (EMFILE): the loader fails at once with TANDEM_E_IO naming the
+ * limit and `ulimit -n`, not after an epoch of "bad files" with TANDEM_E_FORMAT (a data error). In
+ * a child: the descriptors stay taken. */
+static void test_fd_limit_is_a_system_error(void **state) {
+    (void)state;
+    static ending e;
+    memset(&e, 0, sizeof e);
+    fresh(e.data, e.out, sizeof e.data);
+    e.at = 2, e.mode = 4;
+    tandem_config cfg;
+    small_config(&cfg, e.data, e.out, 1000, 0);
+    const int pid = tandem_test_fork(256);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tandem_trainer_summary sum;
+        tandem_status st = run_ending(&e, &cfg, &sum);
+        printf("child, out of descriptors at step 2: %s: %s\n", tandem_status_name(st), e.why);
+        fflush(stdout);
+        _exit(st == TANDEM_E_IO && strstr(e.why, "ulimit -n") && strstr(e.why, "system limit") ? 0 : 1);
+    }
+    assert_int_equal(tandem_test_child_exit(pid), 0);
+}
+
 static int setup(void **state) {
     (void)state;
     seed = tandem_test_seed("test_run_dir");
@@ -824,6 +849,7 @@ int main(void) {
         cmocka_unit_test(test_stop_between_micro_batches),
         cmocka_unit_test(test_resume_live_run_in_use),
         cmocka_unit_test(test_failed_start_retry),
+        cmocka_unit_test(test_fd_limit_is_a_system_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
