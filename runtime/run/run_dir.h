@@ -16,6 +16,8 @@
 #ifndef TANDEM_RUNTIME_RUN_DIR_H
 #define TANDEM_RUNTIME_RUN_DIR_H
 
+#include <stdint.h>
+
 #include "tandem.h"
 
 #define TANDEM_RUN_LOCK_NAME ".tandem-run.lock"
@@ -40,6 +42,11 @@ void tandem_run_dir_discard(tandem_run_dir *rd);
 /* Release the lock (idempotent; the lock file stays). */
 void tandem_run_dir_close(tandem_run_dir *rd);
 
+/* A resume of this directory took the checkpoint of step: every newer checkpoint (skipped as
+ * unusable: unreadable for a moment, changed while read, non-finite, ...) moves into
+ * <out>/skipped-<n>/ with a warning, so this line of the run never overwrites or rotates it away.
+ * Nothing to do when resume_dir is another directory or the lock is not held. */
+tandem_status tandem_run_dir_set_aside(tandem_run_dir *rd, const char *resume_dir, int64_t step);
 /* TANDEM_E_STATE naming the pid when another open holds dir's lock (a live run), else TANDEM_OK. */
 tandem_status tandem_run_dir_check_free(const char *dir);
 

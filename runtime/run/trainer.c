@@ -152,11 +152,12 @@ static tandem_status open_data(tandem_trainer *t) {
     }
     TANDEM_TRY(tandem_run_buckets_open(&t->rb, &t->cfg, &t->ix));
     if (t->opt.resume_dir) { /* after the index: a checkpoint's sampler position is checked against it */
-        TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, (int64_t)t->ix.n_train, &t->resume_file,
+        TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, &t->ix, &t->resume_file,
                                         &t->st, &t->next_pos));
         /* the one taken may be older than the one build checked (a sampler position out of range) */
         TANDEM_TRY(tandem_resume_check(t->resume_file, t->opt.resume_dir, &t->cfg, t->opt.force_resume, 1));
         TANDEM_TRY(tandem_dp_check_resume(t->resume_file, t->opt.resume_dir, t->opt.world_size, t->opt.force_resume));
+        if (t->writer) TANDEM_TRY(tandem_run_dir_set_aside(&t->rd, t->opt.resume_dir, t->st.step)); /* never overwritten */
     }
     TANDEM_TRY(tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir));
     if (t->val.have_index && !tandem_text_index_same_speakers(&t->ix, &t->val.vix))

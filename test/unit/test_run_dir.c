@@ -242,6 +242,8 @@ static void fallback_case(int kind) {
     else if (kind == 3) poke_data(p4, 1, 0xbf800000u); /* -1 in the last second moment */
     else if (kind == 4) rewrite_header(p4, "\"sampler_epoch\":\"", "\"sampler_epoch\":\"922337203685477580");
     else rewrite_header(p4, "d_model: 16\\n", "d_model: 8192\\n"); /* a header claiming ~2.4 GB */
+    size_t n_bad = 0;
+    char *bad = tandem_test_read_file_ok(p4, &n_bad);
     small_config(&cfg, data, out, 6, 2);
     tandem_test_log_capture(TANDEM_LOG_WARN);
     tandem_status st = train(&cfg, out, 0, &sum);
@@ -256,6 +258,14 @@ static void fallback_case(int kind) {
     static const char *const why[] = {"non-finite", "non-finite", "sampler_position", "never negative",
                                       "sampler_epoch", "does not describe"};
     assert_non_null(strstr(log, why[kind]));
+    /* the skipped newer checkpoint was set aside whole, not overwritten by this line's step 4 */
+    char aside[400];
+    snprintf(aside, sizeof aside, "%s/skipped-1/ckpt-00000004.safetensors", out);
+    size_t n_aside = 0;
+    char *kept = tandem_test_read_file_ok(aside, &n_aside);
+    assert_true(n_aside == n_bad && memcmp(kept, bad, n_bad) == 0);
+    assert_true(exists(out, "ckpt-00000004.safetensors"));
+    free(kept), free(bad);
 }
 
 static void test_fallback_nan_param(void **state) { (void)state; fallback_case(0); }
@@ -814,6 +824,37 @@ static void test_fd_limit_is_a_system_error(void **state) {
     assert_int_equal(tandem_test_child_exit(pid), 0);
 }
 
+/* metadata.csv loses rows between runs: the newest checkpoint's sampler position is past the data.
+ * The resume is refused naming the change (rows and listing hash, then and now) instead of going on
+ * from the older checkpoint, which would overwrite the newest; both stay as they were. */
+static void test_dataset_change_named(void **state) {
+    (void)state;
+    char data[300], out[300], meta[400];
+    fresh(data, out, sizeof data);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 8, 4); /* ckpt 4 at position 2, ckpt 8 at position 4 of 7 */
+    tandem_trainer_summary sum;
+    CHECK(train(&cfg, NULL, 0, &sum));
+    snprintf(meta, sizeof meta, "%s/metadata.csv", data);
+    size_t n = 0;
+    char *csv = tandem_test_read_file_ok(meta, &n);
+    char *cut = csv;
+    for (int i = 0; i < 4 && cut; i++) cut = strchr(cut, '\n') ? strchr(cut, '\n') + 1 : NULL;
+    assert_non_null(cut);
+    tandem_test_write_file(meta, csv, (size_t)(cut - csv)); /* 4 rows of 7 */
+    free(csv);
+    small_config(&cfg, data, out, 12, 4);
+    tandem_status st = train(&cfg, out, 0, &sum);
+    printf("dataset shrunk: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_equal(st, TANDEM_E_INVALID);
+    const char *e = tandem_last_error();
+    assert_non_null(strstr(e, "dataset changed"));
+    assert_non_null(strstr(e, "ckpt-00000008.safetensors"));
+    assert_non_null(strstr(e, "7 usable utterances"));
+    assert_non_null(strstr(e, "listing hash"));
+    assert_true(exists(out, "ckpt-00000008.safetensors") && exists(out, "ckpt-00000004.safetensors"));
+}
+
 static int setup(void **state) {
     (void)state;
     seed = tandem_test_seed("test_run_dir");
@@ -850,6 +891,7 @@ int main(void) {
         cmocka_unit_test(test_resume_live_run_in_use),
         cmocka_unit_test(test_failed_start_retry),
         cmocka_unit_test(test_fd_limit_is_a_system_error),
+        cmocka_unit_test(test_dataset_change_named),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
