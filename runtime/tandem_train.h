@@ -285,12 +285,12 @@ int tandem_trainer_op_times(const tandem_trainer *t, tandem_op_time *out, int ca
  * monitor of a running training: never blocks (a FIFO or device in its place is refused:
  * TANDEM_E_IO naming it), reads only the file's tail, a line still being written is skipped. */
 tandem_status tandem_metrics_last_line(const char *run_dir, char *buf, size_t cap);
-/* Async-signal-safe and thread-safe: the loop ends after the current step (before the first
- * one when run has not reached it), then run writes its checkpoint and returns. Bounded even when
- * a loader thread meets a stuck file: a step waiting for data notices the request within 50 ms
- * (that step is not counted), no loader read can block (runtime/data/loader.h, "Stopping"), so
- * run returns within the current step plus about a second (≤ 5 s, docs/TRAINING.md "Run
- * directory rules"). NULL is ignored. */
+/* Async-signal-safe and thread-safe: the loop ends at the next micro-batch boundary (the step in
+ * progress is not counted; before the first step when run has not reached it), then run writes
+ * the checkpoint of the last completed step and returns. Bounded even when a loader thread meets
+ * a stuck file: a step waiting for data notices the request within 50 ms, no loader read can
+ * block (runtime/data/loader.h, "Stopping"), so run returns within one micro-batch plus about a
+ * second (≤ 5 s, docs/TRAINING.md "Run directory rules"). NULL is ignored. */
 void tandem_trainer_request_stop(tandem_trainer *t);
 /* Stop and join the threads, free everything create allocated; NULL is ignored. */
 void tandem_trainer_destroy(tandem_trainer *t);

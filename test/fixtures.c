@@ -9,8 +9,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "platform/os/log.h"
@@ -321,4 +323,21 @@ void tandem_test_expect_resumed_losses(const double *full, const double *before,
             fail_msg("step %d after the resume: %.9g; uninterrupted %.9g; expected the same bits", n + i + 1,
                      after[i], full[n + i]);
     }
+}
+
+int tandem_test_fork(long nofile) {
+    fflush(NULL);
+    pid_t pid = fork();
+    struct rlimit rl;
+    if (pid == 0 && nofile > 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > (rlim_t)nofile) {
+        rl.rlim_cur = (rlim_t)nofile;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return (int)pid;
+}
+
+int tandem_test_child_exit(int pid) {
+    int status = 0;
+    if (waitpid((pid_t)pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
 }

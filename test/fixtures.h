@@ -124,6 +124,14 @@ double tandem_test_rel_err(const float *got, const double *ref, int64_t n);
  * instead of hanging). *took_ms (may be NULL) receives the time waited. */
 int tandem_test_finishes_within(void (*fn)(void *), void *arg, int64_t ms, double *took_ms);
 
+/* ---- children ---- */
+
+/* fork() after flushing stdio; in the child the soft limit of open files is lowered to at most
+ * nofile (0: left alone). Returns fork's pid (0 in the child). */
+int tandem_test_fork(long nofile);
+/* Waits for the child pid: its exit status, or -1 when it did not exit normally. */
+int tandem_test_child_exit(int pid);
+
 /* ---- devices ---- */
 
 /* TANDEM_BACKEND_CUDA when TANDEM_TEST_BACKEND=cuda (the <test>@cuda variants, see

@@ -72,6 +72,11 @@ tandem_status tandem_file_check_output(const char *path, const char *what);
  * in blocking mode and *size holds the file's size. Allocates nothing. */
 tandem_status tandem_file_open_input(const char *path, uint64_t max_bytes, const char *raise_hint, int *fd,
                                      uint64_t *size);
+/* TANDEM_OK while this process can still open a file; else TANDEM_E_IO saying the open-files
+ * limit is reached (EMFILE: `ulimit -n`, ENFILE: the system's table) and how to raise it: a
+ * failed open of a dataset file is then the system's limit, not the file's fault. Opens and
+ * closes /dev/null; allocates nothing. */
+tandem_status tandem_file_fds_check(void);
 /* tandem_file_read_all for a regular file of at most max_bytes (the same rules as
  * tandem_file_open_input; a file that grows past the limit while read is refused too). */
 tandem_status tandem_file_read_limited(const char *path, uint64_t max_bytes, const char *raise_hint,

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +41,28 @@ tandem_status tandem_file_check_output(const char *path, const char *what) {
                        "regular file: choose another path", what, path, tandem_file_type_name(st.st_mode));
 }
 
+/* EMFILE / ENFILE as a system limit with its fix, after "<what>: ". */
+static tandem_status fd_limit(int e, const char *what) {
+    struct rlimit rl;
+    const unsigned long long cur = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (unsigned long long)rl.rlim_cur : 0;
+    if (e == ENFILE)
+        return tandem_fail(TANDEM_E_IO, "%s: %s: the system's table of open files is full (a system limit, not a "
+                           "problem of the file): close other programs' files or raise fs.file-max", what,
+                           strerror(e));
+    return tandem_fail(TANDEM_E_IO, "%s: %s: this process has all %llu files it may open (a system limit, not a "
+                       "problem of the file): raise it (ulimit -n 65536 before the command, LimitNOFILE= for a "
+                       "service) or lower num_workers", what, strerror(e), cur);
+}
+
+tandem_status tandem_file_fds_check(void) {
+    int f = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (f >= 0) {
+        close(f);
+        return TANDEM_OK;
+    }
+    return errno == EMFILE || errno == ENFILE ? fd_limit(errno, "opening a file") : TANDEM_OK;
+}
+
 tandem_status tandem_file_open_input(const char *path, uint64_t max_bytes, const char *raise_hint, int *fd,
                                      uint64_t *size) {
     if (!path || !fd) return tandem_fail(TANDEM_E_INVALID, "tandem_file_open_input: NULL argument");
@@ -48,6 +71,11 @@ tandem_status tandem_file_open_input(const char *path, uint64_t max_bytes, const
     /* O_NONBLOCK: opening a FIFO without a writer would block for ever; the type is checked
      * on the descriptor itself, so nothing can swap the file between the check and the read */
     int f = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (f < 0 && (errno == EMFILE || errno == ENFILE)) {
+        char what[4200];
+        snprintf(what, sizeof what, "open %s", path);
+        return fd_limit(errno, what);
+    }
     if (f < 0) return tandem_fail(TANDEM_E_IO, "open %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(f, &st) != 0) {

@@ -326,6 +326,24 @@ static uint32_t next_utt(tandem_loader *l, tandem_staged_batch *b, int r, uint32
     return b->plan_[((uint32_t)r + try) % b->n_real];
 }
 
+/* Utterance u failed (msg): counted, said once per file; the row takes the next utterance. Returns
+ * 1 when a whole epoch's worth failed in a row (the loader has failed). Under the lock. */
+static int row_failed(tandem_loader *l, tandem_status st, uint32_t u, const char *msg) {
+    if (st == TANDEM_E_BUDGET) l->stats.too_long++;
+    else l->stats.decode_failures++;
+    if (!l->reported[u]) { /* every epoch tries it again: say so once */
+        l->reported[u] = 1;
+        tandem_logf(TANDEM_LOG_WARN, "loader: skipping '%s' this time: %s (said once; it is tried again at each "
+                    "visit, and each failure is counted)", tandem_utt_id(l->cfg.ix, &l->cfg.ix->utts[u]), msg);
+    }
+    if (++l->fail_streak <= (uint64_t)l->cfg.n_items + (uint64_t)l->cfg.num_workers) return 0;
+    char why[800];
+    snprintf(why, sizeof why, "loader: %llu audio files failed in a row (a whole epoch); last: %s",
+             (unsigned long long)l->fail_streak, msg);
+    fail_locked(l, TANDEM_E_FORMAT, why);
+    return 1;
+}
+
 static void *worker_main(void *arg) {
     worker *w = arg;
     tandem_loader *l = w->l;
@@ -368,27 +386,20 @@ static void *worker_main(void *arg) {
         for (uint32_t tries = 1;; tries++) {
             tandem_mutex_unlock(&l->m);
             tandem_status st = load_row(w, b, r, u);
+            /* out of file descriptors: the system's limit, not this file's fault (os.h) */
+            const int sys = st != TANDEM_OK && st != TANDEM_E_BUDGET && tandem_file_fds_check() != TANDEM_OK;
             char msg[640];
-            if (st != TANDEM_OK) snprintf(msg, sizeof msg, "%s", tandem_last_error());
+            if (st != TANDEM_OK)
+                snprintf(msg, sizeof msg, sys ? "loader: %s (reading '%s')" : "%s", tandem_last_error(),
+                         tandem_utt_id(l->cfg.ix, &l->cfg.ix->utts[u]));
             tandem_mutex_lock(&l->m);
             if (st == TANDEM_OK) {
                 b->pos[r] = pos;
                 l->fail_streak = 0;
                 break;
             }
-            /* the file is skipped, counted, and the row takes the next utterance */
-            if (st == TANDEM_E_BUDGET) l->stats.too_long++;
-            else l->stats.decode_failures++;
-            if (!l->reported[u]) { /* every epoch visits it again: say so once */
-                l->reported[u] = 1;
-                tandem_logf(TANDEM_LOG_WARN, "loader: skipping '%s': %s (said once; skipped on every visit)",
-                            tandem_utt_id(l->cfg.ix, &l->cfg.ix->utts[u]), msg);
-            }
-            if (++l->fail_streak > (uint64_t)l->cfg.n_items + (uint64_t)l->cfg.num_workers) {
-                char why[800];
-                snprintf(why, sizeof why, "loader: %llu audio files failed in a row (a whole epoch); last: %s",
-                         (unsigned long long)l->fail_streak, msg);
-                fail_locked(l, TANDEM_E_FORMAT, why);
+            if (sys || row_failed(l, st, u, msg)) {
+                if (sys) fail_locked(l, TANDEM_E_IO, msg);
                 break;
             }
             if (l->stopped) break;

@@ -7,7 +7,7 @@
  * sampler's batch n, of one shape class), each row is decoded straight into the
  * pinned buffer and zero-padded; tokens come from the text index. A file that fails to decode
  * (not audio, not a regular file, non-finite or out-of-range samples, or longer than the row)
- * is logged once per file (not on every epoch's visit), counted on every visit, and its row
+ * is logged once per file (it is tried again at every epoch's visit, counted each time it fails), and its row
  * takes the next sampler utterance instead — the run goes on; only a whole epoch's worth of
  * failures in a row is an error. The consumer of staged batches (the data-device thread) takes them in sequence and
  * gives each back with two events recorded after its uploads were queued; the loader waits on

@@ -165,28 +165,30 @@ static void row_where(const char *meta_path, const char *dir, const row *r, char
 /* Duration from the file's header (read once here and cached with the index, so the loader
  * can skip utterances that do not fit without opening them). An unreadable header leaves 0:
  * the row stays in the index (the text is fine) and the split leaves it out of training. */
-static void probe_duration(shared *sh, const char *meta_path, const char *dir, row *r) {
+static tandem_status probe_duration(shared *sh, const char *meta_path, const char *dir, row *r) {
     char path[4096], at[4300];
     int k = r->audio_rel ? snprintf(path, sizeof path, "%s/%s", dir, r->audio_rel)
                          : snprintf(path, sizeof path, "%s/wavs/%.*s.%s", dir, (int)r->id_len, r->id,
                                     audio_exts[r->audio_ext]);
-    if (k < 0 || (size_t)k >= sizeof path) return;
+    if (k < 0 || (size_t)k >= sizeof path) return TANDEM_OK;
     row_where(meta_path, dir, r, at, sizeof at);
     tandem_audio_info info;
     tandem_status st = tandem_audio_probe(path, &info);
+    if (st != TANDEM_OK) TANDEM_TRY(tandem_file_fds_check()); /* out of descriptors: the system's limit */
     if ((st != TANDEM_OK || info.samples_22050 < 0) && atomic_fetch_add(&sh->audio_warnings, 1) >= WARN_ROWS)
-        return; /* counted; the summary after the build says how many */
+        return TANDEM_OK; /* counted; the summary after the build says how many */
     if (st != TANDEM_OK) {
         tandem_logf(TANDEM_LOG_WARN, "%s: audio unreadable, not used for training: %s", at, tandem_last_error());
-        return;
+        return TANDEM_OK;
     }
     if (info.samples_22050 < 0) {
         tandem_logf(TANDEM_LOG_WARN,
                     "%s: %s does not state its length (a streamed file), not used for training; "
                     "rewrite it with a length (e.g. as WAV or FLAC with a header)", at, path);
-        return;
+        return TANDEM_OK;
     }
     r->n_samples = info.samples_22050 > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)info.samples_22050;
+    return TANDEM_OK;
 }
 
 static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tandem_phonemes *ph,
@@ -249,8 +251,7 @@ static tandem_status process_row(shared *sh, row *r, tandem_text_norm *norm, tan
     r->n_tok = (uint32_t)count;
     r->lang = (uint8_t)norm->lang;
     tv->len += count;
-    if (cfg->check_audio) probe_duration(sh, sh->meta_path, cfg->data_dir, r);
-    return TANDEM_OK;
+    return cfg->check_audio ? probe_duration(sh, sh->meta_path, cfg->data_dir, r) : TANDEM_OK;
 }
 
 static void *worker_main(void *p) {

@@ -16,6 +16,7 @@
 #include "runtime/core/dev.h"
 #include "runtime/run/ckpt_check.h"
 #include "runtime/run/resume.h"
+#include "runtime/run/run_dir.h"
 #include "runtime/text/symbols.h"
 
 #define NAME_CAP (TANDEM_MODEL_PARAM_NAME_MAX + 8)
@@ -40,8 +41,10 @@ static tandem_status meta_int(const tandem_st_file *f, const char *path, const c
 
 typedef struct find_ctx {
     int64_t n_train;
+    const tandem_ckpt_data *data; /* the training set now; NULL: not checked (peek) */
     tandem_train_state st;
     tandem_sampler_pos next;
+    char changed[1400]; /* a newer checkpoint refused for a dataset change: why */
 } find_ctx;
 
 /* tandem_checkpoint_find_usable's test: counters and sampler position in range, the tensors its
@@ -55,8 +58,14 @@ static tandem_status accept(void *ctx, const tandem_st_file *f, const char *path
     TANDEM_TRY(meta_int(f, path, "skipped", 0, 0, step, &c->st.skipped));
     TANDEM_TRY(meta_int(f, path, "skipped_in_row", 0, 0, step, &c->st.skipped_in_row));
     TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_EPOCH, 0, 0, TANDEM_CKPT_COUNTER_MAX, &c->next.epoch));
-    TANDEM_TRY(meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_POSITION, 0, 0, c->n_train > 0 ? c->n_train - 1 : INT64_MAX,
-                        &c->next.index));
+    char why[sizeof c->changed];
+    const int changed = c->data && tandem_ckpt_data_changed(f, path, c->data, why, sizeof why);
+    if (meta_int(f, path, TANDEM_CKPT_KEY_SAMPLER_POSITION, 0, 0, c->n_train > 0 ? c->n_train - 1 : INT64_MAX,
+                 &c->next.index) != TANDEM_OK) {
+        if (!changed) return TANDEM_E_FORMAT; /* meta_int's message */
+        if (!c->changed[0]) snprintf(c->changed, sizeof c->changed, "%s", why);
+        return tandem_fail(TANDEM_E_INVALID, "%s, and its sampler position is past the data", why);
+    }
     TANDEM_TRY(tandem_ckpt_check_shapes(f, path));
     return tandem_ckpt_check_values(f, path, 0);
 }
@@ -67,9 +76,15 @@ static tandem_status find_open(const char *dir, find_ctx *c, tandem_st_file **ou
     int found = 0;
     *out = NULL;
     TANDEM_TRY(tandem_checkpoint_find_usable(dir, accept, c, path, cap, step, &found));
-    if (!found)
+    if (c->changed[0]) /* an older one would go on and overwrite the newest */
+        return tandem_fail(TANDEM_E_INVALID, "resume: %s, and its sampler position is past the data; a resume "
+                           "never continues from an older checkpoint that would overwrite it: restore the "
+                           "dataset, or start a new run from its weights with --init-from", c->changed);
+    if (!found) {
+        TANDEM_TRY(tandem_run_dir_check_free(dir)); /* a live run before its first checkpoint */
         return tandem_fail(TANDEM_E_INVALID, "resume: no usable checkpoint in '%s' (each one skipped is named in a "
                            "warning above)", dir);
+    }
     TANDEM_TRY(tandem_checkpoint_open(path, *step, out));
     return accept(c, *out, path); /* the counters of the one taken */
 }
@@ -92,12 +107,17 @@ tandem_status tandem_run_ckpt_peek(const char *dir, tandem_st_file **out, char *
     return st;
 }
 
-tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, int64_t n_train, tandem_st_file **out,
-                                   tandem_train_state *st, tandem_sampler_pos *next) {
-    char path[1100];
+tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, const tandem_text_index *ix,
+                                   tandem_st_file **out, tandem_train_state *st, tandem_sampler_pos *next) {
+    char path[1100], why[1400];
     int64_t step = 0;
-    find_ctx c = {.n_train = n_train};
+    tandem_ckpt_data now;
+    tandem_ckpt_data_of(ix, &now);
+    find_ctx c = {.n_train = ix->n_train, .data = &now};
     TANDEM_TRY(find_open(dir, &c, out, path, sizeof path, &step));
+    if (tandem_ckpt_data_changed(*out, path, &now, why, sizeof why))
+        tandem_logf(TANDEM_LOG_WARN, "resume: %s; the sampler continues at the checkpoint's position in the new "
+                    "listing", why);
     *st = c.st;
     const tandem_st_file *f = *out;
     const char *rs = tandem_st_meta_find(f, TANDEM_CKPT_KEY_RNG);
@@ -171,7 +191,8 @@ static tandem_status create_parts(tandem_run_ckpt *c, const tandem_model *m, con
     }
     /* the paths escaped as JSON take at most 6 bytes a byte (\u00XX) */
     const size_t paths = 6 * (strlen(c->train_abs) + strlen(c->val_abs)) + 128;
-    return tandem_checkpoint_create(cfg->out, cfg->keep, c->tensors, c->count, cl + len + paths + 1024, &c->writer);
+    const size_t meta = cl + len + paths + 1024 + sizeof c->data;
+    return tandem_checkpoint_create(cfg->out, cfg->keep, c->tensors, c->count, meta, &c->writer);
 }
 
 tandem_status tandem_run_ckpt_create(tandem_run_ckpt *c, const tandem_model *m, const tandem_config *cfg,
@@ -183,6 +204,7 @@ tandem_status tandem_run_ckpt_create(tandem_run_ckpt *c, const tandem_model *m, 
     /* absolute data paths: a resume from another working directory still finds the data */
     if (!cfg->train_data[0] || !realpath(cfg->train_data, c->train_abs)) c->train_abs[0] = '\0';
     if (!cfg->val_data[0] || !realpath(cfg->val_data, c->val_abs)) c->val_abs[0] = '\0';
+    tandem_ckpt_data_of(ix, &c->data);
     tandem_status st = create_parts(c, m, cfg, ix, resume);
     if (st != TANDEM_OK) tandem_run_ckpt_free(c);
     return st;
@@ -240,6 +262,8 @@ static tandem_status save(tandem_run_ckpt *c, const tandem_train_state *st, tand
         {TANDEM_CKPT_KEY_RNG, rng},
         {TANDEM_CKPT_KEY_TRAIN_ABS, c->train_abs},
         {TANDEM_CKPT_KEY_VAL_ABS, c->val_abs},
+        {TANDEM_CKPT_KEY_TRAIN_ROWS, c->data.rows},
+        {TANDEM_CKPT_KEY_TRAIN_LISTING, c->data.listing},
         {"freeze", c->freeze},
         {TANDEM_DP_KEY_WORLD_SIZE, ws},
         {TANDEM_CKPT_KEY_SPEAKERS, c->speakers_json}, /* left out for one speaker */

@@ -6,7 +6,8 @@
  * Metadata: config (YAML), symbols (JSON), sampler_epoch / sampler_position (of the next utterance
  * the model consumes), updates, skipped, skipped_in_row, rng_state (the seed: initialisation and
  * the sampler's permutations are pure functions of it, there is no dropout), train_data_abs /
- * val_data_abs (the data directories' absolute paths, "" when unknown), best_val_l1 (once a
+ * val_data_abs (the data directories' absolute paths, "" when unknown), train_rows / train_listing
+ * (the training set, ckpt_data.h), best_val_l1 (once a
  * validation improved: the L1 of ckpt-best.safetensors), freeze (the --freeze groups, "" none),
  * plus format_version and step from
  * runtime/formats/checkpoint.h.
@@ -25,6 +26,7 @@
 #include "runtime/formats/checkpoint.h"
 #include "runtime/model/model.h"
 #include "runtime/model/train_step.h"
+#include "runtime/run/ckpt_data.h"
 #include "tandem.h"
 
 /* The largest step and sampler epoch a checkpoint may carry: beyond any run (10^12), and far
@@ -51,6 +53,7 @@ typedef struct tandem_run_ckpt {
     char train_abs[PATH_MAX], val_abs[PATH_MAX]; /* realpath of the data directories ("" unknown) */
     char freeze[256];         /* the run's --freeze groups ("" none), saved as metadata `freeze` */
     int world_size;           /* data-parallel ranks (runtime/run/dp.h), metadata `world_size` */
+    tandem_ckpt_data data;    /* the training set (ckpt_data.h): metadata train_rows, train_listing */
 } tandem_run_ckpt;
 
 /* The newest usable checkpoint of dir, opened (before the pool commit: opening allocates), and the
@@ -61,9 +64,11 @@ typedef struct tandem_run_ckpt {
  * every F32 value finite and every second moment >= 0;
  * newer ones that are not are skipped with a warning naming the file and why, so a resume falls
  * back to the newest good one. A seed other than cfg's is a warning (the sampler continues with
- * the config's). None usable is TANDEM_E_INVALID naming dir. */
-tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, int64_t n_train, tandem_st_file **out,
-                                   tandem_train_state *st, tandem_sampler_pos *next);
+ * the config's). None usable is TANDEM_E_INVALID naming dir. A dataset change (ckpt_data.h) is a
+ * warning while the position still fits the data; when it does not, the resume is refused naming
+ * the change (TANDEM_E_INVALID), never continued from an older checkpoint that would overwrite it. */
+tandem_status tandem_run_ckpt_find(const char *dir, const tandem_config *cfg, const tandem_text_index *ix,
+                                   tandem_st_file **out, tandem_train_state *st, tandem_sampler_pos *next);
 /* The newest usable checkpoint of dir as find picks it, without a training set to check the sampler
  * position against (a resume's config is read from it before the data is opened); its path into
  * path. None usable is TANDEM_E_INVALID naming dir; on failure *out = NULL. */

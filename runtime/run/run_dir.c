@@ -23,6 +23,12 @@ int tandem_run_pid_alive(long pid) {
     return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
 }
 
+/* dir/name, or "" when it does not fit. */
+static const char *join(char *buf, size_t cap, const char *dir, const char *name) {
+    if (snprintf(buf, cap, "%s/%s", dir, name) >= (int)cap) buf[0] = '\0';
+    return buf;
+}
+
 /* The outputs a run writes into its directory (besides the lock). */
 static int is_run_file(const char *name) {
     return tandem_checkpoint_parse_name(name) >= 0 || !strcmp(name, TANDEM_CKPT_BEST_NAME) ||
@@ -44,6 +50,30 @@ static long temp_pid(const char *name) {
     return end && *end == '.' ? pid : 0;
 }
 
+/* The lock of path (open as fd) is held elsewhere: name its holder, then close fd. */
+static tandem_status in_use(int fd, const char *out, const char *path) {
+    char who[32] = "";
+    ssize_t n = pread(fd, who, sizeof who - 1, 0);
+    who[n > 0 ? n : 0] = '\0';
+    who[strcspn(who, "\n")] = '\0';
+    close(fd);
+    return tandem_fail(TANDEM_E_STATE, "run directory %s is in use by another training run (pid %s, lock "
+                       "%s); wait for it to end or choose another --out", out, who[0] ? who : "unknown", path);
+}
+
+tandem_status tandem_run_dir_check_free(const char *dir) {
+    char path[PATH_MAX];
+    if (!dir || snprintf(path, sizeof path, "%s/" TANDEM_RUN_LOCK_NAME, dir) >= (int)sizeof path) return TANDEM_OK;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return TANDEM_OK; /* never locked here */
+    struct stat sb;
+    /* a shared lock for a moment: refused only while a run holds its exclusive one */
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+        return in_use(fd, dir, path);
+    close(fd);
+    return TANDEM_OK;
+}
+
 static tandem_status take_lock(tandem_run_dir *rd, const char *out) {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/" TANDEM_RUN_LOCK_NAME, out) >= (int)sizeof path)
@@ -57,14 +87,8 @@ static tandem_status take_lock(tandem_run_dir *rd, const char *out) {
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         const int e = errno;
-        char who[32] = "";
-        ssize_t n = pread(fd, who, sizeof who - 1, 0);
-        who[n > 0 ? n : 0] = '\0';
-        who[strcspn(who, "\n")] = '\0';
+        if (e == EWOULDBLOCK) return in_use(fd, out, path);
         close(fd);
-        if (e == EWOULDBLOCK)
-            return tandem_fail(TANDEM_E_STATE, "run directory %s is in use by another training run (pid %s, lock "
-                               "%s); wait for it to end or choose another --out", out, who[0] ? who : "unknown", path);
         return tandem_fail(TANDEM_E_IO, "run directory %s: lock %s: %s", out, path, strerror(e));
     }
     char pid[32];
@@ -110,15 +134,20 @@ static tandem_status scan(const char *out, dir_scan *s) {
     return TANDEM_OK;
 }
 
+/* <out>/<prefix>-<n> made, for the first free n, into dst. */
+static tandem_status fresh_subdir(const char *out, const char *prefix, char *dst, size_t cap) {
+    for (int n = 1;; n++) {
+        if (snprintf(dst, cap, "%s/%s-%d", out, prefix, n) >= (int)cap)
+            return tandem_fail(TANDEM_E_INVALID, "run directory %s: path too long", out);
+        if (mkdir(dst, 0755) == 0) return TANDEM_OK;
+        if (errno != EEXIST) return tandem_fail(TANDEM_E_IO, "run directory: mkdir %s: %s", dst, strerror(errno));
+    }
+}
+
 /* new_run: the previous run's files into <out>/previous-<n>/. */
 static tandem_status move_aside(const char *out) {
     char dst[PATH_MAX];
-    for (int n = 1;; n++) {
-        if (snprintf(dst, sizeof dst, "%s/previous-%d", out, n) >= (int)sizeof dst)
-            return tandem_fail(TANDEM_E_INVALID, "run directory %s: path too long", out);
-        if (mkdir(dst, 0755) == 0) break;
-        if (errno != EEXIST) return tandem_fail(TANDEM_E_IO, "run directory: mkdir %s: %s", dst, strerror(errno));
-    }
+    TANDEM_TRY(fresh_subdir(out, "previous", dst, sizeof dst));
     DIR *d = opendir(out);
     if (!d) return tandem_fail(TANDEM_E_IO, "run directory %s: %s", out, strerror(errno));
     tandem_status st = TANDEM_OK;
@@ -137,6 +166,31 @@ static tandem_status move_aside(const char *out) {
 static int same_dir(const char *a, const char *b) {
     struct stat x, y;
     return b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* The first checkpoint of out newer than step into name (""), and how many there are. */
+static int newer_checkpoints(const char *out, int64_t step, char *name, size_t cap) {
+    DIR *d = opendir(out);
+    int n = 0;
+    name[0] = '\0';
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (tandem_checkpoint_parse_name(e->d_name) > step && n++ == 0) snprintf(name, cap, "%s", e->d_name);
+    if (d) closedir(d);
+    return n;
+}
+
+tandem_status tandem_run_dir_set_aside(tandem_run_dir *rd, const char *resume_dir, int64_t step) {
+    char name[NAME_MAX + 1], dst[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+    if (rd->fd < 0 || !same_dir(rd->out, resume_dir) || newer_checkpoints(rd->out, step, name, sizeof name) == 0)
+        return TANDEM_OK;
+    TANDEM_TRY(fresh_subdir(rd->out, "skipped", dst, sizeof dst));
+    for (; newer_checkpoints(rd->out, step, name, sizeof name) > 0;) {
+        if (!join(a, sizeof a, rd->out, name)[0] || !join(b, sizeof b, dst, name)[0] || rename(a, b) != 0)
+            return tandem_fail(TANDEM_E_IO, "resume: move %s into %s: %s", a, dst, strerror(errno));
+        tandem_logf(TANDEM_LOG_WARN, "resume: %s is newer than the checkpoint of step %lld resumed and was not "
+                    "usable: moved to %s so this run never overwrites it", a, (long long)step, b);
+    }
+    return TANDEM_OK;
 }
 
 static tandem_status check_contents(const char *out, const char *resume_dir, int new_run) {
@@ -166,18 +220,24 @@ tandem_status tandem_run_dir_open(tandem_run_dir *rd, const char *out, const cha
     return st;
 }
 
-/* dir/name, or "" when it does not fit. */
-static const char *join(char *buf, size_t cap, const char *dir, const char *name) {
-    if (snprintf(buf, cap, "%s/%s", dir, name) >= (int)cap) buf[0] = '\0';
-    return buf;
+/* A fresh run that trained nothing: step 0's validation samples, and samples/ if nothing else is in it. */
+static void discard_samples(const tandem_run_dir *rd) {
+    char dir[PATH_MAX], p[PATH_MAX];
+    DIR *d = opendir(join(dir, sizeof dir, rd->out, "samples"));
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (!strncmp(e->d_name, "step-00000000-", 14) && join(p, sizeof p, dir, e->d_name)[0]) unlink(p);
+    if (d) closedir(d);
+    rmdir(dir);
 }
 
 void tandem_run_dir_discard(tandem_run_dir *rd) {
     if (rd->fd < 0) return;
     char p[PATH_MAX];
     struct stat sb;
-    if (stat(join(p, sizeof p, rd->out, "metrics.jsonl"), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
+    if (stat(join(p, sizeof p, rd->out, "metrics.jsonl"), &sb) == 0 && S_ISREG(sb.st_mode) &&
+        (sb.st_size == 0 || rd->unstarted))
         unlink(p);
+    if (rd->unstarted) discard_samples(rd);
     if (!rd->created) return;
     unlink(join(p, sizeof p, rd->out, TANDEM_RUN_LOCK_NAME));
     rmdir(join(p, sizeof p, rd->out, "samples")); /* only when empty, like the directory */

@@ -16,6 +16,8 @@
 #ifndef TANDEM_RUNTIME_RUN_DIR_H
 #define TANDEM_RUNTIME_RUN_DIR_H
 
+#include <stdint.h>
+
 #include "tandem.h"
 
 #define TANDEM_RUN_LOCK_NAME ".tandem-run.lock"
@@ -23,6 +25,7 @@
 typedef struct tandem_run_dir {
     int fd;      /* the locked file; -1 when not held */
     int created; /* open made the directory */
+    int unstarted; /* a fresh run that trained nothing: discard removes its metrics.jsonl and step 0's samples */
     char out[4096];
 } tandem_run_dir;
 
@@ -30,12 +33,22 @@ typedef struct tandem_run_dir {
  * (NULL: a fresh run). On failure nothing is held (rd->fd = -1): TANDEM_E_STATE when another
  * process holds the lock (its pid named), TANDEM_E_INVALID for a non-empty directory. */
 tandem_status tandem_run_dir_open(tandem_run_dir *rd, const char *out, const char *resume_dir, int new_run);
-/* A trainer create that failed after open: remove an empty metrics.jsonl and, when open made the
- * directory, the lock file, an empty samples/ and the directory itself if nothing else is in it,
- * so a refused or failed start leaves no empty run behind. Call before close. */
+/* A trainer create that failed after open, or a fresh run that ended before its first step
+ * (rd->unstarted): remove an empty metrics.jsonl (unstarted: metrics.jsonl, and step 0's WAVs and
+ * samples/ if empty then) and, when open made the directory, the lock file, an empty samples/ and
+ * the directory itself if nothing else is in it, so a refused or failed start leaves nothing that
+ * blocks a plain retry. Call before close. */
 void tandem_run_dir_discard(tandem_run_dir *rd);
 /* Release the lock (idempotent; the lock file stays). */
 void tandem_run_dir_close(tandem_run_dir *rd);
+
+/* A resume of this directory took the checkpoint of step: every newer checkpoint (skipped as
+ * unusable: unreadable for a moment, changed while read, non-finite, ...) moves into
+ * <out>/skipped-<n>/ with a warning, so this line of the run never overwrites or rotates it away.
+ * Nothing to do when resume_dir is another directory or the lock is not held. */
+tandem_status tandem_run_dir_set_aside(tandem_run_dir *rd, const char *resume_dir, int64_t step);
+/* TANDEM_E_STATE naming the pid when another open holds dir's lock (a live run), else TANDEM_OK. */
+tandem_status tandem_run_dir_check_free(const char *dir);
 
 /* True when pid names a live process (kill(pid, 0) does not report ESRCH). */
 int tandem_run_pid_alive(long pid);

@@ -29,6 +29,7 @@
 #include "runtime/run/run_buckets.h"
 #include "runtime/run/run_ckpt.h"
 #include "runtime/run/run_dir.h"
+#include "runtime/run/run_end.h"
 #include "runtime/run/run_tb.h"
 #include "runtime/run/step_timer.h"
 #include "runtime/run/verdict.h"
@@ -69,7 +70,7 @@ struct tandem_trainer {
        and the mel of the fixed validation subset's first utterance, taken at each validation */
     tandem_figures *fig;
     tandem_run_dir rd;  /* the run directory's lock, held from create to destroy */
-    int metrics_failed; /* a metrics.jsonl write failed: the run ends after a last checkpoint */
+    int updating; /* an optimizer update is being queued: a failure now may leave it half applied */
     int fig_mel; /* 1: a validation set and f32 tensors to take the mel from */
     int util_model, util_data; /* NVML utilisation at the last logged step (-1: none) */
     /* No host sync per step (docs/TRAINING.md, "Graph mode"): on a CUDA model device the
@@ -151,11 +152,12 @@ static tandem_status open_data(tandem_trainer *t) {
     }
     TANDEM_TRY(tandem_run_buckets_open(&t->rb, &t->cfg, &t->ix));
     if (t->opt.resume_dir) { /* after the index: a checkpoint's sampler position is checked against it */
-        TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, (int64_t)t->ix.n_train, &t->resume_file,
+        TANDEM_TRY(tandem_run_ckpt_find(t->opt.resume_dir, &t->cfg, &t->ix, &t->resume_file,
                                         &t->st, &t->next_pos));
         /* the one taken may be older than the one build checked (a sampler position out of range) */
         TANDEM_TRY(tandem_resume_check(t->resume_file, t->opt.resume_dir, &t->cfg, t->opt.force_resume, 1));
         TANDEM_TRY(tandem_dp_check_resume(t->resume_file, t->opt.resume_dir, t->opt.world_size, t->opt.force_resume));
+        if (t->writer) TANDEM_TRY(tandem_run_dir_set_aside(&t->rd, t->opt.resume_dir, t->st.step)); /* never overwritten */
     }
     TANDEM_TRY(tandem_validation_index(&t->val, &t->cfg, t->opt.cache_dir));
     if (t->val.have_index && !tandem_text_index_same_speakers(&t->ix, &t->val.vix))
@@ -456,14 +458,14 @@ void tandem_trainer_destroy(tandem_trainer *t) {
     if (t->resume_file) tandem_st_close(t->resume_file);
     if (t->init_file) tandem_st_close(t->init_file);
     if (t->metrics) tandem_metrics_close(t->metrics);
-    tandem_tb_close(t->tb, t->discard);
+    tandem_tb_close(t->tb, t->discard || t->rd.unstarted);
     tandem_figures_free(t->fig);
     if (t->data_pool) tandem_pool_destroy(t->data_pool);
     if (t->model_pool) tandem_pool_destroy(t->model_pool);
     if (t->s) tandem_stream_destroy(t->s);
     tandem_roles_close(t->data_dev, t->model_dev);
     if (t->have_ix) tandem_text_index_free(&t->ix);
-    if (t->discard) tandem_run_dir_discard(&t->rd);
+    if (t->discard || t->rd.unstarted) tandem_run_dir_discard(&t->rd);
     tandem_run_dir_close(&t->rd);
     tandem_free(t);
 }
@@ -542,6 +544,7 @@ static tandem_status consumed(tandem_trainer *t, const tandem_batch_view *v, dou
 static tandem_status step_eager(tandem_trainer *t, double *wait, double *audio_s) {
     const int A = t->model.dims.micro_batches;
     for (int a = 0; a < A; a++) {
+        if (a > 0 && t->stop) return tandem_fail(TANDEM_E_STATE, "stopped between micro-batches");
         tandem_batch_view v;
         tandem_model_batch mb;
         tandem_event *pre, *start; /* around the stream's wait for the slot (step_timer.h) */
@@ -552,6 +555,7 @@ static tandem_status step_eager(tandem_trainer *t, double *wait, double *audio_s
         TANDEM_TRY(st != TANDEM_OK ? st : rs);
     }
     if (injects(t)) TANDEM_TRY(tandem_op_fill(t->s, t->model.grads, NAN));
+    t->updating = 1;
     return update_work(t);
 }
 
@@ -618,7 +622,7 @@ static tandem_status step_graph(tandem_trainer *t, double *wait, double *audio_s
     tandem_graph *g = st == TANDEM_OK ? t->graph[v[0].slot * t->n_combos + tandem_run_buckets_combo(&t->rb, v, A)]
                                       : NULL;
     if (st == TANDEM_OK && !g->ready) st = capture(t, g, mb);
-    if (st == TANDEM_OK) st = tandem_graph_launch(g, t->s);
+    if (st == TANDEM_OK) t->updating = 1, st = tandem_graph_launch(g, t->s);
     if (st == TANDEM_OK) tandem_step_timer_replayed(&t->timer); /* no host time inside regions */
     for (int a = 0; a < A && st == TANDEM_OK; a++) st = consumed(t, &v[a], audio_s);
     return st;
@@ -705,9 +709,10 @@ static tandem_status one_step(tandem_trainer *t, tandem_step_metrics *m, int64_t
     tandem_status st = t->n_graphs && !inject && !profiled ? step_graph(t, &wait, &audio_s)
                                                            : step_eager(t, &wait, &audio_s);
     if (st != TANDEM_OK) {
-        if (t->stop && st == TANDEM_E_STATE) t->next_pos = pos0; /* stopped waiting for data: no step */
+        t->next_pos = pos0; /* no step: a checkpoint now starts at this step's first batch */
         return st;
     }
+    t->updating = 0;
     t->st.step = done; /* the device's counter did the same; the rest is read back */
     t->unread = 1;
     if (t->dp.world > 1) /* the step's boundary in the global stream, not this rank's last item */
@@ -867,9 +872,7 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
     if (t->data_dev != t->model_dev) tandem_nvml_fields_add(&t->nvml, x, "data", t->data_dev);
     t->util_model = tandem_nvml_fields_util(&t->nvml, t->model_dev);
     t->util_data = t->data_dev != t->model_dev ? tandem_nvml_fields_util(&t->nvml, t->data_dev) : t->util_model;
-    tandem_status st = tandem_metrics_end(x);
-    if (st == TANDEM_E_IO) t->metrics_failed = 1;
-    return st;
+    return tandem_metrics_end(x);
 }
 
 /* Validation when due (every val_every steps and at the last), then the metrics line when due
@@ -878,13 +881,18 @@ static tandem_status write_metrics(tandem_trainer *t, const tandem_step_metrics 
 static tandem_status validate_and_log(tandem_trainer *t, run_totals *r, tandem_step_metrics *m) {
     const int64_t done = m->step, max_steps = t->cfg.max_steps;
     int validated = 0;
-    if (t->val.pipe && (done % t->cfg.val_every == 0 || done == max_steps)) {
-        TANDEM_TRY(tandem_validation_run(&t->val, &t->model, t->s, &t->optim, t->fig_mel ? t->fig : NULL,
-                                         done, &m->val_l1, &m->val_stop_bce));
+    if (t->val.pipe && !t->val.failed && (done % t->cfg.val_every == 0 || done == max_steps)) {
+        tandem_status vs = tandem_validation_run(&t->val, &t->model, t->s, &t->optim, t->fig_mel ? t->fig : NULL,
+                                                 done, &m->val_l1, &m->val_stop_bce);
+        TANDEM_TRY(tandem_run_end_validation(&t->val, vs, done)); /* else a warning: validation off */
+        validated = vs == TANDEM_OK;
+    }
+    if (validated) {
         eval_metrics(t, m);
-        if (t->writer) TANDEM_TRY(tandem_run_ckpt_best(&t->ck, &t->st, t->next_pos, m->val_l1));
+        if (t->writer)
+            TANDEM_TRY(tandem_run_end_aux(tandem_run_ckpt_best(&t->ck, &t->st, t->next_pos, m->val_l1),
+                                          "the best checkpoint (" TANDEM_CKPT_BEST_NAME ")", done));
         tandem_run_tb_samples(&t->tb, t->val.speak.samples_dir, done, t->val.speak.n_tests);
-        validated = 1;
         if (r->S.val_l1_first < 0) r->S.val_l1_first = m->val_l1;
         r->S.val_l1_last = m->val_l1;
     }
@@ -980,21 +988,13 @@ static tandem_status run_loop(tandem_trainer *t, run_totals *r) {
     return TANDEM_OK;
 }
 
-/* The final checkpoint, the pipelines stopped (with the run's error, if any), the summary. */
-/* A metrics.jsonl write failed (a full disk): keep the steps trained so far if a checkpoint still
- * fits, then end with the write's error. */
-static void save_after_metrics_error(tandem_trainer *t, const run_totals *r) {
-    if (!t->metrics_failed || r->saved_at_end || r->S.steps_run == 0) return;
-    char why[1024];
-    snprintf(why, sizeof why, "%s", tandem_last_error());
-    if (save_checkpoint(t) == TANDEM_OK)
-        tandem_logf(TANDEM_LOG_WARN, "metrics write failed; checkpoint of step %" PRId64 " written before stopping",
-                    t->st.step);
-    else
-        tandem_logf(TANDEM_LOG_ERROR, "metrics write failed, and so did the final checkpoint: %s",
-                    tandem_last_error());
-    tandem_fail(TANDEM_E_IO, "%s", why);
+static tandem_status save_final(void *user) {
+    tandem_trainer *t = user;
+    if (t->unread) TANDEM_TRY(read_back(t)); /* lazy mode: the counters of the steps queued */
+    return save_checkpoint(t);
 }
+
+static const char *last_path(void *user) { return tandem_checkpoint_last_path(((tandem_trainer *)user)->ck.writer); }
 
 /* The run's verdict and the data path's stage times into the summary. */
 static void summary_verdict(const tandem_trainer *t, const tandem_pipeline_stats *pst, const run_totals *r,
@@ -1019,10 +1019,15 @@ static void summary_verdict(const tandem_trainer *t, const tandem_pipeline_stats
     S->real_frames_pct = tandem_run_buckets_run(&t->rb);
 }
 
+/* The final checkpoint (after a failure too: run_end.h), the pipelines stopped (with the run's error,
+ * if any), the summary. */
 static tandem_status run_end(tandem_trainer *t, run_totals *r, tandem_status st, tandem_trainer_summary *sum) {
     if (st == TANDEM_OK && t->unread) st = read_back(t); /* stopped on a step not read back */
     if (st == TANDEM_OK && !r->saved_at_end && r->S.steps_run > 0) st = save_checkpoint(t);
-    if (st == TANDEM_E_IO) save_after_metrics_error(t, r);
+    if (st != TANDEM_OK && t->writer && !r->saved_at_end && r->S.steps_run > 0) /* keep the steps trained */
+        st = tandem_run_end_failed(st, tandem_run_end_unsaved(st, t->st.skipped_in_row >= t->cfg.max_nonfinite,
+                                                              t->updating), t->st.step, save_final, t, last_path);
+    t->rd.unstarted = t->st.step == 0; /* nothing trained: leave nothing that blocks a retry */
     char why[1024] = "";
     if (st != TANDEM_OK) {
         t->run_failed = 1;

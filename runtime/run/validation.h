@@ -35,6 +35,7 @@ typedef struct tandem_validation {
     tandem_pool *data_pool, *model_pool;
     tandem_pipeline *pipe;         /* NULL: no validation */
     int started;
+    int failed;                    /* a validation failed: none runs again (run_end.h) */
     int32_t fig_len;               /* the figure utterance's real frames, read back with its mel */
     tandem_val_speak speak;        /* free-running evaluation (val_speak.h); speak.syn NULL: off */
 } tandem_validation;

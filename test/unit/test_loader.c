@@ -377,7 +377,7 @@ static void test_bad_files_skipped(void **state) {
         for (int i = 0; i < c.n; i++) {
             if (is_good(c.kind[i])) continue;
             char want[400];
-            snprintf(want, sizeof want, "loader: skipping 'u%d': ", i);
+            snprintf(want, sizeof want, "loader: skipping 'u%d' this time: ", i);
             const char *line = strstr(log, want);
             if (!line) fail_msg("no skip logged for u%d; log:\n%s", i, log);
             const char *end = strchr(line, '\n');
@@ -448,15 +448,18 @@ static void test_bad_file_reported_once(void **state) {
     const char *log = tandem_test_log_text();
     for (int i = 1; i < 4; i += 2) {
         char want[64];
-        snprintf(want, sizeof want, "loader: skipping 'u%d': ", i);
+        snprintf(want, sizeof want, "loader: skipping 'u%d' this time: ", i);
         int n = 0;
         for (const char *p = log; (p = strstr(p, want)) != NULL; p++) n++;
         if (n != 1) fail_msg("u%d: %d skip lines, want 1 (counted %llu failures); log:\n%s", i, n,
                              (unsigned long long)st.decode_failures, log);
         const char *line = strstr(log, want), *end = strchr(line, '\n');
         if (!strstr(line, c.path[i]) || strstr(line, c.path[i]) > end) fail_msg("u%d: the file is not named", i);
+        /* it is retried at every visit (a file may be fixed meanwhile): the line says so */
+        if (!strstr(line, "tried again at each visit") || strstr(line, "tried again") > end)
+            fail_msg("u%d: the line does not say the file is tried again", i);
     }
-    const char *huge = strstr(log, "loader: skipping 'u1': ");
+    const char *huge = strstr(log, "loader: skipping 'u1' this time: ");
     assert_true(strstr(huge, "full scale") && strstr(huge, "full scale") < strchr(huge, '\n'));
     tandem_loader_destroy(l);
     tandem_text_index_free(&ix);

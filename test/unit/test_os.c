@@ -2,6 +2,7 @@
  * file errors, threads with mutex/condvar, timed waits, the monotonic clock, the log hook,
  * the per-thread error message and the allocation counter. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -141,6 +142,32 @@ static void test_read_missing_names_path(void **state) {
     assert_int_equal(len, 0);
     assert_non_null(strstr(tandem_last_error(), path));
     assert_false(tandem_file_exists(path));
+}
+
+/* Out of file descriptors (EMFILE): an input's open says it is the process's limit, names the
+ * file and `ulimit -n`; tandem_file_fds_check says the same, and OK once one is free. In a child. */
+static void test_fd_limit_named(void **state) {
+    (void)state;
+    char path[320];
+    snprintf(path, sizeof path, "%s/fd-%llu.txt", scratch, (unsigned long long)tandem_rng_next(&rng));
+    CHECK(tandem_file_write_atomic(path, "x", 1));
+    const int pid = tandem_test_fork(64);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int last = -1;
+        for (int f; (f = open("/dev/null", O_RDONLY)) >= 0;) last = f;
+        int fd = -1, ok = 1;
+        ok &= tandem_file_open_input(path, 0, NULL, &fd, NULL) == TANDEM_E_IO;
+        printf("child: %s\n", tandem_last_error());
+        ok &= strstr(tandem_last_error(), path) && strstr(tandem_last_error(), "ulimit -n") &&
+              strstr(tandem_last_error(), "system limit");
+        ok &= tandem_file_fds_check() == TANDEM_E_IO && strstr(tandem_last_error(), "ulimit -n");
+        close(last);
+        ok &= tandem_file_fds_check() == TANDEM_OK;
+        fflush(stdout);
+        _exit(ok ? 0 : 1);
+    }
+    assert_int_equal(tandem_test_child_exit(pid), 0);
 }
 
 static void test_read_proc_file(void **state) {
@@ -417,6 +444,7 @@ int main(void) {
         cmocka_unit_test(test_atomic_write_missing_dir),
         cmocka_unit_test(test_read_missing_names_path),
         cmocka_unit_test(test_read_proc_file),
+        cmocka_unit_test(test_fd_limit_named),
         cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_producer_consumer),
         cmocka_unit_test(test_timed_wait_times_out),

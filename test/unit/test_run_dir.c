@@ -18,6 +18,9 @@
  *                ends the run with a checkpoint within the deadline (class 3); every WAV turned
  *                into a 64 GiB sparse ("endless") file mid-run: the ring drains, and a stop
  *                request from another thread still ends the run with a checkpoint within 5 s.
+ *   endings:     the training data unreadable mid-run ends the run after a checkpoint of the last
+ *                completed step; an unreadable held-out set, a blocked samples/ or ckpt-best are
+ *                warnings; a non-finite end writes none; a stop lands between micro-batches.
  * Seed printed; replay with TANDEM_TEST_SEED.
  */
 #include <errno.h>
@@ -239,6 +242,8 @@ static void fallback_case(int kind) {
     else if (kind == 3) poke_data(p4, 1, 0xbf800000u); /* -1 in the last second moment */
     else if (kind == 4) rewrite_header(p4, "\"sampler_epoch\":\"", "\"sampler_epoch\":\"922337203685477580");
     else rewrite_header(p4, "d_model: 16\\n", "d_model: 8192\\n"); /* a header claiming ~2.4 GB */
+    size_t n_bad = 0;
+    char *bad = tandem_test_read_file_ok(p4, &n_bad);
     small_config(&cfg, data, out, 6, 2);
     tandem_test_log_capture(TANDEM_LOG_WARN);
     tandem_status st = train(&cfg, out, 0, &sum);
@@ -253,6 +258,14 @@ static void fallback_case(int kind) {
     static const char *const why[] = {"non-finite", "non-finite", "sampler_position", "never negative",
                                       "sampler_epoch", "does not describe"};
     assert_non_null(strstr(log, why[kind]));
+    /* the skipped newer checkpoint was set aside whole, not overwritten by this line's step 4 */
+    char aside[400];
+    snprintf(aside, sizeof aside, "%s/skipped-1/ckpt-00000004.safetensors", out);
+    size_t n_aside = 0;
+    char *kept = tandem_test_read_file_ok(aside, &n_aside);
+    assert_true(n_aside == n_bad && memcmp(kept, bad, n_bad) == 0);
+    assert_true(exists(out, "ckpt-00000004.safetensors"));
+    free(kept), free(bad);
 }
 
 static void test_fallback_nan_param(void **state) { (void)state; fallback_case(0); }
@@ -540,6 +553,308 @@ static void test_endless_file_stop(void **state) {
     tandem_trainer_destroy(e.t);
 }
 
+/* ---- endings (issue 27): what fails after trained steps keeps them ---- */
+
+/* Every WAV of dir renamed over by a FIFO (never read: "not a regular file"). */
+static int fifo_all(const char *dir) {
+    int n = 0;
+    for (int i = 0; i < 7; i++) {
+        char p[400], tmp[420];
+        snprintf(p, sizeof p, "%s/wavs/u%d.wav", dir, i);
+        snprintf(tmp, sizeof tmp, "%s.fifo", p);
+        n += mkfifo(tmp, 0644) == 0 && rename(tmp, p) == 0;
+    }
+    return n;
+}
+
+typedef struct ending {
+    char data[300], val[300], out[300];
+    int at, mode, done; /* at step `at`, mode: 0 train data, 1 val data unreadable, 2 samples/, 3 ckpt-best */
+    tandem_trainer *t;
+    tandem_thread stopper;
+    int stopper_started;
+    uint64_t t_req;
+    char why[2048]; /* the run's error */
+} ending;
+
+static void ending_on_step(void *user, const tandem_step_metrics *m) {
+    ending *e = user;
+    if (m->step != e->at || e->done) return;
+    e->done = 1;
+    char p[400];
+    if (e->mode == 0) assert_int_equal(fifo_all(e->data), 7);
+    if (e->mode == 1) assert_int_equal(fifo_all(e->val), 7);
+    if (e->mode == 2) { /* samples/ becomes a file: every WAV write fails (ENOTDIR) */
+        snprintf(p, sizeof p, "%s/samples", e->out);
+        assert_int_equal(tandem_test_rmtree(p), 0);
+        fclose(fopen(p, "w"));
+    }
+    if (e->mode == 4) /* every file descriptor this process may open, taken */
+        while (open("/dev/null", O_RDONLY) >= 0) continue;
+    if (e->mode == 3) { /* a directory where the best checkpoint goes */
+        snprintf(p, sizeof p, "%s/ckpt-best.safetensors", e->out);
+        unlink(p);
+        assert_int_equal(mkdir(p, 0755), 0);
+    }
+}
+
+static tandem_status run_ending(ending *e, const tandem_config *cfg, tandem_trainer_summary *sum) {
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    o.on_step = ending_on_step;
+    o.on_step_user = e;
+    CHECK(tandem_trainer_create(cfg, &o, &e->t));
+    e->done = 0;
+    tandem_status st = tandem_trainer_run(e->t, sum);
+    snprintf(e->why, sizeof e->why, "%s", tandem_last_error()); /* destroy may set messages of its own */
+    tandem_trainer_destroy(e->t);
+    e->t = NULL;
+    return st;
+}
+
+/* The training data turns unreadable mid-run (every WAV a FIFO): the run ends with the loader's
+ * error, after a checkpoint of the last completed step, which a resume takes. */
+static void test_data_error_checkpoints(void **state) {
+    (void)state;
+    static ending e;
+    memset(&e, 0, sizeof e);
+    fresh(e.data, e.out, sizeof e.data);
+    e.at = 3;
+    tandem_config cfg;
+    small_config(&cfg, e.data, e.out, 1000, 0);
+    tandem_trainer_summary sum;
+    tandem_status st = run_ending(&e, &cfg, &sum);
+    printf("training data unreadable at step 3: %s: %s; last step %lld\n", tandem_status_name(st), e.why,
+           (long long)sum.last_step);
+    assert_int_not_equal(st, TANDEM_OK);
+    assert_true(sum.last_step >= 3 && sum.last_step < 1000);
+    char ck[64];
+    snprintf(ck, sizeof ck, "ckpt-%08lld.safetensors", (long long)sum.last_step);
+    assert_true(exists(e.out, ck));
+    assert_non_null(strstr(e.why, "written first"));
+    assert_non_null(strstr(e.why, ck));
+}
+
+/* A fresh corpus, run directory and held-out set of n_val utterances (validated every 2 steps). */
+static void with_val(ending *e, tandem_config *cfg, int n_val, int max_steps) {
+    memset(e, 0, sizeof *e);
+    fresh(e->data, e->out, sizeof e->data);
+    snprintf(e->val, sizeof e->val, "%s/val_%d", root, seq++);
+    tandem_rng r = {seed ^ (uint64_t)seq};
+    tiny_corpus_write(e->val, n_val, MAX_FRAMES, &r);
+    small_config(cfg, e->data, e->out, max_steps, 0);
+    snprintf(cfg->val_data, sizeof cfg->val_data, "%s", e->val);
+    CHECK(tandem_config_set(cfg, "val_every", "2"));
+}
+
+/* The held-out set unreadable, samples/ a file, a directory at ckpt-best: each a warning, the run
+ * reaches max_steps and its final checkpoint. */
+static void aux_case(int mode, const char *expect) {
+    static ending e;
+    tandem_config cfg;
+    with_val(&e, &cfg, 7, 8);
+    e.at = 1, e.mode = mode;
+    if (mode == 2) CHECK(tandem_config_set(&cfg, "test_sentences", "a test."));
+    tandem_trainer_summary sum;
+    tandem_test_log_capture(TANDEM_LOG_WARN);
+    tandem_status st = run_ending(&e, &cfg, &sum);
+    char log[4096];
+    snprintf(log, sizeof log, "%s", tandem_test_log_text());
+    tandem_test_log_stop();
+    printf("mode %d: %s (%s); last step %lld; warnings:\n%s", mode, tandem_status_name(st),
+           st ? e.why : "", (long long)sum.last_step, log);
+    CHECK(st);
+    assert_int_equal(sum.last_step, 8);
+    assert_true(exists(e.out, "ckpt-00000008.safetensors"));
+    if (!strstr(log, expect)) fail_msg("expected a warning with '%s'", expect);
+}
+
+static void test_val_unreadable_goes_on(void **state) { (void)state; aux_case(1, "validation failed"); }
+static void test_samples_blocked_goes_on(void **state) { (void)state; aux_case(2, "sample not written"); }
+static void test_best_blocked_goes_on(void **state) { (void)state; aux_case(3, "ckpt-best.safetensors) failed"); }
+
+/* The run ends on non-finite steps: no checkpoint of that state, and the error says so. */
+static void test_nonfinite_end_no_checkpoint(void **state) {
+    (void)state;
+    char data[300], out[300];
+    fresh(data, out, sizeof data);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 20, 0);
+    CHECK(tandem_config_set(&cfg, "max_nonfinite", "2"));
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    o.nonfinite_from = 2, o.nonfinite_count = 5;
+    tandem_trainer_summary sum;
+    tandem_status st = tandem_test_train_run(&cfg, &o, &sum);
+    printf("non-finite end: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_equal(st, TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "no final checkpoint"));
+    assert_false(exists(out, "ckpt-00000004.safetensors"));
+}
+
+/* A stop request during a step of 1024 micro-batches ends the run between two of them: the step
+ * is dropped, the checkpoint is of the step before, and the run returns within a second. */
+static void *stop_soon(void *arg) {
+    ending *e = arg;
+    usleep(20 * 1000);
+    e->t_req = tandem_now_ns();
+    tandem_trainer_request_stop(e->t);
+    return NULL;
+}
+
+static void stop_on_step(void *user, const tandem_step_metrics *m) {
+    ending *e = user;
+    if (m->step == 1) e->stopper_started = tandem_thread_start(&e->stopper, stop_soon, e, "test-stop") == TANDEM_OK;
+}
+
+static void test_stop_between_micro_batches(void **state) {
+    (void)state;
+    static ending e;
+    memset(&e, 0, sizeof e);
+    fresh(e.data, e.out, sizeof e.data);
+    tandem_config cfg;
+    small_config(&cfg, e.data, e.out, 10, 0);
+    CHECK(tandem_config_set(&cfg, "grad_accum", "1024"));
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    o.on_step = stop_on_step;
+    o.on_step_user = &e;
+    CHECK(tandem_trainer_create(&cfg, &o, &e.t));
+    tandem_trainer_summary sum;
+    const uint64_t t0 = tandem_now_ns();
+    CHECK(tandem_trainer_run(e.t, &sum));
+    const uint64_t t1 = tandem_now_ns();
+    if (e.stopper_started) tandem_thread_join(&e.stopper);
+    tandem_trainer_destroy(e.t);
+    const double after_ms = (double)(t1 - e.t_req) * 1e-6;
+    printf("grad_accum 1024: stop requested 20 ms into step 2, run returned %.0f ms later (whole run %.0f ms), "
+           "last step %lld\n", after_ms, (double)(t1 - t0) * 1e-6, (long long)sum.last_step);
+    assert_true(e.stopper_started && sum.stopped_by_request);
+    assert_int_equal(sum.last_step, 1);
+    assert_true(exists(e.out, "ckpt-00000001.safetensors"));
+    assert_true(after_ms < 1000.0);
+    small_config(&cfg, e.data, e.out, 2, 0); /* the resume repeats step 2 from its first batch */
+    CHECK(tandem_config_set(&cfg, "grad_accum", "1024"));
+    CHECK(train(&cfg, e.out, 0, &sum));
+    assert_int_equal(sum.first_step, 1);
+}
+
+/* --resume on a live run's directory before its first checkpoint: "in use by pid N", not "no usable
+ * checkpoint" (the CLI reads the run's config from its checkpoint before the trainer locks). */
+static void test_resume_live_run_in_use(void **state) {
+    (void)state;
+    char data[300], out[300];
+    fresh(data, out, sizeof data);
+    tandem_config cfg, rc;
+    small_config(&cfg, data, out, 2, 0);
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    tandem_trainer *a = NULL;
+    CHECK(tandem_trainer_create(&cfg, &o, &a)); /* holds the lock, no checkpoint yet */
+    tandem_config_init(&rc);
+    tandem_status st = tandem_trainer_resume_config(out, &rc);
+    printf("resume config of a live run: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %ld", (long)getpid());
+    assert_int_equal(st, TANDEM_E_STATE);
+    assert_non_null(strstr(tandem_last_error(), pid));
+    tandem_trainer_destroy(a);
+    st = tandem_trainer_resume_config(out, &rc); /* the lock went with it: the plain answer again */
+    assert_int_equal(st, TANDEM_E_INVALID);
+    assert_non_null(strstr(tandem_last_error(), "no usable checkpoint"));
+}
+
+/* A fresh run that fails before step 1 (its training data unreadable after the step-0 validation
+ * wrote metrics, samples and events) leaves nothing that blocks the same command again. */
+static void test_failed_start_retry(void **state) {
+    (void)state;
+    static ending e;
+    tandem_config cfg;
+    with_val(&e, &cfg, 3, 2);
+    CHECK(tandem_config_set(&cfg, "test_sentences", "a test."));
+    tandem_trainer_options o;
+    tandem_trainer_options_init(&o);
+    o.backend = tandem_test_backend();
+    tandem_trainer *t = NULL;
+    tandem_trainer_summary sum;
+    CHECK(tandem_trainer_create(&cfg, &o, &t));
+    assert_int_equal(fifo_all(e.data), 7);
+    tandem_status st = tandem_trainer_run(t, &sum);
+    printf("failed before step 1: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_not_equal(st, TANDEM_OK);
+    assert_int_equal(sum.last_step, 0);
+    tandem_trainer_destroy(t);
+    assert_false(exists(e.out, "metrics.jsonl"));
+    assert_false(exists(e.out, "samples"));
+    for (int i = 0; i < 7; i++) { /* the data readable again, the same command */
+        char p[400];
+        snprintf(p, sizeof p, "%s/wavs/u%d.wav", e.data, i);
+        unlink(p);
+    }
+    tandem_rng r2 = {seed + (uint64_t)(seq - 2)};
+    tiny_corpus_write(e.data, 7, MAX_FRAMES, &r2);
+    CHECK(train(&cfg, NULL, 0, &sum));
+    assert_int_equal(sum.last_step, 2);
+}
+
+/* Out of file descriptors mid-run (EMFILE): the loader fails at once with TANDEM_E_IO naming the
+ * limit and `ulimit -n`, not after an epoch of "bad files" with TANDEM_E_FORMAT (a data error). In
+ * a child: the descriptors stay taken. */
+static void test_fd_limit_is_a_system_error(void **state) {
+    (void)state;
+    static ending e;
+    memset(&e, 0, sizeof e);
+    fresh(e.data, e.out, sizeof e.data);
+    e.at = 2, e.mode = 4;
+    tandem_config cfg;
+    small_config(&cfg, e.data, e.out, 1000, 0);
+    const int pid = tandem_test_fork(256);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tandem_trainer_summary sum;
+        tandem_status st = run_ending(&e, &cfg, &sum);
+        printf("child, out of descriptors at step 2: %s: %s\n", tandem_status_name(st), e.why);
+        fflush(stdout);
+        _exit(st == TANDEM_E_IO && strstr(e.why, "ulimit -n") && strstr(e.why, "system limit") ? 0 : 1);
+    }
+    assert_int_equal(tandem_test_child_exit(pid), 0);
+}
+
+/* metadata.csv loses rows between runs: the newest checkpoint's sampler position is past the data.
+ * The resume is refused naming the change (rows and listing hash, then and now) instead of going on
+ * from the older checkpoint, which would overwrite the newest; both stay as they were. */
+static void test_dataset_change_named(void **state) {
+    (void)state;
+    char data[300], out[300], meta[400];
+    fresh(data, out, sizeof data);
+    tandem_config cfg;
+    small_config(&cfg, data, out, 8, 4); /* ckpt 4 at position 2, ckpt 8 at position 4 of 7 */
+    tandem_trainer_summary sum;
+    CHECK(train(&cfg, NULL, 0, &sum));
+    snprintf(meta, sizeof meta, "%s/metadata.csv", data);
+    size_t n = 0;
+    char *csv = tandem_test_read_file_ok(meta, &n);
+    char *cut = csv;
+    for (int i = 0; i < 4 && cut; i++) cut = strchr(cut, '\n') ? strchr(cut, '\n') + 1 : NULL;
+    assert_non_null(cut);
+    tandem_test_write_file(meta, csv, (size_t)(cut - csv)); /* 4 rows of 7 */
+    free(csv);
+    small_config(&cfg, data, out, 12, 4);
+    tandem_status st = train(&cfg, out, 0, &sum);
+    printf("dataset shrunk: %s: %s\n", tandem_status_name(st), tandem_last_error());
+    assert_int_equal(st, TANDEM_E_INVALID);
+    const char *e = tandem_last_error();
+    assert_non_null(strstr(e, "dataset changed"));
+    assert_non_null(strstr(e, "ckpt-00000008.safetensors"));
+    assert_non_null(strstr(e, "7 usable utterances"));
+    assert_non_null(strstr(e, "listing hash"));
+    assert_true(exists(out, "ckpt-00000008.safetensors") && exists(out, "ckpt-00000004.safetensors"));
+}
+
 static int setup(void **state) {
     (void)state;
     seed = tandem_test_seed("test_run_dir");
@@ -567,6 +882,16 @@ int main(void) {
         cmocka_unit_test(test_metrics_full_then_checkpoint),
         cmocka_unit_test(test_fifo_mid_run),
         cmocka_unit_test(test_endless_file_stop),
+        cmocka_unit_test(test_data_error_checkpoints),
+        cmocka_unit_test(test_val_unreadable_goes_on),
+        cmocka_unit_test(test_samples_blocked_goes_on),
+        cmocka_unit_test(test_best_blocked_goes_on),
+        cmocka_unit_test(test_nonfinite_end_no_checkpoint),
+        cmocka_unit_test(test_stop_between_micro_batches),
+        cmocka_unit_test(test_resume_live_run_in_use),
+        cmocka_unit_test(test_failed_start_retry),
+        cmocka_unit_test(test_fd_limit_is_a_system_error),
+        cmocka_unit_test(test_dataset_change_named),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
