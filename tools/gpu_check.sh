@@ -205,7 +205,7 @@ else
 fi
 if [ -z "$SMOKE" ] && optional && command -v compute-sanitizer > /dev/null; then
     run_step 120 "$L/memcheck.log" compute-sanitizer --tool memcheck --print-limit 10 "$TANDEM" train \
-        --config configs/tiny.yaml --batch-size 2 --precision bf16 --train-data "$DATA" --val-every 0 \
+        --config configs/tiny.yaml --text-input chars --batch-size 2 --precision bf16 --train-data "$DATA" --val-every 0 \
         --checkpoint-every 0 --backend cuda --attention fused --cuda-graphs false --out "$L/runs/san" \
         --max-steps 1 --log-every 1
     rc=$?
