@@ -87,6 +87,18 @@ gen=$(grep -E '^generated' "$out/synth.log" || true)
 # length: the recording's frames (hop 256 at 22050 Hz).
 stop=$(grep -E '^stop:' "$out/synth.log" || true)
 true_frames=$(( ($(stat -c %s "$corpus/wavs/$id.wav") - 44) / 2 / 256 ))
+# What to listen for in synth.wav, from the last validation's free-running figures: speech is
+# identified among the held-out sentences and moves like its recording (docs/TRAINING.md).
+ident=$(field eval_ident | tail -1); specvar=$(field eval_spec_var | tail -1)
+if awk -v i="${ident:-0}" -v v="${specvar:-0}" 'BEGIN { exit !(i >= 0.9 && v >= 0.5) }'; then
+  listen="listen to $out/synth.wav: speech — the held-out sentences were identified (${ident}) and
+             move like their recordings (spectral variation ${specvar})"
+else
+  listen="listen to $out/synth.wav: not yet speech at this budget (held-out identified ${ident:-n/a},
+             spectral variation ${specvar:-n/a}; a drone is 0, speech 1) — expect about the right
+             length and pauses, sounds that are not yet words; make bench-speak measures how far
+             4000 steps get (docs/BENCHMARKS-training.md, \"Does it speak?\")"
+fi
 if grep -q '^stop: fired' "$out/synth.log"; then
   speak="stopped by itself: ${stop#stop: } — the recording has about ${true_frames} frames"
 else
@@ -109,6 +121,7 @@ past warm-up $(tail_avg samples_per_s) samples/s, data wait ${wait_pct} % of ste
              model device busy $(tail_avg model_busy_pct) %, data device busy $(tail_avg data_busy_pct) %, step $(tail_avg step_ms) ms
 synthesis    ${gen:-see $out/synth.log}
              ${speak}
+             ${listen}
 free-running ${eval_line:-n/a} (last validation; docs/TRAINING.md)
 
 outputs
