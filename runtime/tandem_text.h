@@ -51,6 +51,20 @@ int tandem_symbols_count(void);
 tandem_status tandem_text_normalize_into(const char *text, size_t len, char *out, size_t cap,
                                          size_t *needed, tandem_lang *lang);
 
+/* A sentence of a longer text: text[offset .. offset + length), white space trimmed. */
+typedef struct tandem_text_span {
+    size_t offset, length;
+} tandem_text_span;
+
+/* Cut text[0..len) (UTF-8) into sentences, so that a text longer than a model's max_text is
+ * synthesized sentence by sentence: a sentence ends after . ! ? ; … or the Persian ؟ ۔ when
+ * white space or the end follows (so "3.5" and "e.g." inside a word stay whole); the marks stay
+ * with their sentence; pieces with no letter or digit are dropped. *n receives the count
+ * (0 for a blank text). More than cap sentences → TANDEM_E_INVALID naming cap (spans hold the
+ * first cap). Allocates nothing. */
+tandem_status tandem_text_split_sentences(const char *text, size_t len, tandem_text_span *spans,
+                                          int cap, int *n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,7 +27,9 @@ static void usage(FILE *f) {
             "earlier positions' keys and values (same output, slower; for comparison).\n"
             "--prenet-dropout P keeps the training's prenet dropout while generating (0 = off,\n"
             "the default; masks drawn from --seed; needs the key/value cache).\n"
-            "Prints where the stop fired and the stop probability of the last frames.\n",
+            "Prints where the stop fired and the stop probability of the last frames.\n"
+            "A text of several sentences (ended by . ! ? ; followed by a space) is synthesized\n"
+            "sentence by sentence into one WAV, 0.25 s of silence between them.\n",
             TANDEM_SYNTH_DEFAULT_GL_ITERS);
 }
 
@@ -82,6 +84,64 @@ static void report(const tandem_synth_result *r, const char *out, const char *me
            dur > 0 ? (r->seconds + r->vocode_seconds) / dur : 0.0);
 }
 
+/* Longer texts: at most this many sentences, each a run of its own, 0.25 s of silence between. */
+enum { SYNTH_MAX_SENTENCES = 256, SYNTH_GAP_SAMPLES = 5512 };
+
+/* Sentence k of text as a NUL-terminated string in buf[cap]. */
+static void sentence_text(const char *text, const tandem_text_span *sp, char *buf, size_t cap) {
+    const size_t n = sp->length < cap - 1 ? sp->length : cap - 1;
+    memcpy(buf, text + sp->offset, n);
+    buf[n] = 0;
+}
+
+/* Each sentence generated and vocoded on its own; the audio (and mels) joined into one file. */
+static tandem_status synthesize_sentences(tandem_synth *s, const char *text, const tandem_text_span *spans,
+                                          int n, tandem_lang lang, const char *out, const char *mel_out,
+                                          int n_mels) {
+    float *audio = NULL, *mel = NULL;
+    int64_t samples = 0, frames = 0;
+    tandem_status st = TANDEM_OK;
+    char buf[4096];
+    for (int k = 0; k < n && st == TANDEM_OK; k++) {
+        sentence_text(text, &spans[k], buf, sizeof buf);
+        tandem_synth_result r;
+        st = tandem_synth_run(s, buf, lang, NULL, &r);
+        if (st != TANDEM_OK) {
+            fprintf(stderr, "tandem synth: sentence %d of %d (\"%.60s\"):\n", k + 1, n, buf);
+            break;
+        }
+        const int64_t gap = k + 1 < n ? SYNTH_GAP_SAMPLES : 0;
+        float *a = realloc(audio, (size_t)(samples + r.samples + gap) * sizeof *a);
+        float *m = realloc(mel, (size_t)(frames + r.frames) * n_mels * sizeof *m);
+        if (a) audio = a;
+        if (m) mel = m;
+        if (!a || !m) {
+            st = TANDEM_E_NOMEM;
+            fprintf(stderr, "tandem synth: out of memory joining sentence %d\n", k + 1);
+            break;
+        }
+        if (r.audio) memcpy(audio + samples, r.audio, (size_t)r.samples * sizeof *audio);
+        memset(audio + samples + r.samples, 0, (size_t)gap * sizeof *audio);
+        memcpy(mel + frames * n_mels, r.mel, (size_t)r.frames * n_mels * sizeof *mel);
+        samples += r.samples + gap;
+        frames += r.frames;
+        printf("sentence %d/%d: %d tokens (%s), %d frames, stop: %s\n", k + 1, n, r.tokens,
+               tandem_lang_name(r.lang), r.frames,
+               r.stop == TANDEM_SYNTH_STOP_HEAD ? "stop head" : "frame limit (the stop head never fired)");
+    }
+    if (st == TANDEM_OK) st = tandem_wav_write_pcm16(out, audio, samples, TANDEM_FEATURE_SAMPLE_RATE);
+    if (st == TANDEM_OK && mel_out) {
+        const int64_t shape[2] = {frames, n_mels};
+        st = tandem_npy_write_f32(mel_out, mel, 2, shape);
+    }
+    if (st == TANDEM_OK)
+        printf("audio: %.2f s at %d Hz, %d sentences → %s%s%s\n", (double)samples / TANDEM_FEATURE_SAMPLE_RATE,
+               TANDEM_FEATURE_SAMPLE_RATE, n, out, mel_out ? "; mel → " : "", mel_out ? mel_out : "");
+    free(audio);
+    free(mel);
+    return st;
+}
+
 /* Open, run, write; the exit code. */
 static int synthesize(const char *ckpt, const tandem_synth_options *o, const char *text,
                       tandem_lang lang, const char *out, const char *mel_out) {
@@ -118,6 +178,14 @@ static int synthesize(const char *ckpt, const tandem_synth_options *o, const cha
         printf("%s)\n", info.speakers > 8 ? " ..." : "");
     }
     tandem_synth_result r;
+    tandem_text_span spans[SYNTH_MAX_SENTENCES];
+    int n = 0;
+    if (st == TANDEM_OK) st = tandem_text_split_sentences(text, strlen(text), spans, SYNTH_MAX_SENTENCES, &n);
+    if (st == TANDEM_OK && n > 1) { /* sentence by sentence, one WAV */
+        st = synthesize_sentences(s, text, spans, n, lang, out, mel_out, info.n_mels);
+        tandem_synth_close(s);
+        return cli_fail("synth", st);
+    }
     if (st == TANDEM_OK) st = tandem_synth_run(s, text, lang, NULL, &r);
     if (st == TANDEM_OK) st = tandem_wav_write_pcm16(out, r.audio, r.samples, r.sample_rate);
     if (st == TANDEM_OK && mel_out) {

@@ -284,6 +284,37 @@ static void test_random_numbers(void **state) {
     }
 }
 
+/* ---- sentences ---- */
+
+static void expect_split(const char *text, int want_n, const char *const *want) {
+    tandem_text_span sp[8];
+    int n = -1;
+    assert_int_equal(tandem_text_split_sentences(text, strlen(text), sp, 8, &n), TANDEM_OK);
+    if (n != want_n) fail_msg("'%s': %d sentences, want %d", text, n, want_n);
+    for (int k = 0; k < n; k++)
+        if (sp[k].length != strlen(want[k]) || memcmp(text + sp[k].offset, want[k], sp[k].length) != 0)
+            fail_msg("'%s': sentence %d is '%.*s', want '%s'", text, k, (int)sp[k].length, text + sp[k].offset,
+                     want[k]);
+}
+
+static void test_sentences(void **state) {
+    (void)state;
+    const char *a[] = {"Hello there.", "How are you?!", "Fine;", "thanks"};
+    expect_split("  Hello there. How are you?!  Fine; thanks  ", 4, a);
+    const char *b[] = {"Version 3.5 is out...", "e.g.x stays."};
+    expect_split("Version 3.5 is out... e.g.x stays.", 2, b); /* marks inside a word do not cut */
+    const char *c[] = {"سلام؟", "خوبم."};
+    expect_split("سلام؟ خوبم.", 2, c);
+    const char *d[] = {"one"};
+    expect_split(" . ! one", 1, d); /* pieces without a letter are dropped */
+    expect_split("   ", 0, NULL);
+    tandem_text_span sp[2];
+    int n = 0;
+    assert_int_equal(tandem_text_split_sentences("a. b. c.", 8, sp, 2, &n), TANDEM_E_INVALID);
+    assert_int_equal(n, 2);
+    assert_int_equal(tandem_text_split_sentences(NULL, 0, sp, 2, &n), TANDEM_E_INVALID);
+}
+
 /* ---- symbols ---- */
 
 static void test_symbols(void **state) {
@@ -346,7 +377,8 @@ int main(void) {
         cmocka_unit_test(test_utf8_invalid),    cmocka_unit_test(test_utf8_roundtrip),
         cmocka_unit_test(test_english_numbers), cmocka_unit_test(test_english_text),
         cmocka_unit_test(test_persian),         cmocka_unit_test(test_mixed_script),
-        cmocka_unit_test(test_random_numbers),  cmocka_unit_test(test_symbols),
+        cmocka_unit_test(test_random_numbers),  cmocka_unit_test(test_sentences),
+        cmocka_unit_test(test_symbols),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
