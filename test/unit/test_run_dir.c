@@ -577,8 +577,20 @@ typedef struct ending {
     char why[2048]; /* the run's error */
 } ending;
 
+/* Takes every descriptor this process may open, and keeps taking those other threads close for
+ * `ms` (a loader thread that had a file open when the table filled frees its descriptor a little
+ * later; without this the loader keeps reusing that one and the run never runs out). */
+static void take_all_descriptors(int ms) {
+    const uint64_t t0 = tandem_now_ns();
+    do {
+        while (open("/dev/null", O_RDONLY) >= 0) continue;
+        usleep(1000);
+    } while (tandem_now_ns() - t0 < (uint64_t)ms * 1000000u);
+}
+
 static void ending_on_step(void *user, const tandem_step_metrics *m) {
     ending *e = user;
+    if (e->mode == 4 && e->done) take_all_descriptors(0); /* and at every later step */
     if (m->step != e->at || e->done) return;
     e->done = 1;
     char p[400];
@@ -589,8 +601,7 @@ static void ending_on_step(void *user, const tandem_step_metrics *m) {
         assert_int_equal(tandem_test_rmtree(p), 0);
         fclose(fopen(p, "w"));
     }
-    if (e->mode == 4) /* every file descriptor this process may open, taken */
-        while (open("/dev/null", O_RDONLY) >= 0) continue;
+    if (e->mode == 4) take_all_descriptors(300); /* every file descriptor, kept taken */
     if (e->mode == 3) { /* a directory where the best checkpoint goes */
         snprintf(p, sizeof p, "%s/ckpt-best.safetensors", e->out);
         unlink(p);
