@@ -98,3 +98,35 @@ tandem_status tandem_freeze_spans(const tandem_model *m, const char *spec, int64
     *n = merged;
     return TANDEM_OK;
 }
+
+/* Frozen [a, b) less the sorted ranges k[0..nk) into out (pairs); returns the pairs written. */
+static int cut(int64_t a, int64_t b, const int64_t *k, int nk, int64_t *out, int64_t *freed) {
+    int w = 0;
+    for (int i = 0; i < nk && a < b; i++) {
+        const int64_t kb = k[2 * i] > a ? k[2 * i] : a, ke = k[2 * i + 1] < b ? k[2 * i + 1] : b;
+        if (kb >= ke) continue;
+        if (kb > a) out[2 * w] = a, out[2 * w + 1] = kb, w++;
+        *freed += ke - kb;
+        a = ke;
+    }
+    if (a < b) out[2 * w] = a, out[2 * w + 1] = b, w++;
+    return w;
+}
+
+tandem_status tandem_freeze_release(const char *spec, int64_t *keep, int n_keep, int64_t **spans, int *n) {
+    if (!*n || !n_keep) return TANDEM_OK;
+    qsort(keep, (size_t)n_keep, 2 * sizeof *keep, cmp_span);
+    int64_t *s = tandem_calloc((size_t)(*n + n_keep) * 2 + 2, sizeof *s);
+    if (!s) return tandem_fail(TANDEM_E_NOMEM, "freeze: out of memory");
+    int w = 0;
+    int64_t freed = 0;
+    for (int i = 0; i < *n; i++) w += cut((*spans)[2 * i], (*spans)[2 * i + 1], keep, n_keep, s + 2 * w, &freed);
+    tandem_free(*spans);
+    *spans = s;
+    *n = w;
+    if (freed)
+        tandem_logf(TANDEM_LOG_INFO, "freeze '%s': %" PRId64 " values that --init-from did not copy (new symbols' and "
+                    "speakers' rows, parameters it lacks) are trained: frozen, they would keep their random "
+                    "initialisation", spec, freed);
+    return TANDEM_OK;
+}

@@ -20,4 +20,9 @@
  * names nothing is TANDEM_E_INVALID naming it and the groups. */
 tandem_status tandem_freeze_spans(const tandem_model *m, const char *spec, int64_t **spans, int *n);
 
+/* The ranges keep[0..n_keep) (pairs, any order; sorted in place) taken out of *spans (replaced by
+ * a new allocation): what --init-from did not fill is trained even inside a frozen group, with an
+ * info line naming how many values. */
+tandem_status tandem_freeze_release(const char *spec, int64_t *keep, int n_keep, int64_t **spans, int *n);
+
 #endif

@@ -329,8 +329,13 @@ static tandem_status commit(tandem_trainer *t) {
     TANDEM_TRY(tandem_validation_commit(&t->val));
     TANDEM_TRY(tandem_model_init_params(&t->model, t->s, (uint64_t)t->cfg.seed));
     if (t->init_file) {
-        TANDEM_TRY(tandem_init_from_apply(t->init_file, t->init_path, &t->model, t->s, t->ck.load_buf,
-                                          t->ck.speakers_json));
+        tandem_init_fresh kept = {NULL, 0};
+        tandem_status st = tandem_init_from_apply(t->init_file, t->init_path, &t->model, t->s, t->ck.load_buf,
+                                                  t->ck.speakers_json, &kept);
+        if (st == TANDEM_OK) st = tandem_freeze_release(t->ck.freeze, kept.span, kept.n, &t->frozen, &t->optim.n_frozen);
+        tandem_free(kept.span);
+        TANDEM_TRY(st);
+        t->optim.frozen = t->frozen;
         tandem_st_close(t->init_file);
         t->init_file = NULL;
     }
