@@ -25,4 +25,11 @@ tandem_status tandem_freeze_spans(const tandem_model *m, const char *spec, int64
  * info line naming how many values. */
 tandem_status tandem_freeze_release(const char *spec, int64_t *keep, int n_keep, int64_t **spans, int *n);
 
+/* Ranges as text "a-b,a-b" (checkpoint metadata freeze_trained, so a resume trains them too), and
+ * back: release_text parses text (TANDEM_E_FORMAT naming it when malformed or past n_flat) and
+ * releases its ranges as tandem_freeze_release does. */
+tandem_status tandem_freeze_ranges_text(const int64_t *r, int n, char **out);
+tandem_status tandem_freeze_release_text(const char *spec, const char *text, int64_t n_flat, int64_t **spans,
+                                         int *n);
+
 #endif

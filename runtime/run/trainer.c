@@ -300,6 +300,9 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     t->ck.world_size = t->opt.world_size > 1 ? t->opt.world_size : 1;
     TANDEM_TRY(tandem_run_ckpt_freeze(&t->ck, t->resume_file, t->opt.freeze));
     TANDEM_TRY(tandem_freeze_spans(&t->model, t->ck.freeze, &t->frozen, &t->optim.n_frozen));
+    if (t->ck.freeze_trained) /* a resumed fine-tune: what --init-from did not fill still trains */
+        TANDEM_TRY(tandem_freeze_release_text(t->ck.freeze, t->ck.freeze_trained, t->model.n_flat, &t->frozen,
+                                              &t->optim.n_frozen));
     t->optim.frozen = t->frozen;
     TANDEM_TRY(setup_figures(t));
     if (!t->writer) { /* data-parallel rank > 0: rank 0 writes the run directory */
@@ -333,6 +336,7 @@ static tandem_status commit(tandem_trainer *t) {
         tandem_status st = tandem_init_from_apply(t->init_file, t->init_path, &t->model, t->s, t->ck.load_buf,
                                                   t->ck.speakers_json, &kept);
         if (st == TANDEM_OK) st = tandem_freeze_release(t->ck.freeze, kept.span, kept.n, &t->frozen, &t->optim.n_frozen);
+        if (st == TANDEM_OK && kept.n) st = tandem_freeze_ranges_text(kept.span, kept.n, &t->ck.freeze_trained);
         tandem_free(kept.span);
         TANDEM_TRY(st);
         t->optim.frozen = t->frozen;

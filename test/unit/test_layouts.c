@@ -370,16 +370,18 @@ static void small_config(tandem_config *cfg, const char *train, const char *out)
     tiny_corpus_train_config(cfg, train, out, 2);
 }
 
+/* steps 0: 2 as small_config; resume: continue out's run */
 static tandem_status train_frozen(const char *data, const char *out, const char *init_from, const char *lr,
-                                  const char *freeze) {
+                                  const char *freeze, int steps, int resume) {
     tandem_config cfg;
-    small_config(&cfg, data, out);
+    tiny_corpus_train_config(&cfg, data, out, steps ? steps : 2);
     if (lr) CHECK(tandem_config_set(&cfg, "lr", lr));
     tandem_trainer_options o;
     tandem_trainer_options_init(&o);
     o.backend = tandem_test_backend();
     o.init_from = init_from;
     o.freeze = freeze;
+    o.resume_dir = resume ? out : NULL;
     char cache[600];
     snprintf(cache, sizeof cache, "%s/cache", tmpdir);
     o.cache_dir = cache;
@@ -388,7 +390,7 @@ static tandem_status train_frozen(const char *data, const char *out, const char 
 }
 
 static tandem_status train(const char *data, const char *out, const char *init_from, const char *lr) {
-    return train_frozen(data, out, init_from, lr, NULL);
+    return train_frozen(data, out, init_from, lr, NULL, 0, 0);
 }
 
 static void expect_speakers(const char *ckpt, const char *json) {
@@ -497,7 +499,7 @@ static void test_init_from_freeze_trains_new_rows(void **state) {
     CHECK(train(b, out_0, ck_a, "0")); /* lr 0: p300's row as initialised */
     snprintf(out_f, sizeof out_f, "%s/run_ff", tmpdir);
     tandem_test_log_clear();
-    CHECK(train_frozen(b, out_f, ck_a, "0.01", "embeddings"));
+    CHECK(train_frozen(b, out_f, ck_a, "0.01", "embeddings", 0, 0));
     expect_log("are trained: frozen, they would keep their random initialisation");
     snprintf(ck_0, sizeof ck_0, "%s/ckpt-00000002.safetensors", out_0);
     snprintf(ck_f, sizeof ck_f, "%s/ckpt-00000002.safetensors", out_f);
@@ -519,7 +521,16 @@ static void test_init_from_freeze_trains_new_rows(void **state) {
     assert_memory_not_equal(mom, zero, (size_t)d * sizeof(float));
     tensor_row(ck_f, "adam_m.sym_emb.weight", ns, d, mom); /* p226's moments stay 0 */
     assert_memory_equal(mom, zero, (size_t)d * sizeof(float));
-    free(ea), free(ef), free(init), free(mom), free(zero);
+    /* the resumed run (freezing as the run did) still trains p300's row, and only it */
+    tandem_test_log_clear();
+    CHECK(train_frozen(b, out_f, NULL, "0.01", NULL, 4, 1));
+    expect_log("are trained: frozen, they would keep their random initialisation");
+    char ck_r[500];
+    snprintf(ck_r, sizeof ck_r, "%s/ckpt-00000004.safetensors", out_f);
+    float *er = emb_rows(ck_r, &rf, &d2);
+    assert_memory_equal(er, ef, (size_t)((ns + 1) * d) * sizeof(float));
+    assert_memory_not_equal(er + (ns + 1) * d, ef + (ns + 1) * d, (size_t)d * sizeof(float));
+    free(ea), free(ef), free(er), free(init), free(mom), free(zero);
 }
 
 static void test_plan_speakers(void **state) {
