@@ -240,12 +240,24 @@ void tandem_plot_loss_layout_of(int width, int height, tandem_plot_loss_layout *
     l->val[3] = l->val[1] + room - train_h;
 }
 
-/* Axes of one panel: y range of its series (5 % padding), x range shared. */
-static void panel_axes(axes *a, const int box[4], double xmin, double xmax, const float *y, int n) {
+static const rgb_color C_TERM[4] = {{40, 150, 60}, {150, 60, 170}, {120, 120, 120}, {200, 170, 0}};
+
+/* A term worth drawing: a finite value other than 0. */
+static int drawn(const tandem_plot_series *t) {
+    for (int i = 0; i < t->n; i++)
+        if (isfinite(t->value[i]) && t->value[i] != 0.0f) return 1;
+    return 0;
+}
+
+/* Axes of one panel: y range of its series and drawn terms (5 % padding), x range shared. */
+static void panel_axes(axes *a, const int box[4], double xmin, double xmax, const float *y, int n,
+                       const tandem_plot_series *terms, int n_terms) {
     a->x0 = box[0], a->y0 = box[1], a->x1 = box[2], a->y1 = box[3];
     a->xmin = xmin, a->xmax = xmax;
     a->ymin = INFINITY, a->ymax = -INFINITY;
     range(y, n, &a->ymin, &a->ymax);
+    for (int k = 0; k < n_terms; k++)
+        if (drawn(&terms[k])) range(terms[k].value, terms[k].n, &a->ymin, &a->ymax);
     if (!(a->ymin <= a->ymax)) a->ymin = 0, a->ymax = 1;
     if (a->ymax - a->ymin < 1e-12) a->ymin -= 0.5, a->ymax += 0.5;
     const double pad = 0.05 * (a->ymax - a->ymin);
@@ -277,21 +289,47 @@ static void panel_frame(tandem_plot *p, const axes *a, int sc) {
     line(p, a->x0, a->y1, a->x1, a->y1, 1, C_AXIS);
 }
 
-/* One panel: its title (a swatch of the series colour and the quantity's name) above the frame. */
+/* A swatch of colour c and a name at (x, y); returns the x after it. */
+static int legend_item(tandem_plot *p, int x, int y, int sc, const char *name, rgb_color c) {
+    fill(p, x, y + 3 * sc, x + 10 * sc, y + 4 * sc + 1, c);
+    return x + 13 * sc + text(p, x + 13 * sc, y, name, sc, C_AXIS) + 10 * sc;
+}
+
+/* One panel: its title line (the series' swatch and name, then each drawn term's) above the
+ * frame; the terms thin, under the series. */
 static void panel(tandem_plot *p, const axes *a, int sc, const char *title, const float *x, const float *y, int n,
-                  rgb_color c, int marks) {
+                  rgb_color c, int marks, const tandem_plot_series *terms, int n_terms) {
     const int ty = a->y0 - 12 * sc;
-    fill(p, a->x0, ty + 3 * sc, a->x0 + 10 * sc, ty + 4 * sc + 1, c);
-    text(p, a->x0 + 13 * sc, ty, title, sc, C_AXIS);
+    int lx = legend_item(p, a->x0, ty, sc, title, c);
     panel_frame(p, a, sc);
+    for (int k = 0; k < n_terms && k < 4; k++)
+        if (drawn(&terms[k])) {
+            lx = legend_item(p, lx, ty, sc, terms[k].name, C_TERM[k]);
+            series(p, a, terms[k].step, terms[k].value, terms[k].n, sc, C_TERM[k], 0);
+        }
     series(p, a, x, y, n, sc + 1, c, marks);
 }
 
 tandem_status tandem_plot_loss(tandem_plot *p, const char *path, int width, int height,
                                const float *train_step, const float *train_loss, int n_train,
                                const float *val_step, const float *val_l1, int n_val) {
+    return tandem_plot_loss_terms(p, path, width, height, train_step, train_loss, n_train, val_step, val_l1, n_val,
+                                  NULL, 0);
+}
+
+static int terms_ok(const tandem_plot_series *t, int n) {
+    if (n < 0 || n > 4 || (n && !t)) return 0;
+    for (int k = 0; k < n; k++)
+        if (t[k].n < 0 || (t[k].n && (!t[k].step || !t[k].value)) || !t[k].name) return 0;
+    return 1;
+}
+
+tandem_status tandem_plot_loss_terms(tandem_plot *p, const char *path, int width, int height,
+                                     const float *train_step, const float *train_loss, int n_train,
+                                     const float *val_step, const float *val_l1, int n_val,
+                                     const tandem_plot_series *terms, int n_terms) {
     if (!p || !path || n_train < 0 || n_val < 0 || (n_train && (!train_step || !train_loss)) ||
-        (n_val && (!val_step || !val_l1)))
+        (n_val && (!val_step || !val_l1)) || !terms_ok(terms, n_terms))
         return tandem_fail(TANDEM_E_INVALID, "tandem_plot_loss: bad arguments");
     if (width < 160 || height < 120 || width > p->max_w || height > p->max_h)
         return tandem_fail(TANDEM_E_INVALID, "plot %s: %d x %d pixels, expected 160 x 120 up to the canvas %d x %d",
@@ -308,10 +346,10 @@ tandem_status tandem_plot_loss(tandem_plot *p, const char *path, int width, int 
     if (!(xmin <= xmax)) xmin = 0, xmax = 1;
     if (xmax - xmin < 1e-9) xmax = xmin + 1;
     axes a;
-    panel_axes(&a, l.train, xmin, xmax, train_loss, n_train);
-    panel(p, &a, sc, "train loss", train_step, train_loss, n_train, C_TRAIN, 0);
-    panel_axes(&a, l.val, xmin, xmax, val_l1, n_val);
-    panel(p, &a, sc, "validation L1", val_step, val_l1, n_val, C_VAL, 1);
+    panel_axes(&a, l.train, xmin, xmax, train_loss, n_train, terms, n_terms);
+    panel(p, &a, sc, "train loss", train_step, train_loss, n_train, C_TRAIN, 0, terms, n_terms);
+    panel_axes(&a, l.val, xmin, xmax, val_l1, n_val, NULL, 0);
+    panel(p, &a, sc, "validation L1", val_step, val_l1, n_val, C_VAL, 1, NULL, 0);
     text(p, (l.val[0] + l.val[2] - text_width("step", sc)) / 2, height - 9 * sc, "step", sc, C_AXIS);
     return write_png(p, path);
 }

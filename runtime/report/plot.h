@@ -1,6 +1,6 @@
 /* plot.h — PNG figures written at each checkpoint (libpng):
- *   * the loss curve: two panels on one step axis, "train loss" above and "validation L1"
- *     below, each with its own y axis (the two are different quantities: their gap is no bug),
+ *   * the loss curve: two panels on one step axis, "train loss" (and its terms) above and
+ *     "validation L1" below, each with its own y axis (the two are different quantities: their gap is no bug),
  *     tick marks and labels drawn with a built-in 5x7 bitmap font, "step" under the x axis;
  *   * the mel comparison: target and predicted log-mel [T, n_mels] stacked (target on top,
  *     low bands at the bottom of each panel), one colour scale taken from the target, drawn as
@@ -27,6 +27,19 @@ void tandem_plot_free(tandem_plot *p);
 tandem_status tandem_plot_loss(tandem_plot *p, const char *path, int width, int height,
                                const float *train_step, const float *train_loss, int n_train,
                                const float *val_step, const float *val_l1, int n_val);
+
+/* A named (step, value) series: the train loss's terms, drawn thin in the train panel. */
+typedef struct tandem_plot_series {
+    const float *step, *value;
+    int n;
+    const char *name; /* in the panel's title line */
+} tandem_plot_series;
+/* tandem_plot_loss with terms[0..n_terms) (at most 4) under the train loss; a term whose finite
+ * values are all 0 (ga when off) is left out. */
+tandem_status tandem_plot_loss_terms(tandem_plot *p, const char *path, int width, int height,
+                                     const float *train_step, const float *train_loss, int n_train,
+                                     const float *val_step, const float *val_l1, int n_val,
+                                     const tandem_plot_series *terms, int n_terms);
 
 /* Where the loss curve's panels lie (pixels): plot areas {x0, y0, x1, y1}, y0 the top row;
  * scale: the font's pixel size. The same for any data: the layout depends on the size only. */

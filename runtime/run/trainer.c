@@ -912,6 +912,8 @@ static tandem_status validate_and_log(tandem_trainer *t, run_totals *r, tandem_s
         tandem_run_tb_step(&t->tb, &line, validated);
         m->logged = 1;
         tandem_figures_add_loss(t->fig, done, tandem_metrics_as_written(m->loss));
+        tandem_figures_add_terms(t->fig, done, tandem_metrics_as_written(m->l1),
+                                 tandem_metrics_as_written(m->stop_bce), tandem_metrics_as_written(m->ga));
         if (validated) tandem_figures_add_val(t->fig, done, tandem_metrics_as_written(m->val_l1));
     }
     return TANDEM_OK;

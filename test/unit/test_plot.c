@@ -38,10 +38,12 @@ static void test_loss_curve(void **state) {
     tandem_plot *p = NULL;
     assert_int_equal(tandem_plot_create(1024, 768, &p), TANDEM_OK);
     enum { N = 200, NV = 10 };
-    float st[N], loss[N], vst[NV], vl1[NV];
+    float st[N], loss[N], l1[N], zero[N], vst[NV], vl1[NV];
     for (int i = 0; i < N; i++) {
         st[i] = (float)(i * 10);
         loss[i] = 2.0f * expf(-i / 50.0f) + 0.2f + tandem_rng_uniform(&rng, 0, 0.02f);
+        l1[i] = 0.8f * loss[i];
+        zero[i] = 0.0f;
     }
     loss[77] = NAN; /* skipped */
     for (int i = 0; i < NV; i++) {
@@ -53,7 +55,10 @@ static void test_loss_curve(void **state) {
         char path[400];
         snprintf(path, sizeof path, "%s/loss%d.png", scratch, k);
         uint64_t allocs = tandem_alloc_count();
-        assert_int_equal(tandem_plot_loss(p, path, sizes[k][0], sizes[k][1], st, loss, N, vst, vl1, NV), TANDEM_OK);
+        /* terms: l1 drawn, ga all 0 (off) left out */
+        const tandem_plot_series terms[2] = {{st, l1, N, "l1"}, {st, zero, N, "ga"}};
+        assert_int_equal(tandem_plot_loss_terms(p, path, sizes[k][0], sizes[k][1], st, loss, N, vst, vl1, NV, terms,
+                                                2), TANDEM_OK);
         assert_int_equal(tandem_alloc_count(), allocs);
         int w, h;
         unsigned char *img = tandem_test_read_png(path, &w, &h);
@@ -66,7 +71,7 @@ static void test_loss_curve(void **state) {
         const int sc = l.scale, *tb = l.train, *vb = l.val;
         assert_true(tb[1] < tb[3] && tb[3] < vb[1] && vb[1] < vb[3] && vb[3] < h && tb[0] == vb[0]);
         /* each series' colour only inside its panel (its swatch in the title line above aside) */
-        int first_x = -1, first_y = -1, last_x = -1, last_y = -1, val_pixels = 0;
+        int first_x = -1, first_y = -1, last_x = -1, last_y = -1, val_pixels = 0, term_pixels = 0;
         for (int x = 0; x < w; x++)
             for (int y = 0; y < h; y++) {
                 const unsigned char *q = pix(img, w, x, y);
@@ -78,12 +83,17 @@ static void test_loss_curve(void **state) {
                     if (first_x < 0) first_x = x, first_y = y;
                     last_x = x, last_y = y;
                 }
+                if (is_rgb(q, 40, 150, 60)) { /* the l1 term: in the train panel or its title line */
+                    if (!in_t && y >= tb[1]) fail_msg("l1 term colour at (%d,%d), outside the train panel", x, y);
+                    term_pixels += y >= tb[1];
+                }
+                if (is_rgb(q, 120, 120, 120)) fail_msg("the all-zero ga term drawn at (%d,%d)", x, y);
                 if (is_rgb(q, 230, 110, 20)) {
                     if (!in_v && !swatch) fail_msg("validation colour at (%d,%d), outside its panel", x, y);
                     val_pixels += !swatch;
                 }
             }
-        assert_true(first_x >= 0 && val_pixels > 0);
+        assert_true(first_x >= 0 && val_pixels > 0 && term_pixels > w / 2);
         print_message("%dx%d: train curve from (%d,%d) to (%d,%d), %d val pixels\n", w, h, first_x, first_y, last_x,
                       last_y, val_pixels);
         assert_true(last_x > w / 2);
