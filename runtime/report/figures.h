@@ -1,8 +1,8 @@
 /* figures.h — the two figures of a training run (issue 5, "Output"), one code path for the
  * trainer, which writes them at every checkpoint, and `tandem plot`, which makes them after the
  * fact from metrics.jsonl and a checkpoint:
- *   <dir>/loss.png  TANDEM_FIGURES_LOSS_W x _H: train loss (upper panel) and validation L1 (lower
- *                   panel) against step
+ *   <dir>/loss.png  TANDEM_FIGURES_LOSS_W x _H: train loss and its terms (upper panel) and
+ *                   validation L1 (lower panel) against step
  *                   (tandem_plot_loss), from the history below;
  *   <dir>/mel.png   target above predicted (teacher-forced) log-mel of one utterance
  *                   (tandem_plot_mel), from the mel buffers below; its size is
