@@ -1,6 +1,7 @@
 /* tandem_plot.h — the two figures of a training run, after the fact (part of tandem.h), drawn
  * by the code the trainer draws them with at its checkpoints:
- *   <out>/loss.png  train loss and validation L1 against step, from <run>/metrics.jsonl (the
+ *   <out>/loss.png  train loss (and its terms) above, validation L1 below, against step, from
+ *                   <run>/metrics.jsonl (the
  *                   same points, decimation and drawing as the trainer's);
  *   <out>/mel.png   with a checkpoint and a dataset: the target log-mel of one utterance (its
  *                   audio through the feature recipe) above the checkpoint's teacher-forced

@@ -24,6 +24,7 @@ typedef struct hist {
 
 struct tandem_figures {
     hist train, val;
+    hist term[TANDEM_FIGURES_TERMS]; /* l1, stop_bce, ga */
     int max_frames;
     float *target, *pred; /* [max_frames, 80] */
     float *gen;           /* [max_frames, 80] the free-running generation of the same text */
@@ -86,6 +87,7 @@ tandem_status tandem_figures_create(int history_cap, int max_frames, tandem_figu
     f->mel_step = -1;
     tandem_status st = hist_init(&f->train, history_cap);
     if (st == TANDEM_OK) st = hist_init(&f->val, history_cap);
+    for (int k = 0; k < TANDEM_FIGURES_TERMS && st == TANDEM_OK; k++) st = hist_init(&f->term[k], history_cap);
     int w = TANDEM_FIGURES_LOSS_W, h = TANDEM_FIGURES_LOSS_H;
     if (st == TANDEM_OK && max_frames > 0) {
         const size_t bytes = (size_t)max_frames * TANDEM_FIGURES_N_MELS * sizeof(float);
@@ -118,6 +120,10 @@ void tandem_figures_free(tandem_figures *f) {
     tandem_free(f->train.value);
     tandem_free(f->val.step);
     tandem_free(f->val.value);
+    for (int k = 0; k < TANDEM_FIGURES_TERMS; k++) {
+        tandem_free(f->term[k].step);
+        tandem_free(f->term[k].value);
+    }
     tandem_free(f->target);
     tandem_free(f->pred);
     tandem_free(f->gen);
@@ -128,22 +134,33 @@ void tandem_figures_free(tandem_figures *f) {
 void tandem_figures_add_loss(tandem_figures *f, int64_t step, double loss) { hist_add(&f->train, step, loss); }
 void tandem_figures_add_val(tandem_figures *f, int64_t step, double val_l1) { hist_add(&f->val, step, val_l1); }
 
+void tandem_figures_add_terms(tandem_figures *f, int64_t step, double l1, double stop_bce, double ga) {
+    const double v[TANDEM_FIGURES_TERMS] = {l1, stop_bce, ga};
+    for (int k = 0; k < TANDEM_FIGURES_TERMS; k++) hist_add(&f->term[k], step, v[k]);
+}
+
 void tandem_figures_rewind(tandem_figures *f, int64_t step) {
     hist_rewind(&f->train, step);
     hist_rewind(&f->val, step);
+    for (int k = 0; k < TANDEM_FIGURES_TERMS; k++) hist_rewind(&f->term[k], step);
+}
+
+static void series_of(const hist *h, tandem_figures_series *s) {
+    if (!s) return;
+    s->step = h->step;
+    s->value = h->value;
+    s->n = h->n;
+    s->stride = h->stride;
 }
 
 void tandem_figures_history(const tandem_figures *f, tandem_figures_series *train,
                             tandem_figures_series *val) {
-    const hist *h[2] = {&f->train, &f->val};
-    tandem_figures_series *s[2] = {train, val};
-    for (int k = 0; k < 2; k++)
-        if (s[k]) {
-            s[k]->step = h[k]->step;
-            s[k]->value = h[k]->value;
-            s[k]->n = h[k]->n;
-            s[k]->stride = h[k]->stride;
-        }
+    series_of(&f->train, train);
+    series_of(&f->val, val);
+}
+
+void tandem_figures_terms(const tandem_figures *f, tandem_figures_series term[TANDEM_FIGURES_TERMS]) {
+    for (int k = 0; k < TANDEM_FIGURES_TERMS; k++) series_of(&f->term[k], &term[k]);
 }
 
 /* ---- metrics.jsonl ---- */
@@ -194,6 +211,12 @@ tandem_status tandem_figures_load_metrics(tandem_figures *f, const char *path, i
         if (field(line, "loss", &v)) {
             tandem_figures_add_loss(f, (int64_t)step, v);
             used = 1;
+        }
+        double l1, bce = NAN, ga = NAN;
+        if (field(line, "l1", &l1)) {
+            field(line, "stop_bce", &bce);
+            field(line, "ga", &ga);
+            tandem_figures_add_terms(f, (int64_t)step, l1, bce, ga);
         }
         if (field(line, "val_l1", &v)) {
             tandem_figures_add_val(f, (int64_t)step, v);
@@ -254,8 +277,13 @@ tandem_status tandem_figures_write_loss(tandem_figures *f, const char *dir) {
     if (!f || !dir) return tandem_fail(TANDEM_E_INVALID, "tandem_figures_write_loss: NULL argument");
     char path[PATH_MAX];
     TANDEM_TRY(join(path, sizeof path, dir, TANDEM_FIGURES_LOSS_FILE));
-    return tandem_plot_loss(f->plot, path, TANDEM_FIGURES_LOSS_W, TANDEM_FIGURES_LOSS_H, f->train.step,
-                            f->train.value, f->train.n, f->val.step, f->val.value, f->val.n);
+    static const char *const names[TANDEM_FIGURES_TERMS] = {"l1", "stop bce", "ga"};
+    tandem_plot_series term[TANDEM_FIGURES_TERMS];
+    for (int k = 0; k < TANDEM_FIGURES_TERMS; k++)
+        term[k] = (tandem_plot_series){f->term[k].step, f->term[k].value, f->term[k].n, names[k]};
+    return tandem_plot_loss_terms(f->plot, path, TANDEM_FIGURES_LOSS_W, TANDEM_FIGURES_LOSS_H, f->train.step,
+                                  f->train.value, f->train.n, f->val.step, f->val.value, f->val.n, term,
+                                  TANDEM_FIGURES_TERMS);
 }
 
 tandem_status tandem_figures_write_mel(tandem_figures *f, const char *dir) {

@@ -1,7 +1,8 @@
 /* figures.h — the two figures of a training run (issue 5, "Output"), one code path for the
  * trainer, which writes them at every checkpoint, and `tandem plot`, which makes them after the
  * fact from metrics.jsonl and a checkpoint:
- *   <dir>/loss.png  TANDEM_FIGURES_LOSS_W x _H: train loss and validation L1 against step
+ *   <dir>/loss.png  TANDEM_FIGURES_LOSS_W x _H: train loss and its terms (upper panel) and
+ *                   validation L1 (lower panel) against step
  *                   (tandem_plot_loss), from the history below;
  *   <dir>/mel.png   target above predicted (teacher-forced) log-mel of one utterance
  *                   (tandem_plot_mel), from the mel buffers below; its size is
@@ -50,11 +51,15 @@ void tandem_figures_free(tandem_figures *f);
 /* Offer one logged point (see "History", "Rewind"). */
 void tandem_figures_add_loss(tandem_figures *f, int64_t step, double loss);
 void tandem_figures_add_val(tandem_figures *f, int64_t step, double val_l1);
+/* The train loss's terms (metrics.jsonl l1, stop_bce, ga), three more series drawn in the train
+ * panel; kept, decimated and rewound like the others. */
+#define TANDEM_FIGURES_TERMS 3
+void tandem_figures_add_terms(tandem_figures *f, int64_t step, double l1, double stop_bce, double ga);
 /* Drop the points at step >= step of each series whose last offered step is >= step. */
 void tandem_figures_rewind(tandem_figures *f, int64_t step);
 
 /* Offer the points of a metrics.jsonl (one JSON object per line; "loss" → train series,
- * "val_l1" → validation series; null → NaN; lines without "step" or unreadable are skipped
+ * "l1", "stop_bce", "ga" → its terms, "val_l1" → validation series; null → NaN; lines without "step" or unreadable are skipped
  * and counted in *bad). *lines: lines that gave a point. A missing file: TANDEM_E_IO. */
 tandem_status tandem_figures_load_metrics(tandem_figures *f, const char *path, int *lines, int *bad);
 
@@ -67,6 +72,7 @@ typedef struct tandem_figures_series {
 } tandem_figures_series;
 void tandem_figures_history(const tandem_figures *f, tandem_figures_series *train,
                             tandem_figures_series *val);
+void tandem_figures_terms(const tandem_figures *f, tandem_figures_series term[TANDEM_FIGURES_TERMS]);
 
 /* The mel buffers, [max_frames, 80] row-major each: fill them, then set_mel says how many
  * frames are valid and from which step the prediction is (-1: unknown). */

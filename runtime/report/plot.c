@@ -226,11 +226,110 @@ static tandem_status write_png(tandem_plot *p, const char *path) {
 
 /* ---- loss curve ---- */
 
+/* Fixed margins (scale sc): a title line above each panel, tick labels under each, "step" below. */
+void tandem_plot_loss_layout_of(int width, int height, tandem_plot_loss_layout *l) {
+    const int sc = width >= 640 && height >= 400 ? 2 : 1;
+    const int title = 4 * sc + 7 * sc + 5 * sc, ticks = 6 * sc + 7 * sc + 5 * sc, xlabel = 7 * sc + 4 * sc;
+    const int room = height - 2 * title - 2 * ticks - xlabel, train_h = room * 3 / 5;
+    l->scale = sc;
+    l->train[0] = l->val[0] = text_width("-0.0000", sc) + 10 * sc; /* y tick labels fit left of the axis */
+    l->train[2] = l->val[2] = width - 12 * sc;
+    l->train[1] = title;
+    l->train[3] = title + train_h;
+    l->val[1] = l->train[3] + ticks + title;
+    l->val[3] = l->val[1] + room - train_h;
+}
+
+static const rgb_color C_TERM[4] = {{40, 150, 60}, {150, 60, 170}, {120, 120, 120}, {200, 170, 0}};
+
+/* A term worth drawing: a finite value other than 0. */
+static int drawn(const tandem_plot_series *t) {
+    for (int i = 0; i < t->n; i++)
+        if (isfinite(t->value[i]) && t->value[i] != 0.0f) return 1;
+    return 0;
+}
+
+/* Axes of one panel: y range of its series and drawn terms (5 % padding), x range shared. */
+static void panel_axes(axes *a, const int box[4], double xmin, double xmax, const float *y, int n,
+                       const tandem_plot_series *terms, int n_terms) {
+    a->x0 = box[0], a->y0 = box[1], a->x1 = box[2], a->y1 = box[3];
+    a->xmin = xmin, a->xmax = xmax;
+    a->ymin = INFINITY, a->ymax = -INFINITY;
+    range(y, n, &a->ymin, &a->ymax);
+    for (int k = 0; k < n_terms; k++)
+        if (drawn(&terms[k])) range(terms[k].value, terms[k].n, &a->ymin, &a->ymax);
+    if (!(a->ymin <= a->ymax)) a->ymin = 0, a->ymax = 1;
+    if (a->ymax - a->ymin < 1e-12) a->ymin -= 0.5, a->ymax += 0.5;
+    const double pad = 0.05 * (a->ymax - a->ymin);
+    a->ymin -= pad;
+    a->ymax += pad;
+}
+
+/* Grid, ticks, tick labels and the axis lines of one panel. */
+static void panel_frame(tandem_plot *p, const axes *a, int sc) {
+    char buf[32];
+    const int nx = (a->x1 - a->x0) / (50 * sc), ny = (a->y1 - a->y0) / (20 * sc); /* ticks that fit */
+    const double xs = nice_step(a->xmax - a->xmin, nx < 2 ? 2 : nx > 6 ? 6 : nx),
+                 ys = nice_step(a->ymax - a->ymin, ny < 2 ? 2 : ny > 4 ? 4 : ny);
+    for (double v = ceil(a->ymin / ys) * ys; v <= a->ymax + ys * 1e-9; v += ys) {
+        int y = ax_y(a, v);
+        line(p, a->x0 + 1, y, a->x1, y, 1, C_GRID);
+        line(p, a->x0 - 4 * sc, y, a->x0, y, 1, C_AXIS);
+        tick_label(v, ys, buf, sizeof buf);
+        text(p, a->x0 - 6 * sc - text_width(buf, sc), y - 3 * sc, buf, sc, C_AXIS);
+    }
+    for (double v = ceil(a->xmin / xs) * xs; v <= a->xmax + xs * 1e-9; v += xs) {
+        int x = ax_x(a, v);
+        line(p, x, a->y0, x, a->y1 - 1, 1, C_GRID);
+        line(p, x, a->y1, x, a->y1 + 4 * sc, 1, C_AXIS);
+        tick_label(v, xs, buf, sizeof buf);
+        text(p, x - text_width(buf, sc) / 2, a->y1 + 6 * sc, buf, sc, C_AXIS);
+    }
+    line(p, a->x0, a->y0, a->x0, a->y1, 1, C_AXIS);
+    line(p, a->x0, a->y1, a->x1, a->y1, 1, C_AXIS);
+}
+
+/* A swatch of colour c and a name at (x, y); returns the x after it. */
+static int legend_item(tandem_plot *p, int x, int y, int sc, const char *name, rgb_color c) {
+    fill(p, x, y + 3 * sc, x + 10 * sc, y + 4 * sc + 1, c);
+    return x + 13 * sc + text(p, x + 13 * sc, y, name, sc, C_AXIS) + 10 * sc;
+}
+
+/* One panel: its title line (the series' swatch and name, then each drawn term's) above the
+ * frame; the terms thin, under the series. */
+static void panel(tandem_plot *p, const axes *a, int sc, const char *title, const float *x, const float *y, int n,
+                  rgb_color c, int marks, const tandem_plot_series *terms, int n_terms) {
+    const int ty = a->y0 - 12 * sc;
+    int lx = legend_item(p, a->x0, ty, sc, title, c);
+    panel_frame(p, a, sc);
+    for (int k = 0; k < n_terms && k < 4; k++)
+        if (drawn(&terms[k])) {
+            lx = legend_item(p, lx, ty, sc, terms[k].name, C_TERM[k]);
+            series(p, a, terms[k].step, terms[k].value, terms[k].n, sc, C_TERM[k], 0);
+        }
+    series(p, a, x, y, n, sc + 1, c, marks);
+}
+
 tandem_status tandem_plot_loss(tandem_plot *p, const char *path, int width, int height,
                                const float *train_step, const float *train_loss, int n_train,
                                const float *val_step, const float *val_l1, int n_val) {
+    return tandem_plot_loss_terms(p, path, width, height, train_step, train_loss, n_train, val_step, val_l1, n_val,
+                                  NULL, 0);
+}
+
+static int terms_ok(const tandem_plot_series *t, int n) {
+    if (n < 0 || n > 4 || (n && !t)) return 0;
+    for (int k = 0; k < n; k++)
+        if (t[k].n < 0 || (t[k].n && (!t[k].step || !t[k].value)) || !t[k].name) return 0;
+    return 1;
+}
+
+tandem_status tandem_plot_loss_terms(tandem_plot *p, const char *path, int width, int height,
+                                     const float *train_step, const float *train_loss, int n_train,
+                                     const float *val_step, const float *val_l1, int n_val,
+                                     const tandem_plot_series *terms, int n_terms) {
     if (!p || !path || n_train < 0 || n_val < 0 || (n_train && (!train_step || !train_loss)) ||
-        (n_val && (!val_step || !val_l1)))
+        (n_val && (!val_step || !val_l1)) || !terms_ok(terms, n_terms))
         return tandem_fail(TANDEM_E_INVALID, "tandem_plot_loss: bad arguments");
     if (width < 160 || height < 120 || width > p->max_w || height > p->max_h)
         return tandem_fail(TANDEM_E_INVALID, "plot %s: %d x %d pixels, expected 160 x 120 up to the canvas %d x %d",
@@ -238,62 +337,20 @@ tandem_status tandem_plot_loss(tandem_plot *p, const char *path, int width, int 
     p->w = width;
     p->h = height;
     fill(p, 0, 0, width, height, C_WHITE);
-    int sc = width >= 640 && height >= 400 ? 2 : 1;
-
+    tandem_plot_loss_layout l;
+    tandem_plot_loss_layout_of(width, height, &l);
+    const int sc = l.scale;
+    double xmin = INFINITY, xmax = -INFINITY; /* one step axis for both panels */
+    range(train_step, n_train, &xmin, &xmax);
+    range(val_step, n_val, &xmin, &xmax);
+    if (!(xmin <= xmax)) xmin = 0, xmax = 1;
+    if (xmax - xmin < 1e-9) xmax = xmin + 1;
     axes a;
-    a.xmin = INFINITY, a.xmax = -INFINITY, a.ymin = INFINITY, a.ymax = -INFINITY;
-    range(train_step, n_train, &a.xmin, &a.xmax);
-    range(val_step, n_val, &a.xmin, &a.xmax);
-    range(train_loss, n_train, &a.ymin, &a.ymax);
-    range(val_l1, n_val, &a.ymin, &a.ymax);
-    if (!(a.xmin <= a.xmax)) a.xmin = 0, a.xmax = 1;
-    if (!(a.ymin <= a.ymax)) a.ymin = 0, a.ymax = 1;
-    if (a.xmax - a.xmin < 1e-9) a.xmax = a.xmin + 1;
-    if (a.ymax - a.ymin < 1e-12) a.ymin -= 0.5, a.ymax += 0.5;
-    double ypad = 0.05 * (a.ymax - a.ymin);
-    a.ymin -= ypad;
-    a.ymax += ypad;
-    double xs = nice_step(a.xmax - a.xmin, 6), ys = nice_step(a.ymax - a.ymin, 5);
-
-    /* margins sized for the widest y label */
-    int label_w = 0;
-    char buf[32];
-    for (double v = ceil(a.ymin / ys) * ys; v <= a.ymax + ys * 1e-9; v += ys) {
-        tick_label(v, ys, buf, sizeof buf);
-        int tw = text_width(buf, sc);
-        if (tw > label_w) label_w = tw;
-    }
-    a.x0 = label_w + 12 * sc;
-    a.x1 = width - 12 * sc;
-    a.y0 = 10 * sc + 7 * sc; /* room for the legend line */
-    a.y1 = height - (7 * sc + 12 * sc);
-
-    for (double v = ceil(a.ymin / ys) * ys; v <= a.ymax + ys * 1e-9; v += ys) { /* y grid + ticks */
-        int y = ax_y(&a, v);
-        line(p, a.x0 + 1, y, a.x1, y, 1, C_GRID);
-        line(p, a.x0 - 4 * sc, y, a.x0, y, 1, C_AXIS);
-        tick_label(v, ys, buf, sizeof buf);
-        text(p, a.x0 - 6 * sc - text_width(buf, sc), y - 3 * sc, buf, sc, C_AXIS);
-    }
-    for (double v = ceil(a.xmin / xs) * xs; v <= a.xmax + xs * 1e-9; v += xs) { /* x grid + ticks */
-        int x = ax_x(&a, v);
-        line(p, x, a.y0, x, a.y1 - 1, 1, C_GRID);
-        line(p, x, a.y1, x, a.y1 + 4 * sc, 1, C_AXIS);
-        tick_label(v, xs, buf, sizeof buf);
-        text(p, x - text_width(buf, sc) / 2, a.y1 + 6 * sc, buf, sc, C_AXIS);
-    }
-    line(p, a.x0, a.y0, a.x0, a.y1, 1, C_AXIS); /* axes */
-    line(p, a.x0, a.y1, a.x1, a.y1, 1, C_AXIS);
-
-    series(p, &a, train_step, train_loss, n_train, sc + 1, C_TRAIN, 0);
-    series(p, &a, val_step, val_l1, n_val, sc + 1, C_VAL, 1);
-
-    /* legend, top right: a colour swatch and a name per series */
-    int lx = a.x1 - text_width("train loss", sc) - text_width("val L1", sc) - 40 * sc, ly = 4 * sc;
-    fill(p, lx, ly + 3 * sc, lx + 10 * sc, ly + 4 * sc + 1, C_TRAIN);
-    lx += 13 * sc + text(p, lx + 13 * sc, ly, "train loss", sc, C_AXIS) + 8 * sc;
-    fill(p, lx, ly + 3 * sc, lx + 10 * sc, ly + 4 * sc + 1, C_VAL);
-    text(p, lx + 13 * sc, ly, "val L1", sc, C_AXIS);
+    panel_axes(&a, l.train, xmin, xmax, train_loss, n_train, terms, n_terms);
+    panel(p, &a, sc, "train loss", train_step, train_loss, n_train, C_TRAIN, 0, terms, n_terms);
+    panel_axes(&a, l.val, xmin, xmax, val_l1, n_val, NULL, 0);
+    panel(p, &a, sc, "validation L1", val_step, val_l1, n_val, C_VAL, 1, NULL, 0);
+    text(p, (l.val[0] + l.val[2] - text_width("step", sc)) / 2, height - 9 * sc, "step", sc, C_AXIS);
     return write_png(p, path);
 }
 
@@ -321,7 +378,7 @@ void tandem_plot_mel_size(int frames, int n_mels, int *width, int *height) {
 
 void tandem_plot_mel_size_n(int frames, int n_mels, int panels, int *width, int *height) {
     int fx = frames <= 1024 ? 2 : 1;
-    *width = frames * fx;
+    *width = frames * fx + TANDEM_PLOT_MEL_BAR_W;
     *height = panels * 2 * n_mels + (panels - 1) * MEL_GAP;
 }
 
@@ -336,6 +393,26 @@ static void mel_panel(tandem_plot *p, const float *m, int frames, int n_mels, in
             fill(p, t * fx, y, (t + 1) * fx, y + 2, (rgb_color){c[0], c[1], c[2]});
         }
     if (p->w >= 48) text(p, 3, top + 3, label, 1, C_WHITE);
+}
+
+/* The colour scale right of the panels from x: a bar lo (bottom) .. hi (top), ticks and their
+ * ln-mel values, the title "ln mel" above it. */
+static void colour_bar(tandem_plot *p, int x, float lo, float hi) {
+    const int y0 = 12, y1 = p->h - 4, bx = x + 6;
+    text(p, bx, 2, "ln mel", 1, C_AXIS);
+    for (int y = y0; y <= y1; y++) {
+        uint8_t c[3];
+        tandem_plot_colormap((float)(y1 - y) / (float)(y1 - y0), c);
+        fill(p, bx, y, bx + 12, y + 1, (rgb_color){c[0], c[1], c[2]});
+    }
+    const double step = nice_step(hi - lo, 4);
+    char buf[32];
+    for (double v = ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
+        const int y = y1 - (int)lround((v - lo) / (hi - lo) * (y1 - y0));
+        line(p, bx + 12, y, bx + 15, y, 1, C_AXIS);
+        tick_label(v, step, buf, sizeof buf);
+        text(p, bx + 17, y - 3, buf, 1, C_AXIS);
+    }
 }
 
 tandem_status tandem_plot_mel(tandem_plot *p, const char *path, const float *target, const float *pred,
@@ -356,7 +433,7 @@ tandem_status tandem_plot_mel_gen(tandem_plot *p, const char *path, const float 
                            path, wide, n_mels, w, h, p->max_w, p->max_h);
     p->w = w;
     p->h = h;
-    int fx = w / wide;
+    int fx = (w - TANDEM_PLOT_MEL_BAR_W) / wide;
     float lo = INFINITY, hi = -INFINITY;
     for (size_t i = 0; i < (size_t)frames * n_mels; i++)
         if (isfinite(target[i])) {
@@ -369,5 +446,6 @@ tandem_status tandem_plot_mel_gen(tandem_plot *p, const char *path, const float 
     mel_panel(p, target, frames, n_mels, 0, fx, lo, hi, "target");
     mel_panel(p, pred, frames, n_mels, step, fx, lo, hi, "pred");
     if (gen) mel_panel(p, gen, gen_frames, n_mels, 2 * step, fx, lo, hi, "generated");
+    colour_bar(p, w - TANDEM_PLOT_MEL_BAR_W, lo, hi);
     return write_png(p, path);
 }

@@ -98,3 +98,66 @@ tandem_status tandem_freeze_spans(const tandem_model *m, const char *spec, int64
     *n = merged;
     return TANDEM_OK;
 }
+
+/* Frozen [a, b) less the sorted ranges k[0..nk) into out (pairs); returns the pairs written. */
+static int cut(int64_t a, int64_t b, const int64_t *k, int nk, int64_t *out, int64_t *freed) {
+    int w = 0;
+    for (int i = 0; i < nk && a < b; i++) {
+        const int64_t kb = k[2 * i] > a ? k[2 * i] : a, ke = k[2 * i + 1] < b ? k[2 * i + 1] : b;
+        if (kb >= ke) continue;
+        if (kb > a) out[2 * w] = a, out[2 * w + 1] = kb, w++;
+        *freed += ke - kb;
+        a = ke;
+    }
+    if (a < b) out[2 * w] = a, out[2 * w + 1] = b, w++;
+    return w;
+}
+
+tandem_status tandem_freeze_release(const char *spec, int64_t *keep, int n_keep, int64_t **spans, int *n) {
+    if (!*n || !n_keep) return TANDEM_OK;
+    qsort(keep, (size_t)n_keep, 2 * sizeof *keep, cmp_span);
+    int64_t *s = tandem_calloc((size_t)(*n + n_keep) * 2 + 2, sizeof *s);
+    if (!s) return tandem_fail(TANDEM_E_NOMEM, "freeze: out of memory");
+    int w = 0;
+    int64_t freed = 0;
+    for (int i = 0; i < *n; i++) w += cut((*spans)[2 * i], (*spans)[2 * i + 1], keep, n_keep, s + 2 * w, &freed);
+    tandem_free(*spans);
+    *spans = s;
+    *n = w;
+    if (freed)
+        tandem_logf(TANDEM_LOG_INFO, "freeze '%s': %" PRId64 " values that --init-from did not copy (new symbols' and "
+                    "speakers' rows, parameters it lacks) are trained: frozen, they would keep their random "
+                    "initialisation", spec, freed);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_freeze_ranges_text(const int64_t *r, int n, char **out) {
+    *out = tandem_calloc((size_t)n * 42 + 1, 1); /* two int64 and two separators per range */
+    if (!*out) return tandem_fail(TANDEM_E_NOMEM, "freeze: out of memory");
+    size_t at = 0;
+    for (int i = 0; i < n; i++)
+        at += (size_t)sprintf(*out + at, "%s%" PRId64 "-%" PRId64, i ? "," : "", r[2 * i], r[2 * i + 1]);
+    return TANDEM_OK;
+}
+
+tandem_status tandem_freeze_release_text(const char *spec, const char *text, int64_t n_flat, int64_t **spans,
+                                         int *n) {
+    const size_t cap = strlen(text) / 4 + 1; /* each range takes at least 4 characters: "a-b," */
+    int64_t *r = tandem_calloc(cap * 2, sizeof *r);
+    if (!r) return tandem_fail(TANDEM_E_NOMEM, "freeze: out of memory");
+    int k = 0, used = 0;
+    for (const char *q = text; *q && (size_t)k < cap; q += used + (q[used] == ',')) {
+        used = 0;
+        if (sscanf(q, "%" SCNd64 "-%" SCNd64 "%n", &r[2 * k], &r[2 * k + 1], &used) != 2 || !used ||
+            (q[used] && q[used] != ',') || r[2 * k] < 0 || r[2 * k] >= r[2 * k + 1] || r[2 * k + 1] > n_flat) {
+            tandem_free(r);
+            return tandem_fail(TANDEM_E_FORMAT, "checkpoint metadata freeze_trained: '%.40s' is not a list of "
+                               "element ranges a-b (0 <= a < b <= %" PRId64 ") as tandem train writes it", q,
+                               n_flat);
+        }
+        k++;
+    }
+    tandem_status st = tandem_freeze_release(spec, r, k, spans, n);
+    tandem_free(r);
+    return st;
+}

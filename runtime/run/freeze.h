@@ -20,4 +20,16 @@
  * names nothing is TANDEM_E_INVALID naming it and the groups. */
 tandem_status tandem_freeze_spans(const tandem_model *m, const char *spec, int64_t **spans, int *n);
 
+/* The ranges keep[0..n_keep) (pairs, any order; sorted in place) taken out of *spans (replaced by
+ * a new allocation): what --init-from did not fill is trained even inside a frozen group, with an
+ * info line naming how many values. */
+tandem_status tandem_freeze_release(const char *spec, int64_t *keep, int n_keep, int64_t **spans, int *n);
+
+/* Ranges as text "a-b,a-b" (checkpoint metadata freeze_trained, so a resume trains them too), and
+ * back: release_text parses text (TANDEM_E_FORMAT naming it when malformed or past n_flat) and
+ * releases its ranges as tandem_freeze_release does. */
+tandem_status tandem_freeze_ranges_text(const int64_t *r, int n, char **out);
+tandem_status tandem_freeze_release_text(const char *spec, const char *text, int64_t n_flat, int64_t **spans,
+                                         int *n);
+
 #endif

@@ -93,6 +93,17 @@ static int64_t their_row(const sym_table *o, const sym_table *t, int64_t i, cons
     return -1;
 }
 
+/* [b, e) appended to the ranges that keep their initialisation (adjacent ones merged). */
+static void fresh_add(tandem_init_fresh *k, int64_t b, int64_t e) {
+    if (k->n && k->span[2 * k->n - 1] == b) {
+        k->span[2 * k->n - 1] = e;
+        return;
+    }
+    k->span[2 * k->n] = b;
+    k->span[2 * k->n + 1] = e;
+    k->n++;
+}
+
 /* "name" appended to a report list while it has room. */
 static void list_add(char *b, size_t cap, size_t *fl, const char *name, size_t len) {
     if (*fl + len + 8 < cap) *fl += (size_t)snprintf(b + *fl, cap - *fl, "%s\"%.*s\"", *fl ? " " : "", (int)len, name);
@@ -100,7 +111,7 @@ static void list_add(char *b, size_t cap, size_t *fl, const char *name, size_t l
 
 /* Our rows filled from theirs by name into buf (our initialisation kept where they have none). */
 static void copy_rows(const tandem_st_info *x, const tandem_model_param *p, const sym_table *o, const sym_table *t,
-                      float *buf, int counts[4], char fresh[2][256]) {
+                      float *buf, int counts[4], char fresh[2][256], tandem_init_fresh *kept) {
     const size_t row = (size_t)p->shape[1] * sizeof(float);
     size_t fl[2] = {0, 0};
     for (int64_t i = 0; i < (int64_t)o->n + o->n_spk; i++) {
@@ -111,6 +122,7 @@ static void copy_rows(const tandem_st_info *x, const tandem_model_param *p, cons
             counts[spk ? 2 : 0]++;
         } else {
             counts[spk ? 3 : 1]++;
+            fresh_add(kept, p->offset + i * p->shape[1], p->offset + (i + 1) * p->shape[1]);
             list_add(fresh[spk != NULL], sizeof fresh[0], &fl[spk != NULL], spk ? spk : o->name[i],
                      spk ? strlen(spk) : o->len[i]);
         }
@@ -121,7 +133,8 @@ static void copy_rows(const tandem_st_info *x, const tandem_model_param *p, cons
  * initialised (new symbols, new speakers; reported). */
 static tandem_status remap_with(const tandem_st_info *x, const tandem_st_file *f, const tandem_model_param *p,
                                 const tandem_model *m, tandem_stream *s, float *buf, const char *path,
-                                const char *our_syms, const char *our_spk, sym_table *o, sym_table *t) {
+                                const char *our_syms, const char *our_spk, sym_table *o, sym_table *t,
+                                tandem_init_fresh *kept) {
     TANDEM_TRY(read_table(our_syms, our_spk, o, "this build"));
     TANDEM_TRY(read_table(tandem_st_meta_find(f, TANDEM_CKPT_KEY_SYMBOLS), tandem_st_meta_find(f, TANDEM_CKPT_KEY_SPEAKERS),
                           t, path));
@@ -134,7 +147,7 @@ static tandem_status remap_with(const tandem_st_info *x, const tandem_st_file *f
     TANDEM_TRY(tandem_stream_sync(s));
     int c[4] = {0}; /* symbols copied, new; speakers copied, new */
     char fresh[2][256] = {"", ""};
-    copy_rows(x, p, o, t, buf, c, fresh);
+    copy_rows(x, p, o, t, buf, c, fresh, kept);
     TANDEM_TRY(tandem_dev_upload(s, m->params, (size_t)p->offset * sizeof(float), buf, row * (size_t)p->shape[0]));
     TANDEM_TRY(tandem_stream_sync(s));
     tandem_logf(TANDEM_LOG_WARN, "init-from %s: " SYM_EMB " [%" PRId64 ", %" PRId64 "] here, [%" PRId64 ", %" PRId64
@@ -147,9 +160,9 @@ static tandem_status remap_with(const tandem_st_info *x, const tandem_st_file *f
 
 static tandem_status remap_rows(const tandem_st_info *x, const tandem_st_file *f, const tandem_model_param *p,
                                 const tandem_model *m, tandem_stream *s, float *buf, const char *path,
-                                const char *our_syms, const char *our_spk) {
+                                const char *our_syms, const char *our_spk, tandem_init_fresh *kept) {
     sym_table *t = tandem_calloc(2, sizeof *t);
-    tandem_status st = t ? remap_with(x, f, p, m, s, buf, path, our_syms, our_spk, &t[0], &t[1])
+    tandem_status st = t ? remap_with(x, f, p, m, s, buf, path, our_syms, our_spk, &t[0], &t[1], kept)
                          : tandem_fail(TANDEM_E_NOMEM, "init-from: out of memory");
     if (t) {
         tandem_free(t[0].spk_names);
@@ -181,10 +194,12 @@ static void shape_text(char *b, size_t cap, int ndim, const int64_t *shape) {
 
 /* One parameter: 1 when copied whole. */
 static tandem_status load_param(const tandem_st_file *f, const char *path, const tandem_model *m, tandem_stream *s,
-                                float *buf, const tandem_model_param *p, const char *const ours[2], int *whole) {
+                                float *buf, const tandem_model_param *p, const char *const ours[2], int *whole,
+                                tandem_init_fresh *kept) {
     *whole = 0;
     const tandem_st_info *x = tandem_st_find(f, p->name);
     if (!x) {
+        fresh_add(kept, p->offset, p->offset + p->numel);
         tandem_logf(TANDEM_LOG_WARN, "init-from %s: no tensor %s; it keeps its initialisation", path, p->name);
         return TANDEM_OK;
     }
@@ -199,8 +214,9 @@ static tandem_status load_param(const tandem_st_file *f, const char *path, const
         TANDEM_TRY(tandem_stream_sync(s));
         *whole = 1;
     } else if (x->dtype == TANDEM_F32 && emb && x->ndim == 2 && x->shape[1] == p->shape[1] && syms) {
-        TANDEM_TRY(remap_rows(x, f, p, m, s, buf, path, ours[0], ours[1]));
+        TANDEM_TRY(remap_rows(x, f, p, m, s, buf, path, ours[0], ours[1], kept));
     } else {
+        fresh_add(kept, p->offset, p->offset + p->numel);
         tandem_logf(TANDEM_LOG_WARN, "init-from %s: %s is %s %s there, %s F32 here; it keeps its initialisation",
                     path, p->name, b, tandem_st_dtype_name(x->dtype) ? tandem_st_dtype_name(x->dtype) : "?", a);
     }
@@ -221,14 +237,20 @@ static void report_unused(const tandem_st_file *f, const char *path, const tande
 }
 
 tandem_status tandem_init_from_apply(const tandem_st_file *f, const char *path, const tandem_model *m,
-                                     tandem_stream *s, float *buf, const char *speakers_json) {
+                                     tandem_stream *s, float *buf, const char *speakers_json,
+                                     tandem_init_fresh *kept) {
     int whole = 0, n_whole = 0;
+    int64_t rows = 0; /* at most a range per parameter and one per embedding row */
+    for (int i = 0; i < m->n_params; i++) rows += m->param[i].ndim == 2 ? m->param[i].shape[0] : 0;
+    kept->n = 0;
+    kept->span = tandem_calloc((size_t)(m->n_params + rows) * 2 + 2, sizeof *kept->span);
+    if (!kept->span) return tandem_fail(TANDEM_E_NOMEM, "init-from: out of memory");
     char *syms = NULL;
     TANDEM_TRY(tandem_symbols_to_json(&syms, NULL));
     const char *ours[2] = {syms, speakers_json};
     tandem_status st = TANDEM_OK;
     for (int i = 0; st == TANDEM_OK && i < m->n_params; i++) {
-        st = load_param(f, path, m, s, buf, &m->param[i], ours, &whole);
+        st = load_param(f, path, m, s, buf, &m->param[i], ours, &whole, kept);
         n_whole += whole;
     }
     tandem_free(syms);

@@ -265,6 +265,7 @@ static tandem_status save(tandem_run_ckpt *c, const tandem_train_state *st, tand
         {TANDEM_CKPT_KEY_TRAIN_ROWS, c->data.rows},
         {TANDEM_CKPT_KEY_TRAIN_LISTING, c->data.listing},
         {"freeze", c->freeze},
+        {"freeze_trained", c->freeze_trained}, /* left out when NULL */
         {TANDEM_DP_KEY_WORLD_SIZE, ws},
         {TANDEM_CKPT_KEY_SPEAKERS, c->speakers_json}, /* left out for one speaker */
         {TANDEM_CKPT_KEY_BEST_VAL_L1, best},          /* last: left out while there is no best */
@@ -318,6 +319,9 @@ tandem_status tandem_run_ckpt_freeze(tandem_run_ckpt *c, const tandem_st_file *f
     else if (spec && f && strcmp(spec, stored ? stored : ""))
         tandem_logf(TANDEM_LOG_INFO, "resume: --freeze changes '%s' -> '%s'", stored ? stored : "", spec);
     memcpy(c->freeze, use, strlen(use) + 1);
+    const char *trained = f ? tandem_st_meta_find(f, "freeze_trained") : NULL;
+    if (trained && !(c->freeze_trained = tandem_strdup(trained)))
+        return tandem_fail(TANDEM_E_NOMEM, "resume: out of memory");
     return TANDEM_OK;
 }
 
@@ -329,6 +333,7 @@ void tandem_run_ckpt_free(tandem_run_ckpt *c) {
     tandem_free(c->cfg_yaml);
     tandem_free(c->symbols_json);
     tandem_free(c->speakers_json);
+    tandem_free(c->freeze_trained);
     tandem_free(c->load_buf);
     memset(c, 0, sizeof *c);
 }

@@ -52,6 +52,7 @@ typedef struct tandem_run_ckpt {
     double best_val_l1;       /* the best validation L1 a checkpoint was written for; +inf: none */
     char train_abs[PATH_MAX], val_abs[PATH_MAX]; /* realpath of the data directories ("" unknown) */
     char freeze[256];         /* the run's --freeze groups ("" none), saved as metadata `freeze` */
+    char *freeze_trained;     /* what --init-from did not fill (freeze.h text), metadata `freeze_trained`; NULL none */
     int world_size;           /* data-parallel ranks (runtime/run/dp.h), metadata `world_size` */
     tandem_ckpt_data data;    /* the training set (ckpt_data.h): metadata train_rows, train_listing */
 } tandem_run_ckpt;

@@ -300,6 +300,9 @@ static tandem_status declare_model(tandem_trainer *t, const tandem_model_dims *d
     t->ck.world_size = t->opt.world_size > 1 ? t->opt.world_size : 1;
     TANDEM_TRY(tandem_run_ckpt_freeze(&t->ck, t->resume_file, t->opt.freeze));
     TANDEM_TRY(tandem_freeze_spans(&t->model, t->ck.freeze, &t->frozen, &t->optim.n_frozen));
+    if (t->ck.freeze_trained) /* a resumed fine-tune: what --init-from did not fill still trains */
+        TANDEM_TRY(tandem_freeze_release_text(t->ck.freeze, t->ck.freeze_trained, t->model.n_flat, &t->frozen,
+                                              &t->optim.n_frozen));
     t->optim.frozen = t->frozen;
     TANDEM_TRY(setup_figures(t));
     if (!t->writer) { /* data-parallel rank > 0: rank 0 writes the run directory */
@@ -329,8 +332,14 @@ static tandem_status commit(tandem_trainer *t) {
     TANDEM_TRY(tandem_validation_commit(&t->val));
     TANDEM_TRY(tandem_model_init_params(&t->model, t->s, (uint64_t)t->cfg.seed));
     if (t->init_file) {
-        TANDEM_TRY(tandem_init_from_apply(t->init_file, t->init_path, &t->model, t->s, t->ck.load_buf,
-                                          t->ck.speakers_json));
+        tandem_init_fresh kept = {NULL, 0};
+        tandem_status st = tandem_init_from_apply(t->init_file, t->init_path, &t->model, t->s, t->ck.load_buf,
+                                                  t->ck.speakers_json, &kept);
+        if (st == TANDEM_OK) st = tandem_freeze_release(t->ck.freeze, kept.span, kept.n, &t->frozen, &t->optim.n_frozen);
+        if (st == TANDEM_OK && kept.n) st = tandem_freeze_ranges_text(kept.span, kept.n, &t->ck.freeze_trained);
+        tandem_free(kept.span);
+        TANDEM_TRY(st);
+        t->optim.frozen = t->frozen;
         tandem_st_close(t->init_file);
         t->init_file = NULL;
     }
@@ -903,6 +912,8 @@ static tandem_status validate_and_log(tandem_trainer *t, run_totals *r, tandem_s
         tandem_run_tb_step(&t->tb, &line, validated);
         m->logged = 1;
         tandem_figures_add_loss(t->fig, done, tandem_metrics_as_written(m->loss));
+        tandem_figures_add_terms(t->fig, done, tandem_metrics_as_written(m->l1),
+                                 tandem_metrics_as_written(m->stop_bce), tandem_metrics_as_written(m->ga));
         if (validated) tandem_figures_add_val(t->fig, done, tandem_metrics_as_written(m->val_l1));
     }
     return TANDEM_OK;

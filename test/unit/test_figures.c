@@ -150,7 +150,7 @@ static void test_parse(void **state) {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs("{\"step\":0,\"val_l1\":3.5,\"val_stop_bce\":0.7}\n"
-          "{\"step\":1,\"loss\":4.25,\"l1\":4,\"step_ms\":12.5}\n"
+          "{\"step\":1,\"loss\":4.25,\"l1\":4,\"stop_bce\":0.5,\"ga\":0.25,\"step_ms\":12.5}\n"
           "\n"
           "not json at all\n"
           "{\"loss\":1}\n"
@@ -176,6 +176,14 @@ static void test_parse(void **state) {
     assert_int_equal(va.n, 2);
     assert_true(va.step[0] == 0 && va.value[0] == 3.5f);
     assert_true(va.step[1] == 3 && va.value[1] == 3.25f);
+    /* the loss's terms, from the lines that have l1 (not val_l1's or val_stop_bce's) */
+    tandem_figures_series term[TANDEM_FIGURES_TERMS];
+    tandem_figures_terms(fig, term);
+    const float want[TANDEM_FIGURES_TERMS] = {4.0f, 0.5f, 0.25f};
+    for (int k = 0; k < TANDEM_FIGURES_TERMS; k++) {
+        assert_int_equal(term[k].n, 1);
+        assert_true(term[k].step[0] == 1 && term[k].value[0] == want[k]);
+    }
     snprintf(path, sizeof path, "%s/missing.jsonl", scratch);
     assert_int_equal(tandem_figures_load_metrics(fig, path, &lines, &bad), TANDEM_E_IO);
     printf("missing file: %s\n", tandem_last_error());

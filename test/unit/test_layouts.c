@@ -370,19 +370,27 @@ static void small_config(tandem_config *cfg, const char *train, const char *out)
     tiny_corpus_train_config(cfg, train, out, 2);
 }
 
-static tandem_status train(const char *data, const char *out, const char *init_from, const char *lr) {
+/* steps 0: 2 as small_config; resume: continue out's run */
+static tandem_status train_frozen(const char *data, const char *out, const char *init_from, const char *lr,
+                                  const char *freeze, int steps, int resume) {
     tandem_config cfg;
-    small_config(&cfg, data, out);
+    tiny_corpus_train_config(&cfg, data, out, steps ? steps : 2);
     if (lr) CHECK(tandem_config_set(&cfg, "lr", lr));
     tandem_trainer_options o;
     tandem_trainer_options_init(&o);
     o.backend = tandem_test_backend();
     o.init_from = init_from;
+    o.freeze = freeze;
+    o.resume_dir = resume ? out : NULL;
     char cache[600];
     snprintf(cache, sizeof cache, "%s/cache", tmpdir);
     o.cache_dir = cache;
     tandem_trainer_summary sum;
     return tandem_test_train_run(&cfg, &o, &sum);
+}
+
+static tandem_status train(const char *data, const char *out, const char *init_from, const char *lr) {
+    return train_frozen(data, out, init_from, lr, NULL, 0, 0);
 }
 
 static void expect_speakers(const char *ckpt, const char *json) {
@@ -461,6 +469,70 @@ static void test_init_from_speakers_by_name(void **state) {
     free(eb);
 }
 
+/* Row r (d floats) of tensor name in a checkpoint into dst. */
+static void tensor_row(const char *ckpt, const char *name, int64_t r, int64_t d, float *dst) {
+    tandem_st_file *f = NULL;
+    CHECK(tandem_checkpoint_open(ckpt, -1, &f));
+    const tandem_st_info *x = tandem_st_find(f, name);
+    assert_non_null(x);
+    memcpy(dst, (const float *)x->data + r * d, (size_t)d * sizeof(float));
+    tandem_st_close(f);
+}
+
+/* --freeze embeddings on a fine-tune that adds speaker p300: the rows copied by name stay as the
+ * checkpoint had them, p300's new row trains (it moves from its initialisation, its moments too). */
+static void test_init_from_freeze_trains_new_rows(void **state) {
+    (void)state;
+    char a[400], b[400], out_a[400], out_0[400], out_f[400], ck_a[500], ck_0[500], ck_f[500];
+    vctk_tree("vctk_fa", a, sizeof a);
+    snprintf(out_a, sizeof out_a, "%s/run_fa", tmpdir);
+    CHECK(train(a, out_a, NULL, NULL));
+    snprintf(b, sizeof b, "%s/vctk_fb", tmpdir);
+    text_file(b, "txt/p226/p226_001.txt", "a cat\n");
+    text_file(b, "txt/p300/p300_001.txt", "red sun\n");
+    text_file(b, "txt/p300/p300_002.txt", "we go\n");
+    audio_file(b, "wav48/p226/p226_001.wav", 1);
+    audio_file(b, "wav48/p300/p300_001.wav", 2);
+    audio_file(b, "wav48/p300/p300_002.wav", 3);
+    snprintf(ck_a, sizeof ck_a, "%s/ckpt-00000002.safetensors", out_a);
+    snprintf(out_0, sizeof out_0, "%s/run_f0", tmpdir);
+    CHECK(train(b, out_0, ck_a, "0")); /* lr 0: p300's row as initialised */
+    snprintf(out_f, sizeof out_f, "%s/run_ff", tmpdir);
+    tandem_test_log_clear();
+    CHECK(train_frozen(b, out_f, ck_a, "0.01", "embeddings", 0, 0));
+    expect_log("are trained: frozen, they would keep their random initialisation");
+    snprintf(ck_0, sizeof ck_0, "%s/ckpt-00000002.safetensors", out_0);
+    snprintf(ck_f, sizeof ck_f, "%s/ckpt-00000002.safetensors", out_f);
+    int64_t ra, rf, d, d2;
+    float *ea = emb_rows(ck_a, &ra, &d), *ef = emb_rows(ck_f, &rf, &d2);
+    const int64_t ns = tandem_symbols_count();
+    assert_int_equal(rf, ns + 2);
+    assert_int_equal(d, d2);
+    assert_memory_equal(ef, ea, (size_t)(ns * d) * sizeof(float));                 /* symbols: frozen */
+    assert_memory_equal(ef + ns * d, ea + (ns + 1) * d, (size_t)d * sizeof(float)); /* p226: frozen */
+    float *init = malloc((size_t)d * sizeof(float)), *mom = calloc((size_t)d, sizeof(float));
+    assert_non_null(init);
+    assert_non_null(mom);
+    tensor_row(ck_0, "sym_emb.weight", ns + 1, d, init);
+    assert_memory_not_equal(ef + (ns + 1) * d, init, (size_t)d * sizeof(float)); /* p300: trained */
+    float *zero = calloc((size_t)d, sizeof(float));
+    assert_non_null(zero);
+    tensor_row(ck_f, "adam_m.sym_emb.weight", ns + 1, d, mom);
+    assert_memory_not_equal(mom, zero, (size_t)d * sizeof(float));
+    tensor_row(ck_f, "adam_m.sym_emb.weight", ns, d, mom); /* p226's moments stay 0 */
+    assert_memory_equal(mom, zero, (size_t)d * sizeof(float));
+    /* the resumed run (freezing as the run did) still trains p300's row, and only it */
+    tandem_test_log_clear();
+    CHECK(train_frozen(b, out_f, NULL, "0.01", NULL, 4, 1));
+    expect_log("are trained: frozen, they would keep their random initialisation");
+    char ck_r[500];
+    snprintf(ck_r, sizeof ck_r, "%s/ckpt-00000004.safetensors", out_f);
+    float *er = emb_rows(ck_r, &rf, &d2);
+    assert_memory_equal(er, ef, (size_t)((ns + 1) * d) * sizeof(float));
+    assert_memory_not_equal(er + (ns + 1) * d, ef + (ns + 1) * d, (size_t)d * sizeof(float));
+    free(ea), free(ef), free(er), free(init), free(mom), free(zero);
+}
+
 static void test_plan_speakers(void **state) {
     (void)state;
     char dir[400];
@@ -499,6 +571,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_train_vctk_and_libritts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_from_speakers_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_init_from_freeze_trains_new_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plan_speakers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

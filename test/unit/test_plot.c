@@ -38,10 +38,12 @@ static void test_loss_curve(void **state) {
     tandem_plot *p = NULL;
     assert_int_equal(tandem_plot_create(1024, 768, &p), TANDEM_OK);
     enum { N = 200, NV = 10 };
-    float st[N], loss[N], vst[NV], vl1[NV];
+    float st[N], loss[N], l1[N], zero[N], vst[NV], vl1[NV];
     for (int i = 0; i < N; i++) {
         st[i] = (float)(i * 10);
         loss[i] = 2.0f * expf(-i / 50.0f) + 0.2f + tandem_rng_uniform(&rng, 0, 0.02f);
+        l1[i] = 0.8f * loss[i];
+        zero[i] = 0.0f;
     }
     loss[77] = NAN; /* skipped */
     for (int i = 0; i < NV; i++) {
@@ -53,32 +55,66 @@ static void test_loss_curve(void **state) {
         char path[400];
         snprintf(path, sizeof path, "%s/loss%d.png", scratch, k);
         uint64_t allocs = tandem_alloc_count();
-        assert_int_equal(tandem_plot_loss(p, path, sizes[k][0], sizes[k][1], st, loss, N, vst, vl1, NV), TANDEM_OK);
+        /* terms: l1 drawn, ga all 0 (off) left out */
+        const tandem_plot_series terms[2] = {{st, l1, N, "l1"}, {st, zero, N, "ga"}};
+        assert_int_equal(tandem_plot_loss_terms(p, path, sizes[k][0], sizes[k][1], st, loss, N, vst, vl1, NV, terms,
+                                                2), TANDEM_OK);
         assert_int_equal(tandem_alloc_count(), allocs);
         int w, h;
         unsigned char *img = tandem_test_read_png(path, &w, &h);
         assert_int_equal(w, sizes[k][0]);
         assert_int_equal(h, sizes[k][1]);
         assert_true(is_rgb(pix(img, w, w - 1, h - 1), 255, 255, 255));
-        /* the train series colour: first and last columns where it appears */
-        int first_x = -1, first_y = -1, last_x = -1, last_y = -1, val_pixels = 0;
+        /* two panels on one step axis: train loss above, validation L1 below, apart */
+        tandem_plot_loss_layout l;
+        tandem_plot_loss_layout_of(w, h, &l);
+        const int sc = l.scale, *tb = l.train, *vb = l.val;
+        assert_true(tb[1] < tb[3] && tb[3] < vb[1] && vb[1] < vb[3] && vb[3] < h && tb[0] == vb[0]);
+        /* each series' colour only inside its panel (its swatch in the title line above aside) */
+        int first_x = -1, first_y = -1, last_x = -1, last_y = -1, val_pixels = 0, term_pixels = 0;
         for (int x = 0; x < w; x++)
             for (int y = 0; y < h; y++) {
                 const unsigned char *q = pix(img, w, x, y);
+                const int in_t = y >= tb[1] - 3 && y <= tb[3] + 3, in_v = y >= vb[1] - 3 && y <= vb[3] + 3;
+                const int swatch = x < tb[0] + 10 * sc + 1 && (y < tb[1] || (y < vb[1] && y > tb[3]));
                 if (is_rgb(q, 31, 100, 190)) {
-                    if (first_x < 0 || x == first_x) {
-                        if (first_x < 0) first_x = x, first_y = y;
-                    }
+                    if (!in_t && !swatch) fail_msg("train colour at (%d,%d), outside its panel", x, y);
+                    if (swatch) continue;
+                    if (first_x < 0) first_x = x, first_y = y;
                     last_x = x, last_y = y;
                 }
-                if (is_rgb(q, 230, 110, 20)) val_pixels++;
+                if (is_rgb(q, 40, 150, 60)) { /* the l1 term: in the train panel or its title line */
+                    if (!in_t && y >= tb[1]) fail_msg("l1 term colour at (%d,%d), outside the train panel", x, y);
+                    term_pixels += y >= tb[1];
+                }
+                if (is_rgb(q, 120, 120, 120)) fail_msg("the all-zero ga term drawn at (%d,%d)", x, y);
+                if (is_rgb(q, 230, 110, 20)) {
+                    if (!in_v && !swatch) fail_msg("validation colour at (%d,%d), outside its panel", x, y);
+                    val_pixels += !swatch;
+                }
             }
-        assert_true(first_x >= 0 && val_pixels > 0);
-        /* ignore the legend swatch (top rows): find the curve's left end below it */
+        assert_true(first_x >= 0 && val_pixels > 0 && term_pixels > w / 2);
         print_message("%dx%d: train curve from (%d,%d) to (%d,%d), %d val pixels\n", w, h, first_x, first_y, last_x,
                       last_y, val_pixels);
         assert_true(last_x > w / 2);
-        assert_true(last_y > h / 2); /* the loss fell: the right end is low in the image */
+        assert_true(last_y > (tb[1] + tb[3]) / 2); /* the loss fell: the right end is low in its panel */
+        /* labels: a title above each panel, "step" under the lower one, y tick labels left of each */
+        const int label_rows[3][2] = {{tb[1] - 12 * sc, tb[1] - 5 * sc}, {vb[1] - 12 * sc, vb[1] - 5 * sc},
+                                      {h - 9 * sc, h - 2 * sc}};
+        for (int j = 0; j < 3; j++) {
+            int dark = 0;
+            for (int y = label_rows[j][0]; y < label_rows[j][1]; y++)
+                for (int x = 0; x < w; x++) dark += pix(img, w, x, y)[0] < 80 && pix(img, w, x, y)[2] < 80;
+            if (dark < 10 * sc) fail_msg("label line %d (rows %d..%d): %d dark pixels", j, label_rows[j][0],
+                                         label_rows[j][1], dark);
+        }
+        for (int j = 0; j < 2; j++) {
+            const int *b = j ? vb : tb;
+            int dark = 0;
+            for (int y = b[1]; y <= b[3]; y++)
+                for (int x = 0; x < b[0] - 5 * sc; x++) dark += pix(img, w, x, y)[0] < 80;
+            if (dark < 10) fail_msg("panel %d has no y tick labels", j);
+        }
         /* x-axis tick marks: dark pixels just below the axis line in several columns */
         int dark_cols = 0;
         for (int x = 0; x < w; x++) {
@@ -128,7 +164,7 @@ static void test_mel_image(void **state) {
     unsigned char *img = tandem_test_read_png(path, &rw, &rh);
     assert_int_equal(rw, w);
     assert_int_equal(rh, h);
-    assert_int_equal(w, 2 * T);
+    assert_int_equal(w, 2 * T + TANDEM_PLOT_MEL_BAR_W);
     int panel = (h - 6) / 2; /* two panels of 2 px per band and a gap */
     assert_int_equal(panel, 2 * M);
     int checked = 0;
@@ -143,6 +179,19 @@ static void test_mel_image(void **state) {
         checked++;
     }
     assert_true(checked > 300);
+    /* the colour scale right of the panels: the map's top at the top, its bottom at the bottom,
+     * and ln-mel values (dark text) beside it */
+    unsigned char top[3], bottom[3];
+    tandem_plot_colormap(1.0f, top);
+    tandem_plot_colormap(0.0f, bottom);
+    const int bar_x = 2 * T + 6 + 6;
+    assert_memory_equal(pix(img, w, bar_x, 12), top, 3);
+    assert_memory_equal(pix(img, w, bar_x, h - 4), bottom, 3);
+    int dark = 0;
+    for (int y = 0; y < h; y++)
+        for (int x = bar_x + 6; x < w; x++) dark += pix(img, w, x, y)[0] < 80 && pix(img, w, x, y)[1] < 80;
+    print_message("colour scale: %d dark label pixels\n", dark);
+    assert_true(dark > 60);
     free(img);
     /* the colour map runs from dark to light */
     unsigned char c0[3], c1[3];

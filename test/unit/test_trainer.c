@@ -685,9 +685,11 @@ static void test_figures(void **state) {
     snprintf(path, sizeof path, "%s/mel.png", out);
     unsigned char *mel = tandem_test_read_png(path, &w, &h);
     /* three panels (target, teacher-forced, free-running) as wide as the longer of the true
-     * and the generated length: 2 px per frame, 2 per band, a gap of 6 between panels */
-    assert_true(w >= 2 * want_frames && w % 2 == 0);
-    tandem_plot_mel_size_n(w / 2, 80, 3, &mw, &mh);
+     * and the generated length: 2 px per frame, 2 per band, a gap of 6 between panels, then
+     * the colour scale */
+    const int panels_w = w - TANDEM_PLOT_MEL_BAR_W;
+    assert_true(panels_w >= 2 * want_frames && panels_w % 2 == 0);
+    tandem_plot_mel_size_n(panels_w / 2, 80, 3, &mw, &mh);
     assert_int_equal(w, mw);
     assert_int_equal(h, mh);
     assert_int_equal(h, 3 * 2 * 80 + 2 * 6);
