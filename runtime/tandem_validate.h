@@ -7,7 +7,8 @@
  *     text cache) and a probe of a sample of the audio files (each decoded: readable, its rate,
  *     its duration against max_frames);
  *   - the memory plan (the arenas a run commits, `tandem plan`) against the budgets and against
- *     the memory of the devices the run would use;
+ *     the memory of the devices the run would use (on two host devices: the machine's physical
+ *     RAM; a plan larger is an error naming both sizes, planned only, never allocated);
  *   - the devices: the CUDA driver, whether the fatbin has code for each device and the driver
  *     is new enough for it (what `tandem diagnose` checks), bf16 support for precision bf16;
  *   - the expected throughput from the step cost model (tandem_cost.h: one step recorded on a dry

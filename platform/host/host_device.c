@@ -98,11 +98,6 @@ static void cpu_model(char *out, size_t cap) {
     }
 }
 
-static size_t total_ram(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
-}
-
 tandem_status tandem_host_device_open(int ordinal, tandem_device **out) {
     if (!out) return tandem_fail(TANDEM_E_INVALID, "tandem_host_device_open: out is NULL");
     *out = NULL;
@@ -142,7 +137,7 @@ tandem_status tandem_host_device_open(int ordinal, tandem_device **out) {
     cpu_model(model, sizeof model);
     snprintf(info->name, sizeof info->name, "host CPU (%s)", model);
     info->cc_major = info->cc_minor = 0;
-    info->total_memory = total_ram();
+    info->total_memory = tandem_ram_bytes();
     info->multiprocessors = tandem_cpu_count();
     info->supports_bf16 = 0;
     tandem_logf(TANDEM_LOG_DEBUG, "host device %d: %d threads (%s GEMM, OpenBLAS threads %d)", ordinal,

@@ -44,6 +44,7 @@ void tandem_cond_broadcast(tandem_cond *c);
 /* ---- clock ---- */
 uint64_t tandem_now_ns(void); /* monotonic */
 int tandem_cpu_count(void);
+size_t tandem_ram_bytes(void); /* physical RAM (sysconf); 0 when unknown */
 
 /* ---- files ---- */
 /* Read a whole regular file into a new buffer (NUL-terminated, not counted in *len); at most

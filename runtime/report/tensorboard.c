@@ -17,6 +17,7 @@
 
 struct tandem_tb {
     int fd;
+    off_t whole; /* the end of the last whole record: a failed write is cut back to it */
     unsigned char *blob; /* [blob_max] a PNG or WAV file read back */
     size_t blob_max;
     char path[PATH_MAX];
@@ -148,10 +149,20 @@ static tandem_status record(tandem_tb *tb, const unsigned char *head, size_t hn,
     if (tn) c = tandem_crc32c(c, tail, tn);
     c = tandem_tb_mask_crc(c);
     for (int i = 0; i < 4; i++) f[i] = (unsigned char)(c >> (8 * i));
-    TANDEM_TRY(write_all(tb, h, sizeof h));
-    TANDEM_TRY(write_all(tb, head, hn));
-    if (tn) TANDEM_TRY(write_all(tb, tail, tn));
-    return write_all(tb, f, sizeof f);
+    tandem_status st = write_all(tb, h, sizeof h);
+    if (st == TANDEM_OK) st = write_all(tb, head, hn);
+    if (st == TANDEM_OK && tn) st = write_all(tb, tail, tn);
+    if (st == TANDEM_OK) st = write_all(tb, f, sizeof f);
+    if (st == TANDEM_OK) {
+        tb->whole += (off_t)(sizeof h + len + sizeof f);
+        return TANDEM_OK;
+    }
+    char why[512]; /* readers stop at a partial record: keep only whole ones */
+    snprintf(why, sizeof why, "%s", tandem_last_error());
+    if (ftruncate(tb->fd, tb->whole) == 0)
+        return tandem_fail(st, "%s; the file is cut back to its last whole record (%lld bytes)", why, (long long)tb->whole);
+    return tandem_fail(st, "%s; cutting it back to its last whole record (%lld bytes) failed too: %s", why,
+                       (long long)tb->whole, strerror(errno));
 }
 
 tandem_status tandem_tb_scalars(tandem_tb *tb, int64_t step, const char *const *tags, const double *values, int n) {

@@ -144,22 +144,72 @@ static tandem_status fresh_subdir(const char *out, const char *prefix, char *dst
     }
 }
 
-/* new_run: the previous run's files into <out>/previous-<n>/. */
+void (*tandem_run_dir_test_stage)(int stage) = NULL;
+
+static void stage_done(int *stage) {
+    if (tandem_run_dir_test_stage) tandem_run_dir_test_stage((*stage)++);
+}
+
+/* new_run: the previous run's files into a staging directory, which becomes <out>/previous-<n>/
+ * by one rename, so a kill leaves the run whole in out (after roll_back) or whole in previous-<n>. */
 static tandem_status move_aside(const char *out) {
-    char dst[PATH_MAX];
-    TANDEM_TRY(fresh_subdir(out, "previous", dst, sizeof dst));
+    char tmp[PATH_MAX], name[64], dst[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+    int stage = 0;
+    snprintf(name, sizeof name, TANDEM_RUN_STAGING_PREFIX "%ld", (long)getpid());
+    if (!join(tmp, sizeof tmp, out, name)[0]) return tandem_fail(TANDEM_E_INVALID, "run directory %s: path too long", out);
+    if (mkdir(tmp, 0755) != 0) return tandem_fail(TANDEM_E_IO, "run directory: mkdir %s: %s", tmp, strerror(errno));
+    stage_done(&stage);
     DIR *d = opendir(out);
     if (!d) return tandem_fail(TANDEM_E_IO, "run directory %s: %s", out, strerror(errno));
     tandem_status st = TANDEM_OK;
     for (struct dirent *e; st == TANDEM_OK && (e = readdir(d));) {
         if (!is_run_file(e->d_name)) continue;
-        char a[PATH_MAX], b[PATH_MAX];
-        if (snprintf(a, sizeof a, "%s/%s", out, e->d_name) >= (int)sizeof a ||
-            snprintf(b, sizeof b, "%s/%s", dst, e->d_name) >= (int)sizeof b || rename(a, b) != 0)
-            st = tandem_fail(TANDEM_E_IO, "run directory: move %s into %s: %s", a, dst, strerror(errno));
+        if (!join(a, sizeof a, out, e->d_name)[0] || !join(b, sizeof b, tmp, e->d_name)[0] || rename(a, b) != 0)
+            st = tandem_fail(TANDEM_E_IO, "run directory: move %s into %s: %s", a, tmp, strerror(errno));
+        stage_done(&stage);
     }
     closedir(d);
-    if (st == TANDEM_OK) tandem_logf(TANDEM_LOG_INFO, "new run in %s: the previous run's files are in %s", out, dst);
+    for (int n = 1; st == TANDEM_OK; n++) { /* under the lock: nobody else makes previous-<n> */
+        struct stat sb;
+        if (snprintf(dst, sizeof dst, "%s/previous-%d", out, n) >= (int)sizeof dst)
+            st = tandem_fail(TANDEM_E_INVALID, "run directory %s: path too long", out);
+        else if (lstat(dst, &sb) != 0 && errno == ENOENT) break;
+    }
+    if (st == TANDEM_OK && rename(tmp, dst) != 0)
+        st = tandem_fail(TANDEM_E_IO, "run directory: rename %s to %s: %s", tmp, dst, strerror(errno));
+    if (st != TANDEM_OK) return st; /* the next open puts the files back */
+    stage_done(&stage);
+    tandem_logf(TANDEM_LOG_INFO, "new run in %s: the previous run's files are in %s", out, dst);
+    return TANDEM_OK;
+}
+
+/* A --new-run cut short (kill -9, a failed rename) left its staging directory: under the lock its
+ * files go back into out, so the previous run is whole there again. */
+static tandem_status roll_back(const char *out) {
+    DIR *d = opendir(out);
+    if (!d) return tandem_fail(TANDEM_E_IO, "run directory %s: %s", out, strerror(errno));
+    tandem_status st = TANDEM_OK;
+    for (struct dirent *e; st == TANDEM_OK && (e = readdir(d));) {
+        char dir[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+        if (strncmp(e->d_name, TANDEM_RUN_STAGING_PREFIX, strlen(TANDEM_RUN_STAGING_PREFIX)) ||
+            !join(dir, sizeof dir, out, e->d_name)[0])
+            continue;
+        DIR *s = opendir(dir);
+        for (struct dirent *f; s && st == TANDEM_OK && (f = readdir(s));) {
+            struct stat sb;
+            if (!is_run_file(f->d_name) || !join(a, sizeof a, dir, f->d_name)[0] || !join(b, sizeof b, out, f->d_name)[0])
+                continue;
+            const int taken = lstat(b, &sb) == 0;
+            if (taken || rename(a, b) != 0)
+                st = tandem_fail(TANDEM_E_IO, "run directory: put %s back as %s after an interrupted --new-run: %s; "
+                                 "move it by hand", a, b, taken ? "the name is taken" : strerror(errno));
+        }
+        if (s) closedir(s);
+        if (st == TANDEM_OK && rmdir(dir) == 0)
+            tandem_logf(TANDEM_LOG_WARN, "run directory %s: an interrupted --new-run was undone (the previous "
+                        "run's files are back from %s)", out, dir);
+    }
+    closedir(d);
     return st;
 }
 
@@ -195,6 +245,7 @@ tandem_status tandem_run_dir_set_aside(tandem_run_dir *rd, const char *resume_di
 
 static tandem_status check_contents(const char *out, const char *resume_dir, int new_run) {
     dir_scan s;
+    TANDEM_TRY(roll_back(out));
     TANDEM_TRY(scan(out, &s));
     if (same_dir(out, resume_dir) || s.run_files + s.other_files == 0) return TANDEM_OK;
     if (!new_run)

@@ -7,7 +7,8 @@
  * A fresh run (no resume from this directory) refuses a directory that is not empty, unless
  * new_run is set: then the files of the previous run (ckpt-*.safetensors, ckpt-best.safetensors,
  * metrics.jsonl, loss.png, mel.png, events.out.tfevents.*) are moved into <out>/previous-<n>/ (the first free n) and other files are
- * left alone. Resuming from the directory itself keeps everything.
+ * left alone. The move is atomic against kill -9: the files go into <out>/.previous.tmp.<pid>/,
+ * renamed to previous-<n> last; the next open rolls back a staging directory left behind. Resuming from the directory itself keeps everything.
  * Under the lock, temp files of the run's own outputs (".<name>.tmp.<pid>.<n>" of checkpoints,
  * loss.png, mel.png) whose process is gone are removed; a live process's temp file is never
  * touched. (The text cache's temps live in the cache directory and are its own.)
@@ -21,6 +22,7 @@
 #include "tandem.h"
 
 #define TANDEM_RUN_LOCK_NAME ".tandem-run.lock"
+#define TANDEM_RUN_STAGING_PREFIX ".previous.tmp."
 
 typedef struct tandem_run_dir {
     int fd;      /* the locked file; -1 when not held */
@@ -49,6 +51,10 @@ void tandem_run_dir_close(tandem_run_dir *rd);
 tandem_status tandem_run_dir_set_aside(tandem_run_dir *rd, const char *resume_dir, int64_t step);
 /* TANDEM_E_STATE naming the pid when another open holds dir's lock (a live run), else TANDEM_OK. */
 tandem_status tandem_run_dir_check_free(const char *dir);
+
+/* Tests only: called after each step of a --new-run's move (0: staging made, then each file, then
+ * the rename to previous-<n>), so a test can kill the process there. NULL in production. */
+extern void (*tandem_run_dir_test_stage)(int stage);
 
 /* True when pid names a live process (kill(pid, 0) does not report ESRCH). */
 int tandem_run_pid_alive(long pid);

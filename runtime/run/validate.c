@@ -305,21 +305,33 @@ static void check_device(const tandem_system_report *s, int ord, const char *rol
             in->cc_major, in->cc_minor, need_mib, have_mib);
 }
 
-static void check_devices(const tandem_config *c, const tandem_validate_options *o, const size_t bytes[2],
-                          tandem_validate_report *r) {
+/* Two host devices: both arenas live in this machine's RAM (only planned here, never allocated). */
+static int check_host_ram(const size_t bytes[2], tandem_validate_report *r) {
+    const size_t ram = tandem_ram_bytes(), need = bytes[0] + bytes[1];
+    if (!ram || need <= ram) return 0;
+    add(r, TANDEM_FINDING_ERROR, "plan", "lower batch_size, max_frames or the model size, or train on a CUDA "
+            "device", "backend host: the plan needs %.1f MiB of host memory (data %.1f + model %.1f MiB), more "
+            "than this machine's %.1f MiB of physical RAM", (double)need / (1 << 20), (double)bytes[0] / (1 << 20),
+            (double)bytes[1] / (1 << 20), (double)ram / (1 << 20));
+    return 1;
+}
+
+/* 1 when the plan is larger than this machine's RAM on two host devices. */
+static int check_devices(const tandem_config *c, const tandem_validate_options *o, const size_t bytes[2],
+                         tandem_validate_report *r) {
     static const char bf16_fix[] = "set precision fp32 (MyXTTS: mixed_precision false), or train on a CUDA device";
     if (o->backend == TANDEM_BACKEND_HOST) {
         add(r, TANDEM_FINDING_INFO, "device", "", "backend host: two host devices, no CUDA checks");
         if (c->precision == TANDEM_PRECISION_BF16)
             add(r, TANDEM_FINDING_ERROR, "device", bf16_fix, "precision bf16 needs a CUDA model device; the host "
                 "backend trains in fp32");
-        return;
+        return check_host_ram(bytes, r);
     }
     tandem_system_report *s = tandem_malloc(sizeof *s);
     if (!s || tandem_system_query(s) != TANDEM_OK) {
         add(r, TANDEM_FINDING_WARN, "device", "", "devices not checked: %s", s ? tandem_last_error() : "out of memory");
         tandem_free(s);
-        return;
+        return 0;
     }
     const int ncuda = s->driver_status == TANDEM_OK ? s->cuda_count : 0;
     if (s->driver_status != TANDEM_OK && s->driver_status != TANDEM_E_NODRIVER)
@@ -349,6 +361,7 @@ static void check_devices(const tandem_config *c, const tandem_validate_options 
         }
     }
     tandem_free(s);
+    return ncuda == 0 && check_host_ram(bytes, r); /* auto backend without a GPU: two host devices */
 }
 
 /* The data side's CPU capacity from the probe's decode times against the modelled step. */
@@ -400,9 +413,12 @@ tandem_status tandem_validate(const tandem_config *cfg, const tandem_validate_op
     if (cfg->train_data[0]) check_data(cfg, o, r);
     size_t bytes[2] = {0, 0};
     check_plan(cfg, o->backend, bytes, r);
-    check_devices(cfg, o, bytes, r);
     int gpus = 0;
-    if (o->backend == TANDEM_BACKEND_HOST || tandem_device_count(TANDEM_BACKEND_CUDA, &gpus) != TANDEM_OK) gpus = 0;
-    check_speed(cfg, gpus, r);
+    if (check_devices(cfg, o, bytes, r)) /* pricing would initialise every parameter: minutes for nothing */
+        add(r, TANDEM_FINDING_INFO, "speed", "", "expected throughput not modelled: the plan does not fit this machine");
+    else {
+        if (o->backend == TANDEM_BACKEND_HOST || tandem_device_count(TANDEM_BACKEND_CUDA, &gpus) != TANDEM_OK) gpus = 0;
+        check_speed(cfg, gpus, r);
+    }
     return TANDEM_OK;
 }

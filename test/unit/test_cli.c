@@ -505,6 +505,27 @@ static void test_validate(void **state) {
     }
 }
 
+/* validate reports a host plan larger than the machine's physical RAM, naming both sizes, from the
+ * plan alone: under an 8 GiB address-space limit a 600+ GiB plan cannot have been allocated. */
+static void test_validate_host_ram(void **state) {
+    (void)state;
+    const double ram_mib = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / (1 << 20);
+    if (ram_mib > 600.0 * 1024) skip(); /* the plan below would fit */
+    char cmd[1200], outf[300], want[96];
+    snprintf(outf, sizeof outf, "%s/out.txt", root);
+    snprintf(cmd, sizeof cmd, "cd '%s' && ulimit -v 8388608 && '%s/tandem' validate --backend host --train-data '%s' "
+             "--batch-size 256 --d-model 4096 --layers 32 --probe 0 >'%s' 2>&1", TANDEM_SOURCE_DIR,
+             TANDEM_TEST_BUILD_DIR, corpus, outf);
+    const int rc = system(cmd);
+    char *o = tandem_test_read_file_ok(outf, NULL);
+    printf("%s", o);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+    expect_in(o, "error [plan] backend host: the plan needs ");
+    snprintf(want, sizeof want, "MiB), more than this machine's %.1f MiB of physical RAM", ram_mib);
+    expect_in(o, want);
+    free(o);
+}
+
 /* validate as the checklist: no --config (train's flags alone), every bad flag in one pass, and
  * epochs turned into steps before warm-up and the validation cadence are checked. */
 static void test_validate_checklist(void **state) {
@@ -579,6 +600,7 @@ int main(void) {
         cmocka_unit_test(test_file_size_limit_is_an_error),
         cmocka_unit_test(test_stale_temps_swept),
         cmocka_unit_test(test_validate_checklist),
+        cmocka_unit_test(test_validate_host_ram),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,7 +4,7 @@
  *   lock:        a second trainer on a run directory fails at once naming the holder's pid;
  *                after the first is destroyed the second starts (class 5).
  *   non-empty:   a fresh run refuses a directory holding a run; new_run moves the old files
- *                into previous-1/ (class 5).
+ *                into previous-1/, whole in one place even when killed at any step (class 5).
  *   temp sweep:  a dead process's loss.png temp is removed, a live process's checkpoint temp is
  *                left alone (class 5).
  *   fallback:    a newer checkpoint with NaN in a parameter, Inf in a moment, or a sampler
@@ -43,6 +43,7 @@
 #include <cmocka.h>
 
 #include "runtime/core/config.h"
+#include "runtime/run/run_dir.h"
 #include "platform/os/log.h"
 #include "platform/os/os.h"
 #include "tandem.h"
@@ -174,6 +175,69 @@ static void test_temp_sweep(void **state) {
     CHECK(train(&cfg, NULL, 0, &sum));
     assert_false(exists(out, dead_tmp)); /* its process is gone */
     assert_true(exists(out, live_tmp));  /* a live process's in-flight write */
+}
+
+/* --new-run killed (SIGKILL) after each step of its move: the previous run is whole in exactly
+ * one place (out, after the next open rolls the staging directory back, or previous-1). */
+static const char *const prev_files[] = {"ckpt-00000001.safetensors", "ckpt-00000002.safetensors",
+                                         "ckpt-best.safetensors", "metrics.jsonl", "loss.png",
+                                         "events.out.tfevents.1.host"};
+enum { N_PREV = sizeof prev_files / sizeof prev_files[0] };
+static int kill_at;
+
+static void kill_hook(int stage) {
+    if (stage == kill_at) raise(SIGKILL);
+}
+
+/* How many of the previous run's files are in dir with their own bytes. */
+static int whole_in(const char *dir) {
+    int n = 0;
+    for (int i = 0; i < N_PREV; i++) {
+        char p[700];
+        size_t len = 0;
+        snprintf(p, sizeof p, "%s/%s", dir, prev_files[i]);
+        char *b = access(p, F_OK) == 0 ? tandem_test_read_file_ok(p, &len) : NULL;
+        n += b && len == strlen(prev_files[i]) && !memcmp(b, prev_files[i], len);
+        free(b);
+    }
+    return n;
+}
+
+static void test_new_run_atomic_kill(void **state) {
+    (void)state;
+    int finished = 0;
+    for (kill_at = 0; !finished; kill_at++) {
+        char out[300], prev[400], p[700];
+        snprintf(out, sizeof out, "%s/newrun_kill_%d", root, kill_at);
+        CHECK(tandem_mkdir_p(out));
+        for (int i = 0; i < N_PREV; i++) {
+            snprintf(p, sizeof p, "%s/%s", out, prev_files[i]);
+            tandem_test_write_file(p, prev_files[i], strlen(prev_files[i]));
+        }
+        int pid = tandem_test_fork(0);
+        if (pid == 0) {
+            tandem_run_dir rd;
+            tandem_run_dir_test_stage = kill_hook;
+            _exit(tandem_run_dir_open(&rd, out, NULL, 1) == TANDEM_OK ? 0 : 3);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        finished = WIFEXITED(status);
+        if (finished) assert_int_equal(WEXITSTATUS(status), 0);
+        else assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        tandem_run_dir rd; /* the next open, as a resume of out: rolls back, moves nothing */
+        CHECK(tandem_run_dir_open(&rd, out, out, 0));
+        tandem_run_dir_close(&rd);
+        snprintf(prev, sizeof prev, "%s/previous-1", out);
+        const int here = whole_in(out), there = whole_in(prev);
+        printf("killed after stage %d%s: %d files in out, %d in previous-1\n", kill_at,
+               finished ? " (not reached: finished)" : "", here, there);
+        assert_true((here == N_PREV && there == 0 && access(prev, F_OK) != 0) || (here == 0 && there == N_PREV));
+        assert_int_equal(there == N_PREV, kill_at >= N_PREV + 1); /* the last rename is the commit */
+        snprintf(p, sizeof p, "%s/" TANDEM_RUN_STAGING_PREFIX "%d", out, pid);
+        assert_int_not_equal(access(p, F_OK), 0);
+    }
+    assert_int_equal(kill_at, N_PREV + 3); /* stages: staging made, each file, the rename */
 }
 
 /* ---- classes 6 and 9 ---- */
@@ -881,6 +945,7 @@ int main(void) {
         cmocka_unit_test(test_lock),
         cmocka_unit_test(test_nonempty),
         cmocka_unit_test(test_temp_sweep),
+        cmocka_unit_test(test_new_run_atomic_kill),
         cmocka_unit_test(test_fallback_nan_param),
         cmocka_unit_test(test_fallback_inf_moment),
         cmocka_unit_test(test_fallback_bad_position),

@@ -11,6 +11,8 @@
  *             from its IHDR, the bytes as written) and a WAV (rate, channels, frames, content
  *             type, bytes); every wall_time within a minute of now; a file that is not a PNG is
  *             refused and adds nothing; the file name is events.out.tfevents.<10 digits>.<host>.
+ *   cut:      a write past a file-size limit (EFBIG) leaves only whole records (the partial one
+ *             cut off) and says so.
  *   trainer:  a 4-step run with validation every 2 steps writes one event file whose train/loss
  *             of every step equals (as float) the loss the step callback saw, val/l1 at steps 0, 2
  *             and 4, perf/step_ms and train/lr at every step, figures/loss and figures/mel images at the
@@ -18,6 +20,7 @@
  * Seed printed; replay with TANDEM_TEST_SEED.
  */
 #include <math.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <dirent.h>
 #include <unistd.h>
@@ -438,6 +442,47 @@ static void test_trainer_events(void **state) {
     assert_int_equal(event_file(off, path, sizeof path), 0);
 }
 
+/* A write cut short by a file-size limit (RLIMIT_FSIZE in a child, SIGXFSZ ignored: EFBIG) leaves
+ * the event file cut back to whole records, and the writer says so. */
+static void test_cut_to_whole_records(void **state) {
+    (void)state;
+    char dir[300], png[400], path[600];
+    snprintf(dir, sizeof dir, "%s/fsize", root);
+    CHECK(tandem_mkdir_p(dir));
+    snprintf(png, sizeof png, "%s/big.png", root);
+    write_png_like(png, 64, 64);
+    FILE *f = fopen(png, "ab");
+    assert_non_null(f);
+    for (int i = 0; i < 9000; i++) fputc(i & 0xff, f);
+    fclose(f);
+    enum { LIMIT = 4096 };
+    int pid = tandem_test_fork(0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {LIMIT, LIMIT};
+        tandem_tb *tb = NULL;
+        const char *tag = "train/loss";
+        const double v = 1.5;
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0 || tandem_tb_open(dir, 0, 1 << 16, &tb) != TANDEM_OK) _exit(3);
+        for (int i = 0; i < 20; i++)
+            if (tandem_tb_scalars(tb, i, &tag, &v, 1) != TANDEM_OK) _exit(4);
+        const tandem_status st = tandem_tb_file(tb, 20, "figures/big", png, 'i'); /* past the limit */
+        printf("cut short: %s: %s\n", tandem_status_name(st), tandem_last_error());
+        _exit(st != TANDEM_E_IO ? 5 : strstr(tandem_last_error(), "cut back to its last whole record") ? 0 : 6);
+    }
+    const int rc = tandem_test_child_exit(pid);
+    assert_true(rc == 0 || rc == 6); /* the message is checked after the file */
+    assert_int_equal(event_file(dir, path, sizeof path), 1);
+    size_t len = 0;
+    free(tandem_test_read_file_ok(path, &len));
+    rec rs[32];
+    const int n = read_records(path, rs, 32); /* every record whole: framing and CRCs */
+    printf("%s: %zu bytes, %d whole records\n", path, len, n);
+    assert_int_equal(n, 21); /* file_version and the 20 scalars */
+    free_records(rs, n);
+    assert_int_equal(rc, 0);
+}
+
 int main(void) {
     seed = tandem_test_seed("test_tensorboard");
     crc_init();
@@ -449,6 +494,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc),
         cmocka_unit_test(test_writer),
+        cmocka_unit_test(test_cut_to_whole_records),
         cmocka_unit_test(test_trainer_events),
     };
     const int rc = cmocka_run_group_tests_name("tensorboard", tests, NULL, NULL);
