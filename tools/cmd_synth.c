@@ -28,8 +28,8 @@ static void usage(FILE *f) {
             "--prenet-dropout P keeps the training's prenet dropout while generating (0 = off,\n"
             "the default; masks drawn from --seed; needs the key/value cache).\n"
             "Prints where the stop fired and the stop probability of the last frames.\n"
-            "A text of several sentences (ended by . ! ? ; followed by a space) is synthesized\n"
-            "sentence by sentence into one WAV, 0.25 s of silence between them.\n",
+            "A text too long for the model as one piece is synthesized sentence by sentence (ended\n"
+            "by . ! ? ; followed by a space) into one WAV, 0.25 s of silence between them.\n",
             TANDEM_SYNTH_DEFAULT_GL_ITERS);
 }
 
@@ -181,12 +181,14 @@ static int synthesize(const char *ckpt, const tandem_synth_options *o, const cha
     tandem_text_span spans[SYNTH_MAX_SENTENCES];
     int n = 0;
     if (st == TANDEM_OK) st = tandem_text_split_sentences(text, strlen(text), spans, SYNTH_MAX_SENTENCES, &n);
-    if (st == TANDEM_OK && n > 1) { /* sentence by sentence, one WAV */
+    if (st == TANDEM_OK) st = tandem_synth_run(s, text, lang, NULL, &r);
+    if (st == TANDEM_E_INVALID && n > 1) { /* too long as one: sentence by sentence, one WAV */
+        printf("the text as one sentence: %s; synthesizing its %d sentences one by one\n",
+               tandem_last_error(), n);
         st = synthesize_sentences(s, text, spans, n, lang, out, mel_out, info.n_mels);
         tandem_synth_close(s);
         return cli_fail("synth", st);
     }
-    if (st == TANDEM_OK) st = tandem_synth_run(s, text, lang, NULL, &r);
     if (st == TANDEM_OK) st = tandem_wav_write_pcm16(out, r.audio, r.samples, r.sample_rate);
     if (st == TANDEM_OK && mel_out) {
         const int64_t shape[2] = {r.frames, info.n_mels};

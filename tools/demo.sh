@@ -5,18 +5,18 @@
 #
 # usage: tools/demo.sh BUILD_DIR OUT_DIR
 # Training: configs/tiny.yaml with a short warm-up (20 steps; the config's 200 would last the
-# whole demo), validation every 50 steps on the held-out corpus (with the free-running
+# whole demo), validation every 100 steps on the held-out corpus (with the free-running
 # evaluation: eval_* in metrics.jsonl, a third panel in mel.png). The summary says whether the
 # synthesized training sentence stopped by itself.
-# env:   DEMO_STEPS (default 200: about 5 minutes of training on a 2-core host at batch 8),
-#        DEMO_TRAIN_SECONDS (default 360: training gets SIGINT after this long — it finishes the
+# env:   DEMO_STEPS (default 1000: about 5 minutes of training on an idle 2-core host at batch 8),
+#        DEMO_TRAIN_SECONDS (default 270: training gets SIGINT after this long — it finishes the
 #        step, writes its checkpoint and exits 0 — so a busy machine still ends the demo in time),
 #        DEMO_COUNT (training utterances, default 64), DEMO_VAL_COUNT (held-out, default 8)
 set -euo pipefail
 build=$1; out=$2
 tandem="$build/tandem"
-steps=${DEMO_STEPS:-200}
-budget=${DEMO_TRAIN_SECONDS:-360}
+steps=${DEMO_STEPS:-1000}
+budget=${DEMO_TRAIN_SECONDS:-270}
 t0=$(date +%s)
 mkdir -p "$out"
 log() { printf '\n== %s\n' "$*"; }
@@ -47,7 +47,7 @@ t_train=$(date +%s)
 # stdbuf: one progress line per 10 steps as it happens, though stdout is a pipe
 timeout --preserve-status -s INT "$budget" stdbuf -oL \
   "$tandem" train --config configs/tiny.yaml --train-data "$corpus" --val-data "$val" \
-  --out "$run" --max-steps "$steps" --warmup-steps 20 --log-every 10 --val-every 50 \
+  --out "$run" --max-steps "$steps" --warmup-steps 20 --log-every 10 --val-every 100 \
   --checkpoint-every "$steps" --keep 2 2>&1 | tee "$out/train.log" | sed -u 's/^/   /'
 t_train=$(( $(date +%s) - t_train ))
 ckpt=$(ls "$run"/ckpt-*.safetensors | tail -1)
@@ -103,7 +103,7 @@ if grep -q '^stop: fired' "$out/synth.log"; then
   speak="stopped by itself: ${stop#stop: } — the recording has about ${true_frames} frames"
 else
   speak="did NOT stop by itself (${stop#stop: }): $last_step steps on this machine are too few
-             for free-running speech; \`make bench-speak\` (800 steps) measures when it does
+             for free-running speech; \`make bench-speak\` (4000 steps) measures how far it gets
              (docs/BENCHMARKS-training.md, \"Does it speak?\")"
 fi
 eval_line=$(grep '"eval_stop_within"' "$m" | tail -1 |
