@@ -51,6 +51,10 @@ para=$(awk '/^What the target needs/ {on=1} on && /^$/ {exit} on' "$src/README.m
 linked_part=${para%%loaded with*}
 named=$(printf '%s\n' "$linked_part" | grep -o '`lib[^`]*\.so\.[0-9]*`' | tr -d '`' | sort -u)
 seen=$(printf '%s\n' "$cli_libs" | grep '^lib' | sort -u)
+# a SANITIZE= build also loads the sanitizers' runtimes (and libstdc++ with them): not the target's
+if printf '%s\n' "$seen" | grep -qE '^lib(a|ub|t|l)san\.so'; then
+  seen=$(printf '%s\n' "$seen" | grep -vE '^lib(a|ub|t|l)san\.so|^libstdc\+\+\.so')
+fi
 unlisted=$(comm -13 <(printf '%s\n' "$named") <(printf '%s\n' "$seen") | tr '\n' ' ')
 absent=""
 for l in $(comm -23 <(printf '%s\n' "$named") <(printf '%s\n' "$seen")); do
