@@ -262,7 +262,7 @@ static uint64_t compute_key(const tandem_text_index_config *cfg, uint64_t conten
     ks.layout = (uint32_t)cfg->layout; /* speakers are in the metadata bytes hashed below */
     ks.vctk_mic = (uint32_t)cfg->vctk_mic;
     ks.text_input = (uint32_t)cfg->text_input;
-    snprintf(ks.phonemizer, sizeof ks.phonemizer, "%s", tandem_phonemes_backend(cfg->text_input));
+    tandem_phonemes_backend(cfg->text_input, ks.phonemizer, sizeof ks.phonemizer);
     if (cfg->check_audio && use_wavs) {
         char wavs[PATH_MAX + 8];
         struct stat sb;

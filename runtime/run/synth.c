@@ -230,7 +230,9 @@ static tandem_status alloc_host(tandem_synth *s) {
     tandem_text_norm_init(&s->norm);
     tandem_phonemes_init(&s->ph);
     s->norm_init = 1;
-    if (s->cfg.text_input == TANDEM_TEXT_INPUT_PHONEMES && !*tandem_phonemes_backend(TANDEM_TEXT_INPUT_PHONEMES))
+    char backend[96];
+    if (s->cfg.text_input == TANDEM_TEXT_INPUT_PHONEMES &&
+        !*tandem_phonemes_backend(TANDEM_TEXT_INPUT_PHONEMES, backend, sizeof backend))
         return tandem_fail(TANDEM_E_UNSUPPORTED, "synth: the model reads phonemes (text_input: "
                            "phonemes) but espeak-ng cannot be loaded: %s", tandem_last_error());
     return TANDEM_OK;

@@ -70,10 +70,9 @@ tandem_status tandem_phonemes_of(tandem_phonemes *p, tandem_text_input input, co
     return TANDEM_OK;
 }
 
-const char *tandem_phonemes_backend(tandem_text_input input) {
-    static char name[96];
-    if (input != TANDEM_TEXT_INPUT_PHONEMES) return "chars";
-    if (tandem_espeak_load() != TANDEM_OK) return "";
-    snprintf(name, sizeof name, "espeak-ng %s, rules %d", tandem_espeak_version(), TANDEM_PHONEMES_VERSION);
-    return name;
+const char *tandem_phonemes_backend(tandem_text_input input, char *buf, size_t cap) {
+    if (input != TANDEM_TEXT_INPUT_PHONEMES) snprintf(buf, cap, "chars");
+    else if (tandem_espeak_load() != TANDEM_OK) buf[0] = 0;
+    else snprintf(buf, cap, "espeak-ng %s, rules %d", tandem_espeak_version(), TANDEM_PHONEMES_VERSION);
+    return buf;
 }

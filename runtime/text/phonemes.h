@@ -43,8 +43,9 @@ tandem_status tandem_phonemes_of(tandem_phonemes *p, tandem_text_input input, co
  * of the text cache key through tandem_phonemes_backend. */
 #define TANDEM_PHONEMES_VERSION 1
 
-/* An identifier of the phonemizer for cache keys and checkpoints: "chars", or "espeak-ng
- * <version>, rules <TANDEM_PHONEMES_VERSION>" (loads espeak-ng; "" when it cannot be loaded). */
-const char *tandem_phonemes_backend(tandem_text_input input);
+/* An identifier of the phonemizer for cache keys into buf[cap]: "chars", or "espeak-ng
+ * <version>, rules <TANDEM_PHONEMES_VERSION>" (loads espeak-ng; "" when it cannot be loaded).
+ * Returns buf; thread-safe (the caller's buffer). */
+const char *tandem_phonemes_backend(tandem_text_input input, char *buf, size_t cap);
 
 #endif
